@@ -1,0 +1,67 @@
+#pragma once
+// The check interface. A check is one class in one file, listed in one registry table
+// (checks/src/registry.cpp). Checks return data; they never print, drain or call Kubernetes.
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "vigil/checks/report.h"
+#include "vigil/checks/sku.h"
+
+namespace vigil {
+
+enum class Suite { kQuick, kFull };
+
+// Everything a check may read. Every hardware/OS boundary is injectable for tests.
+struct CheckContext {
+  std::string node;                      // Slurm node name (SLURMD_NODENAME or hostname)
+  Suite suite = Suite::kQuick;
+  const SkuConfig* sku = nullptr;        // nullptr: unknown SKU
+  std::string nvml_library = "libnvidia-ml.so.1";  // dlopen()ed; tests point it at the fake
+  std::string sysfs_root = "/";          // InfiniBand sysfs is read below this root
+  std::string state_dir;                 // previous readings for delta counters; empty = none
+  std::string allreduce_binary;          // vigil-allreduce or nccl-tests all_reduce_perf
+  std::string mpirun = "mpirun";
+  std::chrono::milliseconds xid_wait{2000};  // how long nvml_xid listens for events
+  bool has_gpu_runtime = false;          // set by the runner: CUDA built in and a device seen
+  int gpu_count = -1;                    // GPUs seen by NVML, -1 if NVML unavailable
+
+  // Threshold for (check, measurement) under the detected SKU, or nullptr.
+  const Threshold* threshold(std::string_view check, std::string_view measurement) const {
+    return sku ? sku->find(check, measurement) : nullptr;
+  }
+};
+
+struct Applies {
+  bool yes = true;
+  std::string why_not;  // becomes the skipped result's message
+};
+
+class Check {
+ public:
+  virtual ~Check() = default;
+  virtual std::string_view name() const = 0;
+  // Which suites run this check. quick checks also run in full.
+  virtual Suite min_suite() const { return Suite::kQuick; }
+  // Overrun budget for the runner (it kills the check's process and reports error).
+  virtual std::chrono::seconds timeout() const { return std::chrono::seconds(60); }
+  virtual Applies applies(const CheckContext& ctx) const = 0;
+  virtual CheckResult run(const CheckContext& ctx) = 0;
+};
+
+// Helpers that make check code short and uniform.
+// Adds a measurement, attaching the SKU threshold when there is one.
+Measurement& add_measurement(CheckResult& r, const CheckContext& ctx, std::string name,
+                             double value, std::string unit, std::optional<int> gpu = {},
+                             std::optional<std::string> port = {});
+// Sets r.status from its measurements (worst of them) unless already error/skipped, and fills
+// r.message / r.fault_code for the worst failing measurement when the check left them empty.
+void finalize(CheckResult& r, std::string_view fault_prefix);
+
+CheckResult skipped(std::string_view check, std::string why);
+CheckResult error(std::string_view check, std::string why, std::string fault_code = "");
+
+}  // namespace vigil

@@ -1,0 +1,71 @@
+#pragma once
+// Per-SKU configuration: how to recognise the SKU and the thresholds its checks use.
+// One YAML file per SKU in a thresholds directory (checks/thresholds/*.yaml), documented in
+// docs/thresholds.md. Loading is parse -> defaults -> validate; errors name file, line, field.
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "vigil/checks/threshold.h"
+
+namespace vigil {
+
+struct SkuMatch {
+  std::vector<std::string> gpu_names;        // substrings of nvmlDeviceGetName, e.g. "H100 80GB HBM3"
+  std::vector<unsigned> pci_device_ids;      // PCI device id (upper 16 bits of pciDeviceId)
+  int gpu_count = 0;                         // GPUs per node
+};
+
+struct InfinibandSpec {
+  int ports = 0;         // expected active IB ports (compute fabric) per node; 0 = no IB expected
+  double rate_gbps = 0;  // expected link rate per port in Gb/s (400 for NDR)
+};
+
+struct SkuConfig {
+  std::string name;  // e.g. "H100-SXM5-80GB"
+  std::string description;
+  SkuMatch match;
+  InfinibandSpec infiniband;
+  // check name -> measurement name -> threshold
+  std::map<std::string, std::map<std::string, Threshold>> thresholds;
+  std::string file;  // where it was loaded from
+
+  const Threshold* find(std::string_view check, std::string_view measurement) const;
+};
+
+struct ConfigError {
+  std::string file;
+  int line = 0;       // 1-based; 0 when unknown
+  std::string field;  // e.g. "thresholds.nvml_ecc.volatile_uncorrected_ecc.warn"
+  std::string message;
+  std::string to_string() const;  // "file:line: field: message"
+};
+
+struct SkuSet {
+  std::vector<SkuConfig> skus;
+  const SkuConfig* by_name(std::string_view name) const;
+};
+
+template <typename T>
+struct Loaded {
+  std::optional<T> value;
+  std::vector<ConfigError> errors;  // all errors found, not just the first
+  explicit operator bool() const { return value.has_value() && errors.empty(); }
+};
+
+Loaded<SkuConfig> load_sku_file(const std::string& path);
+// Every *.yaml / *.yml in dir; duplicate SKU names are an error.
+Loaded<SkuSet> load_sku_dir(const std::string& dir);
+
+// What the node looks like, for SKU matching.
+struct GpuInventory {
+  std::vector<std::string> gpu_names;
+  std::vector<unsigned> pci_device_ids;  // same order as gpu_names
+};
+
+// First SKU whose name or device id matches every GPU and whose gpu_count equals the count.
+// nullptr when none matches (checks that need thresholds then report skipped).
+const SkuConfig* detect_sku(const SkuSet& set, const GpuInventory& inv);
+
+}  // namespace vigil

@@ -1,0 +1,32 @@
+#pragma once
+// Factory functions for every check, one per check file. Listed in order in registry.cpp.
+#include <memory>
+
+#include "vigil/checks/check.h"
+
+namespace vigil {
+
+// NVML (src/nvml/)
+std::unique_ptr<Check> make_gpu_count_check();
+std::unique_ptr<Check> make_nvml_ecc_check();
+std::unique_ptr<Check> make_nvml_row_remap_check();
+std::unique_ptr<Check> make_nvml_retired_pages_check();
+std::unique_ptr<Check> make_nvml_clock_events_check();
+std::unique_ptr<Check> make_nvml_pcie_check();
+std::unique_ptr<Check> make_nvml_nvlink_check();
+std::unique_ptr<Check> make_nvml_temperature_check();
+std::unique_ptr<Check> make_nvml_xid_check();
+// InfiniBand sysfs (src/ib/)
+std::unique_ptr<Check> make_ib_port_check();
+std::unique_ptr<Check> make_ib_counters_check();
+// CUDA probes (src/cuda/)
+std::unique_ptr<Check> make_gpu_gemm_check();
+std::unique_ptr<Check> make_gpu_hbm_check();
+std::unique_ptr<Check> make_gpu_pcie_bw_check();
+std::unique_ptr<Check> make_gpu_memtest_check();
+// all_reduce via vigil-allreduce (src/allreduce/)
+std::unique_ptr<Check> make_nccl_allreduce_nvlink_check();
+std::unique_ptr<Check> make_nccl_allreduce_ib_check();
+std::unique_ptr<Check> make_host_allreduce_check();
+
+}  // namespace vigil

@@ -1,0 +1,26 @@
+# All third-party dependencies come from Debian packages (see scripts/install-deps.sh).
+find_package(Threads REQUIRED)
+find_package(nlohmann_json 3 REQUIRED)
+find_package(yaml-cpp REQUIRED)
+find_package(CLI11 REQUIRED)
+find_package(httplib REQUIRED)
+find_package(prometheus-cpp REQUIRED)
+find_package(OpenSSL REQUIRED)
+find_package(MPI REQUIRED COMPONENTS CXX)
+
+# libslurm has no CMake package; Debian ships slurm/slurm.h and libslurm.so.
+find_path(SLURM_INCLUDE_DIR slurm/slurm.h REQUIRED)
+find_library(SLURM_LIBRARY NAMES slurm REQUIRED)
+if(NOT TARGET vigil_slurm_external)
+  add_library(vigil_slurm_external INTERFACE)
+  target_include_directories(vigil_slurm_external INTERFACE ${SLURM_INCLUDE_DIR})
+  target_link_libraries(vigil_slurm_external INTERFACE ${SLURM_LIBRARY})
+  add_library(vigil::slurm_external ALIAS vigil_slurm_external)
+endif()
+
+if(VIGIL_BUILD_TESTS)
+  find_package(GTest REQUIRED)
+endif()
+if(VIGIL_BUILD_BENCH)
+  find_package(benchmark REQUIRED)
+endif()
