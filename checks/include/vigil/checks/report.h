@@ -63,6 +63,7 @@ nlohmann::json to_json(const NodeReport& r);
 
 Parsed<NodeReport> parse_node_report(const nlohmann::json& j);
 Parsed<NodeReport> parse_node_report(std::string_view text);
+Parsed<CheckResult> parse_check_result(const nlohmann::json& j);
 // A POST body may hold one report or an array of reports.
 Parsed<std::vector<NodeReport>> parse_node_reports(std::string_view text);
 

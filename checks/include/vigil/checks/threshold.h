@@ -19,7 +19,7 @@ struct Threshold {
   double fail = 0;
   std::optional<double> warn;
   std::string unit;
-  std::string source;  // where the figure comes from (kept for docs / --explain), may be empty
+  std::string source;  // where a built-in default comes from (not serialised); may be empty
 
   // pass, warn or fail for `value`.
   Status evaluate(double value) const;

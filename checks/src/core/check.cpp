@@ -1,0 +1,64 @@
+#include "vigil/checks/check.h"
+
+#include <cmath>
+
+namespace vigil {
+
+Measurement& add_measurement(CheckResult& r, const CheckContext& ctx, std::string name, double value,
+                             std::string unit, std::optional<int> gpu, std::optional<std::string> port) {
+  Measurement m;
+  if (const Threshold* t = ctx.threshold(r.check, name)) m.threshold = *t;
+  m.name = std::move(name);
+  m.value = value;
+  m.unit = std::move(unit);
+  m.gpu = gpu;
+  m.port = std::move(port);
+  r.measurements.push_back(std::move(m));
+  return r.measurements.back();
+}
+
+void finalize(CheckResult& r, std::string_view fault_prefix) {
+  if (r.status == Status::kError || r.status == Status::kSkipped) return;
+  Status worst = Status::kPass;
+  const Measurement* culprit = nullptr;
+  for (const auto& m : r.measurements) {
+    Status s = m.status();
+    if (combine(worst, s) != worst) {  // strictly worse than anything seen so far
+      culprit = &m;
+      worst = s;
+    }
+  }
+  r.status = combine(r.status, worst);
+  if (r.status == Status::kPass || !culprit) return;
+  if (r.message.empty()) {
+    // Same compact figure the Slurm reason uses, e.g. "gpu3 hbm_bandwidth 1500<1905GB/s".
+    std::string reason = slurm_reason(CheckResult{r.check, r.status, {*culprit}, "", "", 0});
+    auto pos = reason.find(' ', reason.find(' ') + 1);  // drop "vigil: <short> "
+    r.message = pos == std::string::npos ? reason : reason.substr(pos + 1);
+  }
+  if (r.fault_code.empty()) {
+    std::string code(fault_prefix);
+    code += "-";
+    for (char c : culprit->name) code += (c == '_') ? '-' : static_cast<char>(std::toupper(c));
+    r.fault_code = code;
+  }
+}
+
+CheckResult skipped(std::string_view check, std::string why) {
+  CheckResult r;
+  r.check = std::string(check);
+  r.status = Status::kSkipped;
+  r.message = std::move(why);
+  return r;
+}
+
+CheckResult error(std::string_view check, std::string why, std::string fault_code) {
+  CheckResult r;
+  r.check = std::string(check);
+  r.status = Status::kError;
+  r.message = std::move(why);
+  r.fault_code = fault_code.empty() ? "VIGIL-CHECK-ERROR" : std::move(fault_code);
+  return r;
+}
+
+}  // namespace vigil

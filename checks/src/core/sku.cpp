@@ -1,0 +1,315 @@
+#include "vigil/checks/sku.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <filesystem>
+#include <set>
+
+#include <yaml-cpp/yaml.h>
+
+#include "vigil/checks/registry.h"
+
+namespace vigil {
+
+const Threshold* SkuConfig::find(std::string_view check, std::string_view measurement) const {
+  auto c = thresholds.find(std::string(check));
+  if (c == thresholds.end()) return nullptr;
+  auto m = c->second.find(std::string(measurement));
+  return m == c->second.end() ? nullptr : &m->second;
+}
+
+const SkuConfig* SkuSet::by_name(std::string_view name) const {
+  for (const auto& s : skus) {
+    if (s.name == name) return &s;
+  }
+  return nullptr;
+}
+
+std::string ConfigError::to_string() const {
+  std::string out = file;
+  if (line > 0) out += ":" + std::to_string(line);
+  out += ": ";
+  if (!field.empty()) out += field + ": ";
+  return out + message;
+}
+
+namespace {
+
+// Collects errors while walking one file; every helper returns std::nullopt after recording.
+class Walker {
+ public:
+  explicit Walker(std::string file) : file_(std::move(file)) {}
+  std::vector<ConfigError> errors;
+
+  void error(const YAML::Node& at, const std::string& field, const std::string& msg) {
+    int line = at.IsDefined() ? at.Mark().line + 1 : 0;
+    errors.push_back({file_, line, field, msg});
+  }
+
+  bool only_keys(const YAML::Node& n, const std::string& field, const std::set<std::string>& allowed) {
+    if (!n.IsMap()) {
+      error(n, field, "must be a mapping");
+      return false;
+    }
+    bool ok = true;
+    for (const auto& kv : n) {
+      auto key = kv.first.as<std::string>();
+      if (!allowed.count(key)) {
+        std::string known;
+        for (const auto& a : allowed) known += (known.empty() ? "" : ", ") + a;
+        error(kv.first, join(field, key), "unknown key (expected one of: " + known + ")");
+        ok = false;
+      }
+    }
+    return ok;
+  }
+
+  std::optional<std::string> string(const YAML::Node& n, const std::string& field) {
+    if (!n.IsScalar() || n.as<std::string>().empty()) {
+      error(n, field, "must be a non-empty string");
+      return std::nullopt;
+    }
+    return n.as<std::string>();
+  }
+
+  std::optional<double> number(const YAML::Node& n, const std::string& field) {
+    if (!n.IsScalar()) {
+      error(n, field, "must be a number");
+      return std::nullopt;
+    }
+    std::string s = n.as<std::string>();
+    double d = 0;
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), d);
+    if (ec != std::errc() || p != s.data() + s.size() || !std::isfinite(d)) {
+      error(n, field, "must be a finite number, got '" + s + "'");
+      return std::nullopt;
+    }
+    return d;
+  }
+
+  std::optional<long> integer(const YAML::Node& n, const std::string& field, long min_value) {
+    if (!n.IsScalar()) {
+      error(n, field, "must be an integer");
+      return std::nullopt;
+    }
+    std::string s = n.as<std::string>();
+    int base = 10;
+    size_t skip = 0;
+    if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) base = 16, skip = 2;
+    long v = 0;
+    auto [p, ec] = std::from_chars(s.data() + skip, s.data() + s.size(), v, base);
+    if (ec != std::errc() || p != s.data() + s.size() || skip == s.size()) {
+      error(n, field, "must be an integer, got '" + s + "'");
+      return std::nullopt;
+    }
+    if (v < min_value) {
+      error(n, field, "must be >= " + std::to_string(min_value));
+      return std::nullopt;
+    }
+    return v;
+  }
+
+  static std::string join(const std::string& a, const std::string& b) { return a.empty() ? b : a + "." + b; }
+
+ private:
+  std::string file_;
+};
+
+std::set<std::string> known_check_names() {
+  std::set<std::string> names;
+  for (const auto& c : all_checks()) names.insert(std::string(c->name()));
+  return names;
+}
+
+void parse_threshold(Walker& w, const YAML::Node& n, const std::string& field, SkuConfig& sku,
+                     const std::string& check, const std::string& measurement) {
+  if (!w.only_keys(n, field, {"op", "fail", "warn", "unit"})) return;
+  Threshold t;
+  bool ok = true;
+  if (!n["op"]) {
+    w.error(n, field + ".op", "missing (\">=\" or \"<=\")");
+    ok = false;
+  } else if (auto op = op_from_string(n["op"].as<std::string>())) {
+    t.op = *op;
+  } else {
+    w.error(n["op"], field + ".op", "must be \">=\" or \"<=\", got '" + n["op"].as<std::string>() + "'");
+    ok = false;
+  }
+  if (!n["fail"]) {
+    w.error(n, field + ".fail", "missing");
+    ok = false;
+  } else if (auto f = w.number(n["fail"], field + ".fail")) {
+    t.fail = *f;
+  } else {
+    ok = false;
+  }
+  if (n["warn"]) {
+    if (auto v = w.number(n["warn"], field + ".warn")) t.warn = *v; else ok = false;
+  }
+  if (!n["unit"]) {
+    w.error(n, field + ".unit", "missing (e.g. GB/s, Gb/s, count)");
+    ok = false;
+  } else if (auto u = w.string(n["unit"], field + ".unit")) {
+    t.unit = *u;
+  } else {
+    ok = false;
+  }
+  if (!ok) return;
+  if (!is_known_unit(t.unit)) {
+    w.error(n["unit"], field + ".unit", "unknown unit '" + t.unit + "' (see docs/thresholds.md)");
+    return;
+  }
+  if (std::string why = t.validate(); !why.empty()) {
+    bool warn_issue = why.rfind("warn", 0) == 0;
+    w.error(warn_issue ? n["warn"] : n["fail"], field + (warn_issue ? ".warn" : ".fail"), why);
+    return;
+  }
+  sku.thresholds[check][measurement] = t;
+}
+
+}  // namespace
+
+Loaded<SkuConfig> load_sku_file(const std::string& path) {
+  Loaded<SkuConfig> out;
+  Walker w(path);
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::BadFile&) {
+    out.errors.push_back({path, 0, "", "cannot read file"});
+    return out;
+  } catch (const YAML::ParserException& e) {
+    out.errors.push_back({path, e.mark.line + 1, "", "YAML syntax error: " + e.msg});
+    return out;
+  }
+  SkuConfig sku;
+  sku.file = path;
+  if (!w.only_keys(root, "", {"sku", "description", "match", "infiniband", "thresholds"})) {
+    out.errors = std::move(w.errors);
+    return out;
+  }
+  if (!root["sku"]) w.error(root, "sku", "missing (the SKU name, e.g. H100-SXM5-80GB)");
+  else if (auto s = w.string(root["sku"], "sku")) sku.name = *s;
+  if (root["description"]) sku.description = root["description"].as<std::string>();
+
+  if (!root["match"]) {
+    w.error(root, "match", "missing (gpu_names / pci_device_ids and gpu_count)");
+  } else if (const YAML::Node m = root["match"]; w.only_keys(m, "match", {"gpu_names", "pci_device_ids", "gpu_count"})) {
+    if (m["gpu_names"]) {
+      if (!m["gpu_names"].IsSequence()) w.error(m["gpu_names"], "match.gpu_names", "must be a list");
+      else for (const auto& n : m["gpu_names"]) if (auto s = w.string(n, "match.gpu_names")) sku.match.gpu_names.push_back(*s);
+    }
+    if (m["pci_device_ids"]) {
+      if (!m["pci_device_ids"].IsSequence()) w.error(m["pci_device_ids"], "match.pci_device_ids", "must be a list");
+      else for (const auto& n : m["pci_device_ids"]) if (auto v = w.integer(n, "match.pci_device_ids", 0)) sku.match.pci_device_ids.push_back(static_cast<unsigned>(*v));
+    }
+    if (sku.match.gpu_names.empty() && sku.match.pci_device_ids.empty()) {
+      w.error(m, "match", "needs gpu_names or pci_device_ids");
+    }
+    if (!m["gpu_count"]) w.error(m, "match.gpu_count", "missing");
+    else if (auto v = w.integer(m["gpu_count"], "match.gpu_count", 1)) sku.match.gpu_count = static_cast<int>(*v);
+  }
+
+  if (root["infiniband"]) {
+    const YAML::Node ib = root["infiniband"];
+    if (w.only_keys(ib, "infiniband", {"ports", "rate_gbps"})) {
+      if (ib["ports"]) if (auto v = w.integer(ib["ports"], "infiniband.ports", 0)) sku.infiniband.ports = static_cast<int>(*v);
+      if (ib["rate_gbps"]) if (auto v = w.number(ib["rate_gbps"], "infiniband.rate_gbps")) sku.infiniband.rate_gbps = *v;
+      if (sku.infiniband.ports > 0 && sku.infiniband.rate_gbps <= 0) {
+        w.error(ib, "infiniband.rate_gbps", "required and > 0 when ports > 0");
+      }
+    }
+  }
+
+  if (root["thresholds"]) {
+    const YAML::Node th = root["thresholds"];
+    static const std::set<std::string> known = known_check_names();
+    if (!th.IsMap()) {
+      w.error(th, "thresholds", "must be a mapping of check -> measurement -> threshold");
+    } else {
+      for (const auto& ck : th) {
+        std::string check = ck.first.as<std::string>();
+        std::string cfield = "thresholds." + check;
+        if (!known.count(check)) {
+          w.error(ck.first, cfield, "unknown check (see docs/thresholds.md for the list)");
+          continue;
+        }
+        if (!ck.second.IsMap()) {
+          w.error(ck.second, cfield, "must be a mapping of measurement -> threshold");
+          continue;
+        }
+        for (const auto& mk : ck.second) {
+          std::string meas = mk.first.as<std::string>();
+          parse_threshold(w, mk.second, cfield + "." + meas, sku, check, meas);
+        }
+      }
+    }
+  }
+  out.errors = std::move(w.errors);
+  if (out.errors.empty()) out.value = std::move(sku);
+  return out;
+}
+
+Loaded<SkuSet> load_sku_dir(const std::string& dir) {
+  Loaded<SkuSet> out;
+  std::error_code ec;
+  std::vector<std::string> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    auto ext = e.path().extension().string();
+    if (e.is_regular_file() && (ext == ".yaml" || ext == ".yml")) files.push_back(e.path().string());
+  }
+  if (ec) {
+    out.errors.push_back({dir, 0, "", "cannot read thresholds directory: " + ec.message()});
+    return out;
+  }
+  if (files.empty()) {
+    out.errors.push_back({dir, 0, "", "no *.yaml threshold files found"});
+    return out;
+  }
+  std::sort(files.begin(), files.end());
+  SkuSet set;
+  for (const auto& f : files) {
+    auto one = load_sku_file(f);
+    out.errors.insert(out.errors.end(), one.errors.begin(), one.errors.end());
+    if (!one.value) continue;
+    if (const SkuConfig* prev = set.by_name(one.value->name)) {
+      out.errors.push_back({f, 0, "sku", "duplicate SKU '" + one.value->name + "' (also in " + prev->file + ")"});
+      continue;
+    }
+    set.skus.push_back(std::move(*one.value));
+  }
+  if (out.errors.empty()) out.value = std::move(set);
+  return out;
+}
+
+namespace {
+bool gpu_matches(const SkuMatch& m, const std::string& name, std::optional<unsigned> device_id) {
+  for (const auto& n : m.gpu_names) {
+    if (name.find(n) != std::string::npos) return true;
+  }
+  return device_id && std::find(m.pci_device_ids.begin(), m.pci_device_ids.end(), *device_id) != m.pci_device_ids.end();
+}
+}  // namespace
+
+const SkuConfig* detect_sku(const SkuSet& set, const GpuInventory& inv) {
+  if (inv.gpu_names.empty()) return nullptr;
+  const int seen = static_cast<int>(inv.gpu_names.size());
+  const SkuConfig* best = nullptr;
+  for (const auto& sku : set.skus) {
+    bool all = true;
+    for (size_t i = 0; i < inv.gpu_names.size() && all; ++i) {
+      std::optional<unsigned> id;
+      if (i < inv.pci_device_ids.size()) id = inv.pci_device_ids[i];
+      all = gpu_matches(sku.match, inv.gpu_names[i], id);
+    }
+    if (!all) continue;
+    // Exact count wins. Otherwise keep the model match with the most GPUs: a node that lost a
+    // GPU must still be judged against its SKU so gpu_count fails instead of going unknown.
+    if (sku.match.gpu_count == seen) return &sku;
+    if (sku.match.gpu_count > seen && (!best || sku.match.gpu_count > best->match.gpu_count)) best = &sku;
+  }
+  return best;
+}
+
+}  // namespace vigil

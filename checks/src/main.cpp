@@ -1,0 +1,285 @@
+// vigil-check: runs Vigil's health checks on this node and reports them. Parses arguments only;
+// the work is in vigil::checks (see docs/vigil-check.md).
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "inventory.h"
+#include "vigil/checks/gpu_probe.h"
+#include "vigil/checks/output.h"
+#include "vigil/checks/registry.h"
+#include "vigil/checks/runner.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr int kExitError = 3;
+
+std::string env_or(const char* name, std::string fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::string(v) : std::move(fallback);
+}
+
+std::string hostname() {
+  char buf[256] = {};
+  ::gethostname(buf, sizeof buf - 1);
+  std::string h(buf);
+  return h.substr(0, h.find('.'));
+}
+
+// Installed layout first (<prefix>/bin/../share/vigil/thresholds), then the source tree.
+std::string default_thresholds_dir() {
+  std::string env = env_or("VIGIL_THRESHOLDS_DIR", "");
+  if (!env.empty()) return env;
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    fs::path installed = exe.parent_path().parent_path() / "share" / "vigil" / "thresholds";
+    if (fs::is_directory(installed, ec)) return installed.string();
+  }
+  return VIGIL_SOURCE_THRESHOLDS_DIR;
+}
+
+std::int64_t now_unix() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+void print_config_errors(const std::vector<vigil::ConfigError>& errors) {
+  for (const auto& e : errors) std::cerr << "vigil-check: " << e.to_string() << "\n";
+}
+
+std::vector<std::string> split_list(const std::vector<std::string>& items) {
+  std::vector<std::string> out;
+  for (const auto& item : items) {
+    std::stringstream ss(item);
+    std::string part;
+    while (std::getline(ss, part, ',')) {
+      if (!part.empty()) out.push_back(part);
+    }
+  }
+  return out;
+}
+
+struct RunArgs {
+  std::string suite = "quick";
+  std::string thresholds;
+  std::string sku;
+  std::string format = "table";
+  std::string output;
+  std::string node;
+  std::string k8s_node;
+  std::string job_id;
+  std::string run_id;
+  std::string nvml_library = "libnvidia-ml.so.1";
+  std::string sysfs_root = "/";
+  std::string state_dir;
+  std::string allreduce_binary;
+  std::string mpirun = "mpirun";
+  int xid_wait_ms = 2000;
+  std::vector<std::string> only;
+  std::vector<std::string> exclude;
+  bool quiet = false;
+};
+
+int cmd_run(const RunArgs& a) {
+  const std::string dir = a.thresholds.empty() ? default_thresholds_dir() : a.thresholds;
+  auto skus = vigil::load_sku_dir(dir);
+  if (!skus) {
+    print_config_errors(skus.errors);
+    std::cerr << "vigil-check: threshold files in " << dir << " are invalid; nothing was checked. "
+              << "Fix them (vigil-check thresholds validate " << dir << ") or pass --thresholds DIR.\n";
+    return kExitError;
+  }
+
+  auto checks = vigil::all_checks();
+  auto only = split_list(a.only), exclude = split_list(a.exclude);
+  for (const auto& name : only) {
+    bool known = false;
+    for (const auto& c : checks) known |= c->name() == name;
+    if (!known) {
+      std::cerr << "vigil-check: --only: unknown check '" << name << "' (vigil-check list shows them)\n";
+      return kExitError;
+    }
+  }
+
+  vigil::CheckContext ctx;
+  ctx.node = !a.node.empty() ? a.node : env_or("SLURMD_NODENAME", hostname());
+  ctx.suite = a.suite == "full" ? vigil::Suite::kFull : vigil::Suite::kQuick;
+  ctx.nvml_library = a.nvml_library;
+  ctx.sysfs_root = a.sysfs_root;
+  ctx.state_dir = a.state_dir;
+  ctx.allreduce_binary = a.allreduce_binary;
+  ctx.mpirun = a.mpirun;
+  ctx.xid_wait = std::chrono::milliseconds(a.xid_wait_ms);
+
+  std::string sku_note;
+  auto inventory = vigil::read_gpu_inventory(ctx.nvml_library);
+  if (inventory) ctx.gpu_count = static_cast<int>(inventory->gpu_names.size());
+  if (!a.sku.empty()) {
+    ctx.sku = skus.value->by_name(a.sku);
+    if (!ctx.sku) {
+      std::string known;
+      for (const auto& s : skus.value->skus) known += (known.empty() ? "" : ", ") + s.name;
+      std::cerr << "vigil-check: --sku: unknown SKU '" << a.sku << "' (known: " << known << ")\n";
+      return kExitError;
+    }
+  } else if (inventory) {
+    ctx.sku = vigil::detect_sku(*skus.value, *inventory);
+    if (!ctx.sku) sku_note = "no SKU in " + dir + " matches this node's GPUs";
+  } else {
+    sku_note = "SKU unknown: " + inventory.error().to_string();
+  }
+#ifdef VIGIL_HAVE_CUDA
+  ctx.has_gpu_runtime = vigil::probe_cuda_driver().devices > 0;
+#endif
+
+  vigil::NodeReport report;
+  report.node = ctx.node;
+  report.sku = ctx.sku ? ctx.sku->name : "unknown";
+  if (!a.k8s_node.empty()) report.k8s_node = a.k8s_node;
+  std::string job = !a.job_id.empty() ? a.job_id : env_or("SLURM_JOB_ID", "");
+  if (!job.empty()) report.job_id = job;
+  const auto start = now_unix();
+  report.start_time = vigil::rfc3339_utc(start);
+  report.run_id = !a.run_id.empty() ? a.run_id
+                                    : ctx.node + "-" + std::to_string(start) + "-" + std::to_string(::getpid());
+
+  if (!a.quiet) {
+    std::cerr << "vigil-check: node " << ctx.node << ", SKU " << report.sku
+              << (sku_note.empty() ? "" : " (" + sku_note + ")") << ", suite " << a.suite << "\n";
+  }
+  vigil::RunOptions opts;
+  opts.only = only;
+  opts.exclude = exclude;
+  size_t done = 0;
+  if (!a.quiet) {
+    opts.on_result = [&](const vigil::CheckResult& r) {
+      std::cerr << "  [" << ++done << "] " << r.check << ": " << vigil::to_string(r.status)
+                << (r.message.empty() ? "" : " - " + r.message) << "\n";
+    };
+  }
+  report.checks = vigil::run_checks(checks, ctx, opts);
+  report.end_time = vigil::rfc3339_utc(now_unix());
+
+  std::string text = a.format == "json" ? vigil::to_json(report).dump(2) + "\n" : vigil::format_report_table(report);
+  if (a.output.empty() || a.output == "-") {
+    std::cout << text;
+  } else {
+    std::string tmp = a.output + ".tmp";
+    std::ofstream out(tmp, std::ios::trunc);
+    out << text;
+    out.close();
+    if (!out || std::rename(tmp.c_str(), a.output.c_str()) != 0) {
+      std::cerr << "vigil-check: cannot write " << a.output << "\n";
+      return kExitError;
+    }
+  }
+  return vigil::exit_code_for(report.overall());
+}
+
+int cmd_thresholds_validate(const std::string& dir) {
+  auto skus = vigil::load_sku_dir(dir);
+  if (!skus) {
+    print_config_errors(skus.errors);
+    std::cerr << "vigil-check: " << skus.errors.size() << " error(s) in " << dir << "\n";
+    return kExitError;
+  }
+  for (const auto& s : skus.value->skus) {
+    size_t n = 0;
+    for (const auto& [check, ms] : s.thresholds) n += ms.size();
+    std::cout << s.name << ": " << n << " thresholds (" << s.file << ")\n";
+  }
+  std::cout << "ok: " << skus.value->skus.size() << " SKU file(s) valid\n";
+  return 0;
+}
+
+int cmd_report_table(const std::vector<std::string>& files) {
+  std::vector<vigil::NodeReport> reports;
+  int rc = 0;
+  for (const auto& f : files) {
+    std::ifstream in(f);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    auto parsed = vigil::parse_node_report(ss.str());
+    if (!in || !parsed) {
+      std::cerr << "vigil-check: " << f << ": " << (in ? parsed.error : "cannot read file") << "\n";
+      rc = kExitError;
+      continue;
+    }
+    reports.push_back(std::move(*parsed.value));
+  }
+  std::cout << vigil::format_fleet_table(reports);
+  return rc;
+}
+
+int cmd_list() {
+  for (const auto& c : vigil::all_checks()) {
+    std::cout << c->name() << "\t" << vigil::check_short_name(c->name()) << "\t"
+              << (c->min_suite() == vigil::Suite::kFull ? "full" : "quick") << "\t" << c->timeout().count()
+              << "s\n";
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"vigil-check: GPU and fabric health checks for one node"};
+  app.require_subcommand(1);
+  RunArgs run;
+  auto* run_cmd = app.add_subcommand("run", "Run the checks on this node and report");
+  run_cmd->add_option("--suite", run.suite, "quick or full")->check(CLI::IsMember({"quick", "full"}));
+  run_cmd->add_option("--thresholds", run.thresholds, "Directory of per-SKU threshold YAML files");
+  run_cmd->add_option("--sku", run.sku, "Use this SKU instead of detecting it");
+  run_cmd->add_option("--format", run.format, "table or json")->check(CLI::IsMember({"table", "json"}));
+  run_cmd->add_option("--output,-o", run.output, "Write the report here (default: stdout)");
+  run_cmd->add_option("--node", run.node, "Node name (default: $SLURMD_NODENAME or hostname)");
+  run_cmd->add_option("--k8s-node", run.k8s_node, "Kubernetes Node name of this node")->envname("VIGIL_K8S_NODE");
+  run_cmd->add_option("--job-id", run.job_id, "Slurm job id (default: $SLURM_JOB_ID)");
+  run_cmd->add_option("--run-id", run.run_id, "Unique id of this run (default: node-time-pid)");
+  run_cmd->add_option("--nvml-library", run.nvml_library, "NVML library to dlopen");
+  run_cmd->add_option("--sysfs-root", run.sysfs_root, "Root under which /sys/class/infiniband is read");
+  run_cmd->add_option("--state-dir", run.state_dir, "Where previous counter readings are kept for deltas");
+  run_cmd->add_option("--allreduce-binary", run.allreduce_binary,
+                      "vigil-allreduce or a site's nccl-tests all_reduce_perf");
+  run_cmd->add_option("--mpirun", run.mpirun, "mpirun to launch all_reduce with");
+  run_cmd->add_option("--xid-wait-ms", run.xid_wait_ms, "How long nvml_xid listens for XID events");
+  run_cmd->add_option("--only", run.only, "Run only these checks (comma-separated)");
+  run_cmd->add_option("--exclude", run.exclude, "Report these checks as skipped (comma-separated)");
+  run_cmd->add_flag("--quiet,-q", run.quiet, "No progress lines on stderr");
+
+  auto* th_cmd = app.add_subcommand("thresholds", "Threshold files");
+  th_cmd->require_subcommand(1);
+  std::string validate_dir;
+  auto* validate_cmd = th_cmd->add_subcommand("validate", "Validate a directory of SKU threshold files");
+  validate_cmd->add_option("dir", validate_dir, "Thresholds directory")->required();
+
+  auto* report_cmd = app.add_subcommand("report", "Work with NodeReport files");
+  report_cmd->require_subcommand(1);
+  std::vector<std::string> report_files;
+  auto* table_cmd = report_cmd->add_subcommand("table", "Print a per-node table of report files");
+  table_cmd->add_option("files", report_files, "NodeReport JSON files")->required();
+
+  auto* list_cmd = app.add_subcommand("list", "List the checks (name, short name, suite, timeout)");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? 0 : kExitError;
+  }
+  if (*run_cmd) return cmd_run(run);
+  if (*validate_cmd) return cmd_thresholds_validate(validate_dir);
+  if (*table_cmd) return cmd_report_table(report_files);
+  if (*list_cmd) return cmd_list();
+  return kExitError;
+}

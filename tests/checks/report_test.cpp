@@ -1,0 +1,139 @@
+#include "vigil/checks/report.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+namespace vigil {
+
+using nlohmann::json;
+
+namespace {
+
+json valid_report() {
+  return json::parse(R"({
+    "schema_version": 1, "node": "gpu-2", "k8s_node": "worker-2", "sku": "H100-SXM5-80GB",
+    "job_id": "42", "run_id": "gpu-2-1763719200-77",
+    "start_time": "2026-11-21T10:00:00Z", "end_time": "2026-11-21T10:00:30Z",
+    "checks": [
+      {"check": "nccl_allreduce_ib", "status": "fail", "message": "", "fault_code": "VIGIL-NCCL-BUSBW",
+       "duration_s": 12.5,
+       "measurements": [{"name": "busbw", "value": 151.2, "unit": "GB/s",
+                         "threshold": {"op": ">=", "fail": 180, "warn": 189, "unit": "GB/s"}}]},
+      {"check": "nvml_row_remap", "status": "pass", "message": "",
+       "measurements": [{"name": "row_remap_pending", "value": 0, "unit": "count", "gpu": 3}]}
+    ]})");
+}
+
+std::string error_of(const json& j) {
+  auto p = parse_node_report(j);
+  EXPECT_FALSE(p.value.has_value());
+  return p.error;
+}
+
+}  // namespace
+
+TEST(NodeReport, valid_report_round_trips) {
+  auto p = parse_node_report(valid_report());
+  ASSERT_TRUE(p) << p.error;
+  EXPECT_EQ(p.value->node, "gpu-2");
+  EXPECT_EQ(p.value->k8s_node, "worker-2");
+  ASSERT_EQ(p.value->checks.size(), 2u);
+  EXPECT_EQ(p.value->checks[1].measurements[0].gpu, 3);
+  EXPECT_EQ(p.value->overall(), Status::kFail);
+  auto again = parse_node_report(to_json(*p.value));
+  ASSERT_TRUE(again) << again.error;
+  EXPECT_EQ(to_json(*again.value), to_json(*p.value));
+}
+
+TEST(NodeReport, unknown_schema_version_is_rejected_naming_the_field) {
+  json j = valid_report();
+  j["schema_version"] = 2;
+  EXPECT_NE(error_of(j).find("/schema_version"), std::string::npos);
+}
+
+TEST(NodeReport, missing_fields_are_named) {
+  for (const char* field : {"node", "run_id", "start_time", "checks", "sku"}) {
+    json j = valid_report();
+    j.erase(field);
+    EXPECT_EQ(error_of(j).rfind(std::string("/") + field + ": missing", 0), 0u) << field;
+  }
+  json j = valid_report();
+  j["checks"][0]["measurements"][0].erase("unit");
+  EXPECT_EQ(error_of(j), "/checks/0/measurements/0/unit: missing required field");
+}
+
+TEST(NodeReport, negative_bandwidth_and_wrong_units_are_rejected) {
+  json j = valid_report();
+  j["checks"][0]["measurements"][0]["value"] = -1;
+  EXPECT_EQ(error_of(j).rfind("/checks/0/measurements/0/value", 0), 0u);
+  j = valid_report();
+  j["checks"][0]["measurements"][0]["unit"] = "GiB/s";
+  EXPECT_EQ(error_of(j).rfind("/checks/0/measurements/0/unit", 0), 0u);
+  j = valid_report();
+  j["checks"][0]["measurements"][0]["threshold"]["unit"] = "Gb/s";
+  EXPECT_EQ(error_of(j).rfind("/checks/0/measurements/0/threshold/unit", 0), 0u);
+}
+
+TEST(NodeReport, nan_and_infinity_are_rejected) {
+  // JSON has no NaN literal; a sender that writes one produces invalid JSON.
+  auto p = parse_node_report(std::string_view(R"({"schema_version":1,"value":NaN})"));
+  EXPECT_FALSE(p);
+  json j = valid_report();
+  j["checks"][0]["measurements"][0]["value"] = std::numeric_limits<double>::infinity();
+  EXPECT_NE(error_of(j).find("finite"), std::string::npos);
+}
+
+TEST(NodeReport, unknown_fields_status_and_bad_times_are_rejected) {
+  json j = valid_report();
+  j["checks"][0]["extra"] = 1;
+  EXPECT_EQ(error_of(j), "/checks/0/extra: unknown field");
+  j = valid_report();
+  j["checks"][1]["status"] = "ok";
+  EXPECT_EQ(error_of(j).rfind("/checks/1/status", 0), 0u);
+  j = valid_report();
+  j["end_time"] = "2026-11-21T09:00:00Z";
+  EXPECT_EQ(error_of(j).rfind("/end_time", 0), 0u);
+  j = valid_report();
+  j["node"] = "gpu 2; rm -rf";
+  EXPECT_EQ(error_of(j).rfind("/node", 0), 0u);
+}
+
+TEST(NodeReport, batch_parse_names_the_report_index) {
+  json batch = json::array({valid_report(), valid_report()});
+  batch[1]["checks"][0]["status"] = "bogus";
+  auto p = parse_node_reports(batch.dump());
+  EXPECT_FALSE(p);
+  EXPECT_EQ(p.error.rfind("/1/checks/0/status", 0), 0u) << p.error;
+  auto ok = parse_node_reports(json::array({valid_report()}).dump());
+  ASSERT_TRUE(ok) << ok.error;
+  EXPECT_EQ(ok.value->size(), 1u);
+  EXPECT_FALSE(parse_node_reports("[]"));
+  EXPECT_FALSE(parse_node_reports("{not json"));
+}
+
+TEST(SlurmReason, shows_prefix_and_short_name_within_twenty_characters) {
+  auto p = parse_node_report(valid_report());
+  ASSERT_TRUE(p);
+  std::string reason = slurm_reason(p.value->checks[0]);
+  EXPECT_EQ(reason, "vigil: nccl-ib busbw 151.2<180GB/s");
+  EXPECT_EQ(reason.substr(0, 20), "vigil: nccl-ib busbw");
+}
+
+TEST(SlurmReason, uses_the_check_message_for_counts_and_sanitizes_it) {
+  CheckResult r{"nvml_row_remap", Status::kFail, {}, "gpu3 row remap\npending (1)", "", 0};
+  r.measurements.push_back({"row_remap_pending", 1, "count", 3, {}, Threshold{Op::kLe, 0, {}, "count"}});
+  EXPECT_EQ(slurm_reason(r), "vigil: remap gpu3 row remap pending (1)");
+  EXPECT_EQ(slurm_reason(r, 12), "vigil: remap");
+}
+
+TEST(Rfc3339, parses_utc_offsets_and_fractions) {
+  EXPECT_EQ(parse_rfc3339("1970-01-01T00:00:00Z"), 0);
+  EXPECT_EQ(parse_rfc3339("2026-11-21T10:00:00.123Z"), parse_rfc3339("2026-11-21T10:00:00Z"));
+  EXPECT_EQ(parse_rfc3339("2026-11-21T11:00:00+01:00"), parse_rfc3339("2026-11-21T10:00:00Z"));
+  EXPECT_FALSE(parse_rfc3339("2026-11-21 10:00:00"));
+  EXPECT_FALSE(parse_rfc3339("2026-13-21T10:00:00Z"));
+  EXPECT_EQ(rfc3339_utc(*parse_rfc3339("2026-11-21T10:00:00Z")), "2026-11-21T10:00:00Z");
+}
+
+}  // namespace vigil

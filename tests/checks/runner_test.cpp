@@ -1,0 +1,133 @@
+#include "vigil/checks/runner.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <stdexcept>
+#include <thread>
+
+namespace vigil {
+
+namespace {
+
+enum class Behaviour { kMeasure, kHang, kCrash, kThrow, kNotApplicable };
+
+class FakeCheck final : public Check {
+ public:
+  FakeCheck(std::string name, Behaviour b) : name_(std::move(name)), b_(b) {}
+  std::string_view name() const override { return name_; }
+  std::chrono::seconds timeout() const override { return std::chrono::seconds(1); }
+  Applies applies(const CheckContext&) const override {
+    return b_ == Behaviour::kNotApplicable ? Applies{false, "no widget on this node"} : Applies{};
+  }
+  CheckResult run(const CheckContext& ctx) override {
+    switch (b_) {
+      case Behaviour::kHang:
+        std::this_thread::sleep_for(std::chrono::seconds(30));
+        break;
+      case Behaviour::kCrash:
+        std::raise(SIGSEGV);
+        break;
+      case Behaviour::kThrow:
+        throw std::runtime_error("widget exploded");
+      default:
+        break;
+    }
+    CheckResult r;
+    r.check = name_;
+    add_measurement(r, ctx, "busbw", 151, "GB/s");
+    finalize(r, "VIGIL-TEST");
+    return r;
+  }
+
+ private:
+  std::string name_;
+  Behaviour b_;
+};
+
+SkuConfig sku_with_busbw_threshold() {
+  SkuConfig s;
+  s.name = "TEST";
+  s.thresholds["measure"]["busbw"] = Threshold{Op::kGe, 180, 189, "GB/s"};
+  return s;
+}
+
+}  // namespace
+
+TEST(Runner, isolated_check_result_crosses_the_process_boundary) {
+  SkuConfig sku = sku_with_busbw_threshold();
+  CheckContext ctx;
+  ctx.sku = &sku;
+  FakeCheck c("measure", Behaviour::kMeasure);
+  CheckResult r = run_isolated(c, ctx);
+  EXPECT_EQ(r.status, Status::kFail);
+  EXPECT_EQ(r.message, "busbw 151<180GB/s");
+  EXPECT_EQ(r.fault_code, "VIGIL-TEST-BUSBW");
+  ASSERT_EQ(r.measurements.size(), 1u);
+  ASSERT_TRUE(r.measurements[0].threshold.has_value());
+}
+
+TEST(Runner, unknown_sku_reports_the_figure_without_failing) {
+  FakeCheck c("measure", Behaviour::kMeasure);
+  CheckResult r = run_isolated(c, CheckContext{});
+  EXPECT_EQ(r.status, Status::kPass);
+  EXPECT_FALSE(r.measurements.at(0).threshold.has_value());
+}
+
+TEST(Runner, hung_check_is_an_error_after_its_timeout_and_the_run_continues) {
+  std::vector<std::unique_ptr<Check>> checks;
+  checks.push_back(std::make_unique<FakeCheck>("hang", Behaviour::kHang));
+  checks.push_back(std::make_unique<FakeCheck>("measure", Behaviour::kMeasure));
+  auto t0 = std::chrono::steady_clock::now();
+  auto results = run_checks(checks, CheckContext{}, RunOptions{});
+  auto elapsed = std::chrono::steady_clock::now() - t0;
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_EQ(results[0].status, Status::kError);
+  EXPECT_EQ(results[0].message, "timed out after 1 s");
+  EXPECT_EQ(results[0].fault_code, "VIGIL-CHECK-TIMEOUT");
+  EXPECT_EQ(results[1].status, Status::kPass);
+  EXPECT_LT(elapsed, std::chrono::seconds(10));
+}
+
+TEST(Runner, crash_and_exception_are_errors_not_failures) {
+  FakeCheck crash("crash", Behaviour::kCrash), thrower("throw", Behaviour::kThrow);
+  CheckResult a = run_isolated(crash, CheckContext{});
+  EXPECT_EQ(a.status, Status::kError);
+  EXPECT_NE(a.message.find("signal 11"), std::string::npos) << a.message;
+  CheckResult b = run_isolated(thrower, CheckContext{});
+  EXPECT_EQ(b.status, Status::kError);
+  EXPECT_NE(b.message.find("widget exploded"), std::string::npos);
+}
+
+TEST(Runner, not_applicable_and_excluded_checks_are_skipped_with_the_reason) {
+  std::vector<std::unique_ptr<Check>> checks;
+  checks.push_back(std::make_unique<FakeCheck>("na", Behaviour::kNotApplicable));
+  checks.push_back(std::make_unique<FakeCheck>("measure", Behaviour::kMeasure));
+  checks.push_back(std::make_unique<FakeCheck>("other", Behaviour::kMeasure));
+  RunOptions opts;
+  opts.exclude = {"measure"};
+  auto results = run_checks(checks, CheckContext{}, opts);
+  ASSERT_EQ(results.size(), 3u);
+  EXPECT_EQ(results[0].status, Status::kSkipped);
+  EXPECT_EQ(results[0].message, "no widget on this node");
+  EXPECT_EQ(results[1].status, Status::kSkipped);
+  EXPECT_EQ(results[1].message, "excluded by --exclude");
+  opts.exclude.clear();
+  opts.only = {"other"};
+  results = run_checks(checks, CheckContext{}, opts);
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0].check, "other");
+}
+
+TEST(Runner, run_in_child_returns_output_or_the_reason_it_has_none) {
+  auto ok = run_in_child([] { return std::string("hello"); }, std::chrono::seconds(5));
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(*ok, "hello");
+  auto bad = run_in_child([]() -> std::string { ::_exit(4); }, std::chrono::seconds(5));
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().message, "exited 4");
+}
+
+}  // namespace vigil

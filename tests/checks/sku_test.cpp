@@ -1,0 +1,119 @@
+#include "vigil/checks/sku.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace vigil {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+class TempDir {
+ public:
+  TempDir() {
+    char tmpl[] = "/tmp/vigil-sku-test-XXXXXX";
+    path_ = ::mkdtemp(tmpl);
+  }
+  ~TempDir() { fs::remove_all(path_); }
+  std::string write(const std::string& name, const std::string& text) const {
+    std::string p = path_ + "/" + name;
+    std::ofstream(p) << text;
+    return p;
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+constexpr const char* kH100 = R"(sku: H100-SXM5-80GB
+match:
+  gpu_names: ["H100 80GB HBM3"]
+  pci_device_ids: [0x2330]
+  gpu_count: 8
+infiniband:
+  ports: 8
+  rate_gbps: 400
+thresholds:
+  gpu_count:
+    gpu_count: {op: ">=", fail: 8, unit: count}
+  nvml_ecc:
+    volatile_uncorrected_ecc: {op: "<=", fail: 0, unit: count}
+)";
+
+std::string first_error(const std::string& yaml) {
+  TempDir d;
+  auto loaded = load_sku_file(d.write("x.yaml", yaml));
+  EXPECT_FALSE(loaded);
+  return loaded.errors.empty() ? "" : loaded.errors.front().to_string().substr(d.path().size() + 1);
+}
+
+}  // namespace
+
+TEST(SkuFile, valid_file_loads_with_thresholds) {
+  TempDir d;
+  auto loaded = load_sku_file(d.write("h100.yaml", kH100));
+  ASSERT_TRUE(loaded) << (loaded.errors.empty() ? "" : loaded.errors[0].to_string());
+  const SkuConfig& s = *loaded.value;
+  EXPECT_EQ(s.name, "H100-SXM5-80GB");
+  EXPECT_EQ(s.match.pci_device_ids, std::vector<unsigned>{0x2330});
+  EXPECT_EQ(s.infiniband.ports, 8);
+  ASSERT_NE(s.find("nvml_ecc", "volatile_uncorrected_ecc"), nullptr);
+  EXPECT_EQ(s.find("nvml_ecc", "volatile_uncorrected_ecc")->op, Op::kLe);
+  EXPECT_EQ(s.find("nvml_ecc", "nope"), nullptr);
+}
+
+TEST(SkuFile, errors_name_file_line_and_field) {
+  std::string yaml = kH100;
+  yaml += "    aggregate_corrected_ecc: {op: \"<=\", fail: 10, warn: 20, unit: count}\n";
+  EXPECT_EQ(first_error(yaml), "x.yaml:14: thresholds.nvml_ecc.aggregate_corrected_ecc.warn: warn 20 must be <= fail 10 for op <=");
+}
+
+TEST(SkuFile, unknown_keys_missing_unit_and_unknown_checks_are_errors) {
+  EXPECT_EQ(first_error(std::string(kH100) + "colour: blue\n").rfind("x.yaml:14: colour: unknown key", 0), 0u);
+  std::string no_unit = kH100;
+  no_unit.replace(no_unit.find(", unit: count}\n  nvml_ecc"), 14, "}");
+  EXPECT_NE(first_error(no_unit).find("thresholds.gpu_count.gpu_count.unit: missing"), std::string::npos);
+  EXPECT_NE(first_error(std::string(kH100) + "  nvml_ecco:\n    x: {op: \">=\", fail: 1, unit: count}\n")
+                .find("thresholds.nvml_ecco: unknown check"),
+            std::string::npos);
+  EXPECT_NE(first_error("sku: [unclosed\n").find("YAML syntax error"), std::string::npos);
+}
+
+TEST(SkuDir, duplicate_sku_names_are_an_error) {
+  TempDir d;
+  d.write("a.yaml", kH100);
+  d.write("b.yaml", kH100);
+  auto set = load_sku_dir(d.path());
+  ASSERT_FALSE(set);
+  EXPECT_NE(set.errors.back().message.find("duplicate SKU 'H100-SXM5-80GB'"), std::string::npos);
+}
+
+TEST(SkuDir, shipped_threshold_files_are_valid) {
+  auto set = load_sku_dir(std::string(VIGIL_SOURCE_DIR) + "/checks/thresholds");
+  ASSERT_TRUE(set) << (set.errors.empty() ? "" : set.errors[0].to_string());
+  for (const char* name : {"A100-SXM4-80GB", "H100-SXM5-80GB", "H200-SXM-141GB", "B200-SXM-180GB"}) {
+    EXPECT_NE(set.value->by_name(name), nullptr) << name;
+  }
+}
+
+TEST(SkuDetect, matches_by_name_or_device_id_and_keeps_sku_when_a_gpu_is_missing) {
+  TempDir d;
+  d.write("h100.yaml", kH100);
+  auto set = load_sku_dir(d.path());
+  ASSERT_TRUE(set);
+  GpuInventory eight{std::vector<std::string>(8, "NVIDIA H100 80GB HBM3"), std::vector<unsigned>(8, 0x2330)};
+  EXPECT_NE(detect_sku(*set.value, eight), nullptr);
+  GpuInventory by_id{std::vector<std::string>(8, "Renamed GPU"), std::vector<unsigned>(8, 0x2330)};
+  EXPECT_NE(detect_sku(*set.value, by_id), nullptr);
+  GpuInventory seven{std::vector<std::string>(7, "NVIDIA H100 80GB HBM3"), {}};
+  EXPECT_NE(detect_sku(*set.value, seven), nullptr) << "a node that lost a GPU keeps its SKU";
+  GpuInventory a100{std::vector<std::string>(8, "NVIDIA A100-SXM4-80GB"), std::vector<unsigned>(8, 0x20B2)};
+  EXPECT_EQ(detect_sku(*set.value, a100), nullptr);
+  EXPECT_EQ(detect_sku(*set.value, GpuInventory{}), nullptr);
+}
+
+}  // namespace vigil
