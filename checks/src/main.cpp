@@ -111,6 +111,11 @@ int cmd_run(const RunArgs& a) {
     }
   }
 
+  if (a.xid_wait_ms < 0 || a.xid_wait_ms > 30000) {
+    // nvml_xid's own time box is 60 s; keep the listening window well inside it.
+    std::cerr << "vigil-check: --xid-wait-ms must be between 0 and 30000\n";
+    return kExitError;
+  }
   vigil::CheckContext ctx;
   ctx.node = !a.node.empty() ? a.node : env_or("SLURMD_NODENAME", hostname());
   ctx.suite = a.suite == "full" ? vigil::Suite::kFull : vigil::Suite::kQuick;
@@ -209,7 +214,8 @@ int cmd_report_table(const std::vector<std::string>& files) {
     std::ifstream in(f);
     std::stringstream ss;
     ss << in.rdbuf();
-    auto parsed = vigil::parse_node_report(ss.str());
+    std::string text = ss.str();
+    auto parsed = vigil::parse_node_report(std::string_view(text));
     if (!in || !parsed) {
       std::cerr << "vigil-check: " << f << ": " << (in ? parsed.error : "cannot read file") << "\n";
       rc = kExitError;

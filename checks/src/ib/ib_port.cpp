@@ -1,0 +1,217 @@
+// ib_port: every InfiniBand port of the node is ACTIVE, physically LinkUp and at the SKU's rate,
+// and the node has as many active IB ports as its SKU expects. Reads sysfs only (see
+// ib_sysfs.h and docs/checks-ib.md).
+#include <cmath>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "check_factories.h"
+#include "ib/ib_sysfs.h"
+
+namespace vigil {
+namespace {
+
+constexpr std::string_view kName = "ib_port";
+constexpr std::string_view kFaultPrefix = "VIGIL-IB";
+constexpr std::string_view kFaultPortsMissing = "VIGIL-IB-PORTS-MISSING";
+constexpr std::string_view kFaultPortDown = "VIGIL-IB-PORT-DOWN";
+constexpr std::string_view kFaultPortInactive = "VIGIL-IB-PORT-INACTIVE";
+constexpr std::string_view kFaultRate = "VIGIL-IB-RATE-DEGRADED";
+constexpr std::string_view kFaultSysfs = "VIGIL-IB-SYSFS-UNREADABLE";
+
+std::string fmt(double v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
+
+// Attaches `t` unless the SKU file already set a threshold for this measurement (explicit
+// configuration wins over what the check derives from the SKU's infiniband section).
+Threshold make_threshold(Op op, double fail, std::optional<double> warn, std::string unit) {
+  Threshold t;
+  t.op = op;
+  t.fail = fail;
+  t.warn = warn;
+  t.unit = std::move(unit);
+  return t;
+}
+
+void default_threshold(Measurement& m, Op op, double fail, std::optional<double> warn = {}) {
+  if (!m.threshold) m.threshold = make_threshold(op, fail, warn, m.unit);
+}
+
+struct Problem {
+  Status status;
+  std::string text;        // "mlx5_3/1 down"
+  std::string_view fault;  // VIGIL-IB-*
+};
+
+// "a, b, c +2 more": short enough for a Slurm reason, whole list is in the measurements.
+std::string join_problems(const std::vector<const Problem*>& ps) {
+  constexpr size_t kMaxShown = 3;
+  std::string out;
+  for (size_t i = 0; i < ps.size() && i < kMaxShown; ++i) {
+    if (i) out += ", ";
+    out += ps[i]->text;
+  }
+  if (ps.size() > kMaxShown) out += " +" + std::to_string(ps.size() - kMaxShown) + " more";
+  return out;
+}
+
+class IbPortCheck final : public Check {
+ public:
+  std::string_view name() const override { return kName; }
+  std::chrono::seconds timeout() const override { return std::chrono::seconds(30); }
+  Applies applies(const CheckContext&) const override {
+    return {};  // Whether IB exists is decided from sysfs in run() (skipped when none).
+  }
+
+  CheckResult run(const CheckContext& ctx) override {
+    const int expected = ctx.sku ? ctx.sku->infiniband.ports : 0;
+    const double want_rate = ctx.sku ? ctx.sku->infiniband.rate_gbps : 0;
+
+    auto scan = ib::scan_ports(ctx.sysfs_root);
+    if (!scan) return error(kName, scan.error().to_string(), std::string(kFaultSysfs));
+
+    CheckResult r;
+    r.check = std::string(kName);
+
+    if (scan->ports.empty() && scan->errors.empty()) {
+      if (expected <= 0) return skipped(kName, "no InfiniBand ports");
+      // The SKU has an IB fabric but the node shows none: HCAs missing or driver not loaded.
+      // That is a hardware/host finding (fail), not a setup problem of Vigil.
+      Measurement& m = add_measurement(r, ctx, "active_ports", 0, "count");
+      default_threshold(m, Op::kGe, expected);
+      r.message = "0/" + std::to_string(expected) + " IB ports (" +
+                  (scan->class_dir_present ? "no InfiniBand port in " : "no ") +
+                  scan->class_dir.string() + ")";
+      r.fault_code = std::string(kFaultPortsMissing);
+      finalize(r, kFaultPrefix);
+      return r;
+    }
+
+    struct Row {
+      const ib::PortDir* dir;
+      ib::PortStatus st;
+    };
+    std::vector<Row> rows;
+    std::vector<Error> errors = scan->errors;
+    for (const auto& p : scan->ports) {
+      auto st = ib::read_port_status(p);
+      if (!st) {
+        errors.push_back(st.error());
+        continue;
+      }
+      rows.push_back({&p, *st});
+    }
+    int active = 0;
+    for (const auto& row : rows) active += row.st.active() ? 1 : 0;
+    // A port an admin disabled on purpose (phys_state "3: Disabled", e.g. an unused storage
+    // port) is only a warning while the node still has the SKU's number of active ports. Any
+    // other down state (Polling: no cable or a dead peer) fails: counts alone cannot tell a
+    // compute port from a storage port (DGX H100/H200/B200 have 8 compute + 4 storage
+    // ConnectX-7 ports, all possibly InfiniBand).
+    const bool enough_active = expected > 0 && active >= expected;
+
+    std::vector<Problem> problems;
+    for (const auto& row : rows) {
+      const std::string id = row.dir->id();
+      // add_measurement appends to a vector: take references only after all three are added.
+      const size_t first = r.measurements.size();
+      add_measurement(r, ctx, "port_active", row.st.active() ? 1 : 0, "bool", {}, id);
+      add_measurement(r, ctx, "port_link_up", row.st.link_up() ? 1 : 0, "bool", {}, id);
+      // A port without a trained link has no meaningful rate: report 0, judge only active ones.
+      const double rate = row.st.active() ? row.st.rate_gbps.value_or(0) : 0;
+      add_measurement(r, ctx, "port_rate", rate, "Gb/s", {}, id);
+      Measurement& act = r.measurements[first];
+      Measurement& up = r.measurements[first + 1];
+      Measurement& rt = r.measurements[first + 2];
+      default_threshold(act, Op::kGe, 1);
+      default_threshold(up, Op::kGe, 1);
+      if (enough_active && row.st.disabled()) {
+        // Also overrides a SKU file's "port_active >= 1": the SKU's port count is what decides
+        // whether a deliberately disabled port takes the node out.
+        act.threshold = make_threshold(Op::kGe, 0, 1, "bool");
+        up.threshold = make_threshold(Op::kGe, 0, 1, "bool");
+      }
+      if (want_rate > 0) default_threshold(rt, Op::kGe, want_rate);
+      if (!row.st.active()) rt.threshold.reset();  // no trained link, no rate to judge
+
+      if (Status s = up.status(); s != Status::kPass) {
+        problems.push_back({s, id + " down", kFaultPortDown});
+      } else if (Status s2 = act.status(); s2 != Status::kPass) {
+        problems.push_back({s2, id + " " + row.st.state.text, kFaultPortInactive});
+      }
+      if (Status s = rt.status(); s != Status::kPass && row.st.active()) {
+        const double bound = !rt.threshold                              ? want_rate
+                             : s == Status::kWarn && rt.threshold->warn ? *rt.threshold->warn
+                                                                        : rt.threshold->fail;
+        problems.push_back({s, id + " rate " + fmt(rate) + "<" + fmt(bound) + "Gb/s", kFaultRate});
+      }
+    }
+    Measurement& total = add_measurement(r, ctx, "active_ports", active, "count");
+    if (expected > 0) default_threshold(total, Op::kGe, expected);
+    // Ports whose files could not be read are unknown, not down: a shortfall they could explain
+    // is left unjudged (the check then reports error for the unreadable file, never a false fail).
+    const int unknown = static_cast<int>(errors.size());
+    if (unknown > 0 && total.threshold && active + unknown >= total.threshold->fail) {
+      total.threshold.reset();
+    }
+    if (Status s = total.status(); s != Status::kPass) {
+      const int present = static_cast<int>(scan->ports.size());
+      const int needed = static_cast<int>(std::ceil(total.threshold->fail));
+      // Per-port problems already explain a shortfall among present ports; name the count only
+      // when ports are missing altogether.
+      if (present < needed || problems.empty()) {
+        problems.insert(problems.begin(),
+                        {s,
+                         std::to_string(active) + "/" + std::to_string(needed) +
+                             " IB ports active (" + std::to_string(present) + " present)",
+                         present < needed ? kFaultPortsMissing : kFaultPortDown});
+      }
+    }
+
+    finalize(r, kFaultPrefix);
+
+    std::vector<const Problem*> shown;
+    for (const auto& p : problems) {
+      if (p.status == r.status) shown.push_back(&p);
+    }
+    if (!shown.empty()) {
+      r.message = join_problems(shown);
+      r.fault_code = std::string(shown.front()->fault);
+    } else if (r.status == Status::kPass) {
+      r.message = std::to_string(active) + "/" + std::to_string(rows.size()) + " IB ports active";
+      if (want_rate > 0) r.message += " at >= " + fmt(want_rate) + " Gb/s";
+      r.fault_code.clear();
+    }
+    if (!scan->ignored.empty() && r.status == Status::kPass) {
+      r.message += "; ignored non-IB: " + scan->ignored.front();
+      if (scan->ignored.size() > 1) r.message += " +" + std::to_string(scan->ignored.size() - 1);
+    }
+
+    if (!errors.empty()) {
+      // A fail seen on readable ports stands (fail outranks error); otherwise the check could
+      // not do its job and says which file stopped it.
+      const std::string what =
+          errors.front().to_string() +
+          (errors.size() > 1 ? " (+" + std::to_string(errors.size() - 1) + " more unreadable)"
+                             : "");
+      if (r.status == Status::kFail) {
+        r.message += "; also " + what;
+      } else {
+        r.status = Status::kError;
+        r.message = what;
+        r.fault_code = std::string(kFaultSysfs);
+      }
+    }
+    return r;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Check> make_ib_port_check() { return std::make_unique<IbPortCheck>(); }
+
+}  // namespace vigil

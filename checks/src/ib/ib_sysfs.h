@@ -1,0 +1,111 @@
+#pragma once
+// Private InfiniBand sysfs reader shared by the ib_port and ib_counters checks.
+//
+// Everything is read below an injectable root (CheckContext::sysfs_root, "/" in production,
+// a fixture tree in tests): <root>/sys/class/infiniband/<hca>/ports/<n>/ with the files state
+// ("4: ACTIVE"), phys_state ("5: LinkUp"), rate ("400 Gb/sec (4X NDR)"), link_layer
+// ("InfiniBand" | "Ethernet") and counters/<name> (decimal). See
+// Documentation/ABI/stable/sysfs-class-infiniband in the Linux tree.
+#include <array>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "vigil/checks/result.h"
+
+namespace vigil::ib {
+
+// An error counter of the PortCounters attribute as exposed in counters/. The kernel reads it
+// from the HCA's performance management agent; the hardware counter is `bits` wide and
+// saturates (stops) at its maximum instead of wrapping (linux drivers/infiniband/core/sysfs.c,
+// PORT_PMA_ATTR widths).
+struct CounterSpec {
+  std::string_view name;
+  int bits;
+  std::uint64_t saturated() const { return (std::uint64_t{1} << bits) - 1; }
+};
+
+inline constexpr std::array<CounterSpec, 8> kErrorCounters = {{
+    {"symbol_error", 16},
+    {"link_error_recovery", 8},
+    {"link_downed", 8},
+    {"port_rcv_errors", 16},
+    {"port_rcv_remote_physical_errors", 16},
+    {"local_link_integrity_errors", 4},
+    {"excessive_buffer_overrun_errors", 4},
+    {"port_xmit_discards", 16},
+}};
+
+// IB port states (state file) and physical states (phys_state file) that the checks name.
+inline constexpr int kStateActive = 4;
+inline constexpr int kPhysLinkUp = 5;
+inline constexpr int kPhysDisabled = 3;  // administratively disabled on the host side
+
+// "4: ACTIVE" -> {4, "ACTIVE"}.
+struct NumberedState {
+  int code = 0;
+  std::string text;
+};
+
+// Pure parsers (std::from_chars, no locale). nullopt on anything unexpected.
+std::string_view trim(std::string_view s);
+std::optional<NumberedState> parse_numbered_state(std::string_view s);
+// "400 Gb/sec (4X NDR)" -> 400; "2.5 Gb/sec (1X SDR)" -> 2.5.
+std::optional<double> parse_rate_gbps(std::string_view s);
+// "123\n" -> 123.
+std::optional<std::uint64_t> parse_counter(std::string_view s);
+
+// Reads a whole sysfs attribute. nullopt when it cannot be read; *why (if given) then says
+// why (strerror text, e.g. "Is a directory", "No such file or directory").
+std::optional<std::string> read_attribute(const std::filesystem::path& path,
+                                          std::string* why = nullptr);
+
+// One port directory, <root>/sys/class/infiniband/<hca>/ports/<port>.
+struct PortDir {
+  std::string hca;   // "mlx5_0"
+  std::string port;  // "1"
+  std::filesystem::path dir;
+  std::string id() const { return hca + "/" + port; }  // "mlx5_0/1", the measurement port
+};
+
+struct Scan {
+  std::filesystem::path class_dir;   // <root>/sys/class/infiniband
+  bool class_dir_present = false;    // false: no HCA driver loaded (or no HCA at all)
+  std::vector<PortDir> ports;        // link_layer InfiniBand only, in natural order
+  std::vector<std::string> ignored;  // other link layers, e.g. "mlx5_8/1 (Ethernet)"
+  std::vector<Error> errors;         // unreadable entries inside existing HCA/port dirs
+};
+
+// Lists the InfiniBand ports below root. Returns an Error (naming the path) only when root is
+// not a sysfs tree at all (root or <root>/sys/class missing) or the class dir cannot be listed:
+// those are setup problems, not hardware findings. A missing <root>/sys/class/infiniband is a
+// valid scan with class_dir_present = false.
+Result<Scan> scan_ports(const std::filesystem::path& root);
+
+struct PortStatus {
+  NumberedState state;       // logical state, ACTIVE when usable
+  NumberedState phys_state;  // physical state, LinkUp when the cable trained
+  // Effective rate; nullopt when the port is not ACTIVE and its rate file could not be read
+  // or parsed (the kernel answers EINVAL for the rate of a port without a trained link).
+  std::optional<double> rate_gbps;
+  bool active() const { return state.code == kStateActive; }
+  bool link_up() const { return phys_state.code == kPhysLinkUp; }
+  bool disabled() const { return phys_state.code == kPhysDisabled; }
+};
+
+// Reads state, phys_state and rate. Error names the unreadable or malformed file.
+Result<PortStatus> read_port_status(const PortDir& port);
+
+// counter name -> value, for every entry of kErrorCounters. Error names the first unreadable
+// or malformed file.
+using Counters = std::map<std::string, std::uint64_t, std::less<>>;
+Result<Counters> read_error_counters(const PortDir& port);
+
+// "mlx5_2" < "mlx5_10": compares embedded decimal numbers by value.
+bool natural_less(std::string_view a, std::string_view b);
+
+}  // namespace vigil::ib

@@ -1,0 +1,6 @@
+# InfiniBand sysfs checks (ib_port, ib_counters) and their private sysfs reader.
+target_sources(vigil_checks PRIVATE
+  ${CMAKE_CURRENT_LIST_DIR}/ib_sysfs.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/ib_port.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/ib_counters.cpp
+)

@@ -1,0 +1,108 @@
+#pragma once
+// The small part of the NVML C ABI that Vigil uses, declared by the project because nvml.h is
+// not installed on build machines. Values and layouts follow the public NVML API reference;
+// only what the checks call is declared. The fake library (tests/fake_nvml) includes this file
+// too, so a signature mismatch between loader and fake is a compile error.
+#include <cstdint>
+
+extern "C" {
+
+typedef int nvmlReturn_t;
+typedef struct nvmlDevice_st* nvmlDevice_t;
+typedef struct nvmlEventSet_st* nvmlEventSet_t;
+
+// nvmlReturn_t values used by Vigil (subset).
+enum : int {
+  NVML_SUCCESS = 0,
+  NVML_ERROR_UNINITIALIZED = 1,
+  NVML_ERROR_INVALID_ARGUMENT = 2,
+  NVML_ERROR_NOT_SUPPORTED = 3,
+  NVML_ERROR_NO_PERMISSION = 4,
+  NVML_ERROR_NOT_FOUND = 6,
+  NVML_ERROR_INSUFFICIENT_SIZE = 7,
+  NVML_ERROR_DRIVER_NOT_LOADED = 9,
+  NVML_ERROR_TIMEOUT = 10,
+  NVML_ERROR_LIBRARY_NOT_FOUND = 12,
+  NVML_ERROR_FUNCTION_NOT_FOUND = 13,
+  NVML_ERROR_GPU_IS_LOST = 15,
+  NVML_ERROR_UNKNOWN = 999,
+};
+
+// nvmlEnableState_t
+enum : int { NVML_FEATURE_DISABLED = 0, NVML_FEATURE_ENABLED = 1 };
+// nvmlMemoryErrorType_t
+enum : int { NVML_MEMORY_ERROR_TYPE_CORRECTED = 0, NVML_MEMORY_ERROR_TYPE_UNCORRECTED = 1 };
+// nvmlEccCounterType_t
+enum : int { NVML_VOLATILE_ECC = 0, NVML_AGGREGATE_ECC = 1 };
+// nvmlNvLinkErrorCounter_t
+enum : int {
+  NVML_NVLINK_ERROR_DL_REPLAY = 0,
+  NVML_NVLINK_ERROR_DL_RECOVERY = 1,
+  NVML_NVLINK_ERROR_DL_CRC_FLIT = 2,
+  NVML_NVLINK_ERROR_DL_CRC_DATA = 3,
+};
+// nvmlTemperatureSensors_t / nvmlTemperatureThresholds_t
+enum : int { NVML_TEMPERATURE_GPU = 0 };
+enum : int { NVML_TEMPERATURE_THRESHOLD_SHUTDOWN = 0, NVML_TEMPERATURE_THRESHOLD_SLOWDOWN = 1 };
+
+// nvmlPciInfo_t as returned by nvmlDeviceGetPciInfo_v3.
+struct nvmlPciInfo_t {
+  char busIdLegacy[16];  // NVML_DEVICE_PCI_BUS_ID_BUFFER_V2_SIZE
+  unsigned int domain;
+  unsigned int bus;
+  unsigned int device;
+  unsigned int pciDeviceId;  // (device id << 16) | vendor id, e.g. 0x233010DE
+  unsigned int pciSubSystemId;
+  char busId[32];  // NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE, "00000000:18:00.0"
+};
+
+// nvmlEventData_t as filled by nvmlEventSetWait_v2.
+struct nvmlEventData_t {
+  nvmlDevice_t device;
+  unsigned long long eventType;
+  unsigned long long eventData;  // the XID for XidCriticalError events
+  unsigned int gpuInstanceId;
+  unsigned int computeInstanceId;
+};
+
+// Function signatures (pointer types), one per entry point Vigil resolves.
+typedef nvmlReturn_t (*nvmlInit_v2_fn)();
+typedef nvmlReturn_t (*nvmlShutdown_fn)();
+typedef const char* (*nvmlErrorString_fn)(nvmlReturn_t);
+typedef nvmlReturn_t (*nvmlSystemGetDriverVersion_fn)(char*, unsigned int);
+typedef nvmlReturn_t (*nvmlDeviceGetCount_v2_fn)(unsigned int*);
+typedef nvmlReturn_t (*nvmlDeviceGetHandleByIndex_v2_fn)(unsigned int, nvmlDevice_t*);
+typedef nvmlReturn_t (*nvmlDeviceGetName_fn)(nvmlDevice_t, char*, unsigned int);
+typedef nvmlReturn_t (*nvmlDeviceGetPciInfo_v3_fn)(nvmlDevice_t, nvmlPciInfo_t*);
+typedef nvmlReturn_t (*nvmlDeviceGetTotalEccErrors_fn)(nvmlDevice_t, int, int, unsigned long long*);
+typedef nvmlReturn_t (*nvmlDeviceGetRemappedRows_fn)(nvmlDevice_t, unsigned int*, unsigned int*,
+                                                     unsigned int*, unsigned int*);
+typedef nvmlReturn_t (*nvmlDeviceGetRetiredPagesPendingStatus_fn)(nvmlDevice_t, int*);
+typedef nvmlReturn_t (*nvmlDeviceGetCurrentClocksEventReasons_fn)(nvmlDevice_t,
+                                                                  unsigned long long*);
+// One unsigned out-parameter: PCIe gen/width, PCIe replay counter, power usage.
+typedef nvmlReturn_t (*nvmlDeviceGetUInt_fn)(nvmlDevice_t, unsigned int*);
+typedef nvmlReturn_t (*nvmlDeviceGetNvLinkState_fn)(nvmlDevice_t, unsigned int, int*);
+typedef nvmlReturn_t (*nvmlDeviceGetNvLinkErrorCounter_fn)(nvmlDevice_t, unsigned int, int,
+                                                           unsigned long long*);
+typedef nvmlReturn_t (*nvmlDeviceGetTemperature_fn)(nvmlDevice_t, int, unsigned int*);
+typedef nvmlReturn_t (*nvmlDeviceGetTemperatureThreshold_fn)(nvmlDevice_t, int, unsigned int*);
+typedef nvmlReturn_t (*nvmlEventSetCreate_fn)(nvmlEventSet_t*);
+typedef nvmlReturn_t (*nvmlDeviceRegisterEvents_fn)(nvmlDevice_t, unsigned long long,
+                                                    nvmlEventSet_t);
+typedef nvmlReturn_t (*nvmlEventSetWait_v2_fn)(nvmlEventSet_t, nvmlEventData_t*, unsigned int);
+typedef nvmlReturn_t (*nvmlEventSetFree_fn)(nvmlEventSet_t);
+
+}  // extern "C"
+
+inline constexpr unsigned kNvmlNvLinkMaxLinks = 18;        // NVML_NVLINK_MAX_LINKS
+inline constexpr unsigned kNvmlDeviceNameBufferSize = 96;  // NVML_DEVICE_NAME_V2_BUFFER_SIZE
+
+// nvmlClocksEventReasons bits (formerly "throttle reasons").
+inline constexpr unsigned long long kNvmlClocksEventHwSlowdown = 0x8ULL;
+inline constexpr unsigned long long kNvmlClocksEventSwThermal = 0x20ULL;
+inline constexpr unsigned long long kNvmlClocksEventHwThermal = 0x40ULL;
+inline constexpr unsigned long long kNvmlClocksEventHwPowerBrake = 0x80ULL;
+
+// nvmlEventType bit for critical XID errors.
+inline constexpr unsigned long long kNvmlEventTypeXidCriticalError = 0x8ULL;

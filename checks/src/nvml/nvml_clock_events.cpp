@@ -1,0 +1,95 @@
+// nvml_clock_events: why clocks are held down right now (nvmlDeviceGetCurrentClocksEventReasons).
+// Hardware slowdown, hardware thermal slowdown and power brake mean the board protects itself
+// (overheating, PSU/power-brake signal) and the GPU runs at a fraction of its speed: these fail
+// without a SKU. Software thermal slowdown (the driver keeping the GPU under its target
+// temperature) only warns. Idle, application-clock and power-cap reasons are normal and ignored.
+#include "check_factories.h"
+#include "nvml_common.h"
+
+namespace vigil {
+namespace {
+
+using namespace nvml;
+
+struct Reason {
+  const char* measurement;
+  unsigned long long bit;
+  bool fails;        // built-in: fail (true) or warn (false)
+  const char* text;  // for the message
+  const char* fault;
+};
+
+constexpr Reason kReasons[] = {
+    {"hw_slowdown", kNvmlClocksEventHwSlowdown, true, "HW slowdown", "VIGIL-NVML-HW-SLOWDOWN"},
+    {"hw_thermal_slowdown", kNvmlClocksEventHwThermal, true, "HW thermal slowdown",
+     "VIGIL-NVML-HW-THERMAL"},
+    {"hw_power_brake", kNvmlClocksEventHwPowerBrake, true, "HW power brake",
+     "VIGIL-NVML-POWER-BRAKE"},
+    {"sw_thermal_slowdown", kNvmlClocksEventSwThermal, false, "SW thermal slowdown",
+     "VIGIL-NVML-SW-THERMAL"},
+};
+
+const Reason* find_reason(std::string_view measurement) {
+  for (const Reason& r : kReasons) {
+    if (measurement == r.measurement) return &r;
+  }
+  return nullptr;
+}
+
+class NvmlClockEventsCheck final : public Check {
+ public:
+  std::string_view name() const override { return "nvml_clock_events"; }
+  Applies applies(const CheckContext&) const override { return {}; }
+
+  CheckResult run(const CheckContext& ctx) override {
+    auto session = open_session(ctx);
+    if (!session) return unavailable(name(), session.error());
+    const Session& s = session.value();
+
+    CheckResult r;
+    r.check = std::string(name());
+    Verdict v;
+    v.gpus_lost(s);
+    for (int g = 0; g < s.count(); ++g) {
+      if (!s.gpus[g]) continue;
+      unsigned long long reasons = 0;
+      const nvmlReturn_t rc = call(s.api().device_get_clocks_event_reasons, s.gpus[g], &reasons);
+      if (is_not_supported(rc)) {
+        v.not_supported(g, "clock event reasons");
+        continue;
+      }
+      if (rc != NVML_SUCCESS) {
+        v.query_failed(s, g, "nvmlDeviceGetCurrentClocksEventReasons", rc);
+        continue;
+      }
+      for (const Reason& reason : kReasons) {
+        Measurement& m =
+            add_measurement(r, ctx, reason.measurement, (reasons & reason.bit) ? 1 : 0, "bool", g);
+        if (reason.fails) {
+          default_threshold(m, Op::kLe, 0, std::nullopt,
+                            "built-in: hardware-asserted slowdown fails");
+        } else {
+          default_threshold(m, Op::kLe, 1, 0, "built-in: software thermal slowdown warns");
+        }
+      }
+    }
+    v.conclude(
+        r,
+        [](const Measurement& m, Status) {
+          const Reason* reason = find_reason(m.name);
+          const std::string g = "gpu" + std::to_string(m.gpu.value_or(-1));
+          if (!reason) return Described{g + " " + m.name, "VIGIL-NVML-CLOCKS"};
+          return Described{g + " " + reason->text, reason->fault};
+        },
+        std::to_string(s.count()) + " GPUs: no slowdown asserted");
+    return r;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Check> make_nvml_clock_events_check() {
+  return std::make_unique<NvmlClockEventsCheck>();
+}
+
+}  // namespace vigil

@@ -1,0 +1,177 @@
+#include "nvml_common.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <utility>
+
+namespace vigil::nvml {
+namespace {
+
+// fail > error > warn > pass/skipped, as the run combines them.
+int rank(Status s) {
+  switch (s) {
+    case Status::kFail:
+      return 3;
+    case Status::kError:
+      return 2;
+    case Status::kWarn:
+      return 1;
+    default:
+      return 0;
+  }
+}
+
+std::string join_texts(const std::vector<std::string>& texts, size_t max_items) {
+  std::string out;
+  for (size_t i = 0; i < texts.size() && i < max_items; ++i) {
+    if (i) out += "; ";
+    out += texts[i];
+  }
+  if (texts.size() > max_items) out += "; +" + std::to_string(texts.size() - max_items) + " more";
+  return out;
+}
+
+}  // namespace
+
+Result<Session> open_session(const CheckContext& ctx) {
+  auto lib = Library::open(ctx.nvml_library);
+  if (!lib) return lib.error();
+  Session s;
+  s.lib = std::move(lib.value());
+  unsigned n = 0;
+  if (nvmlReturn_t rc = s.api().device_get_count(&n); rc != NVML_SUCCESS) {
+    return Error{s.err(rc), "nvmlDeviceGetCount_v2"};
+  }
+  for (unsigned i = 0; i < n; ++i) {
+    nvmlDevice_t dev = nullptr;
+    nvmlReturn_t rc = s.api().device_get_handle_by_index(i, &dev);
+    if (rc == NVML_ERROR_GPU_IS_LOST) {
+      s.lost.push_back(static_cast<int>(i));
+      dev = nullptr;
+    } else if (rc != NVML_SUCCESS) {
+      return Error{s.err(rc), "nvmlDeviceGetHandleByIndex_v2(gpu " + std::to_string(i) + ")"};
+    }
+    s.gpus.push_back(dev);
+  }
+  return s;
+}
+
+CheckResult unavailable(std::string_view check, const Error& e) {
+  std::string why = e.message;
+  if (!e.where.empty() && e.where.rfind("dlopen", 0) != 0) why = e.where + ": " + why;
+  return error(check, "NVML not available: " + why, kFaultUnavailable);
+}
+
+std::string gpu_key(const Session& s, int gpu) {
+  nvmlPciInfo_t pci{};
+  if (s.gpus[gpu] && call(s.api().device_get_pci_info, s.gpus[gpu], &pci) == NVML_SUCCESS) {
+    pci.busId[sizeof(pci.busId) - 1] = '\0';
+    if (pci.busId[0]) return pci.busId;
+  }
+  return "gpu" + std::to_string(gpu);
+}
+
+void default_threshold(Measurement& m, Op op, double fail, std::optional<double> warn,
+                       std::string source) {
+  if (m.threshold) return;  // the SKU file wins
+  Threshold t;
+  t.op = op;
+  t.fail = fail;
+  t.warn = warn;
+  t.unit = m.unit;
+  t.source = std::move(source);
+  m.threshold = std::move(t);
+}
+
+std::string figure(double v) {
+  char buf[64];
+  if (std::fabs(v - std::round(v)) < 1e-9 && std::fabs(v) < 1e15) {
+    std::snprintf(buf, sizeof buf, "%.0f", v);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.3g", v);
+  }
+  return buf;
+}
+
+void Verdict::add(Status s, std::string text, std::string fault_code) {
+  findings_.push_back({s, std::move(text), std::move(fault_code)});
+}
+
+void Verdict::not_supported(int gpu, std::string what) {
+  unsupported_.emplace_back(gpu, std::move(what));
+}
+
+void Verdict::query_failed(const Session& s, int gpu, std::string_view call_name, nvmlReturn_t rc) {
+  const std::string g = gpu < 0 ? "" : "gpu" + std::to_string(gpu) + " ";
+  if (rc == NVML_ERROR_GPU_IS_LOST) {
+    add(Status::kFail, (g.empty() ? "GPU " : g) + "lost (" + std::string(call_name) + ")",
+        kFaultGpuLost);
+  } else {
+    add(Status::kError, g + std::string(call_name) + ": " + s.err(rc), kFaultQuery);
+  }
+}
+
+void Verdict::gpus_lost(const Session& s) {
+  for (int g : s.lost) {
+    add(Status::kFail, "gpu" + std::to_string(g) + " lost (GPU is lost)", kFaultGpuLost);
+  }
+}
+
+void Verdict::conclude(CheckResult& r, const Describe& describe, std::string pass_message) const {
+  std::vector<Finding> all = findings_;
+  for (const Measurement& m : r.measurements) {
+    const Status s = m.status();
+    if (s == Status::kWarn || s == Status::kFail) {
+      Described d = describe(m, s);
+      all.push_back({s, std::move(d.text), std::move(d.fault_code)});
+    }
+  }
+  // "retired pages not supported on gpu0-7": group unsupported probes by what.
+  std::map<std::string, std::vector<int>> unsupported;
+  for (const auto& [gpu, what] : unsupported_) unsupported[what].push_back(gpu);
+  std::vector<std::string> notes;
+  for (const auto& [what, gpus] : unsupported) {
+    std::string who =
+        gpus.size() == 1 ? "gpu" + std::to_string(gpus[0]) : std::to_string(gpus.size()) + " GPUs";
+    notes.push_back(what + " not supported on " + who);
+  }
+
+  Status worst = Status::kPass;
+  for (const Finding& f : all) {
+    if (rank(f.status) > rank(worst)) worst = f.status;
+  }
+  if (worst == Status::kPass && r.measurements.empty()) {
+    r.status = Status::kSkipped;
+    r.message = notes.empty() ? "no GPUs visible to NVML" : join_texts(notes, 3);
+    r.fault_code.clear();
+    return;
+  }
+  std::vector<std::string> texts;
+  std::string fault;
+  for (const Finding& f : all) {
+    if (f.status != worst) continue;
+    texts.push_back(f.text);
+    if (fault.empty()) fault = f.fault_code;
+  }
+  if (worst == Status::kPass) {
+    r.message = std::move(pass_message);
+    if (!notes.empty()) r.message += (r.message.empty() ? "" : "; ") + join_texts(notes, 3);
+    r.fault_code.clear();
+  } else {
+    r.message = join_texts(texts, 4);
+    r.fault_code = fault;
+  }
+  r.status = worst;
+  finalize(r, kFaultPrefix);
+  // finalize() derives the status from the measurements alone; findings that are not
+  // measurements (lost GPU, failed query, warn-list XID) must still count.
+  if (rank(worst) > rank(r.status)) r.status = worst;
+  if (worst != Status::kPass) {
+    r.message = join_texts(texts, 4);
+    r.fault_code = fault;
+  }
+}
+
+}  // namespace vigil::nvml

@@ -1,0 +1,86 @@
+#pragma once
+// Shared plumbing for the NVML checks: opening NVML for one run, built-in thresholds for
+// absolute findings, and turning measurements + findings into one status and one short,
+// reason-ready message ("gpu3 row remap pending (1)").
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "nvml_loader.h"
+#include "vigil/checks/check.h"
+
+namespace vigil::nvml {
+
+inline constexpr std::string_view kFaultPrefix = "VIGIL-NVML";
+inline constexpr const char* kFaultUnavailable = "VIGIL-NVML-UNAVAILABLE";
+inline constexpr const char* kFaultQuery = "VIGIL-NVML-QUERY";
+inline constexpr const char* kFaultGpuLost = "VIGIL-NVML-GPU-LOST";
+
+// NVML opened for one check run, with a handle per GPU index.
+struct Session {
+  std::unique_ptr<Library> lib;
+  std::vector<nvmlDevice_t> gpus;  // by NVML index; nullptr where the GPU is lost
+  std::vector<int> lost;           // indices whose handle failed with NVML_ERROR_GPU_IS_LOST
+
+  const Api& api() const { return lib->api(); }
+  std::string err(nvmlReturn_t rc) const { return lib->error_string(rc); }
+  int count() const { return static_cast<int>(gpus.size()); }
+};
+
+// Loads ctx.nvml_library, initialises NVML and gets every device handle.
+Result<Session> open_session(const CheckContext& ctx);
+
+// The error result for a missing library/driver: "NVML not available: <why>",
+// fault VIGIL-NVML-UNAVAILABLE. Never fail: a node without a driver is a setup problem.
+CheckResult unavailable(std::string_view check, const Error& e);
+
+// "00000000:18:00.0" from nvmlDeviceGetPciInfo_v3, else "gpu<i>". Keys stored counter state,
+// so a GPU that drops off the bus does not shift its neighbours' readings.
+std::string gpu_key(const Session& s, int gpu);
+
+// Attaches a built-in threshold to m when the SKU file has none for it. Used only for absolute
+// findings that need no SKU (a DBE, a failed remap, a link down, a fatal XID).
+void default_threshold(Measurement& m, Op op, double fail, std::optional<double> warn,
+                       std::string source);
+
+// Integer figures print without decimals ("3"), others with up to 3 significant decimals.
+std::string figure(double v);
+
+struct Described {
+  std::string text;        // "gpu2 volatile DBE 1"
+  std::string fault_code;  // "VIGIL-NVML-DBE"
+};
+using Describe = std::function<Described(const Measurement&, Status)>;
+
+// Collects what a check found besides threshold verdicts, then concludes the result.
+class Verdict {
+ public:
+  void add(Status s, std::string text, std::string fault_code);
+  // A probe this GPU/driver does not offer (NOT_SUPPORTED or symbol missing).
+  void not_supported(int gpu, std::string what);
+  // A failed NVML call: GPU_IS_LOST is a health failure (fail, VIGIL-NVML-GPU-LOST),
+  // anything else means the check could not run (error, VIGIL-NVML-QUERY).
+  void query_failed(const Session& s, int gpu, std::string_view call, nvmlReturn_t rc);
+  // Findings for GPUs whose handle was lost when the session opened.
+  void gpus_lost(const Session& s);
+
+  // Status = worst of measurement verdicts (SKU or built-in thresholds, described by
+  // `describe`) and added findings. Message = the worst findings (reason-ready), or
+  // pass_message when all is well. Calls finalize(). When nothing could be measured because
+  // every probe is unsupported, the result is skipped with that reason.
+  void conclude(CheckResult& r, const Describe& describe, std::string pass_message) const;
+
+ private:
+  struct Finding {
+    Status status;
+    std::string text;
+    std::string fault_code;
+  };
+  std::vector<Finding> findings_;
+  std::vector<std::pair<int, std::string>> unsupported_;
+};
+
+}  // namespace vigil::nvml

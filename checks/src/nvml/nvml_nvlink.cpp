@@ -1,0 +1,152 @@
+// nvml_nvlink: NVLink state and error counters of every link of every GPU. A link that exists
+// but is down fails without a SKU (DCGM health watch). Replay, recovery and CRC flit/data
+// counters are reported as their growth since the previous run (state in ctx.state_dir),
+// summed per GPU; the message names the links that moved. Links NVML reports as not
+// supported / invalid do not exist on this board and are not counted.
+#include <map>
+
+#include "check_factories.h"
+#include "counter_state.h"
+#include "nvml_common.h"
+
+namespace vigil {
+namespace {
+
+using namespace nvml;
+
+struct Counter {
+  int nvml_counter;
+  const char* key;  // state key suffix
+  const char* measurement;
+  const char* text;
+  const char* fault;
+};
+
+constexpr Counter kCounters[] = {
+    {NVML_NVLINK_ERROR_DL_REPLAY, "replay", "nvlink_replay_delta", "replays",
+     "VIGIL-NVML-NVLINK-REPLAY"},
+    {NVML_NVLINK_ERROR_DL_RECOVERY, "recovery", "nvlink_recovery_delta", "recoveries",
+     "VIGIL-NVML-NVLINK-RECOVERY"},
+    {NVML_NVLINK_ERROR_DL_CRC_FLIT, "crc_flit", "nvlink_crc_flit_delta", "CRC flit errors",
+     "VIGIL-NVML-NVLINK-CRC"},
+    {NVML_NVLINK_ERROR_DL_CRC_DATA, "crc_data", "nvlink_crc_data_delta", "CRC data errors",
+     "VIGIL-NVML-NVLINK-CRC"},
+};
+
+class NvmlNvlinkCheck final : public Check {
+ public:
+  std::string_view name() const override { return "nvml_nvlink"; }
+  Applies applies(const CheckContext&) const override { return {}; }
+
+  CheckResult run(const CheckContext& ctx) override {
+    auto session = open_session(ctx);
+    if (!session) return unavailable(name(), session.error());
+    const Session& s = session.value();
+    const Api& api = s.api();
+
+    CheckResult r;
+    r.check = std::string(name());
+    Verdict v;
+    v.gpus_lost(s);
+    CounterState state(ctx.state_dir, name());
+    int links_up = 0;
+    // (gpu, measurement) -> links whose counter moved, for the message
+    std::map<std::pair<int, std::string>, std::string> moved_links;
+    // gpu -> links that are down
+    std::map<int, std::string> down_links;
+
+    for (int g = 0; g < s.count(); ++g) {
+      nvmlDevice_t dev = s.gpus[g];
+      if (!dev) continue;
+      const std::string key = gpu_key(s, g);
+      int present = 0, down = 0;
+      std::map<std::string, unsigned long long> deltas;  // measurement -> sum over links
+      bool failed = false;
+      for (unsigned link = 0; link < kNvmlNvLinkMaxLinks && !failed; ++link) {
+        int link_state = NVML_FEATURE_DISABLED;
+        nvmlReturn_t rc = call(api.device_get_nvlink_state, dev, link, &link_state);
+        if (is_not_supported(rc) || rc == NVML_ERROR_INVALID_ARGUMENT) continue;  // no link
+        if (rc != NVML_SUCCESS) {
+          v.query_failed(s, g, "nvmlDeviceGetNvLinkState(link " + std::to_string(link) + ")", rc);
+          failed = true;
+          break;
+        }
+        ++present;
+        const std::string port = "nvlink" + std::to_string(link);
+        if (link_state != NVML_FEATURE_ENABLED) {
+          ++down;
+          down_links[g] += (down_links[g].empty() ? "" : ",") + port;
+          continue;  // counters of a down link do not move
+        }
+        if (!state.enabled()) continue;
+        for (const Counter& c : kCounters) {
+          unsigned long long value = 0;
+          rc = call(api.device_get_nvlink_error_counter, dev, link, c.nvml_counter, &value);
+          if (is_not_supported(rc)) continue;
+          if (rc != NVML_SUCCESS) {
+            v.query_failed(s, g, "nvmlDeviceGetNvLinkErrorCounter(" + port + ")", rc);
+            failed = true;
+            break;
+          }
+          const auto delta = state.update(key + "/" + port + "/" + c.key, value);
+          deltas[c.measurement] += delta.value_or(0);
+          if (delta.value_or(0) > 0) {
+            std::string& links = moved_links[{g, c.measurement}];
+            links += (links.empty() ? "" : ",") + port;
+          }
+        }
+      }
+      if (present == 0) {
+        if (!failed) v.not_supported(g, "NVLink");
+        continue;
+      }
+      if (failed) continue;  // the query failure is reported; partial counts would mislead
+      links_up += present - down;
+      Measurement& m = add_measurement(r, ctx, "nvlink_links_down", down, "count", g);
+      default_threshold(m, Op::kLe, 0, std::nullopt,
+                        "built-in: NVLink down fails (DCGM health watch)");
+      if (state.enabled()) {
+        for (const Counter& c : kCounters) {
+          add_measurement(r, ctx, c.measurement, static_cast<double>(deltas[c.measurement]),
+                          "count", g);
+        }
+      }
+    }
+
+    std::string summary = std::to_string(links_up) + " NVLinks up";
+    if (!state.enabled()) {
+      summary += "; no state dir, error counter deltas not measured";
+    } else {
+      if (!state.load_problem().empty()) summary += "; " + state.load_problem();
+      if (state.baselines() > 0) summary += "; baseline recorded";
+      if (auto saved = state.save(); !saved) {
+        summary += "; state not saved: " + saved.error().to_string();
+      }
+    }
+    v.conclude(
+        r,
+        [&](const Measurement& m, Status) {
+          const int g = m.gpu.value_or(-1);
+          const std::string gs = "gpu" + std::to_string(g);
+          if (m.name == "nvlink_links_down") {
+            return Described{gs + " " + down_links[g] + " down", "VIGIL-NVML-NVLINK-DOWN"};
+          }
+          for (const Counter& c : kCounters) {
+            if (m.name == c.measurement) {
+              return Described{
+                  gs + " " + moved_links[{g, m.name}] + " " + c.text + " +" + figure(m.value),
+                  c.fault};
+            }
+          }
+          return Described{gs + " " + m.name + " " + figure(m.value), "VIGIL-NVML-NVLINK"};
+        },
+        summary);
+    return r;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Check> make_nvml_nvlink_check() { return std::make_unique<NvmlNvlinkCheck>(); }
+
+}  // namespace vigil

@@ -1,0 +1,85 @@
+// nvml_temperature: GPU core temperature, plus board power as a figure for the operator.
+// Without a SKU threshold each GPU is judged against its own limits from the driver
+// (nvmlDeviceGetTemperatureThreshold): above the slowdown temperature warns, above the
+// shutdown temperature fails. gpu_power has no threshold; it is reported for dashboards.
+#include "check_factories.h"
+#include "nvml_common.h"
+
+namespace vigil {
+namespace {
+
+using namespace nvml;
+
+class NvmlTemperatureCheck final : public Check {
+ public:
+  std::string_view name() const override { return "nvml_temperature"; }
+  Applies applies(const CheckContext&) const override { return {}; }
+
+  CheckResult run(const CheckContext& ctx) override {
+    auto session = open_session(ctx);
+    if (!session) return unavailable(name(), session.error());
+    const Session& s = session.value();
+    const Api& api = s.api();
+
+    CheckResult r;
+    r.check = std::string(name());
+    Verdict v;
+    v.gpus_lost(s);
+    unsigned hottest = 0;
+    for (int g = 0; g < s.count(); ++g) {
+      nvmlDevice_t dev = s.gpus[g];
+      if (!dev) continue;
+      unsigned temp = 0;
+      nvmlReturn_t rc = call(api.device_get_temperature, dev, int{NVML_TEMPERATURE_GPU}, &temp);
+      if (is_not_supported(rc)) {
+        v.not_supported(g, "temperature");
+      } else if (rc != NVML_SUCCESS) {
+        v.query_failed(s, g, "nvmlDeviceGetTemperature", rc);
+      } else {
+        hottest = std::max(hottest, temp);
+        Measurement& m = add_measurement(r, ctx, "gpu_temperature", temp, "celsius", g);
+        unsigned slowdown = 0, shutdown = 0;
+        if (!m.threshold &&
+            call(api.device_get_temperature_threshold, dev,
+                 int{NVML_TEMPERATURE_THRESHOLD_SLOWDOWN}, &slowdown) == NVML_SUCCESS &&
+            call(api.device_get_temperature_threshold, dev,
+                 int{NVML_TEMPERATURE_THRESHOLD_SHUTDOWN}, &shutdown) == NVML_SUCCESS &&
+            slowdown > 0 && shutdown >= slowdown) {
+          default_threshold(m, Op::kLe, shutdown, slowdown,
+                            "built-in: the GPU's own slowdown (warn) / shutdown (fail) "
+                            "temperature from the driver");
+        }
+      }
+      unsigned milliwatts = 0;
+      if (call(api.device_get_power_usage, dev, &milliwatts) == NVML_SUCCESS) {
+        add_measurement(r, ctx, "gpu_power", milliwatts / 1000.0, "W", g);
+      }
+    }
+    v.conclude(
+        r,
+        [](const Measurement& m, Status st) {
+          const std::string g = "gpu" + std::to_string(m.gpu.value_or(-1));
+          if (m.name == "gpu_power") {
+            return Described{g + " power " + figure(m.value) + "W", "VIGIL-NVML-POWER"};
+          }
+          std::string bound;
+          if (m.threshold) {
+            bound = " (>" +
+                    figure(st == Status::kFail ? m.threshold->fail
+                                               : m.threshold->warn.value_or(m.threshold->fail)) +
+                    "C)";
+          }
+          return Described{g + " " + figure(m.value) + "C" + bound, "VIGIL-NVML-TEMP"};
+        },
+        std::to_string(s.count()) + " GPUs: hottest " + std::to_string(hottest) + "C");
+    return r;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Check> make_nvml_temperature_check() {
+  return std::make_unique<NvmlTemperatureCheck>();
+}
+
+}  // namespace vigil

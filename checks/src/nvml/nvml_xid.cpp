@@ -1,0 +1,138 @@
+// nvml_xid: critical XID events raised while the check listens (ctx.xid_wait). NVML only
+// delivers events that happen after registration, so this sees faults of the current moment,
+// not the kernel log's history. Classification (DCGM health watch, anchors.md section 5):
+//   fatal -> xid_fatal_events, fails without a SKU: 48, 64, 74, 79, 95, 119, 120, 140;
+//   warn  -> xid_other_events, status warn: 31, 32, 43, 63, 67, 73, 94, 121, 137;
+//   other -> xid_other_events, reported only (e.g. 13, 45, 68, 109: usually the
+//            application's fault, gcm treats them as non-critical).
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <set>
+
+#include "check_factories.h"
+#include "nvml_common.h"
+
+namespace vigil {
+namespace {
+
+using namespace nvml;
+
+const std::set<unsigned long long> kFatalXids = {48, 64, 74, 79, 95, 119, 120, 140};
+const std::set<unsigned long long> kWarnXids = {31, 32, 43, 63, 67, 73, 94, 121, 137};
+
+class NvmlXidCheck final : public Check {
+ public:
+  std::string_view name() const override { return "nvml_xid"; }
+  Applies applies(const CheckContext&) const override { return {}; }
+
+  CheckResult run(const CheckContext& ctx) override {
+    auto session = open_session(ctx);
+    if (!session) return unavailable(name(), session.error());
+    const Session& s = session.value();
+    const Api& api = s.api();
+
+    CheckResult r;
+    r.check = std::string(name());
+    Verdict v;
+    v.gpus_lost(s);
+    if (!api.event_set_create || !api.device_register_events || !api.event_set_wait ||
+        !api.event_set_free) {
+      return skipped(name(), "XID events not supported by this NVML library");
+    }
+    nvmlEventSet_t set = nullptr;
+    if (nvmlReturn_t rc = api.event_set_create(&set); rc != NVML_SUCCESS) {
+      return error(name(), "nvmlEventSetCreate: " + s.err(rc), kFaultQuery);
+    }
+    int registered = 0;
+    for (int g = 0; g < s.count(); ++g) {
+      if (!s.gpus[g]) continue;
+      const nvmlReturn_t rc =
+          api.device_register_events(s.gpus[g], kNvmlEventTypeXidCriticalError, set);
+      if (rc == NVML_SUCCESS) {
+        ++registered;
+      } else if (is_not_supported(rc)) {
+        v.not_supported(g, "XID events");
+      } else {
+        v.query_failed(s, g, "nvmlDeviceRegisterEvents", rc);
+      }
+    }
+
+    // (gpu, xid) -> how often, in arrival order of first sight
+    std::map<std::pair<int, unsigned long long>, int> seen;
+    int fatal = 0, other = 0;
+    if (registered > 0) {
+      using Clock = std::chrono::steady_clock;
+      const auto deadline = Clock::now() + ctx.xid_wait;
+      for (;;) {
+        const auto left =
+            std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+        nvmlEventData_t data{};
+        const nvmlReturn_t rc = api.event_set_wait(
+            set, &data, static_cast<unsigned>(std::max<long long>(0, left.count())));
+        if (rc == NVML_ERROR_TIMEOUT) break;
+        if (rc != NVML_SUCCESS) {
+          v.query_failed(s, -1, "nvmlEventSetWait_v2", rc);
+          break;
+        }
+        if (data.eventType & kNvmlEventTypeXidCriticalError) {
+          const auto it = std::find(s.gpus.begin(), s.gpus.end(), data.device);
+          const int g = it == s.gpus.end() ? -1 : static_cast<int>(it - s.gpus.begin());
+          ++seen[{g, data.eventData}];
+          if (kFatalXids.count(data.eventData)) {
+            ++fatal;
+          } else {
+            ++other;
+          }
+        }
+        if (Clock::now() >= deadline) break;
+      }
+    }
+    api.event_set_free(set);
+
+    if (registered == 0) {  // nothing to listen to: skipped (unsupported) or error (failed)
+      v.conclude(
+          r,
+          [](const Measurement& m, Status) {
+            return Described{m.name, ""};
+          },
+          "");
+      return r;
+    }
+    Measurement& f = add_measurement(r, ctx, "xid_fatal_events", fatal, "count");
+    default_threshold(f, Op::kLe, 0, std::nullopt,
+                      "built-in: fatal XIDs 48,64,74,79,95,119,120,140 fail (DCGM health watch)");
+    add_measurement(r, ctx, "xid_other_events", other, "count");
+
+    std::string fatal_list, other_list;
+    for (const auto& [key, n] : seen) {
+      const auto& [g, xid] = key;
+      std::string item = "XID " + std::to_string(xid) + " gpu" + std::to_string(g);
+      if (n > 1) item += " x" + std::to_string(n);
+      if (kFatalXids.count(xid)) {
+        fatal_list += (fatal_list.empty() ? "" : ", ") + item;
+      } else {
+        other_list += (other_list.empty() ? "" : ", ") + item;
+        if (kWarnXids.count(xid)) v.add(Status::kWarn, item, "VIGIL-NVML-XID");
+      }
+    }
+    const double waited_s = std::chrono::duration<double>(ctx.xid_wait).count();
+    std::string summary =
+        "no critical XID in " + figure(waited_s) + "s on " + std::to_string(registered) + " GPUs";
+    if (!other_list.empty()) summary = other_list + " (not health-critical)";
+    v.conclude(
+        r,
+        [&](const Measurement& m, Status) {
+          if (m.name == "xid_fatal_events") return Described{fatal_list, "VIGIL-NVML-XID-FATAL"};
+          return Described{other_list, "VIGIL-NVML-XID"};
+        },
+        summary);
+    return r;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Check> make_nvml_xid_check() { return std::make_unique<NvmlXidCheck>(); }
+
+}  // namespace vigil

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# The one command that installs what is missing, builds everything and runs every test
+# (unit + integration). .ci/run calls exactly this. Benchmarks are separate: scripts/bench.sh.
+#   scripts/test.sh                 # install deps, build in ./build, run all tests
+#   VIGIL_BUILD_DIR=/tmp/b scripts/test.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD_DIR=${VIGIL_BUILD_DIR:-build}
+JOBS=${VIGIL_JOBS:-2}
+
+bash scripts/install-deps.sh
+cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo ${VIGIL_CMAKE_ARGS:-}
+cmake --build "$BUILD_DIR" -j"$JOBS"
+# Unit tests in parallel, then integration tests (real Slurm, MPI, Prometheus) one at a time.
+ctest --test-dir "$BUILD_DIR" --output-on-failure -LE "integration|bench" -j"$JOBS" --timeout 300
+ctest --test-dir "$BUILD_DIR" --output-on-failure -L integration --timeout 900
+echo "scripts/test.sh: all tests passed"

@@ -1,0 +1,202 @@
+// The NVML loading path: dlopen of the fake library, a missing library, a library without the
+// NVML symbols, and every kind of broken fixture. None of these may look like a health failure.
+#include <dlfcn.h>
+
+#include <functional>
+
+#include "nvml_test_support.h"
+
+namespace vigil::testing {
+namespace {
+
+using nvml_loader = NvmlCheckTest;
+using fake_nvml = NvmlCheckTest;
+using nvml_gpu_count = NvmlCheckTest;
+
+const std::vector<std::function<std::unique_ptr<Check>()>> kNvmlFactories = {
+    make_gpu_count_check,          make_nvml_ecc_check,          make_nvml_row_remap_check,
+    make_nvml_retired_pages_check, make_nvml_clock_events_check, make_nvml_pcie_check,
+    make_nvml_nvlink_check,        make_nvml_temperature_check,  make_nvml_xid_check};
+
+TEST_F(nvml_loader, check_names_match_the_brief_table) {
+  std::vector<std::string> names;
+  for (const auto& make : kNvmlFactories) names.emplace_back(make()->name());
+  EXPECT_EQ(names, (std::vector<std::string>{"gpu_count", "nvml_ecc", "nvml_row_remap",
+                                             "nvml_retired_pages", "nvml_clock_events", "nvml_pcie",
+                                             "nvml_nvlink", "nvml_temperature", "nvml_xid"}));
+}
+
+TEST_F(nvml_loader, missing_library_is_error_not_fail_for_every_check) {
+  use_fixture("healthy_8x_h100");
+  ctx_.nvml_library = (tmp_ / "no-such-dir" / "libnvidia-ml.so.1").string();
+  for (const auto& make : kNvmlFactories) {
+    auto check = make();
+    ASSERT_TRUE(check->applies(ctx_).yes) << check->name();
+    const CheckResult r = check->run(ctx_);
+    EXPECT_EQ(r.status, Status::kError) << check->name();
+    EXPECT_EQ(r.message.rfind("NVML not available: ", 0), 0u) << r.message;
+    EXPECT_NE(r.message.find("no-such-dir"), std::string::npos) << r.message;  // dlerror text
+    EXPECT_EQ(r.fault_code, "VIGIL-NVML-UNAVAILABLE");
+    EXPECT_TRUE(r.measurements.empty());
+  }
+}
+
+TEST_F(nvml_loader, library_without_nvml_symbols_is_error) {
+  use_fixture("healthy_8x_h100");
+  ctx_.nvml_library = "libm.so.6";  // loads fine, exports no NVML
+  const CheckResult r = run(make_nvml_ecc_check());
+  EXPECT_EQ(r.status, Status::kError);
+  EXPECT_NE(r.message.find("missing symbol nvmlInit_v2"), std::string::npos) << r.message;
+  EXPECT_EQ(r.fault_code, "VIGIL-NVML-UNAVAILABLE");
+}
+
+TEST_F(nvml_loader, fake_library_is_found_by_dlopen_at_its_build_path) {
+  EXPECT_EQ(std::filesystem::path(VIGIL_FAKE_NVML_LIBRARY).filename(), "libnvidia-ml.so.1");
+  void* h = dlopen(VIGIL_FAKE_NVML_LIBRARY, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(h, nullptr) << dlerror();
+  for (const char* symbol : {"nvmlInit_v2",
+                             "nvmlShutdown",
+                             "nvmlErrorString",
+                             "nvmlDeviceGetCount_v2",
+                             "nvmlDeviceGetHandleByIndex_v2",
+                             "nvmlDeviceGetName",
+                             "nvmlDeviceGetPciInfo_v3",
+                             "nvmlDeviceGetTotalEccErrors",
+                             "nvmlDeviceGetRemappedRows",
+                             "nvmlDeviceGetRetiredPagesPendingStatus",
+                             "nvmlDeviceGetCurrentClocksEventReasons",
+                             "nvmlDeviceGetCurrPcieLinkGeneration",
+                             "nvmlDeviceGetMaxPcieLinkWidth",
+                             "nvmlDeviceGetPcieReplayCounter",
+                             "nvmlDeviceGetNvLinkState",
+                             "nvmlDeviceGetNvLinkErrorCounter",
+                             "nvmlDeviceGetTemperature",
+                             "nvmlDeviceGetPowerUsage",
+                             "nvmlEventSetCreate",
+                             "nvmlDeviceRegisterEvents",
+                             "nvmlEventSetWait_v2",
+                             "nvmlEventSetFree"}) {
+    EXPECT_NE(dlsym(h, symbol), nullptr) << symbol;
+  }
+  dlclose(h);
+}
+
+TEST_F(fake_nvml, unset_fixture_env_makes_init_fail_with_explanation) {
+  unsetenv("VIGIL_FAKE_NVML_FIXTURE");
+  const CheckResult r = run(make_gpu_count_check());
+  EXPECT_EQ(r.status, Status::kError);
+  EXPECT_NE(r.message.find("nvmlInit_v2"), std::string::npos) << r.message;
+  EXPECT_NE(r.message.find("VIGIL_FAKE_NVML_FIXTURE is not set"), std::string::npos) << r.message;
+  EXPECT_EQ(r.fault_code, "VIGIL-NVML-UNAVAILABLE");
+}
+
+TEST_F(fake_nvml, unreadable_fixture_is_error) {
+  setenv("VIGIL_FAKE_NVML_FIXTURE", (tmp_ / "absent.json").c_str(), 1);
+  const CheckResult r = run(make_nvml_ecc_check());
+  EXPECT_EQ(r.status, Status::kError);
+  EXPECT_NE(r.message.find("cannot read fixture"), std::string::npos) << r.message;
+}
+
+TEST_F(fake_nvml, malformed_json_fixture_is_error_not_crash) {
+  use_fixture_text("{\"gpus\": [ {\"name\": \"NVIDIA H100 80GB HBM3\", ");
+  for (const auto& make : kNvmlFactories) {
+    const CheckResult r = run(make());
+    EXPECT_EQ(r.status, Status::kError) << r.check;
+    EXPECT_NE(r.message.find("parse error"), std::string::npos) << r.message;
+  }
+}
+
+TEST_F(fake_nvml, wrongly_typed_or_unknown_fixture_fields_are_errors_naming_the_field) {
+  nlohmann::json j = load_fixture("healthy_8x_h100");
+  j["gpus"][2]["temperature_c"] = "hot";
+  use_fixture_json(j);
+  CheckResult r = run(make_nvml_temperature_check());
+  EXPECT_EQ(r.status, Status::kError);
+  EXPECT_NE(r.message.find("/gpus/2"), std::string::npos) << r.message;
+
+  j = load_fixture("healthy_8x_h100");
+  j["gpus"][0]["temprature_c"] = 40;  // typo
+  use_fixture_json(j);
+  r = run(make_nvml_temperature_check());
+  EXPECT_EQ(r.status, Status::kError);
+  EXPECT_NE(r.message.find("unknown key \"temprature_c\""), std::string::npos) << r.message;
+}
+
+TEST_F(fake_nvml, init_error_simulates_missing_driver) {
+  nlohmann::json j = load_fixture("healthy_8x_h100");
+  j["init_error"] = 9;  // NVML_ERROR_DRIVER_NOT_LOADED
+  use_fixture_json(j);
+  const CheckResult r = run(make_nvml_row_remap_check());
+  EXPECT_EQ(r.status, Status::kError);
+  EXPECT_NE(r.message.find("Driver Not Loaded"), std::string::npos) << r.message;
+  EXPECT_EQ(r.fault_code, "VIGIL-NVML-UNAVAILABLE");
+}
+
+TEST_F(fake_nvml, fixture_is_reread_on_every_init) {
+  use_fixture("healthy_8x_h100");
+  EXPECT_EQ(run(make_nvml_ecc_check()).status, Status::kPass);
+  use_fixture("dbe_gpu3");
+  EXPECT_EQ(run(make_nvml_ecc_check()).status, Status::kFail);
+}
+
+TEST_F(fake_nvml, forced_query_error_is_error_with_the_call_named) {
+  nlohmann::json j = load_fixture("healthy_8x_h100");
+  j["gpus"][1]["errors"] = {{"nvmlDeviceGetTemperature", 999}};
+  use_fixture_json(j);
+  const CheckResult r = run(make_nvml_temperature_check());
+  EXPECT_EQ(r.status, Status::kError);
+  EXPECT_NE(r.message.find("gpu1 nvmlDeviceGetTemperature"), std::string::npos) << r.message;
+  EXPECT_EQ(r.fault_code, "VIGIL-NVML-QUERY");
+}
+
+TEST_F(fake_nvml, lost_gpu_fails_every_per_gpu_check) {
+  use_fixture("gpu_lost");
+  for (auto make : {make_nvml_ecc_check, make_nvml_row_remap_check, make_nvml_pcie_check,
+                    make_nvml_nvlink_check, make_nvml_temperature_check}) {
+    const CheckResult r = run(make());
+    EXPECT_EQ(r.status, Status::kFail) << r.check;
+    EXPECT_NE(r.message.find("gpu4 lost"), std::string::npos) << r.message;
+    EXPECT_EQ(r.fault_code, "VIGIL-NVML-GPU-LOST");
+  }
+}
+
+TEST_F(nvml_gpu_count, passes_with_sku_and_reports_8) {
+  use_fixture("healthy_8x_h100");
+  use_sku({{"gpu_count", {{"gpu_count", ge(8, std::nullopt, "count")}}}});
+  const CheckResult r = run(make_gpu_count_check());
+  EXPECT_EQ(r.status, Status::kPass) << r.message;
+  ASSERT_NE(find(r, "gpu_count"), nullptr);
+  EXPECT_EQ(find(r, "gpu_count")->value, 8);
+  EXPECT_EQ(find(r, "gpu_count")->unit, "count");
+  EXPECT_NE(r.message.find("NVIDIA H100 80GB HBM3"), std::string::npos) << r.message;
+}
+
+TEST_F(nvml_gpu_count, fails_with_seven_of_eight) {
+  use_fixture("seven_of_eight_gpus");
+  use_sku({{"gpu_count", {{"gpu_count", ge(8, std::nullopt, "count")}}}});
+  const CheckResult r = run(make_gpu_count_check());
+  EXPECT_EQ(r.status, Status::kFail);
+  EXPECT_EQ(r.message, "7 of 8 GPUs visible");
+  EXPECT_EQ(r.fault_code, "VIGIL-NVML-GPU-COUNT");
+}
+
+TEST_F(nvml_gpu_count, uses_sku_match_count_when_no_threshold) {
+  use_fixture("seven_of_eight_gpus");
+  use_sku({});
+  const CheckResult r = run(make_gpu_count_check());
+  EXPECT_EQ(r.status, Status::kFail);
+  ASSERT_TRUE(find(r, "gpu_count")->threshold);
+  EXPECT_EQ(find(r, "gpu_count")->threshold->fail, 8);
+}
+
+TEST_F(nvml_gpu_count, without_sku_is_skipped_but_reports_the_count) {
+  use_fixture("seven_of_eight_gpus");
+  const CheckResult r = run(make_gpu_count_check());
+  EXPECT_EQ(r.status, Status::kSkipped);
+  EXPECT_NE(r.message.find("unknown SKU"), std::string::npos) << r.message;
+  ASSERT_NE(find(r, "gpu_count"), nullptr);
+  EXPECT_EQ(find(r, "gpu_count")->value, 7);
+}
+
+}  // namespace
+}  // namespace vigil::testing

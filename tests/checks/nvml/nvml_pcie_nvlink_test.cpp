@@ -1,0 +1,174 @@
+// nvml_pcie and nvml_nvlink: link state, width/generation and counter deltas kept in the
+// state dir between runs.
+#include "nvml_test_support.h"
+
+namespace vigil::testing {
+namespace {
+
+using nvml_pcie = NvmlCheckTest;
+using nvml_nvlink = NvmlCheckTest;
+
+TEST_F(nvml_pcie, healthy_gen5_x16_passes) {
+  use_fixture("healthy_8x_h100");
+  use_sku({{"nvml_pcie",
+            {{"pcie_link_width", ge(16, std::nullopt, "lanes")},
+             {"pcie_link_gen", ge(5, std::nullopt, "gen")}}}});
+  const CheckResult r = run(make_nvml_pcie_check());
+  EXPECT_EQ(r.status, Status::kPass) << r.message;
+  EXPECT_EQ(count(r, "pcie_link_width"), 8);
+  EXPECT_EQ(find(r, "pcie_link_width", 0)->value, 16);
+  EXPECT_EQ(find(r, "pcie_link_width", 0)->unit, "lanes");
+  EXPECT_EQ(find(r, "pcie_link_gen", 0)->value, 5);
+  EXPECT_EQ(find(r, "pcie_link_gen", 0)->unit, "gen");
+  EXPECT_EQ(count(r, "pcie_replay_delta"), 0);  // no state dir: no deltas
+  EXPECT_NE(r.message.find("replay deltas not measured"), std::string::npos) << r.message;
+}
+
+TEST_F(nvml_pcie, width_below_sku_threshold_fails) {
+  use_fixture("pcie_degraded");  // gpu6 at x8
+  use_sku({{"nvml_pcie", {{"pcie_link_width", ge(16, std::nullopt, "lanes")}}}});
+  const CheckResult r = run(make_nvml_pcie_check());
+  EXPECT_EQ(r.status, Status::kFail);
+  EXPECT_EQ(r.message, "gpu6 PCIe x8 (<16)");
+  EXPECT_EQ(r.fault_code, "VIGIL-NVML-PCIE-WIDTH");
+}
+
+TEST_F(nvml_pcie, width_below_max_without_sku_only_warns) {
+  use_fixture("pcie_degraded");
+  const CheckResult r = run(make_nvml_pcie_check());
+  EXPECT_EQ(r.status, Status::kWarn);
+  EXPECT_EQ(r.message, "gpu6 PCIe x8 (<16)");
+}
+
+TEST_F(nvml_pcie, idle_gen_downshift_never_fails) {
+  nlohmann::json j = load_fixture("healthy_8x_h100");
+  j["gpu_defaults"]["pcie"]["current_gen"] = 1;  // idle H100s report gen 1 of 5
+  use_fixture_json(j);
+  CheckResult r = run(make_nvml_pcie_check());
+  EXPECT_EQ(r.status, Status::kPass) << r.message;  // no SKU: reported, not judged
+  EXPECT_NE(r.message.find("8 below max gen"), std::string::npos) << r.message;
+
+  use_sku({{"nvml_pcie", {{"pcie_link_gen", ge(5, std::nullopt, "gen")}}}});
+  r = run(make_nvml_pcie_check());
+  EXPECT_EQ(r.status, Status::kWarn);  // the SKU's fail bound is demoted to warn
+  EXPECT_EQ(r.fault_code, "VIGIL-NVML-PCIE-GEN");
+  EXPECT_NE(r.message.find("gpu0 PCIe gen1 (<5)"), std::string::npos) << r.message;
+  ASSERT_TRUE(find(r, "pcie_link_gen", 0)->threshold);
+  EXPECT_EQ(find(r, "pcie_link_gen", 0)->threshold->warn, 5);
+  EXPECT_EQ(find(r, "pcie_link_gen", 0)->threshold->validate(), "");
+}
+
+TEST_F(nvml_pcie, replay_delta_baseline_then_growth_against_sku) {
+  use_state_dir();
+  use_sku({{"nvml_pcie", {{"pcie_replay_delta", le(100, 10, "count")}}}});
+  nlohmann::json j = load_fixture("healthy_8x_h100");
+  j["gpus"][1]["pcie"] = {{"replay_counter", 40}};
+  use_fixture_json(j);
+  CheckResult r = run(make_nvml_pcie_check());
+  EXPECT_EQ(r.status, Status::kPass) << r.message;
+  EXPECT_EQ(find(r, "pcie_replay_delta", 1)->value, 0);
+  EXPECT_NE(r.message.find("baseline recorded"), std::string::npos) << r.message;
+  EXPECT_TRUE(std::filesystem::exists(tmp_ / "state" / "nvml_pcie.json"));
+
+  j["gpus"][1]["pcie"] = {{"replay_counter", 190}};  // +150 since the previous run
+  use_fixture_json(j);
+  r = run(make_nvml_pcie_check());
+  EXPECT_EQ(r.status, Status::kFail);
+  EXPECT_EQ(find(r, "pcie_replay_delta", 1)->value, 150);
+  EXPECT_EQ(find(r, "pcie_replay_delta", 0)->value, 0);
+  EXPECT_EQ(r.message, "gpu1 PCIe replays +150");
+  EXPECT_EQ(r.fault_code, "VIGIL-NVML-PCIE-REPLAY");
+
+  r = run(make_nvml_pcie_check());  // unchanged counter: delta 0 again
+  EXPECT_EQ(r.status, Status::kPass) << r.message;
+  EXPECT_EQ(find(r, "pcie_replay_delta", 1)->value, 0);
+}
+
+TEST_F(nvml_pcie, reset_counter_counts_from_zero) {
+  use_state_dir();
+  nlohmann::json j = load_fixture("healthy_8x_h100");
+  j["gpus"][0]["pcie"] = {{"replay_counter", 500}};
+  use_fixture_json(j);
+  (void)run(make_nvml_pcie_check());
+  j["gpus"][0]["pcie"] = {{"replay_counter", 7}};  // driver reloaded
+  use_fixture_json(j);
+  const CheckResult r = run(make_nvml_pcie_check());
+  EXPECT_EQ(find(r, "pcie_replay_delta", 0)->value, 7);
+}
+
+TEST_F(nvml_nvlink, healthy_h100_has_18_links_up_per_gpu) {
+  use_fixture("healthy_8x_h100");
+  const CheckResult r = run(make_nvml_nvlink_check());
+  EXPECT_EQ(r.status, Status::kPass) << r.message;
+  EXPECT_EQ(count(r, "nvlink_links_down"), 8);
+  EXPECT_EQ(find(r, "nvlink_links_down", 0)->value, 0);
+  EXPECT_EQ(count(r, "nvlink_replay_delta"), 0);  // no state dir
+  EXPECT_EQ(r.message.rfind("144 NVLinks up", 0), 0u) << r.message;
+}
+
+TEST_F(nvml_nvlink, link_down_fails_without_sku_and_names_the_link) {
+  use_fixture("nvlink_down");  // gpu5 nvlink4
+  const CheckResult r = run(make_nvml_nvlink_check());
+  EXPECT_EQ(r.status, Status::kFail);
+  EXPECT_EQ(r.message, "gpu5 nvlink4 down");
+  EXPECT_EQ(r.fault_code, "VIGIL-NVML-NVLINK-DOWN");
+  EXPECT_EQ(find(r, "nvlink_links_down", 5)->value, 1);
+}
+
+TEST_F(nvml_nvlink, other_fixtures_pass) {
+  for (const char* name : {"dbe_gpu3", "row_remap_pending", "thermal_slowdown", "xid_fatal"}) {
+    use_fixture(name);
+    EXPECT_EQ(run(make_nvml_nvlink_check()).status, Status::kPass) << name;
+  }
+}
+
+TEST_F(nvml_nvlink, counter_deltas_against_sku_thresholds) {
+  use_state_dir();
+  use_sku({{"nvml_nvlink",
+            {{"nvlink_replay_delta", le(0, std::nullopt, "count")},
+             {"nvlink_crc_flit_delta", le(1000, 100, "count")}}}});
+  nlohmann::json j = load_fixture("healthy_8x_h100");
+  j["gpus"][2]["nvlink"] = {{"counters", {{"7", {{"replay", 10}, {"crc_flit", 5}}}}}};
+  use_fixture_json(j);
+  CheckResult r = run(make_nvml_nvlink_check());
+  EXPECT_EQ(r.status, Status::kPass) << r.message;
+  EXPECT_NE(r.message.find("baseline recorded"), std::string::npos) << r.message;
+  EXPECT_EQ(count(r, "nvlink_replay_delta"), 8);
+  EXPECT_EQ(count(r, "nvlink_recovery_delta"), 8);
+  EXPECT_EQ(count(r, "nvlink_crc_data_delta"), 8);
+  EXPECT_EQ(find(r, "nvlink_replay_delta", 2)->value, 0);
+
+  j["gpus"][2]["nvlink"] = {{"counters", {{"7", {{"replay", 13}, {"crc_flit", 205}}}}}};
+  use_fixture_json(j);
+  r = run(make_nvml_nvlink_check());
+  EXPECT_EQ(r.status, Status::kFail);
+  EXPECT_EQ(r.message, "gpu2 nvlink7 replays +3");
+  EXPECT_EQ(r.fault_code, "VIGIL-NVML-NVLINK-REPLAY");
+  EXPECT_EQ(find(r, "nvlink_crc_flit_delta", 2)->value, 200);
+  EXPECT_EQ(find(r, "nvlink_crc_flit_delta", 2)->status(), Status::kWarn);
+}
+
+TEST_F(nvml_nvlink, corrupt_state_file_rerecords_baseline) {
+  use_state_dir();
+  std::filesystem::create_directories(ctx_.state_dir);
+  std::ofstream(tmp_ / "state" / "nvml_nvlink.json") << "{ not json";
+  use_fixture("healthy_8x_h100");
+  const CheckResult r = run(make_nvml_nvlink_check());
+  EXPECT_EQ(r.status, Status::kPass) << r.message;
+  EXPECT_NE(r.message.find("baseline re-recorded"), std::string::npos) << r.message;
+  std::ifstream in(tmp_ / "state" / "nvml_nvlink.json");
+  const nlohmann::json saved = nlohmann::json::parse(in);  // rewritten, valid
+  EXPECT_EQ(saved["counters"].size(), 8u * 18u * 4u);
+}
+
+TEST_F(nvml_nvlink, gpus_without_nvlink_are_skipped) {
+  nlohmann::json j = load_fixture("healthy_8x_h100");
+  j["gpu_defaults"].erase("nvlink");
+  use_fixture_json(j);
+  const CheckResult r = run(make_nvml_nvlink_check());
+  EXPECT_EQ(r.status, Status::kSkipped);
+  EXPECT_EQ(r.message, "NVLink not supported on 8 GPUs");
+}
+
+}  // namespace
+}  // namespace vigil::testing

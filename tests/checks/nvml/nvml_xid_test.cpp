@@ -1,0 +1,64 @@
+// nvml_xid: XID events delivered by the fake's event set during the wait window.
+#include <chrono>
+
+#include "nvml_test_support.h"
+
+namespace vigil::testing {
+namespace {
+
+using nvml_xid = NvmlCheckTest;
+
+TEST_F(nvml_xid, quiet_node_passes_after_waiting_the_window) {
+  use_fixture("healthy_8x_h100");
+  ctx_.xid_wait = std::chrono::milliseconds(200);
+  const auto start = std::chrono::steady_clock::now();
+  const CheckResult r = run(make_nvml_xid_check());
+  const auto waited = std::chrono::steady_clock::now() - start;
+  EXPECT_EQ(r.status, Status::kPass) << r.message;
+  EXPECT_GE(waited, std::chrono::milliseconds(190));
+  EXPECT_LT(waited, std::chrono::seconds(5));
+  EXPECT_EQ(find(r, "xid_fatal_events")->value, 0);
+  EXPECT_EQ(find(r, "xid_other_events")->value, 0);
+  EXPECT_EQ(r.message, "no critical XID in 0.2s on 8 GPUs");
+}
+
+TEST_F(nvml_xid, fatal_xid_fails_and_names_xid_and_gpu) {
+  use_fixture("xid_fatal");  // XID 79 on gpu3 (fallen off the bus), XID 13 on gpu1
+  const CheckResult r = run(make_nvml_xid_check());
+  EXPECT_EQ(r.status, Status::kFail);
+  EXPECT_EQ(r.message, "XID 79 gpu3");
+  EXPECT_EQ(r.fault_code, "VIGIL-NVML-XID-FATAL");
+  EXPECT_EQ(find(r, "xid_fatal_events")->value, 1);
+  EXPECT_EQ(find(r, "xid_other_events")->value, 1);
+  EXPECT_EQ(find(r, "xid_fatal_events")->unit, "count");
+}
+
+TEST_F(nvml_xid, warn_list_xid_warns_and_application_xid_only_reports) {
+  nlohmann::json j = load_fixture("healthy_8x_h100");
+  j["xid_events"] = {{{"gpu", 5}, {"xid", 94}}, {{"gpu", 5}, {"xid", 94}}};
+  use_fixture_json(j);
+  CheckResult r = run(make_nvml_xid_check());
+  EXPECT_EQ(r.status, Status::kWarn);
+  EXPECT_EQ(r.message, "XID 94 gpu5 x2");
+  EXPECT_EQ(r.fault_code, "VIGIL-NVML-XID");
+  EXPECT_EQ(find(r, "xid_other_events")->value, 2);
+
+  j["xid_events"] = {{{"gpu", 0}, {"xid", 13}}};
+  use_fixture_json(j);
+  r = run(make_nvml_xid_check());
+  EXPECT_EQ(r.status, Status::kPass);
+  EXPECT_EQ(r.message, "XID 13 gpu0 (not health-critical)");
+}
+
+TEST_F(nvml_xid, sku_threshold_can_fail_on_other_xids) {
+  nlohmann::json j = load_fixture("healthy_8x_h100");
+  j["xid_events"] = {{{"gpu", 0}, {"xid", 13}}, {{"gpu", 2}, {"xid", 31}}};
+  use_fixture_json(j);
+  use_sku({{"nvml_xid", {{"xid_other_events", le(1, 0, "count")}}}});
+  const CheckResult r = run(make_nvml_xid_check());
+  EXPECT_EQ(r.status, Status::kFail);
+  EXPECT_EQ(r.message, "XID 13 gpu0, XID 31 gpu2");
+}
+
+}  // namespace
+}  // namespace vigil::testing
