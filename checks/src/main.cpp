@@ -143,9 +143,7 @@ int cmd_run(const RunArgs& a) {
   } else {
     sku_note = "SKU unknown: " + inventory.error().to_string();
   }
-#ifdef VIGIL_HAVE_CUDA
-  ctx.has_gpu_runtime = vigil::probe_cuda_driver().devices > 0;
-#endif
+  ctx.has_gpu_runtime = vigil::cuda_built_in() && vigil::probe_cuda_driver().devices > 0;
 
   vigil::NodeReport report;
   report.node = ctx.node;

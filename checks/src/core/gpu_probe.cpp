@@ -35,4 +35,12 @@ CudaDriverProbe probe_cuda_driver(const std::string& library) {
   return probe;
 }
 
+bool cuda_built_in() {
+#ifdef VIGIL_HAVE_CUDA
+  return true;
+#else
+  return false;
+#endif
+}
+
 }  // namespace vigil

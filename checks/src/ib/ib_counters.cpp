@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "check_factories.h"
+#include "core/counter_state.h"
 #include "ib/ib_sysfs.h"
 
 namespace vigil {
@@ -28,94 +29,6 @@ constexpr std::string_view kName = "ib_counters";
 constexpr std::string_view kFaultPrefix = "VIGIL-IB";
 constexpr std::string_view kFaultSysfs = "VIGIL-IB-SYSFS-UNREADABLE";
 constexpr std::string_view kFaultState = "VIGIL-IB-STATE-UNWRITABLE";
-constexpr int kStateSchemaVersion = 1;
-
-// A previous reading: port id ("mlx5_0/1") -> counter -> value.
-struct Baseline {
-  std::map<std::string, ib::Counters, std::less<>> ports;
-  std::optional<std::int64_t> time_unix;
-};
-
-fs::path state_file(const CheckContext& ctx) {
-  // One file per node: the local demo runs several simulated nodes on one host, and their
-  // readings must never be compared with each other.
-  std::string node = ctx.node.empty() ? "local" : ctx.node;
-  for (char& c : node) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                    c == '-' || c == '_' || c == '.';
-    if (!ok) c = '_';
-  }
-  return fs::path(ctx.state_dir) / ("ib_counters." + node + ".json");
-}
-
-// nullopt with *note set when the file exists but cannot be used; nullopt without note when
-// there is no file yet.
-std::optional<Baseline> load_baseline(const fs::path& path, std::string* note) {
-  std::error_code ec;
-  if (!fs::exists(path, ec)) return std::nullopt;
-  std::string why;
-  auto text = ib::read_attribute(path, &why);
-  if (!text) {
-    *note = "previous state unreadable (" + why + ")";
-    return std::nullopt;
-  }
-  auto j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object() || j.value("schema_version", 0) != kStateSchemaVersion ||
-      !j.contains("ports") || !j["ports"].is_object()) {
-    *note = "previous state malformed";
-    return std::nullopt;
-  }
-  Baseline b;
-  if (j.contains("time_unix") && j["time_unix"].is_number_integer()) {
-    b.time_unix = j["time_unix"].get<std::int64_t>();
-  }
-  for (const auto& [port, counters] : j["ports"].items()) {
-    if (!counters.is_object()) continue;
-    ib::Counters& c = b.ports[port];
-    for (const auto& [name, value] : counters.items()) {
-      if (value.is_number_unsigned()) c[name] = value.get<std::uint64_t>();
-    }
-  }
-  return b;
-}
-
-// Writes atomically (temp file + rename) so a concurrent or killed run never leaves half a file.
-VoidResult save_baseline(const fs::path& path, const Baseline& b) {
-  std::error_code ec;
-  fs::create_directories(path.parent_path(), ec);
-  if (ec)
-    return Error{"cannot create state dir (" + ec.message() + ")", path.parent_path().string()};
-  nlohmann::json j;
-  j["schema_version"] = kStateSchemaVersion;
-  if (b.time_unix) {
-    j["time_unix"] = *b.time_unix;
-    j["time"] = rfc3339_utc(*b.time_unix);
-  }
-  nlohmann::json ports = nlohmann::json::object();
-  for (const auto& [port, counters] : b.ports) {
-    nlohmann::json c = nlohmann::json::object();
-    for (const auto& [name, value] : counters) c[name] = value;
-    ports[port] = std::move(c);
-  }
-  j["ports"] = std::move(ports);
-  const fs::path tmp = path.string() + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << j.dump(2) << '\n';
-    out.close();
-    if (!out) {
-      fs::remove(tmp, ec);
-      return Error{"cannot write state file", tmp.string()};
-    }
-  }
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    std::error_code rm_ec;
-    fs::remove(tmp, rm_ec);
-    return Error{"cannot replace state file (" + ec.message() + ")", path.string()};
-  }
-  return ok_result();
-}
 
 std::string short_list(const std::vector<std::string>& items, size_t max_shown = 3) {
   std::string out;
@@ -182,48 +95,26 @@ class IbCountersCheck final : public Check {
       return with_errors(std::move(r), errors);
     }
 
-    const fs::path path = state_file(ctx);
-    std::string load_note;
-    std::optional<Baseline> prev = load_baseline(path, &load_note);
-    const std::int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
-                                 std::chrono::system_clock::now().time_since_epoch())
-                                 .count();
-
+    CounterState state(ctx.state_dir, kName, ctx.node);
     struct Increase {
       std::string text;  // "mlx5_0/1 symbol_error +120"
       size_t measurement;
     };
     std::vector<Increase> increases;
     std::vector<std::string> new_ports, resets;
-    Baseline next;
-    next.time_unix = now;
-    if (prev) {
-      // Keep the baseline of ports we could not read this time; they resume from it next run.
-      for (const auto& [port, counters] : prev->ports) next.ports[port] = counters;
-    }
     for (const auto& [port, counters] : readings) {
       const std::string id = port->id();
-      const ib::Counters* before = nullptr;
-      if (prev) {
-        auto it = prev->ports.find(id);
-        if (it != prev->ports.end()) before = &it->second;
-      }
-      if (!before && prev) new_ports.push_back(id);
+      int unseen = 0;
       for (const auto& spec : ib::kErrorCounters) {
         const std::string name(spec.name);
-        const std::uint64_t now_value = counters.at(name);
-        std::uint64_t delta = 0;
-        if (before) {
-          auto b = before->find(name);
-          if (b == before->end()) {
-            // Counter new to the state file (older Vigil): it starts its baseline now.
-          } else if (now_value >= b->second) {
-            delta = now_value - b->second;
-          } else {
-            // Went down: counters were cleared (perfquery -x, driver reload, reboot). The
-            // errors since the clear are unknown in time, so restart the baseline, no fail.
-            resets.push_back(id + " " + name);
-          }
+        const CounterState::Change change = state.update(id + " " + name, counters.at(name));
+        std::uint64_t delta = change.delta.value_or(0);
+        unseen += !change.delta.has_value();
+        if (change.reset) {
+          // Went down: counters were cleared (perfquery -x, driver reload, reboot). When within
+          // the interval the errors happened is unknown, so restart the baseline, no fail.
+          resets.push_back(id + " " + name);
+          delta = 0;
         }
         add_measurement(r, ctx, name + "_delta", static_cast<double>(delta), "count", {}, id);
         if (delta > 0) {
@@ -231,10 +122,12 @@ class IbCountersCheck final : public Check {
               {id + " " + name + " +" + std::to_string(delta), r.measurements.size() - 1});
         }
       }
-      next.ports[id] = counters;
+      if (unseen == static_cast<int>(std::size(ib::kErrorCounters)) && state.has_previous()) {
+        new_ports.push_back(id);
+      }
     }
 
-    if (auto saved = save_baseline(path, next); !saved) {
+    if (auto saved = state.save(); !saved) {
       // Without a stored reading every future run would be a first run that sees nothing.
       return error(kName, saved.error().to_string(), std::string(kFaultState));
     }
@@ -261,12 +154,12 @@ class IbCountersCheck final : public Check {
     if (!shown.empty()) {
       r.message = short_list(shown);
       r.fault_code = fault;
-    } else if (!prev) {
+    } else if (!state.has_previous()) {
       r.message = "baseline recorded";
-      if (!load_note.empty()) r.message += " (" + load_note + ")";
+      if (!state.load_problem().empty()) r.message += " (" + state.load_problem() + ")";
     } else {
       std::string since;
-      if (prev->time_unix) since = " in " + std::to_string(now - *prev->time_unix) + " s";
+      if (auto s = state.seconds_since_previous()) since = " in " + std::to_string(*s) + " s";
       if (increases.empty()) {
         r.message = "no new errors on " + std::to_string(readings.size()) + " ports" + since;
       } else {

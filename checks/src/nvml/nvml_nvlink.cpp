@@ -6,7 +6,7 @@
 #include <map>
 
 #include "check_factories.h"
-#include "counter_state.h"
+#include "core/counter_state.h"
 #include "nvml_common.h"
 
 namespace vigil {
@@ -48,7 +48,7 @@ class NvmlNvlinkCheck final : public Check {
     r.check = std::string(name());
     Verdict v;
     v.gpus_lost(s);
-    CounterState state(ctx.state_dir, name());
+    CounterState state(ctx.state_dir, name(), ctx.node);
     int links_up = 0;
     // (gpu, measurement) -> links whose counter moved, for the message
     std::map<std::pair<int, std::string>, std::string> moved_links;
@@ -88,7 +88,7 @@ class NvmlNvlinkCheck final : public Check {
             failed = true;
             break;
           }
-          const auto delta = state.update(key + "/" + port + "/" + c.key, value);
+          const auto delta = state.update(key + "/" + port + "/" + c.key, value).delta;
           deltas[c.measurement] += delta.value_or(0);
           if (delta.value_or(0) > 0) {
             std::string& links = moved_links[{g, c.measurement}];

@@ -8,7 +8,7 @@
 #include <algorithm>
 
 #include "check_factories.h"
-#include "counter_state.h"
+#include "core/counter_state.h"
 #include "nvml_common.h"
 
 namespace vigil {
@@ -31,7 +31,7 @@ class NvmlPcieCheck final : public Check {
     r.check = std::string(name());
     Verdict v;
     v.gpus_lost(s);
-    CounterState state(ctx.state_dir, name());
+    CounterState state(ctx.state_dir, name(), ctx.node);
     int below_max_gen = 0;
     int below_max_width = 0;
     unsigned long long replay_total = 0;
@@ -78,7 +78,7 @@ class NvmlPcieCheck final : public Check {
         replays_read = true;
         replay_total += replays;
         if (state.enabled()) {
-          const auto delta = state.update(gpu_key(s, g) + "/pcie_replay", replays);
+          const auto delta = state.update(gpu_key(s, g) + "/pcie_replay", replays).delta;
           add_measurement(r, ctx, "pcie_replay_delta", delta ? static_cast<double>(*delta) : 0,
                           "count", g);
         }

@@ -2,7 +2,6 @@
 target_sources(vigil_checks PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/nvml_loader.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvml_common.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/counter_state.cpp
   ${CMAKE_CURRENT_LIST_DIR}/gpu_count.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvml_ecc.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvml_row_remap.cpp

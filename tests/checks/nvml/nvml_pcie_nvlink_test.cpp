@@ -68,7 +68,7 @@ TEST_F(nvml_pcie, replay_delta_baseline_then_growth_against_sku) {
   EXPECT_EQ(r.status, Status::kPass) << r.message;
   EXPECT_EQ(find(r, "pcie_replay_delta", 1)->value, 0);
   EXPECT_NE(r.message.find("baseline recorded"), std::string::npos) << r.message;
-  EXPECT_TRUE(std::filesystem::exists(tmp_ / "state" / "nvml_pcie.json"));
+  EXPECT_TRUE(std::filesystem::exists(tmp_ / "state" / "nvml_pcie.test-node.json"));
 
   j["gpus"][1]["pcie"] = {{"replay_counter", 190}};  // +150 since the previous run
   use_fixture_json(j);
@@ -151,12 +151,12 @@ TEST_F(nvml_nvlink, counter_deltas_against_sku_thresholds) {
 TEST_F(nvml_nvlink, corrupt_state_file_rerecords_baseline) {
   use_state_dir();
   std::filesystem::create_directories(ctx_.state_dir);
-  std::ofstream(tmp_ / "state" / "nvml_nvlink.json") << "{ not json";
+  std::ofstream(tmp_ / "state" / "nvml_nvlink.test-node.json") << "{ not json";
   use_fixture("healthy_8x_h100");
   const CheckResult r = run(make_nvml_nvlink_check());
   EXPECT_EQ(r.status, Status::kPass) << r.message;
-  EXPECT_NE(r.message.find("baseline re-recorded"), std::string::npos) << r.message;
-  std::ifstream in(tmp_ / "state" / "nvml_nvlink.json");
+  EXPECT_NE(r.message.find("previous state malformed"), std::string::npos) << r.message;
+  std::ifstream in(tmp_ / "state" / "nvml_nvlink.test-node.json");
   const nlohmann::json saved = nlohmann::json::parse(in);  // rewritten, valid
   EXPECT_EQ(saved["counters"].size(), 8u * 18u * 4u);
 }

@@ -13,4 +13,7 @@ struct CudaDriverProbe {
 
 CudaDriverProbe probe_cuda_driver(const std::string& library = "libcuda.so.1");
 
+// True when this build contains the CUDA probes and the NCCL backend (VIGIL_WITH_CUDA).
+bool cuda_built_in();
+
 }  // namespace vigil

@@ -1,0 +1,106 @@
+#include "counter_state.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <system_error>
+
+namespace vigil {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr int kSchemaVersion = 1;
+
+std::int64_t now_unix() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string file_safe(std::string_view s) {
+  std::string out(s.empty() ? "local" : s);
+  for (char& c : out) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '-' || c == '_' || c == '.';
+    if (!ok) c = '_';
+  }
+  return out;
+}
+
+}  // namespace
+
+CounterState::CounterState(std::string state_dir, std::string_view check, std::string_view node)
+    : dir_(std::move(state_dir)), check_(check) {
+  if (dir_.empty()) return;
+  path_ = (fs::path(dir_) / (check_ + "." + file_safe(node) + ".json")).string();
+  std::ifstream in(path_);
+  if (!in) return;  // first run
+  try {
+    const nlohmann::json j = nlohmann::json::parse(in);
+    if (j.at("schema_version").get<int>() != kSchemaVersion) {
+      throw nlohmann::json::other_error::create(501, "unknown schema_version", &j);
+    }
+    if (j.contains("time_unix")) previous_time_ = j["time_unix"].get<std::int64_t>();
+    for (const auto& [key, value] : j.at("counters").items()) {
+      previous_[key] = value.get<std::uint64_t>();
+    }
+  } catch (const nlohmann::json::exception&) {
+    previous_.clear();
+    previous_time_.reset();
+    load_problem_ = "previous state malformed";
+  }
+}
+
+CounterState::Change CounterState::update(const std::string& key, std::uint64_t current) {
+  current_[key] = current;
+  auto it = previous_.find(key);
+  if (it == previous_.end()) {
+    ++baselines_;
+    return {};
+  }
+  if (current >= it->second) return {current - it->second, false};
+  return {current, true};
+}
+
+std::optional<std::int64_t> CounterState::seconds_since_previous() const {
+  if (!previous_time_) return std::nullopt;
+  return now_unix() - *previous_time_;
+}
+
+VoidResult CounterState::save() const {
+  if (dir_.empty()) return ok_result();
+  std::error_code ec;
+  fs::create_directories(dir_, ec);
+  if (ec) return Error{ec.message(), "create_directories(" + dir_ + ")"};
+  nlohmann::json j;
+  j["schema_version"] = kSchemaVersion;
+  j["check"] = check_;
+  j["time_unix"] = now_unix();
+  j["counters"] = nlohmann::json::object();
+  for (const auto& [key, value] : previous_) j["counters"][key] = value;
+  for (const auto& [key, value] : current_) j["counters"][key] = value;
+  const std::string tmp = path_ + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << j.dump(2) << '\n';
+    out.close();
+    if (!out) {
+      fs::remove(tmp, ec);
+      return Error{"cannot write state file", tmp};
+    }
+  }
+  fs::rename(tmp, path_, ec);
+  if (ec) {
+    std::error_code rm;
+    fs::remove(tmp, rm);
+    return Error{"cannot replace state file (" + ec.message() + ")", path_};
+  }
+  return ok_result();
+}
+
+}  // namespace vigil
