@@ -1,0 +1,83 @@
+#include "cuda/cuda_probe.h"
+
+#include <cstdlib>
+#include <string>
+#include <utility>
+
+#include "cuda/probe_result.h"
+
+namespace vigil::cuda_probe {
+
+Error cuda_error(cudaError_t e, const char* call) {
+  return Error{std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e), call};
+}
+
+Result<DevicePtr> device_alloc(std::size_t bytes) {
+  void* p = nullptr;
+  VIGIL_CUDA_CHECK(cudaMalloc(&p, bytes));
+  return DevicePtr(p);
+}
+
+Result<PinnedPtr> pinned_alloc(std::size_t bytes) {
+  void* p = nullptr;
+  VIGIL_CUDA_CHECK(cudaMallocHost(&p, bytes));
+  return PinnedPtr(p);
+}
+
+Result<StreamPtr> make_stream() {
+  cudaStream_t s = nullptr;
+  VIGIL_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  return StreamPtr(s);
+}
+
+Result<EventPtr> make_event() {
+  cudaEvent_t e = nullptr;
+  VIGIL_CUDA_CHECK(cudaEventCreate(&e));
+  return EventPtr(e);
+}
+
+Applies probe_applies(const CheckContext& ctx) {
+  if (ctx.gpu_count == 0) return {false, "no GPUs on this node (NVML reports 0)"};
+  return {};
+}
+
+CheckResult run_on_each_gpu(const CheckContext& ctx, std::string_view check,
+                            const PerGpuProbe& probe) {
+  // GPU numbers in reports must match the NVML checks' (PCI bus order); respect an explicit
+  // choice by the operator.
+  setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", /*overwrite=*/0);
+
+  int count = 0;
+  if (cudaError_t e = cudaGetDeviceCount(&count); e != cudaSuccess) {
+    int runtime = 0;
+    cudaRuntimeGetVersion(&runtime);
+    return error(check,
+                 std::string("cudaGetDeviceCount: ") + cudaGetErrorName(e) + ": " +
+                     cudaGetErrorString(e) + " (CUDA runtime " + std::to_string(runtime / 1000) +
+                     "." + std::to_string(runtime % 1000 / 10) +
+                     "); check that the NVIDIA driver is loaded and supports this CUDA version "
+                     "(nvidia-smi)",
+                 "VIGIL-CUDA-UNAVAILABLE");
+  }
+  if (count == 0) {
+    return error(check, "cudaGetDeviceCount: no visible CUDA device (check CUDA_VISIBLE_DEVICES)",
+                 "VIGIL-CUDA-UNAVAILABLE");
+  }
+
+  CheckResult r;
+  r.check = std::string(check);
+  std::vector<GpuFailure> failures;
+  std::vector<std::string> notes;
+  for (int gpu = 0; gpu < count; ++gpu) {
+    VoidResult done = [&]() -> VoidResult {
+      VIGIL_CUDA_CHECK(cudaSetDevice(gpu));
+      return probe(gpu, r, notes);
+    }();
+    if (done) continue;
+    failures.push_back({gpu, done.error()});
+    cudaGetLastError();  // clear a non-sticky error before the next GPU
+  }
+  return finish_probe_result(ctx, std::move(r), count, failures, notes);
+}
+
+}  // namespace vigil::cuda_probe

@@ -1,0 +1,101 @@
+#pragma once
+// Shared plumbing of the CUDA probes (built only with VIGIL_HAVE_CUDA): the error macro, owning
+// handles, the CUDA-event timing loop and the per-GPU driver. Each probe file keeps only its
+// kernel and what it measures.
+#include <cuda_runtime_api.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include "cuda/probe_math.h"
+#include "vigil/checks/check.h"
+#include "vigil/checks/result.h"
+
+namespace vigil::cuda_probe {
+
+// "cudaErrorMemoryAllocation: out of memory" with `where` = the call's source text.
+Error cuda_error(cudaError_t e, const char* call);
+
+}  // namespace vigil::cuda_probe
+
+// Evaluates a CUDA runtime call; on failure returns a vigil::Error (convertible to any Result)
+// that records the call and CUDA's error name and string.
+#define VIGIL_CUDA_CHECK(call)                                      \
+  do {                                                              \
+    const cudaError_t vigil_cuda_e_ = (call);                       \
+    if (vigil_cuda_e_ != cudaSuccess) {                             \
+      return ::vigil::cuda_probe::cuda_error(vigil_cuda_e_, #call); \
+    }                                                               \
+  } while (0)
+
+namespace vigil::cuda_probe {
+
+struct DeviceFree {
+  void operator()(void* p) const { cudaFree(p); }
+};
+struct PinnedFree {
+  void operator()(void* p) const { cudaFreeHost(p); }
+};
+struct StreamDestroy {
+  void operator()(cudaStream_t s) const { cudaStreamDestroy(s); }
+};
+struct EventDestroy {
+  void operator()(cudaEvent_t e) const { cudaEventDestroy(e); }
+};
+using DevicePtr = std::unique_ptr<void, DeviceFree>;
+using PinnedPtr = std::unique_ptr<void, PinnedFree>;
+using StreamPtr = std::unique_ptr<std::remove_pointer_t<cudaStream_t>, StreamDestroy>;
+using EventPtr = std::unique_ptr<std::remove_pointer_t<cudaEvent_t>, EventDestroy>;
+
+Result<DevicePtr> device_alloc(std::size_t bytes);
+Result<PinnedPtr> pinned_alloc(std::size_t bytes);
+Result<StreamPtr> make_stream();
+Result<EventPtr> make_event();
+
+// Runs plan.warmup untimed iterations of `launch` (which enqueues one iteration on `stream` and
+// returns VoidResult), then plan.batches batches of plan.iters iterations, each batch between
+// two CUDA events. Returns the seconds per iteration of every batch.
+template <typename Launch>
+Result<std::vector<double>> time_batches(cudaStream_t stream, const TimingPlan& plan,
+                                         Launch&& launch) {
+  for (int i = 0; i < plan.warmup; ++i) {
+    if (VoidResult r = launch(); !r) return r.error();
+  }
+  VIGIL_TRY(EventPtr start, make_event());
+  VIGIL_TRY(EventPtr stop, make_event());
+  std::vector<double> per_iter;
+  for (int b = 0; b < plan.batches; ++b) {
+    VIGIL_CUDA_CHECK(cudaEventRecord(start.get(), stream));
+    for (int i = 0; i < plan.iters; ++i) {
+      if (VoidResult r = launch(); !r) return r.error();
+    }
+    VIGIL_CUDA_CHECK(cudaEventRecord(stop.get(), stream));
+    VIGIL_CUDA_CHECK(cudaEventSynchronize(stop.get()));
+    float ms = 0;
+    VIGIL_CUDA_CHECK(cudaEventElapsedTime(&ms, start.get(), stop.get()));
+    per_iter.push_back(static_cast<double>(ms) / 1e3 / plan.iters);
+  }
+  return per_iter;
+}
+
+// Applies() of every CUDA probe. Never touches CUDA: the runner calls applies() in its own
+// process and forks the check, and a CUDA context created before fork() is unusable after it.
+Applies probe_applies(const CheckContext& ctx);
+
+// One GPU's share of a probe: measures `gpu` (already the current device), adds measurements
+// to `r` (and a failure message for absolute findings), appends operator notes to `notes`.
+using PerGpuProbe =
+    std::function<VoidResult(int gpu, CheckResult& r, std::vector<std::string>& notes)>;
+
+// Runs `probe` on every visible GPU (CUDA_DEVICE_ORDER=PCI_BUS_ID unless set, so GPU numbers
+// match NVML's; a GPU that fails does not stop the others) and turns the outcome into the
+// check's result: cudaGetDeviceCount fails or sees none -> error VIGIL-CUDA-UNAVAILABLE with
+// CUDA's message; otherwise finish_probe_result (probe_result.h) applies the status rules.
+CheckResult run_on_each_gpu(const CheckContext& ctx, std::string_view check,
+                            const PerGpuProbe& probe);
+
+}  // namespace vigil::cuda_probe

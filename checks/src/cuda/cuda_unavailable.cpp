@@ -1,0 +1,38 @@
+// Built instead of the CUDA probes when CUDA is off (VIGIL_WITH_CUDA=OFF or no nvcc found): the
+// four checks still exist, by the same names, and report themselves as not applicable.
+#include <string>
+
+#include "check_factories.h"
+
+namespace vigil {
+namespace {
+
+constexpr const char* kWhy = "built without CUDA (VIGIL_WITH_CUDA=OFF)";
+
+class CudaUnavailableCheck final : public Check {
+ public:
+  explicit CudaUnavailableCheck(std::string name) : name_(std::move(name)) {}
+  std::string_view name() const override { return name_; }
+  Applies applies(const CheckContext&) const override { return {false, kWhy}; }
+  CheckResult run(const CheckContext&) override { return skipped(name_, kWhy); }
+
+ private:
+  std::string name_;
+};
+
+}  // namespace
+
+std::unique_ptr<Check> make_gpu_gemm_check() {
+  return std::make_unique<CudaUnavailableCheck>("gpu_gemm");
+}
+std::unique_ptr<Check> make_gpu_hbm_check() {
+  return std::make_unique<CudaUnavailableCheck>("gpu_hbm");
+}
+std::unique_ptr<Check> make_gpu_pcie_bw_check() {
+  return std::make_unique<CudaUnavailableCheck>("gpu_pcie_bw");
+}
+std::unique_ptr<Check> make_gpu_memtest_check() {
+  return std::make_unique<CudaUnavailableCheck>("gpu_memtest");
+}
+
+}  // namespace vigil

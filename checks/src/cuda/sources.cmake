@@ -1,0 +1,20 @@
+# CUDA probes (gpu_gemm, gpu_hbm, gpu_pcie_bw, gpu_memtest), included by checks/CMakeLists.txt.
+# With CUDA: the real probes, built for VIGIL_CUDA_ARCHS. Without: one fallback that keeps the
+# four checks (same names) and reports them as not applicable.
+if(VIGIL_CUDA_ENABLED)
+  target_sources(vigil_checks PRIVATE
+    ${CMAKE_CURRENT_LIST_DIR}/probe_result.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/cuda_probe.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/gpu_gemm.cu
+    ${CMAKE_CURRENT_LIST_DIR}/gpu_hbm.cu
+    ${CMAKE_CURRENT_LIST_DIR}/gpu_pcie_bw.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/gpu_memtest.cu)
+  target_link_libraries(vigil_checks PRIVATE CUDA::cudart CUDA::cublasLt)
+  target_compile_definitions(vigil_checks PRIVATE VIGIL_HAVE_CUDA=1)
+  set_target_properties(vigil_checks PROPERTIES CUDA_ARCHITECTURES "${VIGIL_CUDA_ARCHS}")
+else()
+  # probe_result.cpp is pure C++; built here too so its unit tests run in every build.
+  target_sources(vigil_checks PRIVATE
+    ${CMAKE_CURRENT_LIST_DIR}/probe_result.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/cuda_unavailable.cpp)
+endif()

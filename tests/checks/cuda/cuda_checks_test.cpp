@@ -1,0 +1,109 @@
+// The four CUDA probes through their factories. On a machine without a usable GPU (CI) this
+// covers names, applies() and the run-time "CUDA unavailable" path; the GPU paths themselves are
+// validated with scripts/gpu-validate.sh (docs/cuda-probes.md).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "check_factories.h"
+#include "vigil/checks/registry.h"
+
+#ifdef VIGIL_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+namespace vigil {
+namespace {
+
+struct Probe {
+  std::unique_ptr<Check> (*make)();
+  const char* name;
+};
+const Probe kProbes[] = {{make_gpu_gemm_check, "gpu_gemm"},
+                         {make_gpu_hbm_check, "gpu_hbm"},
+                         {make_gpu_pcie_bw_check, "gpu_pcie_bw"},
+                         {make_gpu_memtest_check, "gpu_memtest"}};
+
+TEST(CudaProbes, factories_make_checks_named_as_in_the_threshold_files) {
+  for (const Probe& p : kProbes) {
+    std::unique_ptr<Check> c = p.make();
+    ASSERT_TRUE(c);
+    EXPECT_EQ(c->name(), p.name);
+    EXPECT_EQ(c->min_suite(), Suite::kQuick) << p.name;
+  }
+}
+
+TEST(CudaProbes, registry_lists_the_four_probes_in_order) {
+  std::vector<std::string> names;
+  for (const auto& c : all_checks()) names.emplace_back(c->name());
+  auto it = std::find(names.begin(), names.end(), "gpu_gemm");
+  ASSERT_NE(it, names.end());
+  std::vector<std::string> run(it, names.end() - it >= 4 ? it + 4 : names.end());
+  EXPECT_EQ(run, (std::vector<std::string>{"gpu_gemm", "gpu_hbm", "gpu_pcie_bw", "gpu_memtest"}));
+}
+
+#ifndef VIGIL_HAVE_CUDA
+
+TEST(CudaProbes, without_cuda_every_probe_is_not_applicable_and_never_fails) {
+  CheckContext ctx;
+  ctx.gpu_count = 8;
+  for (const Probe& p : kProbes) {
+    std::unique_ptr<Check> c = p.make();
+    Applies a = c->applies(ctx);
+    EXPECT_FALSE(a.yes) << p.name;
+    EXPECT_EQ(a.why_not, "built without CUDA (VIGIL_WITH_CUDA=OFF)") << p.name;
+    CheckResult r = c->run(ctx);
+    EXPECT_EQ(r.status, Status::kSkipped) << p.name;
+    EXPECT_EQ(r.check, p.name);
+  }
+}
+
+#else
+
+TEST(CudaProbes, applies_skips_a_node_where_nvml_counts_no_gpu) {
+  CheckContext ctx;
+  ctx.gpu_count = 0;
+  for (const Probe& p : kProbes) {
+    Applies a = p.make()->applies(ctx);
+    EXPECT_FALSE(a.yes) << p.name;
+    EXPECT_NE(a.why_not.find("no GPUs"), std::string::npos) << a.why_not;
+  }
+}
+
+TEST(CudaProbes, applies_leaves_the_verdict_to_run_when_nvml_is_unavailable_or_sees_gpus) {
+  for (int gpus : {-1, 8}) {
+    CheckContext ctx;
+    ctx.gpu_count = gpus;
+    for (const Probe& p : kProbes) EXPECT_TRUE(p.make()->applies(ctx).yes) << p.name << gpus;
+  }
+}
+
+TEST(CudaProbes, run_without_a_usable_cuda_driver_is_an_error_with_cudas_message) {
+  int count = 0;
+  const cudaError_t e = cudaGetDeviceCount(&count);
+  if (e == cudaSuccess && count > 0) {
+    GTEST_SKIP() << count << " CUDA device(s) visible: the GPU path runs here, see "
+                 << "scripts/gpu-validate.sh";
+  }
+  const std::string expected =
+      e != cudaSuccess ? std::string(cudaGetErrorString(e)) : "no visible CUDA device";
+  CheckContext ctx;
+  ctx.gpu_count = -1;
+  for (const Probe& p : kProbes) {
+    CheckResult r = p.make()->run(ctx);
+    EXPECT_EQ(r.check, p.name);
+    EXPECT_EQ(r.status, Status::kError) << p.name << ": " << r.message;
+    EXPECT_EQ(r.fault_code, "VIGIL-CUDA-UNAVAILABLE") << p.name;
+    EXPECT_NE(r.message.find(expected), std::string::npos) << r.message;
+    EXPECT_NE(r.message.find("cudaGetDeviceCount"), std::string::npos) << r.message;
+    EXPECT_TRUE(r.measurements.empty()) << p.name;
+  }
+}
+
+#endif
+
+}  // namespace
+}  // namespace vigil

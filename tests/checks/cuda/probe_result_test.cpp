@@ -1,0 +1,136 @@
+// How per-GPU outcomes of a CUDA probe become one result (checks/src/cuda/probe_result.h).
+#include "cuda/probe_result.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace vigil::cuda_probe {
+namespace {
+
+SkuConfig h100_like() {
+  SkuConfig sku;
+  sku.name = "TEST-H100";
+  Threshold hbm;
+  hbm.op = Op::kGe;
+  hbm.fail = 2400;
+  hbm.warn = 2700;
+  hbm.unit = "GB/s";
+  sku.thresholds["gpu_hbm"]["hbm_bandwidth"] = hbm;
+  return sku;
+}
+
+CheckResult hbm_result(const CheckContext& ctx, std::initializer_list<double> per_gpu) {
+  CheckResult r;
+  r.check = "gpu_hbm";
+  int gpu = 0;
+  for (double v : per_gpu) add_measurement(r, ctx, "hbm_bandwidth", v, "GB/s", gpu++);
+  return r;
+}
+
+bool contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+
+TEST(ProbeResult, unknown_sku_reports_figures_and_passes_however_low) {
+  CheckContext ctx;  // sku == nullptr
+  CheckResult r = finish_probe_result(ctx, hbm_result(ctx, {3010.0, 12.5}), 2, {}, {});
+  EXPECT_EQ(r.status, Status::kPass);
+  ASSERT_EQ(r.measurements.size(), 2u);
+  EXPECT_FALSE(r.measurements[1].threshold);
+  EXPECT_TRUE(contains(r.message, "2 GPUs")) << r.message;
+  EXPECT_TRUE(contains(r.message, "min 12.5 GB/s (gpu 1)")) << r.message;
+  EXPECT_TRUE(contains(r.message, "unknown SKU")) << r.message;
+}
+
+TEST(ProbeResult, a_gpu_below_the_sku_fail_threshold_fails_with_a_measurement_fault_code) {
+  SkuConfig sku = h100_like();
+  CheckContext ctx;
+  ctx.sku = &sku;
+  CheckResult r = finish_probe_result(ctx, hbm_result(ctx, {3000.0, 1500.0, 2990.0}), 3, {}, {});
+  EXPECT_EQ(r.status, Status::kFail);
+  EXPECT_EQ(r.fault_code, "VIGIL-CUDA-HBM-BANDWIDTH");
+  EXPECT_EQ(r.measurements[1].status(), Status::kFail);
+  EXPECT_FALSE(contains(r.message, "unknown SKU")) << r.message;
+}
+
+TEST(ProbeResult, a_gpu_in_the_warn_band_warns) {
+  SkuConfig sku = h100_like();
+  CheckContext ctx;
+  ctx.sku = &sku;
+  CheckResult r = finish_probe_result(ctx, hbm_result(ctx, {3000.0, 2500.0}), 2, {}, {});
+  EXPECT_EQ(r.status, Status::kWarn);
+}
+
+TEST(ProbeResult, a_cuda_call_failing_on_one_gpu_is_an_error_that_keeps_the_other_figures) {
+  SkuConfig sku = h100_like();
+  CheckContext ctx;
+  ctx.sku = &sku;
+  std::vector<GpuFailure> failures = {
+      {2, Error{"cudaErrorMemoryAllocation: out of memory", "device_alloc(plan.bytes)"}}};
+  CheckResult r = finish_probe_result(ctx, hbm_result(ctx, {3000.0, 3010.0}), 3, failures, {});
+  EXPECT_EQ(r.status, Status::kError);
+  EXPECT_EQ(r.fault_code, "VIGIL-CUDA-CALL");
+  EXPECT_TRUE(contains(r.message, "gpu 2: device_alloc(plan.bytes): cudaErrorMemoryAllocation"))
+      << r.message;
+  EXPECT_EQ(r.measurements.size(), 2u);
+}
+
+TEST(ProbeResult, a_fail_on_one_gpu_is_not_hidden_by_an_error_on_another) {
+  SkuConfig sku = h100_like();
+  CheckContext ctx;
+  ctx.sku = &sku;
+  std::vector<GpuFailure> failures = {{1, Error{"cudaErrorLaunchFailure: x", "copy_kernel"}}};
+  CheckResult r = finish_probe_result(ctx, hbm_result(ctx, {1000.0}), 2, failures, {});
+  EXPECT_EQ(r.status, Status::kFail);
+  EXPECT_EQ(r.fault_code, "VIGIL-CUDA-HBM-BANDWIDTH");
+  EXPECT_TRUE(contains(r.message, "could not measure gpu 1")) << r.message;
+}
+
+TEST(ProbeResult, an_uncorrectable_ecc_error_during_a_probe_fails_the_node) {
+  CheckContext ctx;
+  std::vector<GpuFailure> failures = {
+      {5, Error{"cudaErrorECCUncorrectable: uncorrectable ECC error encountered",
+                "cudaStreamSynchronize(stream.get())"}}};
+  CheckResult r = finish_probe_result(ctx, hbm_result(ctx, {3000.0}), 8, failures, {});
+  EXPECT_EQ(r.status, Status::kFail);
+  EXPECT_EQ(r.fault_code, "VIGIL-CUDA-ECC-UNCORRECTABLE");
+  EXPECT_TRUE(contains(r.message, "gpu 5")) << r.message;
+}
+
+TEST(ProbeResult, operator_notes_are_appended_to_the_message) {
+  CheckContext ctx;
+  CheckResult r = finish_probe_result(ctx, hbm_result(ctx, {3000.0}), 1, {},
+                                      {"gpu 0: host buffer not NUMA-bound (x)"});
+  EXPECT_EQ(r.status, Status::kPass);
+  EXPECT_TRUE(contains(r.message, "1 GPU: ")) << r.message;
+  EXPECT_TRUE(contains(r.message, "not NUMA-bound")) << r.message;
+}
+
+TEST(ProbeResult, memtest_mismatches_fail_even_without_a_sku) {
+  CheckContext ctx;  // unknown SKU
+  CheckResult r;
+  r.check = "gpu_memtest";
+  add_memtest_errors(r, ctx, 0, 0, 16384, "");
+  add_memtest_errors(r, ctx, 3, 12, 16384, "first in pass random at byte offset 0x40");
+  r = finish_probe_result(ctx, std::move(r), 8, {}, {});
+  EXPECT_EQ(r.status, Status::kFail);
+  EXPECT_EQ(r.fault_code, "VIGIL-CUDA-MEMTEST-ERRORS");
+  EXPECT_EQ(r.measurements[0].status(), Status::kPass);
+  EXPECT_EQ(r.measurements[1].value, 12.0);
+  EXPECT_TRUE(contains(r.message, "gpu 3: 12 mismatching words in 16384 MiB")) << r.message;
+  EXPECT_TRUE(contains(r.message, "byte offset 0x40")) << r.message;
+}
+
+TEST(ProbeResult, memtest_without_mismatches_passes) {
+  CheckContext ctx;
+  CheckResult r;
+  r.check = "gpu_memtest";
+  for (int gpu = 0; gpu < 8; ++gpu) add_memtest_errors(r, ctx, gpu, 0, 16384, "");
+  r = finish_probe_result(ctx, std::move(r), 8, {}, {});
+  EXPECT_EQ(r.status, Status::kPass);
+  EXPECT_EQ(r.fault_code, "");
+}
+
+}  // namespace
+}  // namespace vigil::cuda_probe
