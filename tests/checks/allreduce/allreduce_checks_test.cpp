@@ -1,0 +1,209 @@
+// The all_reduce checks against a site's all_reduce_perf (stand-in printing genuine nccl-tests
+// logs), their applies() rules, and the command lines they build.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "allreduce/allreduce_launch.h"
+#include "check_factories.h"
+#include "vigil/checks/check.h"
+
+using namespace std::chrono_literals;
+
+namespace {
+
+const std::string kDir = VIGIL_ALLREDUCE_TEST_DIR;
+const std::string kLogs = std::string(VIGIL_SHARED_DIR) + "/nccl-tests-logs/";
+
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const std::string& value) : name_(name) {
+    setenv(name, value.c_str(), 1);
+  }
+  ~ScopedEnv() { unsetenv(name_); }
+
+ private:
+  const char* name_;
+};
+
+vigil::SkuConfig sku_with_busbw(const std::string& check, double fail) {
+  vigil::SkuConfig sku;
+  sku.name = "TEST-SKU";
+  sku.infiniband.ports = 8;
+  vigil::Threshold t;
+  t.op = vigil::Op::kGe;
+  t.fail = fail;
+  t.unit = "GB/s";
+  sku.thresholds[check]["busbw"] = t;
+  return sku;
+}
+
+vigil::CheckContext site_ctx() {
+  vigil::CheckContext ctx;
+  ctx.node = "gpu-0";
+  ctx.mpirun = kDir + "/fake_mpirun.sh";
+  ctx.allreduce_binary = kDir + "/fake_all_reduce_perf.sh";
+  ctx.has_gpu_runtime = true;
+  ctx.gpu_count = 2;
+  return ctx;
+}
+
+const vigil::Measurement* busbw_of(const vigil::CheckResult& r) {
+  for (const auto& m : r.measurements)
+    if (m.name == "busbw") return &m;
+  return nullptr;
+}
+
+}  // namespace
+
+TEST(AllreduceChecks, site_all_reduce_perf_below_sku_threshold_fails_with_figures) {
+  ScopedEnv mode("FAKE_PERF_MODE",
+                 "log:" + kLogs + "10-gh200x2-2node-slingshot-v2.18.2-unalign-header-healthy.txt");
+  auto sku = sku_with_busbw("nccl_allreduce_nvlink", 20);
+  auto ctx = site_ctx();
+  ctx.sku = &sku;
+  auto check = vigil::make_nccl_allreduce_nvlink_check();
+  auto r = check->run(ctx);
+  EXPECT_EQ(r.status, vigil::Status::kFail) << r.message;
+  EXPECT_EQ(r.fault_code, "VIGIL-NCCL-BUSBW");
+  const auto* m = busbw_of(r);
+  ASSERT_NE(m, nullptr);
+  EXPECT_DOUBLE_EQ(m->value, 14.9966);  // the log's "# Avg bus bandwidth" footer
+  EXPECT_EQ(m->unit, "GB/s");
+  ASSERT_TRUE(m->threshold);
+  EXPECT_DOUBLE_EQ(m->threshold->fail, 20);
+}
+
+TEST(AllreduceChecks, site_all_reduce_perf_above_threshold_passes) {
+  ScopedEnv mode("FAKE_PERF_MODE", "log:" + kLogs + "01-dgx2-v100x12-old-format-allreduce.txt");
+  auto sku = sku_with_busbw("nccl_allreduce_nvlink", 40);
+  auto ctx = site_ctx();
+  ctx.sku = &sku;
+  auto r = vigil::make_nccl_allreduce_nvlink_check()->run(ctx);
+  EXPECT_EQ(r.status, vigil::Status::kPass) << r.message;
+  ASSERT_NE(busbw_of(r), nullptr);
+  EXPECT_DOUBLE_EQ(busbw_of(r)->value, 42.5578);
+}
+
+TEST(AllreduceChecks, site_log_with_failed_data_check_fails_as_wrong_results) {
+  ScopedEnv mode("FAKE_PERF_MODE",
+                 "log:" + kLogs + "02-dgx2-v100x12-old-format-allgather-FAILED.txt");
+  auto ctx = site_ctx();  // no SKU: wrong results need no threshold to fail
+  auto r = vigil::make_nccl_allreduce_nvlink_check()->run(ctx);
+  EXPECT_EQ(r.status, vigil::Status::kFail);
+  EXPECT_EQ(r.fault_code, "VIGIL-NCCL-WRONG-RESULTS");
+  EXPECT_NE(r.message.find("4 wrong values"), std::string::npos) << r.message;
+}
+
+TEST(AllreduceChecks, unknown_sku_reports_busbw_without_failing) {
+  ScopedEnv mode("FAKE_PERF_MODE",
+                 "log:" + kLogs + "10-gh200x2-2node-slingshot-v2.18.2-unalign-header-healthy.txt");
+  auto ctx = site_ctx();
+  auto r = vigil::make_nccl_allreduce_nvlink_check()->run(ctx);
+  EXPECT_EQ(r.status, vigil::Status::kPass) << r.message;
+  ASSERT_NE(busbw_of(r), nullptr);
+  EXPECT_FALSE(busbw_of(r)->threshold);
+}
+
+TEST(AllreduceChecks, hung_site_binary_is_a_fail_with_timeout_within_the_deadline) {
+  ScopedEnv mode("FAKE_PERF_MODE", "hang");
+  auto ctx = site_ctx();
+  vigil::AllreduceTuning tuning;
+  tuning.timeout = 2s;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = vigil::make_nccl_allreduce_nvlink_check(tuning)->run(ctx);
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(r.status, vigil::Status::kFail);
+  EXPECT_EQ(r.message.rfind("timeout after 2 s", 0), 0u) << r.message;
+  EXPECT_EQ(r.fault_code, "VIGIL-NCCL-TIMEOUT");
+  EXPECT_LT(wall, 2.0 + 4.0);
+}
+
+TEST(AllreduceChecks, crash_without_a_table_is_an_error_not_a_fail) {
+  ScopedEnv mode("FAKE_PERF_MODE", "crash");
+  auto r = vigil::make_nccl_allreduce_ib_check()->run(site_ctx());
+  EXPECT_EQ(r.status, vigil::Status::kError);
+  EXPECT_NE(r.message.find("exited with code 1"), std::string::npos) << r.message;
+  EXPECT_NE(r.message.find("unhandled system error"), std::string::npos) << r.message;
+}
+
+TEST(AllreduceChecks, missing_binary_is_an_error_with_a_hint) {
+  auto ctx = site_ctx();
+  ctx.allreduce_binary = "/nonexistent/vigil-allreduce";
+  auto r = vigil::make_nccl_allreduce_nvlink_check()->run(ctx);
+  EXPECT_EQ(r.status, vigil::Status::kError);
+  EXPECT_NE(r.message.find("--allreduce-binary"), std::string::npos) << r.message;
+}
+
+TEST(AllreduceChecks, ib_mode_exports_nccl_settings_to_a_site_binary) {
+  char tmpl[] = "/tmp/vigil-allreduce-args-XXXXXX";
+  int fd = mkstemp(tmpl);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  ScopedEnv mode("FAKE_PERF_MODE",
+                 "log:" + kLogs + "10-gh200x2-2node-slingshot-v2.18.2-unalign-header-healthy.txt");
+  ScopedEnv args("FAKE_PERF_ARGS_FILE", tmpl);
+  auto r = vigil::make_nccl_allreduce_ib_check()->run(site_ctx());
+  EXPECT_EQ(r.status, vigil::Status::kPass) << r.message;
+  std::ifstream f(tmpl);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  std::remove(tmpl);
+  const std::string seen = ss.str();
+  EXPECT_NE(seen.find("-g 1"), std::string::npos) << seen;
+  EXPECT_NE(seen.find("NCCL_P2P_DISABLE=1"), std::string::npos) << seen;
+  EXPECT_NE(seen.find("NCCL_SHM_DISABLE=1"), std::string::npos) << seen;
+  EXPECT_NE(seen.find("NCCL_ALGO=Ring"), std::string::npos) << seen;
+}
+
+TEST(AllreduceChecks, command_for_vigil_allreduce_uses_json_timeout_and_one_rank_per_gpu) {
+  vigil::CheckContext ctx;
+  vigil::AllreduceSpec spec;
+  spec.check = "nccl_allreduce_ib";
+  spec.backend = "nccl";
+  spec.transport = "ib";
+  spec.ranks = 8;
+  spec.min_bytes = "1G";
+  spec.max_bytes = "4G";
+  spec.timeout = 120s;
+  auto argv = vigil::allreduce_command(ctx, spec, "/opt/vigil/bin/vigil-allreduce", "/tmp/x.json");
+  std::string joined;
+  for (const auto& a : argv) joined += a + " ";
+  EXPECT_EQ(joined,
+            "mpirun --allow-run-as-root --oversubscribe -np 8 /opt/vigil/bin/vigil-allreduce -b 1G "
+            "-e 4G -f 2 -w 5 -n 20 -c 1 --backend nccl --transport ib --json /tmp/x.json "
+            "--timeout 120 ");
+  EXPECT_FALSE(vigil::is_nccl_tests_binary("/opt/vigil/bin/vigil-allreduce"));
+  EXPECT_TRUE(vigil::is_nccl_tests_binary("/opt/nccl-tests/build/all_reduce_perf"));
+}
+
+TEST(AllreduceChecks, nccl_checks_need_a_gpu_runtime_and_host_check_needs_none) {
+  vigil::CheckContext ctx;
+  ctx.gpu_count = 8;
+  ctx.has_gpu_runtime = false;
+  EXPECT_FALSE(vigil::make_nccl_allreduce_nvlink_check()->applies(ctx).yes);
+  EXPECT_FALSE(vigil::make_nccl_allreduce_ib_check()->applies(ctx).yes);
+  EXPECT_TRUE(vigil::make_host_allreduce_check()->applies(ctx).yes);
+  ctx.has_gpu_runtime = true;
+  EXPECT_FALSE(vigil::make_host_allreduce_check()->applies(ctx).yes);
+  EXPECT_EQ(vigil::make_nccl_allreduce_nvlink_check()->applies(ctx).yes,
+            vigil::allreduce_has_nccl_backend());
+  // IB loopback also needs InfiniBand devices under the sysfs root.
+  ctx.sysfs_root = "/nonexistent";
+  EXPECT_FALSE(vigil::make_nccl_allreduce_ib_check()->applies(ctx).yes);
+  ctx.gpu_count = 1;
+  EXPECT_FALSE(vigil::make_nccl_allreduce_nvlink_check()->applies(ctx).yes);
+}
+
+TEST(AllreduceChecks, binary_defaults_to_the_one_next_to_the_running_program) {
+  vigil::CheckContext ctx;
+  ctx.allreduce_binary = "/site/all_reduce_perf";
+  EXPECT_EQ(vigil::find_allreduce_binary(ctx), "/site/all_reduce_perf");
+  ctx.allreduce_binary.clear();
+  const std::string found = vigil::find_allreduce_binary(ctx);
+  EXPECT_NE(found.find("vigil-allreduce"), std::string::npos) << found;
+}

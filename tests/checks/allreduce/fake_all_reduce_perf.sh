@@ -1,0 +1,15 @@
+#!/bin/sh
+# Test stand-in for a site's nccl-tests all_reduce_perf. FAKE_PERF_MODE:
+#   log:FILE  print FILE (a genuine nccl-tests log) and exit 0
+#   hang      never finish (the check's deadline must end it)
+#   crash     print an NCCL failure to stderr, no table, exit 1
+# FAKE_PERF_ARGS_FILE, when set, receives the arguments and the NCCL_* environment.
+if [ -n "$FAKE_PERF_ARGS_FILE" ]; then
+  { echo "$@"; env | grep '^NCCL_' | sort; } > "$FAKE_PERF_ARGS_FILE"
+fi
+case "$FAKE_PERF_MODE" in
+  log:*) cat "${FAKE_PERF_MODE#log:}" ;;
+  hang) sleep 300 ;;
+  crash) echo "all_reduce_perf: Test NCCL failure common.cu:958 'unhandled system error'" >&2; exit 1 ;;
+  *) echo "unknown FAKE_PERF_MODE" >&2; exit 2 ;;
+esac

@@ -1,0 +1,129 @@
+// Runs the real vigil-check binary: bad input must give the documented error and exit code,
+// never a crash and never a `fail`.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "run_command.h"
+
+namespace vigil {
+
+namespace fs = std::filesystem;
+using test::CommandOptions;
+using test::run_command;
+
+namespace {
+
+const std::string kBinary = std::string(VIGIL_BINARY_DIR) + "/checks/vigil-check";
+const std::string kFakeNvml = std::string(VIGIL_BINARY_DIR) + "/tests/fake_nvml/libnvidia-ml.so.1";
+const std::string kFixtures = std::string(VIGIL_SOURCE_DIR) + "/tests/fixtures";
+const std::string kThresholds = std::string(VIGIL_SOURCE_DIR) + "/checks/thresholds";
+
+class VigilCheckCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/vigil-cli-test-XXXXXX";
+    dir_ = ::mkdtemp(tmpl);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // A run limited to cheap, host-independent checks against the given fixtures.
+  test::CommandResult run(std::vector<std::string> extra, const std::string& nvml_fixture,
+                          const std::string& sysfs) {
+    std::vector<std::string> argv = {kBinary, "run", "--quiet", "--node", "gpu-0", "--nvml-library", kFakeNvml,
+                                     "--sysfs-root", sysfs, "--state-dir", dir_ + "/state",
+                                     "--only", "gpu_count,nvml_row_remap,ib_port", "--format", "json"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    CommandOptions o;
+    o.env["VIGIL_FAKE_NVML_FIXTURE"] = nvml_fixture;
+    o.timeout = std::chrono::seconds(60);
+    return run_command(argv, o);
+  }
+  std::string write(const std::string& name, const std::string& text) {
+    std::string p = dir_ + "/" + name;
+    fs::create_directories(fs::path(p).parent_path());
+    std::ofstream(p) << text;
+    return p;
+  }
+  std::string dir_;
+};
+
+}  // namespace
+
+TEST_F(VigilCheckCli, healthy_node_passes_and_a_remap_pending_node_fails_with_the_reason) {
+  auto ok = run({}, kFixtures + "/nodes/gpu-0/nvml.json", kFixtures + "/nodes/gpu-0/sysfs");
+  ASSERT_EQ(ok.exit_code, 0) << ok.describe();
+  auto report = nlohmann::json::parse(ok.out);
+  EXPECT_EQ(report["sku"], "H100-SXM5-80GB");
+  auto bad = run({}, kFixtures + "/nodes/gpu-2/nvml.json", kFixtures + "/nodes/gpu-2/sysfs");
+  ASSERT_EQ(bad.exit_code, 1) << bad.describe();
+  auto failing = nlohmann::json::parse(bad.out)["checks"][1];
+  EXPECT_EQ(failing["check"], "nvml_row_remap");
+  EXPECT_EQ(failing["status"], "fail");
+  EXPECT_EQ(failing["message"], "gpu3 row remap pending (1)");
+}
+
+TEST_F(VigilCheckCli, malformed_threshold_yaml_names_the_file_and_field_and_checks_nothing) {
+  fs::create_directories(dir_ + "/th");
+  fs::copy(kThresholds + "/h100-sxm5-80gb.yaml", dir_ + "/th/h100.yaml");
+  write("th/broken.yaml", "sku: BROKEN\nmatch:\n  gpu_names: [X]\n  gpu_count: 8\nthresholds:\n  nvml_ecc:\n"
+                          "    volatile_uncorrected_ecc: {op: \"=>\", fail: 0, unit: count}\n");
+  auto r = run({"--thresholds", dir_ + "/th"}, kFixtures + "/nodes/gpu-0/nvml.json", kFixtures + "/nodes/gpu-0/sysfs");
+  EXPECT_EQ(r.exit_code, 3) << r.describe();
+  EXPECT_EQ(r.out, "");
+  EXPECT_NE(r.err.find("broken.yaml:7: thresholds.nvml_ecc.volatile_uncorrected_ecc.op"), std::string::npos)
+      << r.err;
+  auto v = run_command({kBinary, "thresholds", "validate", dir_ + "/th"});
+  EXPECT_EQ(v.exit_code, 3) << v.describe();
+  EXPECT_NE(v.err.find("broken.yaml:7"), std::string::npos);
+  auto shipped = run_command({kBinary, "thresholds", "validate", kThresholds});
+  EXPECT_EQ(shipped.exit_code, 0) << shipped.describe();
+}
+
+TEST_F(VigilCheckCli, malformed_nvml_fixture_is_an_error_not_a_failure) {
+  std::string bad = write("bad.json", "{\"gpus\": [");
+  auto r = run({}, bad, kFixtures + "/nodes/gpu-0/sysfs");
+  ASSERT_EQ(r.exit_code, 3) << r.describe();
+  auto report = nlohmann::json::parse(r.out);
+  for (const auto& c : report["checks"]) {
+    if (c["check"] == "ib_port") continue;  // unknown SKU: figures only
+    EXPECT_EQ(c["status"], "error") << c.dump();
+  }
+  EXPECT_NE(report["checks"][0]["message"].get<std::string>().find("NVML not available"), std::string::npos);
+}
+
+TEST_F(VigilCheckCli, unreadable_sysfs_root_is_an_error) {
+  auto r = run({"--sku", "H100-SXM5-80GB"}, kFixtures + "/nodes/gpu-0/nvml.json", dir_ + "/no-such-root");
+  ASSERT_EQ(r.exit_code, 3) << r.describe();
+  auto ib = nlohmann::json::parse(r.out)["checks"][2];
+  EXPECT_EQ(ib["check"], "ib_port");
+  EXPECT_EQ(ib["status"], "error");
+}
+
+TEST_F(VigilCheckCli, bad_arguments_exit_3_with_a_message) {
+  auto unknown_sku = run({"--sku", "Z9000"}, kFixtures + "/nodes/gpu-0/nvml.json", kFixtures + "/nodes/gpu-0/sysfs");
+  EXPECT_EQ(unknown_sku.exit_code, 3);
+  EXPECT_NE(unknown_sku.err.find("unknown SKU 'Z9000' (known: "), std::string::npos) << unknown_sku.err;
+  auto unknown_check = run_command({kBinary, "run", "--only", "nvml_typo"});
+  EXPECT_EQ(unknown_check.exit_code, 3);
+  EXPECT_NE(unknown_check.err.find("unknown check 'nvml_typo'"), std::string::npos);
+  auto bad_flag = run_command({kBinary, "run", "--suite", "medium"});
+  EXPECT_EQ(bad_flag.exit_code, 3);
+}
+
+TEST_F(VigilCheckCli, report_table_lists_each_node_and_rejects_a_malformed_report) {
+  auto bad = run({"--output", dir_ + "/gpu-2.json"}, kFixtures + "/nodes/gpu-2/nvml.json",
+                 kFixtures + "/nodes/gpu-2/sysfs");
+  ASSERT_EQ(bad.exit_code, 1) << bad.describe();
+  std::string junk = write("junk.json", "{\"schema_version\": 1}");
+  auto t = run_command({kBinary, "report", "table", dir_ + "/gpu-2.json", junk});
+  EXPECT_EQ(t.exit_code, 3);
+  EXPECT_NE(t.out.find("gpu-0  H100-SXM5-80GB  FAIL"), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("nvml_row_remap fail: gpu3 row remap pending (1)"), std::string::npos) << t.out;
+  EXPECT_NE(t.err.find("junk.json: /node: missing required field"), std::string::npos) << t.err;
+}
+
+}  // namespace vigil
