@@ -9,9 +9,27 @@ std::vector<std::unique_ptr<Check>> all_checks() {
   using Factory = std::unique_ptr<Check> (*)();
   static const std::vector<Factory> kChecks = {
       // --- NVML ---
+      make_gpu_count_check,
+      make_nvml_ecc_check,
+      make_nvml_row_remap_check,
+      make_nvml_retired_pages_check,
+      make_nvml_clock_events_check,
+      make_nvml_pcie_check,
+      make_nvml_nvlink_check,
+      make_nvml_temperature_check,
+      make_nvml_xid_check,
       // --- InfiniBand ---
+      make_ib_port_check,
+      make_ib_counters_check,
       // --- CUDA probes ---
+      make_gpu_gemm_check,
+      make_gpu_hbm_check,
+      make_gpu_pcie_bw_check,
+      make_gpu_memtest_check,
       // --- all_reduce ---
+      make_nccl_allreduce_nvlink_check,
+      make_nccl_allreduce_ib_check,
+      make_host_allreduce_check,
   };
   std::vector<std::unique_ptr<Check>> out;
   for (Factory f : kChecks) out.push_back(f());

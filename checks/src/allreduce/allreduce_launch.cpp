@@ -1,0 +1,211 @@
+#include "allreduce/allreduce_launch.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "vigil/ncclbench/bench_result.h"
+#include "vigil/ncclbench/launch.h"
+#include "vigil/ncclbench/options.h"
+#include "vigil/ncclbench/parser.h"
+
+namespace vigil {
+namespace fs = std::filesystem;
+namespace nb = ncclbench;
+
+namespace {
+
+// Extra time the launcher waits past vigil-allreduce's own watchdog before it kills mpirun.
+constexpr std::chrono::seconds kLauncherGrace{15};
+
+std::string seconds_text(std::chrono::seconds s) { return std::to_string(s.count()) + " s"; }
+
+class TempDir {
+ public:
+  TempDir() {
+    char t[] = "/tmp/vigil-allreduce-XXXXXX";
+    if (mkdtemp(t)) path_ = t;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    if (!path_.empty()) fs::remove_all(path_, ec);
+  }
+  bool ok() const { return !path_.empty(); }
+  std::string file(const char* name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+std::string read_file(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) return {};
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+std::string fmt2(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f", v);
+  return buf;
+}
+
+CheckResult timeout_result(const AllreduceSpec& spec, std::chrono::seconds t, std::string detail) {
+  CheckResult r;
+  r.check = std::string(spec.check);
+  r.status = Status::kFail;  // a hang on a fabric test is a health signal
+  r.message = "timeout after " + seconds_text(t);
+  if (!detail.empty()) r.message += " (" + detail + ")";
+  r.fault_code = std::string(spec.fault_prefix) + "-TIMEOUT";
+  return r;
+}
+
+// Turns a parsed run into the check's verdict.
+CheckResult verdict(const CheckContext& ctx, const AllreduceSpec& spec, const nb::BenchRun& run) {
+  CheckResult r;
+  r.check = std::string(spec.check);
+  const double busbw = run.summary_busbw();
+  add_measurement(r, ctx, "busbw", busbw, "GB/s");
+  const std::int64_t wrong = run.out_of_bounds.value_or(run.total_wrong());
+  if (wrong > 0 || run.out_of_bounds_ok == false) {
+    r.status = Status::kFail;
+    r.message = std::to_string(wrong) + " wrong values in the all_reduce data check (busbw " +
+                fmt2(busbw) + " GB/s)";
+    r.fault_code = std::string(spec.fault_prefix) + "-WRONG-RESULTS";
+    return r;
+  }
+  finalize(r, spec.fault_prefix);
+  if (r.status == Status::kPass && r.message.empty()) {
+    r.message = "busbw " + fmt2(busbw) + " GB/s, " +
+                std::to_string(run.ranks.value_or(spec.ranks)) + " ranks, " +
+                std::to_string(run.rows.size()) + " sizes (slowest rank per size)";
+  }
+  return r;
+}
+
+}  // namespace
+
+bool allreduce_has_nccl_backend() {
+#ifdef VIGIL_ALLREDUCE_HAS_NCCL
+  return true;
+#else
+  return false;
+#endif
+}
+
+void apply_tuning(AllreduceSpec& spec, const AllreduceTuning& tuning) {
+  if (tuning.timeout) spec.timeout = *tuning.timeout;
+  if (tuning.min_bytes) spec.min_bytes = *tuning.min_bytes;
+  if (tuning.max_bytes) spec.max_bytes = *tuning.max_bytes;
+}
+
+std::string find_allreduce_binary(const CheckContext& ctx) {
+  if (!ctx.allreduce_binary.empty()) return ctx.allreduce_binary;
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    for (const fs::path& p :
+         {self.parent_path() / "vigil-allreduce",
+          self.parent_path().parent_path() / "nccl-bench" / "vigil-allreduce"}) {
+      if (fs::exists(p, ec)) return p.string();
+    }
+  }
+  return "vigil-allreduce";
+}
+
+bool is_nccl_tests_binary(const std::string& binary) {
+  return fs::path(binary).filename().string().rfind("vigil-allreduce", 0) != 0;
+}
+
+std::vector<std::string> allreduce_command(const CheckContext& ctx, const AllreduceSpec& spec,
+                                           const std::string& binary,
+                                           const std::string& json_path) {
+  std::vector<std::string> argv = {ctx.mpirun, "--allow-run-as-root", "--oversubscribe", "-np",
+                                   std::to_string(spec.ranks)};
+  const bool site = is_nccl_tests_binary(binary);
+  if (site && spec.transport == "ib") {
+    // all_reduce_perf does not know our transport modes: export NCCL's settings to the ranks.
+    for (const auto& [k, v] : nb::transport_env(nb::Transport::kIb)) {
+      argv.push_back("-x");
+      argv.push_back(k + "=" + v);
+    }
+  }
+  argv.push_back(binary);
+  std::vector<std::string> sweep = {"-b", spec.min_bytes,
+                                    "-e", spec.max_bytes,
+                                    "-f", std::to_string(spec.step_factor),
+                                    "-w", std::to_string(spec.warmup_iters),
+                                    "-n", std::to_string(spec.iters),
+                                    "-c", "1"};
+  argv.insert(argv.end(), sweep.begin(), sweep.end());
+  if (site) {
+    argv.insert(argv.end(), {"-g", "1"});  // one GPU per rank, as mpirun started them
+  } else {
+    argv.insert(argv.end(), {"--backend", spec.backend, "--transport", spec.transport, "--json",
+                             json_path, "--timeout", std::to_string(spec.timeout.count())});
+  }
+  return argv;
+}
+
+CheckResult run_allreduce_check(const CheckContext& ctx, const AllreduceSpec& spec) {
+  const std::string binary = find_allreduce_binary(ctx);
+  const bool site = is_nccl_tests_binary(binary);
+  TempDir dir;
+  if (!dir.ok()) return error(spec.check, "cannot create a temporary directory under /tmp");
+  const std::string json_path = dir.file("allreduce.json");
+  const auto argv = allreduce_command(ctx, spec, binary, json_path);
+
+  nb::LaunchOptions lo;
+  // Our binary ends itself at spec.timeout (watchdog); a site binary has none, we are it.
+  lo.timeout = site ? spec.timeout : spec.timeout + kLauncherGrace;
+  auto launched = nb::run_command(argv, lo);
+  if (!launched.ok())
+    return error(spec.check, "cannot start " + ctx.mpirun + ": " + launched.error().to_string(),
+                 std::string(spec.fault_prefix) + "-LAUNCH");
+  const nb::LaunchResult& lr = *launched;
+  if (lr.timed_out)
+    return timeout_result(spec, spec.timeout, site ? "all_reduce_perf killed" : "mpirun killed");
+
+  const std::string what = fs::path(binary).filename().string();
+  auto launch_error = [&](const std::string& why) {
+    std::string tail = nb::tail_lines(lr.err.empty() ? lr.out : lr.err, 3);
+    std::string msg = what + " " + why;
+    if (!tail.empty()) msg += ": " + tail;
+    if (lr.exit_code == 127) msg += " (is " + binary + " installed? set --allreduce-binary)";
+    return error(spec.check, msg, std::string(spec.fault_prefix) + "-LAUNCH");
+  };
+
+  if (site) {
+    auto run = nb::parse_nccl_tests_text(lr.out);
+    if (!run.ok()) {
+      return launch_error(lr.exit_code == 0 ? "printed no result table"
+                                            : "exited with code " + std::to_string(lr.exit_code));
+    }
+    return verdict(ctx, spec, *run);
+  }
+
+  auto run = nb::parse_bench_json(read_file(json_path));
+  if (!run.ok()) {
+    if (lr.exit_code == nb::kExitTimeout) return timeout_result(spec, spec.timeout, "");
+    if (lr.term_signal) return launch_error("killed by signal " + std::to_string(lr.term_signal));
+    return launch_error("exited with code " + std::to_string(lr.exit_code) + " and no result");
+  }
+  switch (run->outcome) {
+    case nb::Outcome::kTimeout:
+      return timeout_result(spec, spec.timeout, run->message);
+    case nb::Outcome::kSetupError:
+      return error(spec.check, "vigil-allreduce setup failed: " + run->message,
+                   std::string(spec.fault_prefix) + "-SETUP");
+    case nb::Outcome::kRuntimeError:
+      return error(spec.check, "vigil-allreduce failed: " + run->message,
+                   std::string(spec.fault_prefix) + "-RUNTIME");
+    default:
+      return verdict(ctx, spec, *run);
+  }
+}
+
+}  // namespace vigil

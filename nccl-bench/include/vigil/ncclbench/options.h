@@ -1,0 +1,51 @@
+#pragma once
+// vigil-allreduce options, named like nccl-tests where they overlap (-b -e -f -w -n -c -d).
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace vigil::ncclbench {
+
+enum class Backend { kHost, kNccl };
+enum class Transport { kNvlink, kIb };
+enum class DataType { kFloat, kBf16 };
+
+std::string_view to_string(Backend b);
+std::string_view to_string(Transport t);
+std::string_view to_string(DataType d);  // nccl-tests names: "float", "bfloat16"
+std::size_t element_size(DataType d);
+
+struct BenchOptions {
+  Backend backend = Backend::kHost;
+  Transport transport = Transport::kNvlink;
+  DataType datatype = DataType::kFloat;
+  std::uint64_t min_bytes = 32ull << 20;  // -b
+  std::uint64_t max_bytes = 32ull << 20;  // -e
+  int step_factor = 2;                    // -f
+  std::vector<std::uint64_t> sizes;       // --sizes; overrides -b/-e/-f when not empty
+  int warmup_iters = 5;                   // -w
+  int iters = 20;                         // -n
+  bool check = true;                      // -c
+  std::string json_path;                  // --json
+  std::optional<double> min_busbw_gb_s;   // --min-busbw
+  double timeout_s = 0;                   // --timeout; 0 = no watchdog
+  bool print_table = true;                // rank 0 prints the table to stdout
+
+  // Sizes to run, ascending, each rounded down to a whole number of elements (at least one
+  // element, except an explicit 0).
+  std::vector<std::uint64_t> size_list() const;
+  // Empty when consistent, else what is wrong and how to fix it.
+  std::string validate() const;
+};
+
+// "1048576", "64K", "32M", "8G" (K = 1024, as nccl-tests); nullopt when malformed.
+std::optional<std::uint64_t> parse_size(std::string_view s);
+// "1M,8M,64M"
+std::optional<std::vector<std::uint64_t>> parse_size_list(std::string_view s);
+
+// NCCL settings --transport ib applies before ncclCommInitRank (names and values).
+std::vector<std::pair<std::string, std::string>> transport_env(Transport t);
+
+}  // namespace vigil::ncclbench

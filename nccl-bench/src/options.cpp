@@ -1,0 +1,109 @@
+#include "vigil/ncclbench/options.h"
+
+#include <algorithm>
+#include <charconv>
+#include <limits>
+
+namespace vigil::ncclbench {
+
+std::string_view to_string(Backend b) { return b == Backend::kNccl ? "nccl" : "host"; }
+std::string_view to_string(Transport t) { return t == Transport::kIb ? "ib" : "nvlink"; }
+std::string_view to_string(DataType d) { return d == DataType::kBf16 ? "bfloat16" : "float"; }
+std::size_t element_size(DataType d) { return d == DataType::kBf16 ? 2 : 4; }
+
+std::optional<std::uint64_t> parse_size(std::string_view s) {
+  while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
+  while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
+  if (s.empty()) return std::nullopt;
+  std::uint64_t mult = 1;
+  switch (s.back()) {
+    case 'K':
+    case 'k':
+      mult = 1ull << 10;
+      break;
+    case 'M':
+    case 'm':
+      mult = 1ull << 20;
+      break;
+    case 'G':
+    case 'g':
+      mult = 1ull << 30;
+      break;
+    case 'T':
+    case 't':
+      mult = 1ull << 40;
+      break;
+    default:
+      break;
+  }
+  if (mult != 1) s.remove_suffix(1);
+  std::uint64_t v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
+  if (v > std::numeric_limits<std::uint64_t>::max() / mult) return std::nullopt;
+  return v * mult;
+}
+
+std::optional<std::vector<std::uint64_t>> parse_size_list(std::string_view s) {
+  std::vector<std::uint64_t> out;
+  while (!s.empty()) {
+    auto comma = s.find(',');
+    auto item = s.substr(0, comma);
+    auto v = parse_size(item);
+    if (!v) return std::nullopt;
+    out.push_back(*v);
+    if (comma == std::string_view::npos) break;
+    s.remove_prefix(comma + 1);
+  }
+  if (out.empty()) return std::nullopt;
+  return out;
+}
+
+std::vector<std::uint64_t> BenchOptions::size_list() const {
+  const std::uint64_t elem = element_size(datatype);
+  auto round = [elem](std::uint64_t b) {
+    if (b == 0) return b;
+    return std::max<std::uint64_t>(elem, b / elem * elem);
+  };
+  std::vector<std::uint64_t> out;
+  if (!sizes.empty()) {
+    for (auto b : sizes) out.push_back(round(b));
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
+  }
+  if (step_factor < 2 || min_bytes > max_bytes) return out;
+  std::uint64_t b = min_bytes;
+  while (true) {
+    out.push_back(round(b));
+    if (b == 0 || b > max_bytes / static_cast<std::uint64_t>(step_factor)) break;
+    b *= static_cast<std::uint64_t>(step_factor);
+    if (b > max_bytes) break;
+  }
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+std::string BenchOptions::validate() const {
+  if (sizes.empty()) {
+    if (min_bytes > max_bytes) return "-b (minbytes) must be <= -e (maxbytes)";
+    if (step_factor < 2) return "-f (stepfactor) must be >= 2";
+  }
+  if (warmup_iters < 0) return "-w (warmup iterations) must be >= 0";
+  if (iters < 1) return "-n (iterations) must be >= 1";
+  if (timeout_s < 0) return "--timeout must be >= 0 seconds (0 disables the watchdog)";
+  if (min_busbw_gb_s && *min_busbw_gb_s < 0) return "--min-busbw must be >= 0 GB/s";
+  if (datatype == DataType::kBf16 && backend == Backend::kHost)
+    return "-d bf16 needs --backend nccl (MPI has no bfloat16 sum); use -d float with the host "
+           "backend";
+  if (size_list().empty()) return "no message sizes to run; check -b/-e/-f or --sizes";
+  return {};
+}
+
+std::vector<std::pair<std::string, std::string>> transport_env(Transport t) {
+  if (t == Transport::kIb)
+    return {{"NCCL_P2P_DISABLE", "1"}, {"NCCL_SHM_DISABLE", "1"}, {"NCCL_ALGO", "Ring"}};
+  return {};
+}
+
+}  // namespace vigil::ncclbench

@@ -1,0 +1,61 @@
+#include "vigil/ncclbench/options.h"
+
+#include <gtest/gtest.h>
+
+namespace nb = vigil::ncclbench;
+
+TEST(Options, sizes_accept_nccl_tests_suffixes) {
+  EXPECT_EQ(nb::parse_size("1048576"), 1048576u);
+  EXPECT_EQ(nb::parse_size("64K"), 65536u);
+  EXPECT_EQ(nb::parse_size("32M"), 33554432u);
+  EXPECT_EQ(nb::parse_size("8G"), 8589934592u);
+  EXPECT_FALSE(nb::parse_size("8Q"));
+  EXPECT_FALSE(nb::parse_size("M"));
+  EXPECT_FALSE(nb::parse_size("-1"));
+  EXPECT_FALSE(nb::parse_size("99999999999999999999T"));
+  EXPECT_EQ(nb::parse_size_list("1M,64M"), (std::vector<std::uint64_t>{1u << 20, 64u << 20}));
+  EXPECT_FALSE(nb::parse_size_list("1M,,2M"));
+}
+
+TEST(Options, sweep_multiplies_by_the_factor_up_to_maxbytes) {
+  nb::BenchOptions o;
+  o.min_bytes = 1 << 20;
+  o.max_bytes = 16 << 20;
+  o.step_factor = 4;
+  EXPECT_EQ(o.size_list(), (std::vector<std::uint64_t>{1 << 20, 4 << 20, 16 << 20}));
+  o.max_bytes = 15 << 20;
+  EXPECT_EQ(o.size_list(), (std::vector<std::uint64_t>{1 << 20, 4 << 20}));
+}
+
+TEST(Options, sizes_are_rounded_down_to_whole_elements) {
+  nb::BenchOptions o;
+  o.sizes = {10, 1, 4096};
+  EXPECT_EQ(o.size_list(), (std::vector<std::uint64_t>{4, 8, 4096}));
+  o.datatype = nb::DataType::kBf16;
+  o.backend = nb::Backend::kNccl;
+  EXPECT_EQ(o.size_list(), (std::vector<std::uint64_t>{2, 10, 4096}));
+}
+
+TEST(Options, validate_explains_bad_combinations) {
+  nb::BenchOptions o;
+  EXPECT_EQ(o.validate(), "");
+  o.datatype = nb::DataType::kBf16;
+  EXPECT_NE(o.validate().find("bf16 needs --backend nccl"), std::string::npos);
+  o = {};
+  o.min_bytes = 2 << 20;
+  o.max_bytes = 1 << 20;
+  EXPECT_NE(o.validate().find("-b"), std::string::npos);
+  o = {};
+  o.iters = 0;
+  EXPECT_NE(o.validate().find("-n"), std::string::npos);
+  o = {};
+  o.timeout_s = -1;
+  EXPECT_NE(o.validate().find("--timeout"), std::string::npos);
+}
+
+TEST(Options, ib_transport_forces_traffic_through_the_nics) {
+  auto env = nb::transport_env(nb::Transport::kIb);
+  EXPECT_EQ(env, (std::vector<std::pair<std::string, std::string>>{
+                     {"NCCL_P2P_DISABLE", "1"}, {"NCCL_SHM_DISABLE", "1"}, {"NCCL_ALGO", "Ring"}}));
+  EXPECT_TRUE(nb::transport_env(nb::Transport::kNvlink).empty());
+}
