@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Builds and runs the benchmarks (ctest label "bench"). Each prints its figure as a ratio
+# against a baseline measured in the same run, because shared machines are noisy:
+#   allreduce_harness_overhead  vigil-allreduce host harness vs a minimal MPI_Allreduce loop
+#   drainer_ingest              reports/s over HTTP with auth + fsync vs a bare handler
+#   drainer_fleet               1,000 drains through libslurm vs one scontrol call per node
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD_DIR=${VIGIL_BUILD_DIR:-build}
+bash scripts/install-deps.sh
+cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release ${VIGIL_CMAKE_ARGS:-}
+cmake --build "$BUILD_DIR" -j"${VIGIL_JOBS:-2}"
+ctest --test-dir "$BUILD_DIR" -L bench --output-on-failure -V "$@"
