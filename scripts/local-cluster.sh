@@ -1,0 +1,479 @@
+#!/usr/bin/env bash
+# Embedded local Slurm cluster for Vigil's tests and demo (see docs/local-cluster.md).
+#
+#   local-cluster.sh start  DIR [--nodes N] [--timeout SECONDS]
+#   local-cluster.sh stop   DIR [--clean]
+#   local-cluster.sh status DIR
+#   local-cluster.sh env    DIR
+#   local-cluster.sh run    DIR [--nodes N] [--timeout SECONDS] -- COMMAND [ARGS...]
+#
+# `start` runs one private munged, one slurmctld and N slurmd (gpu-0 .. gpu-N-1) on loopback.
+# Everything (config, state, logs, sockets, pid files, the munge key) lives under DIR; nothing in
+# /etc is read or written. Ports are chosen free at start, under a host-wide lock, so two
+# clusters can start in parallel. `source DIR/env` points sinfo/sbatch/squeue at the cluster.
+# `stop` kills exactly the processes this script started (and the slurmstepd/slurmscriptd they
+# spawned), TERM first and KILL after a grace period; it is idempotent and removes DIR only
+# with --clean.
+#
+# Scripts that start a cluster should always stop it, also on Ctrl-C (stop on EXIT; INT/TERM
+# only exit, which runs the EXIT trap, so the script does not carry on after Ctrl-C):
+#   dir=$(mktemp -d /tmp/vigil-cluster.XXXXXX)
+#   trap 'scripts/local-cluster.sh stop "$dir" --clean' EXIT
+#   trap 'exit 130' INT TERM
+#   scripts/local-cluster.sh start "$dir" --nodes 4 && source "$dir/env"
+# or let `run` do exactly that around one command.
+set -euo pipefail
+
+readonly PROG=local-cluster.sh
+readonly DEFAULT_NODES=4
+readonly DEFAULT_TIMEOUT=120
+# Unix socket paths (munge socket, slurmd step sockets under the spool dir) must fit in 108
+# bytes; slurmd adds up to ~45 characters below DIR.
+readonly MAX_DIR_LEN=60
+readonly LOCK_FILE=${VIGIL_CLUSTER_LOCK_FILE:-/tmp/vigil-local-cluster.lock}
+readonly MARKER="# vigil local cluster"
+
+log() { echo "$PROG: $*" >&2; }
+die() {
+  log "error: $*"
+  exit 1
+}
+
+usage() {
+  sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//' >&2
+  exit 2
+}
+
+# --- helpers -------------------------------------------------------------------------------------
+
+abs_dir() { realpath -m -- "$1"; }
+
+# True when PID is alive and its command line mentions DIR (guards against recycled PIDs).
+pid_is_ours() {
+  local pid=$1 dir=$2 cmdline
+  [[ -r /proc/$pid/cmdline ]] || return 1
+  cmdline=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) || return 1
+  [[ $cmdline == *"$dir/"* ]]
+}
+
+# Helper processes of this cluster's daemons: slurmstepd (spawned by slurmd for each job step;
+# slurmd does not kill them when it exits) and slurmscriptd (slurmctld's script runner, orphaned
+# if slurmctld dies hard). Both hold a log or spool file of DIR open, which is how we know they
+# are ours; their command lines do not mention DIR. Usage: helper_pids DIR [COMM]
+helper_pids() {
+  local dir=$1 only=${2:-} p fd target comm
+  for p in /proc/[0-9]*; do
+    comm=$(cat "$p/comm" 2>/dev/null) || continue
+    [[ $comm == slurmstepd || $comm == slurmscriptd ]] || continue
+    [[ -z $only || $comm == "$only" ]] || continue
+    for fd in "$p"/fd/*; do
+      target=$(readlink "$fd" 2>/dev/null) || continue
+      if [[ $target == "$dir"/* ]]; then
+        echo "${p#/proc/}"
+        break
+      fi
+    done
+  done
+}
+
+# Local TCP ports in use (any state), one per line.
+used_ports() { ss -Htan 2>/dev/null | awk '{n = split($4, a, ":"); print a[n]}' | sort -un; }
+
+# Picks COUNT consecutive ports that no socket on this host uses, below the ephemeral range (so
+# outgoing connections cannot grab them between our check and the daemons' bind).
+pick_ports() {
+  local count=$1 eph_lo lo hi used base i ok tries
+  read -r eph_lo _ </proc/sys/net/ipv4/ip_local_port_range
+  hi=$((eph_lo < 32000 ? eph_lo : 32000))
+  lo=$((hi - 12000 > 1024 ? hi - 12000 : 1024))
+  used=" $(used_ports | tr '\n' ' ') "
+  for ((tries = 0; tries < 200; tries++)); do
+    base=$((lo + RANDOM % (hi - lo - count)))
+    ok=1
+    for ((i = 0; i < count; i++)); do
+      if [[ $used == *" $((base + i)) "* ]]; then
+        ok=0
+        break
+      fi
+    done
+    if ((ok)); then
+      echo "$base"
+      return 0
+    fi
+  done
+  return 1
+}
+
+port_listening() { [[ -n "$(ss -Hltn "sport = :$1" 2>/dev/null)" ]]; }
+
+tail_logs() {
+  local dir=$1 f
+  for f in "$dir"/log/*.log "$dir"/log/*.out; do
+    [[ -s $f ]] || continue
+    echo "----- last lines of $f -----" >&2
+    tail -n 15 "$f" >&2
+  done
+}
+
+# True while PID exists and is not a zombie. kill -0 is not enough: a stopped daemon is an
+# orphan, and its zombie lingers until PID 1 reaps it (slowly, in some containers).
+pid_alive() {
+  local state
+  state=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null) || return 1
+  [[ -n $state && ${state:0:1} != Z ]]
+}
+
+# Sends TERM to the given PIDs, waits up to GRACE seconds, then KILLs what is left.
+terminate() {
+  local grace=$1 pid waited=0 alive
+  shift
+  [[ $# -gt 0 ]] || return 0
+  kill -TERM "$@" 2>/dev/null || true
+  while ((waited < grace * 10)); do
+    alive=0
+    for pid in "$@"; do
+      if pid_alive "$pid"; then alive=1; fi
+    done
+    ((alive)) || return 0
+    sleep 0.1
+    waited=$((waited + 1))
+  done
+  for pid in "$@"; do
+    if pid_alive "$pid"; then
+      log "pid $pid did not exit on TERM within ${grace}s, sending KILL"
+      kill -KILL "$pid" 2>/dev/null || true
+    fi
+  done
+}
+
+# PIDs recorded for ROLE (munged, slurmctld, slurmd) that are still ours.
+recorded_pids() {
+  local dir=$1 role=$2 r pid
+  [[ -f $dir/run/pids ]] || return 0
+  while read -r r pid _; do
+    [[ $r == "$role" ]] || continue
+    pid_is_ours "$pid" "$dir" && echo "$pid"
+  done <"$dir/run/pids"
+  return 0
+}
+
+# Starts a daemon in its own session (so a terminal's Ctrl-C reaches the caller's trap, which
+# then stops the cluster in order) with no inherited descriptors but its log.
+spawn() {
+  local dir=$1 role=$2 name=$3
+  shift 3
+  setsid "$@" </dev/null >>"$dir/log/$name.out" 2>&1 9>&- &
+  echo "$role $! $name" >>"$dir/run/pids"
+}
+
+# --- start ---------------------------------------------------------------------------------------
+
+write_slurm_conf() {
+  local dir=$1 nodes=$2 ctld_port=$3 node_port=$4 cpus
+  # At least 2 CPUs per node, so a job can hold 2 MPI slots even on a 1-core runner
+  # (config_overrides makes slurmd report the configured, not the detected, hardware).
+  cpus=$(nproc)
+  ((cpus >= 2)) || cpus=2
+  cat >"$dir/etc/slurm.conf" <<EOF
+$MARKER in $dir (generated by scripts/$PROG; test/demo only)
+ClusterName=vigil
+SlurmctldHost=localhost
+SlurmctldPort=$ctld_port
+SlurmdPort=$node_port
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+AuthInfo=socket=$dir/munge/munge.socket.2
+CredType=cred/munge
+StateSaveLocation=$dir/state
+SlurmdSpoolDir=$dir/spool/%n
+SlurmctldPidFile=$dir/run/slurmctld.pid
+SlurmdPidFile=$dir/run/slurmd-%n.pid
+SlurmctldLogFile=$dir/log/slurmctld.log
+SlurmdLogFile=$dir/log/slurmd-%n.log
+SlurmctldDebug=info
+SlurmdDebug=info
+PlugStackConfig=$dir/etc/plugstack.conf
+TmpFS=$dir/tmp
+# No cgroups: several slurmd share one host (and often one container).
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_CPU
+SchedulerType=sched/backfill
+# mpirun inside an allocation starts its daemons with plain srun; srun --mpi=pmix does not work
+# with several slurmd on one host.
+MpiDefault=none
+ReturnToService=2
+SlurmdParameters=config_overrides
+SlurmdTimeout=30
+SlurmctldTimeout=30
+MessageTimeout=20
+KillWait=5
+MinJobAge=600
+InactiveLimit=0
+MailProg=/bin/true
+PropagateResourceLimits=NONE
+NodeName=gpu-[0-$((nodes - 1))] NodeHostname=localhost NodeAddr=127.0.0.1 Port=[$node_port-$((node_port + nodes - 1))] CPUs=$cpus State=UNKNOWN
+PartitionName=gpu Nodes=ALL Default=YES MaxTime=INFINITE State=UP
+# Hidden partition for health-check jobs (the drainer's re-check path uses it).
+PartitionName=vigil Nodes=ALL Hidden=YES MaxTime=INFINITE State=UP PriorityTier=10
+EOF
+  : >"$dir/etc/plugstack.conf"
+}
+
+write_env() {
+  local dir=$1 nodes=$2
+  cat >"$dir/env" <<EOF
+# source this file to talk to the local Vigil test cluster in $dir
+export SLURM_CONF=$dir/etc/slurm.conf
+export VIGIL_CLUSTER_DIR=$dir
+export VIGIL_CLUSTER_NODES='gpu-[0-$((nodes - 1))]'
+export VIGIL_CLUSTER_NODE_COUNT=$nodes
+EOF
+}
+
+# Node name -> state for the default partition, "gpu-0 idle" lines.
+node_states() { SLURM_CONF=$1/etc/slurm.conf timeout 20 sinfo -h -N -p gpu -o '%N %T' 2>/dev/null; }
+
+# During start the daemons are our own children, so their PIDs cannot be recycled yet; a dead
+# one is a zombie until we exit.
+check_alive() {
+  local dir=$1 role pid name
+  while read -r role pid name; do
+    pid_alive "$pid" || {
+      log "error: $name (pid $pid) exited during start"
+      return 1
+    }
+  done <"$dir/run/pids"
+}
+
+fail_start() {
+  local dir=$1
+  shift
+  log "error: $*"
+  tail_logs "$dir"
+  log "stopping what was started; state kept in $dir for inspection"
+  cmd_stop "$dir" >/dev/null 2>&1 || true
+  exit 1
+}
+
+cmd_start() {
+  local dir="" nodes=$DEFAULT_NODES timeout=$DEFAULT_TIMEOUT
+  while [[ $# -gt 0 ]]; do
+    case $1 in
+      --nodes) nodes=${2:?--nodes needs a value}; shift 2 ;;
+      --nodes=*) nodes=${1#*=}; shift ;;
+      --timeout) timeout=${2:?--timeout needs a value}; shift 2 ;;
+      --timeout=*) timeout=${1#*=}; shift ;;
+      -*) die "unknown option $1" ;;
+      *) [[ -z $dir ]] || die "only one DIR"; dir=$1; shift ;;
+    esac
+  done
+  [[ -n $dir ]] || usage
+  [[ $nodes =~ ^[0-9]+$ && $nodes -ge 1 && $nodes -le 64 ]] || die "--nodes must be 1..64"
+  [[ $timeout =~ ^[0-9]+$ ]] || die "--timeout must be a number of seconds"
+  dir=$(abs_dir "$dir")
+  [[ ${#dir} -le $MAX_DIR_LEN ]] ||
+    die "DIR '$dir' is ${#dir} characters; use at most $MAX_DIR_LEN (unix socket paths under it must fit in 108 bytes), e.g. mktemp -d /tmp/vigil-cluster.XXXXXX"
+  [[ $dir =~ ^[A-Za-z0-9/._+-]+$ ]] || die "DIR '$dir' may contain only letters, digits and / . _ + -"
+  for tool in slurmctld slurmd munged mungekey sinfo ss flock setsid; do
+    command -v "$tool" >/dev/null || die "$tool not found; run scripts/install-deps.sh"
+  done
+  if [[ -f $dir/run/pids ]] && [[ -n "$(recorded_pids "$dir" slurmctld)" ]]; then
+    die "a cluster is already running in $dir (stop it with: $0 stop $dir)"
+  fi
+
+  mkdir -p "$dir"/{etc,munge,state,spool,log,run,tmp}
+  # munged insists that everyone may traverse the directories above its socket.
+  chmod 0711 "$dir" "$dir/munge"
+  rm -f "$dir/run/pids" "$dir/run/pids.stopped"
+  for ((i = 0; i < nodes; i++)); do mkdir -p "$dir/spool/gpu-$i"; done
+  [[ -f $dir/munge/munge.key ]] || mungekey --create --keyfile "$dir/munge/munge.key" >/dev/null
+  chmod 0600 "$dir/munge/munge.key"
+
+  # Port selection and binding happen under a host-wide lock so parallel starts never pick the
+  # same ports. fd 9 holds the lock and is closed for every daemon (spawn uses 9>&-).
+  exec 9>>"$LOCK_FILE"
+  flock -w 300 9 || die "could not take $LOCK_FILE within 300 s (another start hung?)"
+  local base ctld_port node_port
+  base=$(pick_ports $((nodes + 1))) || die "no $((nodes + 1)) consecutive free TCP ports found"
+  ctld_port=$base
+  node_port=$((base + 1))
+  write_slurm_conf "$dir" "$nodes" "$ctld_port" "$node_port"
+  write_env "$dir" "$nodes"
+  cat >"$dir/cluster.info" <<EOF
+nodes=$nodes
+slurmctld_port=$ctld_port
+slurmd_ports=$node_port-$((node_port + nodes - 1))
+started_at=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+EOF
+  log "starting munged, slurmctld (port $ctld_port) and $nodes slurmd (ports $node_port-$((node_port + nodes - 1))) in $dir"
+
+  spawn "$dir" munged munged munged --foreground --key-file="$dir/munge/munge.key" \
+    --socket="$dir/munge/munge.socket.2" --pid-file="$dir/run/munged.pid" \
+    --seed-file="$dir/munge/munged.seed" --log-file="$dir/log/munged.log"
+  local deadline=$((SECONDS + timeout))
+  until [[ -S $dir/munge/munge.socket.2 ]]; do
+    check_alive "$dir" || fail_start "$dir" "munged did not start"
+    ((SECONDS < deadline)) || fail_start "$dir" "munged socket did not appear within ${timeout}s"
+    sleep 0.1
+  done
+
+  spawn "$dir" slurmctld slurmctld slurmctld -D -f "$dir/etc/slurm.conf"
+  for ((i = 0; i < nodes; i++)); do
+    spawn "$dir" slurmd "slurmd-gpu-$i" slurmd -D -N "gpu-$i" -f "$dir/etc/slurm.conf"
+  done
+  local p
+  for ((p = ctld_port; p < node_port + nodes; p++)); do
+    until port_listening "$p"; do
+      check_alive "$dir" || fail_start "$dir" "a daemon exited during start"
+      ((SECONDS < deadline)) || fail_start "$dir" "port $p not listening within ${timeout}s"
+      sleep 0.2
+    done
+  done
+  flock -u 9
+  exec 9>&-
+
+  local states idle
+  while :; do
+    states=$(node_states "$dir" || true)
+    idle=$(grep -c ' idle$' <<<"$states" || true)
+    [[ $idle -eq $nodes ]] && break
+    check_alive "$dir" || fail_start "$dir" "a daemon exited before all nodes were idle"
+    ((SECONDS < deadline)) ||
+      fail_start "$dir" "only $idle of $nodes nodes idle after ${timeout}s; sinfo says: $(tr '\n' ';' <<<"$states")"
+    sleep 0.5
+  done
+  log "cluster up: $nodes nodes idle; run: source $dir/env"
+}
+
+# --- stop / status / env / run -------------------------------------------------------------------
+
+cmd_stop() {
+  local dir="" clean=0
+  while [[ $# -gt 0 ]]; do
+    case $1 in
+      --clean) clean=1; shift ;;
+      -*) die "unknown option $1" ;;
+      *) [[ -z $dir ]] || die "only one DIR"; dir=$1; shift ;;
+    esac
+  done
+  [[ -n $dir ]] || usage
+  dir=$(abs_dir "$dir")
+
+  if [[ -f $dir/run/pids ]]; then
+    local ctld slurmds helpers munged
+    ctld=$(recorded_pids "$dir" slurmctld)
+    # Cancel jobs first so slurmstepd tears down the job processes it tracks.
+    if [[ -n $ctld ]]; then
+      local jobs waited=0
+      jobs=$(SLURM_CONF=$dir/etc/slurm.conf timeout 10 squeue -h -o %A 2>/dev/null || true)
+      if [[ -n $jobs ]]; then
+        # shellcheck disable=SC2086
+        SLURM_CONF=$dir/etc/slurm.conf timeout 10 scancel $jobs 2>/dev/null || true
+        while ((waited < 100)) && [[ -n "$(helper_pids "$dir" slurmstepd)" ]]; do
+          sleep 0.1
+          waited=$((waited + 1))
+        done
+      fi
+    fi
+    slurmds=$(recorded_pids "$dir" slurmd)
+    # shellcheck disable=SC2086
+    terminate 10 $slurmds
+    # shellcheck disable=SC2086
+    terminate 15 $ctld
+    # Whatever slurmstepd/slurmscriptd outlived their daemons.
+    helpers=$(helper_pids "$dir")
+    # shellcheck disable=SC2086
+    terminate 5 $helpers
+    munged=$(recorded_pids "$dir" munged)
+    # shellcheck disable=SC2086
+    terminate 5 $munged
+    mv -f "$dir/run/pids" "$dir/run/pids.stopped"
+    log "stopped cluster in $dir"
+  else
+    log "no cluster running in $dir"
+  fi
+  if ((clean)) && [[ -d $dir ]]; then
+    # Only ever delete a directory this script set up.
+    if [[ -f $dir/etc/slurm.conf ]] && head -n 1 "$dir/etc/slurm.conf" | grep -q "^$MARKER"; then
+      rm -rf -- "$dir"
+      log "removed $dir"
+    else
+      log "warning: $dir does not look like a local cluster dir; not removing it"
+    fi
+  fi
+}
+
+cmd_status() {
+  local dir=${1:-}
+  [[ -n $dir ]] || usage
+  dir=$(abs_dir "$dir")
+  if [[ ! -f $dir/run/pids ]]; then
+    echo "not running ($dir)"
+    return 3
+  fi
+  local role pid name bad=0
+  while read -r role pid name; do
+    if pid_is_ours "$pid" "$dir"; then
+      printf '%-14s pid %-8s running\n' "$name" "$pid"
+    else
+      printf '%-14s pid %-8s DEAD (see %s)\n' "$name" "$pid" "$dir/log"
+      bad=1
+    fi
+  done <"$dir/run/pids"
+  cat "$dir/cluster.info"
+  node_states "$dir" || echo "sinfo failed"
+  return $bad
+}
+
+cmd_env() {
+  local dir=${1:-}
+  [[ -n $dir ]] || usage
+  dir=$(abs_dir "$dir")
+  [[ -f $dir/env ]] || die "no cluster set up in $dir"
+  cat "$dir/env"
+}
+
+cmd_run() {
+  local start_args=()
+  RUN_DIR=""
+  while [[ $# -gt 0 && $1 != -- ]]; do
+    start_args+=("$1")
+    [[ $1 == -* || -n $RUN_DIR ]] || RUN_DIR=$1
+    case $1 in --nodes | --timeout) start_args+=("${2:?}"); shift ;; esac
+    shift
+  done
+  [[ $# -gt 1 && -n $RUN_DIR ]] || usage
+  shift
+  # RUN_DIR is global: the EXIT trap runs after this function's locals are gone.
+  trap 'cmd_stop "$RUN_DIR"' EXIT
+  trap 'exit 130' INT TERM
+  cmd_start "${start_args[@]}"
+  # shellcheck disable=SC1091
+  source "$(abs_dir "$RUN_DIR")/env"
+  local rc=0
+  "$@" || rc=$?
+  return $rc
+}
+
+main() {
+  [[ $# -ge 1 ]] || usage
+  local cmd=$1
+  shift
+  case $cmd in
+    start) cmd_start "$@" ;;
+    stop) cmd_stop "$@" ;;
+    status) cmd_status "$@" ;;
+    env) cmd_env "$@" ;;
+    run) cmd_run "$@" ;;
+    -h | --help | help) usage ;;
+    *) log "unknown command '$cmd'"; usage ;;
+  esac
+}
+
+main "$@"

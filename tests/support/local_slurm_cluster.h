@@ -1,0 +1,67 @@
+#pragma once
+// A real Slurm cluster for one test: munged + slurmctld + N slurmd (gpu-0 .. gpu-N-1) on
+// loopback, started by scripts/local-cluster.sh in a fresh /tmp/vigil-cl-XXXXXX directory and
+// stopped (every daemon, by PID) and removed when the object is destroyed. See
+// docs/local-cluster.md.
+//
+//   vigil::test::LocalSlurmCluster cluster;               // throws with the logs if start fails
+//   auto r = cluster.run({"sinfo", "-h", "-N"});          // SLURM_CONF points at this cluster
+//   auto id = cluster.submit({"--nodelist=gpu-2", "--wrap=hostname"});
+//   ASSERT_TRUE(cluster.wait_for_jobs({*id}, std::chrono::seconds(60)));
+//   EXPECT_EQ(cluster.job_field(*id, "JobState"), "COMPLETED");
+#include <chrono>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "run_command.h"
+
+namespace vigil::test {
+
+class LocalSlurmCluster {
+ public:
+  struct Options {
+    int nodes = 4;
+    std::chrono::seconds start_timeout{120};  // until all nodes are idle
+  };
+
+  LocalSlurmCluster();
+  explicit LocalSlurmCluster(Options options);
+  ~LocalSlurmCluster();  // stop() and remove dir(); never throws
+  LocalSlurmCluster(const LocalSlurmCluster&) = delete;
+  LocalSlurmCluster& operator=(const LocalSlurmCluster&) = delete;
+
+  const std::string& dir() const { return dir_; }
+  std::string slurm_conf() const { return dir_ + "/etc/slurm.conf"; }
+  std::vector<std::string> node_names() const;  // "gpu-0", ...
+  // Variables that point Slurm clients at this cluster (SLURM_CONF, VIGIL_CLUSTER_DIR, ...).
+  std::map<std::string, std::string> env() const;
+  // PIDs of munged, slurmctld and the slurmd started for this cluster.
+  std::vector<int> daemon_pids() const;
+
+  // Runs a command with env() added to options.env.
+  CommandResult run(const std::vector<std::string>& argv, CommandOptions options = {}) const;
+  CommandResult shell(const std::string& script, CommandOptions options = {}) const;
+
+  // `sbatch --parsable ARGS...`; the job id, or nullopt (the reason goes to *failure if given).
+  std::optional<long> submit(const std::vector<std::string>& sbatch_args,
+                             CommandOptions options = {}, std::string* failure = nullptr) const;
+  // True once none of the jobs is pending or running any more; false on timeout.
+  bool wait_for_jobs(const std::vector<long>& job_ids, std::chrono::seconds timeout) const;
+  // One field of `scontrol show job -o ID`, e.g. "JobState" -> "COMPLETED", "ExitCode" -> "1:0".
+  std::string job_field(long job_id, const std::string& field) const;
+
+  // Stops every daemon (idempotent); the directory stays until destruction.
+  CommandResult stop();
+
+  // scripts/local-cluster.sh of this source tree.
+  static std::string script_path();
+
+ private:
+  Options options_;
+  std::string dir_;
+  bool running_ = false;
+};
+
+}  // namespace vigil::test
