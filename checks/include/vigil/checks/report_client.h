@@ -24,11 +24,11 @@ struct ReportClientOptions {
 };
 
 struct PostOutcome {
-  bool delivered = false;   // 2xx from the drainer
+  bool delivered = false;  // 2xx from the drainer
   int attempts = 0;
-  int last_http_status = 0; // 0: no HTTP answer (connection error)
+  int last_http_status = 0;  // 0: no HTTP answer (connection error)
   std::string last_error;
-  std::string spooled_path; // set when spooled
+  std::string spooled_path;  // set when spooled
 };
 
 // Delivers or spools. Errors only when the report could neither be delivered nor spooled.

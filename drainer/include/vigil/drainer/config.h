@@ -1,0 +1,87 @@
+#pragma once
+// vigil-drainer configuration (YAML). Parse -> apply defaults -> validate; every error names
+// the file, line and field, e.g. "drainer.yaml:12: breaker.max_percent: must be in (0, 100]".
+// Reference: docs/drainer.md.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+
+#include "vigil/checks/result.h"
+
+namespace vigil::drainer {
+
+struct CheckPolicy {
+  int drain_after = 2;   // consecutive fail reports before the node is drained
+  int resume_after = 2;  // consecutive passing reports before a vigil drain is lifted
+};
+
+struct PolicyConfig {
+  CheckPolicy defaults;
+  std::map<std::string, CheckPolicy> checks;  // by check name (e.g. "nccl_allreduce_ib")
+  // Checks (and fault codes) whose failure is a fatal hardware finding: drain_after 1.
+  std::set<std::string> fatal_checks;
+  std::set<std::string> fatal_fault_codes;
+  int64_t staleness_s = 6 * 3600;  // no report for longer -> node state "stale" (never drained)
+
+  // drain_after / resume_after for one failing result.
+  CheckPolicy for_check(std::string_view check, std::string_view fault_code = {}) const;
+};
+
+struct BreakerConfig {
+  int max_drains = 10;      // new drains per window per partition/SKU group
+  double max_percent = 50;  // ... and at most this percent of the group's nodes
+  int64_t window_s = 3600;  // sliding window
+};
+
+enum class NodeMapping { kIdentity, kReport, kPodLookup };
+std::string_view to_string(NodeMapping m);
+
+struct KubeSettings {
+  bool enabled = false;
+  std::string annotation_prefix = "vigil.dev/";
+  bool condition = true;  // set Node condition type condition_type
+  std::string condition_type = "VigilHealthy";
+  bool taint = false;  // add NoSchedule taint key <prefix>unhealthy when drained
+  NodeMapping node_mapping = NodeMapping::kIdentity;
+  std::string pod_namespace;  // for kPodLookup
+  std::string kubeconfig;     // empty: in-cluster service account
+};
+
+struct SlurmSettings {
+  bool enabled = true;
+  std::string conf;                // slurm.conf path; empty: SLURM_CONF / default
+  int64_t retry_initial_ms = 500;  // backoff while slurmctld is unreachable
+  int64_t retry_max_ms = 30000;
+  int64_t batch_window_ms = 200;  // collect decisions for this long into one RPC per reason
+};
+
+struct DrainerConfig {
+  std::string source;  // file the config came from ("<string>" for tests)
+  std::string listen_address = "127.0.0.1";
+  int listen_port = 8480;
+  bool auth_enabled = true;
+  std::string token_file;  // required unless `auth: disabled`
+  std::string token;       // loaded from token_file at validation
+  int64_t max_body_bytes = 8 * 1024 * 1024;
+  std::string state_dir = "/var/lib/vigil-drainer";  // journal, snapshot, audit log
+  std::string spool_dir;                             // ingested on start and periodically
+  int64_t spool_scan_s = 30;
+  bool dry_run = false;
+  int64_t snapshot_every = 10000;  // journal records between snapshots
+  PolicyConfig policy;
+  BreakerConfig breaker;
+  SlurmSettings slurm;
+  KubeSettings kubernetes;
+};
+
+// Parses YAML text; `source` names the file in errors. Loads the token file when auth is on.
+Result<DrainerConfig> parse_config(std::string_view yaml, const std::string& source);
+Result<DrainerConfig> load_config(const std::string& path);
+
+// Built-in defaults for fatal checks and per-check overrides (documented in docs/drainer.md).
+PolicyConfig default_policy();
+
+}  // namespace vigil::drainer

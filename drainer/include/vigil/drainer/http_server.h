@@ -1,0 +1,44 @@
+#pragma once
+// HTTP API of `vigil-drainer serve` (cpp-httplib). docs/drainer.md "API".
+//   POST /v1/reports            one NodeReport or an array; 202 once durable
+//   GET  /v1/nodes, /v1/nodes/{name}
+//   POST /v1/nodes/{name}/resume, POST /v1/breaker/reset   (operator commands)
+//   GET  /healthz, /readyz, /metrics                         (no auth)
+// /v1/* needs `Authorization: Bearer <token>` unless auth is disabled.
+#include <memory>
+
+#include "vigil/checks/result.h"
+#include "vigil/drainer/config.h"
+#include "vigil/drainer/drainer.h"
+
+namespace vigil::drainer {
+
+class HttpServer {
+ public:
+  HttpServer(Drainer& drainer, const DrainerConfig& cfg);
+  ~HttpServer();
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // Binds listen_address:listen_port (port 0: any free port). Returns the bound port.
+  Result<int> bind();
+  // Serves in a background thread until stop().
+  void start();
+  // Serves on the calling thread until stop() (from another thread or a signal handler path).
+  void run();
+  // Asks the serving loop to end (safe from any thread, e.g. a signal thread); no join.
+  void shutdown();
+  // Blocks until the background serving thread has ended.
+  void wait();
+  void stop();  // shutdown() + wait()
+  int port() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Constant-time token comparison (OpenSSL CRYPTO_memcmp).
+bool token_equal(const std::string& a, const std::string& b);
+
+}  // namespace vigil::drainer

@@ -1,0 +1,51 @@
+#pragma once
+// The metrics sink. Every metric Vigil exports is declared once in kMetricTable (metrics.cpp)
+// with exactly the names in docs/drainer.md; /metrics serialises the registry in the
+// Prometheus text format (prometheus-cpp TextSerializer, served by our own httplib server).
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "vigil/checks/report.h"
+#include "vigil/drainer/policy.h"
+
+namespace prometheus {
+class Registry;
+}
+
+namespace vigil::drainer {
+
+struct MetricDesc {
+  std::string_view name;
+  std::string_view type;  // "gauge" | "counter"
+  std::string_view help;
+  std::string_view labels;  // comma separated, documentation only
+};
+const std::vector<MetricDesc>& metric_table();
+
+class Metrics {
+ public:
+  Metrics();
+  ~Metrics();
+
+  void on_ingest(std::string_view outcome, double n = 1);  // accepted|duplicate|invalid|...
+  // Replaces the node's per-check series with those of `report` (null: keep them).
+  void on_node(const NodeState& s, const NodeReport* report);
+  void on_action(std::string_view action, std::string_view sink, std::string_view outcome,
+                 double n = 1);
+  void set_pending(std::string_view sink, double n);
+  void set_breaker_open(bool open);
+  void set_report_age(const std::string& node, double age_s);
+
+  std::string serialize() const;  // Prometheus text exposition format
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace vigil::drainer

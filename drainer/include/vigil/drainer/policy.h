@@ -1,0 +1,140 @@
+#pragma once
+// The policy engine: pure code. Input: the node's state so far, one new NodeReport, the node's
+// current Slurm view (if known) and the circuit breaker; output: a Decision (the next state and
+// at most one action). No I/O, no threads; time comes from an injected Clock.
+// Semantics: docs/drainer.md "Policy".
+#include <cstdint>
+#include <map>
+#include <nlohmann/json_fwd.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "vigil/checks/report.h"
+#include "vigil/drainer/config.h"
+#include "vigil/drainer/slurm_api.h"
+
+namespace vigil::drainer {
+
+class Clock {
+ public:
+  virtual ~Clock() = default;
+  virtual int64_t now_unix() const = 0;
+};
+
+class SystemClock final : public Clock {
+ public:
+  int64_t now_unix() const override;
+};
+
+class FakeClock final : public Clock {
+ public:
+  explicit FakeClock(int64_t t = 1'800'000'000) : t_(t) {}
+  int64_t now_unix() const override { return t_; }
+  void set(int64_t t) { t_ = t; }
+  void advance(int64_t s) { t_ += s; }
+
+ private:
+  int64_t t_;
+};
+
+// Node states as exported (metric label form; annotations use "would-drain").
+enum class NodeHealth { kHealthy, kWarn, kDrained, kWouldDrain, kStale, kError, kUnknown };
+std::string_view to_string(NodeHealth h);
+std::string_view annotation_value(NodeHealth h);
+std::optional<NodeHealth> node_health_from_string(std::string_view s);
+inline constexpr NodeHealth kAllNodeHealth[] = {
+    NodeHealth::kHealthy, NodeHealth::kWarn,  NodeHealth::kDrained, NodeHealth::kWouldDrain,
+    NodeHealth::kStale,   NodeHealth::kError, NodeHealth::kUnknown};
+
+struct CheckState {
+  Status last_status = Status::kSkipped;
+  int consecutive_fails = 0;
+  int consecutive_passes = 0;  // pass and warn count as passes; error/skipped change nothing
+  std::string last_reason;     // Slurm reason of the latest fail
+  std::string fault_code;
+};
+
+struct NodeState {
+  std::string node;
+  std::string sku;
+  std::string partition;
+  std::optional<std::string> k8s_node;
+  NodeHealth health = NodeHealth::kUnknown;
+  bool drained_by_vigil = false;
+  std::string reason;                       // vigil drain reason (also for would-drain)
+  std::vector<std::string> driving_checks;  // the checks that drove the (would-)drain
+  std::map<std::string, CheckState> checks;
+  int fail_streak = 0;           // consecutive reports with at least one fail
+  int clean_streak = 0;          // consecutive reports with no fail (and something that ran)
+  int64_t last_report_unix = 0;  // when the latest report was accepted
+  std::string last_check_time;   // report end_time (RFC 3339)
+  std::string last_run_id;
+  std::string last_action;  // drain | resume | would_drain | would_resume | breaker_blocked | ""
+  std::string note;         // why the last decision was what it was
+  std::string failing;      // compact JSON array of failing/warning measurements
+};
+
+struct BreakerState {
+  bool open = false;
+  std::string why;
+  int64_t opened_at = 0;
+  std::map<std::string, std::vector<int64_t>> recent_drains;  // group -> drain times
+};
+
+enum class Action { kNone, kDrain, kResume, kWouldDrain, kWouldResume, kBreakerBlocked };
+std::string_view to_string(Action a);
+
+struct Decision {
+  Action action = Action::kNone;
+  std::string reason;  // Slurm reason for kDrain / kWouldDrain / kBreakerBlocked
+  std::vector<std::string> driving_checks;
+  NodeHealth before = NodeHealth::kUnknown;
+  NodeHealth after = NodeHealth::kUnknown;
+  std::string why;
+  NodeState state;       // the node's next state
+  BreakerState breaker;  // the breaker's next state
+};
+
+// Slurm ownership rules.
+bool reason_is_vigil(std::string_view reason);
+bool slurm_untouchable(const SlurmNodeInfo& n);  // DOWN, FAIL or MAINT: never touched
+bool slurm_drained_by_vigil(const SlurmNodeInfo& n);
+bool slurm_drained_by_other(const SlurmNodeInfo& n);
+
+class PolicyEngine {
+ public:
+  PolicyEngine(PolicyConfig policy, BreakerConfig breaker, bool dry_run, const Clock& clock);
+
+  // prev: null for a node never seen. slurm: null when Slurm's view is unknown (unreachable or
+  // disabled); the Slurm sink re-checks ownership before acting. group_size: nodes in the
+  // node's partition (or SKU when the partition is unknown), for the breaker's percent cap.
+  Decision on_report(const NodeState* prev, const NodeReport& report, const SlurmNodeInfo* slurm,
+                     const BreakerState& breaker, int group_size) const;
+  // Staleness sweep: the new state when the node just became stale, else nullopt.
+  std::optional<NodeState> on_tick(const NodeState& s) const;
+  // Operator `resume NODE`: lifts a vigil drain regardless of counters (never another owner's).
+  Decision on_operator_resume(const NodeState& s, const SlurmNodeInfo* slurm) const;
+
+  static std::string group_key(const NodeState& s);
+
+  const PolicyConfig& policy() const { return policy_; }
+  bool dry_run() const { return dry_run_; }
+
+ private:
+  PolicyConfig policy_;
+  BreakerConfig breaker_;
+  bool dry_run_;
+  const Clock& clock_;
+};
+
+// Health of a node that is not drained, from the latest statuses of its checks.
+NodeHealth health_from_checks(const NodeState& s);
+
+nlohmann::json to_json(const NodeState& s);
+Result<NodeState> node_state_from_json(const nlohmann::json& j);
+nlohmann::json to_json(const BreakerState& b);
+Result<BreakerState> breaker_state_from_json(const nlohmann::json& j);
+
+}  // namespace vigil::drainer

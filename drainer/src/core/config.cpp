@@ -1,0 +1,281 @@
+// YAML config: parse -> defaults -> validate. Errors: "<file>:<line>: <field>: <what>".
+#include "vigil/drainer/config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <fstream>
+#include <sstream>
+
+namespace vigil::drainer {
+namespace {
+
+struct ConfigError {
+  std::string msg;
+};
+
+class Reader {
+ public:
+  explicit Reader(std::string source) : source_(std::move(source)) {}
+
+  [[noreturn]] void fail(const YAML::Node& n, const std::string& field,
+                         const std::string& what) const {
+    std::string where = source_;
+    if (n.IsDefined() && n.Mark().line >= 0) where += ":" + std::to_string(n.Mark().line + 1);
+    throw ConfigError{where + ": " + field + ": " + what};
+  }
+
+  void only_keys(const YAML::Node& map, const std::string& field,
+                 std::initializer_list<std::string_view> keys) const {
+    if (!map.IsMap()) fail(map, field, "must be a mapping");
+    for (const auto& kv : map) {
+      auto k = kv.first.as<std::string>();
+      bool ok = false;
+      for (auto allowed : keys) ok = ok || allowed == k;
+      if (!ok) {
+        std::string list;
+        for (auto allowed : keys) list += (list.empty() ? "" : ", ") + std::string(allowed);
+        fail(kv.first, field.empty() ? k : field + "." + k, "unknown key (allowed: " + list + ")");
+      }
+    }
+  }
+
+  template <typename T>
+  void get(const YAML::Node& map, const char* key, const std::string& field, T& out) const {
+    YAML::Node n = map[key];
+    if (!n.IsDefined() || n.IsNull()) return;
+    if (!n.IsScalar()) fail(n, field, "must be a scalar");
+    try {
+      out = n.as<T>();
+    } catch (const YAML::Exception&) {
+      fail(n, field, "invalid value '" + n.Scalar() + "'");
+    }
+  }
+
+  const std::string& source() const { return source_; }
+
+ private:
+  std::string source_;
+};
+
+void read_check_policy(const Reader& rd, const YAML::Node& n, const std::string& field,
+                       CheckPolicy& p) {
+  rd.only_keys(n, field, {"drain_after", "resume_after"});
+  rd.get(n, "drain_after", field + ".drain_after", p.drain_after);
+  rd.get(n, "resume_after", field + ".resume_after", p.resume_after);
+  if (p.drain_after < 1) rd.fail(n["drain_after"], field + ".drain_after", "must be >= 1");
+  if (p.resume_after < 1) rd.fail(n["resume_after"], field + ".resume_after", "must be >= 1");
+}
+
+std::set<std::string> read_string_set(const Reader& rd, const YAML::Node& n,
+                                      const std::string& field) {
+  std::set<std::string> out;
+  if (!n.IsDefined() || n.IsNull()) return out;
+  if (!n.IsSequence()) rd.fail(n, field, "must be a list of strings");
+  for (const auto& e : n) {
+    if (!e.IsScalar() || e.Scalar().empty()) rd.fail(e, field, "entries must be non-empty strings");
+    out.insert(e.Scalar());
+  }
+  return out;
+}
+
+std::string read_token(const Reader& rd, const YAML::Node& at, const std::string& path) {
+  std::ifstream in(path);
+  if (!in)
+    rd.fail(at, "auth.token_file", "cannot read '" + path + "' (create it or set auth: disabled)");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string t = ss.str();
+  while (!t.empty() && (t.back() == '\n' || t.back() == '\r' || t.back() == ' ')) t.pop_back();
+  if (t.empty()) rd.fail(at, "auth.token_file", "'" + path + "' is empty");
+  if (t.size() < 16)
+    rd.fail(at, "auth.token_file", "token in '" + path + "' is shorter than 16 characters");
+  return t;
+}
+
+}  // namespace
+
+std::string_view to_string(NodeMapping m) {
+  switch (m) {
+    case NodeMapping::kIdentity:
+      return "identity";
+    case NodeMapping::kReport:
+      return "report";
+    case NodeMapping::kPodLookup:
+      return "pod-lookup";
+  }
+  return "identity";
+}
+
+CheckPolicy PolicyConfig::for_check(std::string_view check, std::string_view fault_code) const {
+  CheckPolicy p = defaults;
+  if (auto it = checks.find(std::string(check)); it != checks.end()) p = it->second;
+  if (fatal_checks.count(std::string(check)) ||
+      (!fault_code.empty() && fatal_fault_codes.count(std::string(fault_code)))) {
+    p.drain_after = 1;
+  }
+  return p;
+}
+
+PolicyConfig default_policy() {
+  PolicyConfig p;
+  p.defaults = {2, 2};
+  // Hard hardware findings: one failing report is enough (DCGM treats these as FAIL).
+  p.fatal_checks = {"gpu_count", "nvml_ecc", "nvml_row_remap", "nvml_retired_pages",
+                    "nvml_xid",  "ib_port",  "gpu_memtest"};
+  p.fatal_fault_codes = {};
+  // Noisy performance figures need repeated evidence before a drain.
+  for (const char* c : {"nccl_allreduce_nvlink", "nccl_allreduce_ib", "gpu_gemm", "gpu_hbm",
+                        "gpu_pcie_bw", "nvml_temperature", "nvml_clock_events"}) {
+    p.checks[c] = {3, 2};
+  }
+  return p;
+}
+
+Result<DrainerConfig> parse_config(std::string_view yaml, const std::string& source) {
+  Reader rd(source);
+  DrainerConfig c;
+  c.source = source;
+  c.policy = default_policy();
+  try {
+    YAML::Node root;
+    try {
+      root = YAML::Load(std::string(yaml));
+    } catch (const YAML::ParserException& e) {
+      return Error{source + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg, "parse_config"};
+    }
+    if (!root.IsDefined() || root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
+    rd.only_keys(root, "",
+                 {"listen", "auth", "max_body_bytes", "state_dir", "spool_dir", "spool_scan_s",
+                  "dry_run", "snapshot_every", "policy", "breaker", "slurm", "kubernetes"});
+    if (auto l = root["listen"]; l.IsDefined()) {
+      rd.only_keys(l, "listen", {"address", "port"});
+      rd.get(l, "address", "listen.address", c.listen_address);
+      rd.get(l, "port", "listen.port", c.listen_port);
+      if (c.listen_port < 0 || c.listen_port > 65535)
+        rd.fail(l["port"], "listen.port", "must be in [0, 65535]");
+      if (c.listen_address.empty()) rd.fail(l["address"], "listen.address", "must not be empty");
+    }
+    YAML::Node auth = root["auth"];
+    if (!auth.IsDefined() || auth.IsNull()) {
+      rd.fail(root, "auth", "missing: set auth.token_file, or `auth: disabled` for local demos");
+    } else if (auth.IsScalar()) {
+      if (auth.Scalar() != "disabled")
+        rd.fail(auth, "auth", "must be a mapping with token_file, or the word 'disabled'");
+      c.auth_enabled = false;
+    } else {
+      rd.only_keys(auth, "auth", {"token_file"});
+      rd.get(auth, "token_file", "auth.token_file", c.token_file);
+      if (c.token_file.empty()) rd.fail(auth, "auth.token_file", "required (or `auth: disabled`)");
+      c.token = read_token(rd, auth["token_file"], c.token_file);
+    }
+    rd.get(root, "max_body_bytes", "max_body_bytes", c.max_body_bytes);
+    if (c.max_body_bytes < 1024 || c.max_body_bytes > (int64_t{1} << 30))
+      rd.fail(root["max_body_bytes"], "max_body_bytes", "must be in [1024, 1073741824]");
+    rd.get(root, "state_dir", "state_dir", c.state_dir);
+    if (c.state_dir.empty()) rd.fail(root["state_dir"], "state_dir", "must not be empty");
+    rd.get(root, "spool_dir", "spool_dir", c.spool_dir);
+    rd.get(root, "spool_scan_s", "spool_scan_s", c.spool_scan_s);
+    if (c.spool_scan_s < 1) rd.fail(root["spool_scan_s"], "spool_scan_s", "must be >= 1");
+    rd.get(root, "dry_run", "dry_run", c.dry_run);
+    rd.get(root, "snapshot_every", "snapshot_every", c.snapshot_every);
+    if (c.snapshot_every < 1) rd.fail(root["snapshot_every"], "snapshot_every", "must be >= 1");
+
+    if (auto p = root["policy"]; p.IsDefined()) {
+      rd.only_keys(p, "policy",
+                   {"defaults", "checks", "fatal_checks", "fatal_fault_codes", "staleness_s"});
+      if (auto d = p["defaults"]; d.IsDefined())
+        read_check_policy(rd, d, "policy.defaults", c.policy.defaults);
+      if (auto ch = p["checks"]; ch.IsDefined()) {
+        if (!ch.IsMap()) rd.fail(ch, "policy.checks", "must be a mapping of check name to policy");
+        for (const auto& kv : ch) {
+          auto name = kv.first.as<std::string>();
+          CheckPolicy cp = c.policy.defaults;
+          if (auto it = c.policy.checks.find(name); it != c.policy.checks.end()) cp = it->second;
+          read_check_policy(rd, kv.second, "policy.checks." + name, cp);
+          c.policy.checks[name] = cp;
+        }
+      }
+      if (p["fatal_checks"].IsDefined())
+        c.policy.fatal_checks = read_string_set(rd, p["fatal_checks"], "policy.fatal_checks");
+      if (p["fatal_fault_codes"].IsDefined())
+        c.policy.fatal_fault_codes =
+            read_string_set(rd, p["fatal_fault_codes"], "policy.fatal_fault_codes");
+      rd.get(p, "staleness_s", "policy.staleness_s", c.policy.staleness_s);
+      if (c.policy.staleness_s < 1) rd.fail(p["staleness_s"], "policy.staleness_s", "must be >= 1");
+    }
+    if (auto b = root["breaker"]; b.IsDefined()) {
+      rd.only_keys(b, "breaker", {"max_drains", "max_percent", "window_s"});
+      rd.get(b, "max_drains", "breaker.max_drains", c.breaker.max_drains);
+      rd.get(b, "max_percent", "breaker.max_percent", c.breaker.max_percent);
+      rd.get(b, "window_s", "breaker.window_s", c.breaker.window_s);
+      if (c.breaker.max_drains < 1) rd.fail(b["max_drains"], "breaker.max_drains", "must be >= 1");
+      if (!(c.breaker.max_percent > 0 && c.breaker.max_percent <= 100))
+        rd.fail(b["max_percent"], "breaker.max_percent", "must be in (0, 100]");
+      if (c.breaker.window_s < 1) rd.fail(b["window_s"], "breaker.window_s", "must be >= 1");
+    }
+    if (auto s = root["slurm"]; s.IsDefined()) {
+      rd.only_keys(s, "slurm",
+                   {"enabled", "conf", "retry_initial_ms", "retry_max_ms", "batch_window_ms"});
+      rd.get(s, "enabled", "slurm.enabled", c.slurm.enabled);
+      rd.get(s, "conf", "slurm.conf", c.slurm.conf);
+      rd.get(s, "retry_initial_ms", "slurm.retry_initial_ms", c.slurm.retry_initial_ms);
+      rd.get(s, "retry_max_ms", "slurm.retry_max_ms", c.slurm.retry_max_ms);
+      rd.get(s, "batch_window_ms", "slurm.batch_window_ms", c.slurm.batch_window_ms);
+      if (c.slurm.retry_initial_ms < 1)
+        rd.fail(s["retry_initial_ms"], "slurm.retry_initial_ms", "must be >= 1");
+      if (c.slurm.retry_max_ms < c.slurm.retry_initial_ms)
+        rd.fail(s["retry_max_ms"], "slurm.retry_max_ms", "must be >= retry_initial_ms");
+      if (c.slurm.batch_window_ms < 0)
+        rd.fail(s["batch_window_ms"], "slurm.batch_window_ms", "must be >= 0");
+    }
+    if (auto k = root["kubernetes"]; k.IsDefined()) {
+      rd.only_keys(k, "kubernetes",
+                   {"enabled", "annotation_prefix", "condition", "condition_type", "taint",
+                    "node_mapping", "pod_namespace", "kubeconfig"});
+      rd.get(k, "enabled", "kubernetes.enabled", c.kubernetes.enabled);
+      rd.get(k, "annotation_prefix", "kubernetes.annotation_prefix",
+             c.kubernetes.annotation_prefix);
+      rd.get(k, "condition", "kubernetes.condition", c.kubernetes.condition);
+      rd.get(k, "condition_type", "kubernetes.condition_type", c.kubernetes.condition_type);
+      rd.get(k, "taint", "kubernetes.taint", c.kubernetes.taint);
+      std::string mapping = "identity";
+      rd.get(k, "node_mapping", "kubernetes.node_mapping", mapping);
+      if (mapping == "identity")
+        c.kubernetes.node_mapping = NodeMapping::kIdentity;
+      else if (mapping == "report")
+        c.kubernetes.node_mapping = NodeMapping::kReport;
+      else if (mapping == "pod-lookup")
+        c.kubernetes.node_mapping = NodeMapping::kPodLookup;
+      else
+        rd.fail(k["node_mapping"], "kubernetes.node_mapping",
+                "must be identity, report or pod-lookup");
+      rd.get(k, "pod_namespace", "kubernetes.pod_namespace", c.kubernetes.pod_namespace);
+      rd.get(k, "kubeconfig", "kubernetes.kubeconfig", c.kubernetes.kubeconfig);
+      const auto& pre = c.kubernetes.annotation_prefix;
+      if (pre.empty() || pre.back() != '/' || pre.find_first_of(" \t\n") != std::string::npos)
+        rd.fail(k["annotation_prefix"], "kubernetes.annotation_prefix",
+                "must be a DNS-style prefix ending in '/', e.g. vigil.dev/");
+      if (c.kubernetes.node_mapping == NodeMapping::kPodLookup &&
+          c.kubernetes.pod_namespace.empty())
+        rd.fail(k, "kubernetes.pod_namespace", "required when node_mapping is pod-lookup");
+      if (c.kubernetes.taint)
+        rd.fail(k["taint"], "kubernetes.taint",
+                "not supported yet: the KubeApi contract has no taint call (set taint: false)");
+    }
+  } catch (const ConfigError& e) {
+    return Error{e.msg, "parse_config"};
+  } catch (const YAML::Exception& e) {
+    return Error{source + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg, "parse_config"};
+  }
+  return c;
+}
+
+Result<DrainerConfig> load_config(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Error{"cannot open config file '" + path + "'", "load_config"};
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parse_config(ss.str(), path);
+}
+
+}  // namespace vigil::drainer

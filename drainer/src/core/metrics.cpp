@@ -1,0 +1,220 @@
+// Metrics sink: one table of metric declarations, prometheus-cpp registry, text exposition.
+#include "vigil/drainer/metrics.h"
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
+
+namespace vigil::drainer {
+
+const std::vector<MetricDesc>& metric_table() {
+  static const std::vector<MetricDesc> t = {
+      {"vigil_check_status", "gauge", "Current status of a check on a node (one-hot over status)",
+       "node,check,status"},
+      {"vigil_check_measurement_value", "gauge", "Latest measurement reported by a check",
+       "node,check,measurement,unit,gpu,port"},
+      {"vigil_check_threshold_value", "gauge",
+       "Threshold the latest measurement was judged against",
+       "node,check,measurement,unit,gpu,port,bound"},
+      {"vigil_node_state", "gauge", "Vigil state of a node (one-hot over state)",
+       "node,sku,partition,state"},
+      {"vigil_node_report_age_seconds", "gauge", "Seconds since the node's latest accepted report",
+       "node"},
+      {"vigil_actions_total", "counter", "Actions taken by the drainer sinks, by outcome",
+       "action,sink,outcome"},
+      {"vigil_pending_actions", "gauge", "Actions waiting for their sink (e.g. slurmctld down)",
+       "sink"},
+      {"vigil_circuit_breaker_open", "gauge", "1 while the drain circuit breaker is open", ""},
+      {"vigil_reports_ingested_total", "counter", "Reports received, by outcome", "outcome"},
+  };
+  return t;
+}
+
+namespace {
+const MetricDesc& desc(std::string_view name) {
+  for (const auto& d : metric_table())
+    if (d.name == name) return d;
+  throw std::logic_error("metric not in table: " + std::string(name));
+}
+
+template <typename Builder>
+auto& build(Builder b, prometheus::Registry& reg, std::string_view name) {
+  const auto& d = desc(name);
+  return b.Name(std::string(d.name)).Help(std::string(d.help)).Register(reg);
+}
+
+constexpr std::string_view kStatuses[] = {"pass", "warn", "fail", "error", "skipped"};
+}  // namespace
+
+struct Metrics::Impl {
+  mutable std::mutex mu;
+  std::shared_ptr<prometheus::Registry> reg = std::make_shared<prometheus::Registry>();
+  prometheus::Family<prometheus::Gauge>& check_status =
+      build(prometheus::BuildGauge(), *reg, "vigil_check_status");
+  prometheus::Family<prometheus::Gauge>& measurement =
+      build(prometheus::BuildGauge(), *reg, "vigil_check_measurement_value");
+  prometheus::Family<prometheus::Gauge>& threshold =
+      build(prometheus::BuildGauge(), *reg, "vigil_check_threshold_value");
+  prometheus::Family<prometheus::Gauge>& node_state =
+      build(prometheus::BuildGauge(), *reg, "vigil_node_state");
+  prometheus::Family<prometheus::Gauge>& report_age =
+      build(prometheus::BuildGauge(), *reg, "vigil_node_report_age_seconds");
+  prometheus::Family<prometheus::Counter>& actions =
+      build(prometheus::BuildCounter(), *reg, "vigil_actions_total");
+  prometheus::Family<prometheus::Gauge>& pending =
+      build(prometheus::BuildGauge(), *reg, "vigil_pending_actions");
+  prometheus::Family<prometheus::Gauge>& breaker =
+      build(prometheus::BuildGauge(), *reg, "vigil_circuit_breaker_open");
+  prometheus::Family<prometheus::Counter>& ingested =
+      build(prometheus::BuildCounter(), *reg, "vigil_reports_ingested_total");
+  prometheus::Gauge& breaker_gauge = breaker.Add({});
+
+  // Family::Remove is linear in the family's size, so series are reused while their labels
+  // stay the same and only vanished ones are removed.
+  struct NodeSeries {
+    std::string state_key;
+    std::vector<prometheus::Gauge*> state;
+    std::map<std::string, prometheus::Gauge*> status, meas, thr;
+    prometheus::Gauge* age = nullptr;
+  };
+  std::map<std::string, NodeSeries> nodes;
+};
+
+Metrics::Metrics() : impl_(std::make_unique<Impl>()) {
+  for (auto o : {"accepted", "duplicate", "invalid", "unauthorized", "too_large"})
+    impl_->ingested.Add({{"outcome", o}});
+  for (auto o : {"ok", "error", "dry_run", "skipped"}) {
+    for (auto a : {"drain", "resume"})
+      impl_->actions.Add({{"action", a}, {"sink", "slurm"}, {"outcome", o}});
+    impl_->actions.Add({{"action", "annotate"}, {"sink", "kubernetes"}, {"outcome", o}});
+  }
+  impl_->pending.Add({{"sink", "slurm"}});
+  impl_->pending.Add({{"sink", "kubernetes"}});
+}
+
+Metrics::~Metrics() = default;
+
+void Metrics::on_ingest(std::string_view outcome, double n) {
+  std::lock_guard lk(impl_->mu);
+  impl_->ingested.Add({{"outcome", std::string(outcome)}}).Increment(n);
+}
+
+void Metrics::on_action(std::string_view action, std::string_view sink, std::string_view outcome,
+                        double n) {
+  std::lock_guard lk(impl_->mu);
+  impl_->actions
+      .Add({{"action", std::string(action)},
+            {"sink", std::string(sink)},
+            {"outcome", std::string(outcome)}})
+      .Increment(n);
+}
+
+void Metrics::set_pending(std::string_view sink, double n) {
+  std::lock_guard lk(impl_->mu);
+  impl_->pending.Add({{"sink", std::string(sink)}}).Set(n);
+}
+
+void Metrics::set_breaker_open(bool open) {
+  std::lock_guard lk(impl_->mu);
+  impl_->breaker_gauge.Set(open ? 1 : 0);
+}
+
+void Metrics::set_report_age(const std::string& node, double age_s) {
+  std::lock_guard lk(impl_->mu);
+  auto& ns = impl_->nodes[node];
+  if (!ns.age) ns.age = &impl_->report_age.Add({{"node", node}});
+  ns.age->Set(age_s);
+}
+
+namespace {
+std::string key_of(const prometheus::Labels& l) {
+  std::string k;
+  for (const auto& [n, v] : l) k += n + '\x1f' + v + '\x1e';
+  return k;
+}
+
+// Sets `value` on the series with labels `l`, reusing it from `old` when present.
+void put(prometheus::Family<prometheus::Gauge>& fam, std::map<std::string, prometheus::Gauge*>& old,
+         std::map<std::string, prometheus::Gauge*>& fresh, const prometheus::Labels& l,
+         double value) {
+  const std::string k = key_of(l);
+  prometheus::Gauge* g = nullptr;
+  if (auto it = old.find(k); it != old.end()) {
+    g = it->second;
+    old.erase(it);
+  } else if (auto it2 = fresh.find(k); it2 != fresh.end()) {
+    g = it2->second;
+  } else {
+    g = &fam.Add(l);
+  }
+  g->Set(value);
+  fresh[k] = g;
+}
+
+void drop(prometheus::Family<prometheus::Gauge>& fam,
+          std::map<std::string, prometheus::Gauge*>& old) {
+  for (auto& [k, g] : old) fam.Remove(g);
+  old.clear();
+}
+}  // namespace
+
+void Metrics::on_node(const NodeState& s, const NodeReport* r) {
+  std::lock_guard lk(impl_->mu);
+  auto& ns = impl_->nodes[s.node];
+  const std::string skey = s.sku + '\x1f' + s.partition;
+  if (ns.state.empty() || ns.state_key != skey) {
+    for (auto* g : ns.state) impl_->node_state.Remove(g);
+    ns.state.clear();
+    for (NodeHealth h : kAllNodeHealth) {
+      ns.state.push_back(&impl_->node_state.Add({{"node", s.node},
+                                                 {"sku", s.sku},
+                                                 {"partition", s.partition},
+                                                 {"state", std::string(to_string(h))}}));
+    }
+    ns.state_key = skey;
+  }
+  for (size_t i = 0; i < ns.state.size(); ++i)
+    ns.state[i]->Set(kAllNodeHealth[i] == s.health ? 1 : 0);
+  if (!r) return;
+  std::map<std::string, prometheus::Gauge*> status, meas, thr;
+  for (const auto& c : r->checks) {
+    for (auto st : kStatuses)
+      put(impl_->check_status, ns.status, status,
+          {{"node", s.node}, {"check", c.check}, {"status", std::string(st)}},
+          to_string(c.status) == st ? 1 : 0);
+    for (const auto& m : c.measurements) {
+      prometheus::Labels l{{"node", s.node},
+                           {"check", c.check},
+                           {"measurement", m.name},
+                           {"unit", m.unit},
+                           {"gpu", m.gpu ? std::to_string(*m.gpu) : ""},
+                           {"port", m.port.value_or("")}};
+      put(impl_->measurement, ns.meas, meas, l, m.value);
+      if (m.threshold) {
+        auto lf = l;
+        lf["bound"] = "fail";
+        put(impl_->threshold, ns.thr, thr, lf, m.threshold->fail);
+        if (m.threshold->warn) {
+          auto lw = l;
+          lw["bound"] = "warn";
+          put(impl_->threshold, ns.thr, thr, lw, *m.threshold->warn);
+        }
+      }
+    }
+  }
+  drop(impl_->check_status, ns.status);
+  drop(impl_->measurement, ns.meas);
+  drop(impl_->threshold, ns.thr);
+  ns.status = std::move(status);
+  ns.meas = std::move(meas);
+  ns.thr = std::move(thr);
+}
+
+std::string Metrics::serialize() const {
+  std::lock_guard lk(impl_->mu);
+  return prometheus::TextSerializer().Serialize(impl_->reg->Collect());
+}
+
+}  // namespace vigil::drainer

@@ -1,0 +1,121 @@
+// Config: parse -> defaults -> validate; errors name file, line and field.
+#include "vigil/drainer/config.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace vigil::drainer {
+namespace {
+
+TEST(Config, auth_disabled_gives_defaults) {
+  auto c = parse_config("auth: disabled\n", "d.yaml");
+  ASSERT_TRUE(c.ok()) << c.error().to_string();
+  EXPECT_FALSE(c->auth_enabled);
+  EXPECT_EQ(c->kubernetes.annotation_prefix, "vigil.dev/");
+  EXPECT_EQ(c->policy.for_check("nvml_ecc").drain_after, 1);           // fatal
+  EXPECT_EQ(c->policy.for_check("nccl_allreduce_ib").drain_after, 3);  // noisy
+  EXPECT_EQ(c->policy.for_check("something_else").drain_after, 2);     // default
+}
+
+TEST(Config, auth_is_required_unless_explicitly_disabled) {
+  auto c = parse_config("listen: {port: 9000}\n", "d.yaml");
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.error().message.find("auth"), std::string::npos) << c.error().message;
+  auto c2 = parse_config("auth: maybe\n", "d.yaml");
+  ASSERT_FALSE(c2.ok());
+  EXPECT_NE(c2.error().message.find("d.yaml:1: auth"), std::string::npos) << c2.error().message;
+}
+
+TEST(Config, token_file_is_loaded_and_validated) {
+  auto dir = std::filesystem::temp_directory_path() / ("vigil-cfg-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "token") << "0123456789abcdef0123\n";
+  std::ofstream(dir / "short") << "abc\n";
+  auto ok = parse_config("auth:\n  token_file: " + (dir / "token").string() + "\n", "x.yaml");
+  ASSERT_TRUE(ok.ok()) << ok.error().to_string();
+  EXPECT_EQ(ok->token, "0123456789abcdef0123");
+  auto bad = parse_config("auth:\n  token_file: " + (dir / "short").string() + "\n", "x.yaml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("x.yaml:2: auth.token_file"), std::string::npos)
+      << bad.error().message;
+  auto missing = parse_config("auth:\n  token_file: /nonexistent/t\n", "x.yaml");
+  ASSERT_FALSE(missing.ok());
+  std::filesystem::remove_all(dir);
+}
+
+struct BadCase {
+  std::string yaml;
+  std::string want;  // substring of the error: "<file>:<line>: <field>"
+};
+
+TEST(Config, errors_name_file_line_and_field) {
+  const std::vector<BadCase> cases = {
+      {"auth: disabled\nlisten:\n  port: 70000\n", "c.yaml:3: listen.port"},
+      {"auth: disabled\nlisten:\n  port: abc\n", "c.yaml:3: listen.port: invalid value 'abc'"},
+      {"auth: disabled\nbogus: 1\n", "c.yaml:2: bogus: unknown key"},
+      {"auth: disabled\nbreaker:\n  max_percent: 0\n", "c.yaml:3: breaker.max_percent"},
+      {"auth: disabled\nbreaker:\n  max_drains: 0\n", "c.yaml:3: breaker.max_drains"},
+      {"auth: disabled\nbreaker:\n  windw_s: 5\n", "c.yaml:3: breaker.windw_s: unknown key"},
+      {"auth: disabled\npolicy:\n  checks:\n    gpu_hbm:\n      drain_after: 0\n",
+       "c.yaml:5: policy.checks.gpu_hbm.drain_after: must be >= 1"},
+      {"auth: disabled\npolicy:\n  staleness_s: -1\n", "c.yaml:3: policy.staleness_s"},
+      {"auth: disabled\nkubernetes:\n  node_mapping: magic\n", "c.yaml:3: kubernetes.node_mapping"},
+      {"auth: disabled\nkubernetes:\n  node_mapping: pod-lookup\n", "kubernetes.pod_namespace"},
+      {"auth: disabled\nkubernetes:\n  annotation_prefix: vigil\n",
+       "c.yaml:3: kubernetes.annotation_prefix"},
+      {"auth: disabled\nmax_body_bytes: 10\n", "c.yaml:2: max_body_bytes"},
+      {"auth: disabled\nslurm:\n  retry_initial_ms: 100\n  retry_max_ms: 10\n",
+       "c.yaml:4: slurm.retry_max_ms"},
+      {"auth: disabled\ndry_run: perhaps\n", "c.yaml:2: dry_run"},
+      {"auth: disabled\nlisten: [1, 2\n", "c.yaml:"},
+  };
+  for (const auto& c : cases) {
+    auto r = parse_config(c.yaml, "c.yaml");
+    ASSERT_FALSE(r.ok()) << c.yaml;
+    EXPECT_NE(r.error().message.find(c.want), std::string::npos)
+        << "yaml:\n"
+        << c.yaml << "error: " << r.error().message;
+  }
+}
+
+TEST(Config, full_example_parses) {
+  const char* y = R"(
+listen: {address: 0.0.0.0, port: 8480}
+auth: disabled
+max_body_bytes: 1048576
+state_dir: /tmp/x
+spool_dir: /tmp/spool
+dry_run: true
+policy:
+  defaults: {drain_after: 3, resume_after: 4}
+  checks:
+    gpu_hbm: {drain_after: 5}
+  fatal_checks: [gpu_count]
+  fatal_fault_codes: [VIGIL-NVML-DBE]
+  staleness_s: 7200
+breaker: {max_drains: 5, max_percent: 10, window_s: 600}
+slurm: {conf: /etc/slurm/slurm.conf, retry_initial_ms: 100, retry_max_ms: 1000, batch_window_ms: 50}
+kubernetes:
+  enabled: true
+  annotation_prefix: example.com/
+  condition: false
+  node_mapping: pod-lookup
+  pod_namespace: slurm
+)";
+  auto c = parse_config(y, "full.yaml");
+  ASSERT_TRUE(c.ok()) << c.error().to_string();
+  EXPECT_TRUE(c->dry_run);
+  EXPECT_EQ(c->policy.for_check("gpu_hbm").drain_after, 5);
+  EXPECT_EQ(c->policy.for_check("gpu_hbm").resume_after, 2);  // built-in override kept
+  EXPECT_EQ(c->policy.for_check("other").resume_after, 4);
+  EXPECT_EQ(c->policy.for_check("nvml_ecc").drain_after, 3);  // fatal list replaced
+  EXPECT_EQ(c->policy.for_check("nvml_ecc", "VIGIL-NVML-DBE").drain_after, 1);
+  EXPECT_EQ(c->breaker.max_drains, 5);
+  EXPECT_EQ(c->kubernetes.node_mapping, NodeMapping::kPodLookup);
+  EXPECT_EQ(c->kubernetes.annotation_prefix, "example.com/");
+}
+
+}  // namespace
+}  // namespace vigil::drainer

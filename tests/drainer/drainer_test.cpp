@@ -1,0 +1,520 @@
+// Drainer core with in-memory Slurm / Kubernetes fakes: idempotency, sinks, batching,
+// pending actions, restart, crash (kill -9) without lost reports or repeated actions.
+#include "vigil/drainer/drainer.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <thread>
+
+#include "fakes.h"
+#include "temp_dir.h"
+
+namespace vigil::drainer {
+namespace {
+
+using testing::FakeKube;
+using testing::FakeSlurm;
+using testing::make_check;
+using testing::make_report;
+using testing::TempDir;
+
+DrainerConfig test_config(const std::string& dir) {
+  DrainerConfig c;
+  c.auth_enabled = false;
+  c.state_dir = dir;
+  c.policy = default_policy();
+  c.kubernetes.enabled = true;
+  c.breaker.max_drains = 1000;
+  c.breaker.max_percent = 100;
+  return c;
+}
+
+std::shared_ptr<FakeSlurm> cluster(int n) {
+  auto s = std::make_shared<FakeSlurm>();
+  for (int i = 0; i < n; ++i) s->add_node("gpu-" + std::to_string(i));
+  return s;
+}
+
+NodeReport bad(const std::string& node, const std::string& run) {
+  return make_report(node, run,
+                     {make_check("nvml_ecc", Status::kFail, 2, 0, "count", "VIGIL-NVML-DBE")});
+}
+NodeReport good(const std::string& node, const std::string& run) {
+  return make_report(node, run, {make_check("nvml_ecc", Status::kPass, 0, 0)});
+}
+
+TEST(Drainer, same_node_and_run_id_is_stored_once) {
+  TempDir d;
+  FakeClock clock;
+  Drainer dr(test_config(d.str()), cluster(4), nullptr, clock);
+  ASSERT_TRUE(dr.open().ok());
+  auto a = dr.ingest({good("gpu-0", "r1"), good("gpu-0", "r1"), good("gpu-1", "r1")});
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->accepted, 2);
+  EXPECT_EQ(a->duplicates, 1);
+  auto b = dr.ingest({good("gpu-0", "r1")});
+  EXPECT_EQ(b->accepted, 0);
+  EXPECT_EQ(b->duplicates, 1);
+  EXPECT_EQ(dr.process_pending(), 2);
+  EXPECT_EQ(dr.node("gpu-0")->clean_streak, 1);
+}
+
+TEST(Drainer, idempotency_survives_restart) {
+  TempDir d;
+  FakeClock clock;
+  {
+    Drainer dr(test_config(d.str()), cluster(4), nullptr, clock);
+    ASSERT_TRUE(dr.open().ok());
+    ASSERT_EQ(dr.ingest({good("gpu-0", "r1")})->accepted, 1);
+  }
+  Drainer dr(test_config(d.str()), cluster(4), nullptr, clock);
+  ASSERT_TRUE(dr.open().ok());
+  EXPECT_EQ(dr.ingest({good("gpu-0", "r1")})->duplicates, 1);
+  EXPECT_EQ(dr.process_pending(), 1);  // the undecided report from before the restart
+}
+
+TEST(Drainer, drains_with_identical_reasons_go_out_in_one_call) {
+  TempDir d;
+  FakeClock clock;
+  auto slurm = cluster(8);
+  Drainer dr(test_config(d.str()), slurm, nullptr, clock);
+  ASSERT_TRUE(dr.open().ok());
+  std::vector<NodeReport> rs;
+  for (int i = 0; i < 6; ++i) rs.push_back(bad("gpu-" + std::to_string(i), "r1"));
+  ASSERT_TRUE(dr.ingest(rs).ok());
+  dr.process_pending();
+  EXPECT_EQ(dr.pending("slurm"), 6u);
+  EXPECT_EQ(dr.run_slurm_sink_once(), 0);
+  auto calls = slurm->calls_copy();
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0].op, "drain");
+  EXPECT_EQ(calls[0].nodes.size(), 6u);
+  EXPECT_TRUE(calls[0].reason.starts_with("vigil: ")) << calls[0].reason;
+  EXPECT_TRUE(slurm->get("gpu-5").drain);
+  EXPECT_EQ(dr.pending("slurm"), 0u);
+}
+
+TEST(Drainer, actions_wait_while_slurmctld_is_unreachable_and_apply_once_back) {
+  TempDir d;
+  FakeClock clock;
+  auto slurm = cluster(4);
+  Drainer dr(test_config(d.str()), slurm, nullptr, clock);
+  ASSERT_TRUE(dr.open().ok());
+  slurm->reachable = false;
+  ASSERT_TRUE(dr.ingest({bad("gpu-2", "r1")}).ok());
+  dr.process_pending();
+  EXPECT_EQ(dr.node("gpu-2")->health, NodeHealth::kDrained);
+  EXPECT_EQ(dr.run_slurm_sink_once(), 1);
+  EXPECT_EQ(dr.run_slurm_sink_once(), 1);
+  EXPECT_EQ(dr.pending("slurm"), 1u);
+  EXPECT_NE(dr.metrics_text().find("vigil_pending_actions{sink=\"slurm\"} 1"), std::string::npos);
+  slurm->reachable = true;
+  EXPECT_EQ(dr.run_slurm_sink_once(), 0);
+  EXPECT_TRUE(slurm->get("gpu-2").drain);
+  EXPECT_EQ(slurm->calls_copy().size(), 1u);
+}
+
+TEST(Drainer, pending_actions_survive_restart_and_are_applied_once) {
+  TempDir d;
+  FakeClock clock;
+  auto slurm = cluster(4);
+  slurm->reachable = false;
+  {
+    Drainer dr(test_config(d.str()), slurm, nullptr, clock);
+    ASSERT_TRUE(dr.open().ok());
+    ASSERT_TRUE(dr.ingest({bad("gpu-1", "r1")}).ok());
+    dr.process_pending();
+    EXPECT_EQ(dr.run_slurm_sink_once(), 1);
+  }
+  slurm->reachable = true;
+  Drainer dr(test_config(d.str()), slurm, nullptr, clock);
+  ASSERT_TRUE(dr.open().ok());
+  EXPECT_EQ(dr.pending("slurm"), 1u);
+  EXPECT_EQ(dr.process_pending(), 0);  // decision was journaled: not decided again
+  EXPECT_EQ(dr.run_slurm_sink_once(), 0);
+  EXPECT_EQ(slurm->calls_copy().size(), 1u);
+  EXPECT_EQ(dr.node("gpu-1")->health, NodeHealth::kDrained);
+}
+
+TEST(Drainer, an_action_applied_before_a_crash_is_not_repeated) {
+  TempDir d;
+  FakeClock clock;
+  auto slurm = cluster(4);
+  {
+    Drainer dr(test_config(d.str()), slurm, nullptr, clock);
+    ASSERT_TRUE(dr.open().ok());
+    ASSERT_TRUE(dr.ingest({bad("gpu-1", "r1")}).ok());
+    dr.process_pending();
+    // Slurm applied it but the "done" record never made it (simulated: apply behind our back).
+    ASSERT_TRUE(slurm->drain({"gpu-1"}, dr.pending_intents().front().reason).ok());
+  }
+  Drainer dr(test_config(d.str()), slurm, nullptr, clock);
+  ASSERT_TRUE(dr.open().ok());
+  EXPECT_EQ(dr.pending("slurm"), 1u);
+  EXPECT_EQ(dr.run_slurm_sink_once(), 0);
+  EXPECT_EQ(slurm->calls_copy().size(), 1u);  // only our simulated call
+  EXPECT_EQ(dr.pending("slurm"), 0u);
+}
+
+TEST(Drainer, resume_after_passes_uses_undrain_and_never_touches_other_owners) {
+  TempDir d;
+  FakeClock clock;
+  auto slurm = cluster(4);
+  slurm->set("gpu-3", [](SlurmNodeInfo& n) {
+    n.drain = true;
+    n.reason = "admin: PSU swap";
+  });
+  Drainer dr(test_config(d.str()), slurm, nullptr, clock);
+  ASSERT_TRUE(dr.open().ok());
+  ASSERT_TRUE(dr.ingest({bad("gpu-2", "a"), bad("gpu-3", "a")}).ok());
+  dr.process_pending();
+  dr.run_slurm_sink_once();
+  for (const char* run : {"b", "c"}) {
+    ASSERT_TRUE(dr.ingest({good("gpu-2", run), good("gpu-3", run)}).ok());
+    dr.process_pending();
+    dr.run_slurm_sink_once();
+  }
+  EXPECT_FALSE(slurm->get("gpu-2").drain);
+  EXPECT_TRUE(slurm->get("gpu-3").drain);
+  EXPECT_EQ(slurm->get("gpu-3").reason, "admin: PSU swap");
+  auto calls = slurm->calls_copy();
+  ASSERT_EQ(calls.size(), 2u);
+  EXPECT_EQ(calls[0].nodes, std::vector<std::string>{"gpu-2"});
+  EXPECT_EQ(calls[1].op, "undrain");
+  EXPECT_EQ(calls[1].nodes, std::vector<std::string>{"gpu-2"});
+}
+
+TEST(Drainer, the_sink_rechecks_ownership_before_acting) {
+  TempDir d;
+  FakeClock clock;
+  auto slurm = cluster(4);
+  Drainer dr(test_config(d.str()), slurm, nullptr, clock);
+  ASSERT_TRUE(dr.open().ok());
+  slurm->reachable = false;  // decided without Slurm's view
+  ASSERT_TRUE(dr.ingest({bad("gpu-0", "a"), bad("gpu-1", "a")}).ok());
+  dr.process_pending();
+  slurm->reachable = true;
+  slurm->set("gpu-0", [](SlurmNodeInfo& n) { n.down = true; });
+  slurm->set("gpu-1", [](SlurmNodeInfo& n) {
+    n.drain = true;
+    n.reason = "admin: x";
+  });
+  EXPECT_EQ(dr.run_slurm_sink_once(), 0);
+  EXPECT_TRUE(slurm->calls_copy().empty());
+  EXPECT_EQ(slurm->get("gpu-1").reason, "admin: x");
+}
+
+TEST(Drainer, breaker_caps_a_bad_threshold_file_that_fails_every_node) {
+  TempDir d;
+  FakeClock clock;
+  auto slurm = cluster(100);
+  auto cfg = test_config(d.str());
+  cfg.breaker = {5, 10, 3600};
+  Drainer dr(cfg, slurm, nullptr, clock);
+  ASSERT_TRUE(dr.open().ok());
+  std::vector<NodeReport> rs;
+  for (int i = 0; i < 100; ++i) rs.push_back(bad("gpu-" + std::to_string(i), "a"));
+  ASSERT_TRUE(dr.ingest(rs).ok());
+  dr.process_pending();
+  dr.run_slurm_sink_once();
+  int drained = 0;
+  for (int i = 0; i < 100; ++i) drained += slurm->get("gpu-" + std::to_string(i)).drain;
+  EXPECT_EQ(drained, 5);
+  EXPECT_TRUE(dr.breaker().open);
+  EXPECT_NE(dr.metrics_text().find("vigil_circuit_breaker_open 1"), std::string::npos);
+  // Reset by the operator; survives restart as closed.
+  ASSERT_TRUE(dr.reset_breaker().ok());
+  EXPECT_FALSE(dr.breaker().open);
+}
+
+TEST(Drainer, breaker_state_survives_restart) {
+  TempDir d;
+  FakeClock clock;
+  auto slurm = cluster(10);
+  auto cfg = test_config(d.str());
+  cfg.breaker = {1, 100, 3600};
+  {
+    Drainer dr(cfg, slurm, nullptr, clock);
+    ASSERT_TRUE(dr.open().ok());
+    ASSERT_TRUE(dr.ingest({bad("gpu-0", "a"), bad("gpu-1", "a")}).ok());
+    dr.process_pending();
+    ASSERT_TRUE(dr.breaker().open);
+  }
+  Drainer dr(cfg, slurm, nullptr, clock);
+  ASSERT_TRUE(dr.open().ok());
+  EXPECT_TRUE(dr.breaker().open);
+}
+
+TEST(Drainer, dry_run_changes_nothing_in_slurm_but_annotates_would_drain) {
+  TempDir d;
+  FakeClock clock;
+  auto slurm = cluster(4);
+  auto kube = std::make_shared<FakeKube>();
+  auto cfg = test_config(d.str());
+  cfg.dry_run = true;
+  Drainer dr(cfg, slurm, kube, clock);
+  ASSERT_TRUE(dr.open().ok());
+  ASSERT_TRUE(dr.ingest({bad("gpu-2", "a")}).ok());
+  dr.process_pending();
+  EXPECT_EQ(dr.run_slurm_sink_once(), 0);
+  EXPECT_EQ(dr.run_kube_sink_once(), 0);
+  EXPECT_TRUE(slurm->calls_copy().empty());
+  EXPECT_EQ(kube->annotations_of("gpu-2")["vigil.dev/state"], "would-drain");
+  EXPECT_NE(dr.metrics_text().find(
+                R"(vigil_actions_total{action="drain",outcome="dry_run",sink="slurm"} 1)"),
+            std::string::npos);
+}
+
+TEST(Drainer, kubernetes_annotations_follow_the_node_state) {
+  TempDir d;
+  FakeClock clock;
+  auto kube = std::make_shared<FakeKube>();
+  Drainer dr(test_config(d.str()), cluster(4), kube, clock);
+  ASSERT_TRUE(dr.open().ok());
+  ASSERT_TRUE(dr.ingest({bad("gpu-2", "a"), good("gpu-1", "a")}).ok());
+  dr.process_pending();
+  EXPECT_EQ(dr.run_kube_sink_once(), 0);
+  auto a = kube->annotations_of("gpu-2");
+  EXPECT_EQ(a["vigil.dev/state"], "drained");
+  EXPECT_TRUE(a["vigil.dev/reason"].starts_with("vigil: "));
+  EXPECT_EQ(a["vigil.dev/last-check"], "2026-11-21T10:01:00Z");
+  auto failing = nlohmann::json::parse(a["vigil.dev/failing"]);
+  ASSERT_EQ(failing.size(), 1u);
+  EXPECT_EQ(failing[0]["check"], "nvml_ecc");
+  EXPECT_EQ(failing[0]["value"], 2);
+  auto h = kube->annotations_of("gpu-1");
+  EXPECT_EQ(h["vigil.dev/state"], "healthy");
+  EXPECT_EQ(h.count("vigil.dev/reason"), 0u);
+  EXPECT_EQ(kube->conditions["gpu-2"].status, "False");
+  EXPECT_EQ(kube->conditions["gpu-1"].status, "True");
+}
+
+TEST(Drainer, a_failing_kubernetes_api_never_blocks_slurm) {
+  TempDir d;
+  FakeClock clock;
+  auto slurm = cluster(4);
+  auto kube = std::make_shared<FakeKube>();
+  kube->fail = true;
+  Drainer dr(test_config(d.str()), slurm, kube, clock);
+  ASSERT_TRUE(dr.open().ok());
+  dr.start();
+  ASSERT_TRUE(dr.ingest({bad("gpu-2", "a")}).ok());
+  for (int i = 0; i < 100 && !slurm->get("gpu-2").drain; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_TRUE(slurm->get("gpu-2").drain);
+  EXPECT_EQ(dr.pending("kubernetes"), 1u);
+  kube->fail = false;
+  for (int i = 0; i < 100 && dr.pending("kubernetes"); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(dr.pending("kubernetes"), 0u);
+  EXPECT_EQ(kube->annotations_of("gpu-2")["vigil.dev/state"], "drained");
+  dr.stop();
+}
+
+TEST(Drainer, kubernetes_node_from_report_or_pod_lookup) {
+  TempDir d;
+  FakeClock clock;
+  auto kube = std::make_shared<FakeKube>();
+  kube->pods["slurm/gpu-1"] = "k8s-worker-7";
+  auto cfg = test_config(d.str());
+  cfg.kubernetes.node_mapping = NodeMapping::kPodLookup;
+  cfg.kubernetes.pod_namespace = "slurm";
+  {
+    Drainer dr(cfg, cluster(4), kube, clock);
+    ASSERT_TRUE(dr.open().ok());
+    ASSERT_TRUE(dr.ingest({good("gpu-1", "a")}).ok());
+    dr.process_pending();
+    dr.run_kube_sink_once();
+    EXPECT_EQ(kube->annotations_of("k8s-worker-7")["vigil.dev/state"], "healthy");
+  }
+  TempDir d2;
+  cfg.state_dir = d2.str();
+  cfg.kubernetes.node_mapping = NodeMapping::kReport;
+  Drainer dr(cfg, cluster(4), kube, clock);
+  ASSERT_TRUE(dr.open().ok());
+  auto r = good("gpu-0", "a");
+  r.k8s_node = "k8s-worker-0";
+  ASSERT_TRUE(dr.ingest({r}).ok());
+  dr.process_pending();
+  dr.run_kube_sink_once();
+  EXPECT_EQ(kube->annotations_of("k8s-worker-0")["vigil.dev/state"], "healthy");
+}
+
+TEST(Drainer, stale_nodes_are_marked_not_drained) {
+  TempDir d;
+  FakeClock clock;
+  auto slurm = cluster(4);
+  auto kube = std::make_shared<FakeKube>();
+  auto cfg = test_config(d.str());
+  cfg.policy.staleness_s = 3600;
+  Drainer dr(cfg, slurm, kube, clock);
+  ASSERT_TRUE(dr.open().ok());
+  ASSERT_TRUE(dr.ingest({good("gpu-0", "a")}).ok());
+  dr.process_pending();
+  clock.advance(3601);
+  EXPECT_EQ(dr.tick(), 1);
+  dr.run_kube_sink_once();
+  EXPECT_EQ(dr.node("gpu-0")->health, NodeHealth::kStale);
+  EXPECT_EQ(kube->annotations_of("gpu-0")["vigil.dev/state"], "stale");
+  EXPECT_TRUE(slurm->calls_copy().empty());
+  EXPECT_NE(dr.metrics_text().find(R"(vigil_node_report_age_seconds{node="gpu-0"} 3601)"),
+            std::string::npos);
+}
+
+TEST(Drainer, operator_resume_and_snapshot_restart) {
+  TempDir d;
+  FakeClock clock;
+  auto slurm = cluster(4);
+  auto cfg = test_config(d.str());
+  cfg.snapshot_every = 3;
+  {
+    Drainer dr(cfg, slurm, nullptr, clock);
+    ASSERT_TRUE(dr.open().ok());
+    ASSERT_TRUE(dr.ingest({bad("gpu-2", "a")}).ok());
+    dr.process_pending();
+    dr.run_slurm_sink_once();
+    ASSERT_TRUE(dr.snapshot_now().ok());
+    EXPECT_FALSE(dr.resume("gpu-9").ok());
+    auto r = dr.resume("gpu-2");
+    ASSERT_TRUE(r.ok()) << r.error().to_string();
+    dr.run_slurm_sink_once();
+    EXPECT_FALSE(slurm->get("gpu-2").drain);
+  }
+  Drainer dr(cfg, slurm, nullptr, clock);
+  ASSERT_TRUE(dr.open().ok());
+  EXPECT_FALSE(dr.node("gpu-2")->drained_by_vigil);
+  EXPECT_EQ(dr.pending("slurm"), 0u);
+}
+
+TEST(Drainer, spool_dir_is_ingested_and_bad_files_set_aside) {
+  TempDir d, spool;
+  FakeClock clock;
+  Drainer dr(test_config(d.str()), cluster(4), nullptr, clock);
+  ASSERT_TRUE(dr.open().ok());
+  std::ofstream(spool / "gpu-0-a.json") << to_json(good("gpu-0", "a")).dump();
+  std::ofstream(spool / "junk.json") << "{not json";
+  auto n = dr.ingest_dir(spool.str());
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(n.value(), 1);
+  EXPECT_FALSE(std::filesystem::exists(spool / "gpu-0-a.json"));
+  EXPECT_TRUE(std::filesystem::exists(spool / "rejected/junk.json"));
+  EXPECT_EQ(dr.process_pending(), 1);
+}
+
+// A Slurm stand-in whose state lives in a file, so it survives the kill -9 of the drainer.
+class FileSlurm : public SlurmApi {
+ public:
+  FileSlurm(std::string path, int nodes) : path_(std::move(path)), nodes_(nodes) {}
+  std::map<std::string, std::pair<int, std::string>> read() const {  // node -> (drains, reason)
+    std::map<std::string, std::pair<int, std::string>> m;
+    std::ifstream in(path_);
+    std::string op, node, reason;
+    while (in >> op >> node && std::getline(in, reason)) {
+      auto& e = m[node];
+      if (op == "drain") {
+        e.first++;
+        e.second = reason.substr(1);
+      } else {
+        e.second.clear();
+      }
+    }
+    return m;
+  }
+  Result<std::vector<SlurmNodeInfo>> load_nodes() override {
+    auto m = read();
+    std::vector<SlurmNodeInfo> v;
+    for (int i = 0; i < nodes_; ++i) {
+      SlurmNodeInfo n;
+      n.name = "n" + std::to_string(i);
+      n.partitions = {"gpu"};
+      if (auto it = m.find(n.name); it != m.end() && !it->second.second.empty()) {
+        n.drain = true;
+        n.reason = it->second.second;
+      }
+      v.push_back(n);
+    }
+    return v;
+  }
+  VoidResult drain(const std::vector<std::string>& ns, const std::string& reason) override {
+    std::ofstream out(path_, std::ios::app);
+    for (const auto& n : ns) out << "drain " << n << " " << reason << "\n";
+    return ok_result();
+  }
+  VoidResult undrain(const std::vector<std::string>& ns) override {
+    std::ofstream out(path_, std::ios::app);
+    for (const auto& n : ns) out << "undrain " << n << " -\n";
+    return ok_result();
+  }
+
+ private:
+  std::string path_;
+  int nodes_;
+};
+
+TEST(Drainer, kill_9_at_any_moment_loses_no_report_and_repeats_no_drain) {
+  constexpr int kNodes = 400;
+  for (int round = 0; round < 4; ++round) {
+    TempDir d;
+    const std::string slurm_log = d / "slurm.log";
+    auto cfg = test_config(d / "state");
+    cfg.kubernetes.enabled = false;
+    cfg.snapshot_every = 50;  // snapshots happen during the run too
+    int fds[2];
+    ASSERT_EQ(::pipe(fds), 0);
+    pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      ::close(fds[0]);
+      SystemClock clock;
+      Drainer dr(cfg, std::make_shared<FileSlurm>(slurm_log, kNodes), nullptr, clock);
+      if (!dr.open().ok()) ::_exit(3);
+      for (int i = 0; i < kNodes; ++i) {
+        if (!dr.ingest({bad("n" + std::to_string(i), "r")}).ok()) ::_exit(4);
+        if (::write(fds[1], &i, sizeof i) != sizeof i) ::_exit(5);  // acknowledged (202)
+        if (i % 3 == 0) {
+          dr.process_pending();
+          dr.run_slurm_sink_once();
+          if (i % 50 == 0) (void)dr.snapshot_now();
+        }
+      }
+      ::pause();
+      ::_exit(0);
+    }
+    ::close(fds[1]);
+    int last_ack = -1, v = 0;
+    const int want = 30 + round * 90;
+    while (last_ack < want && ::read(fds[0], &v, sizeof v) == sizeof v) last_ack = v;
+    std::this_thread::sleep_for(std::chrono::microseconds(300 * round));
+    ::kill(pid, SIGKILL);
+    while (::read(fds[0], &v, sizeof v) == sizeof v) last_ack = v;
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    ::close(fds[0]);
+    ASSERT_TRUE(WIFSIGNALED(status)) << "child exited " << WEXITSTATUS(status);
+
+    auto slurm = std::make_shared<FileSlurm>(slurm_log, kNodes);
+    FakeClock clock;
+    Drainer dr(cfg, slurm, nullptr, clock);
+    auto o = dr.open();
+    ASSERT_TRUE(o.ok()) << o.error().to_string();
+    dr.process_pending();
+    EXPECT_EQ(dr.run_slurm_sink_once(), 0);
+    auto log = slurm->read();
+    for (int i = 0; i <= last_ack; ++i) {
+      const std::string n = "n" + std::to_string(i);
+      auto s = dr.node(n);
+      ASSERT_TRUE(s) << "lost acknowledged report of " << n << " (round " << round << ")";
+      EXPECT_EQ(s->health, NodeHealth::kDrained) << n;
+      ASSERT_TRUE(log.count(n)) << n << " never drained";
+      EXPECT_EQ(log[n].first, 1) << n << " drained " << log[n].first << " times";
+    }
+    for (const auto& [n, e] : log) EXPECT_EQ(e.first, 1) << n;
+  }
+}
+
+}  // namespace
+}  // namespace vigil::drainer

@@ -1,0 +1,249 @@
+// HTTP API on 127.0.0.1:0: auth, limits, schema validation (each rejection changes nothing),
+// 202 after durability, node views, operator endpoints, and /metrics through promtool.
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "fakes.h"
+#include "temp_dir.h"
+#include "vigil/drainer/http_server.h"
+
+namespace vigil::drainer {
+namespace {
+
+using testing::FakeSlurm;
+using testing::make_check;
+using testing::make_report;
+using testing::TempDir;
+
+const std::string kToken = "s3cret-token-0123456789";
+
+struct Server {
+  TempDir dir;
+  FakeClock clock;
+  std::shared_ptr<FakeSlurm> slurm = std::make_shared<FakeSlurm>();
+  DrainerConfig cfg;
+  std::unique_ptr<Drainer> d;
+  std::unique_ptr<HttpServer> http;
+  std::unique_ptr<httplib::Client> cli;
+
+  explicit Server(bool open_drainer = true) {
+    for (int i = 0; i < 4; ++i) slurm->add_node("gpu-" + std::to_string(i));
+    cfg.listen_address = "127.0.0.1";
+    cfg.listen_port = 0;
+    cfg.auth_enabled = true;
+    cfg.token = kToken;
+    cfg.max_body_bytes = 64 * 1024;
+    cfg.state_dir = dir.str();
+    cfg.policy = default_policy();
+    d = std::make_unique<Drainer>(cfg, slurm, nullptr, clock);
+    if (open_drainer) {
+      EXPECT_TRUE(d->open().ok());
+    }
+    http = std::make_unique<HttpServer>(*d, cfg);
+    auto port = http->bind();
+    EXPECT_TRUE(port.ok());
+    http->start();
+    cli = std::make_unique<httplib::Client>("127.0.0.1", port.value());
+  }
+  ~Server() { http->stop(); }
+
+  httplib::Result post(const std::string& body, const std::string& token = kToken) {
+    httplib::Headers h;
+    if (!token.empty()) h.emplace("Authorization", "Bearer " + token);
+    return cli->Post("/v1/reports", h, body, "application/json");
+  }
+  size_t journal_records() {
+    auto j = Journal::open(cfg.state_dir);
+    size_t n = 0;
+    for (const auto& e : std::filesystem::directory_iterator(cfg.state_dir))
+      if (e.path().filename().string().starts_with("journal-")) {
+        std::ifstream in(e.path());
+        std::string line;
+        while (std::getline(in, line)) n++;
+      }
+    return n;
+  }
+};
+
+std::string report_body(const std::string& node, const std::string& run,
+                        Status st = Status::kPass) {
+  return to_json(
+             make_report(node, run, {make_check("nvml_ecc", st, st == Status::kFail ? 1 : 0, 0)}))
+      .dump();
+}
+
+TEST(HttpApi, valid_report_is_accepted_with_202_and_stored) {
+  Server s;
+  auto r = s.post(report_body("gpu-0", "r1"));
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 202) << r->body;
+  auto j = nlohmann::json::parse(r->body);
+  EXPECT_EQ(j["accepted"], 1);
+  EXPECT_EQ(s.journal_records(), 1u);
+  auto dup = s.post(report_body("gpu-0", "r1"));
+  EXPECT_EQ(dup->status, 202);
+  EXPECT_EQ(nlohmann::json::parse(dup->body)["duplicates"], 1);
+  EXPECT_EQ(s.journal_records(), 1u);
+}
+
+TEST(HttpApi, batch_of_reports_in_one_post) {
+  Server s;
+  nlohmann::json arr = nlohmann::json::array();
+  for (int i = 0; i < 4; ++i)
+    arr.push_back(nlohmann::json::parse(report_body("gpu-" + std::to_string(i), "b")));
+  auto r = s.post(arr.dump());
+  ASSERT_EQ(r->status, 202) << r->body;
+  EXPECT_EQ(nlohmann::json::parse(r->body)["accepted"], 4);
+}
+
+struct Rejection {
+  std::string name;
+  std::string body;
+  std::string token;
+  int want;
+  std::string field;  // expected "field" in the answer (400 only)
+};
+
+TEST(HttpApi, bad_requests_are_rejected_with_the_right_code_and_change_nothing) {
+  Server s;
+  auto good = nlohmann::json::parse(report_body("gpu-1", "x"));
+  auto no_node = good;
+  no_node.erase("node");
+  auto bad_status = good;
+  bad_status["checks"][0]["status"] = "broken";
+  auto bad_version = good;
+  bad_version["schema_version"] = 99;
+  const std::vector<Rejection> cases = {
+      {"no token", report_body("gpu-1", "x"), "", 401, ""},
+      {"wrong token", report_body("gpu-1", "x"), "s3cret-token-0123456788", 403, ""},
+      {"oversized", std::string(70 * 1024, ' ') + report_body("gpu-1", "x"), kToken, 413, ""},
+      {"not json", "{\"node\": ", kToken, 400, ""},
+      {"missing field", no_node.dump(), kToken, 400, "/node"},
+      {"bad status", bad_status.dump(), kToken, 400, "/checks/0/status"},
+      {"wrong schema version", bad_version.dump(), kToken, 400, "/schema_version"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto r = s.post(c.body, c.token);
+    ASSERT_TRUE(r) << httplib::to_string(r.error());
+    EXPECT_EQ(r->status, c.want) << r->body;
+    if (!c.field.empty()) {
+      auto j = nlohmann::json::parse(r->body);
+      EXPECT_EQ(j.value("field", ""), c.field) << r->body;
+    }
+  }
+  EXPECT_EQ(s.journal_records(), 0u);
+  EXPECT_TRUE(s.d->nodes().empty());
+  auto m = s.d->metrics_text();
+  EXPECT_NE(m.find(R"(vigil_reports_ingested_total{outcome="unauthorized"} 2)"), std::string::npos)
+      << m;
+  EXPECT_NE(m.find(R"(vigil_reports_ingested_total{outcome="too_large"} 1)"), std::string::npos);
+  EXPECT_NE(m.find(R"(vigil_reports_ingested_total{outcome="invalid"} 4)"), std::string::npos);
+  // The same report, sent properly, is then accepted.
+  EXPECT_EQ(s.post(report_body("gpu-1", "x"))->status, 202);
+}
+
+TEST(HttpApi, not_ready_answers_503) {
+  Server s(/*open_drainer=*/false);
+  auto r = s.post(report_body("gpu-0", "r1"));
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 503);
+  EXPECT_EQ(s.cli->Get("/readyz")->status, 503);
+  EXPECT_EQ(s.cli->Get("/healthz")->status, 200);
+  ASSERT_TRUE(s.d->open().ok());
+  EXPECT_EQ(s.cli->Get("/readyz")->status, 200);
+}
+
+TEST(HttpApi, node_views_and_operator_endpoints) {
+  Server s;
+  ASSERT_EQ(s.post(report_body("gpu-2", "a", Status::kFail))->status, 202);
+  s.d->process_pending();
+  s.d->run_slurm_sink_once();
+  httplib::Headers h{{"Authorization", "Bearer " + kToken}};
+  EXPECT_EQ(s.cli->Get("/v1/nodes")->status, 401);
+  auto all = s.cli->Get("/v1/nodes", h);
+  ASSERT_EQ(all->status, 200);
+  auto j = nlohmann::json::parse(all->body);
+  ASSERT_EQ(j["nodes"].size(), 1u);
+  EXPECT_EQ(j["nodes"][0]["state"], "drained");
+  auto one = s.cli->Get("/v1/nodes/gpu-2", h);
+  ASSERT_EQ(one->status, 200);
+  EXPECT_EQ(nlohmann::json::parse(one->body)["drained_by_vigil"], true);
+  EXPECT_EQ(s.cli->Get("/v1/nodes/nope", h)->status, 404);
+  auto res = s.cli->Post("/v1/nodes/gpu-2/resume", h, "", "application/json");
+  EXPECT_EQ(res->status, 200) << res->body;
+  s.d->run_slurm_sink_once();
+  EXPECT_FALSE(s.slurm->get("gpu-2").drain);
+  EXPECT_EQ(s.cli->Post("/v1/nodes/gpu-2/resume", h, "", "application/json")->status, 409);
+  EXPECT_EQ(s.cli->Post("/v1/breaker/reset", h, "", "application/json")->status, 200);
+}
+
+TEST(HttpApi, metrics_pass_promtool_check_metrics) {
+  Server s;
+  auto r = make_report("gpu-1", "m", {make_check("nvml_ecc", Status::kFail, 3, 0)});
+  Measurement m;
+  m.name = "busbw";
+  m.value = 151.5;
+  m.unit = "GB/s";
+  m.port = "mlx5_0/1";
+  Threshold t;
+  t.op = Op::kGe;
+  t.fail = 180;
+  t.warn = 190;
+  t.unit = "GB/s";
+  m.threshold = t;
+  CheckResult c;
+  c.check = "nccl_allreduce_ib";
+  c.status = Status::kFail;
+  c.measurements = {m};
+  c.fault_code = "VIGIL-NCCL-BUSBW";
+  r.checks.push_back(c);
+  ASSERT_EQ(s.post(to_json(r).dump())->status, 202);
+  s.d->process_pending();
+  s.d->run_slurm_sink_once();
+  auto res = s.cli->Get("/metrics");
+  ASSERT_EQ(res->status, 200);
+  const std::string& text = res->body;
+  for (const auto& d : metric_table())
+    EXPECT_NE(text.find("# TYPE " + std::string(d.name) + " " + std::string(d.type)),
+              std::string::npos)
+        << d.name;
+  EXPECT_NE(
+      text.find(
+          R"(vigil_check_measurement_value{check="nccl_allreduce_ib",gpu="",measurement="busbw",node="gpu-1",port="mlx5_0/1",unit="GB/s"} 151.5)"),
+      std::string::npos)
+      << text;
+  EXPECT_NE(text.find(R"(bound="warn")"), std::string::npos);
+  EXPECT_NE(
+      text.find(
+          R"(vigil_node_state{node="gpu-1",partition="gpu",sku="h100-sxm-80gb",state="drained"} 1)"),
+      std::string::npos)
+      << text;
+  EXPECT_NE(text.find(R"(vigil_check_status{check="nvml_ecc",node="gpu-1",status="fail"} 1)"),
+            std::string::npos);
+  EXPECT_NE(text.find(R"(vigil_actions_total{action="drain",outcome="ok",sink="slurm"} 1)"),
+            std::string::npos);
+#ifdef VIGIL_PROMTOOL
+  TempDir d;
+  const std::string file = d / "metrics.txt";
+  std::ofstream(file) << text;
+  const std::string cmd = std::string(VIGIL_PROMTOOL) + " check metrics < " + file + " 2>&1";
+  FILE* p = ::popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string out;
+  char buf[512];
+  while (size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  int rc = ::pclose(p);
+  EXPECT_EQ(WEXITSTATUS(rc), 0) << "promtool check metrics:\n" << out;
+#else
+  GTEST_SKIP() << "promtool not found at configure time";
+#endif
+}
+
+}  // namespace
+}  // namespace vigil::drainer

@@ -1,0 +1,376 @@
+// Policy engine: table-driven, injected clock, no I/O.
+#include "vigil/drainer/policy.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "fakes.h"
+
+namespace vigil::drainer {
+namespace {
+
+using testing::make_check;
+using testing::make_report;
+constexpr auto P = Status::kPass;
+constexpr auto W = Status::kWarn;
+constexpr auto F = Status::kFail;
+constexpr auto E = Status::kError;
+constexpr auto S = Status::kSkipped;
+
+enum class Slurm { kIdle, kDown, kFail, kMaint, kOtherDrain, kUnknown };
+
+struct Step {
+  std::vector<std::pair<std::string, Status>> checks;
+  Action want_action;
+  NodeHealth want_health;
+  Slurm slurm = Slurm::kIdle;
+};
+
+struct Case {
+  std::string name;
+  std::vector<Step> steps;
+  bool dry_run = false;
+};
+
+// Runs the steps against one node; Slurm follows the actions (drain sets DRAIN + reason).
+void run_case(const Case& c) {
+  FakeClock clock;
+  PolicyConfig pol = default_policy();  // nccl_allreduce_ib: drain_after 3; nvml_ecc fatal
+  pol.defaults = {2, 2};
+  PolicyEngine eng(pol, BreakerConfig{}, c.dry_run, clock);
+  std::optional<NodeState> state;
+  BreakerState breaker;
+  SlurmNodeInfo info;
+  info.name = "gpu-1";
+  info.state = "IDLE";
+  info.partitions = {"gpu"};
+  int i = 0;
+  for (const auto& st : c.steps) {
+    SCOPED_TRACE(c.name + " step " + std::to_string(i));
+    std::vector<CheckResult> checks;
+    for (const auto& [name, s] : st.checks) checks.push_back(make_check(name, s, 1, 0));
+    auto r = make_report("gpu-1", "run-" + std::to_string(i++), checks);
+    SlurmNodeInfo now = info;
+    switch (st.slurm) {
+      case Slurm::kDown:
+        now.down = true;
+        now.state = "DOWN";
+        break;
+      case Slurm::kFail:
+        now.fail = true;
+        break;
+      case Slurm::kMaint:
+        now.maint = true;
+        break;
+      case Slurm::kOtherDrain:
+        now.drain = true;
+        now.reason = "admin: fan replaced";
+        break;
+      default:
+        break;
+    }
+    const SlurmNodeInfo* sp = st.slurm == Slurm::kUnknown ? nullptr : &now;
+    Decision d = eng.on_report(state ? &*state : nullptr, r, sp, breaker, 4);
+    EXPECT_EQ(to_string(d.action), to_string(st.want_action)) << d.why;
+    EXPECT_EQ(to_string(d.after), to_string(st.want_health)) << d.why;
+    EXPECT_EQ(d.state.health, d.after);
+    state = d.state;
+    breaker = d.breaker;
+    if (d.action == Action::kDrain) {
+      info.drain = true;
+      info.reason = d.reason;
+      clock.advance(10);
+    } else if (d.action == Action::kResume) {
+      info.drain = false;
+      info.reason.clear();
+    }
+    clock.advance(60);
+  }
+}
+
+TEST(PolicyEngine, table_of_report_sequences) {
+  const std::string ecc = "nvml_ecc", nccl = "nccl_allreduce_ib", temp = "nvml_pcie";
+  const std::vector<Case> cases = {
+      {"fatal check drains on the first fail",
+       {{{{ecc, F}}, Action::kDrain, NodeHealth::kDrained}}},
+      {"noisy check drains only after 3 consecutive fails",
+       {{{{nccl, F}}, Action::kNone, NodeHealth::kWarn},
+        {{{nccl, F}}, Action::kNone, NodeHealth::kWarn},
+        {{{nccl, F}}, Action::kDrain, NodeHealth::kDrained}}},
+      {"a pass in between resets the fail streak",
+       {{{{nccl, F}}, Action::kNone, NodeHealth::kWarn},
+        {{{nccl, F}}, Action::kNone, NodeHealth::kWarn},
+        {{{nccl, P}}, Action::kNone, NodeHealth::kHealthy},
+        {{{nccl, F}}, Action::kNone, NodeHealth::kWarn},
+        {{{nccl, F}}, Action::kNone, NodeHealth::kWarn}}},
+      {"warn never drains",
+       {{{{ecc, W}}, Action::kNone, NodeHealth::kWarn},
+        {{{ecc, W}}, Action::kNone, NodeHealth::kWarn},
+        {{{ecc, W}}, Action::kNone, NodeHealth::kWarn},
+        {{{ecc, W}}, Action::kNone, NodeHealth::kWarn}}},
+      {"error and skipped never drain",
+       {{{{ecc, E}}, Action::kNone, NodeHealth::kError},
+        {{{ecc, E}, {temp, S}}, Action::kNone, NodeHealth::kError},
+        {{{ecc, S}}, Action::kNone, NodeHealth::kHealthy}}},
+      {"error neither extends nor resets a fail streak",
+       {{{{nccl, F}}, Action::kNone, NodeHealth::kWarn},
+        {{{nccl, E}}, Action::kNone, NodeHealth::kError},
+        {{{nccl, F}}, Action::kNone, NodeHealth::kWarn},
+        {{{nccl, F}}, Action::kDrain, NodeHealth::kDrained}}},
+      {"resume after resume_after consecutive passes",
+       {{{{ecc, F}}, Action::kDrain, NodeHealth::kDrained},
+        {{{ecc, P}}, Action::kNone, NodeHealth::kDrained},
+        {{{ecc, P}}, Action::kResume, NodeHealth::kHealthy},
+        {{{ecc, P}}, Action::kNone, NodeHealth::kHealthy}}},
+      {"a fail during the resume streak restarts it",
+       {{{{ecc, F}}, Action::kDrain, NodeHealth::kDrained},
+        {{{ecc, P}}, Action::kNone, NodeHealth::kDrained},
+        {{{ecc, F}}, Action::kNone, NodeHealth::kDrained},
+        {{{ecc, P}}, Action::kNone, NodeHealth::kDrained},
+        {{{ecc, P}}, Action::kResume, NodeHealth::kHealthy}}},
+      {"resume needs the driving check itself to pass",
+       {{{{ecc, F}}, Action::kDrain, NodeHealth::kDrained},
+        {{{temp, P}}, Action::kNone, NodeHealth::kDrained},
+        {{{temp, P}}, Action::kNone, NodeHealth::kDrained},
+        {{{temp, P}, {ecc, S}}, Action::kNone, NodeHealth::kDrained}}},
+      {"never drains a node drained by another owner",
+       {{{{ecc, F}}, Action::kNone, NodeHealth::kDrained, Slurm::kOtherDrain},
+        {{{ecc, P}}, Action::kNone, NodeHealth::kDrained, Slurm::kOtherDrain},
+        {{{ecc, P}}, Action::kNone, NodeHealth::kDrained, Slurm::kOtherDrain}}},
+      {"never touches a DOWN node", {{{{ecc, F}}, Action::kNone, NodeHealth::kWarn, Slurm::kDown}}},
+      {"never touches a FAIL node", {{{{ecc, F}}, Action::kNone, NodeHealth::kWarn, Slurm::kFail}}},
+      {"never touches a MAINT node",
+       {{{{ecc, F}}, Action::kNone, NodeHealth::kWarn, Slurm::kMaint}}},
+      {"resume is deferred while the node is DOWN",
+       {{{{ecc, F}}, Action::kDrain, NodeHealth::kDrained},
+        {{{ecc, P}}, Action::kNone, NodeHealth::kDrained, Slurm::kDown},
+        {{{ecc, P}}, Action::kNone, NodeHealth::kDrained, Slurm::kDown},
+        {{{ecc, P}}, Action::kResume, NodeHealth::kHealthy}}},
+      {"drains when Slurm's view is unknown (the sink re-checks)",
+       {{{{ecc, F}}, Action::kDrain, NodeHealth::kDrained, Slurm::kUnknown}}},
+      {"a node already drained by vigil gets no second drain",
+       {{{{ecc, F}}, Action::kDrain, NodeHealth::kDrained},
+        {{{ecc, F}}, Action::kNone, NodeHealth::kDrained}}},
+      {"dry-run: would drain, never drains",
+       {{{{ecc, F}}, Action::kWouldDrain, NodeHealth::kWouldDrain},
+        {{{ecc, F}}, Action::kWouldDrain, NodeHealth::kWouldDrain},
+        {{{ecc, P}}, Action::kNone, NodeHealth::kHealthy}},
+       true},
+  };
+  for (const auto& c : cases) run_case(c);
+}
+
+struct Fixture {
+  FakeClock clock;
+  PolicyConfig pol = default_policy();
+  SlurmNodeInfo idle(const std::string& n) {
+    SlurmNodeInfo i;
+    i.name = n;
+    i.state = "IDLE";
+    i.partitions = {"gpu"};
+    return i;
+  }
+};
+
+TEST(PolicyEngine, vigil_drain_taken_over_by_admin_is_never_resumed) {
+  Fixture f;
+  PolicyEngine eng(f.pol, {}, false, f.clock);
+  auto info = f.idle("gpu-1");
+  auto d = eng.on_report(nullptr, make_report("gpu-1", "a", {make_check("nvml_ecc", F, 1, 0)}),
+                         &info, {}, 4);
+  ASSERT_EQ(d.action, Action::kDrain);
+  info.drain = true;
+  info.reason = "admin: keep out, RMA";  // admin overwrote the reason
+  auto s = d.state;
+  for (int i = 0; i < 5; ++i) {
+    auto d2 = eng.on_report(
+        &s, make_report("gpu-1", "p" + std::to_string(i), {make_check("nvml_ecc", P, 0, 0)}), &info,
+        {}, 4);
+    EXPECT_EQ(d2.action, Action::kNone);
+    EXPECT_FALSE(d2.state.drained_by_vigil);
+    s = d2.state;
+  }
+}
+
+TEST(PolicyEngine, adopts_a_vigil_drain_it_has_no_record_of_and_resumes_it) {
+  Fixture f;
+  PolicyEngine eng(f.pol, {}, false, f.clock);
+  auto info = f.idle("gpu-3");
+  info.drain = true;
+  info.reason = "vigil: ecc gpu0 dbe 1>0count";
+  auto d =
+      eng.on_report(nullptr, make_report("gpu-3", "a", {make_check("nvml_ecc", P)}), &info, {}, 4);
+  EXPECT_EQ(d.action, Action::kNone);
+  EXPECT_TRUE(d.state.drained_by_vigil);
+  auto d2 =
+      eng.on_report(&d.state, make_report("gpu-3", "b", {make_check("nvml_ecc", P)}), &info, {}, 4);
+  EXPECT_EQ(d2.action, Action::kResume);
+}
+
+TEST(PolicyEngine, fatal_fault_code_drains_a_noisy_check_at_once) {
+  Fixture f;
+  f.pol.fatal_fault_codes = {"VIGIL-NCCL-HANG"};
+  PolicyEngine eng(f.pol, {}, false, f.clock);
+  auto info = f.idle("gpu-1");
+  auto d = eng.on_report(
+      nullptr,
+      make_report("gpu-1", "a",
+                  {make_check("nccl_allreduce_ib", F, 1, 0, "GB/s", "VIGIL-NCCL-HANG")}),
+      &info, {}, 4);
+  EXPECT_EQ(d.action, Action::kDrain);
+  auto d2 = eng.on_report(
+      nullptr,
+      make_report("gpu-2", "a",
+                  {make_check("nccl_allreduce_ib", F, 1, 0, "GB/s", "VIGIL-NCCL-LOW")}),
+      &info, {}, 4);
+  EXPECT_EQ(d2.action, Action::kNone);
+}
+
+TEST(PolicyEngine, drain_reason_is_the_vigil_reason_of_the_most_fatal_check) {
+  Fixture f;
+  PolicyEngine eng(f.pol, {}, false, f.clock);
+  auto info = f.idle("gpu-1");
+  NodeState s;
+  // nccl has failed twice already; now both fail: ecc (fatal) must lead the reason.
+  s.node = "gpu-1";
+  s.checks["nccl_allreduce_ib"].consecutive_fails = 2;
+  auto ecc = make_check("nvml_ecc", F, 1, 0);
+  auto d = eng.on_report(
+      &s, make_report("gpu-1", "a", {make_check("nccl_allreduce_ib", F, 100, 180, "GB/s"), ecc}),
+      &info, {}, 4);
+  ASSERT_EQ(d.action, Action::kDrain);
+  EXPECT_EQ(d.reason, slurm_reason(ecc));
+  EXPECT_TRUE(d.reason.starts_with("vigil:"));
+  EXPECT_EQ(d.driving_checks, (std::vector<std::string>{"nvml_ecc", "nccl_allreduce_ib"}));
+}
+
+// Circuit breaker.
+struct BreakerRun {
+  FakeClock clock;
+  PolicyConfig pol = default_policy();
+  BreakerState b;
+  std::vector<Action> run(const BreakerConfig& bc, int nodes, int group_size, int64_t step_s = 1) {
+    PolicyEngine eng(pol, bc, false, clock);
+    std::vector<Action> out;
+    for (int i = 0; i < nodes; ++i) {
+      SlurmNodeInfo info;
+      info.name = "n" + std::to_string(i);
+      info.partitions = {"gpu"};
+      auto d =
+          eng.on_report(nullptr, make_report(info.name, "r", {make_check("nvml_ecc", F, 1, 0)}),
+                        &info, b, group_size);
+      b = d.breaker;
+      out.push_back(d.action);
+      clock.advance(step_s);
+    }
+    return out;
+  }
+};
+
+TEST(CircuitBreaker, absolute_cap_stops_mass_drains_and_stays_open) {
+  BreakerRun r;
+  auto a = r.run({3, 100, 3600}, 10, 1000);
+  EXPECT_EQ(std::count(a.begin(), a.end(), Action::kDrain), 3);
+  EXPECT_EQ(std::count(a.begin(), a.end(), Action::kBreakerBlocked), 7);
+  EXPECT_TRUE(r.b.open);
+  EXPECT_NE(r.b.why.find("max_drains 3"), std::string::npos) << r.b.why;
+  // Hours later the window is empty, but only an operator closes the breaker.
+  r.clock.advance(10 * 3600);
+  auto later = r.run({3, 100, 3600}, 1, 1000);
+  EXPECT_EQ(later[0], Action::kBreakerBlocked);
+}
+
+TEST(CircuitBreaker, percent_cap_per_partition) {
+  BreakerRun r;
+  auto a = r.run({100, 20, 3600}, 10, 10);  // 20% of 10 nodes = 2
+  EXPECT_EQ(std::count(a.begin(), a.end(), Action::kDrain), 2);
+  EXPECT_TRUE(r.b.open);
+}
+
+TEST(CircuitBreaker, percent_cap_always_allows_one_node_in_small_groups) {
+  BreakerRun r;
+  auto a = r.run({100, 10, 3600}, 1, 4);  // 10% of 4 nodes rounds to 0: still one allowed
+  EXPECT_EQ(a[0], Action::kDrain);
+  EXPECT_FALSE(r.b.open);
+}
+
+TEST(CircuitBreaker, sliding_window_forgets_old_drains) {
+  BreakerRun r;
+  auto a = r.run({2, 100, 100}, 4, 1000, 60);  // drains at t=0,60,120,180; window 100 s
+  EXPECT_EQ(std::count(a.begin(), a.end(), Action::kDrain), 4);
+  EXPECT_FALSE(r.b.open);
+}
+
+TEST(CircuitBreaker, dry_run_does_not_count_towards_the_cap) {
+  FakeClock clock;
+  PolicyEngine eng(default_policy(), {1, 100, 3600}, true, clock);
+  BreakerState b;
+  for (int i = 0; i < 5; ++i) {
+    auto d = eng.on_report(
+        nullptr, make_report("n" + std::to_string(i), "r", {make_check("nvml_ecc", F, 1, 0)}),
+        nullptr, b, 100);
+    EXPECT_EQ(d.action, Action::kWouldDrain);
+    b = d.breaker;
+  }
+  EXPECT_FALSE(b.open);
+}
+
+TEST(PolicyEngine, stale_after_configured_silence_but_drained_nodes_stay_drained) {
+  FakeClock clock;
+  PolicyConfig pol = default_policy();
+  pol.staleness_s = 600;
+  PolicyEngine eng(pol, {}, false, clock);
+  auto d =
+      eng.on_report(nullptr, make_report("a", "1", {make_check("nvml_ecc", P)}), nullptr, {}, 4);
+  auto dd = eng.on_report(nullptr, make_report("b", "1", {make_check("nvml_ecc", F, 1, 0)}),
+                          nullptr, {}, 4);
+  ASSERT_EQ(dd.action, Action::kDrain);
+  clock.advance(600);
+  EXPECT_FALSE(eng.on_tick(d.state));
+  clock.advance(1);
+  auto st = eng.on_tick(d.state);
+  ASSERT_TRUE(st);
+  EXPECT_EQ(st->health, NodeHealth::kStale);
+  EXPECT_FALSE(eng.on_tick(*st));  // only once
+  EXPECT_FALSE(eng.on_tick(dd.state));
+  // A new report makes it fresh again.
+  auto back =
+      eng.on_report(&*st, make_report("a", "2", {make_check("nvml_ecc", P)}), nullptr, {}, 4);
+  EXPECT_EQ(back.after, NodeHealth::kHealthy);
+}
+
+TEST(PolicyEngine, operator_resume_lifts_only_vigil_drains) {
+  FakeClock clock;
+  PolicyEngine eng(default_policy(), {}, false, clock);
+  SlurmNodeInfo info;
+  info.name = "a";
+  auto d = eng.on_report(nullptr, make_report("a", "1", {make_check("nvml_ecc", F, 1, 0)}), &info,
+                         {}, 4);
+  ASSERT_EQ(d.action, Action::kDrain);
+  info.drain = true;
+  info.reason = d.reason;
+  auto r = eng.on_operator_resume(d.state, &info);
+  EXPECT_EQ(r.action, Action::kResume);
+  EXPECT_FALSE(r.state.drained_by_vigil);
+  info.reason = "admin: do not touch";
+  auto r2 = eng.on_operator_resume(d.state, &info);
+  EXPECT_EQ(r2.action, Action::kNone);
+  EXPECT_NE(r2.why.find("another owner"), std::string::npos);
+}
+
+TEST(PolicyEngine, state_round_trips_through_json) {
+  FakeClock clock;
+  PolicyEngine eng(default_policy(), {}, false, clock);
+  auto d = eng.on_report(nullptr, make_report("a", "1", {make_check("nvml_ecc", F, 1, 0)}), nullptr,
+                         {}, 4);
+  auto back = node_state_from_json(to_json(d.state));
+  ASSERT_TRUE(back.ok()) << back.error().to_string();
+  EXPECT_EQ(to_json(back.value()), to_json(d.state));
+  auto b = breaker_state_from_json(to_json(d.breaker));
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(to_json(b.value()), to_json(d.breaker));
+}
+
+}  // namespace
+}  // namespace vigil::drainer
