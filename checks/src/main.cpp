@@ -16,6 +16,7 @@
 #include "vigil/checks/gpu_probe.h"
 #include "vigil/checks/output.h"
 #include "vigil/checks/registry.h"
+#include "vigil/checks/report_client.h"
 #include "vigil/checks/runner.h"
 
 namespace fs = std::filesystem;
@@ -85,6 +86,9 @@ struct RunArgs {
   std::string allreduce_binary;
   std::string mpirun = "mpirun";
   int xid_wait_ms = 2000;
+  std::string report_url;
+  std::string token_file;
+  std::string spool_dir;
   std::vector<std::string> only;
   std::vector<std::string> exclude;
   bool quiet = false;
@@ -186,6 +190,31 @@ int cmd_run(const RunArgs& a) {
       return kExitError;
     }
   }
+  if (!a.report_url.empty() || !a.spool_dir.empty()) {
+    // Delivery problems never change the health verdict, but a report that could be neither
+    // delivered nor spooled is lost: that is an error the job must show.
+    vigil::ReportClientOptions client{a.report_url, a.token_file, a.spool_dir};
+    if (a.report_url.empty()) {
+      auto spooled = vigil::spool_report(report, a.spool_dir);
+      if (!spooled) {
+        std::cerr << "vigil-check: report not spooled: " << spooled.error().to_string() << "\n";
+        return kExitError;
+      }
+      if (!a.quiet) std::cerr << "vigil-check: report spooled to " << *spooled << "\n";
+    } else {
+      auto posted = vigil::post_report(report, client);
+      if (!posted) {
+        std::cerr << "vigil-check: report neither delivered nor spooled: " << posted.error().to_string() << "\n";
+        return kExitError;
+      }
+      if (!a.quiet) {
+        std::cerr << "vigil-check: report "
+                  << (posted->delivered ? "delivered to " + a.report_url
+                                        : "spooled to " + posted->spooled_path + " (" + posted->last_error + ")")
+                  << "\n";
+      }
+    }
+  }
   return vigil::exit_code_for(report.overall());
 }
 
@@ -259,6 +288,11 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--xid-wait-ms", run.xid_wait_ms, "How long nvml_xid listens for XID events");
   run_cmd->add_option("--only", run.only, "Run only these checks (comma-separated)");
   run_cmd->add_option("--exclude", run.exclude, "Report these checks as skipped (comma-separated)");
+  run_cmd->add_option("--report-url", run.report_url, "POST the report to vigil-drainer (retries, then spools)")
+      ->envname("VIGIL_REPORT_URL");
+  run_cmd->add_option("--token-file", run.token_file, "Bearer token for --report-url")->envname("VIGIL_TOKEN_FILE");
+  run_cmd->add_option("--spool-dir", run.spool_dir, "Spool the report here when it cannot be delivered")
+      ->envname("VIGIL_SPOOL_DIR");
   run_cmd->add_flag("--quiet,-q", run.quiet, "No progress lines on stderr");
 
   auto* th_cmd = app.add_subcommand("thresholds", "Threshold files");

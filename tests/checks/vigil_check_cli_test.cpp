@@ -127,3 +127,25 @@ TEST_F(VigilCheckCli, report_table_lists_each_node_and_rejects_a_malformed_repor
 }
 
 }  // namespace vigil
+
+namespace vigil {
+
+TEST_F(VigilCheckCli, spool_dir_keeps_the_report_and_the_exit_code_stays_the_health_verdict) {
+  auto r = run({"--spool-dir", dir_ + "/spool"}, kFixtures + "/nodes/gpu-2/nvml.json",
+               kFixtures + "/nodes/gpu-2/sysfs");
+  ASSERT_EQ(r.exit_code, 1) << r.describe();
+  int files = 0;
+  for (const auto& e : fs::directory_iterator(dir_ + "/spool")) {
+    ++files;
+    std::ifstream in(e.path());
+    auto j = nlohmann::json::parse(in);
+    EXPECT_EQ(j["node"], "gpu-0");
+  }
+  EXPECT_EQ(files, 1);
+  auto unwritable = run({"--spool-dir", "/proc/vigil-no-such-dir"}, kFixtures + "/nodes/gpu-0/nvml.json",
+                        kFixtures + "/nodes/gpu-0/sysfs");
+  EXPECT_EQ(unwritable.exit_code, 3) << unwritable.describe();
+  EXPECT_NE(unwritable.err.find("report not spooled"), std::string::npos);
+}
+
+}  // namespace vigil
