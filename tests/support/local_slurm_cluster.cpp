@@ -95,8 +95,10 @@ std::vector<int> LocalSlurmCluster::daemon_pids() const {
 
 CommandResult LocalSlurmCluster::run(const std::vector<std::string>& argv,
                                      CommandOptions options) const {
-  // Slurm variables of an enclosing job (tests run inside CI jobs too) would redirect
-  // sbatch/srun to that job; only this cluster's variables reach the command.
+  // Slurm variables of an enclosing job (tests run inside CI jobs too, and slurm_init() exports
+  // SLURM_CONF into this process) would redirect sbatch/srun elsewhere; only this cluster's
+  // variables reach the command. The cluster's own are added first so they are never unset.
+  for (const auto& [key, value] : env()) options.env.emplace(key, value);
   for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
     std::string_view entry(*e);
     if (entry.starts_with("SLURM_")) {
@@ -104,7 +106,6 @@ CommandResult LocalSlurmCluster::run(const std::vector<std::string>& argv,
       if (!options.env.contains(key)) options.unset_env.push_back(key);
     }
   }
-  for (const auto& [key, value] : env()) options.env.emplace(key, value);
   return run_command(argv, options);
 }
 
