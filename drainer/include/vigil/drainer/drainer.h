@@ -101,7 +101,7 @@ class Drainer {
     uint64_t seq;
     NodeReport report;
   };
-  int process_chunk();
+  int process_chunk(std::optional<std::map<std::string, SlurmNodeInfo>>& view_cache);
   void apply_decision_locked(const Decision& d, const NodeReport* r, uint64_t report_seq,
                              std::vector<nlohmann::json>& records, std::vector<Intent>& intents);
   void enqueue_intents_locked(const std::vector<Intent>& intents);
