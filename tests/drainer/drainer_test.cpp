@@ -293,6 +293,32 @@ TEST(Drainer, kubernetes_annotations_follow_the_node_state) {
   EXPECT_EQ(kube->conditions["gpu-1"].status, "True");
 }
 
+TEST(Drainer, optional_taint_is_set_while_drained_and_removed_on_resume) {
+  TempDir d;
+  FakeClock clock;
+  auto slurm = cluster(4);
+  auto kube = std::make_shared<FakeKube>();
+  auto cfg = test_config(d.str());
+  cfg.kubernetes.taint = true;
+  Drainer dr(cfg, slurm, kube, clock);
+  ASSERT_TRUE(dr.open().ok());
+  ASSERT_TRUE(dr.ingest({bad("gpu-2", "a"), good("gpu-1", "a")}).ok());
+  dr.process_pending();
+  dr.run_slurm_sink_once();
+  EXPECT_EQ(dr.run_kube_sink_once(), 0);
+  ASSERT_EQ(kube->taints["gpu-2"].count("vigil.dev/unhealthy"), 1u);
+  EXPECT_EQ(kube->taints["gpu-2"]["vigil.dev/unhealthy"].effect, "NoSchedule");
+  EXPECT_EQ(kube->taints["gpu-1"].count("vigil.dev/unhealthy"), 0u);
+  for (const char* run : {"b", "c"}) {
+    ASSERT_TRUE(dr.ingest({good("gpu-2", run)}).ok());
+    dr.process_pending();
+    dr.run_slurm_sink_once();
+    dr.run_kube_sink_once();
+  }
+  EXPECT_FALSE(slurm->get("gpu-2").drain);
+  EXPECT_EQ(kube->taints["gpu-2"].count("vigil.dev/unhealthy"), 0u);
+}
+
 TEST(Drainer, a_failing_kubernetes_api_never_blocks_slurm) {
   TempDir d;
   FakeClock clock;

@@ -101,6 +101,17 @@ class FakeKube : public KubeApi {
     conditions[node] = c;
     return ok_result();
   }
+  VoidResult set_node_taint(const std::string& node, const std::string& key,
+                            const std::optional<NodeTaint>& taint) override {
+    std::lock_guard lk(mu);
+    if (fail) return Error{"HTTP 500 from API server", "PATCH /api/v1/nodes/" + node};
+    if (taint) {
+      taints[node][key] = *taint;
+    } else {
+      taints[node].erase(key);
+    }
+    return ok_result();
+  }
   Result<std::string> pod_node_name(const std::string& ns, const std::string& pod) override {
     std::lock_guard lk(mu);
     auto it = pods.find(ns + "/" + pod);
@@ -117,6 +128,7 @@ class FakeKube : public KubeApi {
   int patches = 0;
   std::map<std::string, std::map<std::string, std::string>> annotations;
   std::map<std::string, NodeCondition> conditions;
+  std::map<std::string, std::map<std::string, NodeTaint>> taints;
   std::map<std::string, std::string> pods;
 };
 

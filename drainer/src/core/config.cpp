@@ -258,9 +258,6 @@ Result<DrainerConfig> parse_config(std::string_view yaml, const std::string& sou
       if (c.kubernetes.node_mapping == NodeMapping::kPodLookup &&
           c.kubernetes.pod_namespace.empty())
         rd.fail(k, "kubernetes.pod_namespace", "required when node_mapping is pod-lookup");
-      if (c.kubernetes.taint)
-        rd.fail(k["taint"], "kubernetes.taint",
-                "not supported yet: the KubeApi contract has no taint call (set taint: false)");
     }
   } catch (const ConfigError& e) {
     return Error{e.msg, "parse_config"};

@@ -612,6 +612,13 @@ int Drainer::run_kube_sink_once() {
         c.message = s.reason.empty() ? s.note : s.reason;
         res = kube_->set_node_condition(k8s, c);
       }
+      if (res.ok() && cfg_.kubernetes.taint) {
+        // Keeps non-Slurm pods off a node Vigil drained; removed again once it is resumed.
+        const std::string key = pre + "unhealthy";
+        std::optional<NodeTaint> taint;
+        if (s.health == NodeHealth::kDrained) taint = NodeTaint{key, "true", "NoSchedule"};
+        res = kube_->set_node_taint(k8s, key, taint);
+      }
     }
     const std::string outcome = res.ok() ? "ok" : "error";
     metrics_.on_action("annotate", "kubernetes", outcome);

@@ -23,7 +23,6 @@
 #include <string>
 #include <thread>
 
-#include "kube_taint.h"
 #include "vigil/drainer/kube_api.h"
 
 namespace vigil::drainer {
@@ -335,10 +334,10 @@ class KubeClient final : public KubeApi {
     }
   }
 
-  // See kube_taint.h. Same read-merge-conditional-patch loop as set_node_condition, on
-  // spec.taints of the main resource (a merge patch replaces the list whole).
-  VoidResult set_taint(const std::string& node, const std::string& key,
-                       const std::optional<NodeTaint>& taint) {
+  // Same read-merge-conditional-patch loop as set_node_condition, on spec.taints of the main
+  // resource (a merge patch replaces the list whole).
+  VoidResult set_node_taint(const std::string& node, const std::string& key,
+                            const std::optional<NodeTaint>& taint) override {
     std::lock_guard<std::mutex> lock(mu_);
     if (init_error_) return *init_error_;
     if (auto bad = check_name(node, "node")) return *bad;
@@ -531,13 +530,5 @@ std::unique_ptr<KubeApi> make_kube_api(const KubeConfig& cfg) {
   return std::make_unique<KubeClient>(cfg);
 }
 
-VoidResult set_node_taint(KubeApi& api, const std::string& node, const std::string& key,
-                          const std::optional<NodeTaint>& taint) {
-  auto* client = dynamic_cast<KubeClient*>(&api);
-  if (client == nullptr) {
-    return Error{"this KubeApi implementation does not support taints", "set_node_taint"};
-  }
-  return client->set_taint(node, key, taint);
-}
 
 }  // namespace vigil::drainer

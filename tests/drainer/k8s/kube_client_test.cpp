@@ -8,7 +8,6 @@
 
 #include "fake_kube_api_server.h"
 #include "k8s_test_support.h"
-#include "kube_taint.h"
 #include "vigil/drainer/kube_api.h"
 
 namespace vigil::drainer {
@@ -166,7 +165,7 @@ TEST_F(KubeClientTest, taint_is_set_replaced_and_removed_keeping_other_taints) {
                                                        {"value", "true"},
                                                        {"effect", "NoSchedule"}}})}}}});
   auto api = make_kube_api(config());
-  auto r = set_node_taint(*api, "gpu-3", "vigil.io/unhealthy",
+  auto r = api->set_node_taint("gpu-3", "vigil.io/unhealthy",
                           NodeTaint{"vigil.io/unhealthy", "ecc", "NoSchedule"});
   ASSERT_TRUE(r.ok()) << r.error().to_string();
   json taints = server.node("gpu-3")["spec"]["taints"];
@@ -177,13 +176,13 @@ TEST_F(KubeClientTest, taint_is_set_replaced_and_removed_keeping_other_taints) {
 
   // The same taint again changes nothing and writes nothing (GET only).
   server.clear_requests();
-  ASSERT_TRUE(set_node_taint(*api, "gpu-3", "vigil.io/unhealthy",
+  ASSERT_TRUE(api->set_node_taint("gpu-3", "vigil.io/unhealthy",
                              NodeTaint{"vigil.io/unhealthy", "ecc", "NoSchedule"})
                   .ok());
   ASSERT_EQ(server.request_count(), 1u);
   EXPECT_EQ(server.requests()[0].method, "GET");
 
-  ASSERT_TRUE(set_node_taint(*api, "gpu-3", "vigil.io/unhealthy",
+  ASSERT_TRUE(api->set_node_taint("gpu-3", "vigil.io/unhealthy",
                              NodeTaint{"vigil.io/unhealthy", "nvlink", "NoExecute"})
                   .ok());
   taints = server.node("gpu-3")["spec"]["taints"];
@@ -191,7 +190,7 @@ TEST_F(KubeClientTest, taint_is_set_replaced_and_removed_keeping_other_taints) {
   EXPECT_EQ(taints[1]["value"], "nvlink");
   EXPECT_EQ(taints[1]["effect"], "NoExecute");
 
-  ASSERT_TRUE(set_node_taint(*api, "gpu-3", "vigil.io/unhealthy", std::nullopt).ok());
+  ASSERT_TRUE(api->set_node_taint("gpu-3", "vigil.io/unhealthy", std::nullopt).ok());
   taints = server.node("gpu-3")["spec"]["taints"];
   ASSERT_EQ(taints.size(), 1u);
   EXPECT_EQ(taints[0]["key"], "site.example/gpu");
@@ -201,10 +200,10 @@ TEST_F(KubeClientTest, taint_is_set_replaced_and_removed_keeping_other_taints) {
                              {{"taints", json::array({{{"key", "vigil.io/unhealthy"},
                                                        {"value", "x"},
                                                        {"effect", "NoSchedule"}}})}}}});
-  ASSERT_TRUE(set_node_taint(*api, "gpu-4", "vigil.io/unhealthy", std::nullopt).ok());
+  ASSERT_TRUE(api->set_node_taint("gpu-4", "vigil.io/unhealthy", std::nullopt).ok());
   EXPECT_FALSE(server.node("gpu-4")["spec"].contains("taints"));
 
-  auto bad = set_node_taint(*api, "gpu-3", "vigil.io/unhealthy",
+  auto bad = api->set_node_taint("gpu-3", "vigil.io/unhealthy",
                             NodeTaint{"vigil.io/unhealthy", "x", "Sometimes"});
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(bad.error().message, HasSubstr("NoSchedule, PreferNoSchedule or NoExecute"));

@@ -33,6 +33,12 @@ struct NodeCondition {
   std::string message;
 };
 
+struct NodeTaint {
+  std::string key;     // e.g. "vigil.dev/unhealthy"
+  std::string value;   // e.g. the failing check's short name
+  std::string effect;  // NoSchedule | PreferNoSchedule | NoExecute
+};
+
 class KubeApi {
  public:
   virtual ~KubeApi() = default;
@@ -42,6 +48,11 @@ class KubeApi {
                                    const std::map<std::string, std::optional<std::string>>& a) = 0;
   // PATCH /api/v1/nodes/{node}/status (conditions list, merged by type).
   virtual VoidResult set_node_condition(const std::string& node, const NodeCondition& c) = 0;
+  // Puts `taint` on the Node, replacing any taint with the same key, or (nullopt) removes every
+  // taint with `key`; other taints are kept. GET + merge patch of spec.taints conditioned on
+  // the resourceVersion (409 -> re-read and retry). RBAC: get + patch on nodes.
+  virtual VoidResult set_node_taint(const std::string& node, const std::string& key,
+                                    const std::optional<NodeTaint>& taint) = 0;
   // GET /api/v1/namespaces/{ns}/pods/{pod} -> spec.nodeName
   virtual Result<std::string> pod_node_name(const std::string& ns, const std::string& pod) = 0;
 };
