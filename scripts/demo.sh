@@ -172,6 +172,8 @@ wait_for() {  # wait_for SECONDS DESCRIPTION COMMAND...: poll until COMMAND succ
 }
 drained() { sinfo -h -n gpu-2 -o %E | grep -q '^vigil:'; }
 resumed() { ! sinfo -h -n gpu-2 -t drain,drained,draining -o %N | grep -q gpu-2; }
+# srun -Z steps leave slurmctld briefly unsure of the node ("idle*") until its next ping.
+responding() { ! sinfo -h -n gpu-2 -o %T | grep -q '\*'; }
 recheck_gpu2() {  # in place, while the node stays drained: srun -Z needs no allocation
   srun -Z --nodelist=gpu-2 --export=ALL "$repo/scripts/demo-node-job.sh" --run-id "gpu-2-recheck-$1" \
     >>"$run_dir/gpu-2.recheck.log" 2>&1 || true
@@ -189,6 +191,7 @@ for n in 1 2; do
 done
 step "vigil-drainer resumes gpu-2 after resume_after (2) passing reports"
 wait_for 30 "gpu-2 resumed" resumed
+wait_for 120 "gpu-2 responding again" responding || true
 sinfo -N -p gpu -o '%N %T %E'
 echo
 echo "Drainer state:"
