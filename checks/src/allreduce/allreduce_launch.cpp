@@ -89,14 +89,6 @@ CheckResult verdict(const CheckContext& ctx, const AllreduceSpec& spec, const nb
 
 }  // namespace
 
-bool allreduce_has_nccl_backend() {
-#ifdef VIGIL_ALLREDUCE_HAS_NCCL
-  return true;
-#else
-  return false;
-#endif
-}
-
 void apply_tuning(AllreduceSpec& spec, const AllreduceTuning& tuning) {
   if (tuning.timeout) spec.timeout = *tuning.timeout;
   if (tuning.min_bytes) spec.min_bytes = *tuning.min_bytes;

@@ -50,7 +50,4 @@ std::unique_ptr<Check> make_host_allreduce_check(const AllreduceTuning& tuning);
 // Apply tuning over a spec's defaults.
 void apply_tuning(AllreduceSpec& spec, const AllreduceTuning& tuning);
 
-// Whether this build's vigil-allreduce has the nccl backend (VIGIL_CUDA_ENABLED).
-bool allreduce_has_nccl_backend();
-
 }  // namespace vigil

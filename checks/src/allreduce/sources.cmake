@@ -3,14 +3,8 @@
 # its JSON/text with vigil::ncclbench (MPI-free, CUDA-free: vigil-check needs no libmpi/libnccl).
 set(vigil_allreduce_check_sources
   ${CMAKE_CURRENT_LIST_DIR}/allreduce_launch.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/nccl_allreduce_nvlink.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/nccl_allreduce_ib.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/nccl_allreduce.cpp
   ${CMAKE_CURRENT_LIST_DIR}/host_allreduce.cpp
 )
 target_sources(vigil_checks PRIVATE ${vigil_allreduce_check_sources})
 target_link_libraries(vigil_checks PRIVATE vigil::ncclbench)
-if(VIGIL_CUDA_ENABLED)
-  # vigil-allreduce of this build has the nccl backend.
-  set_source_files_properties(${vigil_allreduce_check_sources}
-    PROPERTIES COMPILE_DEFINITIONS VIGIL_ALLREDUCE_HAS_NCCL=1)
-endif()

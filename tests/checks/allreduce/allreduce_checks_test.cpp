@@ -2,6 +2,8 @@
 // logs), their applies() rules, and the command lines they build.
 #include <gtest/gtest.h>
 
+#include "vigil/checks/gpu_probe.h"
+
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
@@ -191,7 +193,7 @@ TEST(AllreduceChecks, nccl_checks_need_a_gpu_runtime_and_host_check_needs_none) 
   ctx.has_gpu_runtime = true;
   EXPECT_FALSE(vigil::make_host_allreduce_check()->applies(ctx).yes);
   EXPECT_EQ(vigil::make_nccl_allreduce_nvlink_check()->applies(ctx).yes,
-            vigil::allreduce_has_nccl_backend());
+            vigil::cuda_built_in());
   // IB loopback also needs InfiniBand devices under the sysfs root.
   ctx.sysfs_root = "/nonexistent";
   EXPECT_FALSE(vigil::make_nccl_allreduce_ib_check()->applies(ctx).yes);

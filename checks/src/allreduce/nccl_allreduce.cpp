@@ -1,0 +1,88 @@
+// nccl_allreduce_nvlink and nccl_allreduce_ib: NCCL all_reduce across all local GPUs of the
+// node, busbw against the SKU threshold (>=). One class, two transports:
+// - nvlink: NCCL's default transports (NVLink/NVSwitch); peak busbw needs large messages
+//   (>= 1-8 GB on A100/H100, anchors.md section 2).
+// - ib: IB loopback. NVLink and shared memory disabled (NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1
+//   NCCL_ALGO=Ring, set by vigil-allreduce --transport ib), so every byte goes out through the
+//   NICs and back.
+#include <filesystem>
+
+#include "allreduce/allreduce_launch.h"
+#include "check_factories.h"
+#include "vigil/checks/gpu_probe.h"
+
+namespace vigil {
+namespace {
+
+struct NcclVariant {
+  std::string_view name;
+  std::string_view transport;
+  bool needs_infiniband;
+  // Message sweep per suite: {min, max}.
+  std::string_view quick_min, quick_max, full_min, full_max;
+};
+
+constexpr NcclVariant kNvlink{"nccl_allreduce_nvlink", "nvlink", false, "1G", "4G", "512M", "16G"};
+constexpr NcclVariant kIb{"nccl_allreduce_ib", "ib", true, "256M", "1G", "512M", "4G"};
+
+bool has_infiniband(const CheckContext& ctx) {
+  std::error_code ec;
+  const std::filesystem::path dir = std::filesystem::path(ctx.sysfs_root) / "sys/class/infiniband";
+  return std::filesystem::is_directory(dir, ec) && !std::filesystem::is_empty(dir, ec);
+}
+
+class NcclAllreduceCheck final : public Check {
+ public:
+  NcclAllreduceCheck(const NcclVariant& v, AllreduceTuning tuning) : v_(v), tuning_(std::move(tuning)) {}
+  std::string_view name() const override { return v_.name; }
+  // NCCL init on 8 GPUs plus the full sweep fits well inside this.
+  std::chrono::seconds timeout() const override { return std::chrono::seconds(330); }
+
+  Applies applies(const CheckContext& ctx) const override {
+    if (!cuda_built_in()) return {false, "built without CUDA/NCCL"};
+    if (!ctx.has_gpu_runtime) return {false, "no CUDA device seen"};
+    if (v_.needs_infiniband) {
+      if (ctx.sku && ctx.sku->infiniband.ports == 0) return {false, "SKU expects no InfiniBand"};
+      if (!has_infiniband(ctx)) return {false, "no InfiniBand devices in sysfs"};
+    }
+    if (ctx.gpu_count < 2)
+      return {false, "needs at least 2 GPUs (NVML saw " + std::to_string(ctx.gpu_count) + ")"};
+    return {};
+  }
+
+  CheckResult run(const CheckContext& ctx) override {
+    AllreduceSpec spec;
+    spec.check = v_.name;
+    spec.fault_prefix = "VIGIL-NCCL";
+    spec.backend = "nccl";
+    spec.transport = std::string(v_.transport);
+    spec.ranks = ctx.gpu_count > 0 ? ctx.gpu_count : 1;
+    const bool full = ctx.suite == Suite::kFull;
+    spec.min_bytes = std::string(full ? v_.full_min : v_.quick_min);
+    spec.max_bytes = std::string(full ? v_.full_max : v_.quick_max);
+    spec.timeout = std::chrono::seconds(full ? 300 : 120);
+    apply_tuning(spec, tuning_);
+    return run_allreduce_check(ctx, spec);
+  }
+
+ private:
+  const NcclVariant& v_;
+  AllreduceTuning tuning_;
+};
+
+}  // namespace
+
+std::unique_ptr<Check> make_nccl_allreduce_nvlink_check(const AllreduceTuning& tuning) {
+  return std::make_unique<NcclAllreduceCheck>(kNvlink, tuning);
+}
+std::unique_ptr<Check> make_nccl_allreduce_nvlink_check() {
+  return make_nccl_allreduce_nvlink_check(AllreduceTuning{});
+}
+std::unique_ptr<Check> make_nccl_allreduce_ib_check(const AllreduceTuning& tuning) {
+  return std::make_unique<NcclAllreduceCheck>(kIb, tuning);
+}
+std::unique_ptr<Check> make_nccl_allreduce_ib_check() {
+  return make_nccl_allreduce_ib_check(AllreduceTuning{});
+}
+
+}  // namespace vigil
