@@ -18,6 +18,9 @@
 #include <ctime>
 #include <memory>
 #include <mutex>
+#include <cctype>
+#include <fstream>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -432,8 +435,29 @@ class KubeClient final : public KubeApi {
                  call.method + " " + call.path};
   }
 
+  // Follows token rotation: re-reads cfg_.token_file when its mtime changed. A rotated file
+  // that cannot be read or is empty keeps the previous token (the API server will say if it
+  // expired) rather than sending none.
+  void refresh_token() {
+    if (cfg_.token_file.empty()) return;
+    std::error_code ec;
+    const auto mtime = std::filesystem::last_write_time(cfg_.token_file, ec);
+    if (ec || mtime == token_mtime_) return;
+    std::ifstream in(cfg_.token_file);
+    std::string token((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back()))) token.pop_back();
+    if (!in.bad() && !token.empty()) {
+      token_mtime_ = mtime;
+      if (token != cfg_.token) {
+        cfg_.token = token;
+        http_->set_bearer_token_auth(cfg_.token);
+      }
+    }
+  }
+
   // One attempt on the wire.
   Reply send_once(const Call& call, const std::string* body) {
+    refresh_token();
     Reply r;
     const std::string path = base_path_ + call.path;
     httplib::Result res =
@@ -517,6 +541,7 @@ class KubeClient final : public KubeApi {
 
   std::mutex mu_;
   KubeConfig cfg_;
+  std::filesystem::file_time_type token_mtime_{};
   std::optional<Error> init_error_;
   std::unique_ptr<httplib::SSLClient> tls_;
   std::unique_ptr<httplib::ClientImpl> plain_;

@@ -261,6 +261,7 @@ Result<KubeConfig> parse_kubeconfig(const YAML::Node& root, const std::string& p
       if (!token.ok()) return fail(token.error().message);
       cfg.token = trim(token.value());
       if (cfg.token.empty()) return fail(user_field + ".tokenFile " + resolved + " is empty");
+      cfg.token_file = resolved;
     }
   }
   if (cfg.token.empty()) {
@@ -311,6 +312,7 @@ Result<KubeConfig> kube_config_in_cluster(const std::string& sa_dir) {
   }
   cfg.token = trim(token.value());
   if (cfg.token.empty()) return Error{"service-account token " + token_path + " is empty", where};
+  cfg.token_file = token_path;
 
   cfg.ca_file = (fs::path(sa_dir) / "ca.crt").string();
   auto ca = read_text_file(cfg.ca_file, "service-account CA bundle");

@@ -418,3 +418,28 @@ TEST(FakeKubeApiServer, rejects_other_patch_types_and_stale_resource_versions) {
 
 }  // namespace
 }  // namespace vigil::drainer
+
+namespace vigil::drainer {
+
+TEST_F(KubeClientTest, a_rotated_token_file_is_followed_without_a_restart) {
+  KubeConfig c = config();
+  c.token = "token-read-at-start-then-rotated";
+  c.token_file = dir.write("token", "good-token\n");
+  auto api = make_kube_api(c);
+  // The file changed since the config was read: the current token is used.
+  ASSERT_TRUE(api->annotate_node("gpu-0", {{"vigil.dev/state", "healthy"}}).ok());
+  auto bump = [&](const std::string& token, int seconds) {
+    dir.write("token", token);
+    std::filesystem::last_write_time(c.token_file, std::filesystem::file_time_type::clock::now() +
+                                                       std::chrono::seconds(seconds));
+  };
+  bump("revoked-token", 1);
+  auto r = api->annotate_node("gpu-0", {{"vigil.dev/state", "healthy"}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.error().to_string(), HasSubstr("401"));
+  bump("good-token", 2);
+  EXPECT_TRUE(api->annotate_node("gpu-0", {{"vigil.dev/state", "drained"}}).ok());
+  EXPECT_EQ(annotations("gpu-0")["vigil.dev/state"], "drained");
+}
+
+}  // namespace vigil::drainer

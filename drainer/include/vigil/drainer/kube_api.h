@@ -13,6 +13,10 @@ namespace vigil::drainer {
 struct KubeConfig {
   std::string server;        // https://host:port
   std::string token;         // bearer token
+  // When set, the token is re-read from this file before each request if the file changed:
+  // kubelet rotates projected service-account tokens (about hourly) and a long-running
+  // drainer must follow. in-cluster and kubeconfig `tokenFile` set it.
+  std::string token_file;
   std::string ca_file;       // PEM bundle to verify the server; empty = system default
   bool insecure_skip_verify = false;
   int timeout_ms = 5000;
