@@ -18,7 +18,28 @@ PACKAGES=(
   prometheus
   # misc tools used by scripts and tests
   procps iproute2 python3 jq
+  # Node.js: validates cronjobs/ against the upstream Kubernetes schemas (tests/k8s-validate)
+  nodejs
 )
+
+# npm packages of tests/k8s-validate (kubernetes-models), pinned by its package-lock.json.
+# Debian ships npm as its own package; a Node.js from elsewhere bundles it.
+install_npm_deps() {
+  local dir
+  dir="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/tests/k8s-validate"
+  # Test-only; VIGIL_SKIP_NPM=1 (image builds) or a tree without it skips this step.
+  if [ -n "${VIGIL_SKIP_NPM:-}" ] || [ ! -f "$dir/package.json" ]; then return 0; fi
+  if ! command -v npm >/dev/null 2>&1; then
+    local sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    $sudo apt-get update -qq
+    $sudo apt-get install -y -qq --no-install-recommends npm
+  fi
+  if [ ! -d "$dir/node_modules/kubernetes-models" ] || [ "$dir/package-lock.json" -nt "$dir/node_modules" ]; then
+    echo "install-deps: npm ci in tests/k8s-validate"
+    (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
+  fi
+}
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -27,6 +48,7 @@ done
 
 if [ "${#missing[@]}" -eq 0 ]; then
   echo "install-deps: all ${#PACKAGES[@]} packages present"
+  install_npm_deps
   exit 0
 fi
 
@@ -43,4 +65,5 @@ if [ ! -e /usr/sbin/policy-rc.d ]; then
   trap '$SUDO rm -f /usr/sbin/policy-rc.d' EXIT
 fi
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+install_npm_deps
 echo "install-deps: done"

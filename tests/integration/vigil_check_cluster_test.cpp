@@ -1,5 +1,5 @@
 // Issue 2, end to end: on a fresh local Slurm cluster, one ordinary sbatch job per node runs
-// `vigil-check run` (scripts/demo-node-job.sh wires each node's fake hardware by node name).
+// `vigil-check run` (tests/integration/node-check-job.sh; fake hardware by node name).
 // The reports must show exactly gpu-2 failing, with nvml_row_remap and a reason that says why;
 // gpu-0, gpu-1 and gpu-3 pass.
 #include <gtest/gtest.h>
@@ -76,7 +76,7 @@ TEST(VigilCheckOnCluster, sbatch_on_every_node_reports_only_gpu2_failing_with_ro
     std::string failure;
     const auto id = cluster.submit({"--nodelist=" + node, "--job-name=vigil-check-" + node,
                                     "--output=" + run.path + "/" + node + ".log",
-                                    std::string(VIGIL_SOURCE_DIR) + "/scripts/demo-node-job.sh"},
+                                    std::string(VIGIL_SOURCE_DIR) + "/tests/integration/node-check-job.sh"},
                                    job_env, &failure);
     ASSERT_TRUE(id) << failure;
     job_of[node] = *id;

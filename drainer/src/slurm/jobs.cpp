@@ -9,34 +9,11 @@
 #include <string>
 #include <vector>
 
+#include "libslurm_init.h"
 #include "vigil/drainer/slurm_jobs.h"
 
 namespace vigil::drainer {
 namespace {
-
-std::mutex g_jobs_mutex;
-
-std::string resolve_conf(const std::string& conf_path) {
-  if (!conf_path.empty()) return conf_path;
-  if (const char* env = std::getenv("SLURM_CONF"); env != nullptr && *env != '\0') return env;
-  return "/etc/slurm/slurm.conf";
-}
-
-// slurm_init() is safe to call again in a process where the Slurm sink already initialised
-// libslurm: slurm_conf_init() returns early when a configuration is loaded and the plugin inits
-// are idempotent. It calls fatal() on an unreadable file, so that is checked first.
-VoidResult ensure_initialized(const std::string& conf_path) {
-  static bool initialized = false;
-  if (initialized) return ok_result();
-  const std::string conf = resolve_conf(conf_path);
-  if (access(conf.c_str(), R_OK) != 0) {
-    return Error{"cannot read " + conf + "; pass --slurm-conf or set SLURM_CONF",
-                 "slurm_init(" + conf + ")"};
-  }
-  slurm_init(conf.c_str());
-  initialized = true;
-  return ok_result();
-}
 
 std::string job_state_name(uint32_t state) {
   switch (state & JOB_STATE_BASE) {
@@ -87,8 +64,8 @@ class LibslurmJobReader final : public SlurmJobReader {
   explicit LibslurmJobReader(std::string conf_path) : conf_path_(std::move(conf_path)) {}
 
   Result<std::vector<SlurmJobInfo>> load_jobs() override {
-    std::lock_guard<std::mutex> lock(g_jobs_mutex);
-    if (auto init = ensure_initialized(conf_path_); !init.ok()) return init.error();
+    std::lock_guard<std::mutex> lock(libslurm_mutex());
+    if (auto init = ensure_libslurm_initialized(conf_path_); !init.ok()) return init.error();
     job_info_msg_t* msg = nullptr;
     if (slurm_load_jobs(0, &msg, SHOW_ALL) != SLURM_SUCCESS) {
       const int err = slurm_get_errno();

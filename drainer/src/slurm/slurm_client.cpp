@@ -10,45 +10,11 @@
 #include <string>
 #include <vector>
 
+#include "libslurm_init.h"
 #include "vigil/drainer/slurm_api.h"
 
 namespace vigil::drainer {
 namespace {
-
-// libslurm keeps process-global configuration: it is initialised once per process, with one
-// slurm.conf, and its RPC helpers are serialised here so concurrent sinks cannot race inside it.
-std::mutex g_slurm_mutex;
-bool g_initialized = false;
-std::string g_conf_in_use;
-
-std::string resolve_conf(const std::string& conf_path) {
-  if (!conf_path.empty()) return conf_path;
-  if (const char* env = std::getenv("SLURM_CONF"); env != nullptr && *env != '\0') return env;
-  return "/etc/slurm/slurm.conf";
-}
-
-// Called with g_slurm_mutex held. slurm_init() calls fatal() (process exit) when it cannot read
-// its configuration, so the file is checked first and a missing one becomes an Error.
-VoidResult ensure_initialized(const std::string& conf_path) {
-  const std::string conf = resolve_conf(conf_path);
-  if (g_initialized) {
-    if (conf != g_conf_in_use) {
-      return Error{"libslurm is already initialised with " + g_conf_in_use +
-                       " in this process; use one slurm.conf per process",
-                   "slurm_init(" + conf + ")"};
-    }
-    return ok_result();
-  }
-  if (access(conf.c_str(), R_OK) != 0) {
-    return Error{"cannot read " + conf +
-                     "; set slurm.conf in the drainer config or SLURM_CONF in the environment",
-                 "slurm_init(" + conf + ")"};
-  }
-  slurm_init(conf.c_str());
-  g_initialized = true;
-  g_conf_in_use = conf;
-  return ok_result();
-}
 
 std::string slurm_error_text(int err) {
   std::string text = slurm_strerror(err);
@@ -155,8 +121,8 @@ class LibslurmApi final : public SlurmApi {
   explicit LibslurmApi(std::string conf_path) : conf_path_(std::move(conf_path)) {}
 
   Result<std::vector<SlurmNodeInfo>> load_nodes() override {
-    std::lock_guard<std::mutex> lock(g_slurm_mutex);
-    if (auto init = ensure_initialized(conf_path_); !init.ok()) return init.error();
+    std::lock_guard<std::mutex> lock(libslurm_mutex());
+    if (auto init = ensure_libslurm_initialized(conf_path_); !init.ok()) return init.error();
     return load_nodes_locked();
   }
 
@@ -174,7 +140,7 @@ class LibslurmApi final : public SlurmApi {
   }
 
  private:
-  // Called with g_slurm_mutex held and libslurm initialised.
+  // Called with libslurm_mutex() held and libslurm initialised.
   Result<std::vector<SlurmNodeInfo>> load_nodes_locked() {
     node_info_msg_t* nodes = nullptr;
     if (slurm_load_node(0, &nodes, SHOW_ALL) != SLURM_SUCCESS) {
@@ -198,7 +164,7 @@ class LibslurmApi final : public SlurmApi {
     return out;
   }
 
-  // Called with g_slurm_mutex held. Returns the Slurm errno, SLURM_SUCCESS on success.
+  // Called with libslurm_mutex() held. Returns the Slurm errno, SLURM_SUCCESS on success.
   static int send_update(const std::string& hostlist, uint32_t state, const std::string* reason) {
     update_node_msg_t msg;
     slurm_init_update_node_msg(&msg);
@@ -219,8 +185,8 @@ class LibslurmApi final : public SlurmApi {
                               abbreviate(hostlist, nodes.size()) + ", node_state=" + state_name +
                               ")";
     if (hostlist.empty()) return Error{"could not build a hostlist", where};
-    std::lock_guard<std::mutex> lock(g_slurm_mutex);
-    if (auto init = ensure_initialized(conf_path_); !init.ok()) return init.error();
+    std::lock_guard<std::mutex> lock(libslurm_mutex());
+    if (auto init = ensure_libslurm_initialized(conf_path_); !init.ok()) return init.error();
     const int err = send_update(hostlist, state, reason);
     if (err == SLURM_SUCCESS) return ok_result();
     if (err != ESLURM_INVALID_NODE_NAME || nodes.size() < 2) {

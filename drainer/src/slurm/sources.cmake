@@ -1,7 +1,10 @@
-# Slurm sink of vigil::drainer (docs/slurm-sink.md): the libslurm SlurmApi and to_hostlist().
+# Slurm sink of vigil::drainer (docs/slurm-sink.md): the libslurm SlurmApi, to_hostlist(), and
+# the job-queue reader vigil-submit uses; one libslurm init/lock for all (libslurm_init.h).
 set(VIGIL_DRAINER_SLURM_SOURCES
+  ${CMAKE_CURRENT_LIST_DIR}/libslurm_init.cpp
   ${CMAKE_CURRENT_LIST_DIR}/slurm_client.cpp
   ${CMAKE_CURRENT_LIST_DIR}/hostlist.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/jobs.cpp
 )
 if(TARGET vigil_drainer)
   target_sources(vigil_drainer PRIVATE ${VIGIL_DRAINER_SLURM_SOURCES})

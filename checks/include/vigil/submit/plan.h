@@ -18,19 +18,19 @@ struct SubmitOptions {
   std::string job_script = "/etc/vigil/vigil-check.sbatch";  // sbatch script (cronjobs/)
   std::string run_id;                                        // --comment=vigil:<run_id>
   std::string job_name = "vigil-check";
-  std::string partition;    // -p; also restricts the candidate nodes to this partition
-  std::string qos;          // --qos
-  std::string account;      // --account
-  std::string reservation;  // --reservation; nodes in a reservation are only used with it
-  std::string time_limit = "30:00";         // --time of node jobs
+  std::string partition;             // -p; also restricts the candidate nodes to this partition
+  std::string qos;                   // --qos
+  std::string account;               // --account
+  std::string reservation;           // --reservation; nodes in a reservation are only used with it
+  std::string time_limit = "30:00";  // --time of node jobs
   std::string fabric_time_limit = "30:00";  // --time of fabric (2-node) jobs
   std::vector<std::string> nodes;           // only these nodes (empty: all)
   std::vector<std::string> extra_sbatch_args;
-  bool fabric = false;   // add `sbatch -N 2` jobs pairing the chosen nodes (multi-node IB)
+  bool fabric = false;            // add `sbatch -N 2` jobs pairing the chosen nodes (multi-node IB)
   int fabric_ranks_per_node = 8;  // MPI ranks per node in a fabric job (one per GPU)
-  int max_jobs = 200;    // node jobs per run; more eligible nodes -> a random subset
-  uint64_t seed = 0;     // for the random subset and the fabric pairing
-  bool recheck = true;   // re-check nodes drained by Vigil with `srun -Z`
+  int max_jobs = 200;             // node jobs per run; more eligible nodes -> a random subset
+  uint64_t seed = 0;              // for the random subset and the fabric pairing
+  bool recheck = true;            // re-check nodes drained by Vigil with `srun -Z`
   int max_rechecks = 50;
   int recheck_timeout_s = 900;  // per re-check; srun is killed after it
   // The job script's text, run on the node as `bash -c TEXT` by srun -Z (the script file lives

@@ -12,13 +12,13 @@ namespace vigil::submit {
 
 struct RunOptions {
   SubmitOptions plan;
-  std::string slurm_conf;        // empty: SLURM_CONF / /etc/slurm/slurm.conf
-  bool dry_run = false;          // print the commands, run nothing
-  int interval_ms = 200;         // pause between two sbatch calls
-  int recheck_concurrency = 4;   // srun -Z re-checks at a time
-  int sbatch_timeout_s = 60;     // one sbatch call
+  std::string slurm_conf;            // empty: SLURM_CONF / /etc/slurm/slurm.conf
+  bool dry_run = false;              // print the commands, run nothing
+  int interval_ms = 200;             // pause between two sbatch calls
+  int recheck_concurrency = 4;       // srun -Z re-checks at a time
+  int sbatch_timeout_s = 60;         // one sbatch call
   int max_consecutive_failures = 5;  // stop submitting after this many sbatch failures in a row
-  bool json = false;             // JSON summary instead of the table
+  bool json = false;                 // JSON summary instead of the table
 };
 
 // Outcome of one planned command.
@@ -27,10 +27,10 @@ struct CommandOutcome {
   std::vector<std::string> nodes;
   std::string command;  // shell_join(argv), with an inline script shortened
   bool ran = false;
-  int exit_code = -1;   // sbatch/srun exit status; 124 on timeout
+  int exit_code = -1;  // sbatch/srun exit status; 124 on timeout
   bool timed_out = false;
-  std::string job_id;   // sbatch --parsable output
-  std::string output;   // last part of stdout+stderr (errors, the re-check's verdict)
+  std::string job_id;  // sbatch --parsable output
+  std::string output;  // last part of stdout+stderr (errors, the re-check's verdict)
 };
 
 // Runs a command (own process group), stdout+stderr captured; on timeout TERM then KILL to the

@@ -1,0 +1,55 @@
+// vigil-submit: argument parsing only; the work is in vigil::submit (submit.h, plan.h).
+#include <CLI/CLI.hpp>
+
+#include "vigil/submit/submit.h"
+
+int main(int argc, char** argv) {
+  vigil::submit::RunOptions o;
+  vigil::submit::SubmitOptions& p = o.plan;
+  CLI::App app{
+      "vigil-submit: submits one Vigil health-check job per eligible Slurm node (sbatch), "
+      "optional 2-node fabric jobs, and re-checks nodes Vigil drained with srun -Z "
+      "(docs/deploy.md, docs/recheck.md)"};
+  app.add_option("--job-script", p.job_script, "sbatch job script (cronjobs/vigil-check.sbatch)")
+      ->capture_default_str();
+  app.add_option("--slurm-conf", o.slurm_conf, "slurm.conf (default: $SLURM_CONF or /etc/slurm)");
+  app.add_option("--run-id", p.run_id, "run id for --comment=vigil:<id> (default: UTC time)");
+  app.add_option("--partition,-p", p.partition, "partition for the jobs; only its nodes are used");
+  app.add_option("--qos", p.qos, "QoS for the jobs");
+  app.add_option("--account", p.account, "account for the jobs");
+  app.add_option("--reservation", p.reservation,
+                 "reservation for the jobs (nodes in a reservation are used only with it)");
+  app.add_option("--time", p.time_limit, "time limit of a node job")->capture_default_str();
+  app.add_option("--fabric-time", p.fabric_time_limit, "time limit of a fabric job")
+      ->capture_default_str();
+  app.add_option("--nodes", p.nodes, "only these nodes (comma separated)")->delimiter(',');
+  app.add_option("--sbatch-arg", p.extra_sbatch_args, "extra sbatch argument (repeatable)");
+  app.add_flag("--fabric", p.fabric, "also submit sbatch -N 2 fabric jobs pairing the nodes");
+  app.add_option("--fabric-ranks-per-node", p.fabric_ranks_per_node,
+                 "MPI ranks per node in a fabric job (one per GPU)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--max-jobs", p.max_jobs, "node jobs per run (random subset beyond)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--seed", p.seed, "seed of the random subset and pairing (default: time)");
+  app.add_option("--interval-ms", o.interval_ms, "pause between two sbatch calls")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  bool no_recheck = false;
+  app.add_flag("--no-recheck", no_recheck, "do not re-check nodes drained by Vigil");
+  app.add_option("--max-rechecks", p.max_rechecks, "srun -Z re-checks per run")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--recheck-concurrency", o.recheck_concurrency, "re-checks at a time")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--recheck-timeout-s", p.recheck_timeout_s, "timeout of one re-check")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_flag("--dry-run", o.dry_run, "print the sbatch/srun commands, run nothing");
+  app.add_flag("--json", o.json, "JSON output instead of the table");
+  CLI11_PARSE(app, argc, argv);
+  p.recheck = !no_recheck;
+  return vigil::submit::run_submit(o);
+}
