@@ -27,7 +27,6 @@ namespace fs = std::filesystem;
 
 constexpr std::string_view kName = "ib_counters";
 constexpr std::string_view kFaultPrefix = "VIGIL-IB";
-constexpr std::string_view kFaultSysfs = "VIGIL-IB-SYSFS-UNREADABLE";
 constexpr std::string_view kFaultState = "VIGIL-IB-STATE-UNWRITABLE";
 
 std::string short_list(const std::vector<std::string>& items, size_t max_shown = 3) {
@@ -50,7 +49,7 @@ class IbCountersCheck final : public Check {
 
   CheckResult run(const CheckContext& ctx) override {
     auto scan = ib::scan_ports(ctx.sysfs_root);
-    if (!scan) return error(kName, scan.error().to_string(), std::string(kFaultSysfs));
+    if (!scan) return error(kName, scan.error().to_string(), std::string(ib::kFaultSysfsUnreadable));
     // Missing ports are ib_port's finding (VIGIL-IB-PORTS-MISSING); no need to report it twice.
     if (scan->ports.empty() && scan->errors.empty()) return skipped(kName, "no InfiniBand ports");
 
@@ -92,7 +91,8 @@ class IbCountersCheck final : public Check {
       }
       r.message = "absolute counters since last reset (no state dir: no deltas)" + saturated_note;
       finalize(r, kFaultPrefix);
-      return with_errors(std::move(r), errors);
+      ib::merge_read_errors(r, errors);
+      return r;
     }
 
     CounterState state(ctx.state_dir, kName, ctx.node);
@@ -173,24 +173,10 @@ class IbCountersCheck final : public Check {
       r.message += "; counter reset, baseline restarted: " + short_list(resets, 2);
     }
     r.message += saturated_note;
-    return with_errors(std::move(r), errors);
-  }
-
- private:
-  static CheckResult with_errors(CheckResult r, const std::vector<Error>& errors) {
-    if (errors.empty()) return r;
-    const std::string what =
-        errors.front().to_string() +
-        (errors.size() > 1 ? " (+" + std::to_string(errors.size() - 1) + " more unreadable)" : "");
-    if (r.status == Status::kFail) {
-      r.message += "; also " + what;
-    } else {
-      r.status = Status::kError;
-      r.message = what;
-      r.fault_code = std::string(kFaultSysfs);
-    }
+    ib::merge_read_errors(r, errors);
     return r;
   }
+
 };
 
 }  // namespace

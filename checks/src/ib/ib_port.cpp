@@ -18,7 +18,6 @@ constexpr std::string_view kFaultPortsMissing = "VIGIL-IB-PORTS-MISSING";
 constexpr std::string_view kFaultPortDown = "VIGIL-IB-PORT-DOWN";
 constexpr std::string_view kFaultPortInactive = "VIGIL-IB-PORT-INACTIVE";
 constexpr std::string_view kFaultRate = "VIGIL-IB-RATE-DEGRADED";
-constexpr std::string_view kFaultSysfs = "VIGIL-IB-SYSFS-UNREADABLE";
 
 std::string fmt(double v) {
   std::ostringstream os;
@@ -72,7 +71,7 @@ class IbPortCheck final : public Check {
     const double want_rate = ctx.sku ? ctx.sku->infiniband.rate_gbps : 0;
 
     auto scan = ib::scan_ports(ctx.sysfs_root);
-    if (!scan) return error(kName, scan.error().to_string(), std::string(kFaultSysfs));
+    if (!scan) return error(kName, scan.error().to_string(), std::string(ib::kFaultSysfsUnreadable));
 
     CheckResult r;
     r.check = std::string(kName);
@@ -191,21 +190,7 @@ class IbPortCheck final : public Check {
       if (scan->ignored.size() > 1) r.message += " +" + std::to_string(scan->ignored.size() - 1);
     }
 
-    if (!errors.empty()) {
-      // A fail seen on readable ports stands (fail outranks error); otherwise the check could
-      // not do its job and says which file stopped it.
-      const std::string what =
-          errors.front().to_string() +
-          (errors.size() > 1 ? " (+" + std::to_string(errors.size() - 1) + " more unreadable)"
-                             : "");
-      if (r.status == Status::kFail) {
-        r.message += "; also " + what;
-      } else {
-        r.status = Status::kError;
-        r.message = what;
-        r.fault_code = std::string(kFaultSysfs);
-      }
-    }
+    ib::merge_read_errors(r, errors);
     return r;
   }
 };

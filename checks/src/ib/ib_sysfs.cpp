@@ -222,4 +222,18 @@ Result<Counters> read_error_counters(const PortDir& port) {
   return out;
 }
 
+void merge_read_errors(CheckResult& r, const std::vector<Error>& errors) {
+  if (errors.empty()) return;
+  const std::string what =
+      errors.front().to_string() +
+      (errors.size() > 1 ? " (+" + std::to_string(errors.size() - 1) + " more unreadable)" : "");
+  if (r.status == Status::kFail) {
+    r.message += "; also " + what;
+  } else {
+    r.status = Status::kError;
+    r.message = what;
+    r.fault_code = std::string(kFaultSysfsUnreadable);
+  }
+}
+
 }  // namespace vigil::ib

@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "vigil/checks/report.h"
 #include "vigil/checks/result.h"
 
 namespace vigil::ib {
@@ -107,5 +108,12 @@ Result<Counters> read_error_counters(const PortDir& port);
 
 // "mlx5_2" < "mlx5_10": compares embedded decimal numbers by value.
 bool natural_less(std::string_view a, std::string_view b);
+
+inline constexpr std::string_view kFaultSysfsUnreadable = "VIGIL-IB-SYSFS-UNREADABLE";
+
+// Folds unreadable sysfs files into a result: a fail seen on the readable ports stands (fail
+// outranks error) and names the files as well; otherwise the check could not do its job and
+// becomes error, naming the first file that stopped it.
+void merge_read_errors(CheckResult& r, const std::vector<Error>& errors);
 
 }  // namespace vigil::ib
