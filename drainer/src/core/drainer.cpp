@@ -335,12 +335,24 @@ int Drainer::process_pending() {
   // One Slurm view per pass, shared by its chunks: loading 10,000 nodes costs more than
   // deciding 256 reports. The sink re-reads the view right before acting anyway.
   std::optional<std::map<std::string, SlurmNodeInfo>> view;
+  std::vector<Intent> intents;
   int total = 0;
-  for (int n; (n = process_chunk(view)) > 0;) total += n;
+  for (int n; (n = process_chunk(view, intents)) > 0;) total += n;
+  if (intents.empty()) return total;
+  // Intents become actionable only once their decisions are durable: one fdatasync for the
+  // whole pass (a sync per chunk cost more than the decisions themselves).
+  if (!journal_->sync().ok()) return total;
+  {
+    std::lock_guard lk(mu_);
+    enqueue_intents_locked(intents);
+  }
+  cv_slurm_.notify_one();
+  cv_kube_.notify_one();
   return total;
 }
 
-int Drainer::process_chunk(std::optional<std::map<std::string, SlurmNodeInfo>>& view_cache) {
+int Drainer::process_chunk(std::optional<std::map<std::string, SlurmNodeInfo>>& view_cache,
+                           std::vector<Intent>& intents) {
   std::lock_guard dl(decide_mu_);
   // Chunks keep mu_ (and with it ingest) free between a few hundred decisions.
   std::deque<Accepted> batch;
@@ -355,7 +367,6 @@ int Drainer::process_chunk(std::optional<std::map<std::string, SlurmNodeInfo>>& 
   if (batch.empty()) return 0;
   if (!view_cache) view_cache = load_slurm_view();
   const auto& view = *view_cache;
-  std::vector<Intent> intents;
   {
     std::lock_guard lk(mu_);
     std::vector<nlohmann::json> records;
@@ -392,14 +403,6 @@ int Drainer::process_chunk(std::optional<std::map<std::string, SlurmNodeInfo>>& 
       return 0;
     }
   }
-  // Intents become actionable only once their decision is durable.
-  if (!journal_->sync().ok()) return 0;
-  {
-    std::lock_guard lk(mu_);
-    enqueue_intents_locked(intents);
-  }
-  cv_slurm_.notify_one();
-  cv_kube_.notify_one();
   return static_cast<int>(batch.size());
 }
 

@@ -101,7 +101,10 @@ class Drainer {
     uint64_t seq;
     NodeReport report;
   };
-  int process_chunk(std::optional<std::map<std::string, SlurmNodeInfo>>& view_cache);
+  // Decides up to 256 reports and journals the decisions (not yet synced); their intents are
+  // appended to `intents` for process_pending to enqueue after one sync.
+  int process_chunk(std::optional<std::map<std::string, SlurmNodeInfo>>& view_cache,
+                    std::vector<Intent>& intents);
   void apply_decision_locked(const Decision& d, const NodeReport* r, uint64_t report_seq,
                              std::vector<nlohmann::json>& records, std::vector<Intent>& intents);
   void enqueue_intents_locked(const std::vector<Intent>& intents);
