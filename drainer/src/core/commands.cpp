@@ -1,6 +1,7 @@
 // vigil-drainer subcommands (see commands.h).
 #include "vigil/drainer/commands.h"
 
+#include <functional>
 #include <fcntl.h>
 #include <httplib.h>
 #include <signal.h>
@@ -291,40 +292,65 @@ int run_apply(const CommandOptions& o, const std::vector<std::string>& report_fi
   return left > 0 ? 1 : 0;
 }
 
-int run_status(const CommandOptions& o) {
+namespace {
+
+// status, resume and breaker reset work with and without a running service: the service holds
+// an exclusive lock on the state dir; when it is held the command asks the service over HTTP,
+// otherwise it opens the state dir itself (the same journal replay the service does).
+int with_service_or_state(const CommandOptions& o, bool with_slurm,
+                          const std::function<int(ServiceClient&)>& remote,
+                          const std::function<int(Drainer&, const DrainerConfig&)>& local) {
   auto cfg = resolve_config(o);
   if (!cfg.ok()) {
     std::cerr << "vigil-drainer: " << cfg.error().to_string() << "\n";
     return 2;
   }
   const DrainerConfig& c = cfg.value();
-  nlohmann::json body;
-  int lock = lock_state_dir(c.state_dir);
+  const int lock = lock_state_dir(c.state_dir);
   if (lock == -1) {
     ServiceClient sc(c);
-    auto r = sc.cli->Get("/v1/nodes", sc.headers);
-    if (!r || r->status != 200) return http_fail(r, "GET /v1/nodes");
-    body = nlohmann::json::parse(r->body, nullptr, false);
-  } else {
-    if (lock < 0) {
-      std::cerr << "vigil-drainer: cannot open state dir " << c.state_dir << "\n";
-      return 1;
-    }
-    SystemClock clock;
-    Drainer d(c, nullptr, nullptr, clock);  // read-only view: no sinks
-    if (auto r = d.open(); !r.ok()) {
-      std::cerr << "vigil-drainer: " << r.error().to_string() << "\n";
-      return 1;
-    }
-    nlohmann::json nodes = nlohmann::json::array();
-    for (const auto& s : d.nodes()) nodes.push_back(to_json(s));
-    body = {{"nodes", nodes},
-            {"breaker", to_json(d.breaker())},
-            {"pending_actions",
-             {{"slurm", d.pending("slurm")}, {"kubernetes", d.pending("kubernetes")}}},
-            {"dry_run", c.dry_run}};
-    ::close(lock);
+    return remote(sc);
   }
+  if (lock < 0) {
+    std::cerr << "vigil-drainer: cannot open state dir " << c.state_dir << "\n";
+    return 1;
+  }
+  struct Unlock {
+    int fd;
+    ~Unlock() { ::close(fd); }
+  } unlock{lock};
+  SystemClock clock;
+  Drainer d(c, with_slurm ? make_slurm(c) : nullptr, nullptr, clock);
+  if (auto r = d.open(); !r.ok()) {
+    std::cerr << "vigil-drainer: " << r.error().to_string() << "\n";
+    return 1;
+  }
+  return local(d, c);
+}
+
+}  // namespace
+
+int run_status(const CommandOptions& o) {
+  nlohmann::json body;
+  const int rc = with_service_or_state(
+      o, /*with_slurm=*/false,
+      [&](ServiceClient& sc) {
+        auto r = sc.cli->Get("/v1/nodes", sc.headers);
+        if (!r || r->status != 200) return http_fail(r, "GET /v1/nodes");
+        body = nlohmann::json::parse(r->body, nullptr, false);
+        return 0;
+      },
+      [&](Drainer& d, const DrainerConfig& c) {
+        nlohmann::json nodes = nlohmann::json::array();
+        for (const auto& s : d.nodes()) nodes.push_back(to_json(s));
+        body = {{"nodes", nodes},
+                {"breaker", to_json(d.breaker())},
+                {"pending_actions",
+                 {{"slurm", d.pending("slurm")}, {"kubernetes", d.pending("kubernetes")}}},
+                {"dry_run", c.dry_run}};
+        return 0;
+      });
+  if (rc != 0) return rc;
   if (o.json) {
     std::cout << body.dump(2) << "\n";
   } else {
@@ -335,71 +361,49 @@ int run_status(const CommandOptions& o) {
 }
 
 int run_resume(const CommandOptions& o, const std::string& node) {
-  auto cfg = resolve_config(o);
-  if (!cfg.ok()) {
-    std::cerr << "vigil-drainer: " << cfg.error().to_string() << "\n";
-    return 2;
-  }
-  const DrainerConfig& c = cfg.value();
-  int lock = lock_state_dir(c.state_dir);
-  if (lock == -1) {
-    ServiceClient sc(c);
-    auto r =
-        sc.cli->Post(("/v1/nodes/" + node + "/resume").c_str(), sc.headers, "", "application/json");
-    if (!r || r->status != 200) return http_fail(r, "resume " + node);
-    std::cout << nlohmann::json::parse(r->body).value("result", "") << "\n";
-    return 0;
-  }
-  SystemClock clock;
-  Drainer d(c, make_slurm(c), nullptr, clock);
-  if (auto r = d.open(); !r.ok()) {
-    std::cerr << "vigil-drainer: " << r.error().to_string() << "\n";
-    return 1;
-  }
-  auto r = d.resume(node);
-  if (!r.ok()) {
-    std::cerr << "vigil-drainer: " << r.error().to_string() << "\n";
-    return 1;
-  }
-  int left = d.run_slurm_sink_once();
-  (void)d.snapshot_now();
-  std::cout << r.value() << (left ? " (Slurm unreachable: pending, retried by the next run)" : "")
-            << "\n";
-  ::close(lock);
-  return left ? 1 : 0;
+  return with_service_or_state(
+      o, /*with_slurm=*/true,
+      [&](ServiceClient& sc) {
+        auto r = sc.cli->Post(("/v1/nodes/" + node + "/resume").c_str(), sc.headers, "",
+                              "application/json");
+        if (!r || r->status != 200) return http_fail(r, "resume " + node);
+        std::cout << nlohmann::json::parse(r->body).value("result", "") << "\n";
+        return 0;
+      },
+      [&](Drainer& d, const DrainerConfig&) {
+        auto r = d.resume(node);
+        if (!r.ok()) {
+          std::cerr << "vigil-drainer: " << r.error().to_string() << "\n";
+          return 1;
+        }
+        const int left = d.run_slurm_sink_once();
+        (void)d.snapshot_now();
+        std::cout << r.value()
+                  << (left ? " (Slurm unreachable: pending, retried by the next run)" : "") << "\n";
+        return left ? 1 : 0;
+      });
 }
 
 int run_breaker_reset(const CommandOptions& o) {
-  auto cfg = resolve_config(o);
-  if (!cfg.ok()) {
-    std::cerr << "vigil-drainer: " << cfg.error().to_string() << "\n";
-    return 2;
-  }
-  const DrainerConfig& c = cfg.value();
-  int lock = lock_state_dir(c.state_dir);
-  if (lock == -1) {
-    ServiceClient sc(c);
-    auto r = sc.cli->Post("/v1/breaker/reset", sc.headers, "", "application/json");
-    if (!r || r->status != 200) return http_fail(r, "breaker reset");
-    std::cout << "circuit breaker closed\n";
-    return 0;
-  }
-  SystemClock clock;
-  Drainer d(c, nullptr, nullptr, clock);
-  if (auto r = d.open(); !r.ok()) {
-    std::cerr << "vigil-drainer: " << r.error().to_string() << "\n";
-    return 1;
-  }
-  auto was = d.breaker();
-  if (auto r = d.reset_breaker(); !r.ok()) {
-    std::cerr << "vigil-drainer: " << r.error().to_string() << "\n";
-    return 1;
-  }
-  (void)d.snapshot_now();
-  std::cout << "circuit breaker closed"
-            << (was.open ? " (was open: " + was.why + ")" : " (was closed)") << "\n";
-  ::close(lock);
-  return 0;
+  return with_service_or_state(
+      o, /*with_slurm=*/false,
+      [&](ServiceClient& sc) {
+        auto r = sc.cli->Post("/v1/breaker/reset", sc.headers, "", "application/json");
+        if (!r || r->status != 200) return http_fail(r, "breaker reset");
+        std::cout << "circuit breaker closed\n";
+        return 0;
+      },
+      [&](Drainer& d, const DrainerConfig&) {
+        const auto was = d.breaker();
+        if (auto r = d.reset_breaker(); !r.ok()) {
+          std::cerr << "vigil-drainer: " << r.error().to_string() << "\n";
+          return 1;
+        }
+        (void)d.snapshot_now();
+        std::cout << "circuit breaker closed"
+                  << (was.open ? " (was open: " + was.why + ")" : " (was closed)") << "\n";
+        return 0;
+      });
 }
 
 }  // namespace vigil::drainer
