@@ -41,7 +41,7 @@ fi
 if ((!skip_build)); then
   step "Building vigil-check, vigil-submit, vigil-drainer and the fake NVML library in $build"
   mkdir -p "$build"
-  cmake -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE=Release >"$build/configure.log" 2>&1 || {
+  cmake -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$build/configure.log" 2>&1 || {
     cat "$build/configure.log" >&2
     die "cmake configure failed (log above)"
   }
