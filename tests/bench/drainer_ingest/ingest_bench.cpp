@@ -100,6 +100,13 @@ int main() {
   auto dir =
       std::filesystem::temp_directory_path() / ("vigil-ingest-bench-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
+  struct RemoveOnExit {  // every return path, early ones included, leaves no temp dir
+    std::filesystem::path p;
+    ~RemoveOnExit() {
+      std::error_code ec;
+      std::filesystem::remove_all(p, ec);
+    }
+  } remove_on_exit{dir};
 
   std::vector<std::string> bodies, singles;
   for (int b = 0; b < kReports / kBatch; ++b) {
@@ -163,7 +170,6 @@ int main() {
     d.stop();
   }
   const double fsyncs = fsync_rate(dir.string());
-  std::filesystem::remove_all(dir);
 
   const double rate = kReports / drainer_s, base_rate = kReports / base_s;
   std::printf("baseline (bare httplib, parse only)   : %9.0f reports/s\n", base_rate);
