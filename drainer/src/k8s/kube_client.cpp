@@ -13,14 +13,15 @@
 #include <openssl/x509.h>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <chrono>
 #include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <functional>
 #include <memory>
 #include <mutex>
-#include <cctype>
-#include <fstream>
-#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -280,6 +281,34 @@ class KubeClient final : public KubeApi {
     }
   }
 
+  // Read, merge, conditional write: GET the object, let `merge` build the merge-patch body from
+  // it (nullopt: already as wanted, nothing is written), send it with the object's
+  // resourceVersion. JSON merge patches replace lists whole, so a writer in between (kubelet
+  // heartbeat) must turn the write into 409: then re-read and retry, up to max_retries.
+  VoidResult patch_conditionally(const Call& get, const Call& patch,
+                                 const std::function<std::optional<json>(const json&)>& merge) {
+    for (int conflicts = 0;; ++conflicts) {
+      Reply got = send(get, nullptr);
+      if (!got.ok()) return to_error(get, got);
+      json current = json::parse(got.body, nullptr, false);
+      if (!current.is_object()) return invalid_json(get);
+      std::optional<json> body = merge(current);
+      if (!body) return ok_result();
+      const json rv = current["metadata"].is_object()
+                          ? current["metadata"].value("resourceVersion", json())
+                          : json();
+      if (rv.is_string() && !rv.get<std::string>().empty()) {
+        (*body)["metadata"] = {{"resourceVersion", rv}};
+      }
+      const std::string text = body->dump();
+      Reply r = send(patch, &text);
+      if (r.ok()) return ok_result();
+      if (r.status == 409 && conflicts < cfg_.max_retries) continue;
+      r.attempts += conflicts;
+      return to_error(patch, r);
+    }
+  }
+
   VoidResult set_node_condition(const std::string& node, const NodeCondition& c) override {
     std::lock_guard<std::mutex> lock(mu_);
     if (init_error_) return *init_error_;
@@ -292,12 +321,7 @@ class KubeClient final : public KubeApi {
     const std::string rbac = "verbs \"get\" on \"nodes\" and \"patch\" on \"nodes/status\"";
     const Call get{"GET", "/api/v1/nodes/" + node, "node \"" + node + "\"", rbac, true};
     const Call patch{"PATCH", "/api/v1/nodes/" + node + "/status", get.object, rbac, true};
-    for (int conflicts = 0;; ++conflicts) {
-      Reply got = send(get, nullptr);
-      if (!got.ok()) return to_error(get, got);
-      json current = json::parse(got.body, nullptr, false);
-      if (!current.is_object()) return invalid_json(get);
-
+    return patch_conditionally(get, patch, [&](const json& current) -> std::optional<json> {
       json conditions = json::array();
       if (auto s = current.find("status"); s != current.end() && s->is_object()) {
         if (auto cs = s->find("conditions"); cs != s->end() && cs->is_array()) conditions = *cs;
@@ -318,27 +342,11 @@ class KubeClient final : public KubeApi {
         break;
       }
       if (!replaced) conditions.push_back(updated);
-
-      // A JSON merge patch replaces lists whole, so the full list is sent; resourceVersion makes
-      // it conditional: a writer in between (kubelet heartbeat) turns it into 409, and we re-read.
-      json body = {{"status", {{"conditions", conditions}}}};
-      const json rv = current["metadata"].is_object()
-                          ? current["metadata"].value("resourceVersion", json())
-                          : json();
-      if (rv.is_string() && !rv.get<std::string>().empty()) {
-        body["metadata"] = {{"resourceVersion", rv}};
-      }
-      const std::string text = body.dump();
-      Reply r = send(patch, &text);
-      if (r.ok()) return ok_result();
-      if (r.status == 409 && conflicts < cfg_.max_retries) continue;
-      r.attempts += conflicts;
-      return to_error(patch, r);
-    }
+      return json{{"status", {{"conditions", conditions}}}};
+    });
   }
 
-  // Same read-merge-conditional-patch loop as set_node_condition, on spec.taints of the main
-  // resource (a merge patch replaces the list whole).
+  // spec.taints of the main resource (a merge patch replaces the list whole).
   VoidResult set_node_taint(const std::string& node, const std::string& key,
                             const std::optional<NodeTaint>& taint) override {
     std::lock_guard<std::mutex> lock(mu_);
@@ -355,11 +363,7 @@ class KubeClient final : public KubeApi {
     const std::string rbac = "verbs \"get\" and \"patch\" on resource \"nodes\"";
     const Call get{"GET", "/api/v1/nodes/" + node, "node \"" + node + "\"", rbac, true};
     const Call patch{"PATCH", get.path, get.object, rbac, true};
-    for (int conflicts = 0;; ++conflicts) {
-      Reply got = send(get, nullptr);
-      if (!got.ok()) return to_error(get, got);
-      json current = json::parse(got.body, nullptr, false);
-      if (!current.is_object()) return invalid_json(get);
+    return patch_conditionally(get, patch, [&](const json& current) -> std::optional<json> {
       json taints = json::array();
       if (auto spec = current.find("spec"); spec != current.end() && spec->is_object()) {
         if (auto ts = spec->find("taints"); ts != spec->end() && ts->is_array()) taints = *ts;
@@ -380,21 +384,9 @@ class KubeClient final : public KubeApi {
       if (taint && !already) {
         kept.push_back({{"key", key}, {"value", taint->value}, {"effect", taint->effect}});
       }
-      if (kept == taints) return ok_result();  // nothing to change: no write
-      json body = {{"spec", {{"taints", kept.empty() ? json(nullptr) : kept}}}};
-      const json rv = current["metadata"].is_object()
-                          ? current["metadata"].value("resourceVersion", json())
-                          : json();
-      if (rv.is_string() && !rv.get<std::string>().empty()) {
-        body["metadata"] = {{"resourceVersion", rv}};
-      }
-      const std::string text = body.dump();
-      Reply r = send(patch, &text);
-      if (r.ok()) return ok_result();
-      if (r.status == 409 && conflicts < cfg_.max_retries) continue;
-      r.attempts += conflicts;
-      return to_error(patch, r);
-    }
+      if (kept == taints) return std::nullopt;  // nothing to change: no write
+      return json{{"spec", {{"taints", kept.empty() ? json(nullptr) : kept}}}};
+    });
   }
 
   Result<std::string> pod_node_name(const std::string& ns, const std::string& pod) override {
@@ -445,7 +437,8 @@ class KubeClient final : public KubeApi {
     if (ec || mtime == token_mtime_) return;
     std::ifstream in(cfg_.token_file);
     std::string token((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back()))) token.pop_back();
+    while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back())))
+      token.pop_back();
     if (!in.bad() && !token.empty()) {
       token_mtime_ = mtime;
       if (token != cfg_.token) {
@@ -554,6 +547,5 @@ class KubeClient final : public KubeApi {
 std::unique_ptr<KubeApi> make_kube_api(const KubeConfig& cfg) {
   return std::make_unique<KubeClient>(cfg);
 }
-
 
 }  // namespace vigil::drainer
