@@ -36,20 +36,12 @@ const Reason* find_reason(std::string_view measurement) {
   return nullptr;
 }
 
-class NvmlClockEventsCheck final : public Check {
+class NvmlClockEventsCheck final : public NvmlCheck {
  public:
   std::string_view name() const override { return "nvml_clock_events"; }
-  Applies applies(const CheckContext&) const override { return {}; }
 
-  CheckResult run(const CheckContext& ctx) override {
-    auto session = open_session(ctx);
-    if (!session) return unavailable(name(), session.error());
-    const Session& s = session.value();
-
-    CheckResult r;
-    r.check = std::string(name());
-    Verdict v;
-    v.gpus_lost(s);
+  CheckResult inspect(const CheckContext& ctx, const Session& s, CheckResult& r,
+                      Verdict& v) override {
     for (int g = 0; g < s.count(); ++g) {
       if (!s.gpus[g]) continue;
       unsigned long long reasons = 0;

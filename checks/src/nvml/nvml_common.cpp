@@ -174,4 +174,14 @@ void Verdict::conclude(CheckResult& r, const Describe& describe, std::string pas
   }
 }
 
+CheckResult NvmlCheck::run(const CheckContext& ctx) {
+  auto session = open_session(ctx);
+  if (!session) return unavailable(name(), session.error());
+  CheckResult r;
+  r.check = std::string(name());
+  Verdict v;
+  v.gpus_lost(session.value());
+  return inspect(ctx, session.value(), r, v);
+}
+
 }  // namespace vigil::nvml

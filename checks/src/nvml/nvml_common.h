@@ -83,4 +83,17 @@ class Verdict {
   std::vector<std::pair<int, std::string>> unsupported_;
 };
 
+// Base of the per-GPU NVML checks: opens NVML (error "NVML not available" when it cannot),
+// starts the result with the GPUs lost at session open already judged, and hands over to
+// inspect(). Every NVML check applies everywhere; NVML missing is an error at run time.
+class NvmlCheck : public Check {
+ public:
+  Applies applies(const CheckContext&) const override { return {}; }
+  CheckResult run(const CheckContext& ctx) final;
+
+ protected:
+  virtual CheckResult inspect(const CheckContext& ctx, const Session& s, CheckResult& r,
+                              Verdict& v) = 0;
+};
+
 }  // namespace vigil::nvml

@@ -33,21 +33,13 @@ constexpr Counter kCounters[] = {
      "VIGIL-NVML-NVLINK-CRC"},
 };
 
-class NvmlNvlinkCheck final : public Check {
+class NvmlNvlinkCheck final : public NvmlCheck {
  public:
   std::string_view name() const override { return "nvml_nvlink"; }
-  Applies applies(const CheckContext&) const override { return {}; }
 
-  CheckResult run(const CheckContext& ctx) override {
-    auto session = open_session(ctx);
-    if (!session) return unavailable(name(), session.error());
-    const Session& s = session.value();
+  CheckResult inspect(const CheckContext& ctx, const Session& s, CheckResult& r,
+                      Verdict& v) override {
     const Api& api = s.api();
-
-    CheckResult r;
-    r.check = std::string(name());
-    Verdict v;
-    v.gpus_lost(s);
     CounterState state(ctx.state_dir, name(), ctx.node);
     int links_up = 0;
     // (gpu, measurement) -> links whose counter moved, for the message

@@ -16,21 +16,13 @@ namespace {
 
 using namespace nvml;
 
-class NvmlPcieCheck final : public Check {
+class NvmlPcieCheck final : public NvmlCheck {
  public:
   std::string_view name() const override { return "nvml_pcie"; }
-  Applies applies(const CheckContext&) const override { return {}; }
 
-  CheckResult run(const CheckContext& ctx) override {
-    auto session = open_session(ctx);
-    if (!session) return unavailable(name(), session.error());
-    const Session& s = session.value();
+  CheckResult inspect(const CheckContext& ctx, const Session& s, CheckResult& r,
+                      Verdict& v) override {
     const Api& api = s.api();
-
-    CheckResult r;
-    r.check = std::string(name());
-    Verdict v;
-    v.gpus_lost(s);
     CounterState state(ctx.state_dir, name(), ctx.node);
     int below_max_gen = 0;
     int below_max_width = 0;

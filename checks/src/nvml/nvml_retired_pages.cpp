@@ -9,20 +9,12 @@ namespace {
 
 using namespace nvml;
 
-class NvmlRetiredPagesCheck final : public Check {
+class NvmlRetiredPagesCheck final : public NvmlCheck {
  public:
   std::string_view name() const override { return "nvml_retired_pages"; }
-  Applies applies(const CheckContext&) const override { return {}; }
 
-  CheckResult run(const CheckContext& ctx) override {
-    auto session = open_session(ctx);
-    if (!session) return unavailable(name(), session.error());
-    const Session& s = session.value();
-
-    CheckResult r;
-    r.check = std::string(name());
-    Verdict v;
-    v.gpus_lost(s);
+  CheckResult inspect(const CheckContext& ctx, const Session& s, CheckResult& r,
+                      Verdict& v) override {
     for (int g = 0; g < s.count(); ++g) {
       if (!s.gpus[g]) continue;
       int pending = NVML_FEATURE_DISABLED;

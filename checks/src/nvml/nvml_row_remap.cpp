@@ -10,20 +10,12 @@ namespace {
 
 using namespace nvml;
 
-class NvmlRowRemapCheck final : public Check {
+class NvmlRowRemapCheck final : public NvmlCheck {
  public:
   std::string_view name() const override { return "nvml_row_remap"; }
-  Applies applies(const CheckContext&) const override { return {}; }
 
-  CheckResult run(const CheckContext& ctx) override {
-    auto session = open_session(ctx);
-    if (!session) return unavailable(name(), session.error());
-    const Session& s = session.value();
-
-    CheckResult r;
-    r.check = std::string(name());
-    Verdict v;
-    v.gpus_lost(s);
+  CheckResult inspect(const CheckContext& ctx, const Session& s, CheckResult& r,
+                      Verdict& v) override {
     unsigned remapped_total = 0;
     for (int g = 0; g < s.count(); ++g) {
       if (!s.gpus[g]) continue;

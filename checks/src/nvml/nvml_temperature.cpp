@@ -10,21 +10,13 @@ namespace {
 
 using namespace nvml;
 
-class NvmlTemperatureCheck final : public Check {
+class NvmlTemperatureCheck final : public NvmlCheck {
  public:
   std::string_view name() const override { return "nvml_temperature"; }
-  Applies applies(const CheckContext&) const override { return {}; }
 
-  CheckResult run(const CheckContext& ctx) override {
-    auto session = open_session(ctx);
-    if (!session) return unavailable(name(), session.error());
-    const Session& s = session.value();
+  CheckResult inspect(const CheckContext& ctx, const Session& s, CheckResult& r,
+                      Verdict& v) override {
     const Api& api = s.api();
-
-    CheckResult r;
-    r.check = std::string(name());
-    Verdict v;
-    v.gpus_lost(s);
     unsigned hottest = 0;
     for (int g = 0; g < s.count(); ++g) {
       nvmlDevice_t dev = s.gpus[g];

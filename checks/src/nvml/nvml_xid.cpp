@@ -21,21 +21,13 @@ using namespace nvml;
 const std::set<unsigned long long> kFatalXids = {48, 64, 74, 79, 95, 119, 120, 140};
 const std::set<unsigned long long> kWarnXids = {31, 32, 43, 63, 67, 73, 94, 121, 137};
 
-class NvmlXidCheck final : public Check {
+class NvmlXidCheck final : public NvmlCheck {
  public:
   std::string_view name() const override { return "nvml_xid"; }
-  Applies applies(const CheckContext&) const override { return {}; }
 
-  CheckResult run(const CheckContext& ctx) override {
-    auto session = open_session(ctx);
-    if (!session) return unavailable(name(), session.error());
-    const Session& s = session.value();
+  CheckResult inspect(const CheckContext& ctx, const Session& s, CheckResult& r,
+                      Verdict& v) override {
     const Api& api = s.api();
-
-    CheckResult r;
-    r.check = std::string(name());
-    Verdict v;
-    v.gpus_lost(s);
     if (!api.event_set_create || !api.device_register_events || !api.event_set_wait ||
         !api.event_set_free) {
       return skipped(name(), "XID events not supported by this NVML library");
