@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <thread>
 
@@ -246,6 +247,72 @@ TEST(Drainer, breaker_state_survives_restart) {
   }
   Drainer dr(cfg, slurm, nullptr, clock);
   ASSERT_TRUE(dr.open().ok());
+  EXPECT_TRUE(dr.breaker().open);
+}
+
+// Journal lines that carry the breaker's whole state (with its list of drain times).
+int journal_lines_with(const std::string& dir, const std::string& needle) {
+  int n = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (!e.path().filename().string().starts_with("journal-")) continue;
+    std::ifstream in(e.path());
+    for (std::string line; std::getline(in, line);) n += line.find(needle) != std::string::npos;
+  }
+  return n;
+}
+
+TEST(Drainer, drains_counted_by_the_breaker_survive_restart_as_journaled_deltas) {
+  TempDir d;
+  FakeClock clock;
+  auto slurm = cluster(10);
+  auto cfg = test_config(d.str());
+  cfg.breaker = {3, 100, 3600};
+  {
+    Drainer dr(cfg, slurm, nullptr, clock);
+    ASSERT_TRUE(dr.open().ok());
+    ASSERT_TRUE(dr.ingest({bad("gpu-0", "a"), bad("gpu-1", "a")}).ok());
+    dr.process_pending();
+    ASSERT_FALSE(dr.breaker().open);
+    // Two drains counted, each journaled as one delta: no record repeats the window.
+    EXPECT_EQ(journal_lines_with(d.str(), "\"breaker_drain\""), 2);
+    EXPECT_EQ(journal_lines_with(d.str(), "recent_drains"), 0);
+  }
+  Drainer dr(cfg, slurm, nullptr, clock);
+  ASSERT_TRUE(dr.open().ok());
+  ASSERT_EQ(dr.breaker().recent_drains.size(), 1u);
+  EXPECT_EQ(dr.breaker().recent_drains.begin()->second.size(), 2u);
+  // The cap is 3: after the restart one more drain fits, the next one opens the breaker.
+  ASSERT_TRUE(dr.ingest({bad("gpu-2", "a"), bad("gpu-3", "a")}).ok());
+  dr.process_pending();
+  EXPECT_TRUE(dr.node("gpu-2")->drained_by_vigil);
+  EXPECT_FALSE(dr.node("gpu-3")->drained_by_vigil);
+  EXPECT_TRUE(dr.breaker().open);
+  EXPECT_EQ(journal_lines_with(d.str(), "recent_drains"), 1);  // the opening, whole
+}
+
+TEST(Drainer, replayed_breaker_drains_leave_the_window_when_they_age_out) {
+  TempDir d;
+  FakeClock clock;
+  auto slurm = cluster(10);
+  auto cfg = test_config(d.str());
+  cfg.breaker = {2, 100, 600};
+  {
+    Drainer dr(cfg, slurm, nullptr, clock);
+    ASSERT_TRUE(dr.open().ok());
+    ASSERT_TRUE(dr.ingest({bad("gpu-0", "a")}).ok());
+    dr.process_pending();
+    clock.advance(400);
+    ASSERT_TRUE(dr.ingest({bad("gpu-1", "a")}).ok());
+    dr.process_pending();
+    ASSERT_FALSE(dr.breaker().open);
+  }
+  clock.advance(300);  // gpu-0's drain is now outside the 600 s window, gpu-1's is not
+  Drainer dr(cfg, slurm, nullptr, clock);
+  ASSERT_TRUE(dr.open().ok());
+  ASSERT_TRUE(dr.ingest({bad("gpu-2", "a"), bad("gpu-3", "a")}).ok());
+  dr.process_pending();
+  EXPECT_TRUE(dr.node("gpu-2")->drained_by_vigil);
+  EXPECT_FALSE(dr.node("gpu-3")->drained_by_vigil);
   EXPECT_TRUE(dr.breaker().open);
 }
 

@@ -109,30 +109,41 @@ VoidResult Drainer::replay(const Recovered& rec) {
       return Error{e.what(), "replay(snapshot)"};
     }
   }
-  for (const auto& j : rec.records) {
-    const std::string t = j.value("t", "");
-    const uint64_t seq = j.at("seq").get<uint64_t>();
-    if (t == "report") {
-      VIGIL_TRY(auto r, fold_report(seq, j.at("report")));
-      (void)r;
-    } else if (t == "decision") {
-      const uint64_t rs = j.value("report_seq", uint64_t{0});
-      if (rs) std::erase_if(undecided_, [&](const Accepted& a) { return a.seq == rs; });
-      VIGIL_TRY(auto ns, node_state_from_json(j.at("state")));
-      nodes_[ns.node] = std::move(ns);
-      if (j.contains("breaker")) {
+  uint64_t at_seq = 0;
+  try {
+    for (const auto& j : rec.records) {
+      const std::string t = j.value("t", "");
+      const uint64_t seq = j.at("seq").get<uint64_t>();
+      at_seq = seq;
+      if (t == "report") {
+        VIGIL_TRY(auto r, fold_report(seq, j.at("report")));
+        (void)r;
+      } else if (t == "decision") {
+        const uint64_t rs = j.value("report_seq", uint64_t{0});
+        if (rs) std::erase_if(undecided_, [&](const Accepted& a) { return a.seq == rs; });
+        VIGIL_TRY(auto ns, node_state_from_json(j.at("state")));
+        nodes_[ns.node] = std::move(ns);
+        if (j.contains("breaker")) {
+          VIGIL_TRY(breaker_, breaker_state_from_json(j.at("breaker")));
+        } else if (j.contains("breaker_drain")) {
+          const auto& bd = j.at("breaker_drain");
+          const auto at = bd.at("at").get<int64_t>();
+          breaker_window(breaker_, bd.at("group").get<std::string>(), at, cfg_.breaker.window_s)
+              .push_back(at);
+        }
+        for (const auto& ij : j.value("intents", nlohmann::json::array())) {
+          Intent i = intent_from_json(ij);
+          pending_[i.id] = i;
+          next_intent_id_ = std::max(next_intent_id_, i.id + 1);
+        }
+      } else if (t == "done") {
+        for (const auto& id : j.at("ids")) pending_.erase(id.get<uint64_t>());
+      } else if (t == "breaker_reset") {
         VIGIL_TRY(breaker_, breaker_state_from_json(j.at("breaker")));
       }
-      for (const auto& ij : j.value("intents", nlohmann::json::array())) {
-        Intent i = intent_from_json(ij);
-        pending_[i.id] = i;
-        next_intent_id_ = std::max(next_intent_id_, i.id + 1);
-      }
-    } else if (t == "done") {
-      for (const auto& id : j.at("ids")) pending_.erase(id.get<uint64_t>());
-    } else if (t == "breaker_reset") {
-      VIGIL_TRY(breaker_, breaker_state_from_json(j.at("breaker")));
     }
+  } catch (const std::exception& e) {
+    return Error{e.what(), "replay(journal record seq " + std::to_string(at_seq) + ")"};
   }
   for (const auto& [id, i] : pending_) next_intent_id_ = std::max(next_intent_id_, id + 1);
   return ok_result();
@@ -290,9 +301,17 @@ void Drainer::apply_decision_locked(const Decision& d, const NodeReport* r, uint
                      {"node", s.node},
                      {"action", std::string(to_string(d.action))},
                      {"state", to_json(s)},
-                     {"breaker", to_json(d.breaker)},
                      {"intents", ij}};
   if (report_seq) rec["report_seq"] = report_seq;
+  // The breaker goes into the journal whole only when it opens or its reason changes; a counted
+  // drain is journaled as a delta. (The whole state holds every drain time in the window, so
+  // writing it with each of 1,000 drains made the journal grow quadratically.)
+  if (d.breaker.open != breaker_.open || d.breaker.why != breaker_.why ||
+      d.breaker.opened_at != breaker_.opened_at) {
+    rec["breaker"] = to_json(d.breaker);
+  } else if (d.counted_drain) {
+    rec["breaker_drain"] = {{"group", d.counted_drain->group}, {"at", d.counted_drain->at}};
+  }
   records.push_back(std::move(rec));
   audit_->write({{"time", rfc3339_utc(clock_.now_unix())},
                  {"event", "decision"},

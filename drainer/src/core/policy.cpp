@@ -137,6 +137,13 @@ PolicyEngine::PolicyEngine(PolicyConfig policy, BreakerConfig breaker, bool dry_
                            const Clock& clock)
     : policy_(std::move(policy)), breaker_(breaker), dry_run_(dry_run), clock_(clock) {}
 
+std::vector<int64_t>& breaker_window(BreakerState& b, const std::string& group, int64_t now,
+                                     int64_t window_s) {
+  auto& times = b.recent_drains[group];
+  std::erase_if(times, [&](int64_t t) { return t <= now - window_s; });
+  return times;
+}
+
 std::string PolicyEngine::group_key(const NodeState& s) {
   if (!s.partition.empty()) return "partition:" + s.partition;
   return "sku:" + (s.sku.empty() ? std::string("unknown") : s.sku);
@@ -257,8 +264,7 @@ Decision PolicyEngine::on_report(const NodeState* prev, const NodeReport& r,
                     "circuit breaker open: " + d.breaker.why);
     // Sliding window per group.
     const std::string group = group_key(s);
-    auto& times = d.breaker.recent_drains[group];
-    std::erase_if(times, [&](int64_t t) { return t <= now - breaker_.window_s; });
+    auto& times = breaker_window(d.breaker, group, now, breaker_.window_s);
     const int next = static_cast<int>(times.size()) + 1;
     const int gsize = std::max(group_size, 1);
     const int pct_cap =
@@ -275,6 +281,7 @@ Decision PolicyEngine::on_report(const NodeState* prev, const NodeReport& r,
                     "circuit breaker opened: " + d.breaker.why);
     }
     times.push_back(now);
+    d.counted_drain = BreakerDrain{group, now};
     s.drained_by_vigil = true;
     return finish(Action::kDrain, NodeHealth::kDrained, "drain: " + reason);
   }

@@ -83,6 +83,18 @@ struct BreakerState {
   std::map<std::string, std::vector<int64_t>> recent_drains;  // group -> drain times
 };
 
+// The breaker's sliding window for `group`: drops drain times at or before now - window_s and
+// returns the rest. The engine counts a drain with it; journal replay re-counts one the same way.
+std::vector<int64_t>& breaker_window(BreakerState& b, const std::string& group, int64_t now,
+                                     int64_t window_s);
+
+// One drain counted in the breaker's window (journaled instead of the whole BreakerState, which
+// grows with every drain in the window).
+struct BreakerDrain {
+  std::string group;
+  int64_t at = 0;
+};
+
 enum class Action { kNone, kDrain, kResume, kWouldDrain, kWouldResume, kBreakerBlocked };
 std::string_view to_string(Action a);
 
@@ -95,6 +107,7 @@ struct Decision {
   std::string why;
   NodeState state;       // the node's next state
   BreakerState breaker;  // the breaker's next state
+  std::optional<BreakerDrain> counted_drain;  // set when this decision counted a drain
 };
 
 // Slurm ownership rules.
