@@ -68,6 +68,7 @@ TEST(Config, errors_name_file_line_and_field) {
       {"auth: disabled\nmax_body_bytes: 10\n", "c.yaml:2: max_body_bytes"},
       {"auth: disabled\nslurm:\n  retry_initial_ms: 100\n  retry_max_ms: 10\n",
        "c.yaml:4: slurm.retry_max_ms"},
+      {"auth: disabled\nslurm:\n  view_max_age_s: -1\n", "c.yaml:3: slurm.view_max_age_s"},
       {"auth: disabled\ndry_run: perhaps\n", "c.yaml:2: dry_run"},
       {"auth: disabled\nlisten: [1, 2\n", "c.yaml:"},
   };
@@ -96,7 +97,8 @@ policy:
   fatal_fault_codes: [VIGIL-NVML-DBE]
   staleness_s: 7200
 breaker: {max_drains: 5, max_percent: 10, window_s: 600}
-slurm: {conf: /etc/slurm/slurm.conf, retry_initial_ms: 100, retry_max_ms: 1000, batch_window_ms: 50}
+slurm: {conf: /etc/slurm/slurm.conf, retry_initial_ms: 100, retry_max_ms: 1000, batch_window_ms: 50,
+       view_max_age_s: 2}
 kubernetes:
   enabled: true
   annotation_prefix: example.com/
@@ -113,6 +115,7 @@ kubernetes:
   EXPECT_EQ(c->policy.for_check("nvml_ecc").drain_after, 3);  // fatal list replaced
   EXPECT_EQ(c->policy.for_check("nvml_ecc", "VIGIL-NVML-DBE").drain_after, 1);
   EXPECT_EQ(c->breaker.max_drains, 5);
+  EXPECT_EQ(c->slurm.view_max_age_s, 2);
   EXPECT_EQ(c->kubernetes.node_mapping, NodeMapping::kPodLookup);
   EXPECT_EQ(c->kubernetes.annotation_prefix, "example.com/");
 }

@@ -207,6 +207,73 @@ TEST(Drainer, the_sink_rechecks_ownership_before_acting) {
   EXPECT_EQ(dr.run_slurm_sink_once(), 0);
   EXPECT_TRUE(slurm->calls_copy().empty());
   EXPECT_EQ(slurm->get("gpu-1").reason, "admin: x");
+  // Neither node is recorded as drained by vigil: status, metrics and a later resume must not
+  // treat them as ours. This survives a restart.
+  for (const char* n : {"gpu-0", "gpu-1"}) {
+    EXPECT_FALSE(dr.node(n)->drained_by_vigil) << n;
+    EXPECT_EQ(dr.node(n)->last_action, "drain_skipped") << n;
+  }
+  EXPECT_EQ(dr.node("gpu-0")->health, NodeHealth::kWarn);
+  EXPECT_EQ(dr.node("gpu-1")->health, NodeHealth::kDrained);
+  EXPECT_NE(dr.node("gpu-1")->note.find("admin: x"), std::string::npos);
+  Drainer again(test_config(d.str()), slurm, nullptr, clock);
+  ASSERT_TRUE(again.open().ok());
+  EXPECT_FALSE(again.node("gpu-1")->drained_by_vigil);
+  EXPECT_EQ(again.pending("slurm"), 0u);
+}
+
+TEST(Drainer, decisions_reuse_a_young_slurm_view_and_the_sink_always_rereads) {
+  TempDir d;
+  FakeClock clock;
+  auto slurm = cluster(4);
+  auto cfg = test_config(d.str());
+  cfg.slurm.view_max_age_s = 5;
+  Drainer dr(cfg, slurm, nullptr, clock);
+  ASSERT_TRUE(dr.open().ok());
+  ASSERT_TRUE(dr.ingest({good("gpu-0", "a")}).ok());
+  dr.process_pending();
+  EXPECT_EQ(slurm->loads, 1);
+  ASSERT_TRUE(dr.ingest({good("gpu-1", "a")}).ok());
+  dr.process_pending();
+  EXPECT_EQ(slurm->loads, 1);  // 0 s old: reused
+  // An admin drains gpu-2 after that read; a failing report decided on the old view is
+  // still checked against Slurm by the sink, which re-reads before acting.
+  slurm->set("gpu-2", [](SlurmNodeInfo& n) {
+    n.drain = true;
+    n.reason = "admin: cable";
+  });
+  ASSERT_TRUE(dr.ingest({bad("gpu-2", "a"), bad("gpu-3", "a")}).ok());
+  dr.process_pending();
+  EXPECT_EQ(slurm->loads, 1);
+  EXPECT_EQ(dr.run_slurm_sink_once(), 0);
+  EXPECT_EQ(slurm->loads, 2);
+  EXPECT_EQ(slurm->get("gpu-2").reason, "admin: cable");
+  EXPECT_TRUE(slurm->get("gpu-3").drain);
+  EXPECT_FALSE(dr.node("gpu-2")->drained_by_vigil);
+  // The sink acted, so its read predates its own drain: the next pass reads again.
+  ASSERT_TRUE(dr.ingest({good("gpu-0", "b")}).ok());
+  dr.process_pending();
+  EXPECT_EQ(slurm->loads, 3);
+  // Older than view_max_age_s: read again.
+  clock.advance(6);
+  ASSERT_TRUE(dr.ingest({good("gpu-0", "c")}).ok());
+  dr.process_pending();
+  EXPECT_EQ(slurm->loads, 4);
+}
+
+TEST(Drainer, view_max_age_zero_reads_slurm_for_every_decision_pass) {
+  TempDir d;
+  FakeClock clock;
+  auto slurm = cluster(2);
+  auto cfg = test_config(d.str());
+  cfg.slurm.view_max_age_s = 0;
+  Drainer dr(cfg, slurm, nullptr, clock);
+  ASSERT_TRUE(dr.open().ok());
+  for (const char* run : {"a", "b", "c"}) {
+    ASSERT_TRUE(dr.ingest({good("gpu-0", run)}).ok());
+    dr.process_pending();
+  }
+  EXPECT_EQ(slurm->loads, 3);
 }
 
 TEST(Drainer, breaker_caps_a_bad_threshold_file_that_fails_every_node) {

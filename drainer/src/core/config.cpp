@@ -215,18 +215,22 @@ Result<DrainerConfig> parse_config(std::string_view yaml, const std::string& sou
     }
     if (auto s = root["slurm"]; s.IsDefined()) {
       rd.only_keys(s, "slurm",
-                   {"enabled", "conf", "retry_initial_ms", "retry_max_ms", "batch_window_ms"});
+                   {"enabled", "conf", "retry_initial_ms", "retry_max_ms", "batch_window_ms",
+                    "view_max_age_s"});
       rd.get(s, "enabled", "slurm.enabled", c.slurm.enabled);
       rd.get(s, "conf", "slurm.conf", c.slurm.conf);
       rd.get(s, "retry_initial_ms", "slurm.retry_initial_ms", c.slurm.retry_initial_ms);
       rd.get(s, "retry_max_ms", "slurm.retry_max_ms", c.slurm.retry_max_ms);
       rd.get(s, "batch_window_ms", "slurm.batch_window_ms", c.slurm.batch_window_ms);
+      rd.get(s, "view_max_age_s", "slurm.view_max_age_s", c.slurm.view_max_age_s);
       if (c.slurm.retry_initial_ms < 1)
         rd.fail(s["retry_initial_ms"], "slurm.retry_initial_ms", "must be >= 1");
       if (c.slurm.retry_max_ms < c.slurm.retry_initial_ms)
         rd.fail(s["retry_max_ms"], "slurm.retry_max_ms", "must be >= retry_initial_ms");
       if (c.slurm.batch_window_ms < 0)
         rd.fail(s["batch_window_ms"], "slurm.batch_window_ms", "must be >= 0");
+      if (c.slurm.view_max_age_s < 0)
+        rd.fail(s["view_max_age_s"], "slurm.view_max_age_s", "must be >= 0");
     }
     if (auto k = root["kubernetes"]; k.IsDefined()) {
       rd.only_keys(k, "kubernetes",

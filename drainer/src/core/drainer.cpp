@@ -260,13 +260,28 @@ Result<int> Drainer::ingest_dir(const std::string& dir) {
   return taken;
 }
 
-std::map<std::string, SlurmNodeInfo> Drainer::load_slurm_view() {
-  std::map<std::string, SlurmNodeInfo> view;
-  if (!slurm_) return view;
-  auto nodes = slurm_->load_nodes();
-  if (!nodes.ok()) return view;  // unknown: the sink re-checks before acting
-  for (auto& n : nodes.value()) view[n.name] = std::move(n);
-  return view;
+Result<std::shared_ptr<const Drainer::SlurmView>> Drainer::read_slurm_view() {
+  VIGIL_TRY(auto nodes, slurm_->load_nodes());
+  auto view = std::make_shared<SlurmView>();
+  for (auto& n : nodes) {
+    std::string name = n.name;
+    view->emplace(std::move(name), std::move(n));
+  }
+  std::lock_guard lk(view_mu_);
+  view_ = view;
+  view_at_ = clock_.now_unix();
+  return std::shared_ptr<const SlurmView>(std::move(view));
+}
+
+std::shared_ptr<const Drainer::SlurmView> Drainer::slurm_view(bool fresh) {
+  if (!slurm_) return std::make_shared<const SlurmView>();
+  if (!fresh && cfg_.slurm.view_max_age_s > 0) {
+    std::lock_guard lk(view_mu_);
+    if (view_ && clock_.now_unix() - view_at_ <= cfg_.slurm.view_max_age_s) return view_;
+  }
+  auto view = read_slurm_view();
+  if (!view.ok()) return std::make_shared<const SlurmView>();  // unknown: the sink re-checks
+  return view.value();
 }
 
 void Drainer::apply_decision_locked(const Decision& d, const NodeReport* r, uint64_t report_seq,
@@ -353,7 +368,7 @@ void Drainer::refresh_gauges_locked() {
 int Drainer::process_pending() {
   // One Slurm view per pass, shared by its chunks: loading 10,000 nodes costs more than
   // deciding 256 reports. The sink re-reads the view right before acting anyway.
-  std::optional<std::map<std::string, SlurmNodeInfo>> view;
+  std::shared_ptr<const SlurmView> view;
   std::vector<Intent> intents;
   int total = 0;
   for (int n; (n = process_chunk(view, intents)) > 0;) total += n;
@@ -370,7 +385,7 @@ int Drainer::process_pending() {
   return total;
 }
 
-int Drainer::process_chunk(std::optional<std::map<std::string, SlurmNodeInfo>>& view_cache,
+int Drainer::process_chunk(std::shared_ptr<const SlurmView>& view_ptr,
                            std::vector<Intent>& intents) {
   std::lock_guard dl(decide_mu_);
   // Chunks keep mu_ (and with it ingest) free between a few hundred decisions.
@@ -384,8 +399,8 @@ int Drainer::process_chunk(std::optional<std::map<std::string, SlurmNodeInfo>>& 
     }
   }
   if (batch.empty()) return 0;
-  if (!view_cache) view_cache = load_slurm_view();
-  const auto& view = *view_cache;
+  if (!view_ptr) view_ptr = slurm_view(false);
+  const SlurmView& view = *view_ptr;
   {
     std::lock_guard lk(mu_);
     std::vector<nlohmann::json> records;
@@ -437,6 +452,42 @@ void Drainer::record_done(const std::vector<uint64_t>& ids, const std::string& o
   refresh_gauges_locked();
 }
 
+void Drainer::forget_skipped_drains(const std::vector<SkippedDrain>& skipped) {
+  if (skipped.empty()) return;
+  std::vector<Intent> intents;
+  {
+    std::lock_guard lk(mu_);
+    std::vector<nlohmann::json> records;
+    for (const auto& k : skipped) {
+      auto it = nodes_.find(k.intent.node);
+      // Only the decision this intent came from is undone; a newer one stands.
+      if (it == nodes_.end() || !it->second.drained_by_vigil || it->second.reason != k.intent.reason)
+        continue;
+      Decision d;
+      d.before = it->second.health;
+      d.state = it->second;
+      d.state.drained_by_vigil = false;
+      d.state.reason.clear();
+      d.state.health = d.after = k.health;
+      d.state.last_action = "drain_skipped";
+      d.state.note = "drain not applied: " + k.why;
+      d.why = d.state.note;
+      d.driving_checks = d.state.driving_checks;
+      d.breaker = breaker_;
+      apply_decision_locked(d, nullptr, 0, records, intents);
+    }
+    if (records.empty()) return;
+    if (auto w = journal_->append(std::move(records)); !w.ok()) {
+      audit_->write({{"event", "journal_error"}, {"error", w.error().to_string()}});
+      return;
+    }
+  }
+  if (intents.empty() || !journal_->sync().ok()) return;
+  std::lock_guard lk(mu_);
+  enqueue_intents_locked(intents);
+  cv_kube_.notify_one();
+}
+
 int Drainer::run_slurm_sink_once() {
   if (!slurm_) return 0;
   std::vector<Intent> work;
@@ -465,15 +516,16 @@ int Drainer::run_slurm_sink_once() {
     }
   };
   auto now_s = [&] { return rfc3339_utc(clock_.now_unix()); };
-  auto nodes = slurm_->load_nodes();
-  if (!nodes.ok()) {
+  // Re-read right before acting (this read also refreshes the decisions' view).
+  auto fresh = read_slurm_view();
+  if (!fresh.ok()) {
     for (const auto& i : work) metrics_.on_action(i.action, "slurm", "error");
     audit_->write({{"time", now_s()},
                    {"event", "action"},
                    {"sink", "slurm"},
                    {"action", "load_nodes"},
                    {"outcome", "error"},
-                   {"error", nodes.error().to_string()},
+                   {"error", fresh.error().to_string()},
                    {"pending", work.size()}});
     unlock_all(work);
     slurm_backoff_ms_ =
@@ -481,23 +533,26 @@ int Drainer::run_slurm_sink_once() {
                           slurm_backoff_ms_ ? slurm_backoff_ms_ * 2 : cfg_.slurm.retry_initial_ms);
     return static_cast<int>(work.size());
   }
-  std::map<std::string, SlurmNodeInfo> view;
-  for (auto& n : nodes.value()) view[n.name] = std::move(n);
+  const SlurmView& view = *fresh.value();
   std::map<std::string, std::vector<const Intent*>> drains;  // by reason
   std::vector<const Intent*> resumes;
   std::vector<uint64_t> ok_ids, skipped_ids;
+  std::vector<SkippedDrain> not_drained;
   for (const auto& i : work) {
     auto it = view.find(i.node);
     std::string skip_why;
     if (it == view.end()) {
       skip_why = "node unknown to Slurm";
+      if (i.action == "drain") not_drained.push_back({i, skip_why, NodeHealth::kError});
     } else if (i.action == "drain") {
       const auto& n = it->second;
-      if (slurm_untouchable(n))
+      if (slurm_untouchable(n)) {
         skip_why = "node is DOWN/FAIL/MAINT";
-      else if (slurm_drained_by_other(n))
+        not_drained.push_back({i, skip_why, NodeHealth::kWarn});
+      } else if (slurm_drained_by_other(n)) {
         skip_why = "drained by another owner: " + n.reason;
-      else if (n.drain && n.reason == i.reason) {
+        not_drained.push_back({i, skip_why, NodeHealth::kDrained});
+      } else if (n.drain && n.reason == i.reason) {
         ok_ids.push_back(i.id);  // already applied (e.g. before a crash): not repeated
         metrics_.on_action("drain", "slurm", "ok");
         continue;
@@ -553,8 +608,14 @@ int Drainer::run_slurm_sink_once() {
   };
   for (const auto& [reason, batch] : drains) run_batch("drain", batch, reason);
   if (!resumes.empty()) run_batch("resume", resumes, "");
+  if (!drains.empty() || !resumes.empty()) {
+    // The view was read before these actions: decisions must not reuse it.
+    std::lock_guard lk(view_mu_);
+    if (view_ == fresh.value()) view_.reset();
+  }
   record_done(ok_ids, "ok");
   record_done(skipped_ids, "skipped");
+  forget_skipped_drains(not_drained);
   unlock_all(failed);
   slurm_backoff_ms_ = any_error ? std::min<int64_t>(cfg_.slurm.retry_max_ms,
                                                     slurm_backoff_ms_ ? slurm_backoff_ms_ * 2
@@ -709,13 +770,15 @@ int Drainer::tick() {
 
 Result<std::string> Drainer::resume(const std::string& node) {
   std::lock_guard dl(decide_mu_);
-  auto view = load_slurm_view();
+  auto view_ptr = slurm_view(true);  // an operator command reads Slurm now
+  const SlurmView& view = *view_ptr;
   std::vector<Intent> intents;
   std::string why;
   {
     std::lock_guard lk(mu_);
     auto it = nodes_.find(node);
-    const SlurmNodeInfo* info = view.count(node) ? &view[node] : nullptr;
+    auto vi = view.find(node);
+    const SlurmNodeInfo* info = vi == view.end() ? nullptr : &vi->second;
     NodeState s;
     if (it != nodes_.end())
       s = it->second;

@@ -200,7 +200,8 @@ class DrainerSlurm : public ::testing::Test {
     std::filesystem::remove_all(dir_, ec);
   }
 
-  std::string write_config(int max_drains = 10) {
+  // view_max_age_s < 0: the default.
+  std::string write_config(int max_drains = 10, int view_max_age_s = -1) {
     const std::string path = dir_ + "/drainer.yaml";
     std::ofstream(path) << "listen: {address: 127.0.0.1, port: 0}\n"
                         << "auth: {token_file: " << dir_ << "/token}\n"
@@ -217,6 +218,9 @@ class DrainerSlurm : public ::testing::Test {
                         << "  retry_initial_ms: 200\n"
                         << "  retry_max_ms: 2000\n"
                         << "  batch_window_ms: 100\n"
+                        << (view_max_age_s < 0 ? std::string()
+                                               : "  view_max_age_s: " +
+                                                     std::to_string(view_max_age_s) + "\n")
                         << "kubernetes: {enabled: false}\n";
     return path;
   }
@@ -287,6 +291,24 @@ TEST_F(DrainerSlurm, a_node_an_admin_drained_is_never_resumed) {
   ASSERT_TRUE(eventually([&] { return decided("gpu-1", "run-4"); }));
   std::this_thread::sleep_for(std::chrono::seconds(2));  // give a wrong resume time to land
   EXPECT_TRUE(drained_with("gpu-1", "hw ticket 42")) << cluster_->run("scontrol show node gpu-1");
+}
+
+// Decisions may reuse the node table read by an earlier pass (slurm.view_max_age_s), so a
+// failing report can be decided on a view older than an admin's drain. The sink re-reads Slurm
+// before acting: the admin's reason stays, and the node is not recorded as drained by vigil.
+TEST_F(DrainerSlurm, an_admin_drain_after_the_decisions_view_was_read_is_not_overwritten) {
+  ASSERT_TRUE(drainer_->start(write_config(10, 300)));  // the view is surely reused
+  ASSERT_EQ(drainer_->post({report("gpu-1", "run-1", {ecc(false)})}), 202);
+  ASSERT_TRUE(eventually([&] { return decided("gpu-1", "run-1"); }));
+  int rc = 0;
+  cluster_->run("scontrol update nodename=gpu-1 state=drain reason='hw ticket 77'", &rc);
+  ASSERT_EQ(rc, 0);
+  ASSERT_EQ(drainer_->post({report("gpu-1", "run-2", {ecc(true)})}), 202);
+  ASSERT_TRUE(eventually([&] {
+    return drainer_->node("gpu-1").value("last_action", "") == "drain_skipped";
+  })) << drainer_->node("gpu-1").dump();
+  EXPECT_TRUE(drained_with("gpu-1", "hw ticket 77")) << cluster_->run("scontrol show node gpu-1");
+  EXPECT_FALSE(drainer_->node("gpu-1").value("drained_by_vigil", true));
 }
 
 TEST_F(DrainerSlurm, a_down_node_is_not_touched) {

@@ -56,6 +56,9 @@ struct SlurmSettings {
   int64_t retry_initial_ms = 500;  // backoff while slurmctld is unreachable
   int64_t retry_max_ms = 30000;
   int64_t batch_window_ms = 200;  // collect decisions for this long into one RPC per reason
+  // Decision passes reuse Slurm's node table while it is at most this old (0: read it for every
+  // pass). The Slurm sink always re-reads it right before acting, and that read refreshes it.
+  int64_t view_max_age_s = 5;
 };
 
 struct DrainerConfig {

@@ -103,16 +103,28 @@ class Drainer {
   };
   // Decides up to 256 reports and journals the decisions (not yet synced); their intents are
   // appended to `intents` for process_pending to enqueue after one sync.
-  int process_chunk(std::optional<std::map<std::string, SlurmNodeInfo>>& view_cache,
-                    std::vector<Intent>& intents);
+  using SlurmView = std::map<std::string, SlurmNodeInfo>;
+  int process_chunk(std::shared_ptr<const SlurmView>& view, std::vector<Intent>& intents);
   void apply_decision_locked(const Decision& d, const NodeReport* r, uint64_t report_seq,
                              std::vector<nlohmann::json>& records, std::vector<Intent>& intents);
   void enqueue_intents_locked(const std::vector<Intent>& intents);
   void record_done(const std::vector<uint64_t>& ids, const std::string& outcome);
+  // A drain the sink did not issue (node unknown, DOWN/FAIL/MAINT or someone else's drain by
+  // the time it acted): the node must not stay recorded as drained by vigil.
+  struct SkippedDrain {
+    Intent intent;
+    std::string why;
+    NodeHealth health;
+  };
+  void forget_skipped_drains(const std::vector<SkippedDrain>& skipped);
   VoidResult maybe_snapshot();
   nlohmann::json snapshot_json_locked() const;
   VoidResult replay(const Recovered& rec);
-  std::map<std::string, SlurmNodeInfo> load_slurm_view();
+  // Slurm's node table: the remembered one while it is younger than slurm.view_max_age_s
+  // (unless `fresh`), else read now. Empty when Slurm is unreachable or disabled.
+  std::shared_ptr<const SlurmView> slurm_view(bool fresh);
+  // Reads Slurm's node table now and remembers it.
+  Result<std::shared_ptr<const SlurmView>> read_slurm_view();
   std::string kube_node_name(const NodeState& s);
   void refresh_gauges_locked();
   bool has_work_locked(const std::string& sink) const;
@@ -142,6 +154,10 @@ class Drainer {
   std::set<uint64_t> in_flight_;
   uint64_t next_intent_id_ = 1;
   std::map<std::string, int64_t> pod_lookup_cache_;
+
+  std::mutex view_mu_;  // guards view_, view_at_
+  std::shared_ptr<const SlurmView> view_;
+  int64_t view_at_ = 0;
 
   std::mutex decide_mu_;  // one decision batch at a time
   std::atomic<bool> ready_{false};

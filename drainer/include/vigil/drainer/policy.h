@@ -71,7 +71,8 @@ struct NodeState {
   int64_t last_report_unix = 0;  // when the latest report was accepted
   std::string last_check_time;   // report end_time (RFC 3339)
   std::string last_run_id;
-  std::string last_action;  // drain | resume | would_drain | would_resume | breaker_blocked | ""
+  std::string last_action;  // drain | resume | would_drain | would_resume | breaker_blocked |
+                            // drain_skipped (the sink found the node not ours to drain) | ""
   std::string note;         // why the last decision was what it was
   std::string failing;      // compact JSON array of failing/warning measurements
 };
