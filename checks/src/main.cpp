@@ -193,7 +193,10 @@ int cmd_run(const RunArgs& a) {
   if (!a.report_url.empty() || !a.spool_dir.empty()) {
     // Delivery problems never change the health verdict, but a report that could be neither
     // delivered nor spooled is lost: that is an error the job must show.
-    vigil::ReportClientOptions client{a.report_url, a.token_file, a.spool_dir};
+    vigil::ReportClientOptions client;
+    client.url = a.report_url;
+    client.token_file = a.token_file;
+    client.spool_dir = a.spool_dir;
     if (a.report_url.empty()) {
       auto spooled = vigil::spool_report(report, a.spool_dir);
       if (!spooled) {

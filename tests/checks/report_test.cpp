@@ -122,7 +122,8 @@ TEST(SlurmReason, shows_prefix_and_short_name_within_twenty_characters) {
 
 TEST(SlurmReason, uses_the_check_message_for_counts_and_sanitizes_it) {
   CheckResult r{"nvml_row_remap", Status::kFail, {}, "gpu3 row remap\npending (1)", "", 0};
-  r.measurements.push_back({"row_remap_pending", 1, "count", 3, {}, Threshold{Op::kLe, 0, {}, "count"}});
+  r.measurements.push_back(
+      {"row_remap_pending", 1, "count", 3, {}, Threshold{Op::kLe, 0, {}, "count", {}}});
   EXPECT_EQ(slurm_reason(r), "vigil: remap gpu3 row remap pending (1)");
   EXPECT_EQ(slurm_reason(r, 12), "vigil: remap");
 }

@@ -262,7 +262,11 @@ int run_submit(const RunOptions& ro) {
   std::vector<CommandOutcome> outcomes;
   for (const auto* list : {&plan.jobs, &plan.rechecks}) {
     for (const PlannedCommand& c : *list) {
-      outcomes.push_back({c.kind, c.nodes, display_command(c, o.plan.job_script)});
+      CommandOutcome out;
+      out.kind = c.kind;
+      out.nodes = c.nodes;
+      out.command = display_command(c, o.plan.job_script);
+      outcomes.push_back(std::move(out));
     }
   }
   int rc = 0;

@@ -20,7 +20,10 @@ class Reader {
   [[noreturn]] void fail(const YAML::Node& n, const std::string& field,
                          const std::string& what) const {
     std::string where = source_;
-    if (n.IsDefined() && n.Mark().line >= 0) where += ":" + std::to_string(n.Mark().line + 1);
+    if (n.IsDefined() && n.Mark().line >= 0) {
+      where += ':';
+      where += std::to_string(n.Mark().line + 1);
+    }
     throw ConfigError{where + ": " + field + ": " + what};
   }
 

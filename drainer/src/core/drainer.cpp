@@ -461,7 +461,8 @@ void Drainer::forget_skipped_drains(const std::vector<SkippedDrain>& skipped) {
     for (const auto& k : skipped) {
       auto it = nodes_.find(k.intent.node);
       // Only the decision this intent came from is undone; a newer one stands.
-      if (it == nodes_.end() || !it->second.drained_by_vigil || it->second.reason != k.intent.reason)
+      if (it == nodes_.end() || !it->second.drained_by_vigil ||
+          it->second.reason != k.intent.reason)
         continue;
       Decision d;
       d.before = it->second.health;

@@ -50,8 +50,7 @@ std::vector<std::string> node_range(int first, int count) {
 // A report whose GEMM figure fails its threshold. distinct: a different figure per node (so a
 // different Slurm reason each, the worst case for batching).
 // pass: the same check and figure within its threshold (the previous, healthy, check cycle).
-vigil::NodeReport failing_report(const std::string& node, int i, bool distinct,
-                                 bool pass = false) {
+vigil::NodeReport failing_report(const std::string& node, int i, bool distinct, bool pass = false) {
   vigil::NodeReport r;
   r.node = node;
   r.sku = "h100-sxm5-80gb";
@@ -332,14 +331,13 @@ int main(int argc, char** argv) {
         run == &same   ? "shared reason"
         : run == &cold ? "shared reason, first reports"
                        : "distinct reasons",
-        run->decide_ms, run->apply_ms,
-        run->loads, run->load_ms, run->updates, run->update_ms,
+        run->decide_ms, run->apply_ms, run->loads, run->load_ms, run->updates, run->update_ms,
         run->decide_ms + run->apply_ms - run->load_ms - run->update_ms);
   }
 
   all_ok = sink.ok() && sink_drained == count && same.ok && same_drained == count && cold.ok &&
-           cold_drained == count && distinct.ok &&
-           distinct_drained == count && failures == 0 && scontrol_drained == count;
+           cold_drained == count && distinct.ok && distinct_drained == count && failures == 0 &&
+           scontrol_drained == count;
   const double ratio = scontrol_ms / same_total;
   const bool goals = ratio >= 20 && same_total < 1000;
   std::printf(

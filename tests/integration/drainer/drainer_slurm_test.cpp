@@ -218,9 +218,9 @@ class DrainerSlurm : public ::testing::Test {
                         << "  retry_initial_ms: 200\n"
                         << "  retry_max_ms: 2000\n"
                         << "  batch_window_ms: 100\n"
-                        << (view_max_age_s < 0 ? std::string()
-                                               : "  view_max_age_s: " +
-                                                     std::to_string(view_max_age_s) + "\n")
+                        << (view_max_age_s < 0
+                                ? std::string()
+                                : "  view_max_age_s: " + std::to_string(view_max_age_s) + "\n")
                         << "kubernetes: {enabled: false}\n";
     return path;
   }

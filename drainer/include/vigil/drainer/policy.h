@@ -106,8 +106,8 @@ struct Decision {
   NodeHealth before = NodeHealth::kUnknown;
   NodeHealth after = NodeHealth::kUnknown;
   std::string why;
-  NodeState state;       // the node's next state
-  BreakerState breaker;  // the breaker's next state
+  NodeState state;                            // the node's next state
+  BreakerState breaker;                       // the breaker's next state
   std::optional<BreakerDrain> counted_drain;  // set when this decision counted a drain
 };
 
