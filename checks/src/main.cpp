@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <set>
 #include <sstream>
 
 #include <CLI/CLI.hpp>
@@ -70,6 +71,12 @@ std::vector<std::string> split_list(const std::vector<std::string>& items) {
   return out;
 }
 
+std::string join(const std::vector<std::string>& v, const std::string& sep) {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : sep) + s;
+  return out;
+}
+
 struct RunArgs {
   std::string suite = "quick";
   std::string thresholds;
@@ -92,35 +99,30 @@ struct RunArgs {
   std::vector<std::string> only;
   std::vector<std::string> exclude;
   bool quiet = false;
+  // vigil-check fabric
+  std::vector<std::string> fabric_nodes;
+  int fabric_ranks = 0;
+  std::string fabric_backend = "nccl";
+  std::string min_bytes, max_bytes;
 };
 
-int cmd_run(const RunArgs& a) {
+// Loads the thresholds and fills the context both subcommands share (node, SKU, paths).
+// Returns 0, or the exit code after printing why.
+int prepare(const RunArgs& a, vigil::Loaded<vigil::SkuSet>& skus, vigil::CheckContext& ctx,
+            std::string& sku_note) {
   const std::string dir = a.thresholds.empty() ? default_thresholds_dir() : a.thresholds;
-  auto skus = vigil::load_sku_dir(dir);
+  skus = vigil::load_sku_dir(dir);
   if (!skus) {
     print_config_errors(skus.errors);
     std::cerr << "vigil-check: threshold files in " << dir << " are invalid; nothing was checked. "
               << "Fix them (vigil-check thresholds validate " << dir << ") or pass --thresholds DIR.\n";
     return kExitError;
   }
-
-  auto checks = vigil::all_checks();
-  auto only = split_list(a.only), exclude = split_list(a.exclude);
-  for (const auto& name : only) {
-    bool known = false;
-    for (const auto& c : checks) known |= c->name() == name;
-    if (!known) {
-      std::cerr << "vigil-check: --only: unknown check '" << name << "' (vigil-check list shows them)\n";
-      return kExitError;
-    }
-  }
-
   if (a.xid_wait_ms < 0 || a.xid_wait_ms > 30000) {
     // nvml_xid's own time box is 60 s; keep the listening window well inside it.
     std::cerr << "vigil-check: --xid-wait-ms must be between 0 and 30000\n";
     return kExitError;
   }
-  vigil::CheckContext ctx;
   ctx.node = !a.node.empty() ? a.node : env_or("SLURMD_NODENAME", hostname());
   ctx.suite = a.suite == "full" ? vigil::Suite::kFull : vigil::Suite::kQuick;
   ctx.nvml_library = a.nvml_library;
@@ -130,7 +132,6 @@ int cmd_run(const RunArgs& a) {
   ctx.mpirun = a.mpirun;
   ctx.xid_wait = std::chrono::milliseconds(a.xid_wait_ms);
 
-  std::string sku_note;
   auto inventory = vigil::read_gpu_inventory(ctx.nvml_library);
   if (inventory) ctx.gpu_count = static_cast<int>(inventory->gpu_names.size());
   if (!a.sku.empty()) {
@@ -148,36 +149,40 @@ int cmd_run(const RunArgs& a) {
     sku_note = "SKU unknown: " + inventory.error().to_string();
   }
   ctx.has_gpu_runtime = vigil::cuda_built_in() && vigil::probe_cuda_driver().devices > 0;
+  return 0;
+}
 
+// A report with everything but its checks and end time.
+vigil::NodeReport start_report(const RunArgs& a, const vigil::CheckContext& ctx, int64_t start) {
   vigil::NodeReport report;
   report.node = ctx.node;
   report.sku = ctx.sku ? ctx.sku->name : "unknown";
   if (!a.k8s_node.empty()) report.k8s_node = a.k8s_node;
   std::string job = !a.job_id.empty() ? a.job_id : env_or("SLURM_JOB_ID", "");
   if (!job.empty()) report.job_id = job;
-  const auto start = now_unix();
   report.start_time = vigil::rfc3339_utc(start);
-  report.run_id = !a.run_id.empty() ? a.run_id
-                                    : ctx.node + "-" + std::to_string(start) + "-" + std::to_string(::getpid());
+  report.run_id = !a.run_id.empty()
+                      ? a.run_id
+                      : ctx.node + "-" + std::to_string(start) + "-" + std::to_string(::getpid());
+  return report;
+}
 
-  if (!a.quiet) {
-    std::cerr << "vigil-check: node " << ctx.node << ", SKU " << report.sku
-              << (sku_note.empty() ? "" : " (" + sku_note + ")") << ", suite " << a.suite << "\n";
+// Writes the reports (--output / stdout) and delivers each one (--report-url, --spool-dir).
+// Returns 0, or kExitError when a report could not be written or was neither delivered nor
+// spooled (delivery problems never change the health verdict, but a lost report is an error).
+int emit(const RunArgs& a, const std::vector<vigil::NodeReport>& reports) {
+  std::string text;
+  if (a.format == "json") {
+    if (reports.size() == 1) {
+      text = vigil::to_json(reports.front()).dump(2) + "\n";
+    } else {
+      nlohmann::json arr = nlohmann::json::array();
+      for (const auto& r : reports) arr.push_back(vigil::to_json(r));
+      text = arr.dump(2) + "\n";
+    }
+  } else {
+    for (const auto& r : reports) text += vigil::format_report_table(r);
   }
-  vigil::RunOptions opts;
-  opts.only = only;
-  opts.exclude = exclude;
-  size_t done = 0;
-  if (!a.quiet) {
-    opts.on_result = [&](const vigil::CheckResult& r) {
-      std::cerr << "  [" << ++done << "] " << r.check << ": " << vigil::to_string(r.status)
-                << (r.message.empty() ? "" : " - " + r.message) << "\n";
-    };
-  }
-  report.checks = vigil::run_checks(checks, ctx, opts);
-  report.end_time = vigil::rfc3339_utc(now_unix());
-
-  std::string text = a.format == "json" ? vigil::to_json(report).dump(2) + "\n" : vigil::format_report_table(report);
   if (a.output.empty() || a.output == "-") {
     std::cout << text;
   } else {
@@ -190,35 +195,136 @@ int cmd_run(const RunArgs& a) {
       return kExitError;
     }
   }
-  if (!a.report_url.empty() || !a.spool_dir.empty()) {
-    // Delivery problems never change the health verdict, but a report that could be neither
-    // delivered nor spooled is lost: that is an error the job must show.
-    vigil::ReportClientOptions client;
-    client.url = a.report_url;
-    client.token_file = a.token_file;
-    client.spool_dir = a.spool_dir;
+  if (a.report_url.empty() && a.spool_dir.empty()) return 0;
+  vigil::ReportClientOptions client;
+  client.url = a.report_url;
+  client.token_file = a.token_file;
+  client.spool_dir = a.spool_dir;
+  int rc = 0;
+  for (const auto& report : reports) {
+    const std::string who = "vigil-check: report for " + report.node;
     if (a.report_url.empty()) {
       auto spooled = vigil::spool_report(report, a.spool_dir);
       if (!spooled) {
-        std::cerr << "vigil-check: report not spooled: " << spooled.error().to_string() << "\n";
-        return kExitError;
+        std::cerr << who << " not spooled: " << spooled.error().to_string() << "\n";
+        rc = kExitError;
+      } else if (!a.quiet) {
+        std::cerr << who << " spooled to " << *spooled << "\n";
       }
-      if (!a.quiet) std::cerr << "vigil-check: report spooled to " << *spooled << "\n";
-    } else {
-      auto posted = vigil::post_report(report, client);
-      if (!posted) {
-        std::cerr << "vigil-check: report neither delivered nor spooled: " << posted.error().to_string() << "\n";
-        return kExitError;
-      }
-      if (!a.quiet) {
-        std::cerr << "vigil-check: report "
-                  << (posted->delivered ? "delivered to " + a.report_url
-                                        : "spooled to " + posted->spooled_path + " (" + posted->last_error + ")")
-                  << "\n";
-      }
+      continue;
+    }
+    auto posted = vigil::post_report(report, client);
+    if (!posted) {
+      std::cerr << who << " neither delivered nor spooled: " << posted.error().to_string() << "\n";
+      rc = kExitError;
+    } else if (!a.quiet) {
+      std::cerr << who << " "
+                << (posted->delivered ? "delivered to " + a.report_url
+                                      : "spooled to " + posted->spooled_path + " (" +
+                                            posted->last_error + ")")
+                << "\n";
     }
   }
+  return rc;
+}
+
+// --only / --exclude into opts; false (after saying why) when --only names an unknown check.
+bool select_checks(const RunArgs& a, const std::vector<std::unique_ptr<vigil::Check>>& checks,
+                   vigil::RunOptions& opts) {
+  opts.only = split_list(a.only);
+  opts.exclude = split_list(a.exclude);
+  for (const auto& name : opts.only) {
+    bool known = false;
+    for (const auto& c : checks) known |= c->name() == name;
+    if (!known) {
+      std::cerr << "vigil-check: --only: unknown check '" << name << "' (vigil-check list shows them)\n";
+      return false;
+    }
+  }
+  return true;
+}
+
+vigil::RunOptions run_options(const RunArgs& a, size_t& done) {
+  vigil::RunOptions opts;
+  if (!a.quiet) {
+    opts.on_result = [&done](const vigil::CheckResult& r) {
+      std::cerr << "  [" << ++done << "] " << r.check << ": " << vigil::to_string(r.status)
+                << (r.message.empty() ? "" : " - " + r.message) << "\n";
+    };
+  }
+  return opts;
+}
+
+int cmd_run(const RunArgs& a) {
+  vigil::Loaded<vigil::SkuSet> skus;
+  vigil::CheckContext ctx;
+  std::string sku_note;
+  if (int rc = prepare(a, skus, ctx, sku_note); rc != 0) return rc;
+
+  auto checks = vigil::all_checks();
+  size_t done = 0;
+  vigil::RunOptions opts = run_options(a, done);
+  if (!select_checks(a, checks, opts)) return kExitError;
+  vigil::NodeReport report = start_report(a, ctx, now_unix());
+  if (!a.quiet) {
+    std::cerr << "vigil-check: node " << ctx.node << ", SKU " << report.sku
+              << (sku_note.empty() ? "" : " (" + sku_note + ")") << ", suite " << a.suite << "\n";
+  }
+  report.checks = vigil::run_checks(checks, ctx, opts);
+  report.end_time = vigil::rfc3339_utc(now_unix());
+  if (int rc = emit(a, {report}); rc != 0) return rc;
   return vigil::exit_code_for(report.overall());
+}
+
+// The pair test of a fabric job (`sbatch -N 2`): the fabric checks run once across the
+// allocation, and every node of the pair gets a report with their results.
+int cmd_fabric(const RunArgs& a) {
+  vigil::Loaded<vigil::SkuSet> skus;
+  vigil::CheckContext ctx;
+  std::string sku_note;
+  if (int rc = prepare(a, skus, ctx, sku_note); rc != 0) return rc;
+  ctx.fabric_nodes = split_list(a.fabric_nodes);
+  std::set<std::string> distinct(ctx.fabric_nodes.begin(), ctx.fabric_nodes.end());
+  if (ctx.fabric_nodes.size() < 2 || distinct.size() != ctx.fabric_nodes.size()) {
+    std::cerr << "vigil-check fabric: --nodes needs at least two distinct node names (got '"
+              << join(ctx.fabric_nodes, ",") << "')\n";
+    return kExitError;
+  }
+  ctx.fabric_ranks = a.fabric_ranks > 0 ? a.fabric_ranks : std::atoi(env_or("SLURM_NTASKS", "0").c_str());
+  if (ctx.fabric_ranks < 2) {
+    std::cerr << "vigil-check fabric: --ranks (or SLURM_NTASKS) must be at least 2\n";
+    return kExitError;
+  }
+  ctx.fabric_backend = a.fabric_backend;
+
+  auto checks = vigil::fabric_checks(a.min_bytes, a.max_bytes);
+  size_t done = 0;
+  vigil::RunOptions opts = run_options(a, done);
+  if (!select_checks(a, checks, opts)) return kExitError;
+  const std::string pair = join(ctx.fabric_nodes, "+");
+  if (!a.quiet) {
+    std::cerr << "vigil-check fabric: pair " << pair << ", " << ctx.fabric_ranks << " ranks, backend "
+              << ctx.fabric_backend << ", SKU " << (ctx.sku ? ctx.sku->name : "unknown")
+              << (sku_note.empty() ? "" : " (" + sku_note + ")") << "\n";
+  }
+  const int64_t start = now_unix();
+  auto results = vigil::run_checks(checks, ctx, opts);
+  for (auto& r : results) r.message = "pair " + pair + (r.message.empty() ? "" : ": " + r.message);
+  const std::string end = vigil::rfc3339_utc(now_unix());
+
+  std::vector<vigil::NodeReport> reports;
+  vigil::Status overall = vigil::Status::kPass;
+  for (const auto& node : ctx.fabric_nodes) {
+    vigil::CheckContext node_ctx = ctx;
+    node_ctx.node = node;
+    vigil::NodeReport report = start_report(a, node_ctx, start);
+    report.checks = results;
+    report.end_time = end;
+    overall = report.overall();
+    reports.push_back(std::move(report));
+  }
+  if (int rc = emit(a, reports); rc != 0) return rc;
+  return vigil::exit_code_for(overall);
 }
 
 int cmd_thresholds_validate(const std::string& dir) {
@@ -258,11 +364,12 @@ int cmd_report_table(const std::vector<std::string>& files) {
 }
 
 int cmd_list() {
-  for (const auto& c : vigil::all_checks()) {
-    std::cout << c->name() << "\t" << vigil::check_short_name(c->name()) << "\t"
-              << (c->min_suite() == vigil::Suite::kFull ? "full" : "quick") << "\t" << c->timeout().count()
-              << "s\n";
-  }
+  auto print = [](const vigil::Check& c, const char* suite) {
+    std::cout << c.name() << "\t" << vigil::check_short_name(c.name()) << "\t" << suite << "\t"
+              << c.timeout().count() << "s\n";
+  };
+  for (const auto& c : vigil::all_checks()) print(*c, c->min_suite() == vigil::Suite::kFull ? "full" : "quick");
+  for (const auto& c : vigil::fabric_checks()) print(*c, "fabric");  // vigil-check fabric only
   return 0;
 }
 
@@ -271,32 +378,47 @@ int cmd_list() {
 int main(int argc, char** argv) {
   CLI::App app{"vigil-check: GPU and fabric health checks for one node"};
   app.require_subcommand(1);
+  // Options of both `run` and `fabric`.
+  auto add_common = [](CLI::App* cmd, RunArgs& r) {
+    cmd->add_option("--suite", r.suite, "quick or full")->check(CLI::IsMember({"quick", "full"}));
+    cmd->add_option("--thresholds", r.thresholds, "Directory of per-SKU threshold YAML files");
+    cmd->add_option("--sku", r.sku, "Use this SKU instead of detecting it");
+    cmd->add_option("--format", r.format, "table or json")->check(CLI::IsMember({"table", "json"}));
+    cmd->add_option("--output,-o", r.output, "Write the report(s) here (default: stdout)");
+    cmd->add_option("--node", r.node, "Node name (default: $SLURMD_NODENAME or hostname)");
+    cmd->add_option("--job-id", r.job_id, "Slurm job id (default: $SLURM_JOB_ID)");
+    cmd->add_option("--run-id", r.run_id, "Unique id of this run (default: node-time-pid)");
+    cmd->add_option("--nvml-library", r.nvml_library, "NVML library to dlopen");
+    cmd->add_option("--sysfs-root", r.sysfs_root, "Root under which /sys/class/infiniband is read");
+    cmd->add_option("--state-dir", r.state_dir, "Where previous counter readings are kept for deltas");
+    cmd->add_option("--allreduce-binary", r.allreduce_binary,
+                    "vigil-allreduce or a site's nccl-tests all_reduce_perf");
+    cmd->add_option("--mpirun", r.mpirun, "mpirun to launch all_reduce with");
+    cmd->add_option("--report-url", r.report_url, "POST the report to vigil-drainer (retries, then spools)")
+        ->envname("VIGIL_REPORT_URL");
+    cmd->add_option("--token-file", r.token_file, "Bearer token for --report-url")->envname("VIGIL_TOKEN_FILE");
+    cmd->add_option("--spool-dir", r.spool_dir, "Spool the report here when it cannot be delivered")
+        ->envname("VIGIL_SPOOL_DIR");
+    cmd->add_option("--only", r.only, "Run only these checks (comma-separated)");
+    cmd->add_option("--exclude", r.exclude, "Report these checks as skipped (comma-separated)");
+    cmd->add_flag("--quiet,-q", r.quiet, "No progress lines on stderr");
+  };
   RunArgs run;
   auto* run_cmd = app.add_subcommand("run", "Run the checks on this node and report");
-  run_cmd->add_option("--suite", run.suite, "quick or full")->check(CLI::IsMember({"quick", "full"}));
-  run_cmd->add_option("--thresholds", run.thresholds, "Directory of per-SKU threshold YAML files");
-  run_cmd->add_option("--sku", run.sku, "Use this SKU instead of detecting it");
-  run_cmd->add_option("--format", run.format, "table or json")->check(CLI::IsMember({"table", "json"}));
-  run_cmd->add_option("--output,-o", run.output, "Write the report here (default: stdout)");
-  run_cmd->add_option("--node", run.node, "Node name (default: $SLURMD_NODENAME or hostname)");
+  add_common(run_cmd, run);
   run_cmd->add_option("--k8s-node", run.k8s_node, "Kubernetes Node name of this node")->envname("VIGIL_K8S_NODE");
-  run_cmd->add_option("--job-id", run.job_id, "Slurm job id (default: $SLURM_JOB_ID)");
-  run_cmd->add_option("--run-id", run.run_id, "Unique id of this run (default: node-time-pid)");
-  run_cmd->add_option("--nvml-library", run.nvml_library, "NVML library to dlopen");
-  run_cmd->add_option("--sysfs-root", run.sysfs_root, "Root under which /sys/class/infiniband is read");
-  run_cmd->add_option("--state-dir", run.state_dir, "Where previous counter readings are kept for deltas");
-  run_cmd->add_option("--allreduce-binary", run.allreduce_binary,
-                      "vigil-allreduce or a site's nccl-tests all_reduce_perf");
-  run_cmd->add_option("--mpirun", run.mpirun, "mpirun to launch all_reduce with");
   run_cmd->add_option("--xid-wait-ms", run.xid_wait_ms, "How long nvml_xid listens for XID events");
-  run_cmd->add_option("--only", run.only, "Run only these checks (comma-separated)");
-  run_cmd->add_option("--exclude", run.exclude, "Report these checks as skipped (comma-separated)");
-  run_cmd->add_option("--report-url", run.report_url, "POST the report to vigil-drainer (retries, then spools)")
-      ->envname("VIGIL_REPORT_URL");
-  run_cmd->add_option("--token-file", run.token_file, "Bearer token for --report-url")->envname("VIGIL_TOKEN_FILE");
-  run_cmd->add_option("--spool-dir", run.spool_dir, "Spool the report here when it cannot be delivered")
-      ->envname("VIGIL_SPOOL_DIR");
-  run_cmd->add_flag("--quiet,-q", run.quiet, "No progress lines on stderr");
+
+  RunArgs fabric;
+  auto* fabric_cmd = app.add_subcommand(
+      "fabric", "Inside `sbatch -N 2`: all_reduce across the pair over InfiniBand; one report per node");
+  add_common(fabric_cmd, fabric);
+  fabric_cmd->add_option("--nodes", fabric.fabric_nodes, "The allocation's nodes (comma-separated)")->required();
+  fabric_cmd->add_option("--ranks", fabric.fabric_ranks, "MPI ranks across the pair (default: $SLURM_NTASKS)");
+  fabric_cmd->add_option("--backend", fabric.fabric_backend, "nccl, or host on CPU-only test clusters")
+      ->check(CLI::IsMember({"nccl", "host"}));
+  fabric_cmd->add_option("--min-bytes", fabric.min_bytes, "Smallest message (default 1G; full 512M)");
+  fabric_cmd->add_option("--max-bytes", fabric.max_bytes, "Largest message (default 4G; full 8G)");
 
   auto* th_cmd = app.add_subcommand("thresholds", "Threshold files");
   th_cmd->require_subcommand(1);
@@ -319,6 +441,7 @@ int main(int argc, char** argv) {
     return rc == 0 ? 0 : kExitError;
   }
   if (*run_cmd) return cmd_run(run);
+  if (*fabric_cmd) return cmd_fabric(fabric);
   if (*validate_cmd) return cmd_thresholds_validate(validate_dir);
   if (*table_cmd) return cmd_report_table(report_files);
   if (*list_cmd) return cmd_list();

@@ -1,5 +1,6 @@
 #include "vigil/checks/registry.h"
 
+#include "allreduce/allreduce_launch.h"
 #include "check_factories.h"
 
 namespace vigil {
@@ -33,6 +34,16 @@ std::vector<std::unique_ptr<Check>> all_checks() {
   };
   std::vector<std::unique_ptr<Check>> out;
   for (Factory f : kChecks) out.push_back(f());
+  return out;
+}
+
+std::vector<std::unique_ptr<Check>> fabric_checks(const std::string& min_bytes,
+                                                  const std::string& max_bytes) {
+  AllreduceTuning tuning;
+  if (!min_bytes.empty()) tuning.min_bytes = min_bytes;
+  if (!max_bytes.empty()) tuning.max_bytes = max_bytes;
+  std::vector<std::unique_ptr<Check>> out;
+  out.push_back(make_fabric_allreduce_ib_check(tuning));
   return out;
 }
 

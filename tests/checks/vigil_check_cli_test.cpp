@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -114,6 +115,47 @@ TEST_F(VigilCheckCli, bad_arguments_exit_3_with_a_message) {
   EXPECT_EQ(bad_flag.exit_code, 3);
 }
 
+// vigil-check fabric: one run across the pair, one report per node, each spooled. The
+// launcher and all_reduce_perf are stand-ins replaying a genuine 2-node nccl-tests log.
+TEST_F(VigilCheckCli, fabric_gives_each_node_of_the_pair_a_report_and_fails_a_slow_pair) {
+  const std::string ar = std::string(VIGIL_SOURCE_DIR) + "/tests/checks/allreduce/";
+  std::vector<std::string> argv = {
+      kBinary, "fabric", "--quiet", "--nodes", "gpu-0,gpu-1", "--ranks", "16", "--backend", "host",
+      "--mpirun", ar + "fake_mpirun.sh", "--allreduce-binary", ar + "fake_all_reduce_perf.sh",
+      "--sku", "H100-SXM5-80GB", "--thresholds", kThresholds, "--run-id", "r7-fabric",
+      "--format", "json", "--spool-dir", dir_ + "/spool", "--nvml-library", kFakeNvml};
+  CommandOptions o;
+  o.env["FAKE_PERF_MODE"] = std::string("log:") + VIGIL_SHARED_DIR +
+                            "/nccl-tests-logs/10-gh200x2-2node-slingshot-v2.18.2-unalign-header-healthy.txt";
+  o.env["VIGIL_FAKE_NVML_FIXTURE"] = kFixtures + "/nodes/gpu-0/nvml.json";
+  o.timeout = std::chrono::seconds(60);
+  auto r = run_command(argv, o);
+  ASSERT_EQ(r.exit_code, 1) << r.describe();  // 15 GB/s against the H100 fabric threshold
+  auto reports = nlohmann::json::parse(r.out);
+  ASSERT_EQ(reports.size(), 2u) << r.out;
+  std::set<std::string> nodes;
+  for (const auto& rep : reports) {
+    nodes.insert(rep.at("node").get<std::string>());
+    EXPECT_EQ(rep.at("run_id"), "r7-fabric");
+    ASSERT_EQ(rep.at("checks").size(), 1u);
+    const auto& c = rep.at("checks")[0];
+    EXPECT_EQ(c.at("check"), "fabric_allreduce_ib");
+    EXPECT_EQ(c.at("status"), "fail");
+    EXPECT_EQ(c.at("message").get<std::string>().rfind("pair gpu-0+gpu-1: ", 0), 0u) << c.dump();
+  }
+  EXPECT_EQ(nodes, (std::set<std::string>{"gpu-0", "gpu-1"}));
+  size_t spooled = 0;
+  for (const auto& e : fs::directory_iterator(dir_ + "/spool")) spooled += e.is_regular_file();
+  EXPECT_EQ(spooled, 2u);
+
+  // A pair needs two distinct nodes.
+  for (const char* bad : {"gpu-0", "gpu-0,gpu-0"}) {
+    auto b = run_command({kBinary, "fabric", "--nodes", bad, "--ranks", "2"});
+    EXPECT_EQ(b.exit_code, 3) << bad;
+    EXPECT_NE(b.err.find("two distinct node names"), std::string::npos) << b.err;
+  }
+}
+
 TEST_F(VigilCheckCli, report_table_lists_each_node_and_rejects_a_malformed_report) {
   auto bad = run({"--output", dir_ + "/gpu-2.json"}, kFixtures + "/nodes/gpu-2/nvml.json",
                  kFixtures + "/nodes/gpu-2/sysfs");
@@ -145,7 +187,7 @@ TEST_F(VigilCheckCli, spool_dir_keeps_the_report_and_the_exit_code_stays_the_hea
   auto unwritable = run({"--spool-dir", "/proc/vigil-no-such-dir"}, kFixtures + "/nodes/gpu-0/nvml.json",
                         kFixtures + "/nodes/gpu-0/sysfs");
   EXPECT_EQ(unwritable.exit_code, 3) << unwritable.describe();
-  EXPECT_NE(unwritable.err.find("report not spooled"), std::string::npos);
+  EXPECT_NE(unwritable.err.find("report for gpu-0 not spooled"), std::string::npos);
 }
 
 }  // namespace vigil

@@ -118,6 +118,7 @@ std::vector<std::string> allreduce_command(const CheckContext& ctx, const Allred
                                            const std::string& json_path) {
   std::vector<std::string> argv = {ctx.mpirun, "--allow-run-as-root", "--oversubscribe", "-np",
                                    std::to_string(spec.ranks)};
+  if (spec.map_by_node) argv.insert(argv.end(), {"--map-by", "node"});
   const bool site = is_nccl_tests_binary(binary);
   if (site && spec.transport == "ib") {
     // all_reduce_perf does not know our transport modes: export NCCL's settings to the ranks.

@@ -1,5 +1,5 @@
 #pragma once
-// Shared by the three all_reduce checks: find the benchmark binary, launch it through mpirun with
+// Shared by the all_reduce checks: find the benchmark binary, launch it through mpirun with
 // a hard deadline, read its result (our JSON, or the text table of a site's nccl-tests
 // all_reduce_perf via the same parser) and turn it into a CheckResult with the busbw measurement.
 #include <chrono>
@@ -18,6 +18,7 @@ struct AllreduceSpec {
   std::string backend;            // "nccl" | "host"
   std::string transport;          // "nvlink" | "ib"
   int ranks = 2;
+  bool map_by_node = false;  // ranks spread over the allocation's nodes (fabric jobs)
   std::string min_bytes, max_bytes;
   int step_factor = 2;
   int warmup_iters = 5;
@@ -46,6 +47,7 @@ CheckResult run_allreduce_check(const CheckContext& ctx, const AllreduceSpec& sp
 std::unique_ptr<Check> make_nccl_allreduce_nvlink_check(const AllreduceTuning& tuning);
 std::unique_ptr<Check> make_nccl_allreduce_ib_check(const AllreduceTuning& tuning);
 std::unique_ptr<Check> make_host_allreduce_check(const AllreduceTuning& tuning);
+std::unique_ptr<Check> make_fabric_allreduce_ib_check(const AllreduceTuning& tuning);
 
 // Apply tuning over a spec's defaults.
 void apply_tuning(AllreduceSpec& spec, const AllreduceTuning& tuning);

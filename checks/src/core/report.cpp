@@ -286,6 +286,7 @@ std::string check_short_name(std::string_view check) {
       {"gpu_memtest", "memtest"},
       {"nccl_allreduce_nvlink", "nccl-nvl"},
       {"nccl_allreduce_ib", "nccl-ib"},
+      {"fabric_allreduce_ib", "fabric-ib"},
       {"host_allreduce", "allreduce"},
   };
   auto it = kShort.find(check);

@@ -119,6 +119,7 @@ class Walker {
 std::set<std::string> known_check_names() {
   std::set<std::string> names;
   for (const auto& c : all_checks()) names.insert(std::string(c->name()));
+  for (const auto& c : fabric_checks()) names.insert(std::string(c->name()));
   return names;
 }
 

@@ -127,8 +127,11 @@ PolicyConfig default_policy() {
                     "nvml_xid",  "ib_port",  "gpu_memtest"};
   p.fatal_fault_codes = {};
   // Noisy performance figures need repeated evidence before a drain.
-  for (const char* c : {"nccl_allreduce_nvlink", "nccl_allreduce_ib", "gpu_gemm", "gpu_hbm",
-                        "gpu_pcie_bw", "nvml_temperature", "nvml_clock_events"}) {
+  // fabric_allreduce_ib also needs it for another reason: one slow pair cannot say which of
+  // its two nodes is at fault, and only a node that keeps failing with new partners is.
+  for (const char* c : {"nccl_allreduce_nvlink", "nccl_allreduce_ib", "fabric_allreduce_ib",
+                        "gpu_gemm", "gpu_hbm", "gpu_pcie_bw", "nvml_temperature",
+                        "nvml_clock_events"}) {
     p.checks[c] = {3, 2};
   }
   return p;

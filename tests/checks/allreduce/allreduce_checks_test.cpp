@@ -13,6 +13,7 @@
 #include "allreduce/allreduce_launch.h"
 #include "check_factories.h"
 #include "vigil/checks/check.h"
+#include "vigil/checks/registry.h"
 
 using namespace std::chrono_literals;
 
@@ -181,6 +182,17 @@ TEST(AllreduceChecks, command_for_vigil_allreduce_uses_json_timeout_and_one_rank
             "--timeout 120 ");
   EXPECT_FALSE(vigil::is_nccl_tests_binary("/opt/vigil/bin/vigil-allreduce"));
   EXPECT_TRUE(vigil::is_nccl_tests_binary("/opt/nccl-tests/build/all_reduce_perf"));
+  // A fabric job spreads its ranks over the pair's nodes.
+  spec.ranks = 16;
+  spec.map_by_node = true;
+  joined.clear();
+  for (const auto& a : vigil::allreduce_command(ctx, spec, "vigil-allreduce", "/tmp/x.json"))
+    joined += a + " ";
+  EXPECT_EQ(joined.rfind("mpirun --allow-run-as-root --oversubscribe -np 16 --map-by node "
+                         "vigil-allreduce -b 1G ",
+                         0),
+            0u)
+      << joined;
 }
 
 TEST(AllreduceChecks, nccl_checks_need_a_gpu_runtime_and_host_check_needs_none) {
@@ -199,6 +211,42 @@ TEST(AllreduceChecks, nccl_checks_need_a_gpu_runtime_and_host_check_needs_none) 
   EXPECT_FALSE(vigil::make_nccl_allreduce_ib_check()->applies(ctx).yes);
   ctx.gpu_count = 1;
   EXPECT_FALSE(vigil::make_nccl_allreduce_nvlink_check()->applies(ctx).yes);
+}
+
+TEST(AllreduceChecks, fabric_check_runs_only_for_a_pair_and_needs_a_gpu_runtime_for_nccl) {
+  auto fabric = vigil::fabric_checks();
+  auto& check = fabric.front();
+  EXPECT_EQ(check->name(), "fabric_allreduce_ib");
+  vigil::CheckContext ctx;
+  ctx.has_gpu_runtime = true;
+  ctx.fabric_ranks = 16;
+  EXPECT_FALSE(check->applies(ctx).yes);  // not a fabric job: `vigil-check run` never runs it
+  ctx.fabric_nodes = {"gpu-0", "gpu-1"};
+  EXPECT_EQ(check->applies(ctx).yes, vigil::cuda_built_in());
+  ctx.has_gpu_runtime = false;
+  EXPECT_FALSE(check->applies(ctx).yes);
+  ctx.fabric_backend = "host";
+  EXPECT_TRUE(check->applies(ctx).yes);
+  ctx.fabric_ranks = 1;
+  EXPECT_FALSE(check->applies(ctx).yes);
+}
+
+TEST(AllreduceChecks, fabric_check_judges_a_genuine_2_node_log_against_the_fabric_threshold) {
+  ScopedEnv mode("FAKE_PERF_MODE",
+                 "log:" + kLogs + "10-gh200x2-2node-slingshot-v2.18.2-unalign-header-healthy.txt");
+  auto sku = sku_with_busbw("fabric_allreduce_ib", 20);
+  auto ctx = site_ctx();
+  ctx.sku = &sku;
+  ctx.fabric_nodes = {"gpu-0", "gpu-1"};
+  ctx.fabric_ranks = 2;
+  auto r = vigil::fabric_checks().front()->run(ctx);
+  EXPECT_EQ(r.status, vigil::Status::kFail) << r.message;
+  EXPECT_EQ(r.fault_code, "VIGIL-FABRIC-BUSBW");
+  const auto* m = busbw_of(r);
+  ASSERT_NE(m, nullptr);
+  EXPECT_DOUBLE_EQ(m->value, 14.9966);
+  sku = sku_with_busbw("fabric_allreduce_ib", 10);
+  EXPECT_EQ(vigil::fabric_checks().front()->run(ctx).status, vigil::Status::kPass);
 }
 
 TEST(AllreduceChecks, binary_defaults_to_the_one_next_to_the_running_program) {

@@ -28,6 +28,10 @@ struct CheckContext {
   std::chrono::milliseconds xid_wait{2000};  // how long nvml_xid listens for events
   bool has_gpu_runtime = false;          // set by the runner: CUDA built in and a device seen
   int gpu_count = -1;                    // GPUs seen by NVML, -1 if NVML unavailable
+  // Fabric jobs (`vigil-check fabric`): the allocation's nodes, MPI ranks across them, backend.
+  std::vector<std::string> fabric_nodes;
+  int fabric_ranks = 0;
+  std::string fabric_backend = "nccl";   // nccl | host (CPU-only test clusters)
 
   // Threshold for (check, measurement) under the detected SKU, or nullptr.
   const Threshold* threshold(std::string_view check, std::string_view measurement) const {

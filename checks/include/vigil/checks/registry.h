@@ -1,5 +1,6 @@
 #pragma once
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "vigil/checks/check.h"
@@ -8,5 +9,11 @@ namespace vigil {
 
 // Every check Vigil knows, in run order (cheap probes first, bandwidth tests last).
 std::vector<std::unique_ptr<Check>> all_checks();
+
+// Checks that need a pair of nodes in one allocation: only `vigil-check fabric` runs them.
+// Their names are valid in threshold files and reports like the others.
+// min_bytes / max_bytes: the message sweep ("1G"); empty keeps the check's default.
+std::vector<std::unique_ptr<Check>> fabric_checks(const std::string& min_bytes = "",
+                                                  const std::string& max_bytes = "");
 
 }  // namespace vigil

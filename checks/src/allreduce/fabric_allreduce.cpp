@@ -1,0 +1,62 @@
+// fabric_allreduce_ib: all_reduce across the two nodes of a fabric job (`sbatch -N 2`, one rank
+// per GPU, `--map-by node`), NVLink and shared memory disabled so every byte crosses the
+// InfiniBand fabric between the nodes. busbw is judged against the SKU's threshold (>=).
+//
+// Only `vigil-check fabric` runs it (it needs the pair in one allocation); `vigil-check run`
+// never does. A slow pair cannot tell which node is at fault, so both nodes get the same
+// result; vigil-submit pairs nodes at random each run, so a healthy node's fail streak breaks
+// at its next partner while a bad node keeps failing (docs/vigil-check.md, "Fabric runs").
+#include "allreduce/allreduce_launch.h"
+#include "check_factories.h"
+#include "vigil/checks/gpu_probe.h"
+
+namespace vigil {
+namespace {
+
+constexpr std::string_view kName = "fabric_allreduce_ib";
+
+class FabricAllreduceCheck final : public Check {
+ public:
+  explicit FabricAllreduceCheck(AllreduceTuning tuning) : tuning_(std::move(tuning)) {}
+  std::string_view name() const override { return kName; }
+  // NCCL init across 16 ranks on two nodes plus the sweep.
+  std::chrono::seconds timeout() const override { return std::chrono::seconds(660); }
+
+  Applies applies(const CheckContext& ctx) const override {
+    if (ctx.fabric_nodes.size() < 2)
+      return {false, "runs only in a fabric job (vigil-check fabric)"};
+    if (ctx.fabric_ranks < 2) return {false, "needs at least 2 ranks across the pair"};
+    if (ctx.fabric_backend == "nccl") {
+      if (!cuda_built_in()) return {false, "built without CUDA/NCCL"};
+      if (!ctx.has_gpu_runtime) return {false, "no CUDA device seen"};
+    }
+    return {};
+  }
+
+  CheckResult run(const CheckContext& ctx) override {
+    AllreduceSpec spec;
+    spec.check = kName;
+    spec.fault_prefix = "VIGIL-FABRIC";
+    spec.backend = ctx.fabric_backend;
+    spec.transport = "ib";
+    spec.ranks = ctx.fabric_ranks;
+    spec.map_by_node = true;
+    const bool full = ctx.suite == Suite::kFull;
+    spec.min_bytes = full ? "512M" : "1G";
+    spec.max_bytes = full ? "8G" : "4G";
+    spec.timeout = std::chrono::seconds(600);
+    apply_tuning(spec, tuning_);
+    return run_allreduce_check(ctx, spec);
+  }
+
+ private:
+  AllreduceTuning tuning_;
+};
+
+}  // namespace
+
+std::unique_ptr<Check> make_fabric_allreduce_ib_check(const AllreduceTuning& tuning) {
+  return std::make_unique<FabricAllreduceCheck>(tuning);
+}
+
+}  // namespace vigil
