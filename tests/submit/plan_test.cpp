@@ -184,6 +184,40 @@ TEST(SubmitPlan, fabric_jobs_pair_distinct_chosen_nodes_with_two_node_allocation
   EXPECT_EQ(without, 1u);
 }
 
+TEST(SubmitPlan, fabric_partners_share_a_partition_and_the_job_asks_for_it) {
+  SubmitOptions o = options();
+  o.fabric = true;
+  std::vector<SlurmNodeInfo> nodes;
+  for (int i = 0; i < 6; ++i) {
+    SlurmNodeInfo n = idle("h100-" + std::to_string(i));
+    n.partitions = {"h100"};
+    nodes.push_back(n);
+    SlurmNodeInfo m = idle("a100-" + std::to_string(i));
+    m.partitions = {"a100", "all"};
+    nodes.push_back(m);
+  }
+  for (uint64_t seed : {1u, 2u, 3u}) {
+    o.seed = seed;
+    const SubmitPlan p = plan_submissions(nodes, {}, o);
+    int pairs = 0;
+    for (const auto& j : p.jobs) {
+      if (j.kind != "fabric") continue;
+      ++pairs;
+      const std::string part = j.nodes[0].substr(0, 4);
+      EXPECT_EQ(j.nodes[1].substr(0, 4), part) << j.nodes[0] << " + " << j.nodes[1];
+      EXPECT_TRUE(has_arg(j.argv, "--partition=" + part)) << part;
+    }
+    EXPECT_EQ(pairs, 6);
+  }
+  o.partition = "all";  // --partition given: every job asks for that one, and only that one
+  const SubmitPlan p = plan_submissions(nodes, {}, o);
+  for (const auto& j : p.jobs) {
+    if (j.kind != "fabric") continue;
+    EXPECT_TRUE(has_arg(j.argv, "--partition=all"));
+    EXPECT_FALSE(has_arg(j.argv, "--partition=a100"));
+  }
+}
+
 TEST(SubmitPlan, nodes_drained_by_vigil_get_an_srun_no_allocate_recheck_not_an_sbatch) {
   SlurmNodeInfo ours = idle("gpu-2");
   ours.drain = true;

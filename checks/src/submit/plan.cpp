@@ -59,9 +59,13 @@ PlannedCommand node_job(const std::string& node, const SubmitOptions& o) {
   return c;
 }
 
-PlannedCommand fabric_job(const std::string& a, const std::string& b, const SubmitOptions& o) {
+// partition: the pair's own partition when --partition is not given (the allocation must lie in
+// one partition), empty when the nodes have none.
+PlannedCommand fabric_job(const std::string& a, const std::string& b, const std::string& partition,
+                          const SubmitOptions& o) {
   PlannedCommand c{"fabric", {a, b}, {"sbatch", "--parsable"}};
   add_common_sbatch(c.argv, o);
+  if (o.partition.empty() && !partition.empty()) c.argv.push_back("--partition=" + partition);
   c.argv.push_back("--nodelist=" + a + "," + b);
   c.argv.push_back("--nodes=2");
   c.argv.push_back("--ntasks-per-node=" + std::to_string(o.fabric_ranks_per_node));
@@ -191,13 +195,24 @@ SubmitPlan plan_submissions(const std::vector<SlurmNodeInfo>& nodes,
   }
   if (o.fabric) {
     // Pairs in shuffled order: a different partner each run, so a bad link shows up as the
-    // node common to several slow pairs.
-    for (size_t i = 0; i + 1 < chosen.size(); i += 2) {
-      plan.jobs.push_back(fabric_job(chosen[i], chosen[i + 1], o));
-      verdicts[chosen[i]].why += " + fabric with " + chosen[i + 1];
-      verdicts[chosen[i + 1]].why += " + fabric with " + chosen[i];
+    // node common to several slow pairs. Partners share a partition (--partition, else the
+    // node's first): one allocation lies in one partition, and a pair's reports carry one SKU.
+    std::map<std::string, std::string> partition_of;
+    for (const SlurmNodeInfo& n : nodes) {
+      partition_of[n.name] = !o.partition.empty() ? o.partition
+                             : n.partitions.empty() ? std::string()
+                                                    : n.partitions.front();
     }
-    if (chosen.size() % 2 == 1) verdicts[chosen.back()].why += " (no fabric partner this run)";
+    std::map<std::string, std::vector<std::string>> by_partition;  // in shuffled order
+    for (const std::string& name : chosen) by_partition[partition_of[name]].push_back(name);
+    for (const auto& [partition, group] : by_partition) {
+      for (size_t i = 0; i + 1 < group.size(); i += 2) {
+        plan.jobs.push_back(fabric_job(group[i], group[i + 1], partition, o));
+        verdicts[group[i]].why += " + fabric with " + group[i + 1];
+        verdicts[group[i + 1]].why += " + fabric with " + group[i];
+      }
+      if (group.size() % 2 == 1) verdicts[group.back()].why += " (no fabric partner this run)";
+    }
   }
 
   std::sort(recheck_candidates.begin(), recheck_candidates.end());
