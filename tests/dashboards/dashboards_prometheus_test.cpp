@@ -118,12 +118,12 @@ json healthy_checks(double nvl_busbw, const std::string& nvl_status) {
   });
 }
 
-json report(const std::string& node, int seq, json checks) {
+json report(const std::string& node, int seq, json checks, const std::string& run_suffix = "") {
   const std::time_t now = std::time(nullptr);
   return {{"schema_version", 1},
           {"node", node},
           {"sku", "H100-SXM5-80GB"},
-          {"run_id", node + "-" + std::to_string(seq)},
+          {"run_id", node + "-" + std::to_string(seq) + run_suffix},
           {"start_time", rfc3339(now - 5)},
           {"end_time", rfc3339(now)},
           {"checks", std::move(checks)}};
@@ -137,6 +137,14 @@ json reports_for(int seq, bool include_stale_node) {
   json out = json::array();
   out.push_back(report("gpu-0", seq, healthy_checks(472, "pass")));
   out.push_back(report("gpu-1", seq, healthy_checks(455, "warn")));
+  // gpu-0 and gpu-1 were paired by a fabric job: one report each, carrying only the pair test.
+  for (const char* node : {"gpu-0", "gpu-1"}) {
+    out.push_back(
+        report(node, seq,
+               {check("fabric_allreduce_ib", "pass", {meas("busbw", 372.5, "GB/s", ">=", 330, 360)},
+                      "pair gpu-0+gpu-1: busbw 372.50 GB/s")},
+               "-fabric"));
+  }
   const json remap = meas("row_remap_pending", 1, "count", "<=", 0, {}, 3);
   out.push_back(report("gpu-2", seq,
                        {check("nvml_row_remap", "fail", {remap}, "gpu3 row remap pending (1)",

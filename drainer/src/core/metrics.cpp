@@ -72,11 +72,14 @@ struct Metrics::Impl {
   prometheus::Gauge& breaker_gauge = breaker.Add({});
 
   // Family::Remove is linear in the family's size, so series are reused while their labels
-  // stay the same and only vanished ones are removed.
+  // stay the same and only vanished ones are removed. Check series are kept per check: a
+  // report replaces the series of the checks it carries and leaves the others (a fabric job's
+  // report carries only fabric_allreduce_ib, the node job's report everything else).
+  using SeriesByKey = std::map<std::string, prometheus::Gauge*>;
   struct NodeSeries {
     std::string state_key;
     std::vector<prometheus::Gauge*> state;
-    std::map<std::string, prometheus::Gauge*> status, meas, thr;
+    std::map<std::string, SeriesByKey> status, meas, thr;  // by check
     prometheus::Gauge* age = nullptr;
   };
   std::map<std::string, NodeSeries> nodes;
@@ -178,10 +181,13 @@ void Metrics::on_node(const NodeState& s, const NodeReport* r) {
   for (size_t i = 0; i < ns.state.size(); ++i)
     ns.state[i]->Set(kAllNodeHealth[i] == s.health ? 1 : 0);
   if (!r) return;
-  std::map<std::string, prometheus::Gauge*> status, meas, thr;
   for (const auto& c : r->checks) {
+    Impl::SeriesByKey status, meas, thr;
+    auto& old_status = ns.status[c.check];
+    auto& old_meas = ns.meas[c.check];
+    auto& old_thr = ns.thr[c.check];
     for (auto st : kStatuses)
-      put(impl_->check_status, ns.status, status,
+      put(impl_->check_status, old_status, status,
           {{"node", s.node}, {"check", c.check}, {"status", std::string(st)}},
           to_string(c.status) == st ? 1 : 0);
     for (const auto& m : c.measurements) {
@@ -191,25 +197,25 @@ void Metrics::on_node(const NodeState& s, const NodeReport* r) {
                            {"unit", m.unit},
                            {"gpu", m.gpu ? std::to_string(*m.gpu) : ""},
                            {"port", m.port.value_or("")}};
-      put(impl_->measurement, ns.meas, meas, l, m.value);
+      put(impl_->measurement, old_meas, meas, l, m.value);
       if (m.threshold) {
         auto lf = l;
         lf["bound"] = "fail";
-        put(impl_->threshold, ns.thr, thr, lf, m.threshold->fail);
+        put(impl_->threshold, old_thr, thr, lf, m.threshold->fail);
         if (m.threshold->warn) {
           auto lw = l;
           lw["bound"] = "warn";
-          put(impl_->threshold, ns.thr, thr, lw, *m.threshold->warn);
+          put(impl_->threshold, old_thr, thr, lw, *m.threshold->warn);
         }
       }
     }
+    drop(impl_->check_status, old_status);
+    drop(impl_->measurement, old_meas);
+    drop(impl_->threshold, old_thr);
+    old_status = std::move(status);
+    old_meas = std::move(meas);
+    old_thr = std::move(thr);
   }
-  drop(impl_->check_status, ns.status);
-  drop(impl_->measurement, ns.meas);
-  drop(impl_->threshold, ns.thr);
-  ns.status = std::move(status);
-  ns.meas = std::move(meas);
-  ns.thr = std::move(thr);
 }
 
 std::string Metrics::serialize() const {
