@@ -63,6 +63,13 @@ TEST(NodeReport, missing_fields_are_named) {
   EXPECT_EQ(error_of(j), "/checks/0/measurements/0/unit: missing required field");
 }
 
+TEST(NodeReport, a_check_reported_twice_is_rejected) {
+  json j = valid_report();
+  j["checks"].push_back(j["checks"][0]);
+  EXPECT_EQ(error_of(j),
+            "/checks/2/check: duplicate check 'nccl_allreduce_ib' (also at /checks/0)");
+}
+
 TEST(NodeReport, negative_bandwidth_and_wrong_units_are_rejected) {
   json j = valid_report();
   j["checks"][0]["measurements"][0]["value"] = -1;

@@ -261,6 +261,54 @@ TEST(Drainer, decisions_reuse_a_young_slurm_view_and_the_sink_always_rereads) {
   EXPECT_EQ(slurm->loads, 4);
 }
 
+// A table read while the sink's RPCs were under way predates them: it is used for that pass
+// only and never remembered, so a later pass cannot take vigil's own fresh drain for one
+// lifted outside vigil.
+TEST(Drainer, a_slurm_view_read_while_the_sink_acted_is_not_reused) {
+  TempDir d;
+  FakeClock clock;
+  auto slurm = cluster(2);
+  Drainer dr(test_config(d.str()), slurm, nullptr, clock);
+  ASSERT_TRUE(dr.open().ok());
+  ASSERT_TRUE(dr.ingest({bad("gpu-0", "a")}).ok());
+  dr.process_pending();  // drain intent for gpu-0, not applied yet
+  clock.advance(10);     // the remembered view is too old now
+  slurm->after_read = [&] { EXPECT_EQ(dr.run_slurm_sink_once(), 0); };  // drains gpu-0
+  ASSERT_TRUE(dr.ingest({good("gpu-1", "a")}).ok());
+  dr.process_pending();  // its read predates the drain
+  ASSERT_TRUE(slurm->get("gpu-0").drain);
+  const int loads = slurm->loads;
+  ASSERT_TRUE(dr.ingest({bad("gpu-0", "b")}).ok());
+  dr.process_pending();
+  EXPECT_EQ(slurm->loads, loads + 1);  // read again, not the table from before the drain
+  EXPECT_TRUE(dr.node("gpu-0")->drained_by_vigil) << dr.node("gpu-0")->note;
+  EXPECT_EQ(dr.pending("slurm"), 0u);
+}
+
+// A report from a name Slurm does not know is never drained, so repeated reports cannot count
+// towards (and open) the breaker, which would block real drains everywhere.
+TEST(Drainer, reports_from_a_node_unknown_to_slurm_never_count_towards_the_breaker) {
+  TempDir d;
+  FakeClock clock;
+  auto slurm = cluster(2);
+  auto cfg = test_config(d.str());
+  cfg.breaker = {2, 100, 3600};
+  Drainer dr(cfg, slurm, nullptr, clock);
+  ASSERT_TRUE(dr.open().ok());
+  for (const char* run : {"a", "b", "c"}) {
+    ASSERT_TRUE(dr.ingest({bad("ghost-7", run)}).ok());
+    dr.process_pending();
+    dr.run_slurm_sink_once();
+  }
+  EXPECT_FALSE(dr.breaker().open);
+  EXPECT_EQ(dr.node("ghost-7")->health, NodeHealth::kError);
+  EXPECT_NE(dr.node("ghost-7")->note.find("Slurm has no node 'ghost-7'"), std::string::npos);
+  ASSERT_TRUE(dr.ingest({bad("gpu-1", "a")}).ok());
+  dr.process_pending();
+  dr.run_slurm_sink_once();
+  EXPECT_TRUE(slurm->get("gpu-1").drain);
+}
+
 TEST(Drainer, view_max_age_zero_reads_slurm_for_every_decision_pass) {
   TempDir d;
   FakeClock clock;

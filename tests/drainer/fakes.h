@@ -1,10 +1,12 @@
 #pragma once
 // In-memory fakes of SlurmApi / KubeApi and report builders for drainer unit tests.
 #include <atomic>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "vigil/checks/report.h"
@@ -30,12 +32,19 @@ class FakeSlurm : public SlurmApi {
     nodes[name] = n;
   }
   Result<std::vector<SlurmNodeInfo>> load_nodes() override {
-    std::lock_guard lk(mu);
-    loads++;
-    if (!reachable)
-      return Error{"Unable to contact slurm controller (connect failure)", "slurm_load_node"};
     std::vector<SlurmNodeInfo> v;
-    for (const auto& [n, i] : nodes) v.push_back(i);
+    std::function<void()> hook;
+    {
+      std::lock_guard lk(mu);
+      loads++;
+      if (!reachable)
+        return Error{"Unable to contact slurm controller (connect failure)", "slurm_load_node"};
+      for (const auto& [n, i] : nodes) v.push_back(i);
+      hook = std::exchange(after_read, nullptr);
+    }
+    // Runs once, after the table was taken and before it is returned: what happens in Slurm
+    // while a read is on its way back.
+    if (hook) hook();
     return v;
   }
   VoidResult drain(const std::vector<std::string>& ns, const std::string& reason) override {
@@ -77,6 +86,7 @@ class FakeSlurm : public SlurmApi {
   std::vector<Call> calls;
   bool reachable = true;
   int loads = 0;
+  std::function<void()> after_read;
 };
 
 class FakeKube : public KubeApi {

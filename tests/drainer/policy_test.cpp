@@ -193,6 +193,21 @@ TEST(PolicyEngine, vigil_drain_taken_over_by_admin_is_never_resumed) {
   }
 }
 
+TEST(PolicyEngine, a_report_without_a_known_sku_keeps_the_node_in_its_sku_group) {
+  Fixture f;
+  PolicyEngine eng(f.pol, {}, false, f.clock);
+  auto info = f.idle("gpu-1");
+  auto d = eng.on_report(nullptr, make_report("gpu-1", "a", {make_check("nvml_ecc", P)}, "B200"),
+                         &info, {}, 4);
+  ASSERT_EQ(d.state.sku, "B200");
+  auto d2 = eng.on_report(&d.state, make_report("gpu-1", "b", {make_check("nvml_ecc", P)}, "unknown"),
+                          &info, {}, 4);
+  EXPECT_EQ(d2.state.sku, "B200");
+  auto d3 = eng.on_report(nullptr, make_report("gpu-2", "a", {make_check("nvml_ecc", P)}, "unknown"),
+                          &info, {}, 4);
+  EXPECT_EQ(d3.state.sku, "unknown");  // nothing better known
+}
+
 TEST(PolicyEngine, adopts_a_vigil_drain_it_has_no_record_of_and_resumes_it) {
   Fixture f;
   PolicyEngine eng(f.pol, {}, false, f.clock);

@@ -209,7 +209,16 @@ NodeReport parse_report(const json& j, const std::string& path) {
   if (*t1 < *t0) fail_at(path + "/end_time", "is before start_time");
   const json& cs = need(j, path, "checks");
   if (!cs.is_array()) fail_at(path + "/checks", "must be an array");
-  for (size_t i = 0; i < cs.size(); ++i) r.checks.push_back(parse_check(cs[i], path + "/checks/" + std::to_string(i)));
+  for (size_t i = 0; i < cs.size(); ++i) {
+    const std::string at = path + "/checks/" + std::to_string(i);
+    r.checks.push_back(parse_check(cs[i], at));
+    // One result per check: the drainer keeps per-check state and metric series.
+    for (size_t k = 0; k + 1 < r.checks.size(); ++k) {
+      if (r.checks[k].check == r.checks.back().check)
+        fail_at(at + "/check", "duplicate check '" + r.checks.back().check + "' (also at " + path +
+                                   "/checks/" + std::to_string(k) + ")");
+    }
+  }
   return r;
 }
 

@@ -260,7 +260,14 @@ Result<int> Drainer::ingest_dir(const std::string& dir) {
   return taken;
 }
 
-Result<std::shared_ptr<const Drainer::SlurmView>> Drainer::read_slurm_view() {
+Result<std::shared_ptr<const Drainer::SlurmView>> Drainer::read_slurm_view(bool publish) {
+  uint64_t gen = 0;
+  int64_t started = 0;
+  {
+    std::lock_guard lk(view_mu_);
+    gen = view_gen_;
+    started = clock_.now_unix();
+  }
   VIGIL_TRY(auto nodes, slurm_->load_nodes());
   auto view = std::make_shared<SlurmView>();
   for (auto& n : nodes) {
@@ -268,9 +275,18 @@ Result<std::shared_ptr<const Drainer::SlurmView>> Drainer::read_slurm_view() {
     view->emplace(std::move(name), std::move(n));
   }
   std::lock_guard lk(view_mu_);
-  view_ = view;
-  view_at_ = clock_.now_unix();
+  // Not if the sink acted while this read was under way: the table may predate its RPCs.
+  if (publish && gen == view_gen_) {
+    view_ = view;
+    view_at_ = started;
+  }
   return std::shared_ptr<const SlurmView>(std::move(view));
+}
+
+void Drainer::invalidate_view() {
+  std::lock_guard lk(view_mu_);
+  ++view_gen_;
+  view_.reset();
 }
 
 std::shared_ptr<const Drainer::SlurmView> Drainer::slurm_view(bool fresh) {
@@ -279,7 +295,7 @@ std::shared_ptr<const Drainer::SlurmView> Drainer::slurm_view(bool fresh) {
     std::lock_guard lk(view_mu_);
     if (view_ && clock_.now_unix() - view_at_ <= cfg_.slurm.view_max_age_s) return view_;
   }
-  auto view = read_slurm_view();
+  auto view = read_slurm_view(true);
   if (!view.ok()) return std::make_shared<const SlurmView>();  // unknown: the sink re-checks
   return view.value();
 }
@@ -428,7 +444,8 @@ int Drainer::process_chunk(std::shared_ptr<const SlurmView>& view_ptr,
         gsize = group_counts[PolicyEngine::group_key(probe)] + (prev ? 0 : 1);
       }
       if (!prev) group_counts[PolicyEngine::group_key(probe)]++;
-      Decision d = engine_.on_report(prev, a.report, info, breaker_, gsize);
+      const bool unknown_to_slurm = !info && !view.empty();
+      Decision d = engine_.on_report(prev, a.report, info, breaker_, gsize, unknown_to_slurm);
       apply_decision_locked(d, &a.report, a.seq, records, intents);
     }
     auto w = journal_->append(std::move(records));
@@ -464,6 +481,10 @@ void Drainer::forget_skipped_drains(const std::vector<SkippedDrain>& skipped) {
       if (it == nodes_.end() || !it->second.drained_by_vigil ||
           it->second.reason != k.intent.reason)
         continue;
+      bool newer = false;
+      for (auto p = pending_.upper_bound(k.intent.id); p != pending_.end() && !newer; ++p)
+        newer = p->second.sink == "slurm" && p->second.node == k.intent.node;
+      if (newer) continue;
       Decision d;
       d.before = it->second.health;
       d.state = it->second;
@@ -517,8 +538,8 @@ int Drainer::run_slurm_sink_once() {
     }
   };
   auto now_s = [&] { return rfc3339_utc(clock_.now_unix()); };
-  // Re-read right before acting (this read also refreshes the decisions' view).
-  auto fresh = read_slurm_view();
+  // Re-read right before acting. Published for the decisions only if no RPC follows.
+  auto fresh = read_slurm_view(false);
   if (!fresh.ok()) {
     for (const auto& i : work) metrics_.on_action(i.action, "slurm", "error");
     audit_->write({{"time", now_s()},
@@ -607,12 +628,19 @@ int Drainer::run_slurm_sink_once() {
     }
     any_error = any_error || !res.ok();
   };
+  const bool acting = !drains.empty() || !resumes.empty();
+  // Tables read before or during these RPCs must not be reused by decisions: drop the
+  // remembered one now and refuse any read that started before the RPCs ended.
+  if (acting) invalidate_view();
   for (const auto& [reason, batch] : drains) run_batch("drain", batch, reason);
   if (!resumes.empty()) run_batch("resume", resumes, "");
-  if (!drains.empty() || !resumes.empty()) {
-    // The view was read before these actions: decisions must not reuse it.
+  if (acting) {
+    invalidate_view();
+  } else {
     std::lock_guard lk(view_mu_);
-    if (view_ == fresh.value()) view_.reset();
+    view_ = fresh.value();
+    view_at_ = clock_.now_unix();
+    ++view_gen_;
   }
   record_done(ok_ids, "ok");
   record_done(skipped_ids, "skipped");

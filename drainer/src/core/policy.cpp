@@ -151,14 +151,16 @@ std::string PolicyEngine::group_key(const NodeState& s) {
 
 Decision PolicyEngine::on_report(const NodeState* prev, const NodeReport& r,
                                  const SlurmNodeInfo* slurm, const BreakerState& breaker,
-                                 int group_size) const {
+                                 int group_size, bool unknown_to_slurm) const {
   const int64_t now = clock_.now_unix();
   Decision d;
   d.breaker = breaker;
   NodeState s = prev ? *prev : NodeState{};
   d.before = prev ? prev->health : NodeHealth::kUnknown;
   s.node = r.node;
-  s.sku = r.sku;
+  // A report that could not tell the SKU (NVML broken on the node, or a fabric job whose batch
+  // host could not detect it) keeps the node in its known SKU group.
+  if (r.sku != "unknown" || s.sku.empty()) s.sku = r.sku;
   if (r.k8s_node) s.k8s_node = r.k8s_node;
   if (slurm && !slurm->partitions.empty()) s.partition = slurm->partitions.front();
   s.last_report_unix = now;
@@ -245,6 +247,10 @@ Decision PolicyEngine::on_report(const NodeState* prev, const NodeReport& r,
         if (!contains(s.driving_checks, c)) s.driving_checks.push_back(c);
       return finish(Action::kNone, NodeHealth::kDrained, "already drained by vigil");
     }
+    if (unknown_to_slurm)
+      return finish(Action::kNone, NodeHealth::kError,
+                    "would drain but Slurm has no node '" + s.node +
+                        "' (does the report's node name match a Slurm NodeName?)");
     if (slurm && slurm_untouchable(*slurm))
       return finish(Action::kNone, NodeHealth::kWarn,
                     "would drain but node is " +

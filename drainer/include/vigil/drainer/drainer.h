@@ -123,8 +123,10 @@ class Drainer {
   // Slurm's node table: the remembered one while it is younger than slurm.view_max_age_s
   // (unless `fresh`), else read now. Empty when Slurm is unreachable or disabled.
   std::shared_ptr<const SlurmView> slurm_view(bool fresh);
-  // Reads Slurm's node table now and remembers it.
-  Result<std::shared_ptr<const SlurmView>> read_slurm_view();
+  // Reads Slurm's node table now; publish: remember it for later decision passes, unless the
+  // sink acted while it was being read.
+  Result<std::shared_ptr<const SlurmView>> read_slurm_view(bool publish);
+  void invalidate_view();  // the sink is about to act, or just did
   std::string kube_node_name(const NodeState& s);
   void refresh_gauges_locked();
   bool has_work_locked(const std::string& sink) const;
@@ -155,9 +157,10 @@ class Drainer {
   uint64_t next_intent_id_ = 1;
   std::map<std::string, int64_t> pod_lookup_cache_;
 
-  std::mutex view_mu_;  // guards view_, view_at_
+  std::mutex view_mu_;  // guards view_, view_at_, view_gen_
   std::shared_ptr<const SlurmView> view_;
-  int64_t view_at_ = 0;
+  int64_t view_at_ = 0;    // when the remembered table's read started
+  uint64_t view_gen_ = 0;  // bumped whenever the sink acts (or publishes its own read)
 
   std::mutex decide_mu_;  // one decision batch at a time
   std::atomic<bool> ready_{false};

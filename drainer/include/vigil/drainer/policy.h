@@ -124,8 +124,11 @@ class PolicyEngine {
   // prev: null for a node never seen. slurm: null when Slurm's view is unknown (unreachable or
   // disabled); the Slurm sink re-checks ownership before acting. group_size: nodes in the
   // node's partition (or SKU when the partition is unknown), for the breaker's percent cap.
+  // unknown_to_slurm: Slurm's view was read and has no such node (a name mismatch): such a
+  // node is never drained, so its reports cannot count towards the breaker.
   Decision on_report(const NodeState* prev, const NodeReport& report, const SlurmNodeInfo* slurm,
-                     const BreakerState& breaker, int group_size) const;
+                     const BreakerState& breaker, int group_size,
+                     bool unknown_to_slurm = false) const;
   // Staleness sweep: the new state when the node just became stale, else nullopt.
   std::optional<NodeState> on_tick(const NodeState& s) const;
   // Operator `resume NODE`: lifts a vigil drain regardless of counters (never another owner's).
