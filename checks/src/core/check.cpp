@@ -44,6 +44,20 @@ void finalize(CheckResult& r, std::string_view fault_prefix) {
   }
 }
 
+std::string short_list(const std::vector<std::string>& items, size_t max_shown,
+                       std::string_view sep, std::string_view more_sep) {
+  std::string out;
+  for (size_t i = 0; i < items.size() && i < max_shown; ++i) {
+    if (i) out += sep;
+    out += items[i];
+  }
+  if (items.size() > max_shown) {
+    out += more_sep;
+    out += "+" + std::to_string(items.size() - max_shown) + " more";
+  }
+  return out;
+}
+
 CheckResult skipped(std::string_view check, std::string why) {
   CheckResult r;
   r.check = std::string(check);

@@ -29,15 +29,6 @@ constexpr std::string_view kName = "ib_counters";
 constexpr std::string_view kFaultPrefix = "VIGIL-IB";
 constexpr std::string_view kFaultState = "VIGIL-IB-STATE-UNWRITABLE";
 
-std::string short_list(const std::vector<std::string>& items, size_t max_shown = 3) {
-  std::string out;
-  for (size_t i = 0; i < items.size() && i < max_shown; ++i) {
-    if (i) out += ", ";
-    out += items[i];
-  }
-  if (items.size() > max_shown) out += " +" + std::to_string(items.size() - max_shown) + " more";
-  return out;
-}
 
 class IbCountersCheck final : public Check {
  public:
@@ -152,7 +143,7 @@ class IbCountersCheck final : public Check {
       }
     }
     if (!shown.empty()) {
-      r.message = short_list(shown);
+      r.message = short_list(shown, 3);
       r.fault_code = fault;
     } else if (!state.has_previous()) {
       r.message = "baseline recorded";
@@ -165,9 +156,9 @@ class IbCountersCheck final : public Check {
       } else {
         std::vector<std::string> texts;
         for (const auto& inc : increases) texts.push_back(inc.text);
-        r.message = "increases within thresholds" + since + ": " + short_list(texts);
+        r.message = "increases within thresholds" + since + ": " + short_list(texts, 3);
       }
-      if (!new_ports.empty()) r.message += "; baseline recorded for " + short_list(new_ports);
+      if (!new_ports.empty()) r.message += "; baseline recorded for " + short_list(new_ports, 3);
     }
     if (!resets.empty()) {
       r.message += "; counter reset, baseline restarted: " + short_list(resets, 2);

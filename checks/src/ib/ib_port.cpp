@@ -46,18 +46,6 @@ struct Problem {
   std::string_view fault;  // VIGIL-IB-*
 };
 
-// "a, b, c +2 more": short enough for a Slurm reason, whole list is in the measurements.
-std::string join_problems(const std::vector<const Problem*>& ps) {
-  constexpr size_t kMaxShown = 3;
-  std::string out;
-  for (size_t i = 0; i < ps.size() && i < kMaxShown; ++i) {
-    if (i) out += ", ";
-    out += ps[i]->text;
-  }
-  if (ps.size() > kMaxShown) out += " +" + std::to_string(ps.size() - kMaxShown) + " more";
-  return out;
-}
-
 class IbPortCheck final : public Check {
  public:
   std::string_view name() const override { return kName; }
@@ -173,13 +161,16 @@ class IbPortCheck final : public Check {
 
     finalize(r, kFaultPrefix);
 
-    std::vector<const Problem*> shown;
+    std::vector<std::string> shown;  // the problems of the worst status, in order
+    std::string_view first_fault;
     for (const auto& p : problems) {
-      if (p.status == r.status) shown.push_back(&p);
+      if (p.status != r.status) continue;
+      if (shown.empty()) first_fault = p.fault;
+      shown.push_back(p.text);
     }
     if (!shown.empty()) {
-      r.message = join_problems(shown);
-      r.fault_code = std::string(shown.front()->fault);
+      r.message = short_list(shown, 3);
+      r.fault_code = std::string(first_fault);
     } else if (r.status == Status::kPass) {
       r.message = std::to_string(active) + "/" + std::to_string(rows.size()) + " IB ports active";
       if (want_rate > 0) r.message += " at >= " + fmt(want_rate) + " Gb/s";

@@ -23,16 +23,6 @@ int rank(Status s) {
   }
 }
 
-std::string join_texts(const std::vector<std::string>& texts, size_t max_items) {
-  std::string out;
-  for (size_t i = 0; i < texts.size() && i < max_items; ++i) {
-    if (i) out += "; ";
-    out += texts[i];
-  }
-  if (texts.size() > max_items) out += "; +" + std::to_string(texts.size() - max_items) + " more";
-  return out;
-}
-
 }  // namespace
 
 Result<Session> open_session(const CheckContext& ctx) {
@@ -144,7 +134,7 @@ void Verdict::conclude(CheckResult& r, const Describe& describe, std::string pas
   }
   if (worst == Status::kPass && r.measurements.empty()) {
     r.status = Status::kSkipped;
-    r.message = notes.empty() ? "no GPUs visible to NVML" : join_texts(notes, 3);
+    r.message = notes.empty() ? "no GPUs visible to NVML" : short_list(notes, 3, "; ", "; ");
     r.fault_code.clear();
     return;
   }
@@ -157,10 +147,10 @@ void Verdict::conclude(CheckResult& r, const Describe& describe, std::string pas
   }
   if (worst == Status::kPass) {
     r.message = std::move(pass_message);
-    if (!notes.empty()) r.message += (r.message.empty() ? "" : "; ") + join_texts(notes, 3);
+    if (!notes.empty()) r.message += (r.message.empty() ? "" : "; ") + short_list(notes, 3, "; ", "; ");
     r.fault_code.clear();
   } else {
-    r.message = join_texts(texts, 4);
+    r.message = short_list(texts, 4, "; ", "; ");
     r.fault_code = fault;
   }
   r.status = worst;
@@ -169,7 +159,7 @@ void Verdict::conclude(CheckResult& r, const Describe& describe, std::string pas
   // measurements (lost GPU, failed query, warn-list XID) must still count.
   if (rank(worst) > rank(r.status)) r.status = worst;
   if (worst != Status::kPass) {
-    r.message = join_texts(texts, 4);
+    r.message = short_list(texts, 4, "; ", "; ");
     r.fault_code = fault;
   }
 }

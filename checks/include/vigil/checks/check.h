@@ -65,6 +65,11 @@ Measurement& add_measurement(CheckResult& r, const CheckContext& ctx, std::strin
 // r.message / r.fault_code for the worst failing measurement when the check left them empty.
 void finalize(CheckResult& r, std::string_view fault_prefix);
 
+// "a, b, c +2 more": the first max_shown items joined by sep, then how many were left out
+// (after more_sep). Short enough for a Slurm reason; the whole list is in the measurements.
+std::string short_list(const std::vector<std::string>& items, size_t max_shown,
+                       std::string_view sep = ", ", std::string_view more_sep = " ");
+
 CheckResult skipped(std::string_view check, std::string why);
 CheckResult error(std::string_view check, std::string why, std::string fault_code = "");
 
