@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "scoped_env.h"
 #include "allreduce/allreduce_launch.h"
 #include "check_factories.h"
 #include "vigil/checks/check.h"
@@ -13,16 +14,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) {
-    setenv(name, value.c_str(), 1);
-  }
-  ~ScopedEnv() { unsetenv(name_); }
-
- private:
-  const char* name_;
-};
+using vigil::test::ScopedEnv;
 
 vigil::CheckContext host_ctx() {
   vigil::CheckContext ctx;

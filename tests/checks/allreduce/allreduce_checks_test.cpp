@@ -2,6 +2,7 @@
 // logs), their applies() rules, and the command lines they build.
 #include <gtest/gtest.h>
 
+#include "scoped_env.h"
 #include "vigil/checks/gpu_probe.h"
 
 #include <chrono>
@@ -19,19 +20,10 @@ using namespace std::chrono_literals;
 
 namespace {
 
+using vigil::test::ScopedEnv;
+
 const std::string kDir = VIGIL_ALLREDUCE_TEST_DIR;
 const std::string kLogs = std::string(VIGIL_SHARED_DIR) + "/nccl-tests-logs/";
-
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) {
-    setenv(name, value.c_str(), 1);
-  }
-  ~ScopedEnv() { unsetenv(name_); }
-
- private:
-  const char* name_;
-};
 
 vigil::SkuConfig sku_with_busbw(const std::string& check, double fail) {
   vigil::SkuConfig sku;

@@ -8,6 +8,7 @@
 #include <optional>
 #include <sstream>
 
+#include "scoped_env.h"
 #include "fake_kube_api_server.h"
 #include "k8s_test_support.h"
 #include "vigil/drainer/kube_api.h"
@@ -17,31 +18,8 @@ namespace {
 
 using k8s_test::TempDir;
 using k8s_test::TestPki;
+using vigil::test::ScopedEnv;
 using ::testing::HasSubstr;
-
-// Sets (or unsets, for nullopt) an environment variable for the scope and restores it after.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, std::optional<std::string> value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value) {
-      setenv(name, value->c_str(), 1);
-    } else {
-      unsetenv(name);
-    }
-  }
-  ~ScopedEnv() {
-    if (old_) {
-      setenv(name_, old_->c_str(), 1);
-    } else {
-      unsetenv(name_);
-    }
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
 
 std::string slurp(const std::string& path) {
   std::ifstream in(path);
