@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "libslurm_init.h"
@@ -202,17 +203,10 @@ class LibslurmApi final : public SlurmApi {
                                const std::string* reason, const char* state_name) {
     auto all = load_nodes_locked();
     if (!all.ok()) return all.error();
+    std::unordered_set<std::string> in_slurm;
+    for (const SlurmNodeInfo& info : *all) in_slurm.insert(info.name);
     std::vector<std::string> known, unknown;
-    for (const std::string& n : nodes) {
-      bool found = false;
-      for (const SlurmNodeInfo& info : *all) {
-        if (info.name == n) {
-          found = true;
-          break;
-        }
-      }
-      (found ? known : unknown).push_back(n);
-    }
+    for (const std::string& n : nodes) (in_slurm.count(n) ? known : unknown).push_back(n);
     const std::string unknown_list = to_hostlist(unknown);
     if (!known.empty()) {
       const std::string hostlist = to_hostlist(known);
