@@ -384,7 +384,7 @@ void Drainer::refresh_gauges_locked() {
 int Drainer::process_pending() {
   // One Slurm view per pass, shared by its chunks: loading 10,000 nodes costs more than
   // deciding 256 reports. The sink re-reads the view right before acting anyway.
-  std::shared_ptr<const SlurmView> view;
+  PassView view;
   std::vector<Intent> intents;
   int total = 0;
   for (int n; (n = process_chunk(view, intents)) > 0;) total += n;
@@ -401,8 +401,7 @@ int Drainer::process_pending() {
   return total;
 }
 
-int Drainer::process_chunk(std::shared_ptr<const SlurmView>& view_ptr,
-                           std::vector<Intent>& intents) {
+int Drainer::process_chunk(PassView& pass, std::vector<Intent>& intents) {
   std::lock_guard dl(decide_mu_);
   // Chunks keep mu_ (and with it ingest) free between a few hundred decisions.
   std::deque<Accepted> batch;
@@ -415,17 +414,19 @@ int Drainer::process_chunk(std::shared_ptr<const SlurmView>& view_ptr,
     }
   }
   if (batch.empty()) return 0;
-  if (!view_ptr) view_ptr = slurm_view(false);
-  const SlurmView& view = *view_ptr;
+  if (!pass.view) {
+    pass.view = slurm_view(false);
+    for (const auto& [n, i] : *pass.view)
+      for (const auto& p : i.partitions) pass.partition_counts[p]++;
+  }
+  const SlurmView& view = *pass.view;
+  auto& partition_counts = pass.partition_counts;
   {
     std::lock_guard lk(mu_);
     std::vector<nlohmann::json> records;
     // Known nodes per breaker group, counted once per batch (not once per report).
     std::map<std::string, int> group_counts;
     for (const auto& [n, s] : nodes_) group_counts[PolicyEngine::group_key(s)]++;
-    std::map<std::string, int> partition_counts;
-    for (const auto& [n, i] : view)
-      for (const auto& p : i.partitions) partition_counts[p]++;
     for (const auto& a : batch) {
       auto it = nodes_.find(a.report.node);
       const NodeState* prev = it == nodes_.end() ? nullptr : &it->second;

@@ -101,10 +101,16 @@ class Drainer {
     uint64_t seq;
     NodeReport report;
   };
+  using SlurmView = std::map<std::string, SlurmNodeInfo>;
+  // Slurm's view for one decision pass, read (or reused) by its first chunk, and the node count
+  // per partition derived from it once.
+  struct PassView {
+    std::shared_ptr<const SlurmView> view;
+    std::map<std::string, int> partition_counts;
+  };
   // Decides up to 256 reports and journals the decisions (not yet synced); their intents are
   // appended to `intents` for process_pending to enqueue after one sync.
-  using SlurmView = std::map<std::string, SlurmNodeInfo>;
-  int process_chunk(std::shared_ptr<const SlurmView>& view, std::vector<Intent>& intents);
+  int process_chunk(PassView& pass, std::vector<Intent>& intents);
   void apply_decision_locked(const Decision& d, const NodeReport* r, uint64_t report_seq,
                              std::vector<nlohmann::json>& records, std::vector<Intent>& intents);
   void enqueue_intents_locked(const std::vector<Intent>& intents);
