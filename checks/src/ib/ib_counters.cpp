@@ -29,7 +29,6 @@ constexpr std::string_view kName = "ib_counters";
 constexpr std::string_view kFaultPrefix = "VIGIL-IB";
 constexpr std::string_view kFaultState = "VIGIL-IB-STATE-UNWRITABLE";
 
-
 class IbCountersCheck final : public Check {
  public:
   std::string_view name() const override { return kName; }

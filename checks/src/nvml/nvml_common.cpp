@@ -147,7 +147,8 @@ void Verdict::conclude(CheckResult& r, const Describe& describe, std::string pas
   }
   if (worst == Status::kPass) {
     r.message = std::move(pass_message);
-    if (!notes.empty()) r.message += (r.message.empty() ? "" : "; ") + short_list(notes, 3, "; ", "; ");
+    if (!notes.empty())
+      r.message += (r.message.empty() ? "" : "; ") + short_list(notes, 3, "; ", "; ");
     r.fault_code.clear();
   } else {
     r.message = short_list(texts, 4, "; ", "; ");
