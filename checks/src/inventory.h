@@ -2,7 +2,7 @@
 // The node's GPUs (name and PCI device id per GPU) as NVML reports them, for SKU detection.
 #include <string>
 
-#include "vigil/checks/result.h"
+#include "vigil/base/result.h"
 #include "vigil/checks/sku.h"
 
 namespace vigil {

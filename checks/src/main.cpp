@@ -15,9 +15,9 @@
 
 #include "inventory.h"
 #include "vigil/checks/gpu_probe.h"
-#include "vigil/checks/output.h"
+#include "vigil/report/output.h"
 #include "vigil/checks/registry.h"
-#include "vigil/checks/report_client.h"
+#include "vigil/report/report_client.h"
 #include "vigil/checks/runner.h"
 
 namespace fs = std::filesystem;
@@ -111,7 +111,7 @@ struct RunArgs {
 int prepare(const RunArgs& a, vigil::Loaded<vigil::SkuSet>& skus, vigil::CheckContext& ctx,
             std::string& sku_note) {
   const std::string dir = a.thresholds.empty() ? default_thresholds_dir() : a.thresholds;
-  skus = vigil::load_sku_dir(dir);
+  skus = vigil::load_sku_dir(dir, vigil::known_check_names());
   if (!skus) {
     print_config_errors(skus.errors);
     std::cerr << "vigil-check: threshold files in " << dir << " are invalid; nothing was checked. "
@@ -328,7 +328,7 @@ int cmd_fabric(const RunArgs& a) {
 }
 
 int cmd_thresholds_validate(const std::string& dir) {
-  auto skus = vigil::load_sku_dir(dir);
+  auto skus = vigil::load_sku_dir(dir, vigil::known_check_names());
   if (!skus) {
     print_config_errors(skus.errors);
     std::cerr << "vigil-check: " << skus.errors.size() << " error(s) in " << dir << "\n";
@@ -365,7 +365,7 @@ int cmd_report_table(const std::vector<std::string>& files) {
 
 int cmd_list() {
   auto print = [](const vigil::Check& c, const char* suite) {
-    std::cout << c.name() << "\t" << vigil::check_short_name(c.name()) << "\t" << suite << "\t"
+    std::cout << c.name() << "\t" << c.short_name() << "\t" << suite << "\t"
               << c.timeout().count() << "s\n";
   };
   for (const auto& c : vigil::all_checks()) print(*c, c->min_suite() == vigil::Suite::kFull ? "full" : "quick");

@@ -47,4 +47,11 @@ std::vector<std::unique_ptr<Check>> fabric_checks(const std::string& min_bytes,
   return out;
 }
 
+std::set<std::string> known_check_names() {
+  std::set<std::string> names;
+  for (const auto& c : all_checks()) names.insert(std::string(c->name()));
+  for (const auto& c : fabric_checks()) names.insert(std::string(c->name()));
+  return names;
+}
+
 }  // namespace vigil

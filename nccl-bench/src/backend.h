@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "vigil/checks/result.h"
+#include "vigil/base/result.h"
 #include "vigil/ncclbench/options.h"
 
 namespace vigil::ncclbench {

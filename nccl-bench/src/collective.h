@@ -9,7 +9,7 @@
 #include <string_view>
 
 #include "backend.h"
-#include "vigil/checks/result.h"
+#include "vigil/base/result.h"
 #include "vigil/ncclbench/options.h"
 
 namespace vigil::ncclbench {

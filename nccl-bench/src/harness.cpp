@@ -1,4 +1,5 @@
 // The one timing harness for every collective and backend. See harness.h.
+#include "vigil/base/time.h"
 #include "vigil/ncclbench/harness.h"
 
 #include <mpi.h>
@@ -50,14 +51,6 @@ constexpr std::size_t kLine = 512;
 // watchdog is about to MPI_Abort with the timeout exit code).
 std::atomic<bool> g_timed_out{false};
 
-std::string now_rfc3339() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 std::string seconds_text(double s) {
   char buf[32];
@@ -349,7 +342,7 @@ Result<BenchRun> run_allreduce(const BenchOptions& opts, std::ostream* table) {
   run.check = opts.check;
   run.min_busbw_gb_s = opts.min_busbw_gb_s;
   run.timeout_s = opts.timeout_s;
-  run.start_time = now_rfc3339();
+  run.start_time = rfc3339_now();
   std::ostream* out = info.rank == 0 ? table : nullptr;
 
   // NCCL reads its environment once, at its first call: set the transport mode before any.

@@ -46,7 +46,7 @@ thresholds:
 
 std::string first_error(const std::string& yaml) {
   TempDir d;
-  auto loaded = load_sku_file(d.write("x.yaml", yaml));
+  auto loaded = load_sku_file(d.write("x.yaml", yaml), known_check_names());
   EXPECT_FALSE(loaded);
   return loaded.errors.empty() ? "" : loaded.errors.front().to_string().substr(d.path().size() + 1);
 }
@@ -55,7 +55,7 @@ std::string first_error(const std::string& yaml) {
 
 TEST(SkuFile, valid_file_loads_with_thresholds) {
   TempDir d;
-  auto loaded = load_sku_file(d.write("h100.yaml", kH100));
+  auto loaded = load_sku_file(d.write("h100.yaml", kH100), known_check_names());
   ASSERT_TRUE(loaded) << (loaded.errors.empty() ? "" : loaded.errors[0].to_string());
   const SkuConfig& s = *loaded.value;
   EXPECT_EQ(s.name, "H100-SXM5-80GB");
@@ -87,13 +87,13 @@ TEST(SkuDir, duplicate_sku_names_are_an_error) {
   TempDir d;
   d.write("a.yaml", kH100);
   d.write("b.yaml", kH100);
-  auto set = load_sku_dir(d.path());
+  auto set = load_sku_dir(d.path(), known_check_names());
   ASSERT_FALSE(set);
   EXPECT_NE(set.errors.back().message.find("duplicate SKU 'H100-SXM5-80GB'"), std::string::npos);
 }
 
 TEST(SkuDir, shipped_threshold_files_are_valid) {
-  auto set = load_sku_dir(std::string(VIGIL_SOURCE_DIR) + "/checks/thresholds");
+  auto set = load_sku_dir(std::string(VIGIL_SOURCE_DIR) + "/checks/thresholds", known_check_names());
   ASSERT_TRUE(set) << (set.errors.empty() ? "" : set.errors[0].to_string());
   for (const char* name : {"A100-SXM4-80GB", "H100-SXM5-80GB", "H200-SXM-141GB", "B200-SXM-180GB"}) {
     EXPECT_NE(set.value->by_name(name), nullptr) << name;
@@ -103,7 +103,7 @@ TEST(SkuDir, shipped_threshold_files_are_valid) {
 TEST(SkuDetect, matches_by_name_or_device_id_and_keeps_sku_when_a_gpu_is_missing) {
   TempDir d;
   d.write("h100.yaml", kH100);
-  auto set = load_sku_dir(d.path());
+  auto set = load_sku_dir(d.path(), known_check_names());
   ASSERT_TRUE(set);
   GpuInventory eight{std::vector<std::string>(8, "NVIDIA H100 80GB HBM3"), std::vector<unsigned>(8, 0x2330)};
   EXPECT_NE(detect_sku(*set.value, eight), nullptr);

@@ -13,8 +13,8 @@
 namespace vigil {
 
 namespace fs = std::filesystem;
-using test::CommandOptions;
-using test::run_command;
+using testing::CommandOptions;
+using testing::run_command;
 
 namespace {
 
@@ -32,7 +32,7 @@ class VigilCheckCli : public ::testing::Test {
   void TearDown() override { fs::remove_all(dir_); }
 
   // A run limited to cheap, host-independent checks against the given fixtures.
-  test::CommandResult run(std::vector<std::string> extra, const std::string& nvml_fixture,
+  testing::CommandResult run(std::vector<std::string> extra, const std::string& nvml_fixture,
                           const std::string& sysfs) {
     std::vector<std::string> argv = {kBinary, "run", "--quiet", "--node", "gpu-0", "--nvml-library", kFakeNvml,
                                      "--sysfs-root", sysfs, "--state-dir", dir_ + "/state",
@@ -125,8 +125,8 @@ TEST_F(VigilCheckCli, fabric_gives_each_node_of_the_pair_a_report_and_fails_a_sl
       "--sku", "H100-SXM5-80GB", "--thresholds", kThresholds, "--run-id", "r7-fabric",
       "--format", "json", "--spool-dir", dir_ + "/spool", "--nvml-library", kFakeNvml};
   CommandOptions o;
-  o.env["FAKE_PERF_MODE"] = std::string("log:") + VIGIL_SHARED_DIR +
-                            "/nccl-tests-logs/10-gh200x2-2node-slingshot-v2.18.2-unalign-header-healthy.txt";
+  o.env["FAKE_PERF_MODE"] = std::string("log:") + VIGIL_NCCL_TESTS_LOGS +
+                            "/10-gh200x2-2node-slingshot-v2.18.2-unalign-header-healthy.txt";
   o.env["VIGIL_FAKE_NVML_FIXTURE"] = kFixtures + "/nodes/gpu-0/nvml.json";
   o.timeout = std::chrono::seconds(60);
   auto r = run_command(argv, o);

@@ -31,8 +31,8 @@
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 using namespace std::chrono_literals;
-using vigil::test::BackgroundProcess;
-using vigil::test::LocalSlurmCluster;
+using vigil::testing::BackgroundProcess;
+using vigil::testing::LocalSlurmCluster;
 
 namespace {
 

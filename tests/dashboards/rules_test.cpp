@@ -16,7 +16,7 @@
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
-using vigil::test::run_command;
+using vigil::testing::run_command;
 
 namespace {
 

@@ -1,5 +1,6 @@
 // Drainer core with in-memory Slurm / Kubernetes fakes: idempotency, sinks, batching,
 // pending actions, restart, crash (kill -9) without lost reports or repeated actions.
+#include "fake_clock.h"
 #include "vigil/drainer/drainer.h"
 
 #include <gtest/gtest.h>
@@ -17,6 +18,7 @@
 namespace vigil::drainer {
 namespace {
 
+using testing::FakeClock;
 using testing::FakeKube;
 using testing::FakeSlurm;
 using testing::make_check;
@@ -165,7 +167,7 @@ TEST(Drainer, resume_after_passes_uses_undrain_and_never_touches_other_owners) {
   TempDir d;
   FakeClock clock;
   auto slurm = cluster(4);
-  slurm->set("gpu-3", [](SlurmNodeInfo& n) {
+  slurm->set("gpu-3", [](slurm::SlurmNodeInfo& n) {
     n.drain = true;
     n.reason = "admin: PSU swap";
   });
@@ -199,8 +201,8 @@ TEST(Drainer, the_sink_rechecks_ownership_before_acting) {
   ASSERT_TRUE(dr.ingest({bad("gpu-0", "a"), bad("gpu-1", "a")}).ok());
   dr.process_pending();
   slurm->reachable = true;
-  slurm->set("gpu-0", [](SlurmNodeInfo& n) { n.down = true; });
-  slurm->set("gpu-1", [](SlurmNodeInfo& n) {
+  slurm->set("gpu-0", [](slurm::SlurmNodeInfo& n) { n.down = true; });
+  slurm->set("gpu-1", [](slurm::SlurmNodeInfo& n) {
     n.drain = true;
     n.reason = "admin: x";
   });
@@ -238,7 +240,7 @@ TEST(Drainer, decisions_reuse_a_young_slurm_view_and_the_sink_always_rereads) {
   EXPECT_EQ(slurm->loads, 1);  // 0 s old: reused
   // An admin drains gpu-2 after that read; a failing report decided on the old view is
   // still checked against Slurm by the sink, which re-reads before acting.
-  slurm->set("gpu-2", [](SlurmNodeInfo& n) {
+  slurm->set("gpu-2", [](slurm::SlurmNodeInfo& n) {
     n.drain = true;
     n.reason = "admin: cable";
   });
@@ -657,7 +659,7 @@ TEST(Drainer, spool_dir_is_ingested_and_bad_files_set_aside) {
 }
 
 // A Slurm stand-in whose state lives in a file, so it survives the kill -9 of the drainer.
-class FileSlurm : public SlurmApi {
+class FileSlurm : public slurm::SlurmApi {
  public:
   FileSlurm(std::string path, int nodes) : path_(std::move(path)), nodes_(nodes) {}
   std::map<std::string, std::pair<int, std::string>> read() const {  // node -> (drains, reason)
@@ -675,11 +677,11 @@ class FileSlurm : public SlurmApi {
     }
     return m;
   }
-  Result<std::vector<SlurmNodeInfo>> load_nodes() override {
+  Result<std::vector<slurm::SlurmNodeInfo>> load_nodes() override {
     auto m = read();
-    std::vector<SlurmNodeInfo> v;
+    std::vector<slurm::SlurmNodeInfo> v;
     for (int i = 0; i < nodes_; ++i) {
-      SlurmNodeInfo n;
+      slurm::SlurmNodeInfo n;
       n.name = "n" + std::to_string(i);
       n.partitions = {"gpu"};
       if (auto it = m.find(n.name); it != m.end() && !it->second.second.empty()) {

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "fake_clock.h"
 #include "fakes.h"
 #include "temp_dir.h"
 #include "vigil/drainer/http_server.h"
@@ -15,6 +16,7 @@
 namespace vigil::drainer {
 namespace {
 
+using testing::FakeClock;
 using testing::FakeSlurm;
 using testing::make_check;
 using testing::make_report;

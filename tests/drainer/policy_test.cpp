@@ -1,4 +1,5 @@
 // Policy engine: table-driven, injected clock, no I/O.
+#include "fake_clock.h"
 #include "vigil/drainer/policy.h"
 
 #include <gtest/gtest.h>
@@ -10,6 +11,7 @@
 namespace vigil::drainer {
 namespace {
 
+using testing::FakeClock;
 using testing::make_check;
 using testing::make_report;
 constexpr auto P = Status::kPass;
@@ -41,7 +43,7 @@ void run_case(const Case& c) {
   PolicyEngine eng(pol, BreakerConfig{}, c.dry_run, clock);
   std::optional<NodeState> state;
   BreakerState breaker;
-  SlurmNodeInfo info;
+  slurm::SlurmNodeInfo info;
   info.name = "gpu-1";
   info.state = "IDLE";
   info.partitions = {"gpu"};
@@ -51,7 +53,7 @@ void run_case(const Case& c) {
     std::vector<CheckResult> checks;
     for (const auto& [name, s] : st.checks) checks.push_back(make_check(name, s, 1, 0));
     auto r = make_report("gpu-1", "run-" + std::to_string(i++), checks);
-    SlurmNodeInfo now = info;
+    slurm::SlurmNodeInfo now = info;
     switch (st.slurm) {
       case Slurm::kDown:
         now.down = true;
@@ -70,7 +72,7 @@ void run_case(const Case& c) {
       default:
         break;
     }
-    const SlurmNodeInfo* sp = st.slurm == Slurm::kUnknown ? nullptr : &now;
+    const slurm::SlurmNodeInfo* sp = st.slurm == Slurm::kUnknown ? nullptr : &now;
     Decision d = eng.on_report(state ? &*state : nullptr, r, sp, breaker, 4);
     EXPECT_EQ(to_string(d.action), to_string(st.want_action)) << d.why;
     EXPECT_EQ(to_string(d.after), to_string(st.want_health)) << d.why;
@@ -164,8 +166,8 @@ TEST(PolicyEngine, table_of_report_sequences) {
 struct Fixture {
   FakeClock clock;
   PolicyConfig pol = default_policy();
-  SlurmNodeInfo idle(const std::string& n) {
-    SlurmNodeInfo i;
+  slurm::SlurmNodeInfo idle(const std::string& n) {
+    slurm::SlurmNodeInfo i;
     i.name = n;
     i.state = "IDLE";
     i.partitions = {"gpu"};
@@ -255,7 +257,7 @@ TEST(PolicyEngine, drain_reason_is_the_vigil_reason_of_the_most_fatal_check) {
       &s, make_report("gpu-1", "a", {make_check("nccl_allreduce_ib", F, 100, 180, "GB/s"), ecc}),
       &info, {}, 4);
   ASSERT_EQ(d.action, Action::kDrain);
-  EXPECT_EQ(d.reason, slurm_reason(ecc));
+  EXPECT_EQ(d.reason, drain_reason(ecc));
   EXPECT_TRUE(d.reason.starts_with("vigil:"));
   EXPECT_EQ(d.driving_checks, (std::vector<std::string>{"nvml_ecc", "nccl_allreduce_ib"}));
 }
@@ -269,7 +271,7 @@ struct BreakerRun {
     PolicyEngine eng(pol, bc, false, clock);
     std::vector<Action> out;
     for (int i = 0; i < nodes; ++i) {
-      SlurmNodeInfo info;
+      slurm::SlurmNodeInfo info;
       info.name = "n" + std::to_string(i);
       info.partitions = {"gpu"};
       auto d =
@@ -358,7 +360,7 @@ TEST(PolicyEngine, stale_after_configured_silence_but_drained_nodes_stay_drained
 TEST(PolicyEngine, operator_resume_lifts_only_vigil_drains) {
   FakeClock clock;
   PolicyEngine eng(default_policy(), {}, false, clock);
-  SlurmNodeInfo info;
+  slurm::SlurmNodeInfo info;
   info.name = "a";
   auto d = eng.on_report(nullptr, make_report("a", "1", {make_check("nvml_ecc", F, 1, 0)}), &info,
                          {}, 4);

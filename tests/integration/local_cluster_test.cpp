@@ -21,10 +21,10 @@
 
 namespace {
 
-using vigil::test::CommandOptions;
-using vigil::test::CommandResult;
-using vigil::test::LocalSlurmCluster;
-using vigil::test::run_command;
+using vigil::testing::CommandOptions;
+using vigil::testing::CommandResult;
+using vigil::testing::LocalSlurmCluster;
+using vigil::testing::run_command;
 
 const std::string kScript = LocalSlurmCluster::script_path();
 

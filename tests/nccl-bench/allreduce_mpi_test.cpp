@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "vigil/ncclbench/bench_result.h"
-#include "vigil/ncclbench/launch.h"
+#include "vigil/base/process.h"
 #include "vigil/ncclbench/parser.h"
 
 namespace nb = vigil::ncclbench;

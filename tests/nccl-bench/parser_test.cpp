@@ -1,5 +1,5 @@
-// The parser reads genuine nccl-tests output (../shared/nccl-tests-logs, never copied into the
-// repo) and the variants real logs carry: srun -l prefixes, NCCL INFO lines, N/A, overflow.
+// The parser reads genuine nccl-tests output (tests/fixtures/nccl-tests-logs, copied verbatim
+// with their sources) and the variants real logs carry: srun -l prefixes, NCCL INFO lines, N/A.
 #include "vigil/ncclbench/parser.h"
 
 #include <gtest/gtest.h>
@@ -15,7 +15,7 @@ namespace nb = vigil::ncclbench;
 namespace {
 
 std::string read_log(const std::string& name) {
-  std::ifstream f(std::string(VIGIL_SHARED_DIR) + "/nccl-tests-logs/" + name);
+  std::ifstream f(std::string(VIGIL_NCCL_TESTS_LOGS) + "/" + name);
   EXPECT_TRUE(f.good()) << "missing fixture " << name;
   std::stringstream ss;
   ss << f.rdbuf();

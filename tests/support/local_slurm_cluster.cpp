@@ -12,7 +12,7 @@
 
 extern char** environ;
 
-namespace vigil::test {
+namespace vigil::testing {
 namespace {
 
 // Short on purpose: unix socket paths below the cluster dir must fit in 108 bytes.
@@ -154,4 +154,4 @@ std::string LocalSlurmCluster::job_field(long job_id, const std::string& field) 
   return "";
 }
 
-}  // namespace vigil::test
+}  // namespace vigil::testing

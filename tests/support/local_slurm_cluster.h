@@ -4,7 +4,7 @@
 // stopped (every daemon, by PID) and removed when the object is destroyed. See
 // docs/local-cluster.md.
 //
-//   vigil::test::LocalSlurmCluster cluster;               // throws with the logs if start fails
+//   vigil::testing::LocalSlurmCluster cluster;               // throws with the logs if start fails
 //   auto r = cluster.run({"sinfo", "-h", "-N"});          // SLURM_CONF points at this cluster
 //   auto id = cluster.submit({"--nodelist=gpu-2", "--wrap=hostname"});
 //   ASSERT_TRUE(cluster.wait_for_jobs({*id}, std::chrono::seconds(60)));
@@ -17,7 +17,7 @@
 
 #include "run_command.h"
 
-namespace vigil::test {
+namespace vigil::testing {
 
 class LocalSlurmCluster {
  public:
@@ -64,4 +64,4 @@ class LocalSlurmCluster {
   bool running_ = false;
 };
 
-}  // namespace vigil::test
+}  // namespace vigil::testing

@@ -16,7 +16,7 @@
 
 extern char** environ;
 
-namespace vigil::test {
+namespace vigil::testing {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -249,4 +249,4 @@ CommandResult run_shell(const std::string& script, const CommandOptions& options
   return run_command({"bash", "-c", script}, options);
 }
 
-}  // namespace vigil::test
+}  // namespace vigil::testing

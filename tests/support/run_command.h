@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-namespace vigil::test {
+namespace vigil::testing {
 
 struct CommandOptions {
   // Added to (or replacing entries of) the test process's environment.
@@ -38,4 +38,4 @@ CommandResult run_command(const std::vector<std::string>& argv, const CommandOpt
 // Runs `bash -c script`.
 CommandResult run_shell(const std::string& script, const CommandOptions& options = {});
 
-}  // namespace vigil::test
+}  // namespace vigil::testing

@@ -10,9 +10,9 @@
 
 namespace {
 
-using vigil::test::CommandOptions;
-using vigil::test::run_command;
-using vigil::test::run_shell;
+using vigil::testing::CommandOptions;
+using vigil::testing::run_command;
+using vigil::testing::run_shell;
 
 // Exists and is not a zombie (an orphan's zombie may linger until PID 1 reaps it).
 bool pid_alive(int pid) {

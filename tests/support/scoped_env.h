@@ -4,7 +4,7 @@
 #include <optional>
 #include <string>
 
-namespace vigil::test {
+namespace vigil::testing {
 
 class ScopedEnv {
  public:
@@ -31,4 +31,4 @@ class ScopedEnv {
   std::optional<std::string> old_;
 };
 
-}  // namespace vigil::test
+}  // namespace vigil::testing

@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "vigil/ncclbench/bench_result.h"
-#include "vigil/ncclbench/launch.h"
+#include "vigil/base/process.h"
 #include "vigil/ncclbench/options.h"
 #include "vigil/ncclbench/parser.h"
 

@@ -14,6 +14,7 @@ class HostAllreduceCheck final : public Check {
  public:
   explicit HostAllreduceCheck(AllreduceTuning tuning) : tuning_(std::move(tuning)) {}
   std::string_view name() const override { return kName; }
+  std::string_view short_name() const override { return "allreduce"; }
   std::chrono::seconds timeout() const override { return std::chrono::seconds(90); }
 
   Applies applies(const CheckContext& ctx) const override {

@@ -32,9 +32,7 @@ void finalize(CheckResult& r, std::string_view fault_prefix) {
   if (r.status == Status::kPass || !culprit) return;
   if (r.message.empty()) {
     // Same compact figure the Slurm reason uses, e.g. "gpu3 hbm_bandwidth 1500<1905GB/s".
-    std::string reason = slurm_reason(CheckResult{r.check, r.status, {*culprit}, "", "", 0});
-    auto pos = reason.find(' ', reason.find(' ') + 1);  // drop "vigil: <short> "
-    r.message = pos == std::string::npos ? reason : reason.substr(pos + 1);
+    r.message = culprit->threshold ? measurement_figure(*culprit) : std::string(to_string(r.status));
   }
   if (r.fault_code.empty()) {
     std::string code(fault_prefix);
@@ -44,19 +42,6 @@ void finalize(CheckResult& r, std::string_view fault_prefix) {
   }
 }
 
-std::string short_list(const std::vector<std::string>& items, size_t max_shown,
-                       std::string_view sep, std::string_view more_sep) {
-  std::string out;
-  for (size_t i = 0; i < items.size() && i < max_shown; ++i) {
-    if (i) out += sep;
-    out += items[i];
-  }
-  if (items.size() > max_shown) {
-    out += more_sep;
-    out += "+" + std::to_string(items.size() - max_shown) + " more";
-  }
-  return out;
-}
 
 CheckResult skipped(std::string_view check, std::string why) {
   CheckResult r;

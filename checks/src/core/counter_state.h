@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "vigil/checks/result.h"
+#include "vigil/base/result.h"
 
 namespace vigil {
 

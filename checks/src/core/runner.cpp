@@ -33,6 +33,7 @@ CheckResult run_guarded(Check& check, const CheckContext& ctx) {
     r = error(check.name(), "check threw an unknown exception", "VIGIL-CHECK-CRASH");
   }
   r.check = std::string(check.name());
+  r.short_name = std::string(check.short_name());
   return r;
 }
 
@@ -131,6 +132,7 @@ CheckResult run_isolated(Check& check, const CheckContext& ctx) {
     }
   }
   r.check = std::string(check.name());
+  r.short_name = std::string(check.short_name());
   r.duration_s = seconds_since(t0);
   return r;
 }
@@ -156,6 +158,7 @@ std::vector<CheckResult> run_checks(std::vector<std::unique_ptr<Check>>& checks,
       r = run_guarded(*check, ctx);
       r.duration_s = seconds_since(t0);
     }
+    r.short_name = std::string(check->short_name());
     if (opts.on_result) opts.on_result(r);
     results.push_back(std::move(r));
   }

@@ -8,7 +8,6 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include "vigil/checks/registry.h"
 
 namespace vigil {
 
@@ -116,12 +115,6 @@ class Walker {
   std::string file_;
 };
 
-std::set<std::string> known_check_names() {
-  std::set<std::string> names;
-  for (const auto& c : all_checks()) names.insert(std::string(c->name()));
-  for (const auto& c : fabric_checks()) names.insert(std::string(c->name()));
-  return names;
-}
 
 void parse_threshold(Walker& w, const YAML::Node& n, const std::string& field, SkuConfig& sku,
                      const std::string& check, const std::string& measurement) {
@@ -171,7 +164,7 @@ void parse_threshold(Walker& w, const YAML::Node& n, const std::string& field, S
 
 }  // namespace
 
-Loaded<SkuConfig> load_sku_file(const std::string& path) {
+Loaded<SkuConfig> load_sku_file(const std::string& path, const std::set<std::string>& known) {
   Loaded<SkuConfig> out;
   Walker w(path);
   YAML::Node root;
@@ -225,7 +218,6 @@ Loaded<SkuConfig> load_sku_file(const std::string& path) {
 
   if (root["thresholds"]) {
     const YAML::Node th = root["thresholds"];
-    static const std::set<std::string> known = known_check_names();
     if (!th.IsMap()) {
       w.error(th, "thresholds", "must be a mapping of check -> measurement -> threshold");
     } else {
@@ -252,7 +244,7 @@ Loaded<SkuConfig> load_sku_file(const std::string& path) {
   return out;
 }
 
-Loaded<SkuSet> load_sku_dir(const std::string& dir) {
+Loaded<SkuSet> load_sku_dir(const std::string& dir, const std::set<std::string>& known) {
   Loaded<SkuSet> out;
   std::error_code ec;
   std::vector<std::string> files;
@@ -271,7 +263,7 @@ Loaded<SkuSet> load_sku_dir(const std::string& dir) {
   std::sort(files.begin(), files.end());
   SkuSet set;
   for (const auto& f : files) {
-    auto one = load_sku_file(f);
+    auto one = load_sku_file(f, known);
     out.errors.insert(out.errors.end(), one.errors.begin(), one.errors.end());
     if (!one.value) continue;
     if (const SkuConfig* prev = set.by_name(one.value->name)) {

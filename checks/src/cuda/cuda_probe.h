@@ -13,7 +13,7 @@
 
 #include "cuda/probe_math.h"
 #include "vigil/checks/check.h"
-#include "vigil/checks/result.h"
+#include "vigil/base/result.h"
 
 namespace vigil::cuda_probe {
 

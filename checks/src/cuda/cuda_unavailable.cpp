@@ -11,28 +11,31 @@ constexpr const char* kWhy = "built without CUDA (VIGIL_WITH_CUDA=OFF)";
 
 class CudaUnavailableCheck final : public Check {
  public:
-  explicit CudaUnavailableCheck(std::string name) : name_(std::move(name)) {}
+  CudaUnavailableCheck(std::string name, std::string short_name)
+      : name_(std::move(name)), short_name_(std::move(short_name)) {}
   std::string_view name() const override { return name_; }
+  std::string_view short_name() const override { return short_name_; }
   Applies applies(const CheckContext&) const override { return {false, kWhy}; }
   CheckResult run(const CheckContext&) override { return skipped(name_, kWhy); }
 
  private:
   std::string name_;
+  std::string short_name_;
 };
 
 }  // namespace
 
 std::unique_ptr<Check> make_gpu_gemm_check() {
-  return std::make_unique<CudaUnavailableCheck>("gpu_gemm");
+  return std::make_unique<CudaUnavailableCheck>("gpu_gemm", "gemm");
 }
 std::unique_ptr<Check> make_gpu_hbm_check() {
-  return std::make_unique<CudaUnavailableCheck>("gpu_hbm");
+  return std::make_unique<CudaUnavailableCheck>("gpu_hbm", "hbm");
 }
 std::unique_ptr<Check> make_gpu_pcie_bw_check() {
-  return std::make_unique<CudaUnavailableCheck>("gpu_pcie_bw");
+  return std::make_unique<CudaUnavailableCheck>("gpu_pcie_bw", "h2d");
 }
 std::unique_ptr<Check> make_gpu_memtest_check() {
-  return std::make_unique<CudaUnavailableCheck>("gpu_memtest");
+  return std::make_unique<CudaUnavailableCheck>("gpu_memtest", "memtest");
 }
 
 }  // namespace vigil

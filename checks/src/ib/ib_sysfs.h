@@ -15,8 +15,8 @@
 #include <string_view>
 #include <vector>
 
-#include "vigil/checks/report.h"
-#include "vigil/checks/result.h"
+#include "vigil/report/report.h"
+#include "vigil/base/result.h"
 
 namespace vigil::ib {
 

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "nvml_api.h"
-#include "vigil/checks/result.h"
+#include "vigil/base/result.h"
 
 namespace vigil::nvml {
 

@@ -13,6 +13,7 @@ using namespace nvml;
 class NvmlTemperatureCheck final : public NvmlCheck {
  public:
   std::string_view name() const override { return "nvml_temperature"; }
+  std::string_view short_name() const override { return "temp"; }
 
   CheckResult inspect(const CheckContext& ctx, const Session& s, CheckResult& r,
                       Verdict& v) override {

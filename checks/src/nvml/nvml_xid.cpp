@@ -24,6 +24,7 @@ const std::set<unsigned long long> kWarnXids = {31, 32, 43, 63, 67, 73, 94, 121,
 class NvmlXidCheck final : public NvmlCheck {
  public:
   std::string_view name() const override { return "nvml_xid"; }
+  std::string_view short_name() const override { return "xid"; }
 
   CheckResult inspect(const CheckContext& ctx, const Session& s, CheckResult& r,
                       Verdict& v) override {

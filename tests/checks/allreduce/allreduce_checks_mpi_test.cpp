@@ -14,7 +14,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-using vigil::test::ScopedEnv;
+using vigil::testing::ScopedEnv;
 
 vigil::CheckContext host_ctx() {
   vigil::CheckContext ctx;

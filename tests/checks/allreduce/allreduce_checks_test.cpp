@@ -20,10 +20,10 @@ using namespace std::chrono_literals;
 
 namespace {
 
-using vigil::test::ScopedEnv;
+using vigil::testing::ScopedEnv;
 
 const std::string kDir = VIGIL_ALLREDUCE_TEST_DIR;
-const std::string kLogs = std::string(VIGIL_SHARED_DIR) + "/nccl-tests-logs/";
+const std::string kLogs = std::string(VIGIL_NCCL_TESTS_LOGS) + "/";
 
 vigil::SkuConfig sku_with_busbw(const std::string& check, double fail) {
   vigil::SkuConfig sku;

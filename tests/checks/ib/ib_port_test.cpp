@@ -300,7 +300,7 @@ using namespace ib_test;
 // The SKU files shipped in checks/thresholds also carry ib_port thresholds; the check's rules
 // (surplus ports, unreadable ports, no rate for down ports) must hold with them too.
 SkuConfig shipped_sku(const std::string& file) {
-  auto loaded = load_sku_file(std::string(VIGIL_SOURCE_DIR) + "/checks/thresholds/" + file);
+  auto loaded = load_sku_file(std::string(VIGIL_SOURCE_DIR) + "/checks/thresholds/" + file, known_check_names());
   std::string errors;
   for (const auto& e : loaded.errors) errors += e.to_string() + "\n";
   if (!loaded) ADD_FAILURE() << file << ": " << errors;
@@ -371,8 +371,8 @@ namespace {
 using namespace ib_test;
 
 // Through the real runner (forked child per check, result passed back as JSON) and into the
-// Slurm reason, as vigil-check does it.
-TEST(ib_port, runner_and_slurm_reason_carry_the_ib_findings) {
+// reason detail the drainer puts after "vigil: ib ", as vigil-check does it.
+TEST(ib_port, runner_stamps_the_short_name_and_the_reason_detail_carries_the_findings) {
   TempDir state;
   const SkuConfig sku = ib_sku(8, 400);
   auto checks = all_checks();
@@ -391,15 +391,16 @@ TEST(ib_port, runner_and_slurm_reason_carry_the_ib_findings) {
   ASSERT_NE(port, nullptr);
   EXPECT_EQ(port->status, Status::kFail) << port->message;
   EXPECT_EQ(port->fault_code, "VIGIL-IB-PORT-DOWN");
-  EXPECT_EQ(slurm_reason(*port), "vigil: ib mlx5_3/1 down");
+  EXPECT_EQ(port->short_name, "ib");
+  EXPECT_EQ(reason_detail(*port), "mlx5_3/1 down");
 
   auto slow = run_checks(checks, context(fixture("reduced_rate"), &sku), opts);
   for (const auto& r : slow) {
     if (r.check != "ib_port") continue;
     EXPECT_EQ(r.status, Status::kFail);
-    const std::string reason = slurm_reason(r);
-    EXPECT_EQ(reason.rfind("vigil: ib ", 0), 0u) << reason;
-    EXPECT_NE(reason.find("200<400"), std::string::npos) << reason;
+    EXPECT_EQ(r.short_name, "ib");
+    const std::string detail = reason_detail(r);
+    EXPECT_NE(detail.find("200<400"), std::string::npos) << detail;
   }
 }
 

@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "vigil/checks/report.h"
+#include "vigil/report/report.h"
 #include "vigil/checks/sku.h"
 
 namespace vigil {
@@ -48,6 +48,9 @@ class Check {
  public:
   virtual ~Check() = default;
   virtual std::string_view name() const = 0;
+  // What Slurm reasons call it ("remap", "nccl-ib"): plain `sinfo -R` shows 20 characters, so
+  // it is short. The runner stamps it into every result this check returns.
+  virtual std::string_view short_name() const = 0;
   // Which suites run this check. quick checks also run in full.
   virtual Suite min_suite() const { return Suite::kQuick; }
   // Overrun budget for the runner (it kills the check's process and reports error).
@@ -65,10 +68,6 @@ Measurement& add_measurement(CheckResult& r, const CheckContext& ctx, std::strin
 // r.message / r.fault_code for the worst failing measurement when the check left them empty.
 void finalize(CheckResult& r, std::string_view fault_prefix);
 
-// "a, b, c +2 more": the first max_shown items joined by sep, then how many were left out
-// (after more_sep). Short enough for a Slurm reason; the whole list is in the measurements.
-std::string short_list(const std::vector<std::string>& items, size_t max_shown,
-                       std::string_view sep = ", ", std::string_view more_sep = " ");
 
 CheckResult skipped(std::string_view check, std::string why);
 CheckResult error(std::string_view check, std::string why, std::string fault_code = "");

@@ -1,5 +1,6 @@
 #pragma once
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -15,5 +16,8 @@ std::vector<std::unique_ptr<Check>> all_checks();
 // min_bytes / max_bytes: the message sweep ("1G"); empty keeps the check's default.
 std::vector<std::unique_ptr<Check>> fabric_checks(const std::string& min_bytes = "",
                                                   const std::string& max_bytes = "");
+
+// Names of every check above and of the fabric checks: what threshold files may name.
+std::set<std::string> known_check_names();
 
 }  // namespace vigil

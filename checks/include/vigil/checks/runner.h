@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "vigil/checks/check.h"
-#include "vigil/checks/result.h"
+#include "vigil/base/result.h"
 
 namespace vigil {
 

@@ -4,10 +4,11 @@
 // docs/thresholds.md. Loading is parse -> defaults -> validate; errors name file, line, field.
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
-#include "vigil/checks/threshold.h"
+#include "vigil/report/threshold.h"
 
 namespace vigil {
 
@@ -54,9 +55,11 @@ struct Loaded {
   explicit operator bool() const { return value.has_value() && errors.empty(); }
 };
 
-Loaded<SkuConfig> load_sku_file(const std::string& path);
+// known_checks: the check names a threshold may name (registry.h known_check_names()); any
+// other name is an error, so a misspelt check cannot silently lose its bound.
+Loaded<SkuConfig> load_sku_file(const std::string& path, const std::set<std::string>& known_checks);
 // Every *.yaml / *.yml in dir; duplicate SKU names are an error.
-Loaded<SkuSet> load_sku_dir(const std::string& dir);
+Loaded<SkuSet> load_sku_dir(const std::string& dir, const std::set<std::string>& known_checks);
 
 // What the node looks like, for SKU matching.
 struct GpuInventory {

@@ -20,14 +20,14 @@
 #include <thread>
 #include <vector>
 
-#include "vigil/checks/report.h"
-#include "vigil/checks/result.h"
+#include "vigil/report/report.h"
+#include "vigil/base/result.h"
 #include "vigil/drainer/config.h"
 #include "vigil/drainer/journal.h"
-#include "vigil/drainer/kube_api.h"
+#include "vigil/kube/kube_api.h"
 #include "vigil/drainer/metrics.h"
 #include "vigil/drainer/policy.h"
-#include "vigil/drainer/slurm_api.h"
+#include "vigil/slurm/slurm_api.h"
 
 namespace vigil::drainer {
 
@@ -52,7 +52,7 @@ class AuditLog;
 class Drainer {
  public:
   // slurm / kube may be null (sink disabled). clock must outlive the Drainer.
-  Drainer(DrainerConfig cfg, std::shared_ptr<SlurmApi> slurm, std::shared_ptr<KubeApi> kube,
+  Drainer(DrainerConfig cfg, std::shared_ptr<slurm::SlurmApi> slurm, std::shared_ptr<kube::KubeApi> kube,
           const Clock& clock);
   ~Drainer();
   Drainer(const Drainer&) = delete;
@@ -101,7 +101,7 @@ class Drainer {
     uint64_t seq;
     NodeReport report;
   };
-  using SlurmView = std::map<std::string, SlurmNodeInfo>;
+  using SlurmView = std::map<std::string, slurm::SlurmNodeInfo>;
   // Slurm's view for one decision pass, read (or reused) by its first chunk, and the node count
   // per partition derived from it once.
   struct PassView {
@@ -142,8 +142,8 @@ class Drainer {
   void loop_tick();
 
   DrainerConfig cfg_;
-  std::shared_ptr<SlurmApi> slurm_;
-  std::shared_ptr<KubeApi> kube_;
+  std::shared_ptr<slurm::SlurmApi> slurm_;
+  std::shared_ptr<kube::KubeApi> kube_;
   const Clock& clock_;
   PolicyEngine engine_;
   Metrics metrics_;

@@ -7,7 +7,7 @@
 // /v1/* needs `Authorization: Bearer <token>` unless auth is disabled.
 #include <memory>
 
-#include "vigil/checks/result.h"
+#include "vigil/base/result.h"
 #include "vigil/drainer/config.h"
 #include "vigil/drainer/drainer.h"
 

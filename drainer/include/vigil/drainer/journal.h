@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "vigil/checks/result.h"
+#include "vigil/base/result.h"
 
 namespace vigil::drainer {
 

@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "vigil/checks/report.h"
+#include "vigil/report/report.h"
 #include "vigil/drainer/policy.h"
 
 namespace prometheus {

@@ -11,33 +11,12 @@
 #include <string_view>
 #include <vector>
 
-#include "vigil/checks/report.h"
+#include "vigil/base/clock.h"
+#include "vigil/report/report.h"
 #include "vigil/drainer/config.h"
-#include "vigil/drainer/slurm_api.h"
+#include "vigil/slurm/slurm_api.h"
 
 namespace vigil::drainer {
-
-class Clock {
- public:
-  virtual ~Clock() = default;
-  virtual int64_t now_unix() const = 0;
-};
-
-class SystemClock final : public Clock {
- public:
-  int64_t now_unix() const override;
-};
-
-class FakeClock final : public Clock {
- public:
-  explicit FakeClock(int64_t t = 1'800'000'000) : t_(t) {}
-  int64_t now_unix() const override { return t_; }
-  void set(int64_t t) { t_ = t; }
-  void advance(int64_t s) { t_ += s; }
-
- private:
-  int64_t t_;
-};
 
 // Node states as exported (metric label form; annotations use "would-drain").
 enum class NodeHealth { kHealthy, kWarn, kDrained, kWouldDrain, kStale, kError, kUnknown };
@@ -111,11 +90,8 @@ struct Decision {
   std::optional<BreakerDrain> counted_drain;  // set when this decision counted a drain
 };
 
-// Slurm ownership rules.
-bool reason_is_vigil(std::string_view reason);
-bool slurm_untouchable(const SlurmNodeInfo& n);  // DOWN, FAIL or MAINT: never touched
-bool slurm_drained_by_vigil(const SlurmNodeInfo& n);
-bool slurm_drained_by_other(const SlurmNodeInfo& n);
+// The Slurm reason a failing result drains with: "vigil: <short name> <detail>".
+std::string drain_reason(const CheckResult& r, size_t max_len = 200);
 
 class PolicyEngine {
  public:
@@ -126,13 +102,13 @@ class PolicyEngine {
   // node's partition (or SKU when the partition is unknown), for the breaker's percent cap.
   // unknown_to_slurm: Slurm's view was read and has no such node (a name mismatch): such a
   // node is never drained, so its reports cannot count towards the breaker.
-  Decision on_report(const NodeState* prev, const NodeReport& report, const SlurmNodeInfo* slurm,
+  Decision on_report(const NodeState* prev, const NodeReport& report, const slurm::SlurmNodeInfo* slurm,
                      const BreakerState& breaker, int group_size,
                      bool unknown_to_slurm = false) const;
   // Staleness sweep: the new state when the node just became stale, else nullopt.
   std::optional<NodeState> on_tick(const NodeState& s) const;
   // Operator `resume NODE`: lifts a vigil drain regardless of counters (never another owner's).
-  Decision on_operator_resume(const NodeState& s, const SlurmNodeInfo* slurm) const;
+  Decision on_operator_resume(const NodeState& s, const slurm::SlurmNodeInfo* slurm) const;
 
   static std::string group_key(const NodeState& s);
 

@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "vigil/checks/result.h"
+#include "vigil/base/result.h"
 
 namespace vigil::ncclbench {
 

@@ -6,7 +6,7 @@
 // Needs MPI (links vigil::ncclbench_mpi); vigil-check only links the MPI-free vigil::ncclbench.
 #include <iosfwd>
 
-#include "vigil/checks/result.h"
+#include "vigil/base/result.h"
 #include "vigil/ncclbench/bench_result.h"
 #include "vigil/ncclbench/options.h"
 

@@ -6,7 +6,7 @@
 // are split on whitespace, never by position).
 #include <string_view>
 
-#include "vigil/checks/result.h"
+#include "vigil/base/result.h"
 #include "vigil/ncclbench/bench_result.h"
 
 namespace vigil::ncclbench {

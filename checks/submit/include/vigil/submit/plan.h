@@ -1,0 +1,80 @@
+#pragma once
+// vigil-submit planning: turns Slurm node states and the job queue into the sbatch jobs and the
+// `srun -Z` re-checks to launch, and says for every node why it was or was not chosen. Pure
+// code (no Slurm, no processes, no clock): tests feed in-memory node and job lists.
+// Reference: docs/recheck.md (re-checks) and docs/deploy.md (the CronJob that runs it).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "vigil/slurm/reason.h"
+#include "vigil/slurm/slurm_api.h"
+#include "vigil/slurm/slurm_jobs.h"
+
+namespace vigil::submit {
+
+
+struct SubmitOptions {
+  std::string job_script = "/etc/vigil/vigil-check.sbatch";  // sbatch script (cronjobs/)
+  std::string run_id;                                        // --comment=vigil:<run_id>
+  std::string job_name = "vigil-check";
+  std::string partition;             // -p; also restricts the candidate nodes to this partition
+  std::string qos;                   // --qos
+  std::string account;               // --account
+  std::string reservation;           // --reservation; nodes in a reservation are only used with it
+  std::string time_limit = "30:00";  // --time of node jobs
+  std::string fabric_time_limit = "30:00";  // --time of fabric (2-node) jobs
+  std::vector<std::string> nodes;           // only these nodes (empty: all)
+  std::vector<std::string> extra_sbatch_args;
+  bool fabric = false;            // add `sbatch -N 2` jobs pairing the chosen nodes (multi-node IB)
+  int fabric_ranks_per_node = 8;  // MPI ranks per node in a fabric job (one per GPU)
+  int max_jobs = 200;             // node jobs per run; more eligible nodes -> a random subset
+  uint64_t seed = 0;              // for the random subset and the fabric pairing
+  bool recheck = true;            // re-check nodes drained by Vigil with `srun -Z`
+  int max_rechecks = 50;
+  int recheck_timeout_s = 900;  // per re-check; srun is killed after it
+  // The job script's text, run on the node as `bash -c TEXT` by srun -Z (the script file lives
+  // in the submitting pod, not on the node). Empty: `bash job_script` (a shared file system).
+  std::string recheck_script_text;
+};
+
+enum class Action { kSubmit, kRecheck, kSkip };
+std::string_view to_string(Action a);
+
+// One line of the table: what happens to a node and why.
+struct NodeVerdict {
+  std::string node;
+  Action action = Action::kSkip;
+  std::string why;
+};
+
+// One command to run: argv[0] is "sbatch" or "srun".
+struct PlannedCommand {
+  std::string kind;  // "node", "fabric" or "recheck"
+  std::vector<std::string> nodes;
+  std::vector<std::string> argv;
+};
+
+struct SubmitPlan {
+  std::vector<PlannedCommand> jobs;      // sbatch: node jobs first, then fabric jobs
+  std::vector<PlannedCommand> rechecks;  // srun -Z, one per node drained by Vigil
+  std::vector<NodeVerdict> verdicts;     // every candidate node, sorted by name
+};
+
+// Why a node may not get a check now; empty when it may. Order matters: a node that is both
+// DOWN and drained reports DOWN (nothing can run on it, not even srun -Z).
+std::string skip_reason(const slurm::SlurmNodeInfo& node,
+                        const std::vector<slurm::SlurmJobInfo>& jobs,
+                        const SubmitOptions& options);
+
+// True for a job submitted by Vigil (name or `vigil:` comment) that is still pending/running.
+bool is_active_vigil_job(const slurm::SlurmJobInfo& job, const SubmitOptions& options);
+
+SubmitPlan plan_submissions(const std::vector<slurm::SlurmNodeInfo>& nodes,
+                            const std::vector<slurm::SlurmJobInfo>& jobs,
+                            const SubmitOptions& options);
+
+// argv as a copy-pasteable shell line ('quoted' where needed).
+std::string shell_join(const std::vector<std::string>& argv);
+
+}  // namespace vigil::submit

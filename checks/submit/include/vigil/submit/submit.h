@@ -1,0 +1,41 @@
+#pragma once
+// vigil-submit: the CronJob's entry point. Reads node states (libslurm, through the drainer's
+// slurm::SlurmApi) and the job queue, plans (plan.h), prints the plan as a table, then submits the
+// sbatch jobs (paced) and runs the `srun -Z` re-checks (bounded concurrency, timeout each).
+#include <string>
+#include <vector>
+
+#include "vigil/base/result.h"
+#include "vigil/submit/plan.h"
+
+namespace vigil::submit {
+
+struct RunOptions {
+  SubmitOptions plan;
+  std::string slurm_conf;            // empty: SLURM_CONF / /etc/slurm/slurm.conf
+  bool dry_run = false;              // print the commands, run nothing
+  int interval_ms = 200;             // pause between two sbatch calls
+  int recheck_concurrency = 4;       // srun -Z re-checks at a time
+  int sbatch_timeout_s = 60;         // one sbatch call
+  int max_consecutive_failures = 5;  // stop submitting after this many sbatch failures in a row
+  bool json = false;                 // JSON summary instead of the table
+};
+
+// Outcome of one planned command.
+struct CommandOutcome {
+  std::string kind;  // node | fabric | recheck
+  std::vector<std::string> nodes;
+  std::string command;  // shell_join(argv), with an inline script shortened
+  bool ran = false;
+  int exit_code = -1;  // sbatch/srun exit status; 124 on timeout
+  bool timed_out = false;
+  std::string job_id;  // sbatch --parsable output
+  std::string output;  // last part of stdout+stderr (errors, the re-check's verdict)
+};
+
+// Exit code of vigil-submit: 0 everything planned was launched (re-checks may report an
+// unhealthy node: that is a result, not an error), 1 some sbatch/srun failed to launch or timed
+// out, 2 Slurm could not be read.
+int run_submit(const RunOptions& options);
+
+}  // namespace vigil::submit

@@ -1,0 +1,253 @@
+// Pure planning for vigil-submit: eligibility, caps, fabric pairing and the command lines.
+#include "vigil/submit/plan.h"
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <random>
+#include <set>
+#include <unordered_map>
+
+namespace vigil::submit {
+
+using slurm::SlurmJobInfo;
+using slurm::SlurmNodeInfo;
+
+std::string_view to_string(Action a) {
+  switch (a) {
+    case Action::kSubmit:
+      return "submit";
+    case Action::kRecheck:
+      return "recheck";
+    case Action::kSkip:
+      return "skip";
+  }
+  return "?";
+}
+
+namespace {
+
+bool starts_with(const std::string& s, std::string_view prefix) {
+  return s.size() >= prefix.size() && s.compare(0, prefix.size(), prefix) == 0;
+}
+
+bool in_partition(const slurm::SlurmNodeInfo& n, const std::string& partition) {
+  return std::find(n.partitions.begin(), n.partitions.end(), partition) != n.partitions.end();
+}
+
+// sbatch options every Vigil job carries (node and fabric jobs alike).
+void add_common_sbatch(std::vector<std::string>& argv, const SubmitOptions& o) {
+  argv.push_back("--job-name=" + o.job_name);
+  argv.push_back("--comment=vigil:" + o.run_id);
+  argv.push_back("--exclusive");
+  argv.push_back("--no-requeue");
+  if (!o.partition.empty()) argv.push_back("--partition=" + o.partition);
+  if (!o.qos.empty()) argv.push_back("--qos=" + o.qos);
+  if (!o.account.empty()) argv.push_back("--account=" + o.account);
+  if (!o.reservation.empty()) argv.push_back("--reservation=" + o.reservation);
+  for (const auto& a : o.extra_sbatch_args) argv.push_back(a);
+}
+
+PlannedCommand node_job(const std::string& node, const SubmitOptions& o) {
+  PlannedCommand c{"node", {node}, {"sbatch", "--parsable"}};
+  add_common_sbatch(c.argv, o);
+  c.argv.push_back("--nodelist=" + node);
+  c.argv.push_back("--nodes=1");
+  c.argv.push_back("--time=" + o.time_limit);
+  c.argv.push_back("--export=ALL,VIGIL_MODE=node,VIGIL_RUN_ID=" + o.run_id);
+  c.argv.push_back(o.job_script);
+  return c;
+}
+
+// partition: the pair's own partition when --partition is not given (the allocation must lie in
+// one partition), empty when the nodes have none.
+PlannedCommand fabric_job(const std::string& a, const std::string& b, const std::string& partition,
+                          const SubmitOptions& o) {
+  PlannedCommand c{"fabric", {a, b}, {"sbatch", "--parsable"}};
+  add_common_sbatch(c.argv, o);
+  if (o.partition.empty() && !partition.empty()) c.argv.push_back("--partition=" + partition);
+  c.argv.push_back("--nodelist=" + a + "," + b);
+  c.argv.push_back("--nodes=2");
+  c.argv.push_back("--ntasks-per-node=" + std::to_string(o.fabric_ranks_per_node));
+  c.argv.push_back("--time=" + o.fabric_time_limit);
+  c.argv.push_back("--export=ALL,VIGIL_MODE=fabric,VIGIL_RUN_ID=" + o.run_id);
+  c.argv.push_back(o.job_script);
+  return c;
+}
+
+// srun -Z: no allocation, so it runs on a DRAINED node and no job record is created; the node
+// stays drained (with its vigil reason) the whole time. Needs root or SlurmUser.
+PlannedCommand recheck_cmd(const std::string& node, const SubmitOptions& o) {
+  PlannedCommand c{"recheck",
+                   {node},
+                   {"srun", "--no-allocate", "--nodelist=" + node, "--nodes=1", "--ntasks=1",
+                    "--job-name=" + o.job_name + "-recheck"}};
+  c.argv.push_back("--export=ALL,VIGIL_MODE=recheck,VIGIL_RUN_ID=" + o.run_id);
+  c.argv.push_back("bash");
+  if (o.recheck_script_text.empty()) {
+    c.argv.push_back(o.job_script);
+  } else {
+    c.argv.push_back("-c");
+    c.argv.push_back(o.recheck_script_text);
+    c.argv.push_back("vigil-recheck");  // $0 of the inline script
+  }
+  return c;
+}
+
+}  // namespace
+
+bool is_active_vigil_job(const slurm::SlurmJobInfo& job, const SubmitOptions& options) {
+  if (!job.active) return false;
+  return job.name == options.job_name || starts_with(job.comment, slurm::kReasonPrefix);
+}
+
+namespace {
+
+// Active vigil jobs by node, built once per plan: a large queue must not cost nodes x jobs.
+using VigilJobIndex = std::unordered_map<std::string, const slurm::SlurmJobInfo*>;
+
+VigilJobIndex index_vigil_jobs(const std::vector<slurm::SlurmJobInfo>& jobs, const SubmitOptions& o) {
+  VigilJobIndex index;
+  for (const slurm::SlurmJobInfo& j : jobs) {
+    if (!is_active_vigil_job(j, o)) continue;
+    for (const std::string& node : j.nodes) index.emplace(node, &j);
+  }
+  return index;
+}
+
+std::string skip_reason_indexed(const slurm::SlurmNodeInfo& n, const VigilJobIndex& vigil_jobs,
+                                const SubmitOptions& o) {
+  if (!o.partition.empty() && !in_partition(n, o.partition)) {
+    return "not in partition " + o.partition;
+  }
+  if (n.down) return "DOWN" + (n.reason.empty() ? "" : ": " + n.reason);
+  if (n.fail) return "FAIL" + (n.reason.empty() ? "" : ": " + n.reason);
+  if (n.not_responding) return "NOT_RESPONDING";
+  const bool ours = starts_with(n.reason, slurm::kReasonPrefix);
+  if (n.drain && !ours) {
+    return "drained by someone else: " + (n.reason.empty() ? "(no reason)" : n.reason);
+  }
+  if (n.drain && ours && !o.recheck) return "drained by vigil; re-checks disabled (--no-recheck)";
+  // DRAINING: user jobs still run there; a re-check now would disturb them and measure noise.
+  if (n.drain && ours && (n.state == "ALLOCATED" || n.state == "MIXED")) {
+    return "draining (user jobs still running); re-checked once drained";
+  }
+  if ((n.maint || n.reserved) && o.reservation.empty() && !(n.drain && ours)) {
+    return n.maint ? "in a MAINT reservation (pass --reservation to use it)"
+                   : "reserved (pass --reservation to use the reservation)";
+  }
+  if (auto it = vigil_jobs.find(n.name); it != vigil_jobs.end()) {
+    return "vigil job " + std::to_string(it->second->job_id) + " already " + it->second->state;
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string skip_reason(const slurm::SlurmNodeInfo& n, const std::vector<slurm::SlurmJobInfo>& jobs,
+                        const SubmitOptions& o) {
+  return skip_reason_indexed(n, index_vigil_jobs(jobs, o), o);
+}
+
+SubmitPlan plan_submissions(const std::vector<slurm::SlurmNodeInfo>& nodes,
+                            const std::vector<slurm::SlurmJobInfo>& jobs, const SubmitOptions& o) {
+  SubmitPlan plan;
+  const std::set<std::string> wanted(o.nodes.begin(), o.nodes.end());
+  const VigilJobIndex vigil_jobs = index_vigil_jobs(jobs, o);
+  std::map<std::string, NodeVerdict> verdicts;
+  std::vector<std::string> check_candidates;
+  std::vector<std::string> recheck_candidates;
+  for (const slurm::SlurmNodeInfo& n : nodes) {
+    if (!wanted.empty() && !wanted.count(n.name)) continue;
+    NodeVerdict v{n.name, Action::kSkip, skip_reason_indexed(n, vigil_jobs, o)};
+    if (v.why.empty()) {
+      if (n.drain) {  // drained by vigil (skip_reason filtered every other drain)
+        recheck_candidates.push_back(n.name);
+      } else {
+        check_candidates.push_back(n.name);
+      }
+    }
+    verdicts[n.name] = std::move(v);
+  }
+  for (const std::string& name : o.nodes) {
+    if (!verdicts.count(name)) verdicts[name] = {name, Action::kSkip, "unknown to slurmctld"};
+  }
+
+  // Random subset under the cap: a large fleet is covered over several runs instead of
+  // flooding slurmctld in one. Seeded, so a plan can be reproduced.
+  std::mt19937_64 rng(o.seed);
+  std::shuffle(check_candidates.begin(), check_candidates.end(), rng);
+  const size_t cap = static_cast<size_t>(std::max(o.max_jobs, 0));
+  std::vector<std::string> chosen(
+      check_candidates.begin(),
+      check_candidates.begin() + static_cast<long>(std::min(cap, check_candidates.size())));
+  for (size_t i = chosen.size(); i < check_candidates.size(); ++i) {
+    verdicts[check_candidates[i]].why =
+        "not in this run's random subset (--max-jobs " + std::to_string(cap) + ")";
+  }
+
+  std::vector<std::string> chosen_sorted = chosen;
+  std::sort(chosen_sorted.begin(), chosen_sorted.end());
+  for (const std::string& name : chosen_sorted) {
+    plan.jobs.push_back(node_job(name, o));
+    verdicts[name].action = Action::kSubmit;
+    verdicts[name].why = "node job";
+  }
+  if (o.fabric) {
+    // Pairs in shuffled order: a different partner each run, so a bad link shows up as the
+    // node common to several slow pairs. Partners share a partition (--partition, else the
+    // node's first): one allocation lies in one partition, and a pair's reports carry one SKU.
+    std::map<std::string, std::string> partition_of;
+    for (const slurm::SlurmNodeInfo& n : nodes) {
+      partition_of[n.name] = !o.partition.empty() ? o.partition
+                             : n.partitions.empty() ? std::string()
+                                                    : n.partitions.front();
+    }
+    std::map<std::string, std::vector<std::string>> by_partition;  // in shuffled order
+    for (const std::string& name : chosen) by_partition[partition_of[name]].push_back(name);
+    for (const auto& [partition, group] : by_partition) {
+      for (size_t i = 0; i + 1 < group.size(); i += 2) {
+        plan.jobs.push_back(fabric_job(group[i], group[i + 1], partition, o));
+        verdicts[group[i]].why += " + fabric with " + group[i + 1];
+        verdicts[group[i + 1]].why += " + fabric with " + group[i];
+      }
+      if (group.size() % 2 == 1) verdicts[group.back()].why += " (no fabric partner this run)";
+    }
+  }
+
+  std::sort(recheck_candidates.begin(), recheck_candidates.end());
+  const size_t recheck_cap = static_cast<size_t>(std::max(o.max_rechecks, 0));
+  for (size_t i = 0; i < recheck_candidates.size(); ++i) {
+    NodeVerdict& v = verdicts[recheck_candidates[i]];
+    if (i >= recheck_cap) {
+      v.why = "drained by vigil; over --max-rechecks " + std::to_string(recheck_cap);
+      continue;
+    }
+    plan.rechecks.push_back(recheck_cmd(recheck_candidates[i], o));
+    v.action = Action::kRecheck;
+    v.why = "drained by vigil: srun -Z re-check (node stays drained)";
+  }
+  for (auto& [name, v] : verdicts) plan.verdicts.push_back(std::move(v));
+  return plan;
+}
+
+std::string shell_join(const std::vector<std::string>& argv) {
+  std::string out;
+  for (size_t i = 0; i < argv.size(); ++i) {
+    const std::string& a = argv[i];
+    const bool plain = !a.empty() && std::all_of(a.begin(), a.end(), [](unsigned char c) {
+      return std::isalnum(c) || std::string_view("-_./=:,@%+").find(c) != std::string::npos;
+    });
+    if (i) out += ' ';
+    if (plain) {
+      out += a;
+    } else {
+      out += '\'';
+      for (char c : a) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+      out += '\'';
+    }
+  }
+  return out;
+}
+
+}  // namespace vigil::submit

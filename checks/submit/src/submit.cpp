@@ -1,0 +1,240 @@
+// vigil-submit: read Slurm, plan, print, launch (sbatch paced; srun -Z re-checks in parallel).
+#include "vigil/submit/submit.h"
+
+#include "vigil/base/process.h"
+#include "vigil/base/time.h"
+
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "vigil/slurm/slurm_api.h"
+#include "vigil/slurm/slurm_jobs.h"
+
+namespace vigil::submit {
+namespace {
+
+constexpr size_t kKeepOutput = 4096;  // last bytes of a command's output kept for the table
+
+// Runs argvs (at most `concurrency` at a time) with stdout+stderr on one stream.
+std::vector<LaunchResult> run_all(const std::vector<std::vector<std::string>>& argvs,
+                                  int concurrency, int timeout_s) {
+  LaunchOptions lo;
+  lo.timeout = std::chrono::seconds(timeout_s);
+  lo.max_output = kKeepOutput;
+  lo.merge_stderr = true;
+  auto results = run_commands(argvs, concurrency, lo);
+  // A command that could not be started says why in err; keep one stream for the table.
+  for (auto& r : results) r.out += r.err;
+  return results;
+}
+
+// The command as a runnable shell line. An inline script (bash -c TEXT) is shown as
+// "$(cat JOB_SCRIPT)", which is what it was read from.
+std::string display_command(const PlannedCommand& c, const std::string& job_script) {
+  static const std::string kMarker = "@@VIGIL_JOB_SCRIPT@@";
+  std::vector<std::string> shown = c.argv;
+  bool inline_script = false;
+  for (size_t i = 0; i + 1 < shown.size(); ++i) {
+    if (shown[i] == "-c" && shown[i + 1].find('\n') != std::string::npos) {
+      shown[i + 1] = kMarker;
+      inline_script = true;
+    }
+  }
+  std::string line = shell_join(shown);
+  if (inline_script) {
+    line.replace(line.find(kMarker), kMarker.size(), "\"$(cat " + shell_join({job_script}) + ")\"");
+  }
+  return line;
+}
+
+std::string trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\r')) s.pop_back();
+  return s;
+}
+
+std::string last_line(const std::string& s) {
+  std::string t = trim(s);
+  const auto pos = t.rfind('\n');
+  return pos == std::string::npos ? t : t.substr(pos + 1);
+}
+
+std::string default_run_id() { return compact_utc(std::time(nullptr)); }
+
+void print_table(const SubmitPlan& plan, const std::vector<CommandOutcome>& outcomes,
+                 bool dry_run) {
+  // Per node: the action, job ids / results, and why.
+  std::map<std::string, std::string> results;
+  for (const CommandOutcome& o : outcomes) {
+    std::string r;
+    if (dry_run) {
+      r = "dry-run";
+    } else if (!o.ran) {
+      r = "not run";
+    } else if (o.kind == "recheck") {
+      r = o.timed_out ? "timed out" : "check exit " + std::to_string(o.exit_code);
+    } else {
+      r = o.exit_code == 0 ? "job " + o.job_id : "sbatch failed";
+    }
+    if (o.kind == "fabric") r = "fabric " + r;
+    for (const auto& n : o.nodes) {
+      auto& slot = results[n];
+      slot += (slot.empty() ? "" : ", ") + r;
+    }
+  }
+  size_t w_node = 4, w_action = 7, w_result = 6;
+  for (const NodeVerdict& v : plan.verdicts) {
+    w_node = std::max(w_node, v.node.size());
+    w_result = std::max(w_result, results[v.node].size());
+  }
+  std::printf("%-*s  %-*s  %-*s  %s\n", int(w_node), "NODE", int(w_action), "ACTION", int(w_result),
+              "RESULT", "WHY");
+  for (const NodeVerdict& v : plan.verdicts) {
+    std::printf("%-*s  %-*s  %-*s  %s\n", int(w_node), v.node.c_str(), int(w_action),
+                std::string(to_string(v.action)).c_str(), int(w_result),
+                (results[v.node].empty() ? "-" : results[v.node]).c_str(), v.why.c_str());
+  }
+}
+
+}  // namespace
+
+int run_submit(const RunOptions& ro) {
+  RunOptions o = ro;
+  if (o.plan.run_id.empty()) o.plan.run_id = default_run_id();
+  if (o.plan.seed == 0) o.plan.seed = static_cast<uint64_t>(std::time(nullptr));
+  if (o.plan.recheck && o.plan.recheck_script_text.empty()) {
+    std::ifstream in(o.plan.job_script);
+    if (!in) {
+      std::fprintf(stderr,
+                   "vigil-submit: cannot read the job script %s (--job-script); it is also the "
+                   "re-check script\n",
+                   o.plan.job_script.c_str());
+      return 2;
+    }
+    std::stringstream ss;
+    ss << in.rdbuf();
+    o.plan.recheck_script_text = ss.str();
+  }
+
+  auto slurm = slurm::make_libslurm_api(o.slurm_conf);
+  auto nodes = slurm->load_nodes();
+  if (!nodes.ok()) {
+    std::fprintf(stderr, "vigil-submit: cannot read node states: %s\n",
+                 nodes.error().to_string().c_str());
+    return 2;
+  }
+  auto jobs = slurm::make_libslurm_job_reader(o.slurm_conf)->load_jobs();
+  if (!jobs.ok()) {
+    std::fprintf(stderr, "vigil-submit: cannot read the job queue: %s\n",
+                 jobs.error().to_string().c_str());
+    return 2;
+  }
+  const SubmitPlan plan = plan_submissions(*nodes, *jobs, o.plan);
+  std::fprintf(stderr,
+               "vigil-submit: run %s: %zu nodes, %zu sbatch jobs, %zu srun -Z re-checks%s\n",
+               o.plan.run_id.c_str(), plan.verdicts.size(), plan.jobs.size(), plan.rechecks.size(),
+               o.dry_run ? " (dry run)" : "");
+
+  std::vector<CommandOutcome> outcomes;
+  for (const auto* list : {&plan.jobs, &plan.rechecks}) {
+    for (const PlannedCommand& c : *list) {
+      CommandOutcome out;
+      out.kind = c.kind;
+      out.nodes = c.nodes;
+      out.command = display_command(c, o.plan.job_script);
+      outcomes.push_back(std::move(out));
+    }
+  }
+  int rc = 0;
+  if (o.dry_run) {
+    for (const CommandOutcome& c : outcomes) std::printf("%s\n", c.command.c_str());
+  } else {
+    // sbatch one at a time, paced, so a large fleet does not flood slurmctld.
+    int consecutive_failures = 0;
+    for (size_t i = 0; i < plan.jobs.size(); ++i) {
+      if (consecutive_failures >= o.max_consecutive_failures) {
+        std::fprintf(stderr,
+                     "vigil-submit: %d sbatch failures in a row; not submitting the remaining "
+                     "%zu jobs (is slurmctld healthy? see the errors above)\n",
+                     consecutive_failures, plan.jobs.size() - i);
+        rc = 1;
+        break;
+      }
+      if (i > 0 && o.interval_ms > 0) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(o.interval_ms));
+      }
+      const LaunchResult r = run_all({plan.jobs[i].argv}, 1, o.sbatch_timeout_s)[0];
+      CommandOutcome& out = outcomes[i];
+      out.ran = true;
+      out.exit_code = shell_status(r);
+      out.timed_out = r.timed_out;
+      out.output = trim(r.out);
+      if (out.exit_code == 0) {
+        out.job_id = last_line(r.out);
+        consecutive_failures = 0;
+      } else {
+        ++consecutive_failures;
+        rc = 1;
+        std::fprintf(stderr, "vigil-submit: sbatch for %s failed (exit %d): %s\n",
+                     plan.jobs[i].nodes.front().c_str(), out.exit_code, out.output.c_str());
+      }
+    }
+    if (!plan.rechecks.empty()) {
+      std::fprintf(stderr,
+                   "vigil-submit: running %zu re-check(s), %d at a time, %d s timeout each\n",
+                   plan.rechecks.size(), o.recheck_concurrency, o.plan.recheck_timeout_s);
+      std::vector<std::vector<std::string>> argvs;
+      for (const auto& c : plan.rechecks) argvs.push_back(c.argv);
+      const auto results = run_all(argvs, o.recheck_concurrency, o.plan.recheck_timeout_s);
+      for (size_t i = 0; i < results.size(); ++i) {
+        CommandOutcome& out = outcomes[plan.jobs.size() + i];
+        out.ran = true;
+        out.exit_code = shell_status(results[i]);
+        out.timed_out = results[i].timed_out;
+        out.output = trim(results[i].out);
+        // 0..3 are vigil-check's verdicts (pass/fail/warn/error); anything else means the
+        // re-check itself did not run to the end.
+        if (out.timed_out || out.exit_code < 0 || out.exit_code > 3) {
+          rc = 1;
+          std::fprintf(stderr, "vigil-submit: re-check of %s %s (exit %d): %s\n",
+                       out.nodes.front().c_str(), out.timed_out ? "timed out" : "failed",
+                       out.exit_code, last_line(out.output).c_str());
+        }
+      }
+    }
+  }
+  if (o.json) {
+    nlohmann::json j;
+    j["run_id"] = o.plan.run_id;
+    j["dry_run"] = o.dry_run;
+    for (const NodeVerdict& v : plan.verdicts) {
+      j["nodes"].push_back({{"node", v.node}, {"action", to_string(v.action)}, {"why", v.why}});
+    }
+    j["commands"] = nlohmann::json::array();
+    for (const CommandOutcome& c : outcomes) {
+      j["commands"].push_back({{"kind", c.kind},
+                               {"nodes", c.nodes},
+                               {"command", c.command},
+                               {"ran", c.ran},
+                               {"exit_code", c.exit_code},
+                               {"timed_out", c.timed_out},
+                               {"job_id", c.job_id},
+                               {"output", c.output}});
+    }
+    std::printf("%s\n", j.dump(2).c_str());
+  } else {
+    print_table(plan, outcomes, o.dry_run);
+  }
+  return rc;
+}
+
+}  // namespace vigil::submit

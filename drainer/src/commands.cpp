@@ -1,0 +1,409 @@
+// vigil-drainer subcommands (see commands.h).
+#include "vigil/drainer/commands.h"
+
+#include <functional>
+#include <fcntl.h>
+#include <httplib.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "vigil/drainer/drainer.h"
+#include "vigil/drainer/http_server.h"
+#include "vigil/kube/kube_api.h"
+#include "vigil/slurm/slurm_api.h"
+
+namespace fs = std::filesystem;
+
+namespace vigil::drainer {
+namespace {
+
+Result<DrainerConfig> resolve_config(const CommandOptions& o) {
+  DrainerConfig c;
+  if (!o.config.empty()) {
+    VIGIL_TRY(c, load_config(o.config));
+  } else {
+    if (o.state_dir.empty()) return Error{"give --config FILE or --state-dir DIR", "vigil-drainer"};
+    c.policy = default_policy();
+    c.auth_enabled = false;
+    c.source = "<defaults>";
+  }
+  if (!o.state_dir.empty()) c.state_dir = o.state_dir;
+  if (!o.slurm_conf.empty()) c.slurm.conf = o.slurm_conf;
+  if (o.dry_run) c.dry_run = true;
+  if (o.no_slurm) c.slurm.enabled = false;
+  return c;
+}
+
+// Holds state_dir/lock for the process lifetime. Returns -1 when another process holds it.
+int lock_state_dir(const std::string& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  int fd = ::open((dir + "/lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) return -2;
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+std::shared_ptr<slurm::SlurmApi> make_slurm(const DrainerConfig& c) {
+  if (!c.slurm.enabled) return nullptr;
+  return std::shared_ptr<slurm::SlurmApi>(slurm::make_libslurm_api(c.slurm.conf));
+}
+
+Result<std::shared_ptr<kube::KubeApi>> make_kube(const DrainerConfig& c) {
+  if (!c.kubernetes.enabled) return std::shared_ptr<kube::KubeApi>();
+  VIGIL_TRY(auto kc, c.kubernetes.kubeconfig.empty()
+                         ? kube::kube_config_in_cluster()
+                         : kube::kube_config_from_file(c.kubernetes.kubeconfig));
+  return std::shared_ptr<kube::KubeApi>(kube::make_kube_api(kc));
+}
+
+std::string trunc(const std::string& s, size_t n) {
+  return s.size() <= n ? s : s.substr(0, n - 3) + "...";
+}
+
+void print_table(const nlohmann::json& nodes, const nlohmann::json& breaker, bool dry_run) {
+  std::printf("%-16s %-12s %-21s %6s %6s  %s\n", "NODE", "STATE", "LAST CHECK", "PASSES", "FAILS",
+              "REASON");
+  for (const auto& n : nodes) {
+    std::string reason = n.value("reason", "");
+    if (reason.empty()) reason = n.value("note", "");
+    std::printf("%-16s %-12s %-21s %6d %6d  %s\n", trunc(n.value("node", ""), 16).c_str(),
+                n.value("state", "").c_str(), n.value("last_check_time", "-").c_str(),
+                n.value("consecutive_passes", 0), n.value("consecutive_fails", 0),
+                trunc(reason, 80).c_str());
+  }
+  if (breaker.value("open", false))
+    std::printf(
+        "\ncircuit breaker OPEN: %s\n  (new drains stopped; reset with `vigil-drainer breaker "
+        "reset`)\n",
+        breaker.value("why", "").c_str());
+  if (dry_run) std::printf("\ndry-run: nothing is changed in Slurm\n");
+}
+
+struct ServiceClient {
+  std::unique_ptr<httplib::Client> cli;
+  httplib::Headers headers;
+  explicit ServiceClient(const DrainerConfig& c) {
+    std::string host = c.listen_address == "0.0.0.0" ? "127.0.0.1" : c.listen_address;
+    cli = std::make_unique<httplib::Client>(host, c.listen_port);
+    cli->set_connection_timeout(5);
+    cli->set_read_timeout(30);
+    if (c.auth_enabled) headers.emplace("Authorization", "Bearer " + c.token);
+  }
+};
+
+int http_fail(const httplib::Result& r, const std::string& what) {
+  if (!r) {
+    std::cerr << "vigil-drainer: " << what << ": service unreachable ("
+              << httplib::to_string(r.error())
+              << "); is `vigil-drainer serve` running at the configured listen address?\n";
+    return 1;
+  }
+  std::string msg = r->body;
+  try {
+    msg = nlohmann::json::parse(r->body).value("error", r->body);
+  } catch (...) {
+  }
+  std::cerr << "vigil-drainer: " << what << ": HTTP " << r->status << ": " << msg << "\n";
+  return 1;
+}
+
+std::atomic<HttpServer*> g_server{nullptr};
+
+}  // namespace
+
+int run_config_validate(const std::string& path) {
+  auto c = load_config(path);
+  if (!c.ok()) {
+    std::cerr << c.error().message << "\n";
+    return 2;
+  }
+  const auto& v = c.value();
+  std::printf("%s: ok\n  listen %s:%d, auth %s, state_dir %s, dry_run %s\n", path.c_str(),
+              v.listen_address.c_str(), v.listen_port, v.auth_enabled ? "token" : "DISABLED",
+              v.state_dir.c_str(), v.dry_run ? "true" : "false");
+  std::printf("  defaults drain_after %d resume_after %d, %zu fatal checks, staleness %llds\n",
+              v.policy.defaults.drain_after, v.policy.defaults.resume_after,
+              v.policy.fatal_checks.size(), static_cast<long long>(v.policy.staleness_s));
+  std::printf("  breaker max_drains %d max_percent %.0f%% window %llds; kubernetes %s\n",
+              v.breaker.max_drains, v.breaker.max_percent,
+              static_cast<long long>(v.breaker.window_s), v.kubernetes.enabled ? "on" : "off");
+  return 0;
+}
+
+int run_serve(const CommandOptions& o) {
+  auto cfg = resolve_config(o);
+  if (!cfg.ok()) {
+    std::cerr << "vigil-drainer: " << cfg.error().to_string() << "\n";
+    return 2;
+  }
+  const DrainerConfig& c = cfg.value();
+  int lock = lock_state_dir(c.state_dir);
+  if (lock < 0) {
+    std::cerr << "vigil-drainer: state dir " << c.state_dir
+              << (lock == -1 ? " is in use by another vigil-drainer" : " cannot be opened") << "\n";
+    return 1;
+  }
+  auto kube = make_kube(c);
+  if (!kube.ok()) {
+    std::cerr << "vigil-drainer: kubernetes: " << kube.error().to_string()
+              << " (set kubernetes.kubeconfig or run in-cluster, or kubernetes.enabled: false)\n";
+    return 2;
+  }
+  // Signals are taken by a sigwait thread so shutdown is orderly (snapshot, join).
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+
+  SystemClock clock;
+  Drainer d(c, make_slurm(c), kube.value(), clock);
+  HttpServer http(d, c);
+  auto port = http.bind();
+  if (!port.ok()) {
+    std::cerr << "vigil-drainer: " << port.error().to_string() << "\n";
+    return 1;
+  }
+  g_server = &http;
+  std::thread sig([set]() mutable {
+    int s = 0;
+    sigwait(&set, &s);
+    if (auto* h = g_server.load()) h->shutdown();
+  });
+  sig.detach();
+  http.start();  // answers /healthz, and 503 on /readyz + POST until the journal is replayed
+  std::fprintf(stderr, "vigil-drainer: listening on %s:%d (auth %s%s)\n", c.listen_address.c_str(),
+               port.value(), c.auth_enabled ? "token" : "DISABLED", c.dry_run ? ", DRY-RUN" : "");
+  auto op = d.open();
+  if (!op.ok()) {
+    std::cerr << "vigil-drainer: cannot open state: " << op.error().to_string() << "\n";
+    http.stop();
+    return 1;
+  }
+  d.start();
+  std::fprintf(stderr, "vigil-drainer: ready (%zu nodes, %zu pending actions)\n", d.nodes().size(),
+               d.pending("slurm") + d.pending("kubernetes"));
+  http.wait();
+  g_server = nullptr;
+  d.stop();
+  std::fprintf(stderr, "vigil-drainer: stopped\n");
+  ::close(lock);
+  return 0;
+}
+
+int run_apply(const CommandOptions& o, const std::vector<std::string>& report_files,
+              const std::string& reports_dir) {
+  auto cfg = resolve_config(o);
+  if (!cfg.ok()) {
+    std::cerr << "vigil-drainer: " << cfg.error().to_string() << "\n";
+    return 2;
+  }
+  const DrainerConfig& c = cfg.value();
+  std::vector<NodeReport> reports;
+  for (const auto& f : report_files) {
+    std::ifstream in(f);
+    if (!in) {
+      std::cerr << "vigil-drainer: cannot read " << f << "\n";
+      return 2;
+    }
+    std::stringstream ss;
+    ss << in.rdbuf();
+    auto p = parse_node_reports(ss.str());
+    if (!p) {
+      std::cerr << "vigil-drainer: " << f << ": " << p.error << "\n";
+      return 2;
+    }
+    for (auto& r : *p.value) reports.push_back(std::move(r));
+  }
+  int lock = lock_state_dir(c.state_dir);
+  if (lock < 0) {
+    std::cerr << "vigil-drainer: state dir " << c.state_dir
+              << " is held by a running vigil-drainer serve; POST the reports to it instead\n";
+    return 1;
+  }
+  auto kube = make_kube(c);
+  if (!kube.ok()) {
+    std::cerr << "vigil-drainer: kubernetes: " << kube.error().to_string() << "\n";
+    return 2;
+  }
+  SystemClock clock;
+  Drainer d(c, make_slurm(c), kube.value(), clock);
+  if (auto r = d.open(); !r.ok()) {
+    std::cerr << "vigil-drainer: " << r.error().to_string() << "\n";
+    return 1;
+  }
+  auto in = d.ingest(reports);
+  if (!in.ok()) {
+    std::cerr << "vigil-drainer: " << in.error().to_string() << "\n";
+    return 1;
+  }
+  int from_dir = 0;
+  if (!reports_dir.empty()) {
+    auto r = d.ingest_dir(reports_dir);
+    if (!r.ok()) {
+      std::cerr << "vigil-drainer: " << r.error().to_string() << "\n";
+      return 1;
+    }
+    from_dir = r.value();
+  }
+  d.process_pending();
+  int left = d.run_slurm_sink_once();
+  for (int attempt = 1; left > 0 && attempt < 4; ++attempt) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500 << attempt));
+    left = d.run_slurm_sink_once();
+  }
+  d.run_kube_sink_once();
+  (void)d.snapshot_now();
+  nlohmann::json nodes = nlohmann::json::array();
+  for (const auto& s : d.nodes()) nodes.push_back(to_json(s));
+  if (o.json) {
+    std::cout << nlohmann::json{{"accepted", in->accepted},
+                                {"duplicates", in->duplicates},
+                                {"files_from_dir", from_dir},
+                                {"nodes", nodes},
+                                {"pending_slurm", d.pending("slurm")},
+                                {"breaker", to_json(d.breaker())}}
+                     .dump(2)
+              << "\n";
+  } else {
+    std::printf("%d reports accepted, %d duplicates, %d files from %s\n\n", in->accepted,
+                in->duplicates, from_dir, reports_dir.empty() ? "-" : reports_dir.c_str());
+    print_table(nodes, to_json(d.breaker()), c.dry_run);
+    if (d.pending("slurm"))
+      std::printf(
+          "\n%zu Slurm actions pending (slurmctld unreachable?): they are journaled and "
+          "retried by the next apply or serve\n",
+          d.pending("slurm"));
+  }
+  ::close(lock);
+  return left > 0 ? 1 : 0;
+}
+
+namespace {
+
+// status, resume and breaker reset work with and without a running service: the service holds
+// an exclusive lock on the state dir; when it is held the command asks the service over HTTP,
+// otherwise it opens the state dir itself (the same journal replay the service does).
+int with_service_or_state(const CommandOptions& o, bool with_slurm,
+                          const std::function<int(ServiceClient&)>& remote,
+                          const std::function<int(Drainer&, const DrainerConfig&)>& local) {
+  auto cfg = resolve_config(o);
+  if (!cfg.ok()) {
+    std::cerr << "vigil-drainer: " << cfg.error().to_string() << "\n";
+    return 2;
+  }
+  const DrainerConfig& c = cfg.value();
+  const int lock = lock_state_dir(c.state_dir);
+  if (lock == -1) {
+    ServiceClient sc(c);
+    return remote(sc);
+  }
+  if (lock < 0) {
+    std::cerr << "vigil-drainer: cannot open state dir " << c.state_dir << "\n";
+    return 1;
+  }
+  struct Unlock {
+    int fd;
+    ~Unlock() { ::close(fd); }
+  } unlock{lock};
+  SystemClock clock;
+  Drainer d(c, with_slurm ? make_slurm(c) : nullptr, nullptr, clock);
+  if (auto r = d.open(); !r.ok()) {
+    std::cerr << "vigil-drainer: " << r.error().to_string() << "\n";
+    return 1;
+  }
+  return local(d, c);
+}
+
+}  // namespace
+
+int run_status(const CommandOptions& o) {
+  nlohmann::json body;
+  const int rc = with_service_or_state(
+      o, /*with_slurm=*/false,
+      [&](ServiceClient& sc) {
+        auto r = sc.cli->Get("/v1/nodes", sc.headers);
+        if (!r || r->status != 200) return http_fail(r, "GET /v1/nodes");
+        body = nlohmann::json::parse(r->body, nullptr, false);
+        return 0;
+      },
+      [&](Drainer& d, const DrainerConfig& c) {
+        nlohmann::json nodes = nlohmann::json::array();
+        for (const auto& s : d.nodes()) nodes.push_back(to_json(s));
+        body = {{"nodes", nodes},
+                {"breaker", to_json(d.breaker())},
+                {"pending_actions",
+                 {{"slurm", d.pending("slurm")}, {"kubernetes", d.pending("kubernetes")}}},
+                {"dry_run", c.dry_run}};
+        return 0;
+      });
+  if (rc != 0) return rc;
+  if (o.json) {
+    std::cout << body.dump(2) << "\n";
+  } else {
+    print_table(body.value("nodes", nlohmann::json::array()),
+                body.value("breaker", nlohmann::json::object()), body.value("dry_run", false));
+  }
+  return 0;
+}
+
+int run_resume(const CommandOptions& o, const std::string& node) {
+  return with_service_or_state(
+      o, /*with_slurm=*/true,
+      [&](ServiceClient& sc) {
+        auto r = sc.cli->Post(("/v1/nodes/" + node + "/resume").c_str(), sc.headers, "",
+                              "application/json");
+        if (!r || r->status != 200) return http_fail(r, "resume " + node);
+        std::cout << nlohmann::json::parse(r->body).value("result", "") << "\n";
+        return 0;
+      },
+      [&](Drainer& d, const DrainerConfig&) {
+        auto r = d.resume(node);
+        if (!r.ok()) {
+          std::cerr << "vigil-drainer: " << r.error().to_string() << "\n";
+          return 1;
+        }
+        const int left = d.run_slurm_sink_once();
+        (void)d.snapshot_now();
+        std::cout << r.value()
+                  << (left ? " (Slurm unreachable: pending, retried by the next run)" : "") << "\n";
+        return left ? 1 : 0;
+      });
+}
+
+int run_breaker_reset(const CommandOptions& o) {
+  return with_service_or_state(
+      o, /*with_slurm=*/false,
+      [&](ServiceClient& sc) {
+        auto r = sc.cli->Post("/v1/breaker/reset", sc.headers, "", "application/json");
+        if (!r || r->status != 200) return http_fail(r, "breaker reset");
+        std::cout << "circuit breaker closed\n";
+        return 0;
+      },
+      [&](Drainer& d, const DrainerConfig&) {
+        const auto was = d.breaker();
+        if (auto r = d.reset_breaker(); !r.ok()) {
+          std::cerr << "vigil-drainer: " << r.error().to_string() << "\n";
+          return 1;
+        }
+        (void)d.snapshot_now();
+        std::cout << "circuit breaker closed"
+                  << (was.open ? " (was open: " + was.why + ")" : " (was closed)") << "\n";
+        return 0;
+      });
+}
+
+}  // namespace vigil::drainer

@@ -1,0 +1,472 @@
+// Pure policy engine: see policy.h and docs/drainer.md "Policy".
+#include "vigil/drainer/policy.h"
+
+#include "vigil/slurm/reason.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+namespace vigil::drainer {
+namespace {
+
+bool is_pass_like(Status s) { return s == Status::kPass || s == Status::kWarn; }
+
+// Compact JSON of the measurements that failed or warned, for the Kubernetes annotation.
+std::string failing_summary(const NodeReport& r) {
+  nlohmann::json arr = nlohmann::json::array();
+  for (const auto& c : r.checks) {
+    if (c.status != Status::kFail && c.status != Status::kWarn) continue;
+    bool any = false;
+    for (const auto& m : c.measurements) {
+      Status ms = m.status();
+      if (ms != Status::kFail && ms != Status::kWarn) continue;
+      nlohmann::json e{{"check", c.check},
+                       {"measurement", m.name},
+                       {"value", m.value},
+                       {"unit", m.unit},
+                       {"status", std::string(to_string(ms))}};
+      if (m.gpu) e["gpu"] = *m.gpu;
+      if (m.port) e["port"] = *m.port;
+      if (m.threshold) e["fail"] = m.threshold->fail;
+      arr.push_back(std::move(e));
+      any = true;
+    }
+    if (!any) arr.push_back({{"check", c.check}, {"status", std::string(to_string(c.status))}});
+  }
+  std::string s = arr.empty() ? std::string() : arr.dump();
+  // Kubernetes caps all annotations of an object at 256 KiB; keep ours small.
+  if (s.size() > 4096) s = s.substr(0, 4090) + "...]";
+  return s;
+}
+
+bool contains(const std::vector<std::string>& v, const std::string& x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
+
+}  // namespace
+
+
+std::string_view to_string(NodeHealth h) {
+  switch (h) {
+    case NodeHealth::kHealthy:
+      return "healthy";
+    case NodeHealth::kWarn:
+      return "warn";
+    case NodeHealth::kDrained:
+      return "drained";
+    case NodeHealth::kWouldDrain:
+      return "would_drain";
+    case NodeHealth::kStale:
+      return "stale";
+    case NodeHealth::kError:
+      return "error";
+    case NodeHealth::kUnknown:
+      return "unknown";
+  }
+  return "unknown";
+}
+
+std::string_view annotation_value(NodeHealth h) {
+  return h == NodeHealth::kWouldDrain ? "would-drain" : to_string(h);
+}
+
+std::optional<NodeHealth> node_health_from_string(std::string_view s) {
+  for (NodeHealth h : kAllNodeHealth)
+    if (to_string(h) == s) return h;
+  return std::nullopt;
+}
+
+std::string_view to_string(Action a) {
+  switch (a) {
+    case Action::kNone:
+      return "none";
+    case Action::kDrain:
+      return "drain";
+    case Action::kResume:
+      return "resume";
+    case Action::kWouldDrain:
+      return "would_drain";
+    case Action::kWouldResume:
+      return "would_resume";
+    case Action::kBreakerBlocked:
+      return "breaker_blocked";
+  }
+  return "none";
+}
+
+std::string drain_reason(const CheckResult& r, size_t max_len) {
+  return slurm::make_reason(reason_name(r), reason_detail(r), max_len);
+}
+
+NodeHealth health_from_checks(const NodeState& s) {
+  bool any_fail = false, any_warn = false, any_ok = false, any_error = false;
+  for (const auto& [name, c] : s.checks) {
+    switch (c.last_status) {
+      case Status::kFail:
+        any_fail = true;
+        break;
+      case Status::kWarn:
+        any_warn = true;
+        break;
+      case Status::kPass:
+        any_ok = true;
+        break;
+      case Status::kError:
+        any_error = true;
+        break;
+      case Status::kSkipped:
+        break;
+    }
+  }
+  // A fail that has not (yet) reached drain_after is a suspect node: warn.
+  if (any_fail || any_warn) return NodeHealth::kWarn;
+  if (any_error) return NodeHealth::kError;
+  if (any_ok) return NodeHealth::kHealthy;
+  return s.checks.empty() ? NodeHealth::kUnknown : NodeHealth::kHealthy;
+}
+
+PolicyEngine::PolicyEngine(PolicyConfig policy, BreakerConfig breaker, bool dry_run,
+                           const Clock& clock)
+    : policy_(std::move(policy)), breaker_(breaker), dry_run_(dry_run), clock_(clock) {}
+
+std::vector<int64_t>& breaker_window(BreakerState& b, const std::string& group, int64_t now,
+                                     int64_t window_s) {
+  auto& times = b.recent_drains[group];
+  std::erase_if(times, [&](int64_t t) { return t <= now - window_s; });
+  return times;
+}
+
+std::string PolicyEngine::group_key(const NodeState& s) {
+  if (!s.partition.empty()) return "partition:" + s.partition;
+  return "sku:" + (s.sku.empty() ? std::string("unknown") : s.sku);
+}
+
+Decision PolicyEngine::on_report(const NodeState* prev, const NodeReport& r,
+                                 const slurm::SlurmNodeInfo* slurm, const BreakerState& breaker,
+                                 int group_size, bool unknown_to_slurm) const {
+  const int64_t now = clock_.now_unix();
+  Decision d;
+  d.breaker = breaker;
+  NodeState s = prev ? *prev : NodeState{};
+  d.before = prev ? prev->health : NodeHealth::kUnknown;
+  s.node = r.node;
+  // A report that could not tell the SKU (NVML broken on the node, or a fabric job whose batch
+  // host could not detect it) keeps the node in its known SKU group.
+  if (r.sku != "unknown" || s.sku.empty()) s.sku = r.sku;
+  if (r.k8s_node) s.k8s_node = r.k8s_node;
+  if (slurm && !slurm->partitions.empty()) s.partition = slurm->partitions.front();
+  s.last_report_unix = now;
+  s.last_check_time = r.end_time;
+  s.last_run_id = r.run_id;
+  s.failing = failing_summary(r);
+  s.last_action.clear();
+  s.note.clear();
+
+  // 1. Slurm is the truth about who owns a drain.
+  if (slurm) {
+    if (s.drained_by_vigil && !slurm::drained_by_vigil(*slurm)) {
+      s.drained_by_vigil = false;
+      s.note = slurm->drain ? "drain taken over by another owner: " + slurm->reason
+                            : "vigil drain lifted outside vigil";
+      s.reason.clear();
+      s.driving_checks.clear();
+    } else if (!s.drained_by_vigil && slurm::drained_by_vigil(*slurm)) {
+      // Adopt a vigil drain we have no record of (state dir lost, one-shot runs, ...).
+      s.drained_by_vigil = true;
+      s.reason = slurm->reason;
+      s.driving_checks.clear();
+    }
+  }
+
+  // 2. Counters.
+  bool report_fail = false, report_ran = false;
+  for (const auto& c : r.checks) {
+    CheckState& cs = s.checks[c.check];
+    cs.last_status = c.status;
+    if (c.status == Status::kFail) {
+      cs.consecutive_fails++;
+      cs.consecutive_passes = 0;
+      cs.last_reason = drain_reason(c);
+      cs.fault_code = c.fault_code;
+      report_fail = true;
+      report_ran = true;
+    } else if (is_pass_like(c.status)) {
+      cs.consecutive_passes++;
+      cs.consecutive_fails = 0;
+      cs.fault_code.clear();
+      report_ran = true;
+    }  // error / skipped: counters unchanged; they neither drain nor prove health.
+  }
+  if (report_fail) {
+    s.fail_streak++;
+    s.clean_streak = 0;
+  } else if (report_ran) {
+    s.clean_streak++;
+    s.fail_streak = 0;
+  }
+
+  // 3. Drain candidates: failing now and reached drain_after. Fatal ones first.
+  std::vector<const CheckResult*> cands;
+  for (const auto& c : r.checks) {
+    if (c.status != Status::kFail) continue;
+    int need = policy_.for_check(c.check, c.fault_code).drain_after;
+    if (s.checks[c.check].consecutive_fails >= need) cands.push_back(&c);
+  }
+  std::stable_sort(cands.begin(), cands.end(), [&](const CheckResult* a, const CheckResult* b) {
+    return policy_.for_check(a->check, a->fault_code).drain_after <
+           policy_.for_check(b->check, b->fault_code).drain_after;
+  });
+
+  auto finish = [&](Action a, NodeHealth h, std::string why) {
+    d.action = a;
+    s.health = h;
+    s.last_action = a == Action::kNone ? std::string() : std::string(to_string(a));
+    if (!why.empty()) s.note = s.note.empty() ? why : s.note + "; " + why;
+    d.why = s.note;
+    d.after = h;
+    d.state = std::move(s);
+    return d;
+  };
+
+  if (!cands.empty()) {
+    std::string reason = drain_reason(*cands.front());
+    std::vector<std::string> driving;
+    for (const auto* c : cands) driving.push_back(c->check);
+    d.reason = reason;
+    d.driving_checks = driving;
+    if (s.drained_by_vigil) {
+      for (const auto& c : driving)
+        if (!contains(s.driving_checks, c)) s.driving_checks.push_back(c);
+      return finish(Action::kNone, NodeHealth::kDrained, "already drained by vigil");
+    }
+    if (unknown_to_slurm)
+      return finish(Action::kNone, NodeHealth::kError,
+                    "would drain but Slurm has no node '" + s.node +
+                        "' (does the report's node name match a Slurm NodeName?)");
+    if (slurm && slurm::untouchable(*slurm))
+      return finish(Action::kNone, NodeHealth::kWarn,
+                    "would drain but node is " +
+                        std::string(slurm->down   ? "DOWN"
+                                    : slurm->fail ? "FAIL"
+                                                  : "MAINT") +
+                        "; not touched");
+    if (slurm && slurm::drained_by_other(*slurm))
+      return finish(Action::kNone, NodeHealth::kDrained,
+                    "already drained by another owner: " + slurm->reason);
+    s.reason = reason;
+    s.driving_checks = driving;
+    if (dry_run_)
+      return finish(Action::kWouldDrain, NodeHealth::kWouldDrain, "dry-run: would drain");
+    if (d.breaker.open)
+      return finish(Action::kBreakerBlocked, NodeHealth::kWouldDrain,
+                    "circuit breaker open: " + d.breaker.why);
+    // Sliding window per group.
+    const std::string group = group_key(s);
+    auto& times = breaker_window(d.breaker, group, now, breaker_.window_s);
+    const int next = static_cast<int>(times.size()) + 1;
+    const int gsize = std::max(group_size, 1);
+    const int pct_cap =
+        std::max(1, static_cast<int>(std::floor(gsize * breaker_.max_percent / 100.0 + 1e-9)));
+    if (next > breaker_.max_drains || next > pct_cap) {
+      d.breaker.open = true;
+      d.breaker.opened_at = now;
+      d.breaker.why = "drain #" + std::to_string(next) + " in " + group + " within " +
+                      std::to_string(breaker_.window_s) + "s exceeds cap (max_drains " +
+                      std::to_string(breaker_.max_drains) + ", max_percent " +
+                      std::to_string(static_cast<int>(breaker_.max_percent)) + "% of " +
+                      std::to_string(gsize) + " nodes = " + std::to_string(pct_cap) + ")";
+      return finish(Action::kBreakerBlocked, NodeHealth::kWouldDrain,
+                    "circuit breaker opened: " + d.breaker.why);
+    }
+    times.push_back(now);
+    d.counted_drain = BreakerDrain{group, now};
+    s.drained_by_vigil = true;
+    return finish(Action::kDrain, NodeHealth::kDrained, "drain: " + reason);
+  }
+
+  // 4. No drain candidate: maybe resume.
+  if (s.drained_by_vigil) {
+    bool ready = !report_fail;
+    if (ready) {
+      if (s.driving_checks.empty()) {
+        int need = policy_.defaults.resume_after;
+        for (const auto& c : r.checks)
+          need = std::max(need, policy_.for_check(c.check).resume_after);
+        ready = s.clean_streak >= need;
+      } else {
+        for (const auto& c : s.driving_checks) {
+          auto it = s.checks.find(c);
+          if (it == s.checks.end() ||
+              it->second.consecutive_passes < policy_.for_check(c).resume_after) {
+            ready = false;
+          }
+        }
+      }
+    }
+    if (!ready) return finish(Action::kNone, NodeHealth::kDrained, "");
+    if (slurm && slurm::untouchable(*slurm))
+      return finish(Action::kNone, NodeHealth::kDrained,
+                    "passes reached resume_after but node is DOWN/FAIL/MAINT; resume deferred");
+    if (dry_run_)
+      return finish(Action::kWouldResume, NodeHealth::kDrained, "dry-run: would resume");
+    s.drained_by_vigil = false;
+    s.reason.clear();
+    s.driving_checks.clear();
+    NodeHealth h = health_from_checks(s);
+    return finish(Action::kResume, h, "resume: checks passed resume_after times");
+  }
+  if (slurm && slurm::drained_by_other(*slurm))
+    return finish(Action::kNone, NodeHealth::kDrained,
+                  "drained by another owner: " + slurm->reason);
+  s.reason.clear();
+  s.driving_checks.clear();
+  return finish(Action::kNone, health_from_checks(s), "");
+}
+
+std::optional<NodeState> PolicyEngine::on_tick(const NodeState& s) const {
+  if (s.drained_by_vigil || s.health == NodeHealth::kStale || s.health == NodeHealth::kDrained ||
+      s.last_report_unix == 0)
+    return std::nullopt;
+  if (clock_.now_unix() - s.last_report_unix <= policy_.staleness_s) return std::nullopt;
+  NodeState n = s;
+  n.health = NodeHealth::kStale;
+  n.note = "no report for more than " + std::to_string(policy_.staleness_s) + "s";
+  n.last_action.clear();
+  return n;
+}
+
+Decision PolicyEngine::on_operator_resume(const NodeState& s, const slurm::SlurmNodeInfo* slurm) const {
+  Decision d;
+  d.before = s.health;
+  NodeState n = s;
+  const bool owned = slurm ? slurm::drained_by_vigil(*slurm) : s.drained_by_vigil;
+  if (!owned) {
+    d.action = Action::kNone;
+    d.why = slurm && slurm::drained_by_other(*slurm)
+                ? "not resumed: drained by another owner: " + slurm->reason
+                : "not resumed: node is not drained by vigil";
+    n.note = d.why;
+    d.after = n.health;
+    d.state = std::move(n);
+    return d;
+  }
+  for (const auto& c : n.driving_checks) {
+    n.checks[c].consecutive_fails = 0;
+  }
+  n.fail_streak = 0;
+  n.drained_by_vigil = false;
+  n.reason.clear();
+  n.driving_checks.clear();
+  if (dry_run_) {
+    d.action = Action::kWouldResume;
+    n.health = NodeHealth::kDrained;
+  } else {
+    d.action = Action::kResume;
+    // Until the next report proves otherwise, the node is what its checks last said, minus
+    // the fails the operator overrode.
+    for (auto& [name, c] : n.checks)
+      if (c.last_status == Status::kFail) c.last_status = Status::kSkipped;
+    n.health = health_from_checks(n);
+  }
+  n.last_action = std::string(to_string(d.action));
+  n.note = "operator resume";
+  d.why = n.note;
+  d.after = n.health;
+  d.state = std::move(n);
+  return d;
+}
+
+// ---- JSON (journal, snapshot, API) ----
+
+nlohmann::json to_json(const NodeState& s) {
+  nlohmann::json checks = nlohmann::json::object();
+  for (const auto& [name, c] : s.checks) {
+    checks[name] = {{"last_status", std::string(to_string(c.last_status))},
+                    {"consecutive_fails", c.consecutive_fails},
+                    {"consecutive_passes", c.consecutive_passes},
+                    {"last_reason", c.last_reason},
+                    {"fault_code", c.fault_code}};
+  }
+  nlohmann::json j{{"node", s.node},
+                   {"sku", s.sku},
+                   {"partition", s.partition},
+                   {"state", std::string(to_string(s.health))},
+                   {"drained_by_vigil", s.drained_by_vigil},
+                   {"reason", s.reason},
+                   {"driving_checks", s.driving_checks},
+                   {"checks", std::move(checks)},
+                   {"consecutive_fails", s.fail_streak},
+                   {"consecutive_passes", s.clean_streak},
+                   {"last_report_unix_s", s.last_report_unix},
+                   {"last_check_time", s.last_check_time},
+                   {"last_run_id", s.last_run_id},
+                   {"last_action", s.last_action},
+                   {"note", s.note},
+                   {"failing", s.failing}};
+  if (s.k8s_node) j["k8s_node"] = *s.k8s_node;
+  return j;
+}
+
+Result<NodeState> node_state_from_json(const nlohmann::json& j) {
+  try {
+    NodeState s;
+    s.node = j.at("node").get<std::string>();
+    s.sku = j.value("sku", "");
+    s.partition = j.value("partition", "");
+    auto h = node_health_from_string(j.value("state", "unknown"));
+    if (!h) return Error{"unknown state " + j.value("state", ""), "node_state_from_json"};
+    s.health = *h;
+    s.drained_by_vigil = j.value("drained_by_vigil", false);
+    s.reason = j.value("reason", "");
+    s.driving_checks = j.value("driving_checks", std::vector<std::string>{});
+    if (j.contains("checks")) {
+      for (const auto& [name, c] : j.at("checks").items()) {
+        CheckState cs;
+        auto st = status_from_string(c.value("last_status", "skipped"));
+        cs.last_status = st ? *st : Status::kSkipped;
+        cs.consecutive_fails = c.value("consecutive_fails", 0);
+        cs.consecutive_passes = c.value("consecutive_passes", 0);
+        cs.last_reason = c.value("last_reason", "");
+        cs.fault_code = c.value("fault_code", "");
+        s.checks[name] = cs;
+      }
+    }
+    s.fail_streak = j.value("consecutive_fails", 0);
+    s.clean_streak = j.value("consecutive_passes", 0);
+    s.last_report_unix = j.value("last_report_unix_s", int64_t{0});
+    s.last_check_time = j.value("last_check_time", "");
+    s.last_run_id = j.value("last_run_id", "");
+    s.last_action = j.value("last_action", "");
+    s.note = j.value("note", "");
+    s.failing = j.value("failing", "");
+    if (j.contains("k8s_node")) s.k8s_node = j.at("k8s_node").get<std::string>();
+    return s;
+  } catch (const std::exception& e) {
+    return Error{e.what(), "node_state_from_json"};
+  }
+}
+
+nlohmann::json to_json(const BreakerState& b) {
+  return {{"open", b.open},
+          {"why", b.why},
+          {"opened_at_unix_s", b.opened_at},
+          {"recent_drains", b.recent_drains}};
+}
+
+Result<BreakerState> breaker_state_from_json(const nlohmann::json& j) {
+  try {
+    BreakerState b;
+    b.open = j.value("open", false);
+    b.why = j.value("why", "");
+    b.opened_at = j.value("opened_at_unix_s", int64_t{0});
+    if (j.contains("recent_drains"))
+      b.recent_drains = j.at("recent_drains").get<std::map<std::string, std::vector<int64_t>>>();
+    return b;
+  } catch (const std::exception& e) {
+    return Error{e.what(), "breaker_state_from_json"};
+  }
+}
+
+}  // namespace vigil::drainer

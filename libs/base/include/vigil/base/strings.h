@@ -1,0 +1,17 @@
+#pragma once
+// Small text helpers shared by checks, the benchmark launcher and the drainer.
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace vigil {
+
+// "a, b, c +2 more": the first max_shown items joined by sep, then how many were left out
+// (after more_sep). Short enough for a Slurm reason; the whole list is in the measurements.
+std::string short_list(const std::vector<std::string>& items, size_t max_shown,
+                       std::string_view sep = ", ", std::string_view more_sep = " ");
+
+// The last `lines` lines of `text`, for error messages.
+std::string tail_lines(const std::string& text, int lines);
+
+}  // namespace vigil

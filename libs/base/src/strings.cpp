@@ -1,0 +1,35 @@
+#include "vigil/base/strings.h"
+
+namespace vigil {
+
+std::string short_list(const std::vector<std::string>& items, size_t max_shown,
+                       std::string_view sep, std::string_view more_sep) {
+  std::string out;
+  for (size_t i = 0; i < items.size() && i < max_shown; ++i) {
+    if (i) out += sep;
+    out += items[i];
+  }
+  if (items.size() > max_shown) {
+    out += more_sep;
+    out += "+" + std::to_string(items.size() - max_shown) + " more";
+  }
+  return out;
+}
+
+std::string tail_lines(const std::string& text, int lines) {
+  std::size_t pos = text.size();
+  while (pos > 0 && (text[pos - 1] == '\n' || text[pos - 1] == ' ')) --pos;
+  std::size_t end = pos;
+  for (int i = 0; i < lines && pos > 0; ++i) {
+    pos = text.rfind('\n', pos - 1);
+    if (pos == std::string::npos) {
+      pos = 0;
+      break;
+    }
+  }
+  std::string out = text.substr(pos, end - pos);
+  while (!out.empty() && out.front() == '\n') out.erase(0, 1);
+  return out;
+}
+
+}  // namespace vigil

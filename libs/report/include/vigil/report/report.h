@@ -1,0 +1,86 @@
+#pragma once
+// NodeReport: what one vigil-check run on one node found. Versioned JSON contract,
+// documented in docs/node-report.md. Parsing is strict: any problem is an error naming the
+// field (JSON pointer style, e.g. "/checks/2/measurements/0/value"); never a partial report.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "vigil/base/time.h"
+#include "vigil/report/status.h"
+#include "vigil/report/threshold.h"
+
+namespace vigil {
+
+inline constexpr int kNodeReportSchemaVersion = 1;
+
+struct Measurement {
+  std::string name;  // snake_case, e.g. "busbw", "volatile_uncorrected_ecc"
+  double value = 0;
+  std::string unit;  // one of is_known_unit()
+  std::optional<int> gpu;
+  std::optional<std::string> port;  // IB "mlx5_0/1", NVLink "nvlink3"
+  std::optional<Threshold> threshold;
+  // Status of this measurement alone (evaluate against threshold; pass when none).
+  Status status() const;
+};
+
+struct CheckResult {
+  std::string check;       // registry name, e.g. "nvml_row_remap"
+  std::string short_name;  // the check's own short name for Slurm reasons ("remap"); optional
+  Status status = Status::kPass;
+  std::vector<Measurement> measurements;
+  std::string message;     // one human line; for fail/warn: what is wrong, with figures
+  std::string fault_code;  // stable code, e.g. "VIGIL-NVML-REMAP-PENDING"; empty on pass
+  double duration_s = 0;
+};
+
+struct NodeReport {
+  int schema_version = kNodeReportSchemaVersion;
+  std::string node;                     // Slurm node name
+  std::optional<std::string> k8s_node;  // Kubernetes Node name, if known
+  std::string sku;                      // detected or forced SKU, "unknown" if none matched
+  std::optional<std::string> job_id;    // Slurm job id
+  std::string run_id;                   // unique per run; (node, run_id) identifies a report
+  std::string start_time;               // RFC 3339 UTC
+  std::string end_time;                 // RFC 3339 UTC
+  std::vector<CheckResult> checks;
+
+  Status overall() const;
+};
+
+// Parse result: exactly one of value / error is set.
+template <typename T>
+struct Parsed {
+  std::optional<T> value;
+  std::string error;  // "<field>: <what is wrong>"
+  explicit operator bool() const { return value.has_value(); }
+};
+
+nlohmann::json to_json(const Measurement& m);
+nlohmann::json to_json(const CheckResult& r);
+nlohmann::json to_json(const NodeReport& r);
+
+Parsed<NodeReport> parse_node_report(const nlohmann::json& j);
+Parsed<NodeReport> parse_node_report(std::string_view text);
+Parsed<CheckResult> parse_check_result(const nlohmann::json& j);
+// A POST body may hold one report or an array of reports.
+Parsed<std::vector<NodeReport>> parse_node_reports(std::string_view text);
+
+// "gpu3 busbw 151<180GB/s": a measurement against the bound it breaks (needs a threshold).
+std::string measurement_figure(const Measurement& m);
+
+// What a failing result says after "vigil: <short name> " in a Slurm reason: the figure of the
+// measurement that breaks its bound furthest ("busbw 151<180GB/s"), or for counts and flags the
+// check's own message ("gpu5 nvlink4 down"). Not sanitized; vigil/slurm/reason.h does that.
+std::string reason_detail(const CheckResult& r);
+
+// The name a Slurm reason shows for r: its short_name, or the check name from a report that
+// carries none (older checkers, site tools).
+inline const std::string& reason_name(const CheckResult& r) {
+  return r.short_name.empty() ? r.check : r.short_name;
+}
+
+}  // namespace vigil

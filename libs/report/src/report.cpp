@@ -1,0 +1,345 @@
+#include "vigil/report/report.h"
+
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <map>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+namespace vigil {
+
+using nlohmann::json;
+
+Status Measurement::status() const { return threshold ? threshold->evaluate(value) : Status::kPass; }
+
+Status NodeReport::overall() const {
+  if (checks.empty()) return Status::kError;  // a run that checked nothing proves nothing
+  Status s = checks.front().status;
+  for (const auto& c : checks) s = combine(s, c.status);
+  return s;
+}
+
+// ---------------------------------------------------------------- serialisation
+
+static json threshold_json(const Threshold& t) {
+  json j = {{"op", std::string(to_string(t.op))}, {"fail", t.fail}, {"unit", t.unit}};
+  if (t.warn) j["warn"] = *t.warn;
+  return j;
+}
+
+json to_json(const Measurement& m) {
+  json j = {{"name", m.name}, {"value", m.value}, {"unit", m.unit}};
+  if (m.gpu) j["gpu"] = *m.gpu;
+  if (m.port) j["port"] = *m.port;
+  if (m.threshold) j["threshold"] = threshold_json(*m.threshold);
+  return j;
+}
+
+json to_json(const CheckResult& r) {
+  json ms = json::array();
+  for (const auto& m : r.measurements) ms.push_back(to_json(m));
+  json j = {{"check", r.check},     {"status", std::string(to_string(r.status))},
+            {"measurements", ms},   {"message", r.message},
+            {"fault_code", r.fault_code}, {"duration_s", r.duration_s}};
+  if (!r.short_name.empty()) j["short_name"] = r.short_name;
+  return j;
+}
+
+json to_json(const NodeReport& r) {
+  json checks = json::array();
+  for (const auto& c : r.checks) checks.push_back(to_json(c));
+  json j = {{"schema_version", r.schema_version},
+            {"node", r.node},
+            {"sku", r.sku},
+            {"run_id", r.run_id},
+            {"start_time", r.start_time},
+            {"end_time", r.end_time},
+            {"checks", checks}};
+  if (r.k8s_node) j["k8s_node"] = *r.k8s_node;
+  if (r.job_id) j["job_id"] = *r.job_id;
+  return j;
+}
+
+// ---------------------------------------------------------------- strict parsing
+
+namespace {
+
+// Thrown only inside this file and caught at the parse_* boundary; carries the JSON pointer.
+struct FieldError {
+  std::string path;
+  std::string what;
+};
+
+[[noreturn]] void fail_at(const std::string& path, const std::string& what) {
+  throw FieldError{path.empty() ? "/" : path, what};
+}
+
+void only_keys(const json& j, const std::string& path, const std::set<std::string>& allowed) {
+  if (!j.is_object()) fail_at(path, "must be an object");
+  for (const auto& [k, v] : j.items()) {
+    if (!allowed.count(k)) fail_at(path + "/" + k, "unknown field");
+  }
+}
+
+const json& need(const json& j, const std::string& path, const std::string& key) {
+  auto it = j.find(key);
+  if (it == j.end()) fail_at(path + "/" + key, "missing required field");
+  return *it;
+}
+
+std::string need_string(const json& j, const std::string& path, const std::string& key,
+                        bool allow_empty = false) {
+  const json& v = need(j, path, key);
+  if (!v.is_string()) fail_at(path + "/" + key, "must be a string");
+  std::string s = v.get<std::string>();
+  if (!allow_empty && s.empty()) fail_at(path + "/" + key, "must not be empty");
+  return s;
+}
+
+std::optional<std::string> opt_string(const json& j, const std::string& path, const std::string& key) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return std::nullopt;
+  if (!it->is_string()) fail_at(path + "/" + key, "must be a string");
+  return it->get<std::string>();
+}
+
+double need_number(const json& j, const std::string& path, const std::string& key) {
+  const json& v = need(j, path, key);
+  // nlohmann parses NaN/Infinity literals as errors, but a caller may build json in code.
+  if (!v.is_number()) fail_at(path + "/" + key, "must be a number");
+  double d = v.get<double>();
+  if (!std::isfinite(d)) fail_at(path + "/" + key, "must be finite (no NaN or infinity)");
+  return d;
+}
+
+bool name_chars_ok(const std::string& s, const char* extra) {
+  if (s.empty() || s.size() > 253) return false;
+  for (char c : s) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+    for (const char* e = extra; !ok && *e; ++e) ok = (c == *e);
+    if (!ok) return false;
+  }
+  return true;
+}
+
+Threshold parse_threshold(const json& j, const std::string& path, const std::string& unit) {
+  only_keys(j, path, {"op", "fail", "warn", "unit"});
+  Threshold t;
+  auto op = op_from_string(need_string(j, path, "op"));
+  if (!op) fail_at(path + "/op", "must be \">=\" or \"<=\"");
+  t.op = *op;
+  t.fail = need_number(j, path, "fail");
+  if (j.contains("warn")) t.warn = need_number(j, path, "warn");
+  t.unit = need_string(j, path, "unit");
+  if (t.unit != unit) fail_at(path + "/unit", "'" + t.unit + "' differs from the measurement unit '" + unit + "'");
+  if (std::string why = t.validate(); !why.empty()) fail_at(path, why);
+  return t;
+}
+
+Measurement parse_measurement(const json& j, const std::string& path) {
+  only_keys(j, path, {"name", "value", "unit", "gpu", "port", "threshold"});
+  Measurement m;
+  m.name = need_string(j, path, "name");
+  if (!name_chars_ok(m.name, "_")) fail_at(path + "/name", "must be snake_case [A-Za-z0-9_]");
+  m.unit = need_string(j, path, "unit");
+  if (!is_known_unit(m.unit)) fail_at(path + "/unit", "unknown unit '" + m.unit + "'");
+  m.value = need_number(j, path, "value");
+  if (is_non_negative_unit(m.unit) && m.value < 0) {
+    fail_at(path + "/value", "must not be negative for unit " + m.unit);
+  }
+  if (auto it = j.find("gpu"); it != j.end()) {
+    if (!it->is_number_integer() || it->get<long long>() < 0 || it->get<long long>() > 1024) {
+      fail_at(path + "/gpu", "must be a GPU index (integer >= 0)");
+    }
+    m.gpu = it->get<int>();
+  }
+  m.port = opt_string(j, path, "port");
+  if (auto it = j.find("threshold"); it != j.end() && !it->is_null()) {
+    m.threshold = parse_threshold(*it, path + "/threshold", m.unit);
+  }
+  return m;
+}
+
+CheckResult parse_check(const json& j, const std::string& path) {
+  only_keys(j, path,
+            {"check", "short_name", "status", "measurements", "message", "fault_code", "duration_s"});
+  CheckResult r;
+  r.check = need_string(j, path, "check");
+  if (!name_chars_ok(r.check, "_")) fail_at(path + "/check", "must be snake_case [A-Za-z0-9_]");
+  if (auto sn = opt_string(j, path, "short_name")) {
+    if (sn->empty() || sn->size() > 16 || !name_chars_ok(*sn, "-_"))
+      fail_at(path + "/short_name", "must be 1-16 characters [A-Za-z0-9_-]");
+    r.short_name = *sn;
+  }
+  auto st = status_from_string(need_string(j, path, "status"));
+  if (!st) fail_at(path + "/status", "must be one of pass, warn, fail, error, skipped");
+  r.status = *st;
+  const json& ms = need(j, path, "measurements");
+  if (!ms.is_array()) fail_at(path + "/measurements", "must be an array");
+  for (size_t i = 0; i < ms.size(); ++i) {
+    r.measurements.push_back(parse_measurement(ms[i], path + "/measurements/" + std::to_string(i)));
+  }
+  r.message = need_string(j, path, "message", /*allow_empty=*/true);
+  r.fault_code = opt_string(j, path, "fault_code").value_or("");
+  if (j.contains("duration_s")) {
+    r.duration_s = need_number(j, path, "duration_s");
+    if (r.duration_s < 0) fail_at(path + "/duration_s", "must not be negative");
+  }
+  return r;
+}
+
+NodeReport parse_report(const json& j, const std::string& path) {
+  only_keys(j, path, {"schema_version", "node", "k8s_node", "sku", "job_id", "run_id", "start_time",
+                      "end_time", "checks"});
+  NodeReport r;
+  const json& v = need(j, path, "schema_version");
+  if (!v.is_number_integer()) fail_at(path + "/schema_version", "must be an integer");
+  if (v.get<long long>() != kNodeReportSchemaVersion) {
+    fail_at(path + "/schema_version", "unsupported version " + v.dump() + " (this build reads " +
+                                          std::to_string(kNodeReportSchemaVersion) + ")");
+  }
+  r.node = need_string(j, path, "node");
+  if (!name_chars_ok(r.node, "._-")) fail_at(path + "/node", "not a valid node name");
+  r.k8s_node = opt_string(j, path, "k8s_node");
+  if (r.k8s_node && !name_chars_ok(*r.k8s_node, "._-")) fail_at(path + "/k8s_node", "not a valid node name");
+  r.sku = need_string(j, path, "sku");
+  r.job_id = opt_string(j, path, "job_id");
+  r.run_id = need_string(j, path, "run_id");
+  if (!name_chars_ok(r.run_id, "._:-")) fail_at(path + "/run_id", "must match [A-Za-z0-9._:-]+");
+  r.start_time = need_string(j, path, "start_time");
+  r.end_time = need_string(j, path, "end_time");
+  auto t0 = parse_rfc3339(r.start_time);
+  if (!t0) fail_at(path + "/start_time", "not an RFC 3339 time");
+  auto t1 = parse_rfc3339(r.end_time);
+  if (!t1) fail_at(path + "/end_time", "not an RFC 3339 time");
+  if (*t1 < *t0) fail_at(path + "/end_time", "is before start_time");
+  const json& cs = need(j, path, "checks");
+  if (!cs.is_array()) fail_at(path + "/checks", "must be an array");
+  for (size_t i = 0; i < cs.size(); ++i) {
+    const std::string at = path + "/checks/" + std::to_string(i);
+    r.checks.push_back(parse_check(cs[i], at));
+    // One result per check: the drainer keeps per-check state and metric series.
+    for (size_t k = 0; k + 1 < r.checks.size(); ++k) {
+      if (r.checks[k].check == r.checks.back().check)
+        fail_at(at + "/check", "duplicate check '" + r.checks.back().check + "' (also at " + path +
+                                   "/checks/" + std::to_string(k) + ")");
+    }
+  }
+  return r;
+}
+
+std::string describe(const FieldError& e) { return e.path + ": " + e.what; }
+
+}  // namespace
+
+Parsed<NodeReport> parse_node_report(const json& j) {
+  Parsed<NodeReport> out;
+  try {
+    out.value = parse_report(j, "");
+  } catch (const FieldError& e) {
+    out.error = describe(e);
+  }
+  return out;
+}
+
+Parsed<CheckResult> parse_check_result(const json& j) {
+  Parsed<CheckResult> out;
+  try {
+    out.value = parse_check(j, "");
+  } catch (const FieldError& e) {
+    out.error = describe(e);
+  }
+  return out;
+}
+
+Parsed<NodeReport> parse_node_report(std::string_view text) {
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return {std::nullopt, "/: not valid JSON"};
+  return parse_node_report(j);
+}
+
+Parsed<std::vector<NodeReport>> parse_node_reports(std::string_view text) {
+  Parsed<std::vector<NodeReport>> out;
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) {
+    out.error = "/: not valid JSON";
+    return out;
+  }
+  try {
+    std::vector<NodeReport> reports;
+    if (j.is_array()) {
+      if (j.empty()) fail_at("/", "empty batch");
+      for (size_t i = 0; i < j.size(); ++i) reports.push_back(parse_report(j[i], "/" + std::to_string(i)));
+    } else {
+      reports.push_back(parse_report(j, ""));
+    }
+    out.value = std::move(reports);
+  } catch (const FieldError& e) {
+    out.error = describe(e);
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------- reasons
+
+namespace {
+
+std::string compact_number(double v) {
+  char buf[64];
+  if (std::fabs(v - std::round(v)) < 1e-9 && std::fabs(v) < 1e15) {
+    std::snprintf(buf, sizeof buf, "%.0f", v);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.1f", v);
+  }
+  return buf;
+}
+
+// "gpu3 busbw 151<180GB/s": the value, the violated comparison and the bound.
+std::string figure_of(const Measurement& m) {
+  std::string out;
+  if (m.gpu) out += "gpu" + std::to_string(*m.gpu) + " ";
+  if (m.port) out += *m.port + " ";
+  out += m.name + " " + compact_number(m.value);
+  const Threshold& t = *m.threshold;
+  double bound = m.status() == Status::kFail ? t.fail : t.warn.value_or(t.fail);
+  out += (t.op == Op::kGe ? "<" : ">") + compact_number(bound);
+  if (m.unit != "count" && m.unit != "bool") out += m.unit;
+  return out;
+}
+
+
+}  // namespace
+
+std::string measurement_figure(const Measurement& m) { return figure_of(m); }
+
+std::string reason_detail(const CheckResult& r) {
+  std::string detail;
+  // The measurement that breaches its bound furthest decides the figures shown first.
+  const Measurement* worst = nullptr;
+  double worst_ratio = -1;
+  for (const auto& m : r.measurements) {
+    if (!m.threshold || m.status() != r.status || r.status == Status::kPass) continue;
+    double bound = m.status() == Status::kFail ? m.threshold->fail : m.threshold->warn.value_or(m.threshold->fail);
+    double ratio = std::fabs(m.value - bound) / (std::fabs(bound) + 1.0);
+    if (ratio > worst_ratio) {
+      worst_ratio = ratio;
+      worst = &m;
+    }
+  }
+  // Figures read best for continuous values ("busbw 151<180GB/s"); for counts and flags the
+  // check's own message ("gpu5 nvlink4 down") says more than "nvlink_links_down 1>0".
+  bool continuous = worst && worst->unit != "count" && worst->unit != "bool";
+  if (worst && (continuous || r.message.empty())) {
+    detail = figure_of(*worst);
+  } else if (!r.message.empty()) {
+    detail = r.message;
+  } else {
+    detail = std::string(to_string(r.status));
+  }
+  return detail;
+}
+
+
+}  // namespace vigil

@@ -1,0 +1,163 @@
+// NodeReport delivery: POST with retry/backoff, spool on final failure. See report_client.h.
+#include "vigil/report/report_client.h"
+
+#include <fcntl.h>
+#include <httplib.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+namespace vigil {
+namespace {
+
+struct Url {
+  std::string scheme_host_port;  // what httplib::Client takes
+  std::string path;
+};
+
+Result<Url> parse_url(const std::string& url) {
+  auto sep = url.find("://");
+  if (sep == std::string::npos ||
+      (url.compare(0, sep, "http") != 0 && url.compare(0, sep, "https") != 0))
+    return Error{"report URL must start with http:// or https://: '" + url + "'", "parse_url"};
+  auto slash = url.find('/', sep + 3);
+  Url u;
+  u.scheme_host_port = url.substr(0, slash);
+  u.path = slash == std::string::npos ? "" : url.substr(slash);
+  if (u.path.empty() || u.path == "/") u.path = "/v1/reports";
+  if (u.scheme_host_port.size() <= sep + 3)
+    return Error{"report URL has no host: '" + url + "'", "parse_url"};
+  return u;
+}
+
+std::string safe_name(const std::string& s) {
+  std::string out;
+  for (char c : s)
+    out +=
+        (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.') ? c : '_';
+  return out.empty() ? "_" : out;
+}
+
+Result<std::string> read_token(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Error{"cannot read token file", "read_token(" + path + ")"};
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string t = ss.str();
+  while (!t.empty() && (t.back() == '\n' || t.back() == '\r' || t.back() == ' ')) t.pop_back();
+  return t;
+}
+
+bool retryable(int status) {
+  return status == 0 || status == 408 || status == 429 || status >= 500;
+}
+
+}  // namespace
+
+Result<std::string> spool_report(const NodeReport& report, const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return Error{ec.message(), "create_directories(" + dir + ")"};
+  const std::string base = safe_name(report.node) + "-" + safe_name(report.run_id) + ".json";
+  const std::string final_path = dir + "/" + base;
+  const std::string tmp = dir + "/." + base + ".tmp";
+  const std::string body = to_json(report).dump();
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
+  if (fd < 0) return Error{std::strerror(errno), "open(" + tmp + ")"};
+  size_t off = 0;
+  while (off < body.size()) {
+    ssize_t n = ::write(fd, body.data() + off, body.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      std::string e = std::strerror(errno);
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      return Error{e, "write(" + tmp + ")"};
+    }
+    off += static_cast<size_t>(n);
+  }
+  if (::fsync(fd) != 0) {
+    std::string e = std::strerror(errno);
+    ::close(fd);
+    return Error{e, "fsync(" + tmp + ")"};
+  }
+  ::close(fd);
+  if (::rename(tmp.c_str(), final_path.c_str()) != 0)
+    return Error{std::strerror(errno), "rename(" + final_path + ")"};
+  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
+  if (dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
+  }
+  return final_path;
+}
+
+Result<PostOutcome> post_report(const NodeReport& report, const ReportClientOptions& opts) {
+  PostOutcome out;
+  auto sleep = opts.sleep ? opts.sleep : [](int ms) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+  };
+  std::string token;
+  std::string setup_error;
+  if (!opts.token_file.empty()) {
+    auto t = read_token(opts.token_file);
+    if (t.ok())
+      token = t.value();
+    else
+      setup_error = t.error().to_string();
+  }
+  auto url = parse_url(opts.url);
+  if (!url.ok()) setup_error = url.error().to_string();
+
+  if (setup_error.empty()) {
+    httplib::Client cli(url->scheme_host_port);
+    cli.set_connection_timeout(opts.timeout_ms / 1000, (opts.timeout_ms % 1000) * 1000);
+    cli.set_read_timeout(opts.timeout_ms / 1000, (opts.timeout_ms % 1000) * 1000);
+    cli.set_write_timeout(opts.timeout_ms / 1000, (opts.timeout_ms % 1000) * 1000);
+    cli.set_tcp_nodelay(true);
+    httplib::Headers headers;
+    if (!token.empty()) headers.emplace("Authorization", "Bearer " + token);
+    const std::string body = to_json(report).dump();
+    int backoff = std::max(1, opts.initial_backoff_ms);
+    for (int attempt = 1; attempt <= std::max(1, opts.max_attempts); ++attempt) {
+      out.attempts = attempt;
+      auto res = cli.Post(url->path.c_str(), headers, body, "application/json");
+      if (res) {
+        out.last_http_status = res->status;
+        if (res->status >= 200 && res->status < 300) {
+          out.delivered = true;
+          return out;
+        }
+        out.last_error = "HTTP " + std::to_string(res->status) + ": " + res->body.substr(0, 300);
+        if (!retryable(res->status)) break;
+        if (res->has_header("Retry-After")) {
+          int ra = std::atoi(res->get_header_value("Retry-After").c_str());
+          if (ra > 0) backoff = std::max(backoff, std::min(ra * 1000, opts.max_backoff_ms));
+        }
+      } else {
+        out.last_http_status = 0;
+        out.last_error = "connection: " + httplib::to_string(res.error());
+      }
+      if (attempt < opts.max_attempts) {
+        sleep(backoff);
+        backoff = std::min(backoff * 2, std::max(opts.max_backoff_ms, 1));
+      }
+    }
+  } else {
+    out.last_error = setup_error;
+  }
+  if (opts.spool_dir.empty())
+    return Error{"not delivered and no spool dir: " + out.last_error,
+                 "post_report(" + opts.url + ")"};
+  VIGIL_TRY(out.spooled_path, spool_report(report, opts.spool_dir));
+  return out;
+}
+
+}  // namespace vigil

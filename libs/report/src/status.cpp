@@ -1,0 +1,54 @@
+#include "vigil/report/status.h"
+
+namespace vigil {
+
+std::string_view to_string(Status s) {
+  switch (s) {
+    case Status::kPass: return "pass";
+    case Status::kWarn: return "warn";
+    case Status::kFail: return "fail";
+    case Status::kError: return "error";
+    case Status::kSkipped: return "skipped";
+  }
+  return "error";
+}
+
+std::optional<Status> status_from_string(std::string_view s) {
+  for (Status st : {Status::kPass, Status::kWarn, Status::kFail, Status::kError, Status::kSkipped}) {
+    if (to_string(st) == s) return st;
+  }
+  return std::nullopt;
+}
+
+namespace {
+// Higher wins when results are combined. skipped ranks with pass: not applicable is not unhealthy.
+int rank(Status s) {
+  switch (s) {
+    case Status::kPass:
+    case Status::kSkipped: return 0;
+    case Status::kWarn: return 1;
+    case Status::kError: return 2;
+    case Status::kFail: return 3;
+  }
+  return 2;
+}
+}  // namespace
+
+Status combine(Status a, Status b) {
+  if (rank(a) != rank(b)) return rank(a) > rank(b) ? a : b;
+  // Equal rank: pass beats skipped so a run with one passing check reports pass.
+  return a == Status::kPass ? a : b;
+}
+
+int exit_code_for(Status overall) {
+  switch (overall) {
+    case Status::kPass:
+    case Status::kSkipped: return 0;
+    case Status::kFail: return 1;
+    case Status::kWarn: return 2;
+    case Status::kError: return 3;
+  }
+  return 3;
+}
+
+}  // namespace vigil

@@ -1,0 +1,26 @@
+#pragma once
+// Slurm drain reasons and ownership: the one place that knows Vigil's "vigil:" prefix.
+// A reason reads "vigil: <short name> <detail>": plain `sinfo -R` prints only 20 characters, so
+// the prefix and the check's short name come first. Vigil only ever lifts a drain whose reason
+// starts with its prefix, and never touches a DOWN, FAIL or MAINT node.
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include "vigil/slurm/slurm_api.h"
+
+namespace vigil::slurm {
+
+inline constexpr std::string_view kReasonPrefix = "vigil:";
+
+// "vigil: <short_name> <detail>", sanitized (printable ASCII, runs of blanks and control
+// characters folded into one space), at most max_len characters.
+std::string make_reason(std::string_view short_name, std::string_view detail,
+                        size_t max_len = 200);
+
+bool reason_is_vigil(std::string_view reason);
+bool untouchable(const SlurmNodeInfo& n);  // DOWN, FAIL or MAINT: never touched
+bool drained_by_vigil(const SlurmNodeInfo& n);
+bool drained_by_other(const SlurmNodeInfo& n);
+
+}  // namespace vigil::slurm

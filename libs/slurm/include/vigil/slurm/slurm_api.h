@@ -1,0 +1,42 @@
+#pragma once
+// Thin interface over libslurm so the policy engine and tests can swap it. The real
+// implementation (slurm_client.cpp) calls slurm_load_node / slurm_update_node only; it never
+// shells out to scontrol.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "vigil/base/result.h"
+
+namespace vigil::slurm {
+
+struct SlurmNodeInfo {
+  std::string name;
+  std::string state;        // base state as Slurm prints it: IDLE, ALLOCATED, MIXED, DOWN, ...
+  bool drain = false;       // DRAIN flag set (DRAINING or DRAINED)
+  bool down = false;        // base state DOWN
+  bool fail = false;        // FAIL flag
+  bool not_responding = false;
+  bool maint = false;       // MAINT flag (reservation)
+  bool reserved = false;    // RESERVED flag
+  std::string reason;       // current reason, empty if none
+  std::vector<std::string> partitions;
+};
+
+class SlurmApi {
+ public:
+  virtual ~SlurmApi() = default;
+  virtual Result<std::vector<SlurmNodeInfo>> load_nodes() = 0;
+  // One RPC for all nodes (hostlist in node_names). reason is used verbatim (already sanitized).
+  virtual VoidResult drain(const std::vector<std::string>& nodes, const std::string& reason) = 0;
+  // UNDRAIN: clears the drain flag only, so a DOWN node never becomes IDLE.
+  virtual VoidResult undrain(const std::vector<std::string>& nodes) = 0;
+};
+
+// Real libslurm client. conf_path: slurm.conf to use (empty: SLURM_CONF / default).
+std::unique_ptr<SlurmApi> make_libslurm_api(const std::string& conf_path = "");
+
+// Compresses names into a Slurm hostlist expression ("gpu-[0-3,7]").
+std::string to_hostlist(const std::vector<std::string>& nodes);
+
+}  // namespace vigil::slurm

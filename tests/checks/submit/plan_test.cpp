@@ -1,0 +1,313 @@
+// vigil-submit planning on in-memory node and job lists (no Slurm).
+#include "vigil/submit/plan.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <set>
+
+namespace {
+
+using vigil::slurm::SlurmJobInfo;
+using vigil::slurm::SlurmNodeInfo;
+using vigil::submit::Action;
+using vigil::submit::plan_submissions;
+using vigil::submit::SubmitOptions;
+using vigil::submit::SubmitPlan;
+
+slurm::SlurmNodeInfo idle(const std::string& name) {
+  slurm::SlurmNodeInfo n;
+  n.name = name;
+  n.state = "IDLE";
+  n.partitions = {"gpu", "vigil"};
+  return n;
+}
+
+SubmitOptions options() {
+  SubmitOptions o;
+  o.job_script = "/etc/vigil/vigil-check.sbatch";
+  o.run_id = "r1";
+  o.seed = 42;
+  return o;
+}
+
+const vigil::submit::NodeVerdict& verdict(const SubmitPlan& p, const std::string& node) {
+  auto it = std::find_if(p.verdicts.begin(), p.verdicts.end(),
+                         [&](const auto& v) { return v.node == node; });
+  if (it == p.verdicts.end()) throw std::runtime_error("no verdict for " + node);
+  return *it;
+}
+
+bool has_arg(const std::vector<std::string>& argv, const std::string& arg) {
+  return std::find(argv.begin(), argv.end(), arg) != argv.end();
+}
+
+TEST(SubmitPlan, one_sbatch_per_idle_node_with_every_required_option) {
+  SubmitOptions o = options();
+  o.partition = "vigil";
+  o.qos = "high";
+  o.account = "ops";
+  o.reservation = "vigil-maint";
+  o.time_limit = "20:00";
+  const SubmitPlan p = plan_submissions({idle("gpu-1"), idle("gpu-0")}, {}, o);
+  ASSERT_EQ(p.jobs.size(), 2u);
+  EXPECT_TRUE(p.rechecks.empty());
+  const auto& argv = p.jobs[0].argv;  // sorted by node
+  EXPECT_EQ(argv[0], "sbatch");
+  for (const char* a : {"--nodelist=gpu-0", "--exclusive", "--no-requeue", "--time=20:00",
+                        "--job-name=vigil-check", "--comment=vigil:r1", "--partition=vigil",
+                        "--qos=high", "--account=ops", "--reservation=vigil-maint", "--nodes=1"}) {
+    EXPECT_TRUE(has_arg(argv, a)) << a << " missing in " << vigil::submit::shell_join(argv);
+  }
+  EXPECT_EQ(argv.back(), "/etc/vigil/vigil-check.sbatch");
+  EXPECT_EQ(p.jobs[1].nodes, std::vector<std::string>{"gpu-1"});
+  EXPECT_EQ(verdict(p, "gpu-0").action, Action::kSubmit);
+}
+
+TEST(SubmitPlan, skips_down_fail_not_responding_and_foreign_drains_with_the_reason) {
+  slurm::SlurmNodeInfo down = idle("n-down");
+  down.down = true;
+  down.state = "DOWN";
+  down.reason = "Not responding";
+  slurm::SlurmNodeInfo fail = idle("n-fail");
+  fail.fail = true;
+  slurm::SlurmNodeInfo silent = idle("n-silent");
+  silent.not_responding = true;
+  slurm::SlurmNodeInfo admin = idle("n-admin");
+  admin.drain = true;
+  admin.reason = "bad dimm, ticket 42";
+  slurm::SlurmNodeInfo nhc = idle("n-nhc");
+  nhc.drain = true;
+  nhc.reason = "NHC: vigil: lookalike";  // prefix must be at the start
+  const SubmitPlan p =
+      plan_submissions({down, fail, silent, admin, nhc, idle("n-ok")}, {}, options());
+  ASSERT_EQ(p.jobs.size(), 1u);
+  EXPECT_EQ(p.jobs[0].nodes[0], "n-ok");
+  EXPECT_TRUE(p.rechecks.empty());
+  EXPECT_EQ(verdict(p, "n-down").why, "DOWN: Not responding");
+  EXPECT_EQ(verdict(p, "n-fail").why, "FAIL");
+  EXPECT_EQ(verdict(p, "n-silent").why, "NOT_RESPONDING");
+  EXPECT_EQ(verdict(p, "n-admin").why, "drained by someone else: bad dimm, ticket 42");
+  EXPECT_EQ(verdict(p, "n-nhc").action, Action::kSkip);
+  for (const auto& v : p.verdicts) {
+    if (v.node != "n-ok") {
+      EXPECT_EQ(v.action, Action::kSkip) << v.node;
+    }
+  }
+}
+
+TEST(SubmitPlan, reserved_or_maint_nodes_are_used_only_with_a_reservation) {
+  slurm::SlurmNodeInfo maint = idle("gpu-0");
+  maint.maint = true;
+  slurm::SlurmNodeInfo resv = idle("gpu-1");
+  resv.reserved = true;
+  SubmitPlan p = plan_submissions({maint, resv}, {}, options());
+  EXPECT_TRUE(p.jobs.empty());
+  EXPECT_NE(verdict(p, "gpu-0").why.find("MAINT"), std::string::npos);
+  EXPECT_NE(verdict(p, "gpu-1").why.find("reserved"), std::string::npos);
+  SubmitOptions o = options();
+  o.reservation = "vigil";
+  p = plan_submissions({maint, resv}, {}, o);
+  EXPECT_EQ(p.jobs.size(), 2u);
+}
+
+TEST(SubmitPlan, never_stacks_a_second_vigil_job_on_a_node) {
+  slurm::SlurmJobInfo pending{101, "vigil-check", "vigil:old", "PENDING", true, {"gpu-0"}};
+  slurm::SlurmJobInfo running_by_comment{102, "custom", "vigil:old", "RUNNING", true, {"gpu-1", "gpu-2"}};
+  slurm::SlurmJobInfo finished{103, "vigil-check", "vigil:old", "COMPLETED", false, {"gpu-3"}};
+  slurm::SlurmJobInfo user{104, "train", "", "RUNNING", true, {"gpu-4"}};
+  const SubmitPlan p =
+      plan_submissions({idle("gpu-0"), idle("gpu-1"), idle("gpu-2"), idle("gpu-3"), idle("gpu-4")},
+                       {pending, running_by_comment, finished, user}, options());
+  std::set<std::string> submitted;
+  for (const auto& j : p.jobs) submitted.insert(j.nodes[0]);
+  EXPECT_EQ(submitted, (std::set<std::string>{"gpu-3", "gpu-4"}));
+  EXPECT_EQ(verdict(p, "gpu-0").why, "vigil job 101 already PENDING");
+  EXPECT_EQ(verdict(p, "gpu-2").why, "vigil job 102 already RUNNING");
+}
+
+TEST(SubmitPlan, caps_node_jobs_with_a_seeded_random_subset) {
+  std::vector<slurm::SlurmNodeInfo> nodes;
+  for (int i = 0; i < 1000; ++i) nodes.push_back(idle("sim-" + std::to_string(i)));
+  SubmitOptions o = options();
+  o.max_jobs = 200;
+  const SubmitPlan a = plan_submissions(nodes, {}, o);
+  ASSERT_EQ(a.jobs.size(), 200u);
+  size_t capped = 0;
+  for (const auto& v : a.verdicts) {
+    if (v.action == Action::kSkip) {
+      ++capped;
+      EXPECT_NE(v.why.find("--max-jobs 200"), std::string::npos);
+    }
+  }
+  EXPECT_EQ(capped, 800u);
+  // Same seed, same subset; another seed, another subset (not just the first 200 names).
+  const SubmitPlan same = plan_submissions(nodes, {}, o);
+  o.seed = 7;
+  const SubmitPlan other = plan_submissions(nodes, {}, o);
+  auto names = [](const SubmitPlan& p) {
+    std::set<std::string> s;
+    for (const auto& j : p.jobs) s.insert(j.nodes[0]);
+    return s;
+  };
+  EXPECT_EQ(names(a), names(same));
+  EXPECT_NE(names(a), names(other));
+  std::set<std::string> first200;
+  for (int i = 0; i < 200; ++i) first200.insert("sim-" + std::to_string(i));
+  EXPECT_NE(names(a), first200);
+}
+
+TEST(SubmitPlan, fabric_jobs_pair_distinct_chosen_nodes_with_two_node_allocations) {
+  SubmitOptions o = options();
+  o.fabric = true;
+  const SubmitPlan p = plan_submissions(
+      {idle("gpu-0"), idle("gpu-1"), idle("gpu-2"), idle("gpu-3"), idle("gpu-4")}, {}, o);
+  std::vector<const vigil::submit::PlannedCommand*> fabric;
+  for (const auto& j : p.jobs)
+    if (j.kind == "fabric") fabric.push_back(&j);
+  ASSERT_EQ(fabric.size(), 2u);
+  std::set<std::string> paired;
+  for (const auto* f : fabric) {
+    ASSERT_EQ(f->nodes.size(), 2u);
+    EXPECT_NE(f->nodes[0], f->nodes[1]);
+    paired.insert(f->nodes.begin(), f->nodes.end());
+    EXPECT_TRUE(has_arg(f->argv, "--nodes=2"));
+    EXPECT_TRUE(has_arg(f->argv, "--nodelist=" + f->nodes[0] + "," + f->nodes[1]));
+    EXPECT_TRUE(has_arg(f->argv, "--export=ALL,VIGIL_MODE=fabric,VIGIL_RUN_ID=r1"));
+  }
+  EXPECT_EQ(paired.size(), 4u);  // no node in two pairs; one of five has no partner
+  size_t without = 0;
+  for (const auto& v : p.verdicts)
+    if (v.why.find("no fabric partner") != std::string::npos) ++without;
+  EXPECT_EQ(without, 1u);
+}
+
+TEST(SubmitPlan, fabric_partners_share_a_partition_and_the_job_asks_for_it) {
+  SubmitOptions o = options();
+  o.fabric = true;
+  std::vector<slurm::SlurmNodeInfo> nodes;
+  for (int i = 0; i < 6; ++i) {
+    slurm::SlurmNodeInfo n = idle("h100-" + std::to_string(i));
+    n.partitions = {"h100"};
+    nodes.push_back(n);
+    slurm::SlurmNodeInfo m = idle("a100-" + std::to_string(i));
+    m.partitions = {"a100", "all"};
+    nodes.push_back(m);
+  }
+  for (uint64_t seed : {1u, 2u, 3u}) {
+    o.seed = seed;
+    const SubmitPlan p = plan_submissions(nodes, {}, o);
+    int pairs = 0;
+    for (const auto& j : p.jobs) {
+      if (j.kind != "fabric") continue;
+      ++pairs;
+      const std::string part = j.nodes[0].substr(0, 4);
+      EXPECT_EQ(j.nodes[1].substr(0, 4), part) << j.nodes[0] << " + " << j.nodes[1];
+      EXPECT_TRUE(has_arg(j.argv, "--partition=" + part)) << part;
+    }
+    EXPECT_EQ(pairs, 6);
+  }
+  o.partition = "all";  // --partition given: every job asks for that one, and only that one
+  const SubmitPlan p = plan_submissions(nodes, {}, o);
+  for (const auto& j : p.jobs) {
+    if (j.kind != "fabric") continue;
+    EXPECT_TRUE(has_arg(j.argv, "--partition=all"));
+    EXPECT_FALSE(has_arg(j.argv, "--partition=a100"));
+  }
+}
+
+TEST(SubmitPlan, nodes_drained_by_vigil_get_an_srun_no_allocate_recheck_not_an_sbatch) {
+  slurm::SlurmNodeInfo ours = idle("gpu-2");
+  ours.drain = true;
+  ours.reason = "vigil: remap gpu3 pending 1>0";
+  SubmitOptions o = options();
+  o.recheck_script_text = "#!/bin/bash\nvigil-check run\n";
+  SubmitPlan p = plan_submissions({idle("gpu-1"), ours}, {}, o);
+  ASSERT_EQ(p.jobs.size(), 1u);
+  EXPECT_EQ(p.jobs[0].nodes[0], "gpu-1");
+  ASSERT_EQ(p.rechecks.size(), 1u);
+  const auto& argv = p.rechecks[0].argv;
+  EXPECT_EQ(argv[0], "srun");
+  EXPECT_TRUE(has_arg(argv, "--no-allocate"));
+  EXPECT_TRUE(has_arg(argv, "--nodelist=gpu-2"));
+  EXPECT_TRUE(has_arg(argv, o.recheck_script_text));
+  EXPECT_EQ(verdict(p, "gpu-2").action, Action::kRecheck);
+  // A vigil drain of a node that is also DOWN cannot run anything.
+  ours.down = true;
+  p = plan_submissions({ours}, {}, o);
+  EXPECT_TRUE(p.rechecks.empty());
+  // DRAINING (user jobs still running): not yet.
+  ours.down = false;
+  ours.state = "MIXED";
+  p = plan_submissions({ours}, {}, o);
+  EXPECT_TRUE(p.rechecks.empty());
+  EXPECT_NE(verdict(p, "gpu-2").why.find("draining"), std::string::npos);
+  ours.state = "IDLE";
+  // Re-checks off: skipped, and said so.
+  ours.down = false;
+  o.recheck = false;
+  p = plan_submissions({ours}, {}, o);
+  EXPECT_TRUE(p.rechecks.empty());
+  EXPECT_NE(verdict(p, "gpu-2").why.find("--no-recheck"), std::string::npos);
+}
+
+TEST(SubmitPlan, caps_rechecks_and_honours_the_node_and_partition_filters) {
+  std::vector<slurm::SlurmNodeInfo> nodes;
+  for (int i = 0; i < 5; ++i) {
+    slurm::SlurmNodeInfo n = idle("gpu-" + std::to_string(i));
+    n.drain = true;
+    n.reason = "vigil: ecc";
+    nodes.push_back(n);
+  }
+  slurm::SlurmNodeInfo other = idle("cpu-0");
+  other.partitions = {"cpu"};
+  nodes.push_back(other);
+  SubmitOptions o = options();
+  o.max_rechecks = 2;
+  o.partition = "gpu";
+  SubmitPlan p = plan_submissions(nodes, {}, o);
+  EXPECT_EQ(p.rechecks.size(), 2u);
+  EXPECT_EQ(verdict(p, "cpu-0").why, "not in partition gpu");
+  EXPECT_NE(verdict(p, "gpu-4").why.find("--max-rechecks 2"), std::string::npos);
+  o.nodes = {"gpu-3", "gpu-9"};
+  p = plan_submissions(nodes, {}, o);
+  ASSERT_EQ(p.verdicts.size(), 2u);
+  EXPECT_EQ(verdict(p, "gpu-9").why, "unknown to slurmctld");
+  EXPECT_EQ(p.rechecks.size(), 1u);
+}
+
+TEST(SubmitPlan, plans_a_10000_node_fleet_with_a_50000_job_queue_quickly) {
+  std::vector<slurm::SlurmNodeInfo> nodes;
+  for (int i = 0; i < 10000; ++i) nodes.push_back(idle("sim-" + std::to_string(i)));
+  std::vector<slurm::SlurmJobInfo> jobs;
+  for (int i = 0; i < 50000; ++i) {
+    const bool vigil = i % 100 == 0;  // 500 vigil jobs, the rest user jobs
+    jobs.push_back({static_cast<uint32_t>(i + 1),
+                    vigil ? "vigil-check" : "train",
+                    "",
+                    "RUNNING",
+                    true,
+                    {"sim-" + std::to_string(vigil ? i / 100 : i % 10000)}});
+  }
+  const auto start = std::chrono::steady_clock::now();
+  const SubmitPlan p = plan_submissions(nodes, jobs, options());
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(p.jobs.size(), 200u);
+  EXPECT_EQ(p.verdicts.size(), 10000u);
+  size_t busy = 0;
+  for (const auto& v : p.verdicts)
+    if (v.why.find("already RUNNING") != std::string::npos) ++busy;
+  EXPECT_EQ(busy, 500u);
+  EXPECT_LT(ms, 2000.0);
+  std::printf("planned 10000 nodes / 50000 jobs in %.1f ms\n", ms);
+}
+
+TEST(SubmitPlan, shell_join_quotes_only_what_the_shell_would_split) {
+  EXPECT_EQ(vigil::submit::shell_join({"sbatch", "--comment=vigil:r1", "a b", "it's"}),
+            "sbatch --comment=vigil:r1 'a b' 'it'\\''s'");
+}
+
+}  // namespace

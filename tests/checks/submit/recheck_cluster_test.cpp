@@ -1,0 +1,358 @@
+// Re-checking a node Vigil drained, against the real local Slurm cluster (docs/recheck.md):
+// vigil-submit submits the checks (sbatch), the drainer drains gpu-2 (fake NVML: row remap
+// pending); vigil-submit re-checks it with `srun -Z` while it stays DRAINED with its vigil reason;
+// after the fixture is repaired, resume_after (2) passing re-checks make the drainer UNDRAIN it.
+// A user job submitted with --nodelist=gpu-2 meanwhile stays PENDING until the resume.
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <stdlib.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "background_process.h"
+#include "local_slurm_cluster.h"
+#include "run_command.h"
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using vigil::testing::BackgroundProcess;
+using vigil::testing::CommandOptions;
+using vigil::testing::CommandResult;
+using vigil::testing::LocalSlurmCluster;
+
+namespace {
+
+class ScratchDir {
+ public:
+  ScratchDir() {
+    char tmpl[] = "/tmp/vigil-submit-test.XXXXXX";
+    if (mkdtemp(tmpl) == nullptr) throw std::runtime_error("mkdtemp failed");
+    path_ = tmpl;
+    fs::permissions(path_, fs::perms::owner_all | fs::perms::others_exec | fs::perms::group_exec);
+  }
+  ~ScratchDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+struct Sample {
+  std::chrono::system_clock::time_point at;
+  std::string node_state;  // sinfo %T
+  std::string reason;      // sinfo %E
+  std::string user_job_state;
+};
+
+std::string trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+class RecheckTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    cluster_ = std::make_unique<LocalSlurmCluster>();
+    const std::string src = VIGIL_SOURCE_DIR;
+    fixtures_ = scratch_.path() + "/fixtures";
+    fs::copy(src + "/tests/fixtures/nodes", fixtures_, fs::copy_options::recursive);
+    const std::string config = scratch_.path() + "/drainer.yaml";
+    std::ofstream(config) << "listen: {address: 127.0.0.1, port: 0}\n"
+                          << "auth: disabled\n"
+                          << "state_dir: " << scratch_.path() << "/drainer-state\n"
+                          << "policy:\n  defaults: {drain_after: 1, resume_after: 2}\n"
+                          << "slurm: {enabled: true, conf: " << cluster_->slurm_conf()
+                          << ", batch_window_ms: 50}\n"
+                          << "kubernetes: {enabled: false}\n";
+    drainer_ = std::make_unique<BackgroundProcess>(
+        std::vector<std::string>{VIGIL_DRAINER_BINARY, "serve", "--config", config},
+        scratch_.path() + "/drainer.log");
+    auto addr = drainer_->wait_for_log("listening on 127.0.0.1:", 60s);
+    ASSERT_TRUE(addr) << drainer_->log();
+    port_ = std::stoi(*addr);
+  }
+
+  void TearDown() override {
+    stop_monitor();
+    if (drainer_) drainer_->stop();
+    if (cluster_) cluster_->stop();
+  }
+
+  // vigil-submit as the CronJob runs it, with the check pointed at the fake hardware.
+  CommandResult submit(const std::vector<std::string>& extra) {
+    std::vector<std::string> argv = {
+        VIGIL_SUBMIT_BINARY,
+        "--job-script=" + std::string(VIGIL_SOURCE_DIR) + "/cronjobs/vigil-check.sbatch",
+        "--partition=vigil",
+        "--interval-ms=0",
+        "--time=5:00",
+        "--recheck-timeout-s=240",
+        "--sbatch-arg=--output=" + scratch_.path() + "/%x-%j.out"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    CommandOptions o;
+    o.timeout = 300s;
+    o.env = {{"VIGIL_CHECK", std::string(VIGIL_SOURCE_DIR) + "/tests/submit/fake-node-check.sh"},
+             {"VIGIL_FAKE_CHECK", VIGIL_CHECK_BINARY},
+             {"VIGIL_FAKE_NVML_LIB", VIGIL_FAKE_NVML_LIBRARY},
+             {"VIGIL_FIXTURES_DIR", fixtures_},
+             {"VIGIL_THRESHOLDS", std::string(VIGIL_SOURCE_DIR) + "/checks/thresholds"},
+             {"VIGIL_STATE_DIR", scratch_.path() + "/node-state/%n"},
+             {"VIGIL_SPOOL_DIR", scratch_.path() + "/spool"},
+             {"VIGIL_REPORT_URL", "http://127.0.0.1:" + std::to_string(port_) + "/v1/reports"},
+             // Fabric jobs: host backend (no GPU here), small messages.
+             {"VIGIL_ALLREDUCE", VIGIL_ALLREDUCE_BINARY},
+             {"VIGIL_FABRIC_BACKEND", "host"},
+             {"VIGIL_FABRIC_SIZES", "1M,4M"}};
+    return cluster_->run(argv, o);
+  }
+
+  std::pair<std::string, std::string> node_state(const std::string& node) {
+    const auto r = cluster_->run({"sinfo", "-h", "-N", "-p", "vigil", "-n", node, "-o", "%T|%E"});
+    const std::string line = trim(r.out);
+    const auto bar = line.find('|');
+    if (bar == std::string::npos) return {line, ""};
+    return {line.substr(0, bar), line.substr(bar + 1)};
+  }
+
+  bool wait_until(const std::function<bool()>& cond, std::chrono::seconds timeout) {
+    const auto end = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < end) {
+      if (cond()) return true;
+      std::this_thread::sleep_for(200ms);
+    }
+    return cond();
+  }
+
+  void start_monitor(const std::string& node, long user_job) {
+    monitoring_ = true;
+    monitor_ = std::thread([this, node, user_job] {
+      while (monitoring_) {
+        Sample s;
+        s.at = std::chrono::system_clock::now();
+        std::tie(s.node_state, s.reason) = node_state(node);
+        s.user_job_state = cluster_->job_field(user_job, "JobState");
+        {
+          std::lock_guard<std::mutex> lock(samples_mutex_);
+          samples_.push_back(s);
+        }
+        std::this_thread::sleep_for(150ms);
+      }
+    });
+  }
+  void stop_monitor() {
+    monitoring_ = false;
+    if (monitor_.joinable()) monitor_.join();
+  }
+
+  ScratchDir scratch_;
+  std::unique_ptr<LocalSlurmCluster> cluster_;
+  std::unique_ptr<BackgroundProcess> drainer_;
+  std::string fixtures_;
+  int port_ = 0;
+  std::thread monitor_;
+  std::atomic<bool> monitoring_{false};
+  std::mutex samples_mutex_;
+  std::vector<Sample> samples_;
+};
+
+std::vector<long> job_ids(const std::string& json_text) {
+  std::vector<long> ids;
+  const auto j = nlohmann::json::parse(json_text);
+  for (const auto& c : j.at("commands")) {
+    if (!c.at("job_id").get<std::string>().empty()) {
+      ids.push_back(std::stol(c.at("job_id").get<std::string>()));
+    }
+  }
+  return ids;
+}
+
+nlohmann::json recheck_of(const std::string& json_text, const std::string& node) {
+  const auto j = nlohmann::json::parse(json_text);
+  for (const auto& c : j.at("commands")) {
+    if (c.at("kind") == "recheck" && c.at("nodes").at(0) == node) return c;
+  }
+  return nullptr;
+}
+
+TEST_F(RecheckTest,
+       drained_node_is_rechecked_with_srun_no_allocate_and_resumed_no_user_job_between) {
+  // 1. The scheduled run: one sbatch per node; gpu-2's report fails (row remap) -> drained.
+  auto first = submit({"--json"});
+  ASSERT_EQ(first.exit_code, 0) << first.describe();
+  const auto ids = job_ids(first.out);
+  ASSERT_EQ(ids.size(), 4u) << first.out;
+  ASSERT_TRUE(cluster_->wait_for_jobs(ids, 240s)) << first.out;
+  ASSERT_TRUE(wait_until([&] { return node_state("gpu-2").second.rfind("vigil:", 0) == 0; }, 60s))
+      << "gpu-2 not drained by vigil: " << node_state("gpu-2").first << " "
+      << node_state("gpu-2").second << "\n"
+      << drainer_->log();
+  EXPECT_NE(node_state("gpu-2").first.find("drain"), std::string::npos);
+  for (const char* healthy : {"gpu-0", "gpu-1", "gpu-3"}) {
+    EXPECT_EQ(node_state(healthy).first, "idle") << healthy << "\n" << drainer_->log();
+  }
+  const auto sinfo_r = cluster_->run({"sinfo", "-R", "-h", "-o", "%20E|%N"});
+  EXPECT_NE(sinfo_r.out.find("vigil: remap"), std::string::npos) << sinfo_r.out;
+
+  // 2. A user job that wants exactly that node.
+  std::string why;
+  const auto user_job =
+      cluster_->submit({"--nodelist=gpu-2", "--job-name=user-train", "--wrap=sleep 1"}, {}, &why);
+  ASSERT_TRUE(user_job) << why;
+  start_monitor("gpu-2", *user_job);
+
+  // 3. Re-check while still broken: srun -Z runs the check, the node stays drained.
+  auto still_bad = submit({"--json", "--nodes=gpu-2"});
+  ASSERT_EQ(still_bad.exit_code, 0) << still_bad.describe();
+  auto rc = recheck_of(still_bad.out, "gpu-2");
+  ASSERT_FALSE(rc.is_null()) << still_bad.out;
+  EXPECT_EQ(rc.at("exit_code"), 1) << rc.dump(2);  // vigil-check: some check failed
+  EXPECT_TRUE(job_ids(still_bad.out).empty()) << "no sbatch for a drained node";
+  EXPECT_EQ(cluster_->job_field(*user_job, "JobState"), "PENDING");
+
+  // 4. Repair the node's fake hardware; resume_after = 2 passing re-checks.
+  fs::copy_file(std::string(VIGIL_SOURCE_DIR) + "/tests/fixtures/nvml/healthy_8x_h100.json",
+                fixtures_ + "/gpu-2/nvml.json", fs::copy_options::overwrite_existing);
+  auto pass1 = submit({"--json", "--nodes=gpu-2"});
+  ASSERT_EQ(pass1.exit_code, 0) << pass1.describe();
+  rc = recheck_of(pass1.out, "gpu-2");
+  ASSERT_FALSE(rc.is_null()) << pass1.out;
+  EXPECT_EQ(rc.at("exit_code"), 0) << rc.dump(2);
+  std::this_thread::sleep_for(1s);  // the drainer's batch window; one pass must not resume
+  EXPECT_EQ(node_state("gpu-2").second.rfind("vigil:", 0), 0u) << node_state("gpu-2").second;
+  EXPECT_EQ(cluster_->job_field(*user_job, "JobState"), "PENDING");
+
+  auto pass2 = submit({"--json", "--nodes=gpu-2"});
+  ASSERT_EQ(pass2.exit_code, 0) << pass2.describe();
+  ASSERT_TRUE(
+      wait_until([&] { return node_state("gpu-2").first.find("drain") == std::string::npos; }, 60s))
+      << node_state("gpu-2").first << "\n"
+      << drainer_->log();
+  ASSERT_TRUE(cluster_->wait_for_jobs({*user_job}, 120s));
+  stop_monitor();
+  EXPECT_EQ(cluster_->job_field(*user_job, "JobState"), "COMPLETED");
+
+  // 5. What the monitor saw: while the node was drained the reason was vigil's and the user job
+  // was PENDING; the user job ran only once the node was no longer drained.
+  std::lock_guard<std::mutex> lock(samples_mutex_);
+  ASSERT_GT(samples_.size(), 5u);
+  size_t drained_samples = 0;
+  for (const Sample& s : samples_) {
+    const bool drained = s.node_state.find("drain") != std::string::npos;
+    if (drained) {
+      ++drained_samples;
+      EXPECT_EQ(s.reason.rfind("vigil:", 0), 0u) << "reason lost during the re-check: " << s.reason;
+      EXPECT_EQ(s.user_job_state, "PENDING") << "user job state while drained";
+    }
+    if (s.user_job_state == "RUNNING" || s.user_job_state == "COMPLETED") {
+      EXPECT_FALSE(drained) << "user job ran on a drained node";
+    }
+  }
+  EXPECT_GT(drained_samples, 3u);
+  // srun -Z leaves no job record: only the 4 sbatch jobs and the user job exist.
+  const auto jobs = cluster_->run({"squeue", "-h", "-t", "all", "-o", "%j"});
+  EXPECT_EQ(jobs.out.find("recheck"), std::string::npos) << jobs.out;
+}
+
+// The real libslurm readers behind the plan: an admin drain, a DOWN node and a pending vigil job
+// are skipped with their reason; --dry-run prints the sbatch lines and submits nothing.
+TEST_F(RecheckTest, dry_run_reads_slurm_skips_with_reasons_and_submits_nothing) {
+  ASSERT_EQ(
+      cluster_
+          ->run({"scontrol", "update", "nodename=gpu-1", "state=drain", "reason=admin: bad dimm"})
+          .exit_code,
+      0);
+  ASSERT_EQ(cluster_->run({"scontrol", "update", "nodename=gpu-0", "state=down", "reason=cable"})
+                .exit_code,
+            0);
+  // A vigil job that cannot start (gpu-1 is drained by the admin) stays PENDING on gpu-1,gpu-3.
+  std::string why;
+  const auto pending =
+      cluster_->submit({"--nodelist=gpu-1,gpu-3", "--nodes=2", "--job-name=vigil-check",
+                        "--comment=vigil:earlier", "--wrap=true"},
+                       {}, &why);
+  ASSERT_TRUE(pending) << why;
+  auto r = submit({"--dry-run"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_NE(r.out.find("sbatch --parsable --job-name=vigil-check"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--nodelist=gpu-2 "), std::string::npos) << r.out;
+  for (const char* node : {"gpu-0 ", "gpu-1 ", "gpu-3 "}) {
+    EXPECT_EQ(r.out.find(std::string("--nodelist=") + node), std::string::npos) << node << r.out;
+  }
+  EXPECT_NE(r.out.find("DOWN: cable"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("drained by someone else: admin: bad dimm"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("vigil job " + std::to_string(*pending) + " already PENDING"),
+            std::string::npos)
+      << r.out;
+  // Nothing was submitted: the queue holds only the pending job.
+  const auto q = cluster_->run({"squeue", "-h", "-o", "%i"});
+  EXPECT_EQ(trim(q.out), std::to_string(*pending)) << q.out;
+}
+
+// --fabric: a 2-node sbatch job runs vigil-check fabric, the all_reduce across the pair (one
+// rank per node here, host backend on loopback), next to the per-node jobs. Both nodes get a
+// report in the drainer. Loopback is far below the H100 fabric threshold, so the pair fails;
+// one slow pair cannot say which node is at fault (drain_after 3 for fabric_allreduce_ib), so
+// neither node is drained.
+TEST_F(RecheckTest,
+       fabric_job_reports_the_pair_result_for_both_nodes_and_one_slow_pair_drains_nothing) {
+  if (std::string(VIGIL_ALLREDUCE_BINARY).empty()) GTEST_SKIP() << "vigil-allreduce not built";
+  auto r = submit(
+      {"--json", "--fabric", "--fabric-ranks-per-node=1", "--nodes=gpu-0,gpu-1", "--run-id=fab1"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  const auto j = nlohmann::json::parse(r.out);
+  long fabric_job = 0;
+  std::vector<long> all;
+  for (const auto& c : j.at("commands")) {
+    ASSERT_FALSE(c.at("job_id").get<std::string>().empty()) << c.dump();
+    const long id = std::stol(c.at("job_id").get<std::string>());
+    all.push_back(id);
+    if (c.at("kind") == "fabric") fabric_job = id;
+  }
+  ASSERT_EQ(all.size(), 3u) << r.out;  // 2 node jobs + 1 fabric job
+  ASSERT_NE(fabric_job, 0) << r.out;
+  ASSERT_TRUE(cluster_->wait_for_jobs(all, 300s));
+  const std::string log = scratch_.path() + "/vigil-check-" + std::to_string(fabric_job) + ".out";
+  std::ifstream in(log);
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_EQ(cluster_->job_field(fabric_job, "NodeList"), "gpu-[0-1]");
+  EXPECT_EQ(cluster_->job_field(fabric_job, "ExitCode"), "1:0") << text.str();  // verdict: fail
+  EXPECT_NE(text.str().find("pair gpu-0,gpu-1 (2 ranks)"), std::string::npos) << text.str();
+  EXPECT_NE(text.str().find("FAIL    "), std::string::npos) << text.str();
+  EXPECT_NE(text.str().find("pair gpu-0+gpu-1: busbw "), std::string::npos) << text.str();
+  EXPECT_NE(text.str().find("report for gpu-1 delivered"), std::string::npos) << text.str();
+
+  httplib::Client cli("127.0.0.1", port_);
+  for (const char* node : {"gpu-0", "gpu-1"}) {
+    nlohmann::json state;
+    for (int i = 0; i < 100; ++i) {  // the report may still be on its way
+      auto res = cli.Get(std::string("/v1/nodes/") + node);
+      if (res && res->status == 200) {
+        state = nlohmann::json::parse(res->body);
+        if (state.at("checks").contains("fabric_allreduce_ib")) break;
+      }
+      std::this_thread::sleep_for(100ms);
+    }
+    ASSERT_TRUE(state.is_object() && state.at("checks").contains("fabric_allreduce_ib"))
+        << node << ": " << state.dump();
+    const auto& fab = state.at("checks").at("fabric_allreduce_ib");
+    EXPECT_EQ(fab.at("last_status"), "fail") << state.dump();
+    EXPECT_EQ(fab.at("consecutive_fails"), 1) << state.dump();
+    EXPECT_FALSE(state.at("drained_by_vigil").get<bool>()) << state.dump();
+    EXPECT_EQ(node_state(node).first, "idle") << node;
+  }
+}
+
+}  // namespace

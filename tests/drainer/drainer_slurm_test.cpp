@@ -1,0 +1,382 @@
+// Issue 4 against the real local Slurm cluster (gpu-[0-3]): `vigil-drainer serve` receives
+// NodeReports over HTTP and drains / resumes through libslurm. Every test starts its own
+// drainer process (state dir under /tmp, removed after) and checks Slurm with sinfo/scontrol.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "slurm_test_cluster.h"
+#include "vigil/report/report.h"
+
+namespace {
+
+using vigil::testing::SlurmTestCluster;
+using Json = nlohmann::json;
+
+constexpr const char* kToken = "integration-test-token-0123456789";
+
+bool eventually(const std::function<bool()>& pred, int seconds = 60) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+  return pred();
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// One failing or passing result of a real check name with one measurement.
+vigil::CheckResult result(const std::string& check, vigil::Status st, const std::string& name,
+                          double value, double fail_at, vigil::Op op, const std::string& unit,
+                          const std::string& fault) {
+  vigil::CheckResult c;
+  c.check = check;
+  c.status = st;
+  vigil::Measurement m;
+  m.name = name;
+  m.value = value;
+  m.unit = unit;
+  m.gpu = 3;
+  vigil::Threshold t;
+  t.op = op;
+  t.fail = fail_at;
+  t.unit = unit;
+  m.threshold = t;
+  c.measurements.push_back(m);
+  if (st == vigil::Status::kFail) {
+    c.message = name + " out of bounds";
+    c.fault_code = fault;
+  }
+  return c;
+}
+
+// nvml_ecc is a fatal check: one failing report drains.
+vigil::CheckResult ecc(bool fail) {
+  return result("nvml_ecc", fail ? vigil::Status::kFail : vigil::Status::kPass,
+                "volatile_uncorrected_ecc", fail ? 2 : 0, 0, vigil::Op::kLe, "count",
+                "VIGIL-NVML-DBE");
+}
+// gpu_gemm is configured with drain_after 2 below.
+vigil::CheckResult gemm(bool fail) {
+  return result("gpu_gemm", fail ? vigil::Status::kFail : vigil::Status::kPass, "gemm_bf16_tflops",
+                fail ? 300 : 750, 700, vigil::Op::kGe, "TFLOP/s", "VIGIL-CUDA-GEMM-SLOW");
+}
+
+vigil::NodeReport report(const std::string& node, const std::string& run_id,
+                         std::vector<vigil::CheckResult> checks) {
+  vigil::NodeReport r;
+  r.node = node;
+  r.sku = "h100-sxm5-80gb";
+  r.run_id = run_id;
+  const auto now = static_cast<int64_t>(std::time(nullptr));
+  r.start_time = vigil::rfc3339_utc(now - 30);
+  r.end_time = vigil::rfc3339_utc(now);
+  r.checks = std::move(checks);
+  return r;
+}
+
+// A `vigil-drainer serve` child process, logs in <dir>/drainer.log.
+class DrainerProcess {
+ public:
+  explicit DrainerProcess(std::string dir) : dir_(std::move(dir)) {}
+  ~DrainerProcess() { kill_now(SIGKILL); }
+
+  bool start(const std::string& config) {
+    const std::string log = dir_ + "/drainer.log";
+    log_offset_ = std::filesystem::exists(log) ? std::filesystem::file_size(log) : 0;
+    pid_ = fork();
+    if (pid_ < 0) return false;
+    if (pid_ == 0) {
+      setpgid(0, 0);
+      int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+      if (fd >= 0) {
+        dup2(fd, 1);
+        dup2(fd, 2);
+      }
+      execl(VIGIL_DRAINER_BINARY, "vigil-drainer", "serve", "--config", config.c_str(),
+            static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    // Port 0 in the config: the drainer says where it listens, then that it is ready.
+    return eventually(
+        [&] {
+          std::string text = read_file(log).substr(log_offset_);
+          std::smatch m;
+          if (text.find("vigil-drainer: ready") == std::string::npos) return false;
+          if (!std::regex_search(text, m, std::regex(R"(listening on [0-9.]+:(\d+))")))
+            return false;
+          port_ = std::stoi(m[1].str());
+          return true;
+        },
+        30);
+  }
+
+  // SIGTERM (orderly) or SIGKILL (crash); waits for the exit.
+  void kill_now(int sig) {
+    if (pid_ <= 0) return;
+    kill(pid_, sig);
+    int status = 0;
+    for (int i = 0; i < 150 && waitpid(pid_, &status, WNOHANG) == 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    if (waitpid(pid_, &status, WNOHANG) == 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, &status, 0);
+    }
+    pid_ = -1;
+  }
+
+  int post(const std::vector<vigil::NodeReport>& reports) {
+    Json body = Json::array();
+    for (const auto& r : reports) body.push_back(vigil::to_json(r));
+    httplib::Client cli("127.0.0.1", port_);
+    cli.set_bearer_token_auth(kToken);
+    cli.set_read_timeout(30, 0);
+    auto res = cli.Post("/v1/reports", body.dump(), "application/json");
+    return res ? res->status : -1;
+  }
+
+  Json node(const std::string& name) {
+    httplib::Client cli("127.0.0.1", port_);
+    cli.set_bearer_token_auth(kToken);
+    auto res = cli.Get(("/v1/nodes/" + name).c_str());
+    if (!res || res->status != 200) return Json();
+    return Json::parse(res->body, nullptr, false);
+  }
+
+  std::string metrics() {
+    httplib::Client cli("127.0.0.1", port_);
+    cli.set_bearer_token_auth(kToken);
+    auto res = cli.Get("/metrics");
+    return res ? res->body : "";
+  }
+
+  std::string log() const { return read_file(dir_ + "/drainer.log"); }
+
+ private:
+  std::string dir_;
+  pid_t pid_ = -1;
+  int port_ = 0;
+  size_t log_offset_ = 0;
+};
+
+class DrainerSlurm : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    cluster_ = SlurmTestCluster::get();
+    ASSERT_NE(cluster_, nullptr);
+    ASSERT_TRUE(cluster_->reset_nodes()) << cluster_->run("sinfo -N; sinfo -R");
+    char tmpl[] = "/tmp/vigil-drainer-it.XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    std::ofstream(dir_ + "/token") << kToken << "\n";
+    drainer_ = std::make_unique<DrainerProcess>(dir_);
+  }
+
+  void TearDown() override {
+    if (HasFailure() && drainer_) std::cerr << "--- drainer log ---\n" << drainer_->log();
+    drainer_.reset();  // kills the drainer
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+
+  // view_max_age_s < 0: the default.
+  std::string write_config(int max_drains = 10, int view_max_age_s = -1) {
+    const std::string path = dir_ + "/drainer.yaml";
+    std::ofstream(path) << "listen: {address: 127.0.0.1, port: 0}\n"
+                        << "auth: {token_file: " << dir_ << "/token}\n"
+                        << "state_dir: " << dir_ << "/state\n"
+                        << "policy:\n"
+                        << "  defaults: {drain_after: 1, resume_after: 2}\n"
+                        << "  checks:\n"
+                        << "    gpu_gemm: {drain_after: 2, resume_after: 2}\n"
+                        << "  fatal_checks: [nvml_ecc]\n"
+                        << "breaker: {max_drains: " << max_drains
+                        << ", max_percent: 100, window_s: 3600}\n"
+                        << "slurm:\n"
+                        << "  conf: " << cluster_->conf() << "\n"
+                        << "  retry_initial_ms: 200\n"
+                        << "  retry_max_ms: 2000\n"
+                        << "  batch_window_ms: 100\n"
+                        << (view_max_age_s < 0
+                                ? std::string()
+                                : "  view_max_age_s: " + std::to_string(view_max_age_s) + "\n")
+                        << "kubernetes: {enabled: false}\n";
+    return path;
+  }
+
+  // "State=... Reason=..." of `scontrol show node`.
+  std::string node_field(const std::string& node, const std::string& field) {
+    std::string out = cluster_->run("scontrol -o show node " + node);
+    std::smatch m;
+    if (field == "Reason") {
+      // Reason is last-but-a-few and may contain spaces: up to " [user@time]".
+      if (std::regex_search(out, m, std::regex(R"(Reason=(.*?) \[)"))) return m[1].str();
+      return "";
+    }
+    if (std::regex_search(out, m, std::regex(field + R"(=(\S+))"))) return m[1].str();
+    return "";
+  }
+
+  bool drained_with(const std::string& node, const std::string& reason_prefix) {
+    return node_field(node, "State").find("DRAIN") != std::string::npos &&
+           node_field(node, "Reason").rfind(reason_prefix, 0) == 0;
+  }
+
+  // The drainer has decided on run_id for node (so a non-change can be asserted).
+  bool decided(const std::string& node, const std::string& run_id) {
+    Json j = drainer_->node(node);
+    return j.is_object() && j.value("last_run_id", "") == run_id;
+  }
+
+  SlurmTestCluster* cluster_ = nullptr;
+  std::string dir_;
+  std::unique_ptr<DrainerProcess> drainer_;
+};
+
+TEST_F(DrainerSlurm, failing_report_drains_the_node_with_the_vigil_reason_in_sinfo_R) {
+  ASSERT_TRUE(drainer_->start(write_config()));
+  ASSERT_EQ(drainer_->post({report("gpu-2", "run-1", {ecc(true)})}), 202);
+  ASSERT_TRUE(eventually([&] { return drained_with("gpu-2", "vigil: ecc"); }))
+      << cluster_->run("scontrol show node gpu-2");
+  std::string sinfo = cluster_->run("sinfo -R");
+  EXPECT_NE(sinfo.find("vigil: ecc"), std::string::npos) << sinfo;
+  EXPECT_NE(sinfo.find("gpu-2"), std::string::npos) << sinfo;
+  EXPECT_EQ(node_field("gpu-1", "State"), "IDLE");
+}
+
+TEST_F(DrainerSlurm, resume_after_passing_reports_resume_the_node) {
+  ASSERT_TRUE(drainer_->start(write_config()));
+  ASSERT_EQ(drainer_->post({report("gpu-2", "run-1", {ecc(true)})}), 202);
+  ASSERT_TRUE(eventually([&] { return drained_with("gpu-2", "vigil: ecc"); }));
+  ASSERT_EQ(drainer_->post({report("gpu-2", "run-2", {ecc(false)})}), 202);
+  ASSERT_TRUE(eventually([&] { return decided("gpu-2", "run-2"); }));
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  EXPECT_TRUE(drained_with("gpu-2", "vigil: ecc")) << "resumed after 1 pass; resume_after is 2";
+  ASSERT_EQ(drainer_->post({report("gpu-2", "run-3", {ecc(false)})}), 202);
+  EXPECT_TRUE(eventually([&] { return node_field("gpu-2", "State") == "IDLE"; }))
+      << cluster_->run("scontrol show node gpu-2");
+  EXPECT_EQ(cluster_->run("sinfo -h -R"), "");
+}
+
+TEST_F(DrainerSlurm, a_node_an_admin_drained_is_never_resumed) {
+  int rc = 0;
+  cluster_->run("scontrol update nodename=gpu-1 state=drain reason='hw ticket 42'", &rc);
+  ASSERT_EQ(rc, 0);
+  ASSERT_TRUE(drainer_->start(write_config()));
+  ASSERT_EQ(drainer_->post({report("gpu-1", "run-1", {ecc(true)})}), 202);
+  for (int i = 2; i <= 4; ++i) {
+    ASSERT_EQ(drainer_->post({report("gpu-1", "run-" + std::to_string(i), {ecc(false)})}), 202);
+  }
+  ASSERT_TRUE(eventually([&] { return decided("gpu-1", "run-4"); }));
+  std::this_thread::sleep_for(std::chrono::seconds(2));  // give a wrong resume time to land
+  EXPECT_TRUE(drained_with("gpu-1", "hw ticket 42")) << cluster_->run("scontrol show node gpu-1");
+}
+
+// Decisions may reuse the node table read by an earlier pass (slurm.view_max_age_s), so a
+// failing report can be decided on a view older than an admin's drain. The sink re-reads Slurm
+// before acting: the admin's reason stays, and the node is not recorded as drained by vigil.
+TEST_F(DrainerSlurm, an_admin_drain_after_the_decisions_view_was_read_is_not_overwritten) {
+  ASSERT_TRUE(drainer_->start(write_config(10, 300)));  // the view is surely reused
+  ASSERT_EQ(drainer_->post({report("gpu-1", "run-1", {ecc(false)})}), 202);
+  ASSERT_TRUE(eventually([&] { return decided("gpu-1", "run-1"); }));
+  int rc = 0;
+  cluster_->run("scontrol update nodename=gpu-1 state=drain reason='hw ticket 77'", &rc);
+  ASSERT_EQ(rc, 0);
+  ASSERT_EQ(drainer_->post({report("gpu-1", "run-2", {ecc(true)})}), 202);
+  ASSERT_TRUE(eventually([&] {
+    return drainer_->node("gpu-1").value("last_action", "") == "drain_skipped";
+  })) << drainer_->node("gpu-1").dump();
+  EXPECT_TRUE(drained_with("gpu-1", "hw ticket 77")) << cluster_->run("scontrol show node gpu-1");
+  EXPECT_FALSE(drainer_->node("gpu-1").value("drained_by_vigil", true));
+}
+
+TEST_F(DrainerSlurm, a_down_node_is_not_touched) {
+  int rc = 0;
+  cluster_->run("scontrol update nodename=gpu-3 state=down reason=admin-down", &rc);
+  ASSERT_EQ(rc, 0);
+  ASSERT_TRUE(drainer_->start(write_config()));
+  ASSERT_EQ(drainer_->post({report("gpu-3", "run-1", {ecc(true)})}), 202);
+  ASSERT_TRUE(eventually([&] { return decided("gpu-3", "run-1"); }));
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  EXPECT_EQ(node_field("gpu-3", "State"), "DOWN") << cluster_->run("scontrol show node gpu-3");
+  EXPECT_EQ(node_field("gpu-3", "Reason"), "admin-down");
+}
+
+TEST_F(DrainerSlurm, the_breaker_stops_mass_drains) {
+  ASSERT_TRUE(drainer_->start(write_config(/*max_drains=*/2)));
+  std::vector<vigil::NodeReport> all;
+  for (int i = 0; i < 4; ++i)
+    all.push_back(report("gpu-" + std::to_string(i), "run-1", {ecc(true)}));
+  ASSERT_EQ(drainer_->post(all), 202);
+  auto drained = [&] {
+    int n = 0;
+    for (int i = 0; i < 4; ++i) n += drained_with("gpu-" + std::to_string(i), "vigil:") ? 1 : 0;
+    return n;
+  };
+  ASSERT_TRUE(eventually([&] { return drained() >= 2; }));
+  ASSERT_TRUE(eventually([&] {
+    for (int i = 0; i < 4; ++i)
+      if (!decided("gpu-" + std::to_string(i), "run-1")) return false;
+    return true;
+  }));
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  EXPECT_EQ(drained(), 2) << cluster_->run("sinfo -R");
+  EXPECT_NE(drainer_->metrics().find("vigil_circuit_breaker_open 1"), std::string::npos);
+}
+
+TEST_F(DrainerSlurm, restart_mid_stream_keeps_state) {
+  const std::string config = write_config();
+  ASSERT_TRUE(drainer_->start(config));
+  // gpu_gemm drains after 2 consecutive fails; the drainer dies (kill -9) between them.
+  ASSERT_EQ(drainer_->post({report("gpu-0", "run-1", {gemm(true)})}), 202);
+  drainer_->kill_now(SIGKILL);
+  EXPECT_EQ(node_field("gpu-0", "State"), "IDLE");
+  ASSERT_TRUE(drainer_->start(config));
+  EXPECT_EQ(drainer_->post({report("gpu-0", "run-1", {gemm(true)})}), 202);  // duplicate: no-op
+  ASSERT_TRUE(eventually([&] { return decided("gpu-0", "run-1"); }));
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  EXPECT_EQ(node_field("gpu-0", "State"), "IDLE") << "a replayed report counted twice";
+  ASSERT_EQ(drainer_->post({report("gpu-0", "run-2", {gemm(true)})}), 202);
+  EXPECT_TRUE(eventually([&] { return drained_with("gpu-0", "vigil: gemm"); }))
+      << cluster_->run("scontrol show node gpu-0");
+}
+
+TEST_F(DrainerSlurm, with_slurmctld_stopped_actions_wait_and_are_applied_when_it_is_back) {
+  ASSERT_TRUE(drainer_->start(write_config()));
+  ASSERT_TRUE(cluster_->stop_controller());
+  ASSERT_EQ(drainer_->post({report("gpu-1", "run-1", {ecc(true)})}), 202);
+  EXPECT_TRUE(eventually(
+      [&] {
+        std::string m = drainer_->metrics();
+        return m.find("vigil_pending_actions{sink=\"slurm\"} 1") != std::string::npos;
+      },
+      30))
+      << drainer_->metrics();
+  EXPECT_NE(drainer_->node("gpu-1").dump(), "null");  // the service stays up and answers
+  ASSERT_TRUE(cluster_->start_controller());
+  EXPECT_TRUE(eventually([&] { return drained_with("gpu-1", "vigil: ecc"); }, 120))
+      << cluster_->run("scontrol show node gpu-1");
+}
+
+}  // namespace

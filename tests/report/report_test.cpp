@@ -1,0 +1,154 @@
+#include "vigil/report/report.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+namespace vigil {
+
+using nlohmann::json;
+
+namespace {
+
+json valid_report() {
+  return json::parse(R"({
+    "schema_version": 1, "node": "gpu-2", "k8s_node": "worker-2", "sku": "H100-SXM5-80GB",
+    "job_id": "42", "run_id": "gpu-2-1763719200-77",
+    "start_time": "2026-11-21T10:00:00Z", "end_time": "2026-11-21T10:00:30Z",
+    "checks": [
+      {"check": "nccl_allreduce_ib", "status": "fail", "message": "", "fault_code": "VIGIL-NCCL-BUSBW",
+       "duration_s": 12.5,
+       "measurements": [{"name": "busbw", "value": 151.2, "unit": "GB/s",
+                         "threshold": {"op": ">=", "fail": 180, "warn": 189, "unit": "GB/s"}}]},
+      {"check": "nvml_row_remap", "status": "pass", "message": "",
+       "measurements": [{"name": "row_remap_pending", "value": 0, "unit": "count", "gpu": 3}]}
+    ]})");
+}
+
+std::string error_of(const json& j) {
+  auto p = parse_node_report(j);
+  EXPECT_FALSE(p.value.has_value());
+  return p.error;
+}
+
+}  // namespace
+
+TEST(NodeReport, valid_report_round_trips) {
+  auto p = parse_node_report(valid_report());
+  ASSERT_TRUE(p) << p.error;
+  EXPECT_EQ(p.value->node, "gpu-2");
+  EXPECT_EQ(p.value->k8s_node, "worker-2");
+  ASSERT_EQ(p.value->checks.size(), 2u);
+  EXPECT_EQ(p.value->checks[1].measurements[0].gpu, 3);
+  EXPECT_EQ(p.value->overall(), Status::kFail);
+  auto again = parse_node_report(to_json(*p.value));
+  ASSERT_TRUE(again) << again.error;
+  EXPECT_EQ(to_json(*again.value), to_json(*p.value));
+}
+
+TEST(NodeReport, unknown_schema_version_is_rejected_naming_the_field) {
+  json j = valid_report();
+  j["schema_version"] = 2;
+  EXPECT_NE(error_of(j).find("/schema_version"), std::string::npos);
+}
+
+TEST(NodeReport, missing_fields_are_named) {
+  for (const char* field : {"node", "run_id", "start_time", "checks", "sku"}) {
+    json j = valid_report();
+    j.erase(field);
+    EXPECT_EQ(error_of(j).rfind(std::string("/") + field + ": missing", 0), 0u) << field;
+  }
+  json j = valid_report();
+  j["checks"][0]["measurements"][0].erase("unit");
+  EXPECT_EQ(error_of(j), "/checks/0/measurements/0/unit: missing required field");
+}
+
+TEST(NodeReport, a_check_reported_twice_is_rejected) {
+  json j = valid_report();
+  j["checks"].push_back(j["checks"][0]);
+  EXPECT_EQ(error_of(j),
+            "/checks/2/check: duplicate check 'nccl_allreduce_ib' (also at /checks/0)");
+}
+
+TEST(NodeReport, negative_bandwidth_and_wrong_units_are_rejected) {
+  json j = valid_report();
+  j["checks"][0]["measurements"][0]["value"] = -1;
+  EXPECT_EQ(error_of(j).rfind("/checks/0/measurements/0/value", 0), 0u);
+  j = valid_report();
+  j["checks"][0]["measurements"][0]["unit"] = "GiB/s";
+  EXPECT_EQ(error_of(j).rfind("/checks/0/measurements/0/unit", 0), 0u);
+  j = valid_report();
+  j["checks"][0]["measurements"][0]["threshold"]["unit"] = "Gb/s";
+  EXPECT_EQ(error_of(j).rfind("/checks/0/measurements/0/threshold/unit", 0), 0u);
+}
+
+TEST(NodeReport, nan_and_infinity_are_rejected) {
+  // JSON has no NaN literal; a sender that writes one produces invalid JSON.
+  auto p = parse_node_report(std::string_view(R"({"schema_version":1,"value":NaN})"));
+  EXPECT_FALSE(p);
+  json j = valid_report();
+  j["checks"][0]["measurements"][0]["value"] = std::numeric_limits<double>::infinity();
+  EXPECT_NE(error_of(j).find("finite"), std::string::npos);
+}
+
+TEST(NodeReport, unknown_fields_status_and_bad_times_are_rejected) {
+  json j = valid_report();
+  j["checks"][0]["extra"] = 1;
+  EXPECT_EQ(error_of(j), "/checks/0/extra: unknown field");
+  j = valid_report();
+  j["checks"][1]["status"] = "ok";
+  EXPECT_EQ(error_of(j).rfind("/checks/1/status", 0), 0u);
+  j = valid_report();
+  j["end_time"] = "2026-11-21T09:00:00Z";
+  EXPECT_EQ(error_of(j).rfind("/end_time", 0), 0u);
+  j = valid_report();
+  j["node"] = "gpu 2; rm -rf";
+  EXPECT_EQ(error_of(j).rfind("/node", 0), 0u);
+}
+
+TEST(NodeReport, batch_parse_names_the_report_index) {
+  json batch = json::array({valid_report(), valid_report()});
+  batch[1]["checks"][0]["status"] = "bogus";
+  auto p = parse_node_reports(batch.dump());
+  EXPECT_FALSE(p);
+  EXPECT_EQ(p.error.rfind("/1/checks/0/status", 0), 0u) << p.error;
+  auto ok = parse_node_reports(json::array({valid_report()}).dump());
+  ASSERT_TRUE(ok) << ok.error;
+  EXPECT_EQ(ok.value->size(), 1u);
+  EXPECT_FALSE(parse_node_reports("[]"));
+  EXPECT_FALSE(parse_node_reports("{not json"));
+}
+
+TEST(ReasonDetail, shows_the_figure_that_breaks_its_bound_furthest) {
+  auto p = parse_node_report(valid_report());
+  ASSERT_TRUE(p);
+  EXPECT_EQ(reason_detail(p.value->checks[0]), "busbw 151.2<180GB/s");
+  // A report from a checker that stamps no short name is named by its check.
+  EXPECT_EQ(reason_name(p.value->checks[0]), "nccl_allreduce_ib");
+}
+
+TEST(ReasonDetail, uses_the_check_message_for_counts) {
+  CheckResult r;
+  r.check = "nvml_row_remap";
+  r.status = Status::kFail;
+  r.message = "gpu3 row remap pending (1)";
+  r.measurements.push_back(
+      {"row_remap_pending", 1, "count", 3, {}, Threshold{Op::kLe, 0, {}, "count", {}}});
+  EXPECT_EQ(reason_detail(r), "gpu3 row remap pending (1)");
+}
+
+TEST(NodeReport, short_name_round_trips_and_is_validated) {
+  json j = valid_report();
+  j["checks"][0]["short_name"] = "nccl-ib";
+  auto p = parse_node_report(j);
+  ASSERT_TRUE(p) << p.error;
+  EXPECT_EQ(p.value->checks[0].short_name, "nccl-ib");
+  EXPECT_EQ(reason_name(p.value->checks[0]), "nccl-ib");
+  EXPECT_EQ(to_json(*p.value)["checks"][0]["short_name"], "nccl-ib");
+  j["checks"][0]["short_name"] = "no spaces allowed";
+  auto bad = parse_node_report(j);
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error.find("/checks/0/short_name"), std::string::npos) << bad.error;
+}
+
+}  // namespace vigil

@@ -1,0 +1,44 @@
+#include "vigil/report/threshold.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace vigil {
+
+TEST(Threshold, greater_equal_bound_with_warn_band) {
+  Threshold t{Op::kGe, 460, 483, "GB/s", {}};
+  EXPECT_EQ(t.evaluate(500), Status::kPass);
+  EXPECT_EQ(t.evaluate(483), Status::kPass);
+  EXPECT_EQ(t.evaluate(470), Status::kWarn);
+  EXPECT_EQ(t.evaluate(460), Status::kWarn);
+  EXPECT_EQ(t.evaluate(459.9), Status::kFail);
+}
+
+TEST(Threshold, less_equal_bound_without_warn) {
+  Threshold t{Op::kLe, 0, std::nullopt, "count", {}};
+  EXPECT_EQ(t.evaluate(0), Status::kPass);
+  EXPECT_EQ(t.evaluate(1), Status::kFail);
+}
+
+TEST(Threshold, non_finite_values_fail) {
+  Threshold t{Op::kGe, 1, std::nullopt, "GB/s", {}};
+  EXPECT_EQ(t.evaluate(std::nan("")), Status::kFail);
+  EXPECT_EQ(t.evaluate(INFINITY), Status::kFail);
+}
+
+TEST(Threshold, validate_rejects_warn_on_the_wrong_side) {
+  EXPECT_EQ(Threshold({Op::kGe, 460, 483, "GB/s", {}}).validate(), "");
+  EXPECT_NE(Threshold({Op::kGe, 460, 400, "GB/s", {}}).validate(), "");
+  EXPECT_NE(Threshold({Op::kLe, 10, 20, "count", {}}).validate(), "");
+  EXPECT_EQ(Threshold({Op::kLe, 20, 10, "count", {}}).validate(), "");
+}
+
+TEST(Threshold, validate_rejects_missing_or_unknown_unit_and_negative_bandwidth) {
+  EXPECT_NE(Threshold({Op::kGe, 1, std::nullopt, "", {}}).validate(), "");
+  EXPECT_NE(Threshold({Op::kGe, 1, std::nullopt, "GiB/s", {}}).validate(), "");
+  EXPECT_NE(Threshold({Op::kGe, -1, std::nullopt, "GB/s", {}}).validate(), "");
+  EXPECT_EQ(Threshold({Op::kGe, -5, std::nullopt, "celsius", {}}).validate(), "");
+}
+
+}  // namespace vigil
