@@ -138,8 +138,8 @@ fi
 
 # 3. vigil-submit, as the CronJob runs it ------------------------------------------------------------
 # TEST/DEMO ONLY wiring: the simulated nodes have no GPUs or InfiniBand, so the job script's
-# vigil-check is tests/submit/fake-node-check.sh (fake NVML + sysfs fixture chosen by node name).
-export VIGIL_CHECK=$repo/tests/submit/fake-node-check.sh VIGIL_FAKE_CHECK=$check_bin \
+# vigil-check is tests/support/fake-node-check.sh (fake NVML + sysfs fixture chosen by node name).
+export VIGIL_CHECK=$repo/tests/support/fake-node-check.sh VIGIL_FAKE_CHECK=$check_bin \
   VIGIL_FAKE_NVML_LIB=$nvml_lib VIGIL_FIXTURES_DIR=$run_dir/fixtures \
   VIGIL_THRESHOLDS=$repo/checks/thresholds VIGIL_STATE_DIR=$run_dir/node-state/%n \
   VIGIL_SPOOL_DIR=$run_dir/spool VIGIL_REPORT_URL=$drainer_url/v1/reports \

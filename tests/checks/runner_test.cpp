@@ -18,6 +18,7 @@ class FakeCheck final : public Check {
  public:
   FakeCheck(std::string name, Behaviour b) : name_(std::move(name)), b_(b) {}
   std::string_view name() const override { return name_; }
+  std::string_view short_name() const override { return "fake"; }
   std::chrono::seconds timeout() const override { return std::chrono::seconds(1); }
   Applies applies(const CheckContext&) const override {
     return b_ == Behaviour::kNotApplicable ? Applies{false, "no widget on this node"} : Applies{};
@@ -65,6 +66,7 @@ TEST(Runner, isolated_check_result_crosses_the_process_boundary) {
   EXPECT_EQ(r.status, Status::kFail);
   EXPECT_EQ(r.message, "busbw 151<180GB/s");
   EXPECT_EQ(r.fault_code, "VIGIL-TEST-BUSBW");
+  EXPECT_EQ(r.short_name, "fake");  // stamped by the runner from the check's own short_name()
   ASSERT_EQ(r.measurements.size(), 1u);
   ASSERT_TRUE(r.measurements[0].threshold.has_value());
 }

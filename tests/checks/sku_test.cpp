@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+
+#include "vigil/checks/registry.h"
 #include <fstream>
 
 namespace vigil {

@@ -1,7 +1,7 @@
 // dashboards/: alert rules pass `promtool check rules` and their firing tests
 // (tests/dashboards/alerts_test.yaml), and a broken rule makes those tests fail; every dashboard
 // is valid JSON with a stable unique uid, a templated Prometheus datasource on every panel, and
-// only metric names the drainer exports (its table in drainer/src/core/metrics.cpp).
+// only metric names the drainer exports (its table in drainer/src/metrics.cpp).
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
@@ -30,7 +30,7 @@ std::string read(const std::string& path) {
 }
 
 std::set<std::string> drainer_metric_names() {
-  const std::string table = read(kSrc + "/drainer/src/core/metrics.cpp");
+  const std::string table = read(kSrc + "/drainer/src/metrics.cpp");
   std::set<std::string> names;
   const std::regex re(R"re(\{"(vigil_[a-z_]+)", "(gauge|counter))re");
   for (std::sregex_iterator it(table.begin(), table.end(), re), end; it != end; ++it)
@@ -74,7 +74,7 @@ TEST(AlertRules, the_firing_tests_catch_a_broken_rule) {
 
 TEST(Dashboards, are_valid_json_with_stable_uids_templated_datasource_and_known_metrics) {
   const auto known = drainer_metric_names();
-  ASSERT_GE(known.size(), 9u) << "metric table not found in drainer/src/core/metrics.cpp";
+  ASSERT_GE(known.size(), 9u) << "metric table not found in drainer/src/metrics.cpp";
   const std::map<std::string, std::string> expected_uids = {{"vigil-fleet.json", "vigil-fleet"},
                                                             {"vigil-node.json", "vigil-node"},
                                                             {"vigil-fabric.json", "vigil-fabric"}};

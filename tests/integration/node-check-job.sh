@@ -6,7 +6,7 @@
 # TEST ONLY: batch script of the issue-2 integration test (vigil_check_cluster_test). Runs
 # `vigil-check run` on the node it lands on and writes <VIGIL_RUN_DIR>/<node>.json. The fake
 # hardware of the simulated node (NVML fixture, sysfs tree, chosen by node name) is wired by the
-# one wrapper tests/submit/fake-node-check.sh, which the demo uses too. host_allreduce runs here
+# one wrapper tests/support/fake-node-check.sh, which the demo uses too. host_allreduce runs here
 # with real MPI (--ntasks=2 gives mpirun two slots); only the checks that need a real GPU are
 # excluded. Production nodes use cronjobs/vigil-check.sbatch.
 #
@@ -30,6 +30,6 @@ if [[ $(id -u) -eq 0 ]]; then
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 fi
 mkdir -p "$run_dir/state/$node"
-exec "$src/tests/submit/fake-node-check.sh" run --format json --output "$run_dir/$node.json" \
+exec "$src/tests/support/fake-node-check.sh" run --format json --output "$run_dir/$node.json" \
   --node "$node" --thresholds "$src/checks/thresholds" --state-dir "$run_dir/state/$node" \
   --allreduce-binary "$build/nccl-bench/vigil-allreduce" "$@"

@@ -34,7 +34,7 @@ class TempDir {
 };
 
 struct Run {
-  nb::LaunchResult launch;
+  vigil::LaunchResult launch;
   std::string json_text;
 };
 
@@ -51,9 +51,9 @@ Run run_allreduce(int ranks, const std::vector<std::string>& args, const TempDir
   argv.insert(argv.end(), args.begin(), args.end());
   argv.push_back("--json");
   argv.push_back(dir.file("run.json"));
-  nb::LaunchOptions o;
+  vigil::LaunchOptions o;
   o.timeout = timeout;
-  auto r = nb::run_command(argv, o);
+  auto r = vigil::run_command(argv, o);
   EXPECT_TRUE(r.ok());
   Run out;
   if (r.ok()) out.launch = *r;

@@ -9,6 +9,7 @@
 
 #include "vigil/ncclbench/bench_result.h"
 #include "vigil/base/process.h"
+#include "vigil/base/strings.h"
 #include "vigil/ncclbench/options.h"
 #include "vigil/ncclbench/parser.h"
 
@@ -152,20 +153,20 @@ CheckResult run_allreduce_check(const CheckContext& ctx, const AllreduceSpec& sp
   const std::string json_path = dir.file("allreduce.json");
   const auto argv = allreduce_command(ctx, spec, binary, json_path);
 
-  nb::LaunchOptions lo;
+  LaunchOptions lo;
   // Our binary ends itself at spec.timeout (watchdog); a site binary has none, we are it.
   lo.timeout = site ? spec.timeout : spec.timeout + kLauncherGrace;
-  auto launched = nb::run_command(argv, lo);
+  auto launched = run_command(argv, lo);
   if (!launched.ok())
     return error(spec.check, "cannot start " + ctx.mpirun + ": " + launched.error().to_string(),
                  std::string(spec.fault_prefix) + "-LAUNCH");
-  const nb::LaunchResult& lr = *launched;
+  const LaunchResult& lr = *launched;
   if (lr.timed_out)
     return timeout_result(spec, spec.timeout, site ? "all_reduce_perf killed" : "mpirun killed");
 
   const std::string what = fs::path(binary).filename().string();
   auto launch_error = [&](const std::string& why) {
-    std::string tail = nb::tail_lines(lr.err.empty() ? lr.out : lr.err, 3);
+    std::string tail = tail_lines(lr.err.empty() ? lr.out : lr.err, 3);
     std::string msg = what + " " + why;
     if (!tail.empty()) msg += ": " + tail;
     if (lr.exit_code == 127) msg += " (is " + binary + " installed? set --allreduce-binary)";

@@ -4,7 +4,7 @@
 #include "vigil/submit/submit.h"
 
 int main(int argc, char** argv) {
-  vigil::submit::RunOptions o;
+  vigil::submit::SubmitRunOptions o;
   vigil::submit::SubmitOptions& p = o.plan;
   CLI::App app{
       "vigil-submit: submits one Vigil health-check job per eligible Slurm node (sbatch), "

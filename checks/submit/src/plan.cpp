@@ -13,13 +13,13 @@ namespace vigil::submit {
 using slurm::SlurmJobInfo;
 using slurm::SlurmNodeInfo;
 
-std::string_view to_string(Action a) {
+std::string_view to_string(PlanStep a) {
   switch (a) {
-    case Action::kSubmit:
+    case PlanStep::kSubmit:
       return "submit";
-    case Action::kRecheck:
+    case PlanStep::kRecheck:
       return "recheck";
-    case Action::kSkip:
+    case PlanStep::kSkip:
       return "skip";
   }
   return "?";
@@ -159,7 +159,7 @@ SubmitPlan plan_submissions(const std::vector<slurm::SlurmNodeInfo>& nodes,
   std::vector<std::string> recheck_candidates;
   for (const slurm::SlurmNodeInfo& n : nodes) {
     if (!wanted.empty() && !wanted.count(n.name)) continue;
-    NodeVerdict v{n.name, Action::kSkip, skip_reason_indexed(n, vigil_jobs, o)};
+    NodeVerdict v{n.name, PlanStep::kSkip, skip_reason_indexed(n, vigil_jobs, o)};
     if (v.why.empty()) {
       if (n.drain) {  // drained by vigil (skip_reason filtered every other drain)
         recheck_candidates.push_back(n.name);
@@ -170,7 +170,7 @@ SubmitPlan plan_submissions(const std::vector<slurm::SlurmNodeInfo>& nodes,
     verdicts[n.name] = std::move(v);
   }
   for (const std::string& name : o.nodes) {
-    if (!verdicts.count(name)) verdicts[name] = {name, Action::kSkip, "unknown to slurmctld"};
+    if (!verdicts.count(name)) verdicts[name] = {name, PlanStep::kSkip, "unknown to slurmctld"};
   }
 
   // Random subset under the cap: a large fleet is covered over several runs instead of
@@ -190,7 +190,7 @@ SubmitPlan plan_submissions(const std::vector<slurm::SlurmNodeInfo>& nodes,
   std::sort(chosen_sorted.begin(), chosen_sorted.end());
   for (const std::string& name : chosen_sorted) {
     plan.jobs.push_back(node_job(name, o));
-    verdicts[name].action = Action::kSubmit;
+    verdicts[name].action = PlanStep::kSubmit;
     verdicts[name].why = "node job";
   }
   if (o.fabric) {
@@ -224,7 +224,7 @@ SubmitPlan plan_submissions(const std::vector<slurm::SlurmNodeInfo>& nodes,
       continue;
     }
     plan.rechecks.push_back(recheck_cmd(recheck_candidates[i], o));
-    v.action = Action::kRecheck;
+    v.action = PlanStep::kRecheck;
     v.why = "drained by vigil: srun -Z re-check (node stays drained)";
   }
   for (auto& [name, v] : verdicts) plan.verdicts.push_back(std::move(v));

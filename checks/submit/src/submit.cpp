@@ -107,8 +107,8 @@ void print_table(const SubmitPlan& plan, const std::vector<CommandOutcome>& outc
 
 }  // namespace
 
-int run_submit(const RunOptions& ro) {
-  RunOptions o = ro;
+int run_submit(const SubmitRunOptions& ro) {
+  SubmitRunOptions o = ro;
   if (o.plan.run_id.empty()) o.plan.run_id = default_run_id();
   if (o.plan.seed == 0) o.plan.seed = static_cast<uint64_t>(std::time(nullptr));
   if (o.plan.recheck && o.plan.recheck_script_text.empty()) {

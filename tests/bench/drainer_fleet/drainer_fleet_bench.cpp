@@ -84,7 +84,7 @@ vigil::NodeReport failing_report(const std::string& node, int i, bool distinct, 
 }
 
 // Counts nodes in [first, first+count) that are drained with a reason starting with prefix.
-int count_drained(slurm::SlurmApi& api, int first, int count, const std::string& prefix, int* total) {
+int count_drained(vigil::slurm::SlurmApi& api, int first, int count, const std::string& prefix, int* total) {
   auto nodes = api.load_nodes();
   if (!nodes.ok()) {
     std::fprintf(stderr, "load_nodes: %s\n", nodes.error().to_string().c_str());
@@ -99,11 +99,11 @@ int count_drained(slurm::SlurmApi& api, int first, int count, const std::string&
   return n;
 }
 
-// Forwards to the real slurm::SlurmApi and accounts for the time spent in each call, so the bench can
+// Forwards to the real vigil::slurm::SlurmApi and accounts for the time spent in each call, so the bench can
 // say where the drainer's time goes (Slurm RPCs vs its own work).
-class TimedSlurmApi final : public slurm::SlurmApi {
+class TimedSlurmApi final : public vigil::slurm::SlurmApi {
  public:
-  explicit TimedSlurmApi(std::shared_ptr<slurm::SlurmApi> real) : real_(std::move(real)) {}
+  explicit TimedSlurmApi(std::shared_ptr<vigil::slurm::SlurmApi> real) : real_(std::move(real)) {}
   vigil::Result<std::vector<vigil::slurm::SlurmNodeInfo>> load_nodes() override {
     auto t0 = Clock::now();
     auto r = real_->load_nodes();
@@ -134,7 +134,7 @@ class TimedSlurmApi final : public slurm::SlurmApi {
   double load_ms = 0, update_ms = 0;
 
  private:
-  std::shared_ptr<slurm::SlurmApi> real_;
+  std::shared_ptr<vigil::slurm::SlurmApi> real_;
 };
 
 struct DrainerRun {
@@ -144,7 +144,7 @@ struct DrainerRun {
   int decided = 0;
   int left = 0;
   bool ok = false;
-  int loads = 0, updates = 0;  // slurm::SlurmApi calls during decide+apply
+  int loads = 0, updates = 0;  // vigil::slurm::SlurmApi calls during decide+apply
   double load_ms = 0, update_ms = 0;
 };
 
@@ -153,7 +153,7 @@ struct DrainerRun {
 // that has been running: the timed decisions may then reuse the Slurm view that cycle read
 // (slurm.view_max_age_s), while the sink still re-reads Slurm before acting. Otherwise the
 // failing reports are the first thing the drainer sees (cold: it reads Slurm twice).
-DrainerRun run_drainer(std::shared_ptr<slurm::SlurmApi> api, const std::string& conf,
+DrainerRun run_drainer(std::shared_ptr<vigil::slurm::SlurmApi> api, const std::string& conf,
                        const std::string& state_dir, int first, int count, bool distinct,
                        bool steady) {
   DrainerRun out;
@@ -260,7 +260,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   setenv("SLURM_CONF", conf.c_str(), 1);  // for the scontrol baseline
-  std::shared_ptr<slurm::SlurmApi> api = vigil::slurm::make_libslurm_api(conf);
+  std::shared_ptr<vigil::slurm::SlurmApi> api = vigil::slurm::make_libslurm_api(conf);
 
   int total = 0;
   auto t0 = Clock::now();
@@ -277,7 +277,7 @@ int main(int argc, char** argv) {
   const std::string state_root = tmpl;
   bool all_ok = true;
 
-  // 1. The slurm::SlurmApi alone: one drain() call over a 1,000-node hostlist.
+  // 1. The vigil::slurm::SlurmApi alone: one drain() call over a 1,000-node hostlist.
   const auto sink_nodes = node_range(0, count);
   t0 = Clock::now();
   auto sink = api->drain(sink_nodes, "vigil: gemm gemm_bf16_tflops 100<700TFLOP/s");
@@ -316,7 +316,7 @@ int main(int argc, char** argv) {
   auto row = [&](const std::string& name, double ms, int drained) {
     std::printf("%-58s %10.1f %9d %7.1fx\n", name.c_str(), ms, drained, scontrol_ms / ms);
   };
-  row("slurm::SlurmApi::drain, one hostlist RPC", sink_ms, sink_drained);
+  row("vigil::slurm::SlurmApi::drain, one hostlist RPC", sink_ms, sink_drained);
   row("drainer decide+apply, shared reason", same_total, same_drained);
   row("  (ingest with fsync before that: " + std::to_string(static_cast<int>(same.ingest_ms)) +
           " ms)",

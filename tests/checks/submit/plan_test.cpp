@@ -12,13 +12,13 @@ namespace {
 
 using vigil::slurm::SlurmJobInfo;
 using vigil::slurm::SlurmNodeInfo;
-using vigil::submit::Action;
+using vigil::submit::PlanStep;
 using vigil::submit::plan_submissions;
 using vigil::submit::SubmitOptions;
 using vigil::submit::SubmitPlan;
 
-slurm::SlurmNodeInfo idle(const std::string& name) {
-  slurm::SlurmNodeInfo n;
+SlurmNodeInfo idle(const std::string& name) {
+  SlurmNodeInfo n;
   n.name = name;
   n.state = "IDLE";
   n.partitions = {"gpu", "vigil"};
@@ -63,22 +63,22 @@ TEST(SubmitPlan, one_sbatch_per_idle_node_with_every_required_option) {
   }
   EXPECT_EQ(argv.back(), "/etc/vigil/vigil-check.sbatch");
   EXPECT_EQ(p.jobs[1].nodes, std::vector<std::string>{"gpu-1"});
-  EXPECT_EQ(verdict(p, "gpu-0").action, Action::kSubmit);
+  EXPECT_EQ(verdict(p, "gpu-0").action, PlanStep::kSubmit);
 }
 
 TEST(SubmitPlan, skips_down_fail_not_responding_and_foreign_drains_with_the_reason) {
-  slurm::SlurmNodeInfo down = idle("n-down");
+  SlurmNodeInfo down = idle("n-down");
   down.down = true;
   down.state = "DOWN";
   down.reason = "Not responding";
-  slurm::SlurmNodeInfo fail = idle("n-fail");
+  SlurmNodeInfo fail = idle("n-fail");
   fail.fail = true;
-  slurm::SlurmNodeInfo silent = idle("n-silent");
+  SlurmNodeInfo silent = idle("n-silent");
   silent.not_responding = true;
-  slurm::SlurmNodeInfo admin = idle("n-admin");
+  SlurmNodeInfo admin = idle("n-admin");
   admin.drain = true;
   admin.reason = "bad dimm, ticket 42";
-  slurm::SlurmNodeInfo nhc = idle("n-nhc");
+  SlurmNodeInfo nhc = idle("n-nhc");
   nhc.drain = true;
   nhc.reason = "NHC: vigil: lookalike";  // prefix must be at the start
   const SubmitPlan p =
@@ -90,18 +90,18 @@ TEST(SubmitPlan, skips_down_fail_not_responding_and_foreign_drains_with_the_reas
   EXPECT_EQ(verdict(p, "n-fail").why, "FAIL");
   EXPECT_EQ(verdict(p, "n-silent").why, "NOT_RESPONDING");
   EXPECT_EQ(verdict(p, "n-admin").why, "drained by someone else: bad dimm, ticket 42");
-  EXPECT_EQ(verdict(p, "n-nhc").action, Action::kSkip);
+  EXPECT_EQ(verdict(p, "n-nhc").action, PlanStep::kSkip);
   for (const auto& v : p.verdicts) {
     if (v.node != "n-ok") {
-      EXPECT_EQ(v.action, Action::kSkip) << v.node;
+      EXPECT_EQ(v.action, PlanStep::kSkip) << v.node;
     }
   }
 }
 
 TEST(SubmitPlan, reserved_or_maint_nodes_are_used_only_with_a_reservation) {
-  slurm::SlurmNodeInfo maint = idle("gpu-0");
+  SlurmNodeInfo maint = idle("gpu-0");
   maint.maint = true;
-  slurm::SlurmNodeInfo resv = idle("gpu-1");
+  SlurmNodeInfo resv = idle("gpu-1");
   resv.reserved = true;
   SubmitPlan p = plan_submissions({maint, resv}, {}, options());
   EXPECT_TRUE(p.jobs.empty());
@@ -114,10 +114,10 @@ TEST(SubmitPlan, reserved_or_maint_nodes_are_used_only_with_a_reservation) {
 }
 
 TEST(SubmitPlan, never_stacks_a_second_vigil_job_on_a_node) {
-  slurm::SlurmJobInfo pending{101, "vigil-check", "vigil:old", "PENDING", true, {"gpu-0"}};
-  slurm::SlurmJobInfo running_by_comment{102, "custom", "vigil:old", "RUNNING", true, {"gpu-1", "gpu-2"}};
-  slurm::SlurmJobInfo finished{103, "vigil-check", "vigil:old", "COMPLETED", false, {"gpu-3"}};
-  slurm::SlurmJobInfo user{104, "train", "", "RUNNING", true, {"gpu-4"}};
+  SlurmJobInfo pending{101, "vigil-check", "vigil:old", "PENDING", true, {"gpu-0"}};
+  SlurmJobInfo running_by_comment{102, "custom", "vigil:old", "RUNNING", true, {"gpu-1", "gpu-2"}};
+  SlurmJobInfo finished{103, "vigil-check", "vigil:old", "COMPLETED", false, {"gpu-3"}};
+  SlurmJobInfo user{104, "train", "", "RUNNING", true, {"gpu-4"}};
   const SubmitPlan p =
       plan_submissions({idle("gpu-0"), idle("gpu-1"), idle("gpu-2"), idle("gpu-3"), idle("gpu-4")},
                        {pending, running_by_comment, finished, user}, options());
@@ -129,7 +129,7 @@ TEST(SubmitPlan, never_stacks_a_second_vigil_job_on_a_node) {
 }
 
 TEST(SubmitPlan, caps_node_jobs_with_a_seeded_random_subset) {
-  std::vector<slurm::SlurmNodeInfo> nodes;
+  std::vector<SlurmNodeInfo> nodes;
   for (int i = 0; i < 1000; ++i) nodes.push_back(idle("sim-" + std::to_string(i)));
   SubmitOptions o = options();
   o.max_jobs = 200;
@@ -137,7 +137,7 @@ TEST(SubmitPlan, caps_node_jobs_with_a_seeded_random_subset) {
   ASSERT_EQ(a.jobs.size(), 200u);
   size_t capped = 0;
   for (const auto& v : a.verdicts) {
-    if (v.action == Action::kSkip) {
+    if (v.action == PlanStep::kSkip) {
       ++capped;
       EXPECT_NE(v.why.find("--max-jobs 200"), std::string::npos);
     }
@@ -187,12 +187,12 @@ TEST(SubmitPlan, fabric_jobs_pair_distinct_chosen_nodes_with_two_node_allocation
 TEST(SubmitPlan, fabric_partners_share_a_partition_and_the_job_asks_for_it) {
   SubmitOptions o = options();
   o.fabric = true;
-  std::vector<slurm::SlurmNodeInfo> nodes;
+  std::vector<SlurmNodeInfo> nodes;
   for (int i = 0; i < 6; ++i) {
-    slurm::SlurmNodeInfo n = idle("h100-" + std::to_string(i));
+    SlurmNodeInfo n = idle("h100-" + std::to_string(i));
     n.partitions = {"h100"};
     nodes.push_back(n);
-    slurm::SlurmNodeInfo m = idle("a100-" + std::to_string(i));
+    SlurmNodeInfo m = idle("a100-" + std::to_string(i));
     m.partitions = {"a100", "all"};
     nodes.push_back(m);
   }
@@ -219,7 +219,7 @@ TEST(SubmitPlan, fabric_partners_share_a_partition_and_the_job_asks_for_it) {
 }
 
 TEST(SubmitPlan, nodes_drained_by_vigil_get_an_srun_no_allocate_recheck_not_an_sbatch) {
-  slurm::SlurmNodeInfo ours = idle("gpu-2");
+  SlurmNodeInfo ours = idle("gpu-2");
   ours.drain = true;
   ours.reason = "vigil: remap gpu3 pending 1>0";
   SubmitOptions o = options();
@@ -233,7 +233,7 @@ TEST(SubmitPlan, nodes_drained_by_vigil_get_an_srun_no_allocate_recheck_not_an_s
   EXPECT_TRUE(has_arg(argv, "--no-allocate"));
   EXPECT_TRUE(has_arg(argv, "--nodelist=gpu-2"));
   EXPECT_TRUE(has_arg(argv, o.recheck_script_text));
-  EXPECT_EQ(verdict(p, "gpu-2").action, Action::kRecheck);
+  EXPECT_EQ(verdict(p, "gpu-2").action, PlanStep::kRecheck);
   // A vigil drain of a node that is also DOWN cannot run anything.
   ours.down = true;
   p = plan_submissions({ours}, {}, o);
@@ -254,14 +254,14 @@ TEST(SubmitPlan, nodes_drained_by_vigil_get_an_srun_no_allocate_recheck_not_an_s
 }
 
 TEST(SubmitPlan, caps_rechecks_and_honours_the_node_and_partition_filters) {
-  std::vector<slurm::SlurmNodeInfo> nodes;
+  std::vector<SlurmNodeInfo> nodes;
   for (int i = 0; i < 5; ++i) {
-    slurm::SlurmNodeInfo n = idle("gpu-" + std::to_string(i));
+    SlurmNodeInfo n = idle("gpu-" + std::to_string(i));
     n.drain = true;
     n.reason = "vigil: ecc";
     nodes.push_back(n);
   }
-  slurm::SlurmNodeInfo other = idle("cpu-0");
+  SlurmNodeInfo other = idle("cpu-0");
   other.partitions = {"cpu"};
   nodes.push_back(other);
   SubmitOptions o = options();
@@ -279,9 +279,9 @@ TEST(SubmitPlan, caps_rechecks_and_honours_the_node_and_partition_filters) {
 }
 
 TEST(SubmitPlan, plans_a_10000_node_fleet_with_a_50000_job_queue_quickly) {
-  std::vector<slurm::SlurmNodeInfo> nodes;
+  std::vector<SlurmNodeInfo> nodes;
   for (int i = 0; i < 10000; ++i) nodes.push_back(idle("sim-" + std::to_string(i)));
-  std::vector<slurm::SlurmJobInfo> jobs;
+  std::vector<SlurmJobInfo> jobs;
   for (int i = 0; i < 50000; ++i) {
     const bool vigil = i % 100 == 0;  // 500 vigil jobs, the rest user jobs
     jobs.push_back({static_cast<uint32_t>(i + 1),

@@ -103,7 +103,7 @@ class RecheckTest : public ::testing::Test {
     argv.insert(argv.end(), extra.begin(), extra.end());
     CommandOptions o;
     o.timeout = 300s;
-    o.env = {{"VIGIL_CHECK", std::string(VIGIL_SOURCE_DIR) + "/tests/submit/fake-node-check.sh"},
+    o.env = {{"VIGIL_CHECK", std::string(VIGIL_SOURCE_DIR) + "/tests/support/fake-node-check.sh"},
              {"VIGIL_FAKE_CHECK", VIGIL_CHECK_BINARY},
              {"VIGIL_FAKE_NVML_LIB", VIGIL_FAKE_NVML_LIBRARY},
              {"VIGIL_FIXTURES_DIR", fixtures_},

@@ -8,8 +8,9 @@
 #include <string_view>
 #include <vector>
 
-#include "vigil/report/report.h"
+#include "vigil/base/strings.h"  // short_list() for check messages
 #include "vigil/checks/sku.h"
+#include "vigil/report/report.h"
 
 namespace vigil {
 

@@ -38,13 +38,13 @@ struct SubmitOptions {
   std::string recheck_script_text;
 };
 
-enum class Action { kSubmit, kRecheck, kSkip };
-std::string_view to_string(Action a);
+enum class PlanStep { kSubmit, kRecheck, kSkip };
+std::string_view to_string(PlanStep a);
 
 // One line of the table: what happens to a node and why.
 struct NodeVerdict {
   std::string node;
-  Action action = Action::kSkip;
+  PlanStep action = PlanStep::kSkip;
   std::string why;
 };
 

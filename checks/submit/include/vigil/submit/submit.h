@@ -10,7 +10,7 @@
 
 namespace vigil::submit {
 
-struct RunOptions {
+struct SubmitRunOptions {
   SubmitOptions plan;
   std::string slurm_conf;            // empty: SLURM_CONF / /etc/slurm/slurm.conf
   bool dry_run = false;              // print the commands, run nothing
@@ -36,6 +36,6 @@ struct CommandOutcome {
 // Exit code of vigil-submit: 0 everything planned was launched (re-checks may report an
 // unhealthy node: that is a result, not an error), 1 some sbatch/srun failed to launch or timed
 // out, 2 Slurm could not be read.
-int run_submit(const RunOptions& options);
+int run_submit(const SubmitRunOptions& options);
 
 }  // namespace vigil::submit

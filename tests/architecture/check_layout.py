@@ -1,0 +1,181 @@
+#!/usr/bin/env python3
+"""Keeps Vigil's layout true (docs/architecture.md).
+
+Fails (exit 1, one line per violation) when:
+  - a source file includes a Vigil header of a component its component may not depend on;
+  - a CMake target links a Vigil target its component may not depend on;
+  - a production source file is longer than MAX_LINES;
+  - anything in the repository reads a path outside it (../shared and the like).
+
+  check_layout.py REPO         check the repository at REPO
+  check_layout.py --self-test  plant one violation of each kind in a temporary tree and
+                               require the checker to report every one of them
+"""
+import os
+import re
+import sys
+import tempfile
+
+MAX_LINES = 600
+
+# Component of a path (first match wins) -> the Vigil header namespaces (vigil/<ns>/...) and
+# CMake targets (vigil::<name> / vigil_<name>) it may use. Its own are always allowed.
+COMPONENTS = [
+    ("libs/base/", "base"),
+    ("libs/report/", "report"),
+    ("libs/slurm/", "slurm"),
+    ("libs/kube/", "kube"),
+    ("libs/detect/", "detect"),
+    ("nccl-bench/", "ncclbench"),
+    ("checks/submit/", "submit"),
+    ("checks/", "checks"),
+    ("drainer/", "drainer"),
+]
+ALLOWED = {
+    "base": set(),
+    "report": {"base"},
+    "report_client": {"report", "base"},
+    "slurm": {"base"},
+    "kube": {"base"},
+    "detect": {"report", "base"},
+    "ncclbench": {"base"},
+    "ncclbench_mpi": {"ncclbench", "base"},
+    "checks": {"report", "report_client", "base", "ncclbench", "detect"},
+    "submit": {"slurm", "base", "report"},
+    "drainer": {"report", "slurm", "kube", "base", "detect"},
+}
+# Targets that belong to a component without being named after it.
+TARGET_COMPONENT = {
+    "vigil-check": "checks",
+    "vigil-submit": "submit",
+    "vigil-drainer": "drainer",
+    "vigil-allreduce": "ncclbench_mpi",
+    "report_client": "report_client",
+    "ncclbench_mpi": "ncclbench_mpi",
+}
+# Targets other components may never link, whatever ALLOWED says: nothing depends on the check
+# runner but the vigil-check program (tests excepted).
+SOURCE_EXT = (".h", ".hpp", ".cpp", ".cc", ".cu", ".cuh")
+PRODUCTION_ROOTS = ("libs/", "checks/", "nccl-bench/", "drainer/")
+OUTSIDE_PATTERNS = [
+    re.compile(r"\.\./shared\b"),
+    re.compile(r"PROJECT_SOURCE_DIR\}/\.\."),
+    re.compile(r"CMAKE_SOURCE_DIR\}/\.\."),
+]
+SKIP_DIRS = {".git", "build", "node_modules", ".vigil-tmp", "fixtures"}
+INCLUDE_RE = re.compile(r'^\s*#\s*include\s*[<"]vigil/([a-z_]+)/')
+LINK_RE = re.compile(r"target_link_libraries\(\s*([\w\-]+)(.*?)\)", re.S)
+VIGIL_TARGET_RE = re.compile(r"\bvigil(?:::|_)([a-z_]+)\b")
+
+
+def component_of(rel):
+    for prefix, comp in COMPONENTS:
+        if rel.startswith(prefix):
+            return comp
+    return None
+
+
+def walk(repo):
+    for root, dirs, files in os.walk(repo):
+        dirs[:] = [d for d in dirs if d not in SKIP_DIRS and not d.startswith("build")]
+        for f in files:
+            path = os.path.join(root, f)
+            yield os.path.relpath(path, repo).replace(os.sep, "/"), path
+
+
+def check(repo):
+    problems = []
+    for rel, path in walk(repo):
+        comp = component_of(rel)
+        is_source = rel.endswith(SOURCE_EXT)
+        is_cmake = rel.endswith("CMakeLists.txt") or rel.endswith(".cmake")
+        is_script = rel.endswith((".sh", ".py")) and not rel.startswith("tests/architecture/")
+        if not (is_source or is_cmake or is_script):
+            continue
+        try:
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                text = fh.read()
+        except OSError as e:
+            problems.append(f"{rel}: unreadable: {e}")
+            continue
+        for pat in OUTSIDE_PATTERNS:
+            if pat.search(text):
+                problems.append(f"{rel}: reads a path outside the repository ({pat.pattern})")
+        if is_source and comp:
+            allowed = ALLOWED[comp] | {comp}
+            for n, line in enumerate(text.splitlines(), 1):
+                m = INCLUDE_RE.match(line)
+                if m and m.group(1) not in allowed:
+                    problems.append(
+                        f"{rel}:{n}: {comp} may not include vigil/{m.group(1)}/ "
+                        f"(allowed: {', '.join(sorted(allowed))})")
+            lines = text.count("\n")
+            if rel.startswith(PRODUCTION_ROOTS) and lines > MAX_LINES:
+                problems.append(f"{rel}: {lines} lines (production files stay under {MAX_LINES})")
+        if is_cmake and comp:
+            for m in LINK_RE.finditer(text):
+                target = m.group(1)
+                name = target[len("vigil_"):] if target.startswith("vigil_") else target
+                tcomp = TARGET_COMPONENT.get(target) or TARGET_COMPONENT.get(name)
+                if tcomp is None:
+                    tcomp = name if name in ALLOWED else comp
+                allowed = ALLOWED[tcomp] | {tcomp}
+                for dep in VIGIL_TARGET_RE.findall(m.group(2)):
+                    if dep.endswith("_external"):
+                        continue
+                    if dep not in allowed:
+                        problems.append(
+                            f"{rel}: target {target} ({tcomp}) may not link vigil::{dep} "
+                            f"(allowed: {', '.join(sorted(allowed))})")
+    return problems
+
+
+def self_test():
+    planted = {
+        "libs/base/src/x.cpp": '#include "vigil/report/report.h"\n',
+        "drainer/src/y.cpp": '#include "vigil/checks/check.h"\n',
+        "libs/report/src/long.cpp": "int x;\n" * (MAX_LINES + 1),
+        "checks/submit/CMakeLists.txt": "target_link_libraries(vigil_submit PUBLIC vigil::drainer)\n",
+        "nccl-bench/CMakeLists.txt": "target_link_libraries(vigil_ncclbench PUBLIC vigil::checks)\n",
+        "tests/x/CMakeLists.txt": 'set(D "${PROJECT_SOURCE_DIR}/../shared")\n',
+        "libs/slurm/src/ok.cpp": '#include "vigil/slurm/slurm_api.h"\n#include "vigil/base/result.h"\n',
+    }
+    with tempfile.TemporaryDirectory() as tmp:
+        for rel, text in planted.items():
+            path = os.path.join(tmp, rel)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "w") as fh:
+                fh.write(text)
+        found = check(tmp)
+    expected = ["libs/base/src/x.cpp:1", "drainer/src/y.cpp:1", "libs/report/src/long.cpp:",
+                "target vigil_submit", "target vigil_ncclbench", "tests/x/CMakeLists.txt"]
+    missing = [e for e in expected if not any(e in p for p in found)]
+    extra = [p for p in found if "ok.cpp" in p]
+    for p in found:
+        print("planted and found:", p)
+    if missing or extra:
+        print("self-test FAILED; not reported:", missing, "wrongly reported:", extra)
+        return 1
+    print(f"self-test passed: {len(expected)} planted violations reported, the clean file not")
+    return 0
+
+
+def main(argv):
+    if len(argv) == 2 and argv[1] == "--self-test":
+        return self_test()
+    if len(argv) != 2:
+        print(__doc__)
+        return 2
+    problems = check(argv[1])
+    for p in problems:
+        print(p)
+    if problems:
+        print(f"layout: {len(problems)} violation(s); see docs/architecture.md for the allowed arrows")
+        return 1
+    print("layout: every include and link follows the allowed arrows; no file over "
+          f"{MAX_LINES} lines; nothing outside the repository is read")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
