@@ -1,3 +1,4 @@
+#include "temp_dir.h"
 #include "vigil/checks/sku.h"
 
 #include <gtest/gtest.h>
@@ -13,23 +14,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/vigil-sku-test-XXXXXX";
-    path_ = ::mkdtemp(tmpl);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  std::string write(const std::string& name, const std::string& text) const {
-    std::string p = path_ + "/" + name;
-    std::ofstream(p) << text;
-    return p;
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using testing::TempDir;
 
 constexpr const char* kH100 = R"(sku: H100-SXM5-80GB
 match:

@@ -90,13 +90,17 @@ json meas(const std::string& name, double v, const std::string& unit, const std:
   return m;
 }
 
+// A check result as vigil-check writes it; short_name is what the Slurm reason shows.
 json check(const std::string& name, const std::string& status, json measurements,
-           const std::string& message = "", const std::string& fault = "") {
-  return {{"check", name},
-          {"status", status},
-          {"measurements", std::move(measurements)},
-          {"message", message},
-          {"fault_code", fault}};
+           const std::string& message = "", const std::string& fault = "",
+           const std::string& short_name = "") {
+  json j = {{"check", name},
+            {"status", status},
+            {"measurements", std::move(measurements)},
+            {"message", message},
+            {"fault_code", fault}};
+  if (!short_name.empty()) j["short_name"] = short_name;
+  return j;
 }
 
 // Healthy figures for every family the dashboards plot (per GPU, per port, busbw).
@@ -148,10 +152,10 @@ json reports_for(int seq, bool include_stale_node) {
   const json remap = meas("row_remap_pending", 1, "count", "<=", 0, {}, 3);
   out.push_back(report("gpu-2", seq,
                        {check("nvml_row_remap", "fail", {remap}, "gpu3 row remap pending (1)",
-                              "VIGIL-NVML-REMAP-PENDING")}));
+                              "VIGIL-NVML-REMAP-PENDING", "remap")}));
   const json dbe = meas("volatile_uncorrected_ecc", 2, "count", "<=", 0, {}, 1);
   out.push_back(
-      report("gpu-3", seq, {check("nvml_ecc", "fail", {dbe}, "gpu1 2 DBE", "VIGIL-NVML-DBE")}));
+      report("gpu-3", seq, {check("nvml_ecc", "fail", {dbe}, "gpu1 2 DBE", "VIGIL-NVML-DBE", "ecc")}));
   out.push_back(
       report("cpu-err", seq, {check("gpu_count", "error", json::array(), "NVML not available")}));
   out.push_back(report("cpu-unknown", seq, json::array()));

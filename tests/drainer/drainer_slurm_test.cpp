@@ -45,12 +45,15 @@ std::string read_file(const std::string& path) {
   return ss.str();
 }
 
-// One failing or passing result of a real check name with one measurement.
-vigil::CheckResult result(const std::string& check, vigil::Status st, const std::string& name,
+// One failing or passing result of a real check with one measurement, as vigil-check's runner
+// writes it (with the check's short name).
+vigil::CheckResult result(const std::string& check, const std::string& short_name,
+                          vigil::Status st, const std::string& name,
                           double value, double fail_at, vigil::Op op, const std::string& unit,
                           const std::string& fault) {
   vigil::CheckResult c;
   c.check = check;
+  c.short_name = short_name;
   c.status = st;
   vigil::Measurement m;
   m.name = name;
@@ -72,13 +75,13 @@ vigil::CheckResult result(const std::string& check, vigil::Status st, const std:
 
 // nvml_ecc is a fatal check: one failing report drains.
 vigil::CheckResult ecc(bool fail) {
-  return result("nvml_ecc", fail ? vigil::Status::kFail : vigil::Status::kPass,
+  return result("nvml_ecc", "ecc", fail ? vigil::Status::kFail : vigil::Status::kPass,
                 "volatile_uncorrected_ecc", fail ? 2 : 0, 0, vigil::Op::kLe, "count",
                 "VIGIL-NVML-DBE");
 }
 // gpu_gemm is configured with drain_after 2 below.
 vigil::CheckResult gemm(bool fail) {
-  return result("gpu_gemm", fail ? vigil::Status::kFail : vigil::Status::kPass, "gemm_bf16_tflops",
+  return result("gpu_gemm", "gemm", fail ? vigil::Status::kFail : vigil::Status::kPass, "gemm_bf16_tflops",
                 fail ? 300 : 750, 700, vigil::Op::kGe, "TFLOP/s", "VIGIL-CUDA-GEMM-SLOW");
 }
 

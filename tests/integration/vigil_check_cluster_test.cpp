@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "temp_dir.h"
 #include "local_slurm_cluster.h"
 #include "vigil/report/report.h"
 #include "vigil/report/status.h"
@@ -31,17 +32,7 @@ std::string read_file(const std::string& path) {
   return s.str();
 }
 
-struct TempDir {
-  std::string path;
-  TempDir() {
-    std::string tmpl = "/tmp/vigil-it-XXXXXX";
-    if (mkdtemp(tmpl.data()) != nullptr) path = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    if (!path.empty()) std::filesystem::remove_all(path, ec);
-  }
-};
+using vigil::testing::TempDir;
 
 std::vector<std::string> checks_with_status(const vigil::NodeReport& report, Status status) {
   std::vector<std::string> names;
@@ -60,11 +51,11 @@ const vigil::CheckResult* find_check(const vigil::NodeReport& report, const std:
 
 TEST(VigilCheckOnCluster, sbatch_on_every_node_reports_only_gpu2_failing_with_row_remap) {
   TempDir run;
-  ASSERT_FALSE(run.path.empty());
+  ASSERT_FALSE(run.path().empty());
   LocalSlurmCluster cluster({.nodes = 4});
 
   CommandOptions job_env;
-  job_env.env = {{"VIGIL_RUN_DIR", run.path},
+  job_env.env = {{"VIGIL_RUN_DIR", run.path()},
                  {"VIGIL_SOURCE_DIR", VIGIL_SOURCE_DIR},
                  {"VIGIL_BUILD_DIR", VIGIL_BINARY_DIR},
                  {"VIGIL_CHECK", VIGIL_CHECK_BINARY},
@@ -75,7 +66,7 @@ TEST(VigilCheckOnCluster, sbatch_on_every_node_reports_only_gpu2_failing_with_ro
   for (const auto& node : cluster.node_names()) {
     std::string failure;
     const auto id = cluster.submit({"--nodelist=" + node, "--job-name=vigil-check-" + node,
-                                    "--output=" + run.path + "/" + node + ".log",
+                                    "--output=" + run.path() + "/" + node + ".log",
                                     std::string(VIGIL_SOURCE_DIR) + "/tests/integration/node-check-job.sh"},
                                    job_env, &failure);
     ASSERT_TRUE(id) << failure;
@@ -88,8 +79,8 @@ TEST(VigilCheckOnCluster, sbatch_on_every_node_reports_only_gpu2_failing_with_ro
 
   for (const auto& node : cluster.node_names()) {
     SCOPED_TRACE(node);
-    const std::string job_log = read_file(run.path + "/" + node + ".log");
-    const auto text = read_file(run.path + "/" + node + ".json");
+    const std::string job_log = read_file(run.path() + "/" + node + ".log");
+    const auto text = read_file(run.path() + "/" + node + ".json");
     ASSERT_FALSE(text.empty()) << "no report from " << node << "; job output:\n" << job_log;
     const auto parsed = vigil::parse_node_report(std::string_view(text));
     ASSERT_TRUE(parsed) << parsed.error << "\n" << text;

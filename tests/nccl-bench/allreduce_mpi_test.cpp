@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "temp_dir.h"
 #include "vigil/ncclbench/bench_result.h"
 #include "vigil/base/process.h"
 #include "vigil/ncclbench/parser.h"
@@ -20,18 +21,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-class TempDir {
- public:
-  TempDir() {
-    char t[] = "/tmp/vigil-allreduce-test-XXXXXX";
-    path_ = mkdtemp(t);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  std::string file(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
+using vigil::testing::TempDir;
 
 struct Run {
   vigil::LaunchResult launch;

@@ -133,8 +133,23 @@ TEST(ReasonDetail, uses_the_check_message_for_counts) {
   r.status = Status::kFail;
   r.message = "gpu3 row remap pending (1)";
   r.measurements.push_back(
-      {"row_remap_pending", 1, "count", 3, {}, Threshold{Op::kLe, 0, {}, "count", {}}});
+      {"row_remap_pending", 1, "count", 3, {}, Threshold{Op::kLe, 0, {}, "count", {}}, {}});
   EXPECT_EQ(reason_detail(r), "gpu3 row remap pending (1)");
+}
+
+TEST(NodeReport, repeats_round_trip_and_bad_repeats_are_named) {
+  json j = valid_report();
+  j["checks"][0]["measurements"][0]["repeats"] = {150.0, 149.5};
+  auto p = parse_node_report(j);
+  ASSERT_TRUE(p) << p.error;
+  EXPECT_EQ(p.value->checks[0].measurements[0].repeats, (std::vector<double>{150.0, 149.5}));
+  EXPECT_EQ(to_json(*p.value)["checks"][0]["measurements"][0]["repeats"], j["checks"][0]["measurements"][0]["repeats"]);
+  j["checks"][0]["measurements"][0]["repeats"] = {150.0, -1.0};
+  auto neg = parse_node_report(j);
+  ASSERT_FALSE(neg);
+  EXPECT_NE(neg.error.find("/checks/0/measurements/0/repeats/1"), std::string::npos) << neg.error;
+  j["checks"][0]["measurements"][0]["repeats"] = "150";
+  EXPECT_FALSE(parse_node_report(j));
 }
 
 TEST(NodeReport, short_name_round_trips_and_is_validated) {

@@ -1,9 +1,10 @@
 #pragma once
-// A temp dir removed at scope exit.
-#include <unistd.h>
+// A fresh directory under /tmp, removed with everything in it at scope exit.
+#include <stdlib.h>
 
-#include <atomic>
 #include <filesystem>
+#include <fstream>
+#include <stdexcept>
 #include <string>
 
 namespace vigil::testing {
@@ -11,21 +12,32 @@ namespace vigil::testing {
 class TempDir {
  public:
   TempDir() {
-    static std::atomic<int> n{0};
-    path_ = std::filesystem::temp_directory_path() /
-            ("vigil-drainer-test-" + std::to_string(::getpid()) + "-" + std::to_string(n++));
-    std::filesystem::remove_all(path_);
-    std::filesystem::create_directories(path_);
+    std::string templ =
+        (std::filesystem::temp_directory_path() / "vigil-test-XXXXXX").string();
+    if (::mkdtemp(templ.data()) == nullptr) throw std::runtime_error("mkdtemp failed: " + templ);
+    path_ = templ;
   }
   ~TempDir() {
     std::error_code ec;
     std::filesystem::remove_all(path_, ec);
   }
-  std::string str() const { return path_.string(); }
-  std::string operator/(const std::string& s) const { return (path_ / s).string(); }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  const std::string& path() const { return path_; }
+  std::string str() const { return path_; }
+  // Path of `name` inside the directory.
+  std::string file(const std::string& name) const { return path_ + "/" + name; }
+  std::string operator/(const std::string& name) const { return file(name); }
+  // Writes `text` to `name` inside the directory and returns its path.
+  std::string write(const std::string& name, const std::string& text) const {
+    const std::string p = file(name);
+    std::ofstream(p) << text;
+    return p;
+  }
 
  private:
-  std::filesystem::path path_;
+  std::string path_;
 };
 
 }  // namespace vigil::testing

@@ -34,6 +34,7 @@ json to_json(const Measurement& m) {
   if (m.gpu) j["gpu"] = *m.gpu;
   if (m.port) j["port"] = *m.port;
   if (m.threshold) j["threshold"] = threshold_json(*m.threshold);
+  if (!m.repeats.empty()) j["repeats"] = m.repeats;
   return j;
 }
 
@@ -139,7 +140,7 @@ Threshold parse_threshold(const json& j, const std::string& path, const std::str
 }
 
 Measurement parse_measurement(const json& j, const std::string& path) {
-  only_keys(j, path, {"name", "value", "unit", "gpu", "port", "threshold"});
+  only_keys(j, path, {"name", "value", "unit", "gpu", "port", "threshold", "repeats"});
   Measurement m;
   m.name = need_string(j, path, "name");
   if (!name_chars_ok(m.name, "_")) fail_at(path + "/name", "must be snake_case [A-Za-z0-9_]");
@@ -158,6 +159,19 @@ Measurement parse_measurement(const json& j, const std::string& path) {
   m.port = opt_string(j, path, "port");
   if (auto it = j.find("threshold"); it != j.end() && !it->is_null()) {
     m.threshold = parse_threshold(*it, path + "/threshold", m.unit);
+  }
+  if (auto it = j.find("repeats"); it != j.end()) {
+    if (!it->is_array() || it->size() > kMaxRepeats)
+      fail_at(path + "/repeats", "must be an array of at most " + std::to_string(kMaxRepeats) +
+                                     " numbers");
+    for (size_t i = 0; i < it->size(); ++i) {
+      const std::string at = path + "/repeats/" + std::to_string(i);
+      const json& v = (*it)[i];
+      if (!v.is_number() || !std::isfinite(v.get<double>())) fail_at(at, "must be a finite number");
+      if (is_non_negative_unit(m.unit) && v.get<double>() < 0)
+        fail_at(at, "must not be negative for unit " + m.unit);
+      m.repeats.push_back(v.get<double>());
+    }
   }
   return m;
 }

@@ -55,7 +55,7 @@ TEST(ib_counters, first_run_records_a_baseline_with_zero_deltas) {
     EXPECT_EQ(m.value, 0) << m.name << " " << *m.port;
     EXPECT_EQ(m.name.substr(m.name.size() - 6), "_delta");
   }
-  const fs::path file = state.path() / "ib_counters.gpu-0.json";
+  const fs::path file = fs::path(state.path()) / "ib_counters.gpu-0.json";
   ASSERT_TRUE(fs::exists(file));
   auto j = read_json(file);
   EXPECT_EQ(j["schema_version"], 1);
@@ -134,14 +134,14 @@ TEST(ib_counters, each_node_keeps_its_own_baseline) {
       run_counters(context(fixture("symbol_errors_after"), &sku, state.path(), "gpu-1"));
   EXPECT_EQ(other.status, Status::kPass) << other.message;
   EXPECT_EQ(other.message, "baseline recorded");
-  EXPECT_TRUE(fs::exists(state.path() / "ib_counters.gpu-0.json"));
-  EXPECT_TRUE(fs::exists(state.path() / "ib_counters.gpu-1.json"));
+  EXPECT_TRUE(fs::exists(fs::path(state.path()) / "ib_counters.gpu-0.json"));
+  EXPECT_TRUE(fs::exists(fs::path(state.path()) / "ib_counters.gpu-1.json"));
 }
 
 TEST(ib_counters, a_new_port_starts_its_own_baseline) {
   TempDir state, tmp;
   auto root = copy_fixture("symbol_errors_before", tmp);
-  fs::path hidden = tmp.path() / "mlx5_7";
+  fs::path hidden = fs::path(tmp.path()) / "mlx5_7";
   fs::rename(root / "sys/class/infiniband/mlx5_7", hidden);
   const SkuConfig sku = counters_sku();
   (void)run_counters(context(root, &sku, state.path()));
@@ -153,18 +153,18 @@ TEST(ib_counters, a_new_port_starts_its_own_baseline) {
 
 TEST(ib_counters, a_malformed_state_file_is_replaced_by_a_new_baseline) {
   TempDir state;
-  write_file(state.path() / "ib_counters.gpu-0.json", "{not json");
+  write_file(fs::path(state.path()) / "ib_counters.gpu-0.json", "{not json");
   const SkuConfig sku = counters_sku();
   CheckResult r = run_counters(context(fixture("symbol_errors_after"), &sku, state.path()));
   EXPECT_EQ(r.status, Status::kPass) << r.message;
   EXPECT_EQ(r.message, "baseline recorded (previous state malformed)");
-  EXPECT_EQ(read_json(state.path() / "ib_counters.gpu-0.json")["counters"]["mlx5_0/1 symbol_error"],
+  EXPECT_EQ(read_json(fs::path(state.path()) / "ib_counters.gpu-0.json")["counters"]["mlx5_0/1 symbol_error"],
             125);
 }
 
 TEST(ib_counters, a_state_dir_that_cannot_be_written_is_an_error) {
   TempDir tmp;
-  const fs::path not_a_dir = tmp.path() / "file";
+  const fs::path not_a_dir = fs::path(tmp.path()) / "file";
   write_file(not_a_dir, "x");
   const SkuConfig sku = counters_sku();
   CheckResult r = run_counters(context(fixture("healthy_8x_ndr"), &sku, not_a_dir.string()));
@@ -206,7 +206,7 @@ TEST(ib_counters, a_saturated_counter_is_called_out) {
 
 TEST(ib_counters, no_infiniband_is_skipped_and_a_missing_root_is_an_error) {
   TempDir tmp;
-  fs::create_directories(tmp.path() / "sys" / "class" / "net");
+  fs::create_directories(fs::path(tmp.path()) / "sys" / "class" / "net");
   const SkuConfig sku = counters_sku();
   CheckResult none = run_counters(context(tmp.path(), &sku));
   EXPECT_EQ(none.status, Status::kSkipped);

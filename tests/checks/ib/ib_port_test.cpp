@@ -102,7 +102,7 @@ TEST(ib_port, sku_threshold_from_the_yaml_overrides_the_derived_one) {
 
 TEST(ib_port, missing_infiniband_class_dir_fails_when_the_sku_expects_ports) {
   TempDir tmp;
-  fs::create_directories(tmp.path() / "sys" / "class" / "net");
+  fs::create_directories(fs::path(tmp.path()) / "sys" / "class" / "net");
   const SkuConfig sku = ib_sku(8, 400);
   CheckResult r = run_port(context(tmp.path(), &sku));
   EXPECT_EQ(r.status, Status::kFail);
@@ -114,7 +114,7 @@ TEST(ib_port, missing_infiniband_class_dir_fails_when_the_sku_expects_ports) {
 
 TEST(ib_port, no_infiniband_anywhere_is_skipped) {
   TempDir tmp;
-  fs::create_directories(tmp.path() / "sys" / "class" / "net");
+  fs::create_directories(fs::path(tmp.path()) / "sys" / "class" / "net");
   CheckResult unknown = run_port(context(tmp.path()));
   EXPECT_EQ(unknown.status, Status::kSkipped);
   EXPECT_EQ(unknown.message, "no InfiniBand ports");

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 
+#include "temp_dir.h"
 #include "check_factories.h"
 #include "vigil/checks/check.h"
 #include "vigil/checks/sku.h"
@@ -25,31 +26,11 @@ inline fs::path node_fixture(const std::string& node) {
   return fs::path(VIGIL_SOURCE_DIR) / "tests" / "fixtures" / "nodes" / node / "sysfs";
 }
 
-// A fresh directory under the build tree, removed with everything in it on destruction.
-class TempDir {
- public:
-  TempDir() {
-    fs::path base = fs::path(VIGIL_BINARY_DIR) / "tmp";
-    fs::create_directories(base);
-    std::string templ = (base / "ib-test-XXXXXX").string();
-    if (!::mkdtemp(templ.data())) throw std::runtime_error("mkdtemp failed: " + templ);
-    path_ = templ;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
+using vigil::testing::TempDir;
 
 // Copies a fixture root into `dir`/root so a test can damage it.
 inline fs::path copy_fixture(const std::string& name, const TempDir& dir) {
-  fs::path dst = dir.path() / "root";
+  fs::path dst = fs::path(dir.path()) / "root";
   fs::copy(fixture(name), dst, fs::copy_options::recursive);
   return dst;
 }

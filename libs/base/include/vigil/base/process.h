@@ -26,11 +26,19 @@ struct LaunchResult {
 struct LaunchOptions {
   std::chrono::milliseconds timeout{60000};
   std::vector<std::pair<std::string, std::string>> env;  // added to / replacing the caller's
-  std::size_t max_output = 4u << 20;
-  bool merge_stderr = false;  // stderr goes to `out` too (one stream, in order)
+  std::vector<std::string> unset_env;                    // removed (after env)
+  std::string cwd;                                       // empty: the caller's
+  std::string stdin_data;  // written to the command's stdin, then closed; empty: /dev/null-like
+  std::size_t max_output = 4u << 20;  // per stream; the tail is kept
+  bool merge_stderr = false;          // stderr goes to `out` too (one stream, in order)
+  bool die_with_parent = true;        // PR_SET_PDEATHSIG: SIGKILL when the calling thread dies
 };
 
-// argv[0] is looked up in PATH. Error only when the command could not be started at all.
+// argv[0] is looked up in the PATH of the command's environment. Error only when the command
+// could not be started at all (a failed exec is exit code 127 with the reason on stderr). On
+// the deadline the process group gets SIGTERM, then SIGKILL 2 s later; a timed-out command's
+// group is gone when this returns. After the command exits, descendants that kept its output
+// open get 0.5 s before reading stops (a daemon started in the background cannot hang it).
 Result<LaunchResult> run_command(const std::vector<std::string>& argv, const LaunchOptions& opts);
 
 // Runs every command, at most `concurrency` at a time, each with `opts`; results in input order.

@@ -15,6 +15,7 @@
 namespace vigil {
 
 inline constexpr int kNodeReportSchemaVersion = 1;
+inline constexpr size_t kMaxRepeats = 8;  // per measurement
 
 struct Measurement {
   std::string name;  // snake_case, e.g. "busbw", "volatile_uncorrected_ecc"
@@ -23,6 +24,9 @@ struct Measurement {
   std::optional<int> gpu;
   std::optional<std::string> port;  // IB "mlx5_0/1", NVLink "nvlink3"
   std::optional<Threshold> threshold;
+  // Re-measurements of the same figure in the same run (vigil-check repeats a probe whose
+  // first figure looked slow against its peers), in the same unit; empty when not repeated.
+  std::vector<double> repeats;
   // Status of this measurement alone (evaluate against threshold; pass when none).
   Status status() const;
 };
