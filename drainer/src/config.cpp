@@ -3,6 +3,10 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <charconv>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+
 #include <fstream>
 #include <sstream>
 
@@ -95,6 +99,81 @@ std::string read_token(const Reader& rd, const YAML::Node& at, const std::string
   return t;
 }
 
+
+// YAML -> JSON for the detection engine's own parser (config_from_json), scalars typed the way
+// YAML 1.2's core schema reads them.
+nlohmann::json yaml_to_json(const YAML::Node& n) {
+  if (n.IsMap()) {
+    nlohmann::json j = nlohmann::json::object();
+    for (const auto& kv : n) j[kv.first.as<std::string>()] = yaml_to_json(kv.second);
+    return j;
+  }
+  if (n.IsSequence()) {
+    nlohmann::json j = nlohmann::json::array();
+    for (const auto& e : n) j.push_back(yaml_to_json(e));
+    return j;
+  }
+  if (!n.IsDefined() || n.IsNull()) return nullptr;
+  const std::string& v = n.Scalar();
+  if (n.Tag() != "!") {  // unquoted
+    if (v == "true" || v == "false") return v == "true";
+    long long i = 0;
+    auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), i);
+    if (ec == std::errc() && p == v.data() + v.size()) return i;
+    char* end = nullptr;
+    const double d = std::strtod(v.c_str(), &end);
+    if (!v.empty() && end == v.c_str() + v.size()) return d;
+  }
+  return v;
+}
+
+// The YAML node a detection error's field path ("margins.gemm.warn: ...") points at, for its
+// line; the detection section itself when the path does not resolve.
+YAML::Node node_at(const YAML::Node& root, const std::string& error) {
+  YAML::Node cur = root;
+  std::string path = error.substr(0, error.find(':'));
+  std::istringstream parts(path);
+  std::string part;
+  while (std::getline(parts, part, '.')) {
+    const auto bracket = part.find('[');
+    const std::string key = part.substr(0, bracket);
+    if (!cur.IsMap() || !cur[key].IsDefined()) return cur;
+    cur = cur[key];
+    if (bracket != std::string::npos && cur.IsSequence()) {
+      const size_t idx = std::strtoul(part.c_str() + bracket + 1, nullptr, 10);
+      if (idx >= cur.size()) return cur;
+      cur = cur[idx];
+    }
+  }
+  return cur;
+}
+
+void read_detection(const Reader& rd, const YAML::Node& n, DetectionSettings& d) {
+  rd.only_keys(n, "detection",
+               {"enabled", "confirmed_drain_after", "unconfirmed_drain_after", "reset_on_resume",
+                "engine"});
+  rd.get(n, "enabled", "detection.enabled", d.enabled);
+  rd.get(n, "confirmed_drain_after", "detection.confirmed_drain_after", d.confirmed_drain_after);
+  rd.get(n, "unconfirmed_drain_after", "detection.unconfirmed_drain_after",
+         d.unconfirmed_drain_after);
+  rd.get(n, "reset_on_resume", "detection.reset_on_resume", d.reset_on_resume);
+  if (d.confirmed_drain_after < 1)
+    rd.fail(n["confirmed_drain_after"], "detection.confirmed_drain_after", "must be >= 1");
+  if (d.unconfirmed_drain_after < d.confirmed_drain_after)
+    rd.fail(n["unconfirmed_drain_after"], "detection.unconfirmed_drain_after",
+            "must be >= confirmed_drain_after");
+  if (const YAML::Node e = n["engine"]; e.IsDefined() && !e.IsNull()) {
+    if (!e.IsMap()) rd.fail(e, "detection.engine", "must be a mapping");
+    auto parsed = detect::config_from_json(yaml_to_json(e));
+    if (!parsed.ok()) {
+      const std::string& msg = parsed.error().message;
+      const std::string first = msg.substr(0, msg.find("; "));
+      rd.fail(node_at(e, first), "detection.engine." + first.substr(0, first.find(':')),
+              first.find(": ") == std::string::npos ? first : first.substr(first.find(": ") + 2));
+    }
+    d.engine = std::move(parsed).value();
+  }
+}
 }  // namespace
 
 std::string_view to_string(NodeMapping m) {
@@ -152,7 +231,8 @@ Result<DrainerConfig> parse_config(std::string_view yaml, const std::string& sou
     if (!root.IsDefined() || root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
     rd.only_keys(root, "",
                  {"listen", "auth", "max_body_bytes", "state_dir", "spool_dir", "spool_scan_s",
-                  "dry_run", "snapshot_every", "policy", "breaker", "slurm", "kubernetes"});
+                  "dry_run", "snapshot_every", "policy", "breaker", "slurm", "kubernetes",
+                   "detection"});
     if (auto l = root["listen"]; l.IsDefined()) {
       rd.only_keys(l, "listen", {"address", "port"});
       rd.get(l, "address", "listen.address", c.listen_address);
@@ -238,6 +318,11 @@ Result<DrainerConfig> parse_config(std::string_view yaml, const std::string& sou
       if (c.slurm.view_max_age_s < 0)
         rd.fail(s["view_max_age_s"], "slurm.view_max_age_s", "must be >= 0");
     }
+    if (auto dn = root["detection"]; dn.IsDefined()) read_detection(rd, dn, c.detection);
+    c.policy.fault_code_drain_after[std::string(kSlowConfirmedFaultCode)] =
+        c.detection.confirmed_drain_after;
+    c.policy.fault_code_drain_after[std::string(kSlowFaultCode)] =
+        c.detection.unconfirmed_drain_after;
     if (auto k = root["kubernetes"]; k.IsDefined()) {
       rd.only_keys(k, "kubernetes",
                    {"enabled", "annotation_prefix", "condition", "condition_type", "taint",

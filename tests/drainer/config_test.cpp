@@ -19,6 +19,47 @@ TEST(Config, auth_disabled_gives_defaults) {
   EXPECT_EQ(c->policy.for_check("something_else").drain_after, 2);     // default
 }
 
+TEST(Config, slow_verdicts_drain_after_their_own_counts) {
+  auto c = parse_config("auth: disabled\n", "d.yaml");
+  ASSERT_TRUE(c.ok()) << c.error().to_string();
+  EXPECT_TRUE(c->detection.enabled);
+  // A performance check waits 3 reports for its absolute floor, but a confirmed slow verdict
+  // drains after 1 and an unconfirmed one after 2 (docs/detection.md).
+  EXPECT_EQ(c->policy.for_check("gpu_gemm").drain_after, 3);
+  EXPECT_EQ(c->policy.for_check("gpu_gemm", kSlowConfirmedFaultCode).drain_after, 1);
+  EXPECT_EQ(c->policy.for_check("gpu_gemm", kSlowFaultCode).drain_after, 2);
+  auto custom = parse_config(
+      "auth: disabled\ndetection:\n  unconfirmed_drain_after: 3\n  engine:\n    min_fleet: 50\n"
+      "    margins: {gemm: {warn: 0.03, fail: 0.06}}\n",
+      "d.yaml");
+  ASSERT_TRUE(custom.ok()) << custom.error().to_string();
+  EXPECT_EQ(custom->policy.for_check("gpu_hbm", kSlowFaultCode).drain_after, 3);
+  EXPECT_EQ(custom->detection.engine.min_fleet, 50);
+  EXPECT_DOUBLE_EQ(custom->detection.engine.margins.at("gemm").fail, 0.06);
+}
+
+TEST(Config, detection_errors_name_file_line_and_field) {
+  struct Case {
+    std::string yaml, want;
+  };
+  const Case cases[] = {
+      {"auth: disabled\ndetection:\n  engine:\n    min_peers: 2\n",
+       "d.yaml:4: detection.engine.min_peers:"},
+      {"auth: disabled\ndetection:\n  engine:\n    margins:\n      gemm: {warn: 0.2, fail: 0.1}\n",
+       "d.yaml:5: detection.engine.margins.gemm:"},
+      {"auth: disabled\ndetection:\n  engine: {typo: 1}\n", "detection.engine.typo: unknown"},
+      {"auth: disabled\ndetection:\n  confirmed_drain_after: 0\n",
+       "d.yaml:3: detection.confirmed_drain_after: must be >= 1"},
+      {"auth: disabled\ndetection: {enable: true}\n", "detection.enable: unknown key"},
+  };
+  for (const auto& c : cases) {
+    auto r = parse_config(c.yaml, "d.yaml");
+    ASSERT_FALSE(r.ok()) << c.yaml;
+    EXPECT_NE(r.error().message.find(c.want), std::string::npos)
+        << "want '" << c.want << "' in: " << r.error().message;
+  }
+}
+
 TEST(Config, auth_is_required_unless_explicitly_disabled) {
   auto c = parse_config("listen: {port: 9000}\n", "d.yaml");
   ASSERT_FALSE(c.ok());

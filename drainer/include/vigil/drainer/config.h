@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "vigil/base/result.h"
+#include "vigil/detect/config.h"
 
 namespace vigil::drainer {
 
@@ -24,6 +25,10 @@ struct PolicyConfig {
   // Checks (and fault codes) whose failure is a fatal hardware finding: drain_after 1.
   std::set<std::string> fatal_checks;
   std::set<std::string> fatal_fault_codes;
+  // drain_after by fault code, over the check's own (the fail-slow verdicts: a confirmed slow
+  // figure drains after detection.confirmed_drain_after reports, an unconfirmed one after
+  // detection.unconfirmed_drain_after).
+  std::map<std::string, int> fault_code_drain_after;
   int64_t staleness_s = 6 * 3600;  // no report for longer -> node state "stale" (never drained)
 
   // drain_after / resume_after for one failing result.
@@ -61,6 +66,19 @@ struct SlurmSettings {
   int64_t view_max_age_s = 5;
 };
 
+// Fail-slow detection (docs/detection.md): every performance figure of every report is judged
+// against its peers, its own history and the SKU's fleet by vigil::detect.
+inline constexpr std::string_view kSlowFaultCode = "VIGIL-SLOW";
+inline constexpr std::string_view kSlowConfirmedFaultCode = "VIGIL-SLOW-CONFIRMED";
+
+struct DetectionSettings {
+  bool enabled = true;
+  int confirmed_drain_after = 1;    // a slow figure its repeats confirmed
+  int unconfirmed_drain_after = 2;  // consecutive reports with an unconfirmed slow figure
+  bool reset_on_resume = true;      // a resumed (repaired) node starts a new history
+  detect::DetectConfig engine = detect::DetectConfig::defaults();
+};
+
 struct DrainerConfig {
   std::string source;  // file the config came from ("<string>" for tests)
   std::string listen_address = "127.0.0.1";
@@ -78,6 +96,7 @@ struct DrainerConfig {
   BreakerConfig breaker;
   SlurmSettings slurm;
   KubeSettings kubernetes;
+  DetectionSettings detection;
 };
 
 // Parses YAML text; `source` names the file in errors. Loads the token file when auth is on.
