@@ -1,0 +1,153 @@
+#include "grade.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "stats.h"
+
+namespace vigil::detect::detail {
+
+namespace {
+
+Baseline make_baseline(std::string_view name, double centre, double spread, double k, int count,
+                       const Margins& m) {
+  // A naturally wide distribution widens the threshold: deviation must exceed k * spread too.
+  const double allowance = centre > 0 ? k * spread / centre : 0;
+  return Baseline{name, centre, std::max(m.warn, allowance), std::max(m.fail, allowance), count};
+}
+
+int rank(Status s) { return s == Status::kFail ? 2 : s == Status::kWarn ? 1 : 0; }
+
+Status status_of(double dev, const Baseline& b) {
+  if (dev >= b.fail_at) return Status::kFail;
+  if (dev >= b.warn_at) return Status::kWarn;
+  return Status::kPass;
+}
+
+bool confirmed_against(const Baseline& b, const FigureToGrade& f) {
+  if (f.repeats.size() < 2) return false;
+  return std::all_of(f.repeats.begin(), f.repeats.end(), [&](double r) {
+    return stats::deviation(r, b.centre, f.direction) >= b.fail_at;
+  });
+}
+
+std::string percent(double fraction) {
+  const double p = std::fabs(fraction) * 100;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, p >= 9.95 ? "%.0f%%" : "%.1f%%", p);
+  return buf;
+}
+
+std::string message(const Verdict& v, const FigureToGrade& f) {
+  std::string head = f.prefix;
+  head += v.measurement + " " + short_number(v.value) + " " + v.unit;
+  if (v.baseline.empty()) return head + ", no baseline yet";
+  if (v.drifting) {
+    return head + ", drifting down " + percent(v.deviation) + " over " +
+           std::to_string(v.history + 1) + " runs";
+  }
+  const bool worse = v.deviation > 0;
+  const bool higher_better = f.direction == Direction::kHigherIsBetter;
+  std::string s = head + ", " + percent(v.deviation) + " " +
+                  ((worse == higher_better) ? "below " : "above ");
+  const std::string centre = " (" + short_number(v.baseline_value) + ")";
+  if (v.baseline == "peers") s += "its " + std::to_string(v.peers) + " peers" + centre;
+  if (v.baseline == "history") {
+    s += "its last " + std::to_string(v.history) + " runs" + centre;
+  }
+  if (v.baseline == "fleet") s += std::to_string(v.fleet) + " nodes" + centre;
+  if (v.confirmed) s += ", " + std::to_string(v.repeats) + " repeats agree";
+  return s;
+}
+
+}  // namespace
+
+std::optional<Baseline> peers_baseline(std::vector<double> others, const Margins& margins,
+                                       const DetectConfig& config) {
+  if (static_cast<int>(others.size()) < config.min_peers) return std::nullopt;
+  std::sort(others.begin(), others.end());
+  const double centre = stats::sorted_median(others);
+  const double spread = stats::sorted_mad_sigma(others, centre);
+  return make_baseline("peers", centre, spread, config.peer_spread_k,
+                       static_cast<int>(others.size()), margins);
+}
+
+std::optional<Baseline> history_baseline(std::span<const double> ring, const Margins& margins,
+                                         const DetectConfig& config) {
+  if (static_cast<int>(ring.size()) < config.min_history) return std::nullopt;
+  const double centre = stats::median({ring.begin(), ring.end()});
+  return make_baseline("history", centre, 0, 0, static_cast<int>(ring.size()), margins);
+}
+
+std::optional<Baseline> fleet_baseline(std::span<const double> sorted_others,
+                                       const Margins& margins, const DetectConfig& config) {
+  if (static_cast<int>(sorted_others.size()) < config.min_fleet) return std::nullopt;
+  const double centre = stats::sorted_median(sorted_others);
+  const double spread = stats::sorted_mad_sigma(sorted_others, centre);
+  return make_baseline("fleet", centre, spread, config.fleet_spread_k,
+                       static_cast<int>(sorted_others.size()), margins);
+}
+
+std::optional<double> drift_decline(std::span<const double> ring, double latest,
+                                    Direction direction, const Margins& margins,
+                                    const DetectConfig& config) {
+  if (static_cast<int>(ring.size()) < config.min_history) return std::nullopt;
+  std::vector<double> seq(ring.begin(), ring.end());
+  seq.push_back(latest);
+  if (direction == Direction::kLowerIsBetter) {
+    for (double& x : seq) x = -x;  // "declining" always means getting worse
+  }
+  if (stats::kendall_tau(seq) > -config.drift_tau) return std::nullopt;
+  const double level = std::fabs(stats::median(seq));
+  if (level == 0) return std::nullopt;
+  const double decline = -stats::theil_sen_change(seq) / level;
+  if (decline < margins.warn) return std::nullopt;
+  return decline;
+}
+
+void grade(Verdict& v, std::span<const Baseline> baselines, const FigureToGrade& f) {
+  const Baseline* best = nullptr;
+  Status best_status = Status::kPass;
+  double best_dev = 0;
+  bool best_confirmed = false;
+  for (const Baseline& b : baselines) {
+    if (b.name == "peers") v.peers = b.count;
+    if (b.name == "history") v.history = b.count;
+    if (b.name == "fleet") v.fleet = b.count;
+    const double dev = stats::deviation(v.value, b.centre, f.direction);
+    const Status st = status_of(dev, b);
+    const bool conf = st == Status::kFail && confirmed_against(b, f);
+    const bool better = !best || rank(st) > rank(best_status) ||
+                        (rank(st) == rank(best_status) &&
+                         (conf > best_confirmed || (conf == best_confirmed && dev > best_dev)));
+    if (better) {
+      best = &b, best_status = st, best_dev = dev, best_confirmed = conf;
+    }
+  }
+  if (best) {
+    v.status = best_status;
+    v.baseline = best->name;
+    v.baseline_value = best->centre;
+    v.deviation = best_dev;
+    v.confirmed = best_confirmed;
+  }
+  if (rank(v.status) < 1 && f.drift) {
+    v.status = Status::kWarn;
+    v.baseline = "history";
+    v.baseline_value = f.history_centre;
+    v.history = f.history_count;
+    v.deviation = *f.drift;
+    v.drifting = true;
+  }
+  v.message = message(v, f);
+}
+
+std::string short_number(double v) {
+  char buf[32];
+  const double a = std::fabs(v);
+  std::snprintf(buf, sizeof buf, a >= 99.95 ? "%.0f" : a >= 9.995 ? "%.1f" : "%.2f", v);
+  return buf;
+}
+
+}  // namespace vigil::detect::detail

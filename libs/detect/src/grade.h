@@ -1,0 +1,57 @@
+#pragma once
+// Judging one figure: the three baselines, drift, confirmation by repeats, and the message.
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "vigil/detect/config.h"
+#include "vigil/detect/detect.h"
+
+namespace vigil::detect::detail {
+
+// What one figure is compared with, and the deviations that make it warn / fail.
+struct Baseline {
+  std::string_view name;  // "peers" | "history" | "fleet"
+  double centre = 0;
+  double warn_at = 0;
+  double fail_at = 0;
+  int count = 0;  // data points behind the centre
+};
+
+// Median of the other units' figures; none with fewer than config.min_peers.
+std::optional<Baseline> peers_baseline(std::vector<double> others, const Margins& margins,
+                                       const DetectConfig& config);
+// Median of the unit's history ring; none with fewer than config.min_history values.
+std::optional<Baseline> history_baseline(std::span<const double> ring, const Margins& margins,
+                                         const DetectConfig& config);
+// Median of the other nodes' figures (sorted); none with fewer than config.min_fleet.
+std::optional<Baseline> fleet_baseline(std::span<const double> sorted_others,
+                                       const Margins& margins, const DetectConfig& config);
+
+// The total decline (a fraction > 0) when history + latest declines monotonically (Kendall's
+// tau <= -drift_tau) by at least the warn margin; none otherwise.
+std::optional<double> drift_decline(std::span<const double> ring, double latest,
+                                    Direction direction, const Margins& margins,
+                                    const DetectConfig& config);
+
+// What grade() needs besides the baselines.
+struct FigureToGrade {
+  Direction direction = Direction::kHigherIsBetter;
+  std::span<const double> repeats;  // figures to confirm a fail with (>= 2 needed)
+  std::optional<double> drift;      // from drift_decline()
+  double history_centre = 0;        // baseline value reported for a drift
+  int history_count = 0;
+  std::string prefix;  // message head before the measurement: "gpu3 ", "8-gpu median ", ""
+};
+
+// Fills v.status, baseline, baseline_value, deviation, counts, drifting, confirmed and message
+// from v's identity and v.value: the worst baseline wins; a fail confirmed against any failing
+// baseline is preferred over an unconfirmed one.
+void grade(Verdict& v, std::span<const Baseline> baselines, const FigureToGrade& figure);
+
+// "712", "47.3", "3.12": three significant digits at most, for messages.
+std::string short_number(double v);
+
+}  // namespace vigil::detect::detail

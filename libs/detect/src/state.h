@@ -1,0 +1,76 @@
+#pragma once
+// What the engine has learned: per unit a bounded ring of healthy figures, per (SKU, figure) one
+// healthy figure per node, the unit string each figure uses, and when each node was last seen.
+// Ordered containers only, so iteration (and therefore judging and snapshots) is deterministic.
+#include <compare>
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "vigil/base/result.h"
+#include "vigil/detect/detect.h"
+
+namespace vigil::detect::detail {
+
+// A figure of a SKU: the key of units and fleet entries.
+struct KeyId {
+  std::string sku;
+  std::string check;
+  std::string measurement;
+  UnitKind kind = UnitKind::kNode;
+  auto operator<=>(const KeyId&) const = default;
+};
+
+// A unit's figure: the key of a history ring.
+struct UnitId {
+  KeyId key;
+  std::string unit_id;
+  auto operator<=>(const UnitId&) const = default;
+};
+
+// One healthy figure per node, kept sorted as well for O(n) baselines.
+struct FleetKey {
+  std::map<std::string, double> by_node;
+  std::vector<double> sorted;
+
+  void set(const std::string& node, double value);
+  void erase(const std::string& node);
+  // The sorted figures of every node except `node`.
+  std::vector<double> others(const std::string& node) const;
+};
+
+struct NodeState {
+  std::int64_t last_seen = 0;
+  std::map<UnitId, std::vector<double>> history;  // oldest first, at most history_window values
+  std::set<KeyId> fleet_keys;
+};
+
+struct EngineState {
+  std::map<KeyId, std::string> units;
+  std::map<std::string, NodeState> nodes;
+  std::set<std::pair<std::int64_t, std::string>> by_age;  // (last_seen, node)
+  std::map<KeyId, FleetKey> fleet;
+
+  // The node's history ring for `unit`, or nullptr.
+  const std::vector<double>* history(const std::string& node, const UnitId& unit) const;
+  // Records that `node` reported at `now` (creates it).
+  NodeState& touch(const std::string& node, std::int64_t now);
+  // Drops nodes last seen before `cutoff`.
+  void forget_before(std::int64_t cutoff);
+  void erase_node(const std::string& node);
+  void push_history(const std::string& node, const UnitId& unit, double value,
+                    std::size_t capacity);
+  void set_fleet(const std::string& node, const KeyId& key, double value);
+};
+
+nlohmann::json to_json(const EngineState& s);
+// Rejects anything malformed with the JSON pointer of the field. Rings longer than
+// `history_window` keep their latest values.
+Result<EngineState> state_from_json(const nlohmann::json& j, std::size_t history_window);
+
+}  // namespace vigil::detect::detail

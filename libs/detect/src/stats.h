@@ -1,0 +1,33 @@
+#pragma once
+// Robust statistics for the baselines. All take values by copy or span and never throw; the
+// callers guarantee non-empty input where a centre is needed.
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "vigil/detect/config.h"
+
+namespace vigil::detect::stats {
+
+// 1.4826 * MAD estimates the standard deviation of normally distributed data.
+inline constexpr double kMadToSigma = 1.4826;
+
+// Median; the mean of the two middle values for an even count. 0 for no values.
+double median(std::vector<double> values);
+// Median of an already sorted range.
+double sorted_median(std::span<const double> sorted);
+// 1.4826 * median(|x - centre|) of a sorted range, in O(n/2) by merging outward from the centre.
+double sorted_mad_sigma(std::span<const double> sorted, double centre);
+// 1.4826 * MAD of unsorted values around their median.
+double mad_sigma(std::vector<double> values);
+
+// How much worse `value` is than `centre`, as a fraction of centre (> 0 = worse).
+double deviation(double value, double centre, Direction d);
+
+// Kendall's tau of the sequence against its index: -1 for a strictly decreasing sequence.
+double kendall_tau(std::span<const double> seq);
+// Theil-Sen slope (median of pairwise slopes) times (n - 1): the fitted change across the
+// sequence, in the sequence's units.
+double theil_sen_change(std::span<const double> seq);
+
+}  // namespace vigil::detect::stats

@@ -1,0 +1,315 @@
+// The three baselines, drift, confirmation and learning, through the public Engine API.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "detect_test_support.h"
+#include "vigil/detect/detect.h"
+
+namespace vigil::detect {
+
+using testing::eight;
+using testing::find;
+using testing::kHour;
+using testing::kT0;
+using testing::ReportBuilder;
+using testing::seed_fleet;
+
+namespace {
+
+// Fixed margins so these tests do not move when the tuned defaults do.
+DetectConfig test_config() {
+  DetectConfig c = DetectConfig::defaults();
+  for (auto& [kind, m] : c.margins) m = {0.04, 0.08};
+  return c;
+}
+
+ReportVerdicts judge_ok(Engine& e, const NodeReport& r, std::int64_t now,
+                        Learn learn = Learn::kYes) {
+  auto v = e.judge(r, now, learn);
+  EXPECT_TRUE(v.ok()) << v.error().to_string();
+  return v.ok() ? *v : ReportVerdicts{};
+}
+
+// `n` healthy hourly reports of node "n1" (all GPUs ~800 TFLOP/s, NVLink 480 GB/s).
+void healthy_history(Engine& e, int n, const std::string& node = "n1") {
+  for (int i = 0; i < n; ++i) {
+    judge_ok(e, ReportBuilder(node).gemm(eight(800)).nvlink_busbw(480), kT0 + i * kHour);
+  }
+}
+
+// The history ring of n1's GEMM figure on `unit_id`, read from the snapshot.
+std::vector<double> history_of(const Engine& e, const std::string& unit_id) {
+  const nlohmann::json snap = e.snapshot();
+  for (const auto& node : snap["nodes"]) {
+    for (const auto& h : node["history"]) {
+      if (node["node"] == "n1" && h["check"] == "gpu_gemm" && h["unit_id"] == unit_id) {
+        return h["values"].get<std::vector<double>>();
+      }
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+TEST(EnginePeers, one_slow_gpu_of_eight_fails_against_the_median_of_the_others) {
+  Engine e(test_config());
+  std::vector<double> g = eight(800);
+  g[3] = 712;
+  auto rv = judge_ok(e, ReportBuilder("n1").gemm(g), kT0);
+  const Verdict* v = find(rv, "gpu_gemm", "gpu3");
+  ASSERT_NE(v, nullptr);
+  EXPECT_EQ(v->status, Status::kFail);
+  EXPECT_EQ(v->baseline, "peers");
+  EXPECT_EQ(v->peers, 7);
+  EXPECT_DOUBLE_EQ(v->baseline_value, 798);
+  EXPECT_NEAR(v->deviation, (798.0 - 712) / 798, 1e-12);
+  EXPECT_FALSE(v->confirmed);
+  EXPECT_EQ(v->message, "gpu3 gemm_bf16_tflops 712 TFLOP/s, 11% below its 7 peers (798)");
+  EXPECT_EQ(find(rv, "gpu_gemm", "gpu0")->status, Status::kPass);
+  EXPECT_EQ(rv.worst(), Status::kFail);
+  EXPECT_EQ(rv.worst_for("gpu_gemm")->unit_id, "gpu3");
+}
+
+TEST(EnginePeers, two_slow_gpus_of_eight_are_both_caught) {
+  Engine e(test_config());
+  std::vector<double> g = eight(800);
+  g[2] = g[5] = 700;
+  auto rv = judge_ok(e, ReportBuilder("n1").gemm(g), kT0);
+  EXPECT_EQ(find(rv, "gpu_gemm", "gpu2")->status, Status::kFail);
+  EXPECT_EQ(find(rv, "gpu_gemm", "gpu5")->status, Status::kFail);
+  for (const char* ok : {"gpu0", "gpu1", "gpu3", "gpu4", "gpu6", "gpu7"}) {
+    EXPECT_EQ(find(rv, "gpu_gemm", ok)->status, Status::kPass) << ok;
+  }
+}
+
+TEST(EnginePeers, a_small_dip_warns_and_fewer_than_three_others_give_no_verdict) {
+  Engine e(test_config());
+  std::vector<double> g = eight(800);
+  g[1] = 760;  // 4.8% below
+  EXPECT_EQ(find(judge_ok(e, ReportBuilder("n1").gemm(g), kT0), "gpu_gemm", "gpu1")->status,
+            Status::kWarn);
+  auto rv = judge_ok(e, ReportBuilder("n2").gemm({800, 800, 600}), kT0);
+  const Verdict* v = find(rv, "gpu_gemm", "gpu2");
+  EXPECT_EQ(v->status, Status::kPass);
+  EXPECT_EQ(v->baseline, "");
+  EXPECT_EQ(v->message, "gpu2 gemm_bf16_tflops 600 TFLOP/s, no baseline yet");
+}
+
+TEST(EngineHistory, whole_node_slow_is_silent_to_peers_but_fails_against_history) {
+  Engine e(test_config());
+  healthy_history(e, 4);
+  auto rv = judge_ok(e, ReportBuilder("n1").gemm(eight(700)).nvlink_busbw(430), kT0 + 4 * kHour);
+  for (int g = 0; g < 8; ++g) {
+    const Verdict* v = find(rv, "gpu_gemm", "gpu" + std::to_string(g));
+    EXPECT_EQ(v->status, Status::kFail) << g;
+    EXPECT_EQ(v->baseline, "history") << g;
+    EXPECT_EQ(v->peers, 7) << "peers were consulted and found nothing";
+  }
+  EXPECT_EQ(find(rv, "gpu_gemm", "gpu0")->message,
+            "gpu0 gemm_bf16_tflops 696 TFLOP/s, 12% below its last 4 runs (796)");
+  const Verdict* bw = find(rv, "nccl_allreduce_nvlink", "node");
+  EXPECT_EQ(bw->status, Status::kFail);
+  EXPECT_EQ(bw->message, "busbw 430 GB/s, 10% below its last 4 runs (480)");
+}
+
+TEST(EngineHistory, a_step_fails_and_a_slow_monotone_decline_warns_as_drift) {
+  Engine step(test_config());
+  for (int i = 0; i < 8; ++i) judge_ok(step, ReportBuilder("n1").nvlink_busbw(480), kT0 + i * kHour);
+  auto s = judge_ok(step, ReportBuilder("n1").nvlink_busbw(430), kT0 + 8 * kHour);
+  EXPECT_EQ(s.verdicts[0].status, Status::kFail);
+  EXPECT_FALSE(s.verdicts[0].drifting);
+
+  Engine drift(test_config());
+  ReportVerdicts last;
+  for (int i = 0; i < 9; ++i) {  // 0.5% of the start per run: 480 ... 460.8
+    last = judge_ok(drift, ReportBuilder("n1").nvlink_busbw(480 - 2.4 * i), kT0 + i * kHour);
+  }
+  const Verdict& v = last.verdicts[0];
+  EXPECT_EQ(v.status, Status::kWarn);
+  EXPECT_TRUE(v.drifting);
+  EXPECT_EQ(v.baseline, "history");
+  EXPECT_EQ(v.message, "busbw 461 GB/s, drifting down 4.1% over 9 runs");
+}
+
+TEST(EngineHistory, noise_without_a_trend_is_not_drift) {
+  Engine e(test_config());
+  const double values[] = {480, 466, 482, 468, 479, 465, 481, 467, 478};
+  ReportVerdicts last;
+  for (int i = 0; i < 9; ++i) {
+    last = judge_ok(e, ReportBuilder("n1").nvlink_busbw(values[i]), kT0 + i * kHour);
+  }
+  EXPECT_EQ(last.verdicts[0].status, Status::kPass);
+  EXPECT_FALSE(last.verdicts[0].drifting);
+}
+
+TEST(EngineHistory, a_failing_unit_does_not_become_its_own_baseline) {
+  Engine e(test_config());
+  healthy_history(e, 4);
+  for (int i = 0; i < 12; ++i) {  // 12 slow reports: more than the window of 8
+    auto rv = judge_ok(e, ReportBuilder("n1").gemm(eight(700)), kT0 + (4 + i) * kHour);
+    ASSERT_EQ(find(rv, "gpu_gemm", "gpu0")->status, Status::kFail) << i;
+    EXPECT_EQ(find(rv, "gpu_gemm", "gpu0")->history, 4) << i;
+  }
+}
+
+TEST(EngineHistory, learn_no_judges_without_learning) {
+  Engine e(test_config());
+  for (int i = 0; i < 5; ++i) {
+    judge_ok(e, ReportBuilder("n1").gemm(eight(800)), kT0 + i * kHour, Learn::kNo);
+  }
+  auto rv = judge_ok(e, ReportBuilder("n1").gemm(eight(700)), kT0 + 5 * kHour);
+  EXPECT_EQ(find(rv, "gpu_gemm", "gpu0")->history, 0);
+  EXPECT_EQ(find(rv, "gpu_gemm", "gpu0")->status, Status::kPass);
+}
+
+TEST(EngineHistory, figures_below_their_floor_are_judged_but_never_learned) {
+  Engine e(test_config());
+  Threshold floor;
+  floor.fail = 640;
+  floor.unit = "TFLOP/s";
+  for (int i = 0; i < 5; ++i) {
+    NodeReport r = ReportBuilder("n1").gemm(eight(600));
+    for (Measurement& m : r.checks[0].measurements) m.threshold = floor;
+    judge_ok(e, r, kT0 + i * kHour);
+  }
+  auto rv = judge_ok(e, ReportBuilder("n1").gemm(eight(600)), kT0 + 5 * kHour);
+  EXPECT_EQ(find(rv, "gpu_gemm", "gpu0")->history, 0);
+}
+
+TEST(EngineConfirmation, a_transient_dip_with_healthy_repeats_passes_and_is_not_learned) {
+  Engine e(test_config());
+  healthy_history(e, 6);
+  auto samples = samples_from_report(ReportBuilder("n1").gemm({796, 802, 720, 804, 800, 796, 802,
+                                                               798}),
+                                     e.config());
+  ASSERT_TRUE(attach_repeats(samples, "gpu_gemm", "gemm_bf16_tflops", "gpu2", {797, 799}));
+  auto rv = e.judge(samples, kT0 + 6 * kHour);
+  ASSERT_TRUE(rv.ok()) << rv.error().to_string();
+  const Verdict* v = find(*rv, "gpu_gemm", "gpu2");
+  EXPECT_EQ(v->status, Status::kPass);
+  EXPECT_DOUBLE_EQ(v->value, 797);  // the median of 720, 797, 799
+  EXPECT_EQ(v->repeats, 2);
+  EXPECT_EQ(history_of(e, "gpu2"), (std::vector<double>{798, 798, 798, 798, 798, 798, 797}));
+}
+
+TEST(EngineConfirmation, a_transient_dip_without_repeats_is_an_unconfirmed_fail_not_learned) {
+  Engine e(test_config());
+  healthy_history(e, 6);
+  auto dip = judge_ok(e, ReportBuilder("n1").gemm({796, 802, 720, 804, 800, 796, 802, 798}),
+                      kT0 + 6 * kHour);
+  EXPECT_EQ(find(dip, "gpu_gemm", "gpu2")->status, Status::kFail);
+  EXPECT_FALSE(find(dip, "gpu_gemm", "gpu2")->confirmed);
+  auto next = judge_ok(e, ReportBuilder("n1").gemm(eight(800)), kT0 + 7 * kHour);
+  EXPECT_EQ(find(next, "gpu_gemm", "gpu2")->status, Status::kPass);
+  EXPECT_EQ(find(next, "gpu_gemm", "gpu2")->history, 6) << "the dip entered history";
+  EXPECT_EQ(find(next, "gpu_gemm", "gpu1")->history, 7);
+}
+
+TEST(EngineConfirmation, repeats_past_the_same_threshold_confirm_a_fail) {
+  Engine e(test_config());
+  std::vector<double> g = eight(800);
+  g[3] = 700;
+  auto samples = samples_from_report(ReportBuilder("n1").gemm(g), e.config());
+  attach_repeats(samples, "gpu_gemm", "gemm_bf16_tflops", "gpu3", {702, 698});
+  auto rv = e.judge(samples, kT0);
+  ASSERT_TRUE(rv.ok());
+  const Verdict* v = find(*rv, "gpu_gemm", "gpu3");
+  EXPECT_EQ(v->status, Status::kFail);
+  EXPECT_TRUE(v->confirmed);
+  EXPECT_EQ(v->message,
+            "gpu3 gemm_bf16_tflops 700 TFLOP/s, 12% below its 7 peers (798), 2 repeats agree");
+
+  attach_repeats(samples, "gpu_gemm", "gemm_bf16_tflops", "gpu3", {702, 790});
+  rv = e.judge(samples, kT0 + kHour);
+  ASSERT_TRUE(rv.ok());
+  EXPECT_EQ(find(*rv, "gpu_gemm", "gpu3")->status, Status::kFail);  // median 702
+  EXPECT_FALSE(find(*rv, "gpu_gemm", "gpu3")->confirmed);
+}
+
+TEST(EngineFleet, a_node_slow_from_its_first_report_fails_against_the_fleet) {
+  Engine e(test_config());
+  seed_fleet(e, 25, kT0);
+  auto rv = judge_ok(e, ReportBuilder("new").gemm(eight(690)).nvlink_busbw(410), kT0 + 60);
+  for (int g = 0; g < 8; ++g) {
+    EXPECT_EQ(find(rv, "gpu_gemm", "gpu" + std::to_string(g))->status, Status::kPass) << g;
+  }
+  const Verdict* node = find(rv, "gpu_gemm", "node");
+  ASSERT_NE(node, nullptr);
+  EXPECT_EQ(node->status, Status::kFail);
+  EXPECT_EQ(node->baseline, "fleet");
+  EXPECT_EQ(node->fleet, 25);
+  EXPECT_EQ(node->message, "8-gpu median gemm_bf16_tflops 689 TFLOP/s, 14% below 25 nodes (797)");
+  const Verdict* bw = find(rv, "nccl_allreduce_nvlink", "node");
+  EXPECT_EQ(bw->status, Status::kFail);
+  EXPECT_EQ(bw->message, "busbw 410 GB/s, 15% below 25 nodes (480)");
+  EXPECT_EQ(rv.worst_for("gpu_gemm")->unit_id, "node");
+}
+
+TEST(EngineFleet, is_used_only_from_min_fleet_other_nodes_of_the_same_sku) {
+  Engine e(test_config());
+  seed_fleet(e, 19, kT0);
+  auto rv = judge_ok(e, ReportBuilder("new").nvlink_busbw(410), kT0 + 60);
+  EXPECT_EQ(rv.verdicts[0].fleet, 0);
+  EXPECT_EQ(rv.verdicts[0].status, Status::kPass);
+  e.reset_node("new");
+  seed_fleet(e, 20, kT0 + 120);  // peer-19 is the 20th
+  rv = judge_ok(e, ReportBuilder("new").nvlink_busbw(410), kT0 + 180);
+  EXPECT_EQ(rv.verdicts[0].fleet, 20);
+  EXPECT_EQ(rv.verdicts[0].status, Status::kFail);
+}
+
+TEST(EngineFleet, a_new_sku_has_no_fleet_until_its_own_nodes_report) {
+  Engine e(test_config());
+  seed_fleet(e, 25, kT0);  // H100 nodes
+  auto rv = judge_ok(e, ReportBuilder("b1", "B200-SXM-180GB").gemm(eight(2250)).nvlink_busbw(830),
+                     kT0 + 60);
+  for (const Verdict& v : rv.verdicts) {
+    EXPECT_EQ(v.fleet, 0) << v.message;
+    EXPECT_NE(v.baseline, "fleet") << v.message;
+    EXPECT_EQ(v.status, Status::kPass) << v.message;
+  }
+  EXPECT_EQ(find(rv, "gpu_gemm", "node"), nullptr);
+}
+
+TEST(EngineFleet, a_naturally_wide_fleet_does_not_fail_its_tail) {
+  DetectConfig c = test_config();
+  Engine wide(c), narrow(c);
+  for (int i = 0; i < 40; ++i) {  // wide: 480 +- 10% in even steps; narrow: +- 0.5%
+    const double step = (i % 21 - 10) / 100.0;
+    judge_ok(wide, ReportBuilder("p" + std::to_string(i)).nvlink_busbw(480 * (1 + step)), kT0);
+    judge_ok(narrow, ReportBuilder("p" + std::to_string(i)).nvlink_busbw(480 * (1 + step / 20)),
+             kT0);
+  }
+  const NodeReport slow = ReportBuilder("x").nvlink_busbw(480 * 0.91);  // 9% below the median
+  EXPECT_EQ(judge_ok(narrow, slow, kT0 + 1).verdicts[0].status, Status::kFail);
+  EXPECT_NE(judge_ok(wide, slow, kT0 + 1).verdicts[0].status, Status::kFail);
+}
+
+TEST(EngineFleet, a_node_failing_against_the_fleet_is_not_learned_into_it) {
+  Engine e(test_config());
+  seed_fleet(e, 25, kT0);
+  for (int i = 0; i < 3; ++i) judge_ok(e, ReportBuilder("new").gemm(eight(690)), kT0 + i * kHour);
+  auto rv = judge_ok(e, ReportBuilder("new").gemm(eight(690)), kT0 + 3 * kHour);
+  EXPECT_EQ(find(rv, "gpu_gemm", "node")->status, Status::kFail);
+  EXPECT_EQ(find(rv, "gpu_gemm", "gpu0")->history, 0) << "slow figures entered history";
+  EXPECT_EQ(e.size().fleet_entries, 50u) << "25 nodes x (gemm, busbw); none from `new`";
+}
+
+TEST(EngineDirection, lower_is_better_figures_fail_when_they_rise) {
+  DetectConfig c = test_config();
+  c.metrics.push_back({"ib_latency", "latency_us", "us", "allreduce", Direction::kLowerIsBetter});
+  Engine e(c);
+  for (int i = 0; i < 4; ++i) {
+    judge_ok(e, ReportBuilder("n1").node_figure("ib_latency", "latency_us", "us", 2.0),
+             kT0 + i * kHour);
+  }
+  auto rv = judge_ok(e, ReportBuilder("n1").node_figure("ib_latency", "latency_us", "us", 2.4),
+                     kT0 + 4 * kHour);
+  EXPECT_EQ(rv.verdicts[0].status, Status::kFail);
+  EXPECT_NEAR(rv.verdicts[0].deviation, 0.2, 1e-12);
+  EXPECT_EQ(rv.verdicts[0].message, "latency_us 2.40 us, 20% above its last 4 runs (2.00)");
+}
+
+}  // namespace vigil::detect
