@@ -28,6 +28,10 @@ const std::vector<MetricDesc>& metric_table() {
        "sink"},
       {"vigil_circuit_breaker_open", "gauge", "1 while the drain circuit breaker is open", ""},
       {"vigil_reports_ingested_total", "counter", "Reports received, by outcome", "outcome"},
+      {"vigil_measurement_deviation_ratio", "gauge",
+       "How far a check's worst performance figure on a node lies below its baseline "
+       "(fraction; > 0 is slower)",
+       "node,sku,check,measurement,unit,baseline"},
   };
   return t;
 }
@@ -69,6 +73,8 @@ struct Metrics::Impl {
       build(prometheus::BuildGauge(), *reg, "vigil_circuit_breaker_open");
   prometheus::Family<prometheus::Counter>& ingested =
       build(prometheus::BuildCounter(), *reg, "vigil_reports_ingested_total");
+  prometheus::Family<prometheus::Gauge>& deviation =
+      build(prometheus::BuildGauge(), *reg, "vigil_measurement_deviation_ratio");
   prometheus::Gauge& breaker_gauge = breaker.Add({});
 
   // Family::Remove is linear in the family's size, so series are reused while their labels
@@ -80,6 +86,7 @@ struct Metrics::Impl {
     std::string state_key;
     std::vector<prometheus::Gauge*> state;
     std::map<std::string, SeriesByKey> status, meas, thr;  // by check
+    std::map<std::string, prometheus::Gauge*> deviation;    // by check: its worst verdict
     prometheus::Gauge* age = nullptr;
   };
   std::map<std::string, NodeSeries> nodes;
@@ -221,6 +228,26 @@ void Metrics::on_node(const NodeState& s, const NodeReport* r) {
 std::string Metrics::serialize() const {
   std::lock_guard lk(impl_->mu);
   return prometheus::TextSerializer().Serialize(impl_->reg->Collect());
+}
+
+void Metrics::on_verdicts(const detect::ReportVerdicts& v) {
+  std::lock_guard lk(impl_->mu);
+  auto& series = impl_->nodes[v.node].deviation;
+  for (const auto& w : v.worst_by_check) {
+    if (auto it = series.find(w.check); it != series.end()) {
+      impl_->deviation.Remove(it->second);
+      series.erase(it);
+    }
+    if (w.baseline.empty()) continue;  // no baseline had data: nothing to plot
+    auto& g = impl_->deviation.Add({{"node", v.node},
+                                    {"sku", v.sku},
+                                    {"check", w.check},
+                                    {"measurement", w.measurement},
+                                    {"unit", w.unit_id},
+                                    {"baseline", w.baseline}});
+    g.Set(w.deviation);
+    series[w.check] = &g;
+  }
 }
 
 }  // namespace vigil::drainer

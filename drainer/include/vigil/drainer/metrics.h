@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "vigil/detect/detect.h"
 #include "vigil/report/report.h"
 #include "vigil/drainer/policy.h"
 
@@ -40,6 +41,8 @@ class Metrics {
   void set_pending(std::string_view sink, double n);
   void set_breaker_open(bool open);
   void set_report_age(const std::string& node, double age_s);
+  // vigil_measurement_deviation_ratio: the worst verdict of each judged check of the node.
+  void on_verdicts(const detect::ReportVerdicts& v);
 
   std::string serialize() const;  // Prometheus text exposition format
 

@@ -1,0 +1,72 @@
+// fold_verdicts: how a fail-slow verdict changes what the policy engine sees.
+#include "vigil/drainer/slow_verdicts.h"
+
+#include <gtest/gtest.h>
+
+#include "vigil/drainer/config.h"
+
+namespace vigil::drainer {
+namespace {
+
+CheckResult gemm(Status st) {
+  CheckResult c;
+  c.check = "gpu_gemm";
+  c.short_name = "gemm";
+  c.status = st;
+  c.message = st == Status::kError ? "cuBLASLt failed" : "";
+  return c;
+}
+
+detect::ReportVerdicts verdicts(Status st, bool confirmed) {
+  detect::Verdict v;
+  v.check = "gpu_gemm";
+  v.measurement = "gemm_bf16_tflops";
+  v.unit_id = "gpu3";
+  v.status = st;
+  v.baseline = "peers";
+  v.deviation = 0.11;
+  v.confirmed = confirmed;
+  v.repeats = confirmed ? 2 : 0;
+  v.message = "gpu3 gemm_bf16_tflops 712 TFLOP/s, 11% below its 7 peers (801)";
+  detect::ReportVerdicts r;
+  r.node = "gpu-1";
+  r.verdicts = {v};
+  r.worst_by_check = {v};
+  return r;
+}
+
+TEST(FoldVerdicts, a_confirmed_slow_figure_fails_with_its_own_fault_code_and_baseline) {
+  NodeReport r;
+  r.checks = {gemm(Status::kPass)};
+  fold_verdicts(r, verdicts(Status::kFail, true));
+  EXPECT_EQ(r.checks[0].status, Status::kFail);
+  EXPECT_EQ(r.checks[0].fault_code, kSlowConfirmedFaultCode);
+  EXPECT_NE(r.checks[0].message.find("11% below its 7 peers"), std::string::npos);
+  EXPECT_NE(r.checks[0].message.find("confirmed by 2 repeats"), std::string::npos);
+}
+
+TEST(FoldVerdicts, an_unconfirmed_slow_figure_fails_with_the_unconfirmed_code) {
+  NodeReport r;
+  r.checks = {gemm(Status::kPass)};
+  fold_verdicts(r, verdicts(Status::kFail, false));
+  EXPECT_EQ(r.checks[0].status, Status::kFail);
+  EXPECT_EQ(r.checks[0].fault_code, kSlowFaultCode);
+}
+
+TEST(FoldVerdicts, a_warn_verdict_only_warns_and_error_results_are_left_alone) {
+  NodeReport r;
+  r.checks = {gemm(Status::kPass), gemm(Status::kError)};
+  r.checks[1].check = "gpu_gemm";
+  fold_verdicts(r, verdicts(Status::kWarn, false));
+  EXPECT_EQ(r.checks[0].status, Status::kWarn);
+  EXPECT_TRUE(r.checks[0].fault_code.empty());
+  EXPECT_EQ(r.checks[1].status, Status::kError);
+  EXPECT_EQ(r.checks[1].message, "cuBLASLt failed");
+  NodeReport e;
+  e.checks = {gemm(Status::kError)};
+  fold_verdicts(e, verdicts(Status::kFail, true));
+  EXPECT_EQ(e.checks[0].status, Status::kError) << "a check that could not run never drains";
+}
+
+}  // namespace
+}  // namespace vigil::drainer
