@@ -64,7 +64,7 @@ std::vector<std::string> activity_unknowns(const std::vector<GpuActivity>& gpus)
 // Re-sampling of utilization, only for GPUs that utilization alone would call busy: a probe
 // that just ended leaves up to one NVML sample period (<= 1 s) of utilization behind it.
 struct BusySampling {
-  int max_samples = 5;
+  int max_samples = 6;  // 2 s: longer than one NVML sample period after a probe ends
   std::chrono::milliseconds interval{400};
 };
 
