@@ -96,6 +96,30 @@ TEST_F(VigilCheckCli, malformed_nvml_fixture_is_an_error_not_a_failure) {
   EXPECT_NE(report["checks"][0]["message"].get<std::string>().find("NVML not available"), std::string::npos);
 }
 
+TEST_F(VigilCheckCli, cuda_probes_on_a_gpu_another_job_uses_are_errors_never_fails) {
+  // The real path: vigil-check forks each probe, the probe asks NVML before any CUDA call.
+  const std::string sysfs = kFixtures + "/nodes/gpu-0/sysfs";
+  const std::string probes = "gpu_gemm,gpu_hbm,gpu_pcie_bw,gpu_memtest";
+  CommandOptions o;
+  o.env["VIGIL_FAKE_NVML_FIXTURE"] = kFixtures + "/nvml/busy_gpu2.json";
+  o.timeout = std::chrono::seconds(60);
+  auto r = run_command({kBinary, "run", "--quiet", "--node", "gpu-0", "--nvml-library", kFakeNvml,
+                        "--sysfs-root", sysfs, "--only", probes, "--format", "json"},
+                       o);
+  auto report = nlohmann::json::parse(r.out);
+  ASSERT_EQ(report["checks"].size(), 4u) << r.out;
+  if (report["checks"][0]["status"] == "skipped") GTEST_SKIP() << "built without CUDA";
+  EXPECT_EQ(r.exit_code, 3) << r.describe();
+  for (const auto& c : report["checks"]) {
+    EXPECT_EQ(c["status"], "error") << c.dump();
+    EXPECT_EQ(c["fault_code"], "VIGIL-GPU-BUSY") << c.dump();
+    // The fixture's pid is above Linux's PID_MAX_LIMIT: no /proc entry here lends its name.
+    EXPECT_EQ(c["message"].get<std::string>().rfind("GPU busy: gpu2 pid 4194305 python 40 GiB", 0),
+              0u)
+        << c.dump();
+  }
+}
+
 TEST_F(VigilCheckCli, unreadable_sysfs_root_is_an_error) {
   auto r = run({"--sku", "H100-SXM5-80GB"}, kFixtures + "/nodes/gpu-0/nvml.json", dir_ + "/no-such-root");
   ASSERT_EQ(r.exit_code, 3) << r.describe();

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -49,6 +50,13 @@ struct nvmlDevice_st {
   std::vector<Link> nvlinks;  // empty: NVLink not supported
   std::optional<unsigned> temperature_c, temperature_slowdown_c, temperature_shutdown_c;
   std::optional<unsigned> power_mw;
+  struct Process {
+    unsigned pid = 0;
+    unsigned long long used_memory_bytes = kNvmlValueNotAvailable;
+    std::optional<std::string> name;  // answers nvmlSystemGetProcessName
+  };
+  std::optional<std::vector<Process>> processes;  // compute processes
+  std::optional<nvmlUtilization_t> utilization;
   std::map<std::string, int> errors;  // entry point -> forced nvmlReturn_t
 };
 
@@ -124,7 +132,7 @@ nvmlDevice_st parse_gpu(const json& j, const std::string& at) {
   check_keys(j,
              {"name", "pci", "lost", "ecc", "remapped_rows", "retired_pages_pending",
               "clocks_event_reasons", "pcie", "nvlink", "temperature_c", "temperature_slowdown_c",
-              "temperature_shutdown_c", "power_mw", "errors"},
+              "temperature_shutdown_c", "power_mw", "processes", "utilization", "errors"},
              at);
   nvmlDevice_st g;
   g.name = j.contains("name") ? to_string(j["name"], at + "/name") : "NVIDIA Fake GPU";
@@ -230,6 +238,37 @@ nvmlDevice_st parse_gpu(const json& j, const std::string& at) {
     g.temperature_shutdown_c = to_u32(j["temperature_shutdown_c"], at);
   }
   if (j.contains("power_mw")) g.power_mw = to_u32(j["power_mw"], at + "/power_mw");
+  if (j.contains("processes")) {
+    const json& list = j["processes"];
+    const std::string a = at + "/processes";
+    if (!list.is_array()) throw FixtureError{a + ": expected an array of processes"};
+    g.processes.emplace();
+    for (size_t i = 0; i < list.size(); ++i) {
+      const json& p = list[i];
+      const std::string pa = a + "/" + std::to_string(i);
+      check_keys(p, {"pid", "used_memory_bytes", "name"}, pa);
+      if (!p.contains("pid")) throw FixtureError{pa + ": needs pid"};
+      nvmlDevice_st::Process proc;
+      proc.pid = to_u32(p["pid"], pa + "/pid");
+      if (proc.pid == 0) throw FixtureError{pa + "/pid: must not be 0"};
+      if (p.contains("used_memory_bytes")) {
+        proc.used_memory_bytes = to_u64(p["used_memory_bytes"], pa + "/used_memory_bytes");
+      }
+      if (p.contains("name")) proc.name = to_string(p["name"], pa + "/name");
+      g.processes->push_back(std::move(proc));
+    }
+  }
+  if (j.contains("utilization")) {
+    const json& u = j["utilization"];
+    const std::string a = at + "/utilization";
+    check_keys(u, {"gpu", "memory"}, a);
+    if (!u.contains("gpu") || !u.contains("memory"))
+      throw FixtureError{a + ": needs gpu and memory"};
+    nvmlUtilization_t rates{to_u32(u["gpu"], a + "/gpu"), to_u32(u["memory"], a + "/memory")};
+    if (rates.gpu > 100) throw FixtureError{a + "/gpu: a percentage, at most 100"};
+    if (rates.memory > 100) throw FixtureError{a + "/memory: a percentage, at most 100"};
+    g.utilization = rates;
+  }
   if (j.contains("errors")) {
     if (!j["errors"].is_object()) throw FixtureError{at + "/errors: expected an object"};
     for (const auto& [fn, code] : j["errors"].items()) {
@@ -563,6 +602,51 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetTemperatureThreshold(nvmlDevice_t han
 FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t handle, unsigned int* mw) {
   DEVICE_QUERY(handle);
   return answer(d->power_mw, mw);
+}
+
+// Like the real call: *count too small (0 with infos NULL asks for the count) ->
+// NVML_ERROR_INSUFFICIENT_SIZE with the count needed; no process -> success with 0.
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t handle,
+                                                                      unsigned int* count,
+                                                                      nvmlProcessInfo_t* infos) {
+  DEVICE_QUERY(handle);
+  if (!count) return NVML_ERROR_INVALID_ARGUMENT;
+  if (!d->processes) return NVML_ERROR_NOT_SUPPORTED;
+  const auto needed = static_cast<unsigned>(d->processes->size());
+  if (*count < needed) {
+    *count = needed;
+    return NVML_ERROR_INSUFFICIENT_SIZE;
+  }
+  if (needed > 0 && !infos) return NVML_ERROR_INVALID_ARGUMENT;
+  for (unsigned i = 0; i < needed; ++i) {
+    const nvmlDevice_st::Process& p = (*d->processes)[i];
+    infos[i] = nvmlProcessInfo_t{p.pid, p.used_memory_bytes, 0xFFFFFFFFu, 0xFFFFFFFFu};
+  }
+  *count = needed;
+  return NVML_SUCCESS;
+}
+
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t handle,
+                                                            nvmlUtilization_t* utilization) {
+  DEVICE_QUERY(handle);
+  return answer(d->utilization, utilization);
+}
+
+// The name a fixture process carries, whichever GPU lists it.
+FAKE_NVML_EXPORT nvmlReturn_t nvmlSystemGetProcessName(unsigned int pid, char* name,
+                                                       unsigned int length) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (!g_fixture) return NVML_ERROR_UNINITIALIZED;
+  if (!name || length == 0) return NVML_ERROR_INVALID_ARGUMENT;
+  for (const nvmlDevice_st& g : g_fixture->gpus) {
+    if (!g.processes) continue;
+    for (const nvmlDevice_st::Process& p : *g.processes) {
+      if (p.pid != pid || !p.name) continue;
+      std::snprintf(name, length, "%s", p.name->c_str());  // cropped to length, like NVML
+      return NVML_SUCCESS;
+    }
+  }
+  return NVML_ERROR_NOT_FOUND;
 }
 
 FAKE_NVML_EXPORT nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t* set) {

@@ -7,9 +7,10 @@
 #include <fstream>
 #include <sstream>
 
-#include "vigil/ncclbench/bench_result.h"
+#include "nvml/gpu_busy.h"
 #include "vigil/base/process.h"
 #include "vigil/base/strings.h"
+#include "vigil/ncclbench/bench_result.h"
 #include "vigil/ncclbench/options.h"
 #include "vigil/ncclbench/parser.h"
 
@@ -145,7 +146,10 @@ std::vector<std::string> allreduce_command(const CheckContext& ctx, const Allred
   return argv;
 }
 
-CheckResult run_allreduce_check(const CheckContext& ctx, const AllreduceSpec& spec) {
+namespace {
+
+// Launches the benchmark and turns what it printed into the check's result.
+CheckResult launch_and_judge(const CheckContext& ctx, const AllreduceSpec& spec) {
   const std::string binary = find_allreduce_binary(ctx);
   const bool site = is_nccl_tests_binary(binary);
   TempDir dir;
@@ -200,6 +204,22 @@ CheckResult run_allreduce_check(const CheckContext& ctx, const AllreduceSpec& sp
     default:
       return verdict(ctx, spec, *run);
   }
+}
+
+}  // namespace
+
+CheckResult run_allreduce_check(const CheckContext& ctx, const AllreduceSpec& spec) {
+  if (spec.backend != "nccl") return launch_and_judge(ctx, spec);
+  // NCCL uses every local GPU: one shared with other work (a second all_reduce under srun -Z)
+  // makes busbw low without a fault. Such a run is error VIGIL-GPU-BUSY and the benchmark is
+  // not launched. Only this node's GPUs are visible; a fabric partner's are not.
+  const nvml::BusyScan others = nvml::scan_gpus_for_other_work(ctx);
+  if (!others.busy.empty()) return nvml::gpu_busy_result(spec.check, others.busy);
+  CheckResult r = launch_and_judge(ctx, spec);
+  if (!others.unknown.empty()) {
+    r.message += (r.message.empty() ? "" : "; ") + others.unknown;
+  }
+  return r;
 }
 
 }  // namespace vigil

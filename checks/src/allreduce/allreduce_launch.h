@@ -42,6 +42,8 @@ bool is_nccl_tests_binary(const std::string& binary);
 std::vector<std::string> allreduce_command(const CheckContext& ctx, const AllreduceSpec& spec,
                                            const std::string& binary, const std::string& json_path);
 
+// With the nccl backend, first asks NVML whether this node's GPUs are used by other work
+// (nvml/gpu_busy.h): if so the result is error VIGIL-GPU-BUSY and nothing is launched.
 CheckResult run_allreduce_check(const CheckContext& ctx, const AllreduceSpec& spec);
 
 std::unique_ptr<Check> make_nccl_allreduce_nvlink_check(const AllreduceTuning& tuning);

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "cuda/probe_result.h"
+#include "nvml/gpu_busy.h"
 
 namespace vigil::cuda_probe {
 
@@ -43,6 +44,13 @@ Applies probe_applies(const CheckContext& ctx) {
 
 CheckResult run_on_each_gpu(const CheckContext& ctx, std::string_view check,
                             const PerGpuProbe& probe) {
+  // Before any CUDA call (this process has no context yet, so every compute process NVML lists
+  // is someone else's): a GPU shared with other work measures slow without being faulty, and
+  // allocating on it could take memory from that work. Any busy GPU -> the whole check is
+  // error VIGIL-GPU-BUSY and no GPU is touched (docs/cuda-probes.md, "Busy GPUs").
+  const nvml::BusyScan others = nvml::scan_gpus_for_other_work(ctx);
+  if (!others.busy.empty()) return nvml::gpu_busy_result(check, others.busy);
+
   // GPU numbers in reports must match the NVML checks' (PCI bus order); respect an explicit
   // choice by the operator.
   setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", /*overwrite=*/0);
@@ -68,6 +76,7 @@ CheckResult run_on_each_gpu(const CheckContext& ctx, std::string_view check,
   r.check = std::string(check);
   std::vector<GpuFailure> failures;
   std::vector<std::string> notes;
+  if (!others.unknown.empty()) notes.push_back(others.unknown);
   for (int gpu = 0; gpu < count; ++gpu) {
     VoidResult done = [&]() -> VoidResult {
       VIGIL_CUDA_CHECK(cudaSetDevice(gpu));

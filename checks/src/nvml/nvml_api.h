@@ -3,6 +3,7 @@
 // not installed on build machines. Values and layouts follow the public NVML API reference;
 // only what the checks call is declared. The fake library (tests/fake_nvml) includes this file
 // too, so a signature mismatch between loader and fake is a compile error.
+#include <cstddef>
 #include <cstdint>
 
 extern "C" {
@@ -65,6 +66,21 @@ struct nvmlEventData_t {
   unsigned int computeInstanceId;
 };
 
+// nvmlProcessInfo_t (= nvmlProcessInfo_v2_t), as filled by nvmlDeviceGetComputeRunningProcesses_v3.
+struct nvmlProcessInfo_t {
+  unsigned int pid;
+  unsigned long long usedGpuMemory;  // bytes; NVML_VALUE_NOT_AVAILABLE when unknown
+  unsigned int gpuInstanceId;        // MIG instance ids; 0xFFFFFFFF when MIG is off
+  unsigned int computeInstanceId;
+};
+
+// nvmlUtilization_t from nvmlDeviceGetUtilizationRates: percent of the last sample period
+// (1/6 s to 1 s, per product) during which a kernel ran / device memory was read or written.
+struct nvmlUtilization_t {
+  unsigned int gpu;
+  unsigned int memory;
+};
+
 // Function signatures (pointer types), one per entry point Vigil resolves.
 typedef nvmlReturn_t (*nvmlInit_v2_fn)();
 typedef nvmlReturn_t (*nvmlShutdown_fn)();
@@ -92,6 +108,10 @@ typedef nvmlReturn_t (*nvmlDeviceRegisterEvents_fn)(nvmlDevice_t, unsigned long 
                                                     nvmlEventSet_t);
 typedef nvmlReturn_t (*nvmlEventSetWait_v2_fn)(nvmlEventSet_t, nvmlEventData_t*, unsigned int);
 typedef nvmlReturn_t (*nvmlEventSetFree_fn)(nvmlEventSet_t);
+typedef nvmlReturn_t (*nvmlDeviceGetComputeRunningProcesses_v3_fn)(nvmlDevice_t, unsigned int*,
+                                                                   nvmlProcessInfo_t*);
+typedef nvmlReturn_t (*nvmlDeviceGetUtilizationRates_fn)(nvmlDevice_t, nvmlUtilization_t*);
+typedef nvmlReturn_t (*nvmlSystemGetProcessName_fn)(unsigned int, char*, unsigned int);
 
 }  // extern "C"
 
@@ -103,6 +123,16 @@ inline constexpr unsigned long long kNvmlClocksEventHwSlowdown = 0x8ULL;
 inline constexpr unsigned long long kNvmlClocksEventSwThermal = 0x20ULL;
 inline constexpr unsigned long long kNvmlClocksEventHwThermal = 0x40ULL;
 inline constexpr unsigned long long kNvmlClocksEventHwPowerBrake = 0x80ULL;
+
+// NVML_VALUE_NOT_AVAILABLE ((-1) in nvml.h) as it reads in an unsigned long long field.
+inline constexpr unsigned long long kNvmlValueNotAvailable = ~0ULL;
+
+// The layouts above must match nvml.h byte for byte (the library writes into them).
+static_assert(sizeof(nvmlProcessInfo_t) == 24 && offsetof(nvmlProcessInfo_t, usedGpuMemory) == 8 &&
+                  offsetof(nvmlProcessInfo_t, gpuInstanceId) == 16 &&
+                  offsetof(nvmlProcessInfo_t, computeInstanceId) == 20,
+              "nvmlProcessInfo_v2_t layout");
+static_assert(sizeof(nvmlUtilization_t) == 8, "nvmlUtilization_t layout");
 
 // nvmlEventType bit for critical XID errors.
 inline constexpr unsigned long long kNvmlEventTypeXidCriticalError = 0x8ULL;

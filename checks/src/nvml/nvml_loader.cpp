@@ -68,6 +68,10 @@ Result<std::unique_ptr<Library>> Library::open(const std::string& path) {
   resolve(handle, "nvmlDeviceRegisterEvents", a.device_register_events);
   resolve(handle, "nvmlEventSetWait_v2", a.event_set_wait);
   resolve(handle, "nvmlEventSetFree", a.event_set_free);
+  resolve(handle, "nvmlDeviceGetComputeRunningProcesses_v3",
+          a.device_get_compute_running_processes);
+  resolve(handle, "nvmlDeviceGetUtilizationRates", a.device_get_utilization_rates);
+  resolve(handle, "nvmlSystemGetProcessName", a.system_get_process_name);
   dlerror();  // optional symbols that were not found leave an error behind; drop it
 
   const nvmlReturn_t rc = a.init();

@@ -42,6 +42,11 @@ struct Api {
   nvmlDeviceRegisterEvents_fn device_register_events = nullptr;
   nvmlEventSetWait_v2_fn event_set_wait = nullptr;
   nvmlEventSetFree_fn event_set_free = nullptr;
+  // Who else uses a GPU (gpu_busy.h): compute processes (_v3 exists from driver 510 on),
+  // utilization, and a process's name.
+  nvmlDeviceGetComputeRunningProcesses_v3_fn device_get_compute_running_processes = nullptr;
+  nvmlDeviceGetUtilizationRates_fn device_get_utilization_rates = nullptr;
+  nvmlSystemGetProcessName_fn system_get_process_name = nullptr;
 };
 
 // An opened and initialised NVML. Destruction calls nvmlShutdown and dlclose.

@@ -1,19 +1,22 @@
 // The all_reduce checks against a site's all_reduce_perf (stand-in printing genuine nccl-tests
 // logs), their applies() rules, and the command lines they build.
 #include <gtest/gtest.h>
-
-#include "scoped_env.h"
-#include "vigil/checks/gpu_probe.h"
+#include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <string>
 
 #include "allreduce/allreduce_launch.h"
 #include "check_factories.h"
+#include "scoped_env.h"
 #include "vigil/checks/check.h"
+#include "vigil/checks/gpu_probe.h"
 #include "vigil/checks/registry.h"
 
 using namespace std::chrono_literals;
@@ -37,9 +40,29 @@ vigil::SkuConfig sku_with_busbw(const std::string& check, double fail) {
   return sku;
 }
 
+std::string nvml_fixture(const std::string& name) {
+  return std::string(VIGIL_SOURCE_DIR) + "/tests/fixtures/nvml/" + name + ".json";
+}
+
+// Every test sees an idle 8-GPU node through the fake NVML unless it selects another fixture.
+class IdleGpusThroughFakeNvml : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    env_.emplace("VIGIL_FAKE_NVML_FIXTURE", nvml_fixture("healthy_8x_h100"));
+  }
+  void TearDown() override { env_.reset(); }
+
+ private:
+  std::optional<ScopedEnv> env_;
+};
+[[maybe_unused]] const auto* const kIdleGpus =
+    ::testing::AddGlobalTestEnvironment(new IdleGpusThroughFakeNvml);
+
 vigil::CheckContext site_ctx() {
   vigil::CheckContext ctx;
   ctx.node = "gpu-0";
+  ctx.nvml_library = VIGIL_FAKE_NVML_LIBRARY;
+  ctx.proc_root = "/nonexistent/proc";  // process names come from the fixture
   ctx.mpirun = kDir + "/fake_mpirun.sh";
   ctx.allreduce_binary = kDir + "/fake_all_reduce_perf.sh";
   ctx.has_gpu_runtime = true;
@@ -248,4 +271,134 @@ TEST(AllreduceChecks, binary_defaults_to_the_one_next_to_the_running_program) {
   ctx.allreduce_binary.clear();
   const std::string found = vigil::find_allreduce_binary(ctx);
   EXPECT_NE(found.find("vigil-allreduce"), std::string::npos) << found;
+}
+
+// ---- GPUs busy with other work (nvml/gpu_busy.h) -----------------------------------------------
+
+namespace {
+
+// A temp file that the stand-in all_reduce_perf writes its arguments to when it is launched.
+class LaunchRecorder {
+ public:
+  LaunchRecorder() {
+    char tmpl[] = "/tmp/vigil-allreduce-launch-XXXXXX";
+    const int fd = mkstemp(tmpl);
+    if (fd >= 0) close(fd);
+    path_ = tmpl;
+    env_.emplace("FAKE_PERF_ARGS_FILE", path_);
+  }
+  ~LaunchRecorder() { std::remove(path_.c_str()); }
+  bool launched() const {
+    std::ifstream f(path_);
+    return f.peek() != std::ifstream::traits_type::eof();
+  }
+
+ private:
+  std::string path_;
+  std::optional<ScopedEnv> env_;
+};
+
+}  // namespace
+
+TEST(AllreduceChecks, foreign_process_on_gpu2_is_error_gpu_busy_and_the_benchmark_never_starts) {
+  // The same run as site_all_reduce_perf_below_sku_threshold_fails_with_figures, but someone
+  // else's job holds gpu2: the slow figure it would cause must never be a fail.
+  ScopedEnv mode("FAKE_PERF_MODE",
+                 "log:" + kLogs + "10-gh200x2-2node-slingshot-v2.18.2-unalign-header-healthy.txt");
+  ScopedEnv nvml("VIGIL_FAKE_NVML_FIXTURE", nvml_fixture("busy_gpu2"));
+  LaunchRecorder recorder;
+  auto sku = sku_with_busbw("nccl_allreduce_nvlink", 20);
+  auto ctx = site_ctx();
+  ctx.sku = &sku;
+  for (auto make : {+[] { return vigil::make_nccl_allreduce_nvlink_check(); },
+                    +[] { return vigil::make_nccl_allreduce_ib_check(); }}) {
+    auto check = make();
+    auto r = check->run(ctx);
+    EXPECT_EQ(r.status, vigil::Status::kError) << check->name() << ": " << r.message;
+    EXPECT_EQ(r.fault_code, "VIGIL-GPU-BUSY") << check->name();
+    EXPECT_EQ(r.message.rfind("GPU busy: gpu2 pid 4194305 python 40 GiB", 0), 0u) << r.message;
+    EXPECT_EQ(busbw_of(r), nullptr) << check->name();
+  }
+  EXPECT_FALSE(recorder.launched());
+}
+
+TEST(AllreduceChecks, load_with_no_process_visible_is_also_busy) {
+  // A job in another container: NVML lists no process we can see, but the GPU is at 88%.
+  nlohmann::json j;
+  std::ifstream(nvml_fixture("healthy_8x_h100")) >> j;
+  j["gpus"][5]["utilization"] = {{"gpu", 88}, {"memory", 30}};
+  char tmpl[] = "/tmp/vigil-busy-fixture-XXXXXX";
+  const int fd = mkstemp(tmpl);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  std::ofstream(tmpl) << j.dump();
+  ScopedEnv nvml("VIGIL_FAKE_NVML_FIXTURE", std::string(tmpl));
+  ScopedEnv mode("FAKE_PERF_MODE", "log:" + kLogs + "01-dgx2-v100x12-old-format-allreduce.txt");
+  LaunchRecorder recorder;
+  auto r = vigil::make_nccl_allreduce_nvlink_check()->run(site_ctx());
+  std::remove(tmpl);
+  EXPECT_EQ(r.status, vigil::Status::kError) << r.message;
+  EXPECT_EQ(r.fault_code, "VIGIL-GPU-BUSY");
+  EXPECT_NE(r.message.find("gpu5 88% utilization with no compute process visible"),
+            std::string::npos)
+      << r.message;
+  EXPECT_FALSE(recorder.launched());
+}
+
+TEST(AllreduceChecks, idle_gpus_run_the_benchmark_as_before) {
+  ScopedEnv mode("FAKE_PERF_MODE", "log:" + kLogs + "01-dgx2-v100x12-old-format-allreduce.txt");
+  LaunchRecorder recorder;
+  auto r = vigil::make_nccl_allreduce_nvlink_check()->run(site_ctx());
+  EXPECT_EQ(r.status, vigil::Status::kPass) << r.message;
+  EXPECT_EQ(r.message.find("busy"), std::string::npos) << r.message;
+  EXPECT_TRUE(recorder.launched());
+}
+
+TEST(AllreduceChecks, without_nvml_the_benchmark_runs_and_the_message_says_busy_was_not_checked) {
+  ScopedEnv mode("FAKE_PERF_MODE",
+                 "log:" + kLogs + "10-gh200x2-2node-slingshot-v2.18.2-unalign-header-healthy.txt");
+  auto sku = sku_with_busbw("nccl_allreduce_nvlink", 20);
+  auto ctx = site_ctx();
+  ctx.sku = &sku;
+  ctx.nvml_library = "/nonexistent/libnvidia-ml.so.1";
+  auto r = vigil::make_nccl_allreduce_nvlink_check()->run(ctx);
+  EXPECT_EQ(r.status, vigil::Status::kFail) << r.message;  // as before this change
+  EXPECT_EQ(r.fault_code, "VIGIL-NCCL-BUSBW");
+  EXPECT_NE(r.message.find("cannot tell whether the GPUs are busy: NVML not available"),
+            std::string::npos)
+      << r.message;
+}
+
+TEST(AllreduceChecks, host_allreduce_uses_no_gpu_and_ignores_busy_gpus) {
+  ScopedEnv mode("FAKE_PERF_MODE", "log:" + kLogs + "01-dgx2-v100x12-old-format-allreduce.txt");
+  ScopedEnv nvml("VIGIL_FAKE_NVML_FIXTURE", nvml_fixture("busy_gpu2"));
+  LaunchRecorder recorder;
+  auto ctx = site_ctx();
+  ctx.has_gpu_runtime = false;
+  auto r = vigil::make_host_allreduce_check()->run(ctx);
+  EXPECT_NE(r.fault_code, "VIGIL-GPU-BUSY") << r.message;
+  EXPECT_TRUE(recorder.launched());
+}
+
+TEST(AllreduceChecks, fabric_check_on_nccl_refuses_busy_local_gpus_and_on_host_does_not) {
+  ScopedEnv mode("FAKE_PERF_MODE",
+                 "log:" + kLogs + "10-gh200x2-2node-slingshot-v2.18.2-unalign-header-healthy.txt");
+  ScopedEnv nvml("VIGIL_FAKE_NVML_FIXTURE", nvml_fixture("busy_gpu2"));
+  auto sku = sku_with_busbw("fabric_allreduce_ib", 20);
+  auto ctx = site_ctx();
+  ctx.sku = &sku;
+  ctx.fabric_nodes = {"gpu-0", "gpu-1"};
+  ctx.fabric_ranks = 2;
+  {
+    LaunchRecorder recorder;
+    auto r = vigil::fabric_checks().front()->run(ctx);
+    EXPECT_EQ(r.status, vigil::Status::kError) << r.message;
+    EXPECT_EQ(r.fault_code, "VIGIL-GPU-BUSY");
+    EXPECT_FALSE(recorder.launched());
+  }
+  ctx.fabric_backend = "host";
+  LaunchRecorder recorder;
+  auto r = vigil::fabric_checks().front()->run(ctx);
+  EXPECT_EQ(r.fault_code, "VIGIL-FABRIC-BUSBW") << r.message;
+  EXPECT_TRUE(recorder.launched());
 }

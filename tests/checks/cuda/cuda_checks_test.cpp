@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "check_factories.h"
+#include "scoped_env.h"
 #include "vigil/checks/registry.h"
 
 #ifdef VIGIL_HAVE_CUDA
@@ -99,6 +100,26 @@ TEST(CudaProbes, run_without_a_usable_cuda_driver_is_an_error_with_cudas_message
     EXPECT_EQ(r.fault_code, "VIGIL-CUDA-UNAVAILABLE") << p.name;
     EXPECT_NE(r.message.find(expected), std::string::npos) << r.message;
     EXPECT_NE(r.message.find("cudaGetDeviceCount"), std::string::npos) << r.message;
+    EXPECT_TRUE(r.measurements.empty()) << p.name;
+  }
+}
+
+// Busy GPUs are judged through NVML before the first CUDA call: on this machine (no CUDA device)
+// a probe that reached CUDA would report VIGIL-CUDA-UNAVAILABLE instead.
+TEST(CudaProbes, a_gpu_busy_with_another_process_makes_every_probe_error_before_cuda_is_touched) {
+  vigil::testing::ScopedEnv fixture(
+      "VIGIL_FAKE_NVML_FIXTURE",
+      std::string(VIGIL_SOURCE_DIR) + "/tests/fixtures/nvml/busy_gpu2.json");
+  CheckContext ctx;
+  ctx.gpu_count = 8;
+  ctx.nvml_library = VIGIL_FAKE_NVML_LIBRARY;
+  ctx.proc_root = "/nonexistent/proc";  // the process name comes from the fixture
+  for (const Probe& p : kProbes) {
+    CheckResult r = p.make()->run(ctx);
+    EXPECT_EQ(r.check, p.name);
+    EXPECT_EQ(r.status, Status::kError) << p.name << ": " << r.message;
+    EXPECT_EQ(r.fault_code, "VIGIL-GPU-BUSY") << p.name << ": " << r.message;
+    EXPECT_EQ(r.message.rfind("GPU busy: gpu2 pid 4194305 python 40 GiB", 0), 0u) << r.message;
     EXPECT_TRUE(r.measurements.empty()) << p.name;
   }
 }

@@ -75,7 +75,10 @@ TEST_F(nvml_loader, fake_library_is_found_by_dlopen_at_its_build_path) {
                              "nvmlEventSetCreate",
                              "nvmlDeviceRegisterEvents",
                              "nvmlEventSetWait_v2",
-                             "nvmlEventSetFree"}) {
+                             "nvmlEventSetFree",
+                             "nvmlDeviceGetComputeRunningProcesses_v3",
+                             "nvmlDeviceGetUtilizationRates",
+                             "nvmlSystemGetProcessName"}) {
     EXPECT_NE(dlsym(h, symbol), nullptr) << symbol;
   }
   dlclose(h);

@@ -23,6 +23,7 @@ struct CheckContext {
   const SkuConfig* sku = nullptr;        // nullptr: unknown SKU
   std::string nvml_library = "libnvidia-ml.so.1";  // dlopen()ed; tests point it at the fake
   std::string sysfs_root = "/";          // InfiniBand sysfs is read below this root
+  std::string proc_root = "/proc";       // <pid>/comm names processes found on a busy GPU
   std::string state_dir;                 // previous readings for delta counters; empty = none
   std::string allreduce_binary;          // vigil-allreduce or nccl-tests all_reduce_perf
   std::string mpirun = "mpirun";

@@ -1,0 +1,269 @@
+#include "gpu_busy.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <thread>
+#include <utility>
+
+namespace vigil::nvml {
+namespace {
+
+// Processes the first query makes room for; more are fetched when NVML says the array is short.
+constexpr unsigned kInitialProcessSlots = 8;
+
+bool is_own(unsigned pid, const BusyRules& rules) {
+  return std::find(rules.own_pids.begin(), rules.own_pids.end(), pid) != rules.own_pids.end();
+}
+
+std::vector<const GpuProcess*> foreign_processes(const GpuActivity& a, const BusyRules& rules) {
+  std::vector<const GpuProcess*> out;
+  if (!a.processes) return out;
+  for (const GpuProcess& p : *a.processes) {
+    if (!is_own(p.pid, rules)) out.push_back(&p);
+  }
+  return out;
+}
+
+// Lowest utilization sample; nullopt when there is none.
+std::optional<unsigned> min_utilization(const GpuActivity& a) {
+  if (a.utilization_percent.empty()) return std::nullopt;
+  return *std::min_element(a.utilization_percent.begin(), a.utilization_percent.end());
+}
+
+// Busy on utilization alone: nothing listed (not even our own processes, whose work would
+// explain the load) and every sample above the bound.
+bool busy_by_utilization(const GpuActivity& a, const BusyRules& rules) {
+  if (a.processes && !a.processes->empty()) return false;
+  const std::optional<unsigned> lowest = min_utilization(a);
+  return lowest && *lowest > rules.max_idle_utilization_percent;
+}
+
+// "40 GiB", "2.5 GiB", "512 MiB".
+std::string memory_text(unsigned long long bytes) {
+  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+  const double gib = static_cast<double>(bytes) / kGiB;
+  char buf[32];
+  if (gib < 1.0) {
+    std::snprintf(buf, sizeof buf, "%.0f MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
+  } else if (gib >= 10.0 || gib == static_cast<double>(static_cast<unsigned long long>(gib))) {
+    std::snprintf(buf, sizeof buf, "%.0f GiB", gib);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.1f GiB", gib);
+  }
+  return buf;
+}
+
+// "pid 1234 python 40 GiB"
+std::string process_text(const GpuProcess& p) {
+  std::string s = "pid " + std::to_string(p.pid);
+  if (!p.name.empty()) s += " " + p.name;
+  if (p.used_memory_bytes) s += " " + memory_text(*p.used_memory_bytes);
+  return s;
+}
+
+// "gpu3", "gpu0-7" (a contiguous run), "gpu1, gpu4".
+std::string gpus_text(const std::vector<int>& gpus) {
+  if (gpus.size() == 1) return "gpu" + std::to_string(gpus[0]);
+  bool contiguous = true;
+  for (size_t i = 1; i < gpus.size(); ++i) contiguous &= gpus[i] == gpus[i - 1] + 1;
+  if (contiguous) {
+    return "gpu" + std::to_string(gpus.front()) + "-" + std::to_string(gpus.back());
+  }
+  std::vector<std::string> names;
+  for (int g : gpus) names.push_back("gpu" + std::to_string(g));
+  return short_list(names, 4);
+}
+
+std::string trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\0')) s.pop_back();
+  return s;
+}
+
+// The process's name as this PID namespace sees it (/proc/<pid>/comm), else NVML's
+// (nvmlSystemGetProcessName, a path: its last component), else "".
+std::string process_name(const Session& s, const std::string& proc_root, unsigned pid) {
+  std::ifstream comm(proc_root + "/" + std::to_string(pid) + "/comm");
+  std::string name;
+  if (comm && std::getline(comm, name) && !trim(name).empty()) return trim(name);
+  char buf[256] = {};
+  if (call(s.api().system_get_process_name, pid, buf, unsigned{sizeof buf}) == NVML_SUCCESS) {
+    buf[sizeof buf - 1] = '\0';
+    name = trim(buf);
+    if (const size_t slash = name.rfind('/'); slash != std::string::npos) {
+      name = name.substr(slash + 1);
+    }
+    return name;
+  }
+  return "";
+}
+
+// "nvmlDeviceGetUtilizationRates: Not Supported (3)", or "... not exported by this NVML".
+std::string call_error(const Session& s, bool resolved, const char* entry_point, nvmlReturn_t rc) {
+  if (!resolved) return std::string(entry_point) + " not exported by this NVML (older driver?)";
+  return std::string(entry_point) + ": " + s.err(rc);
+}
+
+void read_processes(const Session& s, const std::string& proc_root, GpuActivity& a) {
+  const auto fn = s.api().device_get_compute_running_processes;
+  std::vector<nvmlProcessInfo_t> infos(kInitialProcessSlots);
+  nvmlReturn_t rc = NVML_ERROR_INSUFFICIENT_SIZE;
+  // The list may grow between two calls; NVML says how many it needs each time.
+  for (int attempt = 0; attempt < 4 && rc == NVML_ERROR_INSUFFICIENT_SIZE; ++attempt) {
+    unsigned n = static_cast<unsigned>(infos.size());
+    rc = call(fn, s.gpus[a.gpu], &n, infos.data());
+    if (rc == NVML_SUCCESS) {
+      infos.resize(std::min<size_t>(n, infos.size()));
+    } else if (rc == NVML_ERROR_INSUFFICIENT_SIZE) {
+      infos.resize(std::max<size_t>(n, infos.size()) + kInitialProcessSlots);
+    }
+  }
+  if (rc != NVML_SUCCESS) {
+    a.processes_error = call_error(s, fn != nullptr, "nvmlDeviceGetComputeRunningProcesses_v3", rc);
+    return;
+  }
+  std::vector<GpuProcess> processes;
+  for (const nvmlProcessInfo_t& info : infos) {
+    GpuProcess p;
+    p.pid = info.pid;
+    if (info.usedGpuMemory != kNvmlValueNotAvailable) p.used_memory_bytes = info.usedGpuMemory;
+    p.name = process_name(s, proc_root, info.pid);
+    processes.push_back(std::move(p));
+  }
+  a.processes = std::move(processes);
+}
+
+void sample_utilization(const Session& s, GpuActivity& a) {
+  const auto fn = s.api().device_get_utilization_rates;
+  nvmlUtilization_t u{};
+  if (nvmlReturn_t rc = call(fn, s.gpus[a.gpu], &u); rc != NVML_SUCCESS) {
+    a.utilization_percent.clear();
+    a.utilization_error = call_error(s, fn != nullptr, "nvmlDeviceGetUtilizationRates", rc);
+    return;
+  }
+  a.utilization_percent.push_back(u.gpu);
+}
+
+}  // namespace
+
+std::vector<GpuBusy> judge_gpu_activity(const std::vector<GpuActivity>& gpus,
+                                        const BusyRules& rules) {
+  std::vector<GpuBusy> busy;
+  for (const GpuActivity& a : gpus) {
+    const std::string gpu = "gpu" + std::to_string(a.gpu);
+    if (auto foreign = foreign_processes(a, rules); !foreign.empty()) {
+      std::vector<std::string> texts;
+      for (const GpuProcess* p : foreign) texts.push_back(process_text(*p));
+      busy.push_back({a.gpu, gpu + " " + short_list(texts, 3)});
+    } else if (busy_by_utilization(a, rules)) {
+      busy.push_back({a.gpu, gpu + " " + std::to_string(*min_utilization(a)) + "% utilization " +
+                                 (a.processes ? "with no compute process visible (a process in "
+                                                "another container or PID namespace?)"
+                                              : "(process list unreadable)")});
+    }
+  }
+  return busy;
+}
+
+std::vector<std::string> activity_unknowns(const std::vector<GpuActivity>& gpus) {
+  enum class Gap { kBoth, kProcesses, kUtilization };
+  struct Group {
+    Gap gap;
+    std::string detail;
+    std::vector<int> gpus;
+  };
+  std::vector<Group> groups;  // in first-seen order, so messages follow GPU order
+  for (const GpuActivity& a : gpus) {
+    Group g{Gap::kBoth, a.processes_error + "; " + a.utilization_error, {a.gpu}};
+    if (a.processes && a.utilization_percent.empty()) {
+      g = {Gap::kUtilization, a.utilization_error, {a.gpu}};
+    } else if (!a.processes && !a.utilization_percent.empty()) {
+      g = {Gap::kProcesses, a.processes_error, {a.gpu}};
+    } else if (a.processes) {
+      continue;  // both read
+    }
+    auto same = [&](const Group& o) { return o.gap == g.gap && o.detail == g.detail; };
+    if (auto it = std::find_if(groups.begin(), groups.end(), same); it != groups.end()) {
+      it->gpus.push_back(a.gpu);
+    } else {
+      groups.push_back(std::move(g));
+    }
+  }
+  std::vector<std::string> out;
+  for (const Group& g : groups) {
+    const std::string who = gpus_text(g.gpus);
+    switch (g.gap) {
+      case Gap::kBoth:
+        out.push_back("cannot tell whether " + who + (g.gpus.size() == 1 ? " is" : " are") +
+                      " busy: " + g.detail);
+        break;
+      case Gap::kProcesses:
+        out.push_back("processes on " + who + " unknown (" + g.detail +
+                      "), judged on utilization only");
+        break;
+      case Gap::kUtilization:
+        out.push_back("utilization of " + who + " unknown (" + g.detail +
+                      "), work in another container would go unseen");
+        break;
+    }
+  }
+  return out;
+}
+
+std::vector<GpuActivity> read_gpu_activity(const Session& s, const std::string& proc_root,
+                                           const BusyRules& rules, const BusySampling& sampling) {
+  std::vector<GpuActivity> out;
+  for (int i = 0; i < s.count(); ++i) {
+    if (!s.gpus[i]) continue;  // lost: the probe reports it
+    GpuActivity a;
+    a.gpu = i;
+    read_processes(s, proc_root, a);
+    sample_utilization(s, a);
+    out.push_back(std::move(a));
+  }
+  for (int n = 1; n < sampling.max_samples; ++n) {
+    auto waiting = [&](const GpuActivity& a) {
+      return foreign_processes(a, rules).empty() && busy_by_utilization(a, rules);
+    };
+    if (std::none_of(out.begin(), out.end(), waiting)) break;
+    std::this_thread::sleep_for(sampling.interval);
+    for (GpuActivity& a : out) {
+      if (waiting(a)) sample_utilization(s, a);
+    }
+  }
+  return out;
+}
+
+BusyScan scan_gpus_for_other_work(const CheckContext& ctx, const BusySampling& sampling) {
+  BusyScan scan;
+  auto session = open_session(ctx);
+  if (!session) {
+    const Error& e = session.error();
+    scan.unknown = "cannot tell whether the GPUs are busy: NVML not available (" +
+                   (e.where.empty() || e.where.starts_with("dlopen") ? e.message : e.to_string()) +
+                   ")";
+    return scan;
+  }
+  BusyRules rules;
+  rules.own_pids = {static_cast<unsigned>(::getpid()), static_cast<unsigned>(::getppid())};
+  const std::vector<GpuActivity> activity =
+      read_gpu_activity(session.value(), ctx.proc_root, rules, sampling);
+  scan.busy = judge_gpu_activity(activity, rules);
+  const std::vector<std::string> unknowns = activity_unknowns(activity);
+  if (!unknowns.empty()) scan.unknown = short_list(unknowns, 3, "; ", "; ");
+  return scan;
+}
+
+CheckResult gpu_busy_result(std::string_view check, const std::vector<GpuBusy>& busy) {
+  std::vector<std::string> reasons;
+  for (const GpuBusy& b : busy) reasons.push_back(b.reason);
+  return error(check,
+               "GPU busy: " + short_list(reasons, 4, "; ", "; ") +
+                   "; not measured, foreign load is not a fault (rerun when nvidia-smi shows the "
+                   "GPUs idle)",
+               kFaultGpuBusy);
+}
+
+}  // namespace vigil::nvml
