@@ -643,6 +643,58 @@ TEST(Drainer, operator_resume_and_snapshot_restart) {
   EXPECT_EQ(dr.pending(SinkKind::kSlurm), 0u);
 }
 
+// Replaces `from` by `to` in every file of dir whose name starts with prefix; returns how often.
+int rewrite_state(const std::string& dir, const std::string& prefix, const std::string& from,
+                  const std::string& to) {
+  int n = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (!e.path().filename().string().starts_with(prefix)) continue;
+    std::string text;
+    {
+      std::ifstream in(e.path());
+      text.assign(std::istreambuf_iterator<char>(in), {});
+    }
+    for (size_t at = 0; (at = text.find(from, at)) != std::string::npos; at += to.size(), ++n)
+      text.replace(at, from.size(), to);
+    std::ofstream(e.path(), std::ios::trunc) << text;
+  }
+  return n;
+}
+
+// The journal spells intents as strings; one this build does not know stops startup with an
+// error that names it and where it is, instead of being read as some default sink or action.
+TEST(Drainer, an_unknown_intent_spelling_in_the_state_dir_stops_replay) {
+  FakeClock clock;
+  auto slurm = cluster(4);
+  for (const char* where : {"journal-", "snapshot.json"}) {
+    TempDir d;
+    {
+      Drainer dr(test_config(d.str()), slurm, nullptr, clock);
+      ASSERT_TRUE(dr.open().ok());
+      ASSERT_TRUE(dr.ingest({bad("gpu-1", "a")}).ok());
+      dr.process_pending();
+      if (std::string(where) == "snapshot.json") {
+        ASSERT_TRUE(dr.snapshot_now().ok());
+      }
+    }
+    {  // written with the same strings as ever: it replays
+      Drainer dr(test_config(d.str()), slurm, nullptr, clock);
+      ASSERT_TRUE(dr.open().ok()) << where;
+      ASSERT_EQ(dr.pending(SinkKind::kSlurm), 1u) << where;
+      EXPECT_EQ(dr.pending_intents().front().action, IntentAction::kDrain) << where;
+    }
+    ASSERT_EQ(rewrite_state(d.str(), where, R"("sink":"slurm")", R"("sink":"pagerduty")"), 1)
+        << where;
+    Drainer dr(test_config(d.str()), slurm, nullptr, clock);
+    auto o = dr.open();
+    ASSERT_FALSE(o.ok()) << where;
+    EXPECT_NE(o.error().to_string().find("unknown intent sink 'pagerduty'"), std::string::npos)
+        << o.error().to_string();
+    EXPECT_NE(o.error().to_string().find("replay("), std::string::npos) << o.error().to_string();
+    EXPECT_FALSE(dr.ready());
+  }
+}
+
 TEST(Drainer, spool_dir_is_ingested_and_bad_files_set_aside) {
   TempDir d, spool;
   FakeClock clock;
