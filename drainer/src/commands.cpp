@@ -1,7 +1,6 @@
 // vigil-drainer subcommands (see commands.h).
 #include "vigil/drainer/commands.h"
 
-#include <functional>
 #include <fcntl.h>
 #include <httplib.h>
 #include <signal.h>
@@ -11,6 +10,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -195,7 +195,7 @@ int run_serve(const CommandOptions& o) {
   }
   d.start();
   std::fprintf(stderr, "vigil-drainer: ready (%zu nodes, %zu pending actions)\n", d.nodes().size(),
-               d.pending("slurm") + d.pending("kubernetes"));
+               d.pending(SinkKind::kSlurm) + d.pending(SinkKind::kKubernetes));
   http.wait();
   g_server = nullptr;
   d.stop();
@@ -274,7 +274,7 @@ int run_apply(const CommandOptions& o, const std::vector<std::string>& report_fi
                                 {"duplicates", in->duplicates},
                                 {"files_from_dir", from_dir},
                                 {"nodes", nodes},
-                                {"pending_slurm", d.pending("slurm")},
+                                {"pending_slurm", d.pending(SinkKind::kSlurm)},
                                 {"breaker", to_json(d.breaker())}}
                      .dump(2)
               << "\n";
@@ -282,11 +282,11 @@ int run_apply(const CommandOptions& o, const std::vector<std::string>& report_fi
     std::printf("%d reports accepted, %d duplicates, %d files from %s\n\n", in->accepted,
                 in->duplicates, from_dir, reports_dir.empty() ? "-" : reports_dir.c_str());
     print_table(nodes, to_json(d.breaker()), c.dry_run);
-    if (d.pending("slurm"))
+    if (d.pending(SinkKind::kSlurm))
       std::printf(
           "\n%zu Slurm actions pending (slurmctld unreachable?): they are journaled and "
           "retried by the next apply or serve\n",
-          d.pending("slurm"));
+          d.pending(SinkKind::kSlurm));
   }
   ::close(lock);
   return left > 0 ? 1 : 0;
@@ -346,7 +346,8 @@ int run_status(const CommandOptions& o) {
         body = {{"nodes", nodes},
                 {"breaker", to_json(d.breaker())},
                 {"pending_actions",
-                 {{"slurm", d.pending("slurm")}, {"kubernetes", d.pending("kubernetes")}}},
+                 {{"slurm", d.pending(SinkKind::kSlurm)},
+                  {"kubernetes", d.pending(SinkKind::kKubernetes)}}},
                 {"dry_run", c.dry_run}};
         return 0;
       });

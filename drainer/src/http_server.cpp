@@ -108,7 +108,8 @@ struct HttpServer::Impl {
                 {{"nodes", nodes},
                  {"breaker", to_json(d.breaker())},
                  {"pending_actions",
-                  {{"slurm", d.pending("slurm")}, {"kubernetes", d.pending("kubernetes")}}},
+                  {{"slurm", d.pending(SinkKind::kSlurm)},
+                   {"kubernetes", d.pending(SinkKind::kKubernetes)}}},
                  {"dry_run", cfg.dry_run}});
     });
     srv.Get(R"(/v1/nodes/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {

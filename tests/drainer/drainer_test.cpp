@@ -1,6 +1,5 @@
 // Drainer core with in-memory Slurm / Kubernetes fakes: idempotency, sinks, batching,
 // pending actions, restart, crash (kill -9) without lost reports or repeated actions.
-#include "fake_clock.h"
 #include "vigil/drainer/drainer.h"
 
 #include <gtest/gtest.h>
@@ -12,6 +11,7 @@
 #include <fstream>
 #include <thread>
 
+#include "fake_clock.h"
 #include "fakes.h"
 #include "temp_dir.h"
 
@@ -90,7 +90,7 @@ TEST(Drainer, drains_with_identical_reasons_go_out_in_one_call) {
   for (int i = 0; i < 6; ++i) rs.push_back(bad("gpu-" + std::to_string(i), "r1"));
   ASSERT_TRUE(dr.ingest(rs).ok());
   dr.process_pending();
-  EXPECT_EQ(dr.pending("slurm"), 6u);
+  EXPECT_EQ(dr.pending(SinkKind::kSlurm), 6u);
   EXPECT_EQ(dr.run_slurm_sink_once(), 0);
   auto calls = slurm->calls_copy();
   ASSERT_EQ(calls.size(), 1u);
@@ -98,7 +98,7 @@ TEST(Drainer, drains_with_identical_reasons_go_out_in_one_call) {
   EXPECT_EQ(calls[0].nodes.size(), 6u);
   EXPECT_TRUE(calls[0].reason.starts_with("vigil: ")) << calls[0].reason;
   EXPECT_TRUE(slurm->get("gpu-5").drain);
-  EXPECT_EQ(dr.pending("slurm"), 0u);
+  EXPECT_EQ(dr.pending(SinkKind::kSlurm), 0u);
 }
 
 TEST(Drainer, actions_wait_while_slurmctld_is_unreachable_and_apply_once_back) {
@@ -113,7 +113,7 @@ TEST(Drainer, actions_wait_while_slurmctld_is_unreachable_and_apply_once_back) {
   EXPECT_EQ(dr.node("gpu-2")->health, NodeHealth::kDrained);
   EXPECT_EQ(dr.run_slurm_sink_once(), 1);
   EXPECT_EQ(dr.run_slurm_sink_once(), 1);
-  EXPECT_EQ(dr.pending("slurm"), 1u);
+  EXPECT_EQ(dr.pending(SinkKind::kSlurm), 1u);
   EXPECT_NE(dr.metrics_text().find("vigil_pending_actions{sink=\"slurm\"} 1"), std::string::npos);
   slurm->reachable = true;
   EXPECT_EQ(dr.run_slurm_sink_once(), 0);
@@ -136,7 +136,7 @@ TEST(Drainer, pending_actions_survive_restart_and_are_applied_once) {
   slurm->reachable = true;
   Drainer dr(test_config(d.str()), slurm, nullptr, clock);
   ASSERT_TRUE(dr.open().ok());
-  EXPECT_EQ(dr.pending("slurm"), 1u);
+  EXPECT_EQ(dr.pending(SinkKind::kSlurm), 1u);
   EXPECT_EQ(dr.process_pending(), 0);  // decision was journaled: not decided again
   EXPECT_EQ(dr.run_slurm_sink_once(), 0);
   EXPECT_EQ(slurm->calls_copy().size(), 1u);
@@ -157,10 +157,10 @@ TEST(Drainer, an_action_applied_before_a_crash_is_not_repeated) {
   }
   Drainer dr(test_config(d.str()), slurm, nullptr, clock);
   ASSERT_TRUE(dr.open().ok());
-  EXPECT_EQ(dr.pending("slurm"), 1u);
+  EXPECT_EQ(dr.pending(SinkKind::kSlurm), 1u);
   EXPECT_EQ(dr.run_slurm_sink_once(), 0);
   EXPECT_EQ(slurm->calls_copy().size(), 1u);  // only our simulated call
-  EXPECT_EQ(dr.pending("slurm"), 0u);
+  EXPECT_EQ(dr.pending(SinkKind::kSlurm), 0u);
 }
 
 TEST(Drainer, resume_after_passes_uses_undrain_and_never_touches_other_owners) {
@@ -221,7 +221,7 @@ TEST(Drainer, the_sink_rechecks_ownership_before_acting) {
   Drainer again(test_config(d.str()), slurm, nullptr, clock);
   ASSERT_TRUE(again.open().ok());
   EXPECT_FALSE(again.node("gpu-1")->drained_by_vigil);
-  EXPECT_EQ(again.pending("slurm"), 0u);
+  EXPECT_EQ(again.pending(SinkKind::kSlurm), 0u);
 }
 
 TEST(Drainer, decisions_reuse_a_young_slurm_view_and_the_sink_always_rereads) {
@@ -284,7 +284,7 @@ TEST(Drainer, a_slurm_view_read_while_the_sink_acted_is_not_reused) {
   dr.process_pending();
   EXPECT_EQ(slurm->loads, loads + 1);  // read again, not the table from before the drain
   EXPECT_TRUE(dr.node("gpu-0")->drained_by_vigil) << dr.node("gpu-0")->note;
-  EXPECT_EQ(dr.pending("slurm"), 0u);
+  EXPECT_EQ(dr.pending(SinkKind::kSlurm), 0u);
 }
 
 // A report from a name Slurm does not know is never drained, so repeated reports cannot count
@@ -559,11 +559,11 @@ TEST(Drainer, a_failing_kubernetes_api_never_blocks_slurm) {
   for (int i = 0; i < 100 && !slurm->get("gpu-2").drain; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   EXPECT_TRUE(slurm->get("gpu-2").drain);
-  EXPECT_EQ(dr.pending("kubernetes"), 1u);
+  EXPECT_EQ(dr.pending(SinkKind::kKubernetes), 1u);
   kube->fail = false;
-  for (int i = 0; i < 100 && dr.pending("kubernetes"); ++i)
+  for (int i = 0; i < 100 && dr.pending(SinkKind::kKubernetes); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  EXPECT_EQ(dr.pending("kubernetes"), 0u);
+  EXPECT_EQ(dr.pending(SinkKind::kKubernetes), 0u);
   EXPECT_EQ(kube->annotations_of("gpu-2")["vigil.dev/state"], "drained");
   dr.stop();
 }
@@ -640,7 +640,59 @@ TEST(Drainer, operator_resume_and_snapshot_restart) {
   Drainer dr(cfg, slurm, nullptr, clock);
   ASSERT_TRUE(dr.open().ok());
   EXPECT_FALSE(dr.node("gpu-2")->drained_by_vigil);
-  EXPECT_EQ(dr.pending("slurm"), 0u);
+  EXPECT_EQ(dr.pending(SinkKind::kSlurm), 0u);
+}
+
+// Replaces `from` by `to` in every file of dir whose name starts with prefix; returns how often.
+int rewrite_state(const std::string& dir, const std::string& prefix, const std::string& from,
+                  const std::string& to) {
+  int n = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (!e.path().filename().string().starts_with(prefix)) continue;
+    std::string text;
+    {
+      std::ifstream in(e.path());
+      text.assign(std::istreambuf_iterator<char>(in), {});
+    }
+    for (size_t at = 0; (at = text.find(from, at)) != std::string::npos; at += to.size(), ++n)
+      text.replace(at, from.size(), to);
+    std::ofstream(e.path(), std::ios::trunc) << text;
+  }
+  return n;
+}
+
+// The journal spells intents as strings; one this build does not know stops startup with an
+// error that names it and where it is, instead of being read as some default sink or action.
+TEST(Drainer, an_unknown_intent_spelling_in_the_state_dir_stops_replay) {
+  FakeClock clock;
+  auto slurm = cluster(4);
+  for (const char* where : {"journal-", "snapshot.json"}) {
+    TempDir d;
+    {
+      Drainer dr(test_config(d.str()), slurm, nullptr, clock);
+      ASSERT_TRUE(dr.open().ok());
+      ASSERT_TRUE(dr.ingest({bad("gpu-1", "a")}).ok());
+      dr.process_pending();
+      if (std::string(where) == "snapshot.json") {
+        ASSERT_TRUE(dr.snapshot_now().ok());
+      }
+    }
+    {  // written with the same strings as ever: it replays
+      Drainer dr(test_config(d.str()), slurm, nullptr, clock);
+      ASSERT_TRUE(dr.open().ok()) << where;
+      ASSERT_EQ(dr.pending(SinkKind::kSlurm), 1u) << where;
+      EXPECT_EQ(dr.pending_intents().front().action, IntentAction::kDrain) << where;
+    }
+    ASSERT_EQ(rewrite_state(d.str(), where, R"("sink":"slurm")", R"("sink":"pagerduty")"), 1)
+        << where;
+    Drainer dr(test_config(d.str()), slurm, nullptr, clock);
+    auto o = dr.open();
+    ASSERT_FALSE(o.ok()) << where;
+    EXPECT_NE(o.error().to_string().find("unknown intent sink 'pagerduty'"), std::string::npos)
+        << o.error().to_string();
+    EXPECT_NE(o.error().to_string().find("replay("), std::string::npos) << o.error().to_string();
+    EXPECT_FALSE(dr.ready());
+  }
 }
 
 TEST(Drainer, spool_dir_is_ingested_and_bad_files_set_aside) {

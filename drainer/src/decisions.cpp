@@ -1,0 +1,261 @@
+// Decisions: reports -> policy engine -> the node's next state plus the sink intents it owes,
+// journaled; the staleness sweep and the operator actions decide the same way.
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "audit_log.h"
+#include "sink_worker.h"
+#include "slurm_view_cache.h"
+#include "vigil/base/time.h"
+#include "vigil/drainer/drainer.h"
+
+namespace vigil::drainer {
+
+// Slurm's view for one decision pass, read (or reused) by its first chunk, and the node count
+// per partition derived from it once.
+struct Drainer::PassView {
+  std::shared_ptr<const SlurmView> view;
+  std::map<std::string, int> partition_counts;
+};
+
+void Drainer::apply_decision_locked(const Decision& d, const NodeReport* r, uint64_t report_seq,
+                                    std::vector<nlohmann::json>& records,
+                                    std::vector<Intent>& intents) {
+  const NodeState& s = d.state;
+  std::vector<Intent> mine;
+  if (slurm_ && (d.action == Action::kDrain || d.action == Action::kResume)) {
+    Intent i;
+    i.id = next_intent_id_++;
+    i.sink = SinkKind::kSlurm;
+    i.action = d.action == Action::kDrain ? IntentAction::kDrain : IntentAction::kResume;
+    i.node = s.node;
+    i.reason = d.reason;
+    i.by_operator = !r;
+    mine.push_back(i);
+  }
+  if (d.action == Action::kWouldDrain || d.action == Action::kWouldResume) {
+    metrics_.on_action(d.action == Action::kWouldDrain ? "drain" : "resume", "slurm", "dry_run");
+  }
+  if (kube_ && cfg_.kubernetes.enabled) {
+    Intent i;
+    i.id = next_intent_id_++;
+    i.sink = SinkKind::kKubernetes;
+    i.action = IntentAction::kAnnotate;
+    i.node = s.node;
+    mine.push_back(i);
+  }
+  nlohmann::json ij = nlohmann::json::array();
+  for (const auto& i : mine) ij.push_back(to_json(i));
+  nlohmann::json rec{{"t", "decision"},
+                     {"node", s.node},
+                     {"action", std::string(to_string(d.action))},
+                     {"state", to_json(s)},
+                     {"intents", ij}};
+  if (report_seq) rec["report_seq"] = report_seq;
+  // The breaker goes into the journal whole only when it opens or its reason changes; a counted
+  // drain is journaled as a delta. (The whole state holds every drain time in the window, so
+  // writing it with each of 1,000 drains made the journal grow quadratically.)
+  if (d.breaker.open != breaker_.open || d.breaker.why != breaker_.why ||
+      d.breaker.opened_at != breaker_.opened_at) {
+    rec["breaker"] = to_json(d.breaker);
+  } else if (d.counted_drain) {
+    rec["breaker_drain"] = {{"group", d.counted_drain->group}, {"at", d.counted_drain->at}};
+  }
+  records.push_back(std::move(rec));
+  audit_->write({{"time", rfc3339_utc(clock_.now_unix())},
+                 {"event", "decision"},
+                 {"node", s.node},
+                 {"run_id", r ? r->run_id : ""},
+                 {"checks", d.driving_checks},
+                 {"state_before", std::string(to_string(d.before))},
+                 {"state_after", std::string(to_string(d.after))},
+                 {"action", std::string(to_string(d.action))},
+                 {"reason", d.reason},
+                 {"why", d.why},
+                 {"dry_run", cfg_.dry_run}});
+  const bool breaker_changed = d.breaker.open != breaker_.open;
+  breaker_ = d.breaker;
+  nodes_[s.node] = s;
+  metrics_.on_node(s, r);
+  if (breaker_changed) {
+    metrics_.set_breaker_open(breaker_.open);
+    audit_->write({{"time", rfc3339_utc(clock_.now_unix())},
+                   {"event", breaker_.open ? "breaker_open" : "breaker_closed"},
+                   {"why", breaker_.why}});
+  }
+  for (auto& i : mine) intents.push_back(std::move(i));
+}
+
+void Drainer::enqueue_intents_locked(const std::vector<Intent>& intents) {
+  for (const auto& i : intents) pending_[i.id] = i;
+  refresh_gauges_locked();
+}
+
+void Drainer::refresh_gauges_locked() {
+  std::map<SinkKind, size_t> n;
+  for (const auto& [id, i] : pending_) n[i.sink]++;
+  for (SinkKind k : kAllSinkKinds) metrics_.set_pending(to_string(k), static_cast<double>(n[k]));
+  metrics_.set_breaker_open(breaker_.open);
+}
+
+int Drainer::process_pending() {
+  // One Slurm view per pass, shared by its chunks: loading 10,000 nodes costs more than
+  // deciding 256 reports. The sink re-reads the view right before acting anyway.
+  PassView view;
+  std::vector<Intent> intents;
+  int total = 0;
+  for (int n; (n = process_chunk(view, intents)) > 0;) total += n;
+  if (intents.empty()) return total;
+  // Intents become actionable only once their decisions are durable: one fdatasync for the
+  // whole pass (a sync per chunk cost more than the decisions themselves).
+  if (!journal_->sync().ok()) return total;
+  {
+    std::lock_guard lk(mu_);
+    enqueue_intents_locked(intents);
+  }
+  for (auto& l : lanes_) l->cv.notify_one();
+  return total;
+}
+
+int Drainer::process_chunk(PassView& pass, std::vector<Intent>& intents) {
+  std::lock_guard dl(decide_mu_);
+  // Chunks keep mu_ (and with it ingest) free between a few hundred decisions.
+  std::deque<Accepted> batch;
+  {
+    std::lock_guard lk(ingest_mu_);
+    const size_t n = std::min<size_t>(undecided_.size(), 256);
+    for (size_t i = 0; i < n; ++i) {
+      batch.push_back(std::move(undecided_.front()));
+      undecided_.pop_front();
+    }
+  }
+  if (batch.empty()) return 0;
+  if (!pass.view) {
+    pass.view = views_->get(false);
+    for (const auto& [n, i] : *pass.view)
+      for (const auto& p : i.partitions) pass.partition_counts[p]++;
+  }
+  const SlurmView& view = *pass.view;
+  auto& partition_counts = pass.partition_counts;
+  {
+    std::lock_guard lk(mu_);
+    std::vector<nlohmann::json> records;
+    // Known nodes per breaker group, counted once per batch (not once per report).
+    std::map<std::string, int> group_counts;
+    for (const auto& [n, s] : nodes_) group_counts[PolicyEngine::group_key(s)]++;
+    for (const auto& a : batch) {
+      auto it = nodes_.find(a.report.node);
+      const NodeState* prev = it == nodes_.end() ? nullptr : &it->second;
+      auto sv = view.find(a.report.node);
+      const slurm::SlurmNodeInfo* info = sv == view.end() ? nullptr : &sv->second;
+      // Group size for the breaker: the node's partition per Slurm, else the known nodes of
+      // its SKU (this node included).
+      NodeState probe = prev ? *prev : NodeState{};
+      probe.node = a.report.node;
+      probe.sku = a.report.sku;
+      if (info && !info->partitions.empty()) probe.partition = info->partitions.front();
+      int gsize = 0;
+      if (!probe.partition.empty() && !view.empty()) {
+        gsize = partition_counts[probe.partition];
+      } else {
+        gsize = group_counts[PolicyEngine::group_key(probe)] + (prev ? 0 : 1);
+      }
+      if (!prev) group_counts[PolicyEngine::group_key(probe)]++;
+      const bool unknown_to_slurm = !info && !view.empty();
+      Decision d = engine_.on_report(prev, a.report, info, breaker_, gsize, unknown_to_slurm);
+      apply_decision_locked(d, &a.report, a.seq, records, intents);
+    }
+    auto w = journal_->append(std::move(records));
+    if (!w.ok()) {
+      audit_->write({{"event", "journal_error"}, {"error", w.error().to_string()}});
+      return 0;
+    }
+  }
+  return static_cast<int>(batch.size());
+}
+
+int Drainer::tick() {
+  const int64_t now = clock_.now_unix();
+  std::vector<nlohmann::json> records;
+  std::vector<Intent> intents;
+  int became_stale = 0;
+  {
+    std::lock_guard lk(mu_);
+    for (auto& [name, s] : nodes_) {
+      if (s.last_report_unix)
+        metrics_.set_report_age(name, static_cast<double>(now - s.last_report_unix));
+      auto st = engine_.on_tick(s);
+      if (!st) continue;
+      Decision d;
+      d.before = s.health;
+      d.after = st->health;
+      d.why = st->note;
+      d.state = *st;
+      d.breaker = breaker_;
+      apply_decision_locked(d, nullptr, 0, records, intents);
+      became_stale++;
+    }
+    if (!records.empty()) (void)journal_->append(std::move(records));
+  }
+  if (became_stale) {
+    (void)journal_->sync();
+    std::lock_guard lk(mu_);
+    enqueue_intents_locked(intents);
+    lane(SinkKind::kKubernetes).cv.notify_one();
+  }
+  return became_stale;
+}
+
+Result<std::string> Drainer::resume(const std::string& node) {
+  std::lock_guard dl(decide_mu_);
+  auto view_ptr = views_->get(true);  // an operator command reads Slurm now
+  const SlurmView& view = *view_ptr;
+  std::vector<Intent> intents;
+  std::string why;
+  {
+    std::lock_guard lk(mu_);
+    auto it = nodes_.find(node);
+    auto vi = view.find(node);
+    const slurm::SlurmNodeInfo* info = vi == view.end() ? nullptr : &vi->second;
+    NodeState s;
+    if (it != nodes_.end())
+      s = it->second;
+    else if (info)
+      s.node = node;  // vigil drain we have no record of
+    else
+      return Error{"unknown node '" + node + "' (no report and not in Slurm)", "resume"};
+    Decision d = engine_.on_operator_resume(s, info);
+    if (d.action == Action::kNone) return Error{d.why, "resume(" + node + ")"};
+    d.breaker = breaker_;
+    std::vector<nlohmann::json> records;
+    apply_decision_locked(d, nullptr, 0, records, intents);
+    auto w = journal_->append(std::move(records));
+    if (!w.ok()) return w.error();
+    why = d.action == Action::kWouldResume ? "dry-run: would resume " + node
+                                           : "resume of " + node + " queued for Slurm (UNDRAIN)";
+  }
+  VIGIL_TRY(auto s, journal_->sync());
+  (void)s;
+  {
+    std::lock_guard lk(mu_);
+    enqueue_intents_locked(intents);
+  }
+  for (auto& l : lanes_) l->cv.notify_one();
+  return why;
+}
+
+VoidResult Drainer::reset_breaker() {
+  {
+    std::lock_guard lk(mu_);
+    const std::string was = breaker_.why;
+    breaker_ = BreakerState{};
+    auto w = journal_->append({{{"t", "breaker_reset"}, {"breaker", to_json(breaker_)}}});
+    if (!w.ok()) return w.error();
+    metrics_.set_breaker_open(false);
+    audit_->write(
+        {{"time", rfc3339_utc(clock_.now_unix())}, {"event", "breaker_reset"}, {"was", was}});
+  }
+  return journal_->sync();
+}
+
+}  // namespace vigil::drainer

@@ -1,0 +1,113 @@
+#include "kube_sink.h"
+
+#include <cctype>
+#include <nlohmann/json.hpp>
+
+#include "audit_log.h"
+#include "vigil/base/time.h"
+
+namespace vigil::drainer {
+namespace {
+
+std::string camel(std::string_view s) {
+  std::string out;
+  bool up = true;
+  for (char c : s) {
+    if (c == '_' || c == '-') {
+      up = true;
+      continue;
+    }
+    out += up ? static_cast<char>(std::toupper(static_cast<unsigned char>(c))) : c;
+    up = false;
+  }
+  return out;
+}
+
+std::optional<std::string> unless_empty(const std::string& s) {
+  return s.empty() ? std::optional<std::string>() : std::optional<std::string>(s);
+}
+
+}  // namespace
+
+KubeSink::KubeSink(std::shared_ptr<kube::KubeApi> kube, const KubeSettings& cfg, Metrics& metrics,
+                   AuditLog& audit, const Clock& clock)
+    : kube_(std::move(kube)), cfg_(cfg), metrics_(metrics), audit_(audit), clock_(clock) {}
+
+std::string KubeSink::node_name(const NodeState& s) {
+  switch (cfg_.node_mapping) {
+    case NodeMapping::kIdentity:
+      return s.node;
+    case NodeMapping::kReport:
+      return s.k8s_node.value_or("");
+    case NodeMapping::kPodLookup: {
+      auto r = kube_->pod_node_name(cfg_.pod_namespace, s.node);
+      return r.ok() ? r.value() : std::string();
+    }
+  }
+  return s.node;
+}
+
+VoidResult KubeSink::write_state(const std::string& k8s, const NodeState& s) {
+  if (k8s.empty())
+    return Error{"no Kubernetes node for Slurm node " + s.node + " (mapping " +
+                     std::string(to_string(cfg_.node_mapping)) + ")",
+                 "kube_node_name"};
+  const auto& pre = cfg_.annotation_prefix;
+  std::map<std::string, std::optional<std::string>> a;
+  a[pre + "state"] = std::string(annotation_value(s.health));
+  a[pre + "reason"] = unless_empty(s.reason);
+  a[pre + "last-check"] = unless_empty(s.last_check_time);
+  a[pre + "failing"] = unless_empty(s.failing);
+  VoidResult res = kube_->annotate_node(k8s, a);
+  if (res.ok() && cfg_.condition) {
+    kube::NodeCondition c;
+    c.type = cfg_.condition_type;
+    c.status = s.health == NodeHealth::kDrained                                       ? "False"
+               : (s.health == NodeHealth::kStale || s.health == NodeHealth::kUnknown) ? "Unknown"
+                                                                                      : "True";
+    c.reason = "Vigil" + camel(to_string(s.health));
+    c.message = s.reason.empty() ? s.note : s.reason;
+    res = kube_->set_node_condition(k8s, c);
+  }
+  if (res.ok() && cfg_.taint) {
+    // Keeps non-Slurm pods off a node Vigil drained; removed again once it is resumed.
+    const std::string key = pre + "unhealthy";
+    std::optional<kube::NodeTaint> taint;
+    if (s.health == NodeHealth::kDrained) taint = kube::NodeTaint{key, "true", "NoSchedule"};
+    res = kube_->set_node_taint(k8s, key, taint);
+  }
+  return res;
+}
+
+SinkResult KubeSink::apply(const std::vector<Intent>& batch,
+                           const std::map<std::string, NodeState>& states) {
+  SinkResult out;
+  for (const auto& i : batch) {
+    auto st = states.find(i.node);
+    if (st == states.end()) {
+      out.outcomes.push_back(IntentOutcome::gave_up(i.id, "no state for node " + i.node));
+      continue;
+    }
+    const NodeState& s = st->second;
+    const std::string k8s = node_name(s);
+    const VoidResult res = write_state(k8s, s);
+    const std::string outcome = res.ok() ? "ok" : "error";
+    metrics_.on_action("annotate", "kubernetes", outcome);
+    nlohmann::json a{{"time", rfc3339_utc(clock_.now_unix())},
+                     {"event", "action"},
+                     {"sink", "kubernetes"},
+                     {"action", "annotate"},
+                     {"nodes", {s.node}},
+                     {"k8s_node", k8s},
+                     {"state", std::string(annotation_value(s.health))},
+                     {"outcome", outcome}};
+    if (!res.ok()) a["error"] = res.error().to_string();
+    audit_.write(a);
+    out.outcomes.push_back(res.ok() ? IntentOutcome::ok(i.id)
+                                    : IntentOutcome::retry(i.id, res.error().to_string()));
+    out.back_off = out.back_off || !res.ok();
+  }
+  return out;
+}
+
+}  // namespace vigil::drainer

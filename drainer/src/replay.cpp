@@ -1,0 +1,133 @@
+// Recovery: state = snapshot + the journal records after it; and the snapshots themselves.
+#include <nlohmann/json.hpp>
+
+#include "vigil/drainer/drainer.h"
+
+namespace vigil::drainer {
+namespace {
+
+// An intent read back from the journal; an unknown sink or action stops the replay.
+Result<Intent> replayed_intent(const nlohmann::json& j, const std::string& where) {
+  auto i = intent_from_json(j);
+  if (!i.ok()) return Error{i.error().to_string(), where};
+  return i;
+}
+
+}  // namespace
+
+VoidResult Drainer::replay(const Recovered& rec) {
+  std::scoped_lock lk(ingest_mu_, mu_);
+  if (rec.snapshot) {
+    VIGIL_TRY(auto r, replay_snapshot(*rec.snapshot));
+    (void)r;
+  }
+  uint64_t at_seq = 0;
+  try {
+    for (const auto& j : rec.records) {
+      const std::string t = j.value("t", "");
+      const uint64_t seq = j.at("seq").get<uint64_t>();
+      at_seq = seq;
+      if (t == "report") {
+        auto parsed = parse_node_report(j.at("report"));
+        if (!parsed) return Error{parsed.error, "replay(report seq " + std::to_string(seq) + ")"};
+        auto& runs = seen_runs_[parsed.value->node];
+        runs.push_back(parsed.value->run_id);
+        if (runs.size() > kRunIdsPerNode) runs.pop_front();
+        undecided_.push_back({seq, std::move(*parsed.value)});
+      } else if (t == "decision") {
+        VIGIL_TRY(auto r, replay_decision(j));
+        (void)r;
+      } else if (t == "done") {
+        for (const auto& id : j.at("ids")) pending_.erase(id.get<uint64_t>());
+      } else if (t == "breaker_reset") {
+        VIGIL_TRY(breaker_, breaker_state_from_json(j.at("breaker")));
+      }
+    }
+  } catch (const std::exception& e) {
+    return Error{e.what(), "replay(journal record seq " + std::to_string(at_seq) + ")"};
+  }
+  for (const auto& [id, i] : pending_) next_intent_id_ = std::max(next_intent_id_, id + 1);
+  return ok_result();
+}
+
+VoidResult Drainer::replay_snapshot(const nlohmann::json& s) {
+  try {
+    for (const auto& nj : s.at("nodes")) {
+      VIGIL_TRY(auto ns, node_state_from_json(nj));
+      nodes_[ns.node] = std::move(ns);
+    }
+    VIGIL_TRY(breaker_, breaker_state_from_json(s.at("breaker")));
+    for (const auto& [node, runs] : s.at("seen_runs").items())
+      for (const auto& r : runs) seen_runs_[node].push_back(r.get<std::string>());
+    for (const auto& ij : s.at("pending")) {
+      VIGIL_TRY(Intent i, replayed_intent(ij, "replay(snapshot pending)"));
+      pending_[i.id] = i;
+    }
+    next_intent_id_ = s.value("next_intent_id", uint64_t{1});
+    for (const auto& u : s.at("undecided")) {
+      auto parsed = parse_node_report(u.at("report"));
+      if (!parsed) return Error{parsed.error, "replay(snapshot undecided)"};
+      undecided_.push_back({u.at("seq").get<uint64_t>(), std::move(*parsed.value)});
+    }
+  } catch (const std::exception& e) {
+    return Error{e.what(), "replay(snapshot)"};
+  }
+  return ok_result();
+}
+
+// One decision record: the node's new state, the breaker (whole or one counted drain) and
+// the intents it created. Throws on a malformed record (replay() names its seq).
+VoidResult Drainer::replay_decision(const nlohmann::json& j) {
+  const uint64_t seq = j.at("seq").get<uint64_t>();
+  const uint64_t rs = j.value("report_seq", uint64_t{0});
+  if (rs) std::erase_if(undecided_, [&](const Accepted& a) { return a.seq == rs; });
+  VIGIL_TRY(auto ns, node_state_from_json(j.at("state")));
+  nodes_[ns.node] = std::move(ns);
+  if (j.contains("breaker")) {
+    VIGIL_TRY(breaker_, breaker_state_from_json(j.at("breaker")));
+  } else if (j.contains("breaker_drain")) {
+    const auto& bd = j.at("breaker_drain");
+    const auto at = bd.at("at").get<int64_t>();
+    breaker_window(breaker_, bd.at("group").get<std::string>(), at, cfg_.breaker.window_s)
+        .push_back(at);
+  }
+  for (const auto& ij : j.value("intents", nlohmann::json::array())) {
+    VIGIL_TRY(Intent i,
+              replayed_intent(ij, "replay(journal record seq " + std::to_string(seq) + ")"));
+    pending_[i.id] = i;
+    next_intent_id_ = std::max(next_intent_id_, i.id + 1);
+  }
+  return ok_result();
+}
+
+nlohmann::json Drainer::snapshot_json_locked() const {
+  nlohmann::json nodes = nlohmann::json::array();
+  for (const auto& [n, s] : nodes_) nodes.push_back(to_json(s));
+  nlohmann::json seen = nlohmann::json::object();
+  for (const auto& [n, runs] : seen_runs_)
+    seen[n] = std::vector<std::string>(runs.begin(), runs.end());
+  nlohmann::json pend = nlohmann::json::array();
+  for (const auto& [id, i] : pending_) pend.push_back(to_json(i));
+  nlohmann::json und = nlohmann::json::array();
+  for (const auto& a : undecided_) und.push_back({{"seq", a.seq}, {"report", to_json(a.report)}});
+  return {{"version", 1},
+          {"nodes", nodes},
+          {"breaker", to_json(breaker_)},
+          {"seen_runs", seen},
+          {"pending", pend},
+          {"undecided", und},
+          {"next_intent_id", next_intent_id_}};
+}
+
+VoidResult Drainer::snapshot_now() {
+  std::scoped_lock lk(decide_mu_, ingest_mu_, mu_);
+  return journal_->write_snapshot(snapshot_json_locked());
+}
+
+VoidResult Drainer::maybe_snapshot() {
+  if (journal_->records_since_snapshot() < static_cast<uint64_t>(cfg_.snapshot_every))
+    return ok_result();
+  return snapshot_now();
+}
+
+}  // namespace vigil::drainer

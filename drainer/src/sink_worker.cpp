@@ -1,0 +1,181 @@
+// The one sink worker: wait for work (or out a backoff), optionally let a batch pile up, pick
+// the newest intent per node, hand the batch to the lane's sink, and apply the outcomes it
+// returns. Applying outcomes is the Drainer's alone: done records, attempts, backoff, and the
+// node-state correction for a drain that was not issued.
+#include "sink_worker.h"
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "audit_log.h"
+#include "vigil/drainer/drainer.h"
+
+namespace vigil::drainer {
+
+int Drainer::run_slurm_sink_once() { return run_sink_once(lane(SinkKind::kSlurm)); }
+int Drainer::run_kube_sink_once() { return run_sink_once(lane(SinkKind::kKubernetes)); }
+
+int Drainer::run_sink_once(SinkLane& lane) {
+  if (!lane.sink) return 0;
+  std::map<std::string, NodeState> states;
+  const std::vector<Intent> batch = pick(lane, states);
+  if (batch.empty()) return 0;
+  const SinkResult result = lane.sink->apply(batch, states);
+  return apply_outcomes(lane, batch, result);
+}
+
+std::vector<Intent> Drainer::pick(SinkLane& lane, std::map<std::string, NodeState>& states) {
+  std::vector<Intent> batch;
+  std::vector<uint64_t> superseded;
+  {
+    std::lock_guard lk(mu_);
+    std::map<std::string, const Intent*> latest;  // only the newest intent per node matters
+    for (const auto& [id, i] : pending_)
+      if (i.sink == lane.kind && !in_flight_.count(id)) latest[i.node] = &i;
+    for (const auto& [id, i] : pending_)
+      if (i.sink == lane.kind && !in_flight_.count(id) && latest[i.node] != &i)
+        superseded.push_back(id);
+    for (const auto& [node, i] : latest) {
+      batch.push_back(*i);
+      in_flight_.insert(i->id);
+      if (!lane.sink->wants_node_states()) continue;
+      if (auto it = nodes_.find(node); it != nodes_.end()) states[node] = it->second;
+    }
+  }
+  record_done(superseded, "superseded");
+  return batch;
+}
+
+int Drainer::apply_outcomes(SinkLane& lane, const std::vector<Intent>& batch, const SinkResult& r) {
+  std::map<uint64_t, const Intent*> unanswered;
+  for (const auto& i : batch) unanswered[i.id] = &i;
+  std::vector<uint64_t> ok, skipped, gave_up, retry;
+  std::vector<NotDrained> not_drained;
+  for (const auto& o : r.outcomes) {
+    auto it = unanswered.find(o.intent_id);
+    if (it == unanswered.end()) continue;  // not in this batch, or answered twice
+    const Intent& i = *it->second;
+    unanswered.erase(it);
+    switch (o.kind) {
+      case OutcomeKind::kOk:
+        ok.push_back(i.id);
+        break;
+      case OutcomeKind::kNotDrained:
+        not_drained.push_back({i, o.why, o.health});
+        [[fallthrough]];
+      case OutcomeKind::kSkipped:
+        skipped.push_back(i.id);
+        break;
+      case OutcomeKind::kRetry:
+        // Out of attempts: given up (the sink reported the error; the node's next decision
+        // makes a new intent).
+        (lane.retry.gives_up(i) ? gave_up : retry).push_back(i.id);
+        break;
+      case OutcomeKind::kGaveUp:
+        gave_up.push_back(i.id);
+        break;
+    }
+  }
+  for (const auto& [id, i] : unanswered) retry.push_back(id);  // a sink that said nothing
+  record_done(ok, "ok");
+  record_done(skipped, "skipped");
+  record_done(gave_up, "error");
+  correct_not_drained(not_drained);
+  {
+    std::lock_guard lk(mu_);
+    for (uint64_t id : retry) {
+      in_flight_.erase(id);
+      if (auto it = pending_.find(id); it != pending_.end()) it->second.attempts++;
+    }
+    // Nothing left to retry: nothing to wait for.
+    lane.backoff_ms =
+        r.back_off && !retry.empty() ? lane.retry.next_backoff_ms(lane.backoff_ms) : 0;
+  }
+  if (lane.sync_done && !r.back_off) (void)journal_->sync();
+  return static_cast<int>(retry.size());
+}
+
+void Drainer::record_done(const std::vector<uint64_t>& ids, const std::string& outcome) {
+  if (ids.empty()) return;
+  std::lock_guard lk(mu_);
+  for (auto id : ids) {
+    pending_.erase(id);
+    in_flight_.erase(id);
+  }
+  auto w = journal_->append({{{"t", "done"}, {"ids", ids}, {"outcome", outcome}}});
+  (void)w;
+  refresh_gauges_locked();
+}
+
+void Drainer::correct_not_drained(const std::vector<NotDrained>& not_drained) {
+  if (not_drained.empty()) return;
+  std::vector<Intent> intents;
+  {
+    std::lock_guard lk(mu_);
+    std::vector<nlohmann::json> records;
+    for (const auto& k : not_drained) {
+      auto it = nodes_.find(k.intent.node);
+      // Only the decision this intent came from is undone; a newer one stands.
+      if (it == nodes_.end() || !it->second.drained_by_vigil ||
+          it->second.reason != k.intent.reason)
+        continue;
+      bool newer = false;
+      for (auto p = pending_.upper_bound(k.intent.id); p != pending_.end() && !newer; ++p)
+        newer = p->second.sink == SinkKind::kSlurm && p->second.node == k.intent.node;
+      if (newer) continue;
+      Decision d;
+      d.before = it->second.health;
+      d.state = it->second;
+      d.state.drained_by_vigil = false;
+      d.state.reason.clear();
+      d.state.health = d.after = k.health;
+      d.state.last_action = "drain_skipped";
+      d.state.note = "drain not applied: " + k.why;
+      d.why = d.state.note;
+      d.driving_checks = d.state.driving_checks;
+      d.breaker = breaker_;
+      apply_decision_locked(d, nullptr, 0, records, intents);
+    }
+    if (records.empty()) return;
+    if (auto w = journal_->append(std::move(records)); !w.ok()) {
+      audit_->write({{"event", "journal_error"}, {"error", w.error().to_string()}});
+      return;
+    }
+  }
+  if (intents.empty() || !journal_->sync().ok()) return;
+  std::lock_guard lk(mu_);
+  enqueue_intents_locked(intents);
+  lane(SinkKind::kKubernetes).cv.notify_one();
+}
+
+bool Drainer::has_work_locked(SinkKind k) const {
+  for (const auto& [id, i] : pending_)
+    if (i.sink == k && !in_flight_.count(id)) return true;
+  return false;
+}
+
+void Drainer::loop_sink(SinkLane& lane) {
+  while (!stopping_) {
+    bool backing_off = false;
+    {
+      std::unique_lock lk(mu_);
+      backing_off = lane.backoff_ms > 0;
+      if (backing_off) {
+        lane.cv.wait_for(lk, std::chrono::milliseconds(lane.backoff_ms),
+                         [&] { return stopping_.load(); });
+      } else {
+        lane.cv.wait_for(lk, std::chrono::seconds(1),
+                         [&] { return stopping_ || has_work_locked(lane.kind); });
+      }
+      if (stopping_) break;
+      if (!has_work_locked(lane.kind)) continue;
+    }
+    // Let decisions arriving together pile up: for Slurm, one RPC per reason for all of them.
+    if (!backing_off && lane.batch_window_ms > 0)
+      std::this_thread::sleep_for(std::chrono::milliseconds(lane.batch_window_ms));
+    run_sink_once(lane);
+  }
+}
+
+}  // namespace vigil::drainer

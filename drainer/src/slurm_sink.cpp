@@ -1,0 +1,125 @@
+#include "slurm_sink.h"
+
+#include <nlohmann/json.hpp>
+
+#include "audit_log.h"
+#include "vigil/base/time.h"
+#include "vigil/slurm/reason.h"
+
+namespace vigil::drainer {
+
+SlurmSink::SlurmSink(std::shared_ptr<slurm::SlurmApi> slurm, SlurmViewCache& views,
+                     Metrics& metrics, AuditLog& audit, const Clock& clock)
+    : slurm_(std::move(slurm)), views_(views), metrics_(metrics), audit_(audit), clock_(clock) {}
+
+std::string SlurmSink::now() const { return rfc3339_utc(clock_.now_unix()); }
+
+SinkResult SlurmSink::apply(const std::vector<Intent>& batch,
+                            const std::map<std::string, NodeState>& /*states*/) {
+  // Re-read right before acting. Published for the decisions only if no RPC follows.
+  auto fresh = views_.read(false);
+  if (!fresh.ok()) return load_failed(batch, fresh.error());
+  SinkResult out;
+  Rpcs rpcs;
+  for (const auto& i : batch)
+    if (auto o = judge(i, *fresh.value(), rpcs)) out.outcomes.push_back(std::move(*o));
+  const bool acting = !rpcs.drains.empty() || !rpcs.resumes.empty();
+  // Tables read before or during these RPCs must not be reused by decisions: drop the
+  // remembered one now and refuse any read that started before the RPCs ended.
+  if (acting) views_.invalidate();
+  bool all_ok = true;
+  for (const auto& [reason, nodes] : rpcs.drains)
+    all_ok = call(IntentAction::kDrain, nodes, reason, out) && all_ok;
+  if (!rpcs.resumes.empty()) all_ok = call(IntentAction::kResume, rpcs.resumes, "", out) && all_ok;
+  if (acting)
+    views_.invalidate();
+  else
+    views_.publish_unchanged(fresh.value());
+  out.back_off = !all_ok;
+  return out;
+}
+
+SinkResult SlurmSink::load_failed(const std::vector<Intent>& batch, const Error& e) {
+  SinkResult out;
+  for (const auto& i : batch) {
+    metrics_.on_action(to_string(i.action), "slurm", "error");
+    out.outcomes.push_back(IntentOutcome::retry(i.id, e.to_string()));
+  }
+  audit_.write({{"time", now()},
+                {"event", "action"},
+                {"sink", "slurm"},
+                {"action", "load_nodes"},
+                {"outcome", "error"},
+                {"error", e.to_string()},
+                {"pending", batch.size()}});
+  out.back_off = true;
+  return out;
+}
+
+std::optional<IntentOutcome> SlurmSink::judge(const Intent& i, const SlurmView& view, Rpcs& rpcs) {
+  auto it = view.find(i.node);
+  const slurm::SlurmNodeInfo* n = it == view.end() ? nullptr : &it->second;
+  auto o = i.action == IntentAction::kDrain ? judge_drain(i, n, rpcs) : judge_resume(i, n, rpcs);
+  if (!o) return o;
+  if (o->kind == OutcomeKind::kOk) {
+    metrics_.on_action(to_string(i.action), "slurm", "ok");
+  } else {
+    metrics_.on_action(to_string(i.action), "slurm", "skipped");
+    audit_.write({{"time", now()},
+                  {"event", "action"},
+                  {"sink", "slurm"},
+                  {"action", std::string(to_string(i.action))},
+                  {"nodes", {i.node}},
+                  {"outcome", "skipped"},
+                  {"why", o->why}});
+  }
+  return o;
+}
+
+std::optional<IntentOutcome> SlurmSink::judge_drain(const Intent& i, const slurm::SlurmNodeInfo* n,
+                                                    Rpcs& rpcs) {
+  if (!n) return IntentOutcome::not_drained(i.id, "node unknown to Slurm", NodeHealth::kError);
+  if (slurm::untouchable(*n))
+    return IntentOutcome::not_drained(i.id, "node is DOWN/FAIL/MAINT", NodeHealth::kWarn);
+  if (slurm::drained_by_other(*n))
+    return IntentOutcome::not_drained(i.id, "drained by another owner: " + n->reason,
+                                      NodeHealth::kDrained);
+  // Already applied (e.g. before a crash): not repeated.
+  if (n->drain && n->reason == i.reason) return IntentOutcome::ok(i.id);
+  rpcs.drains[i.reason].push_back(&i);
+  return std::nullopt;
+}
+
+std::optional<IntentOutcome> SlurmSink::judge_resume(const Intent& i, const slurm::SlurmNodeInfo* n,
+                                                     Rpcs& rpcs) {
+  if (!n) return IntentOutcome::skipped(i.id, "node unknown to Slurm");
+  if (!n->drain) return IntentOutcome::ok(i.id);  // already resumed
+  if (!slurm::drained_by_vigil(*n))
+    return IntentOutcome::skipped(i.id, "drain reason not owned by vigil: " + n->reason);
+  if (slurm::untouchable(*n) && !i.by_operator)
+    return IntentOutcome::skipped(i.id, "node is DOWN/FAIL/MAINT");
+  rpcs.resumes.push_back(&i);
+  return std::nullopt;
+}
+
+bool SlurmSink::call(IntentAction action, const std::vector<const Intent*>& batch,
+                     const std::string& reason, SinkResult& out) {
+  std::vector<std::string> names;
+  for (const auto* i : batch) names.push_back(i->node);
+  VoidResult res =
+      action == IntentAction::kDrain ? slurm_->drain(names, reason) : slurm_->undrain(names);
+  const std::string outcome = res.ok() ? "ok" : "error";
+  metrics_.on_action(to_string(action), "slurm", outcome, static_cast<double>(batch.size()));
+  nlohmann::json a{{"time", now()},     {"event", "action"},
+                   {"sink", "slurm"},   {"action", std::string(to_string(action))},
+                   {"nodes", names},    {"reason", reason},
+                   {"outcome", outcome}};
+  if (!res.ok()) a["error"] = res.error().to_string();
+  audit_.write(a);
+  for (const auto* i : batch)
+    out.outcomes.push_back(res.ok() ? IntentOutcome::ok(i->id)
+                                    : IntentOutcome::retry(i->id, res.error().to_string()));
+  return res.ok();
+}
+
+}  // namespace vigil::drainer
