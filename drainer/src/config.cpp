@@ -195,6 +195,11 @@ CheckPolicy PolicyConfig::for_check(std::string_view check, std::string_view fau
       (!fault_code.empty() && fatal_fault_codes.count(std::string(fault_code)))) {
     p.drain_after = 1;
   }
+  if (!fault_code.empty()) {
+    if (auto it = fault_code_drain_after.find(std::string(fault_code));
+        it != fault_code_drain_after.end())
+      p.drain_after = it->second;
+  }
   return p;
 }
 
@@ -205,6 +210,10 @@ PolicyConfig default_policy() {
   p.fatal_checks = {"gpu_count", "nvml_ecc", "nvml_row_remap", "nvml_retired_pages",
                     "nvml_xid",  "ib_port",  "gpu_memtest"};
   p.fatal_fault_codes = {};
+  // Fail-slow verdicts (overridden by the detection section of the config).
+  const DetectionSettings detection;
+  p.fault_code_drain_after[std::string(kSlowConfirmedFaultCode)] = detection.confirmed_drain_after;
+  p.fault_code_drain_after[std::string(kSlowFaultCode)] = detection.unconfirmed_drain_after;
   // Noisy performance figures need repeated evidence before a drain.
   // fabric_allreduce_ib also needs it for another reason: one slow pair cannot say which of
   // its two nodes is at fault, and only a node that keeps failing with new partners is.

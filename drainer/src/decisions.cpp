@@ -8,6 +8,7 @@
 #include "slurm_view_cache.h"
 #include "vigil/base/time.h"
 #include "vigil/drainer/drainer.h"
+#include "vigil/drainer/slow_verdicts.h"
 
 namespace vigil::drainer {
 
@@ -22,6 +23,9 @@ void Drainer::apply_decision_locked(const Decision& d, const NodeReport* r, uint
                                     std::vector<nlohmann::json>& records,
                                     std::vector<Intent>& intents) {
   const NodeState& s = d.state;
+  // A resumed node was repaired: its old figures are no baseline for the new hardware.
+  if (slow_ && cfg_.detection.reset_on_resume && d.action == Action::kResume)
+    slow_->reset_node(s.node);
   std::vector<Intent> mine;
   if (slurm_ && (d.action == Action::kDrain || d.action == Action::kResume)) {
     Intent i;
@@ -117,6 +121,29 @@ int Drainer::process_pending() {
   return total;
 }
 
+NodeReport Drainer::judge_slow_locked(const NodeReport& r, const NodeState* prev) {
+  if (!slow_) return r;
+  // The report's own end time, not the clock: replay re-judges the same reports in the same
+  // order and must rebuild the same baselines.
+  const int64_t at = parse_rfc3339(r.end_time).value_or(clock_.now_unix());
+  // A drained node's figures (re-checks of a sick node) never become anyone's baseline.
+  const bool drained = prev && prev->health == NodeHealth::kDrained;
+  auto v = slow_->judge(r, at, drained ? detect::Learn::kNo : detect::Learn::kYes);
+  if (!v.ok()) {
+    // An invalid figure is the checker's bug, never a reason to drain: decided on as reported.
+    audit_->write({{"time", rfc3339_utc(clock_.now_unix())},
+                   {"event", "detection_error"},
+                   {"node", r.node},
+                   {"run_id", r.run_id},
+                   {"error", v.error().to_string()}});
+    return r;
+  }
+  metrics_.on_verdicts(*v);
+  NodeReport judged = r;
+  fold_verdicts(judged, *v);
+  return judged;
+}
+
 int Drainer::process_chunk(PassView& pass, std::vector<Intent>& intents) {
   std::lock_guard dl(decide_mu_);
   // Chunks keep mu_ (and with it ingest) free between a few hundred decisions.
@@ -162,7 +189,8 @@ int Drainer::process_chunk(PassView& pass, std::vector<Intent>& intents) {
       }
       if (!prev) group_counts[PolicyEngine::group_key(probe)]++;
       const bool unknown_to_slurm = !info && !view.empty();
-      Decision d = engine_.on_report(prev, a.report, info, breaker_, gsize, unknown_to_slurm);
+      const NodeReport judged = judge_slow_locked(a.report, prev);
+      Decision d = engine_.on_report(prev, judged, info, breaker_, gsize, unknown_to_slurm);
       apply_decision_locked(d, &a.report, a.seq, records, intents);
     }
     auto w = journal_->append(std::move(records));

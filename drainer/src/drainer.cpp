@@ -21,6 +21,8 @@ Drainer::Drainer(DrainerConfig cfg, std::shared_ptr<slurm::SlurmApi> slurm,
       clock_(clock),
       engine_(cfg_.policy, cfg_.breaker, cfg_.dry_run, clock),
       views_(std::make_unique<SlurmViewCache>(slurm_.get(), clock_, cfg_.slurm.view_max_age_s)) {
+  // The configuration was validated when it was parsed (config.cpp), so this cannot throw.
+  if (cfg_.detection.enabled) slow_ = std::make_unique<detect::Engine>(cfg_.detection.engine);
   // Slurm: retried until slurmctld answers, never given up (the drain is owed).
   lanes_[static_cast<size_t>(SinkKind::kSlurm)] = std::make_unique<SinkLane>(
       SinkKind::kSlurm, RetryPolicy{cfg_.slurm.retry_initial_ms, cfg_.slurm.retry_max_ms, 0},

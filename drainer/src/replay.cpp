@@ -64,6 +64,10 @@ VoidResult Drainer::replay_snapshot(const nlohmann::json& s) {
       pending_[i.id] = i;
     }
     next_intent_id_ = s.value("next_intent_id", uint64_t{1});
+    if (slow_ && s.contains("detect")) {
+      VIGIL_TRY(auto engine, detect::Engine::restore(s.at("detect"), cfg_.detection.engine));
+      *slow_ = std::move(engine);
+    }
     for (const auto& u : s.at("undecided")) {
       auto parsed = parse_node_report(u.at("report"));
       if (!parsed) return Error{parsed.error, "replay(snapshot undecided)"};
@@ -80,8 +84,19 @@ VoidResult Drainer::replay_snapshot(const nlohmann::json& s) {
 VoidResult Drainer::replay_decision(const nlohmann::json& j) {
   const uint64_t seq = j.at("seq").get<uint64_t>();
   const uint64_t rs = j.value("report_seq", uint64_t{0});
-  if (rs) std::erase_if(undecided_, [&](const Accepted& a) { return a.seq == rs; });
   VIGIL_TRY(auto ns, node_state_from_json(j.at("state")));
+  if (rs && slow_) {
+    // The detection engine learns from decided reports: judge them again, in journal order.
+    for (const auto& a : undecided_) {
+      if (a.seq != rs) continue;
+      auto prev = nodes_.find(a.report.node);
+      (void)judge_slow_locked(a.report, prev == nodes_.end() ? nullptr : &prev->second);
+      break;
+    }
+  }
+  if (slow_ && cfg_.detection.reset_on_resume && j.value("action", "") == "resume")
+    slow_->reset_node(ns.node);
+  if (rs) std::erase_if(undecided_, [&](const Accepted& a) { return a.seq == rs; });
   nodes_[ns.node] = std::move(ns);
   if (j.contains("breaker")) {
     VIGIL_TRY(breaker_, breaker_state_from_json(j.at("breaker")));
@@ -110,13 +125,15 @@ nlohmann::json Drainer::snapshot_json_locked() const {
   for (const auto& [id, i] : pending_) pend.push_back(to_json(i));
   nlohmann::json und = nlohmann::json::array();
   for (const auto& a : undecided_) und.push_back({{"seq", a.seq}, {"report", to_json(a.report)}});
-  return {{"version", 1},
+  nlohmann::json out = {{"version", 1},
           {"nodes", nodes},
           {"breaker", to_json(breaker_)},
           {"seen_runs", seen},
           {"pending", pend},
           {"undecided", und},
           {"next_intent_id", next_intent_id_}};
+  if (slow_) out["detect"] = slow_->snapshot();
+  return out;
 }
 
 VoidResult Drainer::snapshot_now() {

@@ -47,6 +47,7 @@ std::vector<Sample> samples_from_report(const NodeReport& report, const DetectCo
       set_unit(m, s);
       s.unit = m.unit;
       s.observed.value = m.value;
+      s.observed.repeats = m.repeats;  // the checker's re-measurements of a suspicious figure
       s.from_failed_run = m.status() == Status::kFail;
       out.push_back(std::move(s));
     }

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "vigil/base/result.h"
+#include "vigil/detect/detect.h"
 #include "vigil/drainer/config.h"
 #include "vigil/drainer/intent.h"
 #include "vigil/drainer/journal.h"
@@ -120,6 +121,10 @@ class Drainer {
   // Decides up to 256 reports and journals the decisions (not yet synced); their intents are
   // appended to `intents` for process_pending to enqueue after one sync.
   int process_chunk(PassView& pass, std::vector<Intent>& intents);
+  // The report the policy decides on: `r` with the fail-slow verdicts folded in (detection
+  // enabled), after the detection engine judged it and learned from it (unless the node is
+  // drained). Also used by replay to rebuild the engine's baselines.
+  NodeReport judge_slow_locked(const NodeReport& r, const NodeState* prev);
   void apply_decision_locked(const Decision& d, const NodeReport* r, uint64_t report_seq,
                              std::vector<nlohmann::json>& records, std::vector<Intent>& intents);
   void enqueue_intents_locked(const std::vector<Intent>& intents);
@@ -150,6 +155,7 @@ class Drainer {
   Metrics metrics_;
   std::unique_ptr<Journal> journal_;
   std::unique_ptr<AuditLog> audit_;
+  std::unique_ptr<detect::Engine> slow_;  // null when detection.enabled is false
   std::unique_ptr<SlurmViewCache> views_;  // Slurm's node table, shared with the Slurm sink
   std::array<std::unique_ptr<SinkLane>, 2> lanes_;  // by SinkKind; sinks created by open()
 

@@ -50,8 +50,9 @@ struct Sample {
 };
 
 // The report's judged figures (config.metrics), in report order. Checks with status `error`
-// are left out: a run that could not measure proves nothing. NodeReport has no repeats field
-// yet, so every sample comes without repeats; attach them with attach_repeats().
+// are left out: a run that could not measure proves nothing. Each sample carries the
+// measurement's `repeats` (the checker re-measured a suspicious figure); attach_repeats()
+// sets them for samples built another way.
 std::vector<Sample> samples_from_report(const NodeReport& report, const DetectConfig& config);
 
 // Sets the repeats of the sample (check, measurement, unit_id); false when there is none.
