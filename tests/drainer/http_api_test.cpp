@@ -205,6 +205,20 @@ TEST(HttpApi, metrics_pass_promtool_check_metrics) {
   c.measurements = {m};
   c.fault_code = "VIGIL-NCCL-BUSBW";
   r.checks.push_back(c);
+  // Eight GPUs' GEMM figures: the fail-slow engine judges them against their peers, which
+  // gives vigil_measurement_deviation_ratio a series.
+  CheckResult gemm;
+  gemm.check = "gpu_gemm";
+  gemm.status = Status::kPass;
+  for (int g = 0; g < 8; ++g) {
+    Measurement gm;
+    gm.name = "gemm_bf16_tflops";
+    gm.value = g == 3 ? 760 : 800;
+    gm.unit = "TFLOP/s";
+    gm.gpu = g;
+    gemm.measurements.push_back(gm);
+  }
+  r.checks.push_back(gemm);
   ASSERT_EQ(s.post(to_json(r).dump())->status, 202);
   s.d->process_pending();
   s.d->run_slurm_sink_once();
