@@ -85,6 +85,22 @@ vigil::CheckResult gemm(bool fail) {
                 fail ? 300 : 750, 700, vigil::Op::kGe, "TFLOP/s", "VIGIL-CUDA-GEMM-SLOW");
 }
 
+// gpu_gemm on 8 GPUs, every figure above the 700 TFLOP/s floor; gpu3 12% below its peers,
+// re-measured `repeats` times at the same figure (vigil-check repeats a suspicious probe).
+vigil::CheckResult slow_gpu3(int repeats) {
+  vigil::CheckResult c = result("gpu_gemm", "gemm", vigil::Status::kPass, "gemm_bf16_tflops", 800,
+                                700, vigil::Op::kGe, "TFLOP/s", "");
+  vigil::Measurement m = c.measurements.front();
+  c.measurements.clear();
+  for (int g = 0; g < 8; ++g) {
+    m.gpu = g;
+    m.value = g == 3 ? 704 : 800 + g;
+    m.repeats.assign(g == 3 ? repeats : 0, 705);
+    c.measurements.push_back(m);
+  }
+  return c;
+}
+
 vigil::NodeReport report(const std::string& node, const std::string& run_id,
                          std::vector<vigil::CheckResult> checks) {
   vigil::NodeReport r;
@@ -266,6 +282,23 @@ TEST_F(DrainerSlurm, failing_report_drains_the_node_with_the_vigil_reason_in_sin
   EXPECT_NE(sinfo.find("vigil: ecc"), std::string::npos) << sinfo;
   EXPECT_NE(sinfo.find("gpu-2"), std::string::npos) << sinfo;
   EXPECT_EQ(node_field("gpu-1", "State"), "IDLE");
+}
+
+// Fail-slow: no bound is broken, but gpu3 is 12% below its 7 peers. Confirmed by the checker's
+// repeats it drains after one report, with the peers in the reason; unconfirmed it only warns.
+TEST_F(DrainerSlurm, a_gpu_12_percent_below_its_peers_drains_with_the_peers_in_sinfo_R) {
+  ASSERT_TRUE(drainer_->start(write_config()));
+  ASSERT_EQ(drainer_->post({report("gpu-1", "run-1", {slow_gpu3(0)})}), 202);
+  ASSERT_EQ(drainer_->post({report("gpu-2", "run-1", {slow_gpu3(2)})}), 202);
+  ASSERT_TRUE(eventually([&] { return drained_with("gpu-2", "vigil: gemm gpu3"); }))
+      << cluster_->run("scontrol show node gpu-2");
+  const std::string reason = node_field("gpu-2", "Reason");
+  EXPECT_NE(reason.find("below its 7 peers"), std::string::npos) << reason;
+  EXPECT_NE(cluster_->run("sinfo -R").find("vigil: gemm gpu3"), std::string::npos);
+  ASSERT_TRUE(eventually([&] { return decided("gpu-1", "run-1"); }));
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  EXPECT_FALSE(drained_with("gpu-1", "vigil:")) << "an unconfirmed slow GPU drained at once";
+  EXPECT_EQ(drainer_->node("gpu-1").value("state", ""), "warn") << drainer_->node("gpu-1").dump();
 }
 
 TEST_F(DrainerSlurm, resume_after_passing_reports_resume_the_node) {
