@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "fake_clock.h"
+#include "drainer_fixtures.h"
 #include "fakes.h"
 #include "temp_dir.h"
 #include "vigil/drainer/drainer.h"
@@ -17,12 +18,8 @@ using testing::make_report;
 using testing::TempDir;
 
 DrainerConfig config(const std::string& dir) {
-  DrainerConfig c;
-  c.auth_enabled = false;
-  c.state_dir = dir;
-  c.policy = default_policy();
-  c.breaker.max_drains = 1000;
-  c.breaker.max_percent = 100;
+  DrainerConfig c = testing::drainer_test_config(dir);
+  c.kubernetes.enabled = false;
   return c;
 }
 
@@ -47,11 +44,7 @@ CheckResult gemm(double gpu3, int repeats = 0) {
   return c;
 }
 
-std::shared_ptr<FakeSlurm> cluster() {
-  auto s = std::make_shared<FakeSlurm>();
-  for (int i = 0; i < 4; ++i) s->add_node("gpu-" + std::to_string(i));
-  return s;
-}
+std::shared_ptr<FakeSlurm> cluster() { return testing::fake_cluster(4); }
 
 bool drained(FakeSlurm& s, const std::string& node) {
   auto nodes = s.load_nodes();

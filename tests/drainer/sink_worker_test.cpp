@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "fake_clock.h"
+#include "drainer_fixtures.h"
 #include "fakes.h"
 #include "temp_dir.h"
 #include "vigil/drainer/drainer.h"
@@ -21,30 +22,13 @@ using testing::make_check;
 using testing::make_report;
 using testing::TempDir;
 
-DrainerConfig test_config(const std::string& dir) {
-  DrainerConfig c;
-  c.auth_enabled = false;
-  c.state_dir = dir;
-  c.policy = default_policy();
-  c.kubernetes.enabled = true;
-  c.breaker.max_drains = 1000;
-  c.breaker.max_percent = 100;
-  return c;
-}
-
-std::shared_ptr<FakeSlurm> cluster(int n) {
-  auto s = std::make_shared<FakeSlurm>();
-  for (int i = 0; i < n; ++i) s->add_node("gpu-" + std::to_string(i));
-  return s;
-}
-
+DrainerConfig test_config(const std::string& dir) { return testing::drainer_test_config(dir); }
+std::shared_ptr<FakeSlurm> cluster(int n) { return testing::fake_cluster(n); }
 NodeReport bad(const std::string& node, const std::string& run) {
-  return make_report(node, run,
-                     {make_check("nvml_ecc", Status::kFail, 2, 0, "count", "VIGIL-NVML-DBE")});
+  return testing::ecc_fail_report(node, run);
 }
-
 NodeReport good(const std::string& node, const std::string& run) {
-  return make_report(node, run, {make_check("nvml_ecc", Status::kPass, 0, 0)});
+  return testing::ecc_pass_report(node, run);
 }
 
 // Failed Kubernetes attempts so far, one per intent tried.

@@ -1,0 +1,38 @@
+#pragma once
+// What the drainer's unit tests share: a test configuration, a fake cluster of gpu-N nodes and
+// one fatal-failing / passing report.
+#include <memory>
+#include <string>
+
+#include "fakes.h"
+#include "vigil/drainer/config.h"
+
+namespace vigil::testing {
+
+inline drainer::DrainerConfig drainer_test_config(const std::string& state_dir) {
+  drainer::DrainerConfig c;
+  c.auth_enabled = false;
+  c.state_dir = state_dir;
+  c.policy = drainer::default_policy();
+  c.kubernetes.enabled = true;
+  c.breaker.max_drains = 1000;
+  c.breaker.max_percent = 100;
+  return c;
+}
+
+inline std::shared_ptr<FakeSlurm> fake_cluster(int n) {
+  auto s = std::make_shared<FakeSlurm>();
+  for (int i = 0; i < n; ++i) s->add_node("gpu-" + std::to_string(i));
+  return s;
+}
+
+inline NodeReport ecc_fail_report(const std::string& node, const std::string& run) {
+  return make_report(node, run,
+                     {make_check("nvml_ecc", Status::kFail, 2, 0, "count", "VIGIL-NVML-DBE")});
+}
+
+inline NodeReport ecc_pass_report(const std::string& node, const std::string& run) {
+  return make_report(node, run, {make_check("nvml_ecc", Status::kPass, 0, 0)});
+}
+
+}  // namespace vigil::testing
