@@ -86,6 +86,24 @@ CheckResult run_on_each_gpu(const CheckContext& ctx, std::string_view check,
     failures.push_back({gpu, done.error()});
     cudaGetLastError();  // clear a non-sticky error before the next GPU
   }
+  // Confirmation: a GPU slower than its peers is measured again, so the drainer can tell a
+  // slow GPU (its repeats are slow too) from a transient dip (docs/detection.md).
+  for (const auto& [gpu, times] : plan_repeats(r, detect::DetectConfig::defaults())) {
+    for (int k = 0; k < times; ++k) {
+      CheckResult again;
+      again.check = r.check;
+      std::vector<std::string> ignored;
+      VoidResult done = [&]() -> VoidResult {
+        VIGIL_CUDA_CHECK(cudaSetDevice(gpu));
+        return probe(gpu, again, ignored);
+      }();
+      if (!done) {
+        cudaGetLastError();
+        break;  // the first run's figure stands unconfirmed
+      }
+      add_repeats(r, again, gpu);
+    }
+  }
   return finish_probe_result(ctx, std::move(r), count, failures, notes);
 }
 

@@ -1,5 +1,8 @@
 #include "cuda/probe_result.h"
 
+#include "vigil/detect/detect.h"
+
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <string>
@@ -101,6 +104,51 @@ void add_memtest_errors(CheckResult& r, const CheckContext& ctx, int gpu,
                std::to_string(mismatches) + " mismatching words in " + std::to_string(tested_mib) +
                " MiB";
   if (!detail.empty()) r.message += " (" + std::string(detail) + ")";
+}
+
+std::map<int, int> plan_repeats(const CheckResult& r, const detect::DetectConfig& cfg) {
+  // Per judged measurement: the GPUs' figures in GPU order.
+  std::map<std::string, std::vector<const Measurement*>> by_name;
+  for (const auto& m : r.measurements)
+    if (m.gpu && cfg.find_metric(r.check, m.name, m.unit)) by_name[m.name].push_back(&m);
+  std::vector<std::pair<double, int>> suspects;  // (how far below the others, gpu)
+  int gpus = 0;
+  for (const auto& [name, ms] : by_name) {
+    gpus = std::max(gpus, static_cast<int>(ms.size()));
+    const detect::MetricSpec* spec = cfg.find_metric(r.check, name, ms.front()->unit);
+    std::vector<double> values;
+    for (const auto* m : ms) values.push_back(m->value);
+    for (size_t i = 0; i < values.size(); ++i) {
+      if (!detect::is_suspicious(values, i, cfg.margins_for(*spec), spec->direction,
+                                 cfg.min_peers))
+        continue;
+      std::vector<double> others = values;
+      others.erase(others.begin() + static_cast<long>(i));
+      std::nth_element(others.begin(), others.begin() + others.size() / 2, others.end());
+      const double centre = others[others.size() / 2];
+      suspects.push_back({centre > 0 ? (centre - values[i]) / centre : 0, *ms[i]->gpu});
+    }
+  }
+  std::sort(suspects.rbegin(), suspects.rend());
+  std::map<int, int> plan;
+  int budget = std::max(2, gpus / 4);
+  for (const auto& [how_far, gpu] : suspects) {
+    if (budget <= 0) break;
+    if (plan.count(gpu)) continue;
+    const int n = std::min(2, budget);
+    plan[gpu] = n;
+    budget -= n;
+  }
+  return plan;
+}
+
+void add_repeats(CheckResult& r, const CheckResult& again, int gpu) {
+  for (const auto& a : again.measurements) {
+    if (a.gpu != gpu) continue;
+    for (auto& m : r.measurements)
+      if (m.gpu == gpu && m.name == a.name && m.unit == a.unit && m.repeats.size() < kMaxRepeats)
+        m.repeats.push_back(a.value);
+  }
 }
 
 }  // namespace vigil::cuda_probe

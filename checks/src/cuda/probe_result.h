@@ -1,11 +1,13 @@
 #pragma once
 // How a CUDA probe's per-GPU outcomes become one CheckResult. Pure C++ (no CUDA calls), so the
 // status rules are unit-tested on machines without a GPU.
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "vigil/checks/check.h"
+#include "vigil/detect/config.h"
 #include "vigil/base/result.h"
 
 namespace vigil::cuda_probe {
@@ -32,5 +34,14 @@ CheckResult finish_probe_result(const CheckContext& ctx, CheckResult r, int gpus
 void add_memtest_errors(CheckResult& r, const CheckContext& ctx, int gpu,
                         unsigned long long mismatches, unsigned long long tested_mib,
                         std::string_view detail);
+
+// Confirmation inside the job (docs/detection.md): a GPU whose judged figure (cfg.metrics) lies
+// past the warn margin below its peers (vigil::detect::is_suspicious) is measured again.
+// Returns gpu -> repeats: two per suspicious GPU, worst first, within a budget of
+// max(2, gpus / 4) extra probe runs (a quarter more time on an 8-GPU node at most).
+std::map<int, int> plan_repeats(const CheckResult& r, const detect::DetectConfig& cfg);
+
+// Appends the figures `again` measured on `gpu` to the repeats of r's matching measurements.
+void add_repeats(CheckResult& r, const CheckResult& again, int gpu);
 
 }  // namespace vigil::cuda_probe

@@ -132,5 +132,43 @@ TEST(ProbeResult, memtest_without_mismatches_passes) {
   EXPECT_EQ(r.fault_code, "");
 }
 
+CheckResult gemm_figures(const std::vector<double>& tflops) {
+  CheckResult r;
+  r.check = "gpu_gemm";
+  for (size_t g = 0; g < tflops.size(); ++g) {
+    Measurement m;
+    m.name = "gemm_bf16_tflops";
+    m.unit = "TFLOP/s";
+    m.gpu = static_cast<int>(g);
+    m.value = tflops[g];
+    r.measurements.push_back(m);
+  }
+  return r;
+}
+
+TEST(Confirmation, a_gpu_slower_than_its_peers_is_measured_twice_more) {
+  const auto cfg = detect::DetectConfig::defaults();
+  auto plan = plan_repeats(gemm_figures({800, 801, 799, 704, 802, 800, 798, 801}), cfg);
+  ASSERT_EQ(plan.size(), 1u);
+  EXPECT_EQ(plan.at(3), 2);
+  EXPECT_TRUE(plan_repeats(gemm_figures({800, 801, 799, 797, 802, 800, 798, 801}), cfg).empty());
+}
+
+TEST(Confirmation, the_budget_bounds_the_extra_runs_worst_gpu_first) {
+  const auto cfg = detect::DetectConfig::defaults();
+  // Three slow GPUs of eight: the budget is 2 extra runs, so only the worst one is repeated.
+  auto plan = plan_repeats(gemm_figures({800, 650, 799, 704, 802, 690, 798, 801}), cfg);
+  ASSERT_EQ(plan.size(), 1u);
+  EXPECT_EQ(plan.at(1), 2);
+}
+
+TEST(Confirmation, repeats_go_to_the_measurement_of_the_same_gpu) {
+  CheckResult r = gemm_figures({800, 801, 799, 704});
+  add_repeats(r, gemm_figures({810, 811, 812, 706}), 3);
+  add_repeats(r, gemm_figures({810, 811, 812, 703}), 3);
+  EXPECT_EQ(r.measurements[3].repeats, (std::vector<double>{706, 703}));
+  EXPECT_TRUE(r.measurements[0].repeats.empty());
+}
+
 }  // namespace
 }  // namespace vigil::cuda_probe
