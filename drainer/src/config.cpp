@@ -5,9 +5,8 @@
 
 #include <charconv>
 #include <cstdlib>
-#include <nlohmann/json.hpp>
-
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 namespace vigil::drainer {
@@ -99,7 +98,6 @@ std::string read_token(const Reader& rd, const YAML::Node& at, const std::string
   return t;
 }
 
-
 // YAML -> JSON for the detection engine's own parser (config_from_json), scalars typed the way
 // YAML 1.2's core schema reads them.
 nlohmann::json yaml_to_json(const YAML::Node& n) {
@@ -149,9 +147,9 @@ YAML::Node node_at(const YAML::Node& root, const std::string& error) {
 }
 
 void read_detection(const Reader& rd, const YAML::Node& n, DetectionSettings& d) {
-  rd.only_keys(n, "detection",
-               {"enabled", "confirmed_drain_after", "unconfirmed_drain_after", "reset_on_resume",
-                "engine"});
+  rd.only_keys(
+      n, "detection",
+      {"enabled", "confirmed_drain_after", "unconfirmed_drain_after", "reset_on_resume", "engine"});
   rd.get(n, "enabled", "detection.enabled", d.enabled);
   rd.get(n, "confirmed_drain_after", "detection.confirmed_drain_after", d.confirmed_drain_after);
   rd.get(n, "unconfirmed_drain_after", "detection.unconfirmed_drain_after",
@@ -173,6 +171,89 @@ void read_detection(const Reader& rd, const YAML::Node& n, DetectionSettings& d)
     }
     d.engine = std::move(parsed).value();
   }
+}
+void read_policy(const Reader& rd, const YAML::Node& p, PolicyConfig& policy) {
+  rd.only_keys(p, "policy",
+               {"defaults", "checks", "fatal_checks", "fatal_fault_codes", "staleness_s"});
+  if (auto d = p["defaults"]; d.IsDefined())
+    read_check_policy(rd, d, "policy.defaults", policy.defaults);
+  if (auto ch = p["checks"]; ch.IsDefined()) {
+    if (!ch.IsMap()) rd.fail(ch, "policy.checks", "must be a mapping of check name to policy");
+    for (const auto& kv : ch) {
+      auto name = kv.first.as<std::string>();
+      CheckPolicy cp = policy.defaults;
+      if (auto it = policy.checks.find(name); it != policy.checks.end()) cp = it->second;
+      read_check_policy(rd, kv.second, "policy.checks." + name, cp);
+      policy.checks[name] = cp;
+    }
+  }
+  if (p["fatal_checks"].IsDefined())
+    policy.fatal_checks = read_string_set(rd, p["fatal_checks"], "policy.fatal_checks");
+  if (p["fatal_fault_codes"].IsDefined())
+    policy.fatal_fault_codes =
+        read_string_set(rd, p["fatal_fault_codes"], "policy.fatal_fault_codes");
+  rd.get(p, "staleness_s", "policy.staleness_s", policy.staleness_s);
+  if (policy.staleness_s < 1) rd.fail(p["staleness_s"], "policy.staleness_s", "must be >= 1");
+}
+
+void read_breaker(const Reader& rd, const YAML::Node& b, BreakerConfig& breaker) {
+  rd.only_keys(b, "breaker", {"max_drains", "max_percent", "window_s"});
+  rd.get(b, "max_drains", "breaker.max_drains", breaker.max_drains);
+  rd.get(b, "max_percent", "breaker.max_percent", breaker.max_percent);
+  rd.get(b, "window_s", "breaker.window_s", breaker.window_s);
+  if (breaker.max_drains < 1) rd.fail(b["max_drains"], "breaker.max_drains", "must be >= 1");
+  if (!(breaker.max_percent > 0 && breaker.max_percent <= 100))
+    rd.fail(b["max_percent"], "breaker.max_percent", "must be in (0, 100]");
+  if (breaker.window_s < 1) rd.fail(b["window_s"], "breaker.window_s", "must be >= 1");
+}
+
+void read_slurm(const Reader& rd, const YAML::Node& s, SlurmSettings& slurm) {
+  rd.only_keys(
+      s, "slurm",
+      {"enabled", "conf", "retry_initial_ms", "retry_max_ms", "batch_window_ms", "view_max_age_s"});
+  rd.get(s, "enabled", "slurm.enabled", slurm.enabled);
+  rd.get(s, "conf", "slurm.conf", slurm.conf);
+  rd.get(s, "retry_initial_ms", "slurm.retry_initial_ms", slurm.retry_initial_ms);
+  rd.get(s, "retry_max_ms", "slurm.retry_max_ms", slurm.retry_max_ms);
+  rd.get(s, "batch_window_ms", "slurm.batch_window_ms", slurm.batch_window_ms);
+  rd.get(s, "view_max_age_s", "slurm.view_max_age_s", slurm.view_max_age_s);
+  if (slurm.retry_initial_ms < 1)
+    rd.fail(s["retry_initial_ms"], "slurm.retry_initial_ms", "must be >= 1");
+  if (slurm.retry_max_ms < slurm.retry_initial_ms)
+    rd.fail(s["retry_max_ms"], "slurm.retry_max_ms", "must be >= retry_initial_ms");
+  if (slurm.batch_window_ms < 0)
+    rd.fail(s["batch_window_ms"], "slurm.batch_window_ms", "must be >= 0");
+  if (slurm.view_max_age_s < 0)
+    rd.fail(s["view_max_age_s"], "slurm.view_max_age_s", "must be >= 0");
+}
+
+void read_kubernetes(const Reader& rd, const YAML::Node& k, KubeSettings& kubernetes) {
+  rd.only_keys(k, "kubernetes",
+               {"enabled", "annotation_prefix", "condition", "condition_type", "taint",
+                "node_mapping", "pod_namespace", "kubeconfig"});
+  rd.get(k, "enabled", "kubernetes.enabled", kubernetes.enabled);
+  rd.get(k, "annotation_prefix", "kubernetes.annotation_prefix", kubernetes.annotation_prefix);
+  rd.get(k, "condition", "kubernetes.condition", kubernetes.condition);
+  rd.get(k, "condition_type", "kubernetes.condition_type", kubernetes.condition_type);
+  rd.get(k, "taint", "kubernetes.taint", kubernetes.taint);
+  std::string mapping = "identity";
+  rd.get(k, "node_mapping", "kubernetes.node_mapping", mapping);
+  if (mapping == "identity")
+    kubernetes.node_mapping = NodeMapping::kIdentity;
+  else if (mapping == "report")
+    kubernetes.node_mapping = NodeMapping::kReport;
+  else if (mapping == "pod-lookup")
+    kubernetes.node_mapping = NodeMapping::kPodLookup;
+  else
+    rd.fail(k["node_mapping"], "kubernetes.node_mapping", "must be identity, report or pod-lookup");
+  rd.get(k, "pod_namespace", "kubernetes.pod_namespace", kubernetes.pod_namespace);
+  rd.get(k, "kubeconfig", "kubernetes.kubeconfig", kubernetes.kubeconfig);
+  const auto& pre = kubernetes.annotation_prefix;
+  if (pre.empty() || pre.back() != '/' || pre.find_first_of(" \t\n") != std::string::npos)
+    rd.fail(k["annotation_prefix"], "kubernetes.annotation_prefix",
+            "must be a DNS-style prefix ending in '/', e.g. vigil.dev/");
+  if (kubernetes.node_mapping == NodeMapping::kPodLookup && kubernetes.pod_namespace.empty())
+    rd.fail(k, "kubernetes.pod_namespace", "required when node_mapping is pod-lookup");
 }
 }  // namespace
 
@@ -217,9 +298,9 @@ PolicyConfig default_policy() {
   // Noisy performance figures need repeated evidence before a drain.
   // fabric_allreduce_ib also needs it for another reason: one slow pair cannot say which of
   // its two nodes is at fault, and only a node that keeps failing with new partners is.
-  for (const char* c : {"nccl_allreduce_nvlink", "nccl_allreduce_ib", "fabric_allreduce_ib",
-                        "gpu_gemm", "gpu_hbm", "gpu_pcie_bw", "nvml_temperature",
-                        "nvml_clock_events"}) {
+  for (const char* c :
+       {"nccl_allreduce_nvlink", "nccl_allreduce_ib", "fabric_allreduce_ib", "gpu_gemm", "gpu_hbm",
+        "gpu_pcie_bw", "nvml_temperature", "nvml_clock_events"}) {
     p.checks[c] = {3, 2};
   }
   return p;
@@ -238,10 +319,10 @@ Result<DrainerConfig> parse_config(std::string_view yaml, const std::string& sou
       return Error{source + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg, "parse_config"};
     }
     if (!root.IsDefined() || root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
-    rd.only_keys(root, "",
-                 {"listen", "auth", "max_body_bytes", "state_dir", "spool_dir", "spool_scan_s",
-                  "dry_run", "snapshot_every", "policy", "breaker", "slurm", "kubernetes",
-                   "detection"});
+    rd.only_keys(
+        root, "",
+        {"listen", "auth", "max_body_bytes", "state_dir", "spool_dir", "spool_scan_s", "dry_run",
+         "snapshot_every", "policy", "breaker", "slurm", "kubernetes", "detection"});
     if (auto l = root["listen"]; l.IsDefined()) {
       rd.only_keys(l, "listen", {"address", "port"});
       rd.get(l, "address", "listen.address", c.listen_address);
@@ -275,94 +356,15 @@ Result<DrainerConfig> parse_config(std::string_view yaml, const std::string& sou
     rd.get(root, "snapshot_every", "snapshot_every", c.snapshot_every);
     if (c.snapshot_every < 1) rd.fail(root["snapshot_every"], "snapshot_every", "must be >= 1");
 
-    if (auto p = root["policy"]; p.IsDefined()) {
-      rd.only_keys(p, "policy",
-                   {"defaults", "checks", "fatal_checks", "fatal_fault_codes", "staleness_s"});
-      if (auto d = p["defaults"]; d.IsDefined())
-        read_check_policy(rd, d, "policy.defaults", c.policy.defaults);
-      if (auto ch = p["checks"]; ch.IsDefined()) {
-        if (!ch.IsMap()) rd.fail(ch, "policy.checks", "must be a mapping of check name to policy");
-        for (const auto& kv : ch) {
-          auto name = kv.first.as<std::string>();
-          CheckPolicy cp = c.policy.defaults;
-          if (auto it = c.policy.checks.find(name); it != c.policy.checks.end()) cp = it->second;
-          read_check_policy(rd, kv.second, "policy.checks." + name, cp);
-          c.policy.checks[name] = cp;
-        }
-      }
-      if (p["fatal_checks"].IsDefined())
-        c.policy.fatal_checks = read_string_set(rd, p["fatal_checks"], "policy.fatal_checks");
-      if (p["fatal_fault_codes"].IsDefined())
-        c.policy.fatal_fault_codes =
-            read_string_set(rd, p["fatal_fault_codes"], "policy.fatal_fault_codes");
-      rd.get(p, "staleness_s", "policy.staleness_s", c.policy.staleness_s);
-      if (c.policy.staleness_s < 1) rd.fail(p["staleness_s"], "policy.staleness_s", "must be >= 1");
-    }
-    if (auto b = root["breaker"]; b.IsDefined()) {
-      rd.only_keys(b, "breaker", {"max_drains", "max_percent", "window_s"});
-      rd.get(b, "max_drains", "breaker.max_drains", c.breaker.max_drains);
-      rd.get(b, "max_percent", "breaker.max_percent", c.breaker.max_percent);
-      rd.get(b, "window_s", "breaker.window_s", c.breaker.window_s);
-      if (c.breaker.max_drains < 1) rd.fail(b["max_drains"], "breaker.max_drains", "must be >= 1");
-      if (!(c.breaker.max_percent > 0 && c.breaker.max_percent <= 100))
-        rd.fail(b["max_percent"], "breaker.max_percent", "must be in (0, 100]");
-      if (c.breaker.window_s < 1) rd.fail(b["window_s"], "breaker.window_s", "must be >= 1");
-    }
-    if (auto s = root["slurm"]; s.IsDefined()) {
-      rd.only_keys(s, "slurm",
-                   {"enabled", "conf", "retry_initial_ms", "retry_max_ms", "batch_window_ms",
-                    "view_max_age_s"});
-      rd.get(s, "enabled", "slurm.enabled", c.slurm.enabled);
-      rd.get(s, "conf", "slurm.conf", c.slurm.conf);
-      rd.get(s, "retry_initial_ms", "slurm.retry_initial_ms", c.slurm.retry_initial_ms);
-      rd.get(s, "retry_max_ms", "slurm.retry_max_ms", c.slurm.retry_max_ms);
-      rd.get(s, "batch_window_ms", "slurm.batch_window_ms", c.slurm.batch_window_ms);
-      rd.get(s, "view_max_age_s", "slurm.view_max_age_s", c.slurm.view_max_age_s);
-      if (c.slurm.retry_initial_ms < 1)
-        rd.fail(s["retry_initial_ms"], "slurm.retry_initial_ms", "must be >= 1");
-      if (c.slurm.retry_max_ms < c.slurm.retry_initial_ms)
-        rd.fail(s["retry_max_ms"], "slurm.retry_max_ms", "must be >= retry_initial_ms");
-      if (c.slurm.batch_window_ms < 0)
-        rd.fail(s["batch_window_ms"], "slurm.batch_window_ms", "must be >= 0");
-      if (c.slurm.view_max_age_s < 0)
-        rd.fail(s["view_max_age_s"], "slurm.view_max_age_s", "must be >= 0");
-    }
+    if (auto p = root["policy"]; p.IsDefined()) read_policy(rd, p, c.policy);
+    if (auto b = root["breaker"]; b.IsDefined()) read_breaker(rd, b, c.breaker);
+    if (auto s = root["slurm"]; s.IsDefined()) read_slurm(rd, s, c.slurm);
     if (auto dn = root["detection"]; dn.IsDefined()) read_detection(rd, dn, c.detection);
     c.policy.fault_code_drain_after[std::string(kSlowConfirmedFaultCode)] =
         c.detection.confirmed_drain_after;
     c.policy.fault_code_drain_after[std::string(kSlowFaultCode)] =
         c.detection.unconfirmed_drain_after;
-    if (auto k = root["kubernetes"]; k.IsDefined()) {
-      rd.only_keys(k, "kubernetes",
-                   {"enabled", "annotation_prefix", "condition", "condition_type", "taint",
-                    "node_mapping", "pod_namespace", "kubeconfig"});
-      rd.get(k, "enabled", "kubernetes.enabled", c.kubernetes.enabled);
-      rd.get(k, "annotation_prefix", "kubernetes.annotation_prefix",
-             c.kubernetes.annotation_prefix);
-      rd.get(k, "condition", "kubernetes.condition", c.kubernetes.condition);
-      rd.get(k, "condition_type", "kubernetes.condition_type", c.kubernetes.condition_type);
-      rd.get(k, "taint", "kubernetes.taint", c.kubernetes.taint);
-      std::string mapping = "identity";
-      rd.get(k, "node_mapping", "kubernetes.node_mapping", mapping);
-      if (mapping == "identity")
-        c.kubernetes.node_mapping = NodeMapping::kIdentity;
-      else if (mapping == "report")
-        c.kubernetes.node_mapping = NodeMapping::kReport;
-      else if (mapping == "pod-lookup")
-        c.kubernetes.node_mapping = NodeMapping::kPodLookup;
-      else
-        rd.fail(k["node_mapping"], "kubernetes.node_mapping",
-                "must be identity, report or pod-lookup");
-      rd.get(k, "pod_namespace", "kubernetes.pod_namespace", c.kubernetes.pod_namespace);
-      rd.get(k, "kubeconfig", "kubernetes.kubeconfig", c.kubernetes.kubeconfig);
-      const auto& pre = c.kubernetes.annotation_prefix;
-      if (pre.empty() || pre.back() != '/' || pre.find_first_of(" \t\n") != std::string::npos)
-        rd.fail(k["annotation_prefix"], "kubernetes.annotation_prefix",
-                "must be a DNS-style prefix ending in '/', e.g. vigil.dev/");
-      if (c.kubernetes.node_mapping == NodeMapping::kPodLookup &&
-          c.kubernetes.pod_namespace.empty())
-        rd.fail(k, "kubernetes.pod_namespace", "required when node_mapping is pod-lookup");
-    }
+    if (auto k = root["kubernetes"]; k.IsDefined()) read_kubernetes(rd, k, c.kubernetes);
   } catch (const ConfigError& e) {
     return Error{e.msg, "parse_config"};
   } catch (const YAML::Exception& e) {
