@@ -33,7 +33,13 @@ std::string failing_summary(const NodeReport& r) {
       arr.push_back(std::move(e));
       any = true;
     }
-    if (!any) arr.push_back({{"check", c.check}, {"status", std::string(to_string(c.status))}});
+    if (!any) {
+      // No bound broken: a fail-slow verdict (or a count) whose message says what and against
+      // which baseline ("gpu3 gemm_bf16_tflops 704 TFLOP/s, 12% below its 7 peers (803)").
+      nlohmann::json e{{"check", c.check}, {"status", std::string(to_string(c.status))}};
+      if (!c.message.empty()) e["message"] = c.message;
+      arr.push_back(std::move(e));
+    }
   }
   std::string s = arr.empty() ? std::string() : arr.dump();
   // Kubernetes caps all annotations of an object at 256 KiB; keep ours small.
