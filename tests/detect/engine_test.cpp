@@ -94,24 +94,55 @@ TEST(EnginePeers, a_small_dip_warns_and_fewer_than_three_others_give_no_verdict)
   const Verdict* v = find(rv, "gpu_gemm", "gpu2");
   EXPECT_EQ(v->status, Status::kPass);
   EXPECT_EQ(v->baseline, "");
-  EXPECT_EQ(v->message, "gpu2 gemm_bf16_tflops 600 TFLOP/s, no baseline yet");
+  EXPECT_EQ(v->message, "") << "pass verdicts carry no message";
 }
 
 TEST(EngineHistory, whole_node_slow_is_silent_to_peers_but_fails_against_history) {
   Engine e(test_config());
   healthy_history(e, 4);
   auto rv = judge_ok(e, ReportBuilder("n1").gemm(eight(700)).nvlink_busbw(430), kT0 + 4 * kHour);
-  for (int g = 0; g < 8; ++g) {
+  for (int g = 0; g < 8; ++g) {  // each GPU is where its peers and its node's level say
     const Verdict* v = find(rv, "gpu_gemm", "gpu" + std::to_string(g));
-    EXPECT_EQ(v->status, Status::kFail) << g;
-    EXPECT_EQ(v->baseline, "history") << g;
-    EXPECT_EQ(v->peers, 7) << "peers were consulted and found nothing";
+    EXPECT_EQ(v->status, Status::kPass) << g;
+    EXPECT_EQ(v->peers, 7) << g;
+    EXPECT_EQ(v->history, 4) << g;
   }
-  EXPECT_EQ(find(rv, "gpu_gemm", "gpu0")->message,
-            "gpu0 gemm_bf16_tflops 696 TFLOP/s, 12% below its last 4 runs (796)");
+  const Verdict* node = find(rv, "gpu_gemm", "node");
+  ASSERT_NE(node, nullptr);
+  EXPECT_EQ(node->status, Status::kFail);
+  EXPECT_EQ(node->baseline, "history");
+  EXPECT_EQ(node->message, "8-gpu median gemm_bf16_tflops 699 TFLOP/s, 12% below its last 4 runs (799)");
   const Verdict* bw = find(rv, "nccl_allreduce_nvlink", "node");
   EXPECT_EQ(bw->status, Status::kFail);
   EXPECT_EQ(bw->message, "busbw 430 GB/s, 10% below its last 4 runs (480)");
+  EXPECT_EQ(rv.worst_for("gpu_gemm")->unit_id, "node");
+}
+
+TEST(EngineHistory, a_gpu_that_was_fast_is_caught_by_its_history_when_peers_cannot_tell) {
+  Engine e(test_config());
+  std::vector<double> g = eight(800);
+  g[4] = 870;  // a fast part: 9% above its peers
+  for (int i = 0; i < 4; ++i) judge_ok(e, ReportBuilder("n1").gemm(g), kT0 + i * kHour);
+  g[4] = 783;  // 10% slower than it was, 2% below its peers
+  auto rv = judge_ok(e, ReportBuilder("n1").gemm(g), kT0 + 4 * kHour);
+  const Verdict* v = find(rv, "gpu_gemm", "gpu4");
+  EXPECT_EQ(v->status, Status::kFail);
+  EXPECT_EQ(v->baseline, "history");
+  EXPECT_EQ(v->message, "gpu4 gemm_bf16_tflops 783 TFLOP/s, 10% below its last 4 runs (870)");
+  EXPECT_EQ(find(rv, "gpu_gemm", "node")->status, Status::kPass);
+}
+
+TEST(EngineHistory, a_slow_gpu_is_judged_against_its_history_at_the_nodes_current_level) {
+  Engine e(test_config());
+  healthy_history(e, 4);
+  std::vector<double> g = eight(776);  // the whole node 3% lower (warm room) ...
+  g[1] = 700;                          // ... and gpu1 a further 10% lower
+  auto rv = judge_ok(e, ReportBuilder("n1").gemm(g), kT0 + 4 * kHour);
+  const Verdict* v = find(rv, "gpu_gemm", "gpu1");
+  EXPECT_EQ(v->status, Status::kFail);
+  EXPECT_NEAR(v->baseline_value, 802 * 0.97, 1.0);  // its history median at today's level
+  EXPECT_EQ(find(rv, "gpu_gemm", "gpu0")->status, Status::kPass);
+  EXPECT_EQ(find(rv, "gpu_gemm", "node")->status, Status::kPass);
 }
 
 TEST(EngineHistory, a_step_fails_and_a_slow_monotone_decline_warns_as_drift) {
@@ -148,9 +179,13 @@ TEST(EngineHistory, a_failing_unit_does_not_become_its_own_baseline) {
   Engine e(test_config());
   healthy_history(e, 4);
   for (int i = 0; i < 12; ++i) {  // 12 slow reports: more than the window of 8
-    auto rv = judge_ok(e, ReportBuilder("n1").gemm(eight(700)), kT0 + (4 + i) * kHour);
-    ASSERT_EQ(find(rv, "gpu_gemm", "gpu0")->status, Status::kFail) << i;
+    auto rv = judge_ok(e, ReportBuilder("n1").gemm(eight(700)).nvlink_busbw(400),
+                       kT0 + (4 + i) * kHour);
+    ASSERT_EQ(find(rv, "gpu_gemm", "node")->status, Status::kFail) << i;
+    EXPECT_EQ(find(rv, "gpu_gemm", "node")->history, 4) << i;
     EXPECT_EQ(find(rv, "gpu_gemm", "gpu0")->history, 4) << i;
+    ASSERT_EQ(find(rv, "nccl_allreduce_nvlink", "node")->status, Status::kFail) << i;
+    EXPECT_EQ(find(rv, "nccl_allreduce_nvlink", "node")->history, 4) << i;
   }
 }
 

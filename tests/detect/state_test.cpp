@@ -121,7 +121,7 @@ TEST(EngineSnapshot, restore_rejects_an_invalid_config) {
 TEST(EngineState, reset_node_clears_its_history_and_fleet_figures) {
   Engine e(DetectConfig::defaults());
   for (int i = 0; i < 5; ++i) judge_ok(e, ReportBuilder("n1").gemm(eight(800)), kT0 + i * kHour);
-  ASSERT_EQ(e.size().history_units, 8u);
+  ASSERT_EQ(e.size().history_units, 9u);  // 8 GPUs and the node's level
   e.reset_node("n1");
   EXPECT_EQ(e.size().nodes, 0u);
   EXPECT_EQ(e.size().history_values, 0u);
@@ -139,9 +139,9 @@ TEST(EngineState, history_stays_within_its_window_over_a_thousand_reports) {
   }
   const EngineSize s = e.size();
   EXPECT_EQ(s.nodes, 1u);
-  EXPECT_EQ(s.history_units, 9u);                     // 8 GPUs + the node's busbw
-  EXPECT_EQ(s.history_values, 9u * 8u);               // history_window = 8
-  EXPECT_EQ(s.fleet_entries, 2u);                     // one per figure per node
+  EXPECT_EQ(s.history_units, 10u);  // 8 GPUs, the node's GEMM level, the node's busbw
+  EXPECT_EQ(s.history_values, 10u * 8u);  // history_window = 8
+  EXPECT_EQ(s.fleet_entries, 2u);  // one per figure per node
   EXPECT_EQ(e.snapshot()["nodes"][0]["history"][0]["values"].size(), 8u);
 }
 
@@ -156,7 +156,7 @@ TEST(EngineState, nodes_not_seen_for_forget_after_s_are_dropped) {
   }
   EXPECT_EQ(e.size().nodes, 25u);
   EXPECT_EQ(e.size().fleet_entries, 50u);
-  EXPECT_EQ(e.size().history_units, 25u * 9u);
+  EXPECT_EQ(e.size().history_units, 25u * 10u);
 }
 
 }  // namespace vigil::detect

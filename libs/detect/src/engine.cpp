@@ -3,46 +3,29 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <set>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
 
 #include "grade.h"
+#include "group_judge.h"
 #include "state.h"
 #include "stats.h"
 #include "vigil/detect/detect.h"
 
 namespace vigil::detect {
 
-using detail::Baseline;
 using detail::EngineState;
 using detail::KeyId;
-using detail::UnitId;
 
 namespace {
 
 constexpr const char* kWhere = "detect::Engine::judge";
 
-// The samples of one figure of one report: one per unit.
-struct Group {
-  KeyId key;
-  const MetricSpec* spec = nullptr;
-  std::vector<const Sample*> samples;
-  std::vector<double> figures;  // per sample: the median of its value and repeats
-};
-
 struct Plan {
   std::string node;
   std::string sku;
-  std::vector<Group> groups;  // in report order
-};
-
-// What judge() learns once every figure is judged.
-struct Learning {
-  std::vector<std::pair<UnitId, double>> history;
-  std::vector<std::pair<KeyId, double>> fleet;
-  std::map<KeyId, std::string> units;
+  std::vector<detail::Group> groups;  // in report order
 };
 
 std::string name_of(const Sample& s) {
@@ -87,12 +70,40 @@ Result<std::string> check_unit(const Sample& s, const MetricSpec& spec, const Ke
   return s.unit;
 }
 
+// The group of `s` in the plan, or nullptr (a report has a handful of groups: linear search).
+detail::Group* group_of(Plan& plan, const Sample& s) {
+  for (detail::Group& g : plan.groups) {
+    if (g.key.check == s.check && g.key.measurement == s.measurement && g.key.kind == s.unit_kind) {
+      return &g;
+    }
+  }
+  return nullptr;
+}
+
+Result<detail::Group*> add_to_group(Plan& plan, const Sample& s, const MetricSpec& spec,
+                                    const EngineState& state) {
+  detail::Group* g = group_of(plan, s);
+  if (!g) {
+    KeyId key{s.sku, s.check, s.measurement, s.unit_kind};
+    VIGIL_TRY(std::string unit, check_unit(s, spec, key, state.units));
+    plan.groups.push_back(detail::Group{std::move(key), &spec, {}, {}});
+    return &plan.groups.back();
+  }
+  const Sample& first = *g->samples.front();
+  if (s.unit != first.unit) {
+    return Error{name_of(s) + ": unit '" + s.unit + "' differs from '" + first.unit + "' of " +
+                     first.unit_id + " in the same report",
+                 kWhere};
+  }
+  for (const Sample* other : g->samples) {
+    if (other->unit_id == s.unit_id) return Error{name_of(s) + ": reported twice in one report", kWhere};
+  }
+  return g;
+}
+
 Result<Plan> make_plan(const std::vector<Sample>& samples, const EngineState& state,
                        const DetectConfig& config) {
   Plan plan;
-  std::map<KeyId, std::size_t> index;
-  std::map<KeyId, std::string> units = state.units;
-  std::set<std::pair<KeyId, std::string>> seen_units;
   if (!samples.empty()) plan.node = samples.front().node, plan.sku = samples.front().sku;
   for (const Sample& s : samples) {
     if (s.node.empty() || s.sku.empty()) return Error{name_of(s) + ": node and sku are required", kWhere};
@@ -104,132 +115,18 @@ Result<Plan> make_plan(const std::vector<Sample>& samples, const EngineState& st
     const MetricSpec* spec = config.find_metric(s.check, s.measurement, s.unit);
     if (!spec) continue;  // not a judged figure
     if (std::string why = check_value(s); !why.empty()) return Error{why, kWhere};
-    KeyId key{s.sku, s.check, s.measurement, s.unit_kind};
-    VIGIL_TRY(std::string unit, check_unit(s, *spec, key, units));
-    units[key] = unit;
-    if (!seen_units.insert({key, s.unit_id}).second) {
-      return Error{name_of(s) + ": reported twice in one report", kWhere};
+    VIGIL_TRY(detail::Group * g, add_to_group(plan, s, *spec, state));
+    g->samples.push_back(&s);
+    if (s.observed.repeats.empty()) {
+      g->figures.push_back(s.observed.value);
+    } else {
+      std::vector<double> runs = s.observed.repeats;
+      runs.push_back(s.observed.value);
+      g->figures.push_back(stats::median(std::move(runs)));
     }
-    auto [it, inserted] = index.try_emplace(key, plan.groups.size());
-    if (inserted) plan.groups.push_back(Group{key, spec, {}, {}});
-    Group& g = plan.groups[it->second];
-    std::vector<double> runs = s.observed.repeats;
-    runs.push_back(s.observed.value);
-    g.samples.push_back(&s);
-    g.figures.push_back(stats::median(std::move(runs)));
   }
   return plan;
 }
-
-// Judging one group of one report, with read-only access to what was learned before.
-class GroupJudge {
- public:
-  GroupJudge(const Group& g, const Plan& plan, const EngineState& state, const DetectConfig& c)
-      : g_(g), plan_(plan), state_(state), config_(c), margins_(c.margins_for(*g.spec)) {
-    auto f = state.fleet.find(g.key);
-    if (c.use_fleet && plan.sku != "unknown" && f != state.fleet.end()) {
-      fleet_ = detail::fleet_baseline(f->second.others(plan.node), margins_, c);
-    }
-  }
-
-  void run(ReportVerdicts& out, Learning& learn) {
-    const std::size_t first = out.verdicts.size();
-    for (std::size_t i = 0; i < g_.samples.size(); ++i) out.verdicts.push_back(unit_verdict(i));
-    std::optional<Verdict> node_fleet;
-    if (g_.key.kind != UnitKind::kNode && fleet_) node_fleet = node_fleet_verdict();
-    const bool node_failed = node_fleet && node_fleet->status == Status::kFail;
-    std::vector<double> healthy;
-    for (std::size_t i = 0; i < g_.samples.size(); ++i) {
-      const Verdict& v = out.verdicts[first + i];
-      if (v.status == Status::kFail || g_.samples[i]->from_failed_run || node_failed) continue;
-      healthy.push_back(g_.figures[i]);
-      if (config_.use_history) learn.history.push_back({{g_.key, v.unit_id}, g_.figures[i]});
-    }
-    if (node_fleet) out.verdicts.push_back(std::move(*node_fleet));
-    learn.units[g_.key] = g_.samples.front()->unit;
-    // The node's fleet figure: the median of its healthy units, when at least half are healthy.
-    if (config_.use_fleet && plan_.sku != "unknown" && !healthy.empty() &&
-        healthy.size() * 2 >= g_.samples.size()) {
-      learn.fleet.push_back({g_.key, stats::median(std::move(healthy))});
-    }
-  }
-
- private:
-  Verdict identity(const Sample& s) const {
-    Verdict v;
-    v.check = s.check;
-    v.measurement = s.measurement;
-    v.unit_kind = s.unit_kind;
-    v.unit_id = s.unit_id;
-    v.unit = s.unit;
-    return v;
-  }
-
-  Verdict unit_verdict(std::size_t i) const {
-    const Sample& s = *g_.samples[i];
-    Verdict v = identity(s);
-    v.value = g_.figures[i];
-    v.repeats = static_cast<int>(s.observed.repeats.size());
-    std::vector<Baseline> bs;
-    detail::FigureToGrade f;
-    f.direction = g_.spec->direction;
-    f.repeats = s.observed.repeats;
-    f.prefix = s.unit_kind == UnitKind::kNode ? "" : s.unit_id + " ";
-    if (config_.use_peers && s.unit_kind != UnitKind::kNode) {
-      std::vector<double> others;
-      for (std::size_t k = 0; k < g_.figures.size(); ++k) {
-        if (k != i) others.push_back(g_.figures[k]);
-      }
-      if (auto b = detail::peers_baseline(std::move(others), margins_, config_)) bs.push_back(*b);
-    }
-    const std::vector<double>* ring = state_.history(plan_.node, UnitId{g_.key, s.unit_id});
-    if (config_.use_history && ring) {
-      if (auto b = detail::history_baseline(*ring, margins_, config_)) {
-        bs.push_back(*b);
-        f.drift = detail::drift_decline(*ring, v.value, f.direction, margins_, config_);
-        f.history_centre = b->centre;
-        f.history_count = b->count;
-      }
-    }
-    if (s.unit_kind == UnitKind::kNode && fleet_) bs.push_back(*fleet_);
-    detail::grade(v, bs, f);
-    return v;
-  }
-
-  // Per-GPU/port figures against the fleet: the node's median, confirmed by the medians of
-  // each repeat round when every unit was repeated.
-  Verdict node_fleet_verdict() const {
-    const Sample& s = *g_.samples.front();
-    Verdict v = identity(s);
-    v.unit_kind = UnitKind::kNode;
-    v.unit_id = "node";
-    v.value = stats::median(g_.figures);
-    std::size_t rounds = SIZE_MAX;
-    for (const Sample* u : g_.samples) rounds = std::min(rounds, u->observed.repeats.size());
-    std::vector<double> round_medians;
-    for (std::size_t r = 0; r < rounds; ++r) {
-      std::vector<double> round;
-      for (const Sample* u : g_.samples) round.push_back(u->observed.repeats[r]);
-      round_medians.push_back(stats::median(std::move(round)));
-    }
-    v.repeats = static_cast<int>(round_medians.size());
-    detail::FigureToGrade f;
-    f.direction = g_.spec->direction;
-    f.repeats = round_medians;
-    f.prefix = std::to_string(g_.samples.size()) + "-" + std::string(to_string(s.unit_kind)) +
-               " median ";
-    const Baseline b = *fleet_;
-    detail::grade(v, std::span<const Baseline>(&b, 1), f);
-    return v;
-  }
-
-  const Group& g_;
-  const Plan& plan_;
-  const EngineState& state_;
-  const DetectConfig& config_;
-  const Margins& margins_;
-  std::optional<Baseline> fleet_;
-};
 
 bool worse(const Verdict& a, const Verdict& b) {
   auto rank = [](Status s) { return s == Status::kFail ? 2 : s == Status::kWarn ? 1 : 0; };
@@ -297,17 +194,22 @@ Result<ReportVerdicts> Engine::judge(const std::vector<Sample>& samples, std::in
   state_->forget_before(now - config_.forget_after_s);
   ReportVerdicts out;
   out.node = plan.node, out.sku = plan.sku, out.at = now;
-  Learning learning;
-  for (const Group& g : plan.groups) GroupJudge(g, plan, *state_, config_).run(out, learning);
+  out.verdicts.reserve(samples.size() + plan.groups.size());
+  detail::Learning learning;
+  for (const detail::Group& g : plan.groups) {
+    detail::judge_group(g, plan.node, plan.sku, *state_, config_, out, learning);
+  }
   aggregate(out);
   if (plan.groups.empty()) return out;
   state_->touch(plan.node, now);
   if (learn == Learn::kNo) return out;
   const auto capacity = static_cast<std::size_t>(config_.history_window);
-  for (const auto& [unit, value] : learning.history) {
-    state_->push_history(plan.node, unit, value, capacity);
+  for (const detail::HistoryLearning& h : learning.history) {
+    state_->push_history(plan.node, *h.key, h.unit_id, h.value, capacity);
   }
-  for (const auto& [key, value] : learning.fleet) state_->set_fleet(plan.node, key, value);
+  for (const detail::FleetLearning& f : learning.fleet) {
+    state_->set_fleet(plan.node, f.key, f.value, f.unit_spread);
+  }
   for (const auto& [key, unit] : learning.units) state_->units[key] = unit;
   return out;
 }
@@ -331,10 +233,12 @@ EngineSize Engine::size() const {
   EngineSize s;
   s.nodes = state_->nodes.size();
   for (const auto& [name, n] : state_->nodes) {
-    s.history_units += n.history.size();
-    for (const auto& [unit, ring] : n.history) s.history_values += ring.size();
+    for (const auto& [key, units] : n.history) {
+      s.history_units += units.size();
+      for (const auto& [unit_id, ring] : units) s.history_values += ring.size();
+    }
   }
-  for (const auto& [key, f] : state_->fleet) s.fleet_entries += f.by_node.size();
+  for (const auto& [key, f] : state_->fleet) s.fleet_entries += f.values.by_node.size();
   return s;
 }
 

@@ -12,9 +12,11 @@ namespace {
 
 Baseline make_baseline(std::string_view name, double centre, double spread, double k, int count,
                        const Margins& m) {
-  // A naturally wide distribution widens the threshold: deviation must exceed k * spread too.
+  // A naturally wide distribution widens the thresholds: fail needs k * spread too, and warn
+  // keeps its distance below fail.
   const double allowance = centre > 0 ? k * spread / centre : 0;
-  return Baseline{name, centre, std::max(m.warn, allowance), std::max(m.fail, allowance), count};
+  const double fail_at = std::max(m.fail, allowance);
+  return Baseline{name, centre, std::max(m.warn, fail_at - (m.fail - m.warn)), fail_at, count};
 }
 
 int rank(Status s) { return s == Status::kFail ? 2 : s == Status::kWarn ? 1 : 0; }
@@ -63,30 +65,28 @@ std::string message(const Verdict& v, const FigureToGrade& f) {
 
 }  // namespace
 
-std::optional<Baseline> peers_baseline(std::vector<double> others, const Margins& margins,
-                                       const DetectConfig& config) {
+std::optional<Baseline> peers_baseline(const stats::SortedSkip& others, const Margins& margins,
+                                       const DetectConfig& config,
+                                       std::optional<double> pooled_spread) {
   if (static_cast<int>(others.size()) < config.min_peers) return std::nullopt;
-  std::sort(others.begin(), others.end());
   const double centre = stats::sorted_median(others);
-  const double spread = stats::sorted_mad_sigma(others, centre);
+  const double spread =
+      std::max(stats::sorted_mad_sigma(others, centre), pooled_spread.value_or(0) * centre);
   return make_baseline("peers", centre, spread, config.peer_spread_k,
                        static_cast<int>(others.size()), margins);
 }
 
-std::optional<Baseline> history_baseline(std::span<const double> ring, const Margins& margins,
-                                         const DetectConfig& config) {
-  if (static_cast<int>(ring.size()) < config.min_history) return std::nullopt;
-  const double centre = stats::median({ring.begin(), ring.end()});
-  return make_baseline("history", centre, 0, 0, static_cast<int>(ring.size()), margins);
+Baseline history_baseline(double centre, std::size_t count, const Margins& margins) {
+  return make_baseline("history", centre, 0, 0, static_cast<int>(count), margins);
 }
 
-std::optional<Baseline> fleet_baseline(std::span<const double> sorted_others,
-                                       const Margins& margins, const DetectConfig& config) {
-  if (static_cast<int>(sorted_others.size()) < config.min_fleet) return std::nullopt;
-  const double centre = stats::sorted_median(sorted_others);
-  const double spread = stats::sorted_mad_sigma(sorted_others, centre);
+std::optional<Baseline> fleet_baseline(const stats::SortedSkip& others, const Margins& margins,
+                                       const DetectConfig& config) {
+  if (static_cast<int>(others.size()) < config.min_fleet) return std::nullopt;
+  const double centre = stats::sorted_median(others);
+  const double spread = stats::sorted_mad_sigma(others, centre);
   return make_baseline("fleet", centre, spread, config.fleet_spread_k,
-                       static_cast<int>(sorted_others.size()), margins);
+                       static_cast<int>(others.size()), margins);
 }
 
 std::optional<double> drift_decline(std::span<const double> ring, double latest,
@@ -140,7 +140,7 @@ void grade(Verdict& v, std::span<const Baseline> baselines, const FigureToGrade&
     v.deviation = *f.drift;
     v.drifting = true;
   }
-  v.message = message(v, f);
+  if (v.status != Status::kPass) v.message = message(v, f);
 }
 
 std::string short_number(double v) {

@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "stats.h"
 #include "vigil/detect/config.h"
 #include "vigil/detect/detect.h"
 
@@ -20,15 +21,18 @@ struct Baseline {
   int count = 0;  // data points behind the centre
 };
 
-// Median of the other units' figures; none with fewer than config.min_peers.
-std::optional<Baseline> peers_baseline(std::vector<double> others, const Margins& margins,
-                                       const DetectConfig& config);
-// Median of the unit's history ring; none with fewer than config.min_history values.
-std::optional<Baseline> history_baseline(std::span<const double> ring, const Margins& margins,
-                                         const DetectConfig& config);
+// Median of the other units' figures; none with fewer than config.min_peers. The spread
+// allowance uses the larger of the others' own spread and `pooled_spread` (relative; the
+// fleet's typical spread between healthy units of one node), when known.
+std::optional<Baseline> peers_baseline(const stats::SortedSkip& others, const Margins& margins,
+                                       const DetectConfig& config,
+                                       std::optional<double> pooled_spread);
+// A unit's own history: `centre` from its ring of `count` healthy figures (no spread
+// allowance: the ring holds the unit's own run-to-run noise only).
+Baseline history_baseline(double centre, std::size_t count, const Margins& margins);
 // Median of the other nodes' figures (sorted); none with fewer than config.min_fleet.
-std::optional<Baseline> fleet_baseline(std::span<const double> sorted_others,
-                                       const Margins& margins, const DetectConfig& config);
+std::optional<Baseline> fleet_baseline(const stats::SortedSkip& others, const Margins& margins,
+                                       const DetectConfig& config);
 
 // The total decline (a fraction > 0) when history + latest declines monotonically (Kendall's
 // tau <= -drift_tau) by at least the warn margin; none otherwise.
@@ -46,9 +50,9 @@ struct FigureToGrade {
   std::string prefix;  // message head before the measurement: "gpu3 ", "8-gpu median ", ""
 };
 
-// Fills v.status, baseline, baseline_value, deviation, counts, drifting, confirmed and message
-// from v's identity and v.value: the worst baseline wins; a fail confirmed against any failing
-// baseline is preferred over an unconfirmed one.
+// Fills v.status, baseline, baseline_value, deviation, counts, drifting and confirmed from
+// v's identity and v.value, and v.message for warn and fail: the worst baseline wins; a fail
+// confirmed against any failing baseline is preferred over an unconfirmed one.
 void grade(Verdict& v, std::span<const Baseline> baselines, const FigureToGrade& figure);
 
 // "712", "47.3", "3.12": three significant digits at most, for messages.

@@ -34,6 +34,9 @@ void set_unit(const Measurement& m, Sample& s) {
 
 std::vector<Sample> samples_from_report(const NodeReport& report, const DetectConfig& config) {
   std::vector<Sample> out;
+  std::size_t measurements = 0;
+  for (const CheckResult& c : report.checks) measurements += c.measurements.size();
+  out.reserve(measurements);
   for (const CheckResult& c : report.checks) {
     // A run that could not measure (error) or did not apply (skipped) proves nothing.
     if (c.status == Status::kError || c.status == Status::kSkipped) continue;

@@ -4,7 +4,7 @@
 
 namespace vigil::detect::detail {
 
-void FleetKey::set(const std::string& node, double value) {
+void NodeTable::set(const std::string& node, double value) {
   auto [it, inserted] = by_node.try_emplace(node, value);
   if (!inserted) {
     auto old = std::lower_bound(sorted.begin(), sorted.end(), it->second);
@@ -14,7 +14,7 @@ void FleetKey::set(const std::string& node, double value) {
   sorted.insert(std::upper_bound(sorted.begin(), sorted.end(), value), value);
 }
 
-void FleetKey::erase(const std::string& node) {
+void NodeTable::erase(const std::string& node) {
   auto it = by_node.find(node);
   if (it == by_node.end()) return;
   auto old = std::lower_bound(sorted.begin(), sorted.end(), it->second);
@@ -22,22 +22,18 @@ void FleetKey::erase(const std::string& node) {
   by_node.erase(it);
 }
 
-std::vector<double> FleetKey::others(const std::string& node) const {
+stats::SortedSkip NodeTable::others(const std::string& node) const {
   auto it = by_node.find(node);
-  if (it == by_node.end()) return sorted;
-  std::vector<double> out;
-  out.reserve(sorted.size());
-  auto skip = std::lower_bound(sorted.begin(), sorted.end(), it->second);
-  out.insert(out.end(), sorted.begin(), skip);
-  if (skip != sorted.end()) out.insert(out.end(), skip + 1, sorted.end());
-  return out;
+  if (it == by_node.end()) return {sorted};
+  auto at = std::lower_bound(sorted.begin(), sorted.end(), it->second);
+  return {sorted, static_cast<std::size_t>(at - sorted.begin())};
 }
 
-const std::vector<double>* EngineState::history(const std::string& node,
-                                                const UnitId& unit) const {
+const std::map<std::string, std::vector<double>>* EngineState::rings(const std::string& node,
+                                                                      const KeyId& key) const {
   auto n = nodes.find(node);
   if (n == nodes.end()) return nullptr;
-  auto h = n->second.history.find(unit);
+  auto h = n->second.history.find(key);
   return h == n->second.history.end() ? nullptr : &h->second;
 }
 
@@ -62,22 +58,30 @@ void EngineState::erase_node(const std::string& node) {
   for (const KeyId& key : it->second.fleet_keys) {
     auto f = fleet.find(key);
     if (f == fleet.end()) continue;
-    f->second.erase(node);
-    if (f->second.by_node.empty()) fleet.erase(f);
+    f->second.values.erase(node);
+    f->second.unit_spreads.erase(node);
+    if (f->second.values.by_node.empty()) fleet.erase(f);
   }
   by_age.erase({it->second.last_seen, node});
   nodes.erase(it);
 }
 
-void EngineState::push_history(const std::string& node, const UnitId& unit, double value,
-                               std::size_t capacity) {
-  std::vector<double>& ring = nodes[node].history[unit];
+void EngineState::push_history(const std::string& node, const KeyId& key,
+                               const std::string& unit_id, double value, std::size_t capacity) {
+  std::vector<double>& ring = nodes[node].history[key][unit_id];
   while (ring.size() >= capacity) ring.erase(ring.begin());
   ring.push_back(value);
 }
 
-void EngineState::set_fleet(const std::string& node, const KeyId& key, double value) {
-  fleet[key].set(node, value);
+void EngineState::set_fleet(const std::string& node, const KeyId& key, double value,
+                            std::optional<double> unit_spread) {
+  FleetKey& f = fleet[key];
+  f.values.set(node, value);
+  if (unit_spread) {
+    f.unit_spreads.set(node, *unit_spread);
+  } else {
+    f.unit_spreads.erase(node);
+  }
   nodes[node].fleet_keys.insert(key);
 }
 

@@ -5,6 +5,7 @@
 #include <compare>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -12,6 +13,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "stats.h"
 #include "vigil/base/result.h"
 #include "vigil/detect/detect.h"
 
@@ -26,27 +28,30 @@ struct KeyId {
   auto operator<=>(const KeyId&) const = default;
 };
 
-// A unit's figure: the key of a history ring.
-struct UnitId {
-  KeyId key;
-  std::string unit_id;
-  auto operator<=>(const UnitId&) const = default;
-};
-
-// One healthy figure per node, kept sorted as well for O(n) baselines.
-struct FleetKey {
+// One number per node, kept sorted as well for O(n) medians and spreads.
+struct NodeTable {
   std::map<std::string, double> by_node;
   std::vector<double> sorted;
 
   void set(const std::string& node, double value);
   void erase(const std::string& node);
-  // The sorted figures of every node except `node`.
-  std::vector<double> others(const std::string& node) const;
+  // The sorted numbers of every node except `node`, without a copy.
+  stats::SortedSkip others(const std::string& node) const;
+};
+
+// Per (SKU, figure): each node's latest healthy figure (the median of its units) and, for
+// per-GPU/port figures, the relative spread of its units (1.4826 * MAD / median): the pooled
+// estimate of how far healthy units of one node naturally differ.
+struct FleetKey {
+  NodeTable values;
+  NodeTable unit_spreads;
 };
 
 struct NodeState {
   std::int64_t last_seen = 0;
-  std::map<UnitId, std::vector<double>> history;  // oldest first, at most history_window values
+  // Per figure, per unit id ("gpu3", "node" for a node's level): the ring of healthy
+  // figures, oldest first, at most history_window values.
+  std::map<KeyId, std::map<std::string, std::vector<double>>> history;
   std::set<KeyId> fleet_keys;
 };
 
@@ -56,16 +61,18 @@ struct EngineState {
   std::set<std::pair<std::int64_t, std::string>> by_age;  // (last_seen, node)
   std::map<KeyId, FleetKey> fleet;
 
-  // The node's history ring for `unit`, or nullptr.
-  const std::vector<double>* history(const std::string& node, const UnitId& unit) const;
+  // The node's history rings of `key` by unit id, or nullptr.
+  const std::map<std::string, std::vector<double>>* rings(const std::string& node,
+                                                          const KeyId& key) const;
   // Records that `node` reported at `now` (creates it).
   NodeState& touch(const std::string& node, std::int64_t now);
   // Drops nodes last seen before `cutoff`.
   void forget_before(std::int64_t cutoff);
   void erase_node(const std::string& node);
-  void push_history(const std::string& node, const UnitId& unit, double value,
-                    std::size_t capacity);
-  void set_fleet(const std::string& node, const KeyId& key, double value);
+  void push_history(const std::string& node, const KeyId& key, const std::string& unit_id,
+                    double value, std::size_t capacity);
+  void set_fleet(const std::string& node, const KeyId& key, double value,
+                 std::optional<double> unit_spread);
 };
 
 nlohmann::json to_json(const EngineState& s);

@@ -77,16 +77,23 @@ void read_node(EngineState& s, const json& j, const std::string& at, std::size_t
   const json& hist = array(j, at, "history");
   for (std::size_t i = 0; i < hist.size(); ++i) {
     const std::string h_at = at + "/history/" + std::to_string(i);
-    UnitId unit{read_key(hist[i], h_at), text(hist[i], h_at, "unit_id")};
+    const KeyId key = read_key(hist[i], h_at);
+    const std::string unit_id = text(hist[i], h_at, "unit_id");
     const json& values = array(hist[i], h_at, "values");
     for (std::size_t v = 0; v < values.size(); ++v) {
-      s.push_history(node, unit, number(values[v], h_at + "/values/" + std::to_string(v)), window);
+      s.push_history(node, key, unit_id,
+                     number(values[v], h_at + "/values/" + std::to_string(v)), window);
     }
   }
   const json& fleet = array(j, at, "fleet");
   for (std::size_t i = 0; i < fleet.size(); ++i) {
     const std::string f_at = at + "/fleet/" + std::to_string(i);
-    s.set_fleet(node, read_key(fleet[i], f_at), number(field(fleet[i], f_at, "value"), f_at + "/value"));
+    std::optional<double> spread;
+    if (fleet[i].contains("unit_spread")) {
+      spread = number(fleet[i]["unit_spread"], f_at + "/unit_spread");
+    }
+    s.set_fleet(node, read_key(fleet[i], f_at), number(field(fleet[i], f_at, "value"), f_at + "/value"),
+                spread);
   }
 }
 
@@ -102,16 +109,21 @@ json to_json(const EngineState& s) {
   json nodes = json::array();
   for (const auto& [name, n] : s.nodes) {
     json hist = json::array();
-    for (const auto& [unit, values] : n.history) {
-      json h = key_json(unit.key);
-      h["unit_id"] = unit.unit_id;
-      h["values"] = values;
-      hist.push_back(std::move(h));
+    for (const auto& [key, units] : n.history) {
+      for (const auto& [unit_id, values] : units) {
+        json h = key_json(key);
+        h["unit_id"] = unit_id;
+        h["values"] = values;
+        hist.push_back(std::move(h));
+      }
     }
     json fleet = json::array();
     for (const KeyId& key : n.fleet_keys) {
       json f = key_json(key);
-      f["value"] = s.fleet.at(key).by_node.at(name);
+      const FleetKey& fk = s.fleet.at(key);
+      f["value"] = fk.values.by_node.at(name);
+      auto spread = fk.unit_spreads.by_node.find(name);
+      if (spread != fk.unit_spreads.by_node.end()) f["unit_spread"] = spread->second;
       fleet.push_back(std::move(f));
     }
     nodes.push_back({{"node", name}, {"last_seen", n.last_seen}, {"history", hist}, {"fleet", fleet}});

@@ -17,33 +17,61 @@ double median(std::vector<double> values) {
   return (lower + upper) / 2;
 }
 
-double sorted_median(std::span<const double> sorted) {
-  if (sorted.empty()) return 0;
-  const std::size_t mid = sorted.size() / 2;
-  return sorted.size() % 2 == 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+double sorted_median(std::span<const double> sorted) { return sorted_median(SortedSkip{sorted}); }
+
+double sorted_median(const SortedSkip& s) {
+  const std::size_t n = s.size();
+  if (n == 0) return 0;
+  const std::size_t mid = n / 2;
+  return n % 2 == 1 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
 }
 
 double sorted_mad_sigma(std::span<const double> sorted, double centre) {
-  const std::size_t n = sorted.size();
-  if (n == 0) return 0;
-  // Distances grow outward from the centre on both sides: merge the two sorted runs of
-  // distances until the middle one(s) of all n are reached.
-  auto right = static_cast<std::size_t>(
-      std::lower_bound(sorted.begin(), sorted.end(), centre) - sorted.begin());
-  std::size_t left = right;  // next candidate on the left is left - 1
-  const std::size_t want_lo = (n - 1) / 2, want_hi = n / 2;
-  double lo_value = 0, d = 0;
-  for (std::size_t k = 0; k <= want_hi; ++k) {
-    const bool take_left =
-        left > 0 && (right >= n || centre - sorted[left - 1] <= sorted[right] - centre);
-    if (take_left) {
-      d = centre - sorted[--left];
+  return sorted_mad_sigma(SortedSkip{sorted}, centre);
+}
+
+namespace {
+
+// The k-th smallest (0-based) distance from `centre`: the distances form two increasing runs,
+// leftward from `split` (the first element >= centre) and rightward from it; a binary search
+// on how many come from the left run finds it in O(log n).
+double kth_distance(const SortedSkip& s, double centre, std::size_t split, std::size_t k) {
+  const std::size_t n_left = split, n_right = s.size() - split;
+  auto left = [&](std::size_t i) { return centre - s[split - 1 - i]; };
+  auto right = [&](std::size_t j) { return s[split + j] - centre; };
+  std::size_t lo = k + 1 > n_right ? k + 1 - n_right : 0;
+  std::size_t hi = std::min(k + 1, n_left);
+  while (lo < hi) {
+    const std::size_t a = (lo + hi) / 2, b = k + 1 - a;
+    if (b > 0 && right(b - 1) > left(a)) {
+      lo = a + 1;  // too few taken from the left run
     } else {
-      d = sorted[right++] - centre;
+      hi = a;
     }
-    if (k == want_lo) lo_value = d;
   }
-  return kMadToSigma * (lo_value + d) / 2;
+  const std::size_t b = k + 1 - lo;
+  if (lo == 0) return right(b - 1);
+  if (b == 0) return left(lo - 1);
+  return std::max(left(lo - 1), right(b - 1));
+}
+
+}  // namespace
+
+double sorted_mad_sigma(const SortedSkip& s, double centre) {
+  const std::size_t n = s.size();
+  if (n == 0) return 0;
+  std::size_t split = 0, hi = n;  // first element >= centre
+  while (split < hi) {
+    const std::size_t mid = (split + hi) / 2;
+    if (s[mid] < centre) {
+      split = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  const double lo_value = kth_distance(s, centre, split, (n - 1) / 2);
+  const double hi_value = n % 2 == 1 ? lo_value : kth_distance(s, centre, split, n / 2);
+  return kMadToSigma * (lo_value + hi_value) / 2;
 }
 
 double mad_sigma(std::vector<double> values) {

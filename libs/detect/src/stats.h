@@ -1,6 +1,7 @@
 #pragma once
 // Robust statistics for the baselines. All take values by copy or span and never throw; the
 // callers guarantee non-empty input where a centre is needed.
+#include <cstdint>
 #include <optional>
 #include <span>
 #include <vector>
@@ -18,6 +19,17 @@ double median(std::vector<double> values);
 double sorted_median(std::span<const double> sorted);
 // 1.4826 * median(|x - centre|) of a sorted range, in O(n/2) by merging outward from the centre.
 double sorted_mad_sigma(std::span<const double> sorted, double centre);
+// A sorted range without the element at `skip` (none when skip >= size): the fleet's figures
+// without the judged node's own, with no copy.
+struct SortedSkip {
+  std::span<const double> sorted;
+  std::size_t skip = SIZE_MAX;
+  std::size_t size() const { return skip < sorted.size() ? sorted.size() - 1 : sorted.size(); }
+  double operator[](std::size_t k) const { return sorted[k < skip ? k : k + 1]; }
+};
+double sorted_median(const SortedSkip& s);
+double sorted_mad_sigma(const SortedSkip& s, double centre);
+
 // 1.4826 * MAD of unsorted values around their median.
 double mad_sigma(std::vector<double> values);
 

@@ -50,9 +50,11 @@ struct DetectConfig {
   int history_window = 8;  // history ring capacity per unit
   int min_history = 3;     // history values needed for a history verdict
   int min_fleet = 20;      // other nodes of the SKU needed for a fleet verdict
-  // A baseline's threshold is max(margin, k * spread / centre), spread = 1.4826 * MAD, so a
-  // naturally wide distribution does not drain its tail. 0 turns the allowance off.
-  double peer_spread_k = 3.0;
+  // A baseline's fail threshold is max(fail margin, k * spread / centre), spread = 1.4826 *
+  // MAD, so a naturally wide distribution does not drain its tail; the warn threshold keeps its
+  // distance (fail - warn) below it. Peers: the larger of the other units' spread and the
+  // fleet's pooled spread between healthy units of one node. 0 turns the allowance off.
+  double peer_spread_k = 4.5;
   double fleet_spread_k = 3.0;
   // Drift: Kendall's tau of (history, latest) <= -drift_tau and a total decline >= warn margin.
   double drift_tau = 0.6;
