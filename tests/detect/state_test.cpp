@@ -10,18 +10,13 @@ namespace vigil::detect {
 
 using nlohmann::json;
 using testing::eight;
+using testing::judge_ok;
 using testing::kHour;
 using testing::kT0;
 using testing::ReportBuilder;
 using testing::seed_fleet;
 
 namespace {
-
-ReportVerdicts judge_ok(Engine& e, const NodeReport& r, std::int64_t now) {
-  auto v = e.judge(r, now);
-  EXPECT_TRUE(v.ok()) << v.error().to_string();
-  return v.ok() ? *v : ReportVerdicts{};
-}
 
 // A fleet of 25, node n1 with 5 hours of history (GPU 6 slightly slow, busbw wobbling).
 void build_history(Engine& e) {
