@@ -88,10 +88,9 @@ inline std::vector<double> eight(double tflops) {
 inline void seed_fleet(Engine& e, int nodes, std::int64_t now, const std::string& sku = kSku) {
   for (int i = 0; i < nodes; ++i) {
     const double f = 1 + 0.004 * ((i * 7) % 5 - 2);
-    auto r = e.judge(ReportBuilder("peer-" + std::to_string(i), sku)
-                         .gemm(eight(798 * f))
-                         .nvlink_busbw(480 * f),
-                     now);
+    auto r = e.judge(
+        ReportBuilder("peer-" + std::to_string(i), sku).gemm(eight(798 * f)).nvlink_busbw(480 * f),
+        now);
     if (!r.ok()) throw std::runtime_error(r.error().to_string());
   }
 }

@@ -125,7 +125,8 @@ TEST(EngineHistory, whole_node_slow_is_silent_to_peers_but_fails_against_history
   ASSERT_NE(node, nullptr);
   EXPECT_EQ(node->status, Status::kFail);
   EXPECT_EQ(node->baseline, "history");
-  EXPECT_EQ(node->message, "8-gpu median gemm_bf16_tflops 699 TFLOP/s, 12% below its last 4 runs (799)");
+  EXPECT_EQ(node->message,
+            "8-gpu median gemm_bf16_tflops 699 TFLOP/s, 12% below its last 4 runs (799)");
   const Verdict* bw = find(rv, "nccl_allreduce_nvlink", "node");
   EXPECT_EQ(bw->status, Status::kFail);
   EXPECT_EQ(bw->message, "busbw 430 GB/s, 10% below its last 4 runs (480)");
@@ -161,7 +162,8 @@ TEST(EngineHistory, a_slow_gpu_is_judged_against_its_history_at_the_nodes_curren
 
 TEST(EngineHistory, a_step_fails_and_a_slow_monotone_decline_warns_as_drift) {
   Engine step(test_config());
-  for (int i = 0; i < 8; ++i) judge_ok(step, ReportBuilder("n1").nvlink_busbw(480), kT0 + i * kHour);
+  for (int i = 0; i < 8; ++i)
+    judge_ok(step, ReportBuilder("n1").nvlink_busbw(480), kT0 + i * kHour);
   auto s = judge_ok(step, ReportBuilder("n1").nvlink_busbw(430), kT0 + 8 * kHour);
   EXPECT_EQ(s.verdicts[0].status, Status::kFail);
   EXPECT_FALSE(s.verdicts[0].drifting);
@@ -193,8 +195,8 @@ TEST(EngineHistory, a_failing_unit_does_not_become_its_own_baseline) {
   Engine e(test_config());
   healthy_history(e, 4);
   for (int i = 0; i < 12; ++i) {  // 12 slow reports: more than the window of 8
-    auto rv = judge_ok(e, ReportBuilder("n1").gemm(eight(700)).nvlink_busbw(400),
-                       kT0 + (4 + i) * kHour);
+    auto rv =
+        judge_ok(e, ReportBuilder("n1").gemm(eight(700)).nvlink_busbw(400), kT0 + (4 + i) * kHour);
     ASSERT_EQ(find(rv, "gpu_gemm", "node")->status, Status::kFail) << i;
     EXPECT_EQ(find(rv, "gpu_gemm", "node")->history, 4) << i;
     EXPECT_EQ(find(rv, "gpu_gemm", "gpu0")->history, 4) << i;
@@ -230,9 +232,8 @@ TEST(EngineHistory, figures_below_their_floor_are_judged_but_never_learned) {
 TEST(EngineConfirmation, a_transient_dip_with_healthy_repeats_passes_and_is_not_learned) {
   Engine e(test_config());
   healthy_history(e, 6);
-  auto samples = samples_from_report(ReportBuilder("n1").gemm({796, 802, 720, 804, 800, 796, 802,
-                                                               798}),
-                                     e.config());
+  auto samples = samples_from_report(
+      ReportBuilder("n1").gemm({796, 802, 720, 804, 800, 796, 802, 798}), e.config());
   ASSERT_TRUE(attach_repeats(samples, "gpu_gemm", "gemm_bf16_tflops", "gpu2", {797, 799}));
   auto rv = e.judge(samples, kT0 + 6 * kHour);
   ASSERT_TRUE(rv.ok()) << rv.error().to_string();

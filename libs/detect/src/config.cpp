@@ -82,8 +82,7 @@ std::vector<std::string> DetectConfig::validate() const {
   }
   if (min_peers < 3) errors.push_back("min_peers: " + std::to_string(min_peers) + " must be >= 3");
   if (history_window < 3 || history_window > 1024) {
-    errors.push_back("history_window: " + std::to_string(history_window) +
-                     " must be in [3, 1024]");
+    errors.push_back("history_window: " + std::to_string(history_window) + " must be in [3, 1024]");
   }
   if (min_history < 3 || min_history > history_window) {
     errors.push_back("min_history: " + std::to_string(min_history) +

@@ -55,8 +55,8 @@ std::string message(const Verdict& v, const FigureToGrade& f) {
   }
   const bool worse = v.deviation > 0;
   const bool higher_better = f.direction == Direction::kHigherIsBetter;
-  std::string s = head + ", " + percent(v.deviation) + " " +
-                  ((worse == higher_better) ? "below " : "above ");
+  std::string s =
+      head + ", " + percent(v.deviation) + " " + ((worse == higher_better) ? "below " : "above ");
   const std::string centre = " (" + short_number(v.baseline_value) + ")";
   if (v.baseline == "peers") s += "its " + std::to_string(v.peers) + " peers" + centre;
   if (v.baseline == "history") {

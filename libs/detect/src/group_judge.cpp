@@ -19,7 +19,9 @@ class GroupJudge {
  public:
   GroupJudge(const Group& g, const std::string& node, const std::string& sku,
              const EngineState& state, const DetectConfig& c)
-      : g_(g), config_(c), margins_(c.margins_for(*g.spec)),
+      : g_(g),
+        config_(c),
+        margins_(c.margins_for(*g.spec)),
         per_unit_(g.key.kind != UnitKind::kNode) {
     auto f = state.fleet.find(g.key);
     if (c.use_fleet && sku != "unknown" && f != state.fleet.end()) {
@@ -39,9 +41,8 @@ class GroupJudge {
     for (std::size_t i = 0; i < g.samples.size(); ++i) {
       rings_.push_back(ring_of(g.samples[i]->unit_id));
       hist_medians_.push_back(rings_.back() ? stats::median(*rings_.back()) : 0);
-      ratios_.push_back(rings_.back() && hist_medians_.back() > 0
-                            ? g.figures[i] / hist_medians_.back()
-                            : 0);
+      ratios_.push_back(
+          rings_.back() && hist_medians_.back() > 0 ? g.figures[i] / hist_medians_.back() : 0);
       if (ratios_.back() > 0) sorted_ratios_.push_back(ratios_.back());
     }
     if (per_unit_) node_ring_ = ring_of("node");

@@ -56,8 +56,8 @@ struct DetectConfig {
   double cross_margin_scale = 1.5;
   // A baseline's fail threshold is max(fail margin, k * spread / centre), spread = 1.4826 *
   // MAD, so a naturally wide distribution does not drain its tail; its warn threshold is
-  // max(warn margin, (k - 1) * spread / centre). Peers: the larger of the other units' spread and the
-  // fleet's pooled spread between healthy units of one node; without the pooled spread (fewer
+  // max(warn margin, (k - 1) * spread / centre). Peers: the larger of the other units' spread and
+  // the fleet's pooled spread between healthy units of one node; without the pooled spread (fewer
   // than min_fleet nodes) 2 * peer_spread_k, as the MAD of a few units is often far too low.
   // 0 turns the allowance off.
   double peer_spread_k = 4.5;
