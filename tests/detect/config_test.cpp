@@ -52,6 +52,7 @@ TEST(DetectConfig, validate_names_each_bad_field) {
   c.min_fleet = 2;
   c.min_peers = 1;
   c.fleet_spread_k = -1;
+  c.cross_margin_scale = 0.5;
   c.drift_tau = 0;
   c.forget_after_s = 0;
   c.metrics.push_back({"gpu_hbm", "hbm_bandwidth", "GB/s", "hbm", Direction::kHigherIsBetter});
@@ -64,6 +65,7 @@ TEST(DetectConfig, validate_names_each_bad_field) {
   EXPECT_TRUE(has_error(errors, "min_fleet: 2 must be >= 3"));
   EXPECT_TRUE(has_error(errors, "min_peers: 1 must be >= 3"));
   EXPECT_TRUE(has_error(errors, "fleet_spread_k: -1"));
+  EXPECT_TRUE(has_error(errors, "cross_margin_scale: 0.5 must be in [1, 5]"));
   EXPECT_TRUE(has_error(errors, "drift_tau: 0"));
   EXPECT_TRUE(has_error(errors, "forget_after_s: must be > 0"));
   EXPECT_TRUE(has_error(errors, "metrics[8]: duplicate"));

@@ -6,6 +6,8 @@
 #include <utility>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 #include "vigil/detect/detect.h"
 #include "vigil/report/report.h"
 
@@ -86,12 +88,26 @@ inline std::vector<double> eight(double tflops) {
 inline void seed_fleet(Engine& e, int nodes, std::int64_t now, const std::string& sku = kSku) {
   for (int i = 0; i < nodes; ++i) {
     const double f = 1 + 0.004 * ((i * 7) % 5 - 2);
-    auto r = e.judge(ReportBuilder("peer-" + std::to_string(i), sku)
-                         .gemm(eight(798 * f))
-                         .nvlink_busbw(480 * f),
-                     now);
+    auto r = e.judge(
+        ReportBuilder("peer-" + std::to_string(i), sku).gemm(eight(798 * f)).nvlink_busbw(480 * f),
+        now);
     if (!r.ok()) throw std::runtime_error(r.error().to_string());
   }
+}
+
+// Fixed margins so the tests do not move when the tuned defaults do.
+inline DetectConfig test_config() {
+  DetectConfig c = DetectConfig::defaults();
+  for (auto& [kind, m] : c.margins) m = {0.03, 0.06};  // peers and fleet: x1.5 = 4.5% / 9%
+  c.cross_margin_scale = 1.5;
+  return c;
+}
+
+inline ReportVerdicts judge_ok(Engine& e, const NodeReport& r, std::int64_t now,
+                               Learn learn = Learn::kYes) {
+  auto v = e.judge(r, now, learn);
+  EXPECT_TRUE(v.ok()) << v.error().to_string();
+  return v.ok() ? *v : ReportVerdicts{};
 }
 
 inline const Verdict* find(const ReportVerdicts& rv, const std::string& check,

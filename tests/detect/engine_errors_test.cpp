@@ -80,7 +80,8 @@ TEST(EngineErrors, a_unit_other_than_the_one_seen_before_is_an_error) {
   DetectConfig c = DetectConfig::defaults();
   c.metrics.push_back({"site_probe", "copy_bw", "", "hbm", Direction::kHigherIsBetter});
   Engine e(c);
-  ASSERT_TRUE(e.judge(ReportBuilder("n1").node_figure("site_probe", "copy_bw", "GB/s", 10), kT0).ok());
+  ASSERT_TRUE(
+      e.judge(ReportBuilder("n1").node_figure("site_probe", "copy_bw", "GB/s", 10), kT0).ok());
   const std::string err =
       error_of(e, ReportBuilder("n2").node_figure("site_probe", "copy_bw", "MB/s", 10000));
   EXPECT_NE(err.find("n2 site_probe/copy_bw node: unit 'MB/s' differs from 'GB/s' seen before"),

@@ -73,8 +73,8 @@ TEST(SamplesFromReport, a_figure_below_its_floor_is_marked_from_failed_run) {
 }
 
 TEST(AttachRepeats, sets_the_repeats_of_the_named_unit_only) {
-  auto samples = samples_from_report(ReportBuilder("gpu-1").gemm({790, 700, 795}),
-                                     DetectConfig::defaults());
+  auto samples =
+      samples_from_report(ReportBuilder("gpu-1").gemm({790, 700, 795}), DetectConfig::defaults());
   EXPECT_TRUE(attach_repeats(samples, "gpu_gemm", "gemm_bf16_tflops", "gpu1", {701, 699}));
   EXPECT_EQ(samples[1].observed.repeats, (std::vector<double>{701, 699}));
   EXPECT_TRUE(samples[0].observed.repeats.empty());
@@ -94,8 +94,8 @@ TEST(IsSuspicious, needs_enough_peers_and_honours_direction) {
   const Margins m{0.03, 0.06};
   EXPECT_FALSE(is_suspicious(std::vector<double>{800, 800, 700}, 2, m));  // 2 others < 3
   EXPECT_TRUE(is_suspicious(std::vector<double>{800, 800, 800, 700}, 3, m));
-  EXPECT_FALSE(is_suspicious(std::vector<double>{800, 800, 800, 700}, 3, m,
-                             Direction::kLowerIsBetter));
+  EXPECT_FALSE(
+      is_suspicious(std::vector<double>{800, 800, 800, 700}, 3, m, Direction::kLowerIsBetter));
   EXPECT_TRUE(is_suspicious(std::vector<double>{10, 10, 10, 11}, 3, m, Direction::kLowerIsBetter));
   EXPECT_FALSE(is_suspicious(std::vector<double>{800, 800, 800, 700}, 9, m));  // no such unit
   const double nan = std::numeric_limits<double>::quiet_NaN();

@@ -10,18 +10,13 @@ namespace vigil::detect {
 
 using nlohmann::json;
 using testing::eight;
+using testing::judge_ok;
 using testing::kHour;
 using testing::kT0;
 using testing::ReportBuilder;
 using testing::seed_fleet;
 
 namespace {
-
-ReportVerdicts judge_ok(Engine& e, const NodeReport& r, std::int64_t now) {
-  auto v = e.judge(r, now);
-  EXPECT_TRUE(v.ok()) << v.error().to_string();
-  return v.ok() ? *v : ReportVerdicts{};
-}
 
 // A fleet of 25, node n1 with 5 hours of history (GPU 6 slightly slow, busbw wobbling).
 void build_history(Engine& e) {
@@ -100,7 +95,8 @@ TEST(EngineSnapshot, restore_names_the_damaged_field) {
 
 TEST(EngineSnapshot, restore_with_a_shorter_window_keeps_the_latest_values) {
   Engine a(DetectConfig::defaults());
-  for (int i = 0; i < 8; ++i) judge_ok(a, ReportBuilder("n1").nvlink_busbw(470 + i), kT0 + i * kHour);
+  for (int i = 0; i < 8; ++i)
+    judge_ok(a, ReportBuilder("n1").nvlink_busbw(470 + i), kT0 + i * kHour);
   DetectConfig c = DetectConfig::defaults();
   c.history_window = 4;
   c.min_history = 3;
@@ -139,9 +135,9 @@ TEST(EngineState, history_stays_within_its_window_over_a_thousand_reports) {
   }
   const EngineSize s = e.size();
   EXPECT_EQ(s.nodes, 1u);
-  EXPECT_EQ(s.history_units, 10u);  // 8 GPUs, the node's GEMM level, the node's busbw
+  EXPECT_EQ(s.history_units, 10u);        // 8 GPUs, the node's GEMM level, the node's busbw
   EXPECT_EQ(s.history_values, 10u * 8u);  // history_window = 8
-  EXPECT_EQ(s.fleet_entries, 2u);  // one per figure per node
+  EXPECT_EQ(s.fleet_entries, 2u);         // one per figure per node
   EXPECT_EQ(e.snapshot()["nodes"][0]["history"][0]["values"].size(), 8u);
 }
 

@@ -30,10 +30,10 @@ DetectConfig DetectConfig::defaults() {
   };
   // Chosen with tests/detect/fleet_sim.cpp; docs/detection.md has the table and the reasons.
   c.margins = {
-      {"gemm", {0.03, 0.06}},
-      {"hbm", {0.03, 0.06}},
-      {"pcie", {0.03, 0.06}},
-      {"allreduce", {0.03, 0.06}},
+      {"gemm", {0.04, 0.06}},
+      {"hbm", {0.04, 0.06}},
+      {"pcie", {0.04, 0.06}},
+      {"allreduce", {0.04, 0.06}},
   };
   return c;
 }
@@ -82,14 +82,14 @@ std::vector<std::string> DetectConfig::validate() const {
   }
   if (min_peers < 3) errors.push_back("min_peers: " + std::to_string(min_peers) + " must be >= 3");
   if (history_window < 3 || history_window > 1024) {
-    errors.push_back("history_window: " + std::to_string(history_window) +
-                     " must be in [3, 1024]");
+    errors.push_back("history_window: " + std::to_string(history_window) + " must be in [3, 1024]");
   }
   if (min_history < 3 || min_history > history_window) {
     errors.push_back("min_history: " + std::to_string(min_history) +
                      " must be >= 3 and <= history_window");
   }
   if (min_fleet < 3) errors.push_back("min_fleet: " + std::to_string(min_fleet) + " must be >= 3");
+  check_range(errors, "cross_margin_scale", cross_margin_scale, 1, 5, "in [1, 5]");
   check_range(errors, "peer_spread_k", peer_spread_k, 0, 100, "in [0, 100]");
   check_range(errors, "fleet_spread_k", fleet_spread_k, 0, 100, "in [0, 100]");
   check_range(errors, "drift_tau", drift_tau, 1e-9, 1, "in (0, 1]");

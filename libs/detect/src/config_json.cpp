@@ -105,9 +105,10 @@ Result<DetectConfig> config_from_json(const json& j) {
   DetectConfig c = DetectConfig::defaults();
   Reader r;
   if (!r.object(j, "detection")) return Error{r.errors.front(), "detect::config_from_json"};
-  r.only_keys(j, "", {"margins", "metrics", "baselines", "min_peers", "history_window",
-                      "min_history", "min_fleet", "peer_spread_k", "fleet_spread_k", "drift_tau",
-                      "forget_after_s"});
+  r.only_keys(
+      j, "",
+      {"margins", "metrics", "baselines", "min_peers", "history_window", "min_history", "min_fleet",
+       "cross_margin_scale", "peer_spread_k", "fleet_spread_k", "drift_tau", "forget_after_s"});
   if (j.contains("margins")) read_margins(r, j["margins"], c);
   if (j.contains("metrics")) read_metrics(r, j["metrics"], c);
   if (j.contains("baselines") && r.object(j["baselines"], "baselines")) {
@@ -120,6 +121,7 @@ Result<DetectConfig> config_from_json(const json& j) {
   r.integer(j, "history_window", "", c.history_window);
   r.integer(j, "min_history", "", c.min_history);
   r.integer(j, "min_fleet", "", c.min_fleet);
+  r.number(j, "cross_margin_scale", "", c.cross_margin_scale);
   r.number(j, "peer_spread_k", "", c.peer_spread_k);
   r.number(j, "fleet_spread_k", "", c.fleet_spread_k);
   r.number(j, "drift_tau", "", c.drift_tau);
@@ -142,17 +144,19 @@ json to_json(const DetectConfig& c) {
                        {"kind", m.kind},
                        {"direction", std::string(to_string(m.direction))}});
   }
-  return {{"margins", margins},
-          {"metrics", metrics},
-          {"baselines", {{"peers", c.use_peers}, {"history", c.use_history}, {"fleet", c.use_fleet}}},
-          {"min_peers", c.min_peers},
-          {"history_window", c.history_window},
-          {"min_history", c.min_history},
-          {"min_fleet", c.min_fleet},
-          {"peer_spread_k", c.peer_spread_k},
-          {"fleet_spread_k", c.fleet_spread_k},
-          {"drift_tau", c.drift_tau},
-          {"forget_after_s", c.forget_after_s}};
+  return {
+      {"margins", margins},
+      {"metrics", metrics},
+      {"baselines", {{"peers", c.use_peers}, {"history", c.use_history}, {"fleet", c.use_fleet}}},
+      {"min_peers", c.min_peers},
+      {"history_window", c.history_window},
+      {"min_history", c.min_history},
+      {"min_fleet", c.min_fleet},
+      {"cross_margin_scale", c.cross_margin_scale},
+      {"peer_spread_k", c.peer_spread_k},
+      {"fleet_spread_k", c.fleet_spread_k},
+      {"drift_tau", c.drift_tau},
+      {"forget_after_s", c.forget_after_s}};
 }
 
 }  // namespace vigil::detect

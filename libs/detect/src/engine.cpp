@@ -57,8 +57,8 @@ Result<std::string> check_unit(const Sample& s, const MetricSpec& spec, const Ke
                                const std::map<KeyId, std::string>& known) {
   if (s.unit.empty()) return Error{name_of(s) + ": unit is empty", kWhere};
   if (spec.measurement != "*" && !spec.unit.empty() && s.unit != spec.unit) {
-    return Error{name_of(s) + ": unit '" + s.unit + "' differs from the configured '" +
-                     spec.unit + "'; a figure that changes unit must change name",
+    return Error{name_of(s) + ": unit '" + s.unit + "' differs from the configured '" + spec.unit +
+                     "'; a figure that changes unit must change name",
                  kWhere};
   }
   auto it = known.find(key);
@@ -96,7 +96,8 @@ Result<detail::Group*> add_to_group(Plan& plan, const Sample& s, const MetricSpe
                  kWhere};
   }
   for (const Sample* other : g->samples) {
-    if (other->unit_id == s.unit_id) return Error{name_of(s) + ": reported twice in one report", kWhere};
+    if (other->unit_id == s.unit_id)
+      return Error{name_of(s) + ": reported twice in one report", kWhere};
   }
   return g;
 }
@@ -106,7 +107,8 @@ Result<Plan> make_plan(const std::vector<Sample>& samples, const EngineState& st
   Plan plan;
   if (!samples.empty()) plan.node = samples.front().node, plan.sku = samples.front().sku;
   for (const Sample& s : samples) {
-    if (s.node.empty() || s.sku.empty()) return Error{name_of(s) + ": node and sku are required", kWhere};
+    if (s.node.empty() || s.sku.empty())
+      return Error{name_of(s) + ": node and sku are required", kWhere};
     if (s.node != plan.node || s.sku != plan.sku) {
       return Error{name_of(s) + ": samples of one judge() call must share node and sku (" +
                        plan.node + ", " + plan.sku + ")",
@@ -152,7 +154,8 @@ void aggregate(ReportVerdicts& out) {
 Status ReportVerdicts::worst() const {
   Status s = Status::kPass;
   for (const Verdict& v : worst_by_check) {
-    if (v.status == Status::kFail || (v.status == Status::kWarn && s == Status::kPass)) s = v.status;
+    if (v.status == Status::kFail || (v.status == Status::kWarn && s == Status::kPass))
+      s = v.status;
   }
   return s;
 }

@@ -12,11 +12,15 @@ namespace {
 
 Baseline make_baseline(std::string_view name, double centre, double spread, double k, int count,
                        const Margins& m) {
-  // A naturally wide distribution widens the thresholds: fail needs k * spread too, and warn
-  // keeps its distance below fail.
-  const double allowance = centre > 0 ? k * spread / centre : 0;
-  const double fail_at = std::max(m.fail, allowance);
-  return Baseline{name, centre, std::max(m.warn, fail_at - (m.fail - m.warn)), fail_at, count};
+  // A naturally wide distribution widens the thresholds: fail needs k spreads, warn k - 1.
+  const double sigma = centre > 0 ? spread / centre : 0;
+  return Baseline{name, centre, std::max(m.warn, (k - 1) * sigma), std::max(m.fail, k * sigma),
+                  count};
+}
+
+// Peers and fleet compare with other parts: wider margins (DetectConfig::cross_margin_scale).
+Margins scaled(const Margins& m, const DetectConfig& c) {
+  return {m.warn * c.cross_margin_scale, m.fail * c.cross_margin_scale};
 }
 
 int rank(Status s) { return s == Status::kFail ? 2 : s == Status::kWarn ? 1 : 0; }
@@ -51,8 +55,8 @@ std::string message(const Verdict& v, const FigureToGrade& f) {
   }
   const bool worse = v.deviation > 0;
   const bool higher_better = f.direction == Direction::kHigherIsBetter;
-  std::string s = head + ", " + percent(v.deviation) + " " +
-                  ((worse == higher_better) ? "below " : "above ");
+  std::string s =
+      head + ", " + percent(v.deviation) + " " + ((worse == higher_better) ? "below " : "above ");
   const std::string centre = " (" + short_number(v.baseline_value) + ")";
   if (v.baseline == "peers") s += "its " + std::to_string(v.peers) + " peers" + centre;
   if (v.baseline == "history") {
@@ -70,10 +74,11 @@ std::optional<Baseline> peers_baseline(const stats::SortedSkip& others, const Ma
                                        std::optional<double> pooled_spread) {
   if (static_cast<int>(others.size()) < config.min_peers) return std::nullopt;
   const double centre = stats::sorted_median(others);
-  const double spread =
-      std::max(stats::sorted_mad_sigma(others, centre), pooled_spread.value_or(0) * centre);
-  return make_baseline("peers", centre, spread, config.peer_spread_k,
-                       static_cast<int>(others.size()), margins);
+  const double own = stats::sorted_mad_sigma(others, centre);
+  const double spread = pooled_spread ? std::max(own, *pooled_spread * centre) : own;
+  const double k = pooled_spread ? config.peer_spread_k : 2 * config.peer_spread_k;
+  return make_baseline("peers", centre, spread, k, static_cast<int>(others.size()),
+                       scaled(margins, config));
 }
 
 Baseline history_baseline(double centre, std::size_t count, const Margins& margins) {
@@ -86,7 +91,7 @@ std::optional<Baseline> fleet_baseline(const stats::SortedSkip& others, const Ma
   const double centre = stats::sorted_median(others);
   const double spread = stats::sorted_mad_sigma(others, centre);
   return make_baseline("fleet", centre, spread, config.fleet_spread_k,
-                       static_cast<int>(others.size()), margins);
+                       static_cast<int>(others.size()), scaled(margins, config));
 }
 
 std::optional<double> drift_decline(std::span<const double> ring, double latest,

@@ -1,7 +1,7 @@
 // Per-GPU/port figures are judged twice over:
 //  - each unit against its peers and against its own history, the history adjusted for the
-//    node-wide level (the other units' figures now vs their histories), so that a whole node
-//    that slows down is not judged eight times over;
+//    node-wide level (the median of the other units' figure / history ratios), so that a whole
+//    node that slows down is not judged eight times over;
 //  - the node's level (the median of its units) against the node's own history and the fleet.
 // Node figures (all_reduce) have one unit: history and fleet judge it directly.
 #include "group_judge.h"
@@ -19,7 +19,9 @@ class GroupJudge {
  public:
   GroupJudge(const Group& g, const std::string& node, const std::string& sku,
              const EngineState& state, const DetectConfig& c)
-      : g_(g), config_(c), margins_(c.margins_for(*g.spec)),
+      : g_(g),
+        config_(c),
+        margins_(c.margins_for(*g.spec)),
         per_unit_(g.key.kind != UnitKind::kNode) {
     auto f = state.fleet.find(g.key);
     if (c.use_fleet && sku != "unknown" && f != state.fleet.end()) {
@@ -39,16 +41,14 @@ class GroupJudge {
     for (std::size_t i = 0; i < g.samples.size(); ++i) {
       rings_.push_back(ring_of(g.samples[i]->unit_id));
       hist_medians_.push_back(rings_.back() ? stats::median(*rings_.back()) : 0);
-      if (rings_.back()) {
-        now_with_history_.push_back(g.figures[i]);
-        history_medians_.push_back(hist_medians_.back());
-      }
+      ratios_.push_back(
+          rings_.back() && hist_medians_.back() > 0 ? g.figures[i] / hist_medians_.back() : 0);
+      if (ratios_.back() > 0) sorted_ratios_.push_back(ratios_.back());
     }
     if (per_unit_) node_ring_ = ring_of("node");
     sorted_figures_ = g.figures;
     std::sort(sorted_figures_.begin(), sorted_figures_.end());
-    std::sort(now_with_history_.begin(), now_with_history_.end());
-    std::sort(history_medians_.begin(), history_medians_.end());
+    std::sort(sorted_ratios_.begin(), sorted_ratios_.end());
   }
 
   void run(ReportVerdicts& out, Learning& learn) const {
@@ -100,14 +100,12 @@ class GroupJudge {
     return v;
   }
 
-  // The node-wide level change since the history: median of the other units' figures now
-  // over the median of their history medians; 1 with too few such units.
+  // The node-wide level change since the history: the median over the other units of their
+  // figure now / their history median (silicon cancels unit by unit); 1 with too few units.
   double level_shift(std::size_t i) const {
-    const stats::SortedSkip now = without(now_with_history_, rings_[i], g_.figures[i]);
-    const stats::SortedSkip before = without(history_medians_, rings_[i], hist_medians_[i]);
-    if (static_cast<int>(now.size()) < config_.min_peers) return 1;
-    const double b = stats::sorted_median(before);
-    return b > 0 ? stats::sorted_median(now) / b : 1;
+    const stats::SortedSkip others = without(sorted_ratios_, ratios_[i] > 0, ratios_[i]);
+    if (static_cast<int>(others.size()) < config_.min_peers) return 1;
+    return stats::sorted_median(others);
   }
 
   // `sorted` without one element equal to `value` when `present`.
@@ -199,9 +197,9 @@ class GroupJudge {
   std::optional<double> pooled_spread_;
   std::vector<const std::vector<double>*> rings_;  // per unit; null below min_history
   std::vector<double> hist_medians_;
-  std::vector<double> sorted_figures_;    // every unit's figure, sorted
-  std::vector<double> now_with_history_;  // sorted figures of the units that have a history
-  std::vector<double> history_medians_;   // sorted history medians of those units
+  std::vector<double> sorted_figures_;  // every unit's figure, sorted
+  std::vector<double> ratios_;          // per unit: figure / history median; 0 without history
+  std::vector<double> sorted_ratios_;   // the non-zero ratios, sorted
   const std::vector<double>* node_ring_ = nullptr;
 };
 

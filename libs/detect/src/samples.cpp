@@ -8,9 +8,12 @@ namespace vigil::detect {
 
 std::string_view to_string(UnitKind k) {
   switch (k) {
-    case UnitKind::kGpu: return "gpu";
-    case UnitKind::kPort: return "port";
-    case UnitKind::kNode: return "node";
+    case UnitKind::kGpu:
+      return "gpu";
+    case UnitKind::kPort:
+      return "port";
+    case UnitKind::kNode:
+      return "node";
   }
   return "node";
 }

@@ -30,7 +30,7 @@ stats::SortedSkip NodeTable::others(const std::string& node) const {
 }
 
 const std::map<std::string, std::vector<double>>* EngineState::rings(const std::string& node,
-                                                                      const KeyId& key) const {
+                                                                     const KeyId& key) const {
   auto n = nodes.find(node);
   if (n == nodes.end()) return nullptr;
   auto h = n->second.history.find(key);

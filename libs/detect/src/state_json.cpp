@@ -81,8 +81,8 @@ void read_node(EngineState& s, const json& j, const std::string& at, std::size_t
     const std::string unit_id = text(hist[i], h_at, "unit_id");
     const json& values = array(hist[i], h_at, "values");
     for (std::size_t v = 0; v < values.size(); ++v) {
-      s.push_history(node, key, unit_id,
-                     number(values[v], h_at + "/values/" + std::to_string(v)), window);
+      s.push_history(node, key, unit_id, number(values[v], h_at + "/values/" + std::to_string(v)),
+                     window);
     }
   }
   const json& fleet = array(j, at, "fleet");
@@ -92,8 +92,8 @@ void read_node(EngineState& s, const json& j, const std::string& at, std::size_t
     if (fleet[i].contains("unit_spread")) {
       spread = number(fleet[i]["unit_spread"], f_at + "/unit_spread");
     }
-    s.set_fleet(node, read_key(fleet[i], f_at), number(field(fleet[i], f_at, "value"), f_at + "/value"),
-                spread);
+    s.set_fleet(node, read_key(fleet[i], f_at),
+                number(field(fleet[i], f_at, "value"), f_at + "/value"), spread);
   }
 }
 
@@ -126,7 +126,8 @@ json to_json(const EngineState& s) {
       if (spread != fk.unit_spreads.by_node.end()) f["unit_spread"] = spread->second;
       fleet.push_back(std::move(f));
     }
-    nodes.push_back({{"node", name}, {"last_seen", n.last_seen}, {"history", hist}, {"fleet", fleet}});
+    nodes.push_back(
+        {{"node", name}, {"last_seen", n.last_seen}, {"history", hist}, {"fleet", fleet}});
   }
   return {{"detect_snapshot_version", kSnapshotVersion}, {"units", units}, {"nodes", nodes}};
 }
@@ -136,9 +137,9 @@ Result<EngineState> state_from_json(const json& j, std::size_t history_window) {
   try {
     const json& v = field(j, "", "detect_snapshot_version");
     if (v != kSnapshotVersion) {
-      throw BadField{"/detect_snapshot_version",
-                     "unsupported version " + v.dump() + " (this build reads " +
-                         std::to_string(kSnapshotVersion) + ")"};
+      throw BadField{"/detect_snapshot_version", "unsupported version " + v.dump() +
+                                                     " (this build reads " +
+                                                     std::to_string(kSnapshotVersion) + ")"};
     }
     const json& units = array(j, "", "units");
     for (std::size_t i = 0; i < units.size(); ++i) {
@@ -150,8 +151,9 @@ Result<EngineState> state_from_json(const json& j, std::size_t history_window) {
       read_node(s, nodes[i], "/nodes/" + std::to_string(i), history_window);
     }
   } catch (const BadField& e) {
-    return Error{e.path + ": " + e.what + "; the snapshot is damaged: rebuild it by re-judging "
-                                           "the journaled reports",
+    return Error{e.path + ": " + e.what +
+                     "; the snapshot is damaged: rebuild it by re-judging "
+                     "the journaled reports",
                  "detect::Engine::restore"};
   }
   return s;

@@ -50,10 +50,16 @@ struct DetectConfig {
   int history_window = 8;  // history ring capacity per unit
   int min_history = 3;     // history values needed for a history verdict
   int min_fleet = 20;      // other nodes of the SKU needed for a fleet verdict
+  // Peers and fleet compare a part with other parts, whose natural spread (silicon, PCIe
+  // topology, cabling) adds to any fault: their margins are the kind's margins times this, so
+  // that a 5% fault on a part born 2% slow is left to history (the part against itself).
+  double cross_margin_scale = 1.5;
   // A baseline's fail threshold is max(fail margin, k * spread / centre), spread = 1.4826 *
-  // MAD, so a naturally wide distribution does not drain its tail; the warn threshold keeps its
-  // distance (fail - warn) below it. Peers: the larger of the other units' spread and the
-  // fleet's pooled spread between healthy units of one node. 0 turns the allowance off.
+  // MAD, so a naturally wide distribution does not drain its tail; its warn threshold is
+  // max(warn margin, (k - 1) * spread / centre). Peers: the larger of the other units' spread and
+  // the fleet's pooled spread between healthy units of one node; without the pooled spread (fewer
+  // than min_fleet nodes) 2 * peer_spread_k, as the MAD of a few units is often far too low.
+  // 0 turns the allowance off.
   double peer_spread_k = 4.5;
   double fleet_spread_k = 3.0;
   // Drift: Kendall's tau of (history, latest) <= -drift_tau and a total decline >= warn margin.
