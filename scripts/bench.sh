@@ -4,6 +4,8 @@
 #   allreduce_harness_overhead  vigil-allreduce host harness vs a minimal MPI_Allreduce loop
 #   drainer_ingest              reports/s over HTTP with auth + fsync vs a bare handler
 #   drainer_fleet               1,000 drains through libslurm vs one scontrol call per node
+#   detect_fleet_sim            fail-slow detection quality on a simulated 1,000-node H100 fleet
+#                               (docs/detection.md); judging time as a ratio of parsing time
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${VIGIL_BUILD_DIR:-build}

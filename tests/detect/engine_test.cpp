@@ -160,6 +160,18 @@ TEST(EngineHistory, a_slow_gpu_is_judged_against_its_history_at_the_nodes_curren
   EXPECT_EQ(find(rv, "gpu_gemm", "node")->status, Status::kPass);
 }
 
+TEST(EngineHistory, a_node_level_change_within_noise_is_not_applied) {
+  Engine e(test_config());
+  healthy_history(e, 4);
+  std::vector<double> g = eight(792);  // the node 1% lower: less than half the 3% warn margin
+  g[1] = 740;
+  auto rv = judge_ok(e, ReportBuilder("n1").gemm(g), kT0 + 4 * kHour);
+  const Verdict* v = find(rv, "gpu_gemm", "gpu1");
+  EXPECT_EQ(v->baseline, "history");
+  EXPECT_DOUBLE_EQ(v->baseline_value, 802);  // its own history median, not moved by 1%
+  EXPECT_EQ(v->status, Status::kFail);       // 7.7% below it
+}
+
 TEST(EngineHistory, a_step_fails_and_a_slow_monotone_decline_warns_as_drift) {
   Engine step(test_config());
   for (int i = 0; i < 8; ++i)

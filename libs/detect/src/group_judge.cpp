@@ -7,6 +7,7 @@
 #include "group_judge.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "grade.h"
 #include "stats.h"
@@ -101,11 +102,14 @@ class GroupJudge {
   }
 
   // The node-wide level change since the history: the median over the other units of their
-  // figure now / their history median (silicon cancels unit by unit); 1 with too few units.
+  // figure now / their history median (silicon cancels unit by unit). 1 with too few units, or
+  // when the level moved by less than half the warn margin: that is within the noise of the
+  // estimate (~0.5 x run-to-run noise), which would only blur the unit's own comparison.
   double level_shift(std::size_t i) const {
     const stats::SortedSkip others = without(sorted_ratios_, ratios_[i] > 0, ratios_[i]);
     if (static_cast<int>(others.size()) < config_.min_peers) return 1;
-    return stats::sorted_median(others);
+    const double shift = stats::sorted_median(others);
+    return std::fabs(shift - 1) < margins_.warn / 2 ? 1 : shift;
   }
 
   // `sorted` without one element equal to `value` when `present`.

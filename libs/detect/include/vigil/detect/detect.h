@@ -3,6 +3,7 @@
 // against three relative baselines instead of absolute per-SKU floors:
 //   peers   — the node's other GPUs/ports in the same report (median of the others),
 //   history — the unit's own recent healthy figures (median of a bounded ring; plus drift),
+//             for a GPU at the node's current level,
 //   fleet   — the latest healthy figure of every other node of the SKU (median, MAD spread).
 // Pure: no I/O, no threads, no clock; time comes in as Unix seconds. Deterministic: the same
 // sequence of judge() calls gives the same verdicts and the same snapshot(). docs/detection.md.
@@ -73,7 +74,7 @@ struct Verdict {
   std::string check;
   std::string measurement;
   UnitKind unit_kind = UnitKind::kNode;
-  std::string unit_id;  // "node" for node figures and for the fleet verdict of per-GPU figures
+  std::string unit_id;  // "node" for node figures and for the node level of per-GPU figures
   std::string unit;
   double value = 0;  // the judged figure: the median of the figure and its repeats
   int repeats = 0;
@@ -87,6 +88,7 @@ struct Verdict {
   int fleet = 0;
   bool drifting = false;   // warn from a monotone decline across the history window
   bool confirmed = false;  // fail, >= 2 repeats, every repeat past the same baseline's threshold
+  // For warn and fail (empty on pass), short enough for a Slurm reason:
   // "gpu3 gemm_bf16_tflops 712 TFLOP/s, 11% below its 7 peers (801)"
   std::string message;
 };
@@ -96,7 +98,8 @@ struct ReportVerdicts {
   std::string sku;
   std::int64_t at = 0;
   // One per judged figure and unit, pass included, in report order; per-GPU/port figures are
-  // followed by one node-level fleet verdict (unit_id "node") when the fleet was used.
+  // followed by one verdict on the node's level (unit_id "node": the median of its units,
+  // against the node's own history and the fleet) when either has data.
   std::vector<Verdict> verdicts;
   // The worst verdict of each check (fail > warn > pass, then confirmed, then deviation).
   std::vector<Verdict> worst_by_check;

@@ -1,0 +1,172 @@
+#include "fleet_model.h"
+
+#include "vigil/base/time.h"
+#include "vigil/detect/detect.h"
+
+namespace vigil::detect::sim {
+
+const std::vector<FigureModel>& figure_models() {
+  // Healthy figures: docs/detection.md "Simulation model" (anchors.md section 4 and 6).
+  // Spreads and noise are assumptions, stated and sourced there.
+  static const std::vector<FigureModel> models = {
+      {"gemm", "gpu_gemm", "gemm_bf16_tflops", "TFLOP/s", 798, 0.020, 0.010, true, 640, 720},
+      {"hbm", "gpu_hbm", "hbm_bandwidth", "GB/s", 3000, 0.010, 0.010, true, 1905, 2400},
+      {"h2d", "gpu_pcie_bw", "h2d_bandwidth", "GB/s", 54, 0.020, 0.010, true, 48, 0},
+      {"d2h", "gpu_pcie_bw", "d2h_bandwidth", "GB/s", 54, 0.020, 0.010, true, 48, 0},
+      {"nvlink", "nccl_allreduce_nvlink", "busbw", "GB/s", 480, 0.010, 0.010, false, 420, 460},
+      {"ib", "nccl_allreduce_ib", "busbw", "GB/s", 41, 0.010, 0.015, false, 36, 38},
+  };
+  return models;
+}
+
+const char* fault_label(FaultKind k) {
+  switch (k) {
+    case FaultKind::kGemm:
+      return "GEMM, 1 GPU";
+    case FaultKind::kHbm:
+      return "HBM, 1 GPU";
+    case FaultKind::kH2d:
+      return "H2D, 1 GPU";
+    case FaultKind::kNvlink:
+      return "NVLink all_reduce";
+    case FaultKind::kIb:
+      return "IB all_reduce";
+    case FaultKind::kGemmNode:
+      return "GEMM, all 8 GPUs";
+  }
+  return "?";
+}
+
+namespace {
+
+std::size_t figure_index(FaultKind k) {
+  switch (k) {
+    case FaultKind::kGemm:
+    case FaultKind::kGemmNode:
+      return 0;
+    case FaultKind::kHbm:
+      return 1;
+    case FaultKind::kH2d:
+      return 2;
+    case FaultKind::kNvlink:
+      return 4;
+    case FaultKind::kIb:
+      return 5;
+  }
+  return 0;
+}
+
+int units_of(const FigureModel& f) { return f.per_gpu ? kGpus : 1; }
+
+Measurement measurement(const FigureModel& f, double value, int unit) {
+  Measurement m;
+  m.name = f.measurement;
+  m.value = value;
+  m.unit = f.unit;
+  if (f.per_gpu) m.gpu = unit;
+  Threshold t;
+  t.op = Op::kGe;
+  t.fail = f.floor_fail;
+  if (f.floor_warn > 0) t.warn = f.floor_warn;
+  t.unit = f.unit;
+  m.threshold = t;
+  return m;
+}
+
+NodeReport build_report(const SimNode& node, std::int64_t now,
+                        const std::vector<std::vector<double>>& values) {
+  NodeReport r;
+  r.node = node.name;
+  r.sku = "H100-SXM5-80GB";
+  r.run_id = node.name + "-" + std::to_string(now);
+  r.start_time = rfc3339_utc(now);
+  r.end_time = rfc3339_utc(now + 300);
+  const auto& models = figure_models();
+  for (std::size_t f = 0; f < models.size(); ++f) {
+    if (r.checks.empty() || r.checks.back().check != models[f].check) {
+      CheckResult c;
+      c.check = models[f].check;
+      c.duration_s = 30;
+      r.checks.push_back(c);
+    }
+    CheckResult& c = r.checks.back();
+    for (int u = 0; u < units_of(models[f]); ++u) {
+      c.measurements.push_back(measurement(models[f], values[f][u], u));
+      c.status = combine(c.status, c.measurements.back().status());
+    }
+  }
+  return r;
+}
+
+}  // namespace
+
+const FigureModel& fault_figure(FaultKind k) { return figure_models()[figure_index(k)]; }
+
+SimNode FleetModel::make_node(std::string name, std::optional<Fault> fault) {
+  SimNode n;
+  n.name = std::move(name);
+  n.fault = fault;
+  for (const FigureModel& f : figure_models()) {
+    std::vector<double> b;
+    for (int u = 0; u < units_of(f); ++u) b.push_back(1 + f.spread * normal());
+    n.bias.push_back(std::move(b));
+  }
+  return n;
+}
+
+double FleetModel::fault_factor(const SimNode& node, std::size_t figure, int unit,
+                                int cycle) const {
+  if (!node.fault || cycle < node.fault->onset) return 1;
+  const Fault& f = *node.fault;
+  if (figure_index(f.kind) != figure) return 1;
+  const bool single_gpu =
+      f.kind == FaultKind::kGemm || f.kind == FaultKind::kHbm || f.kind == FaultKind::kH2d;
+  if (single_gpu && unit != f.gpu) return 1;
+  return 1 - f.size;
+}
+
+double FleetModel::measure(const SimNode& node, std::size_t figure, int unit, int cycle) {
+  const FigureModel& f = figure_models()[figure];
+  return f.healthy * node.bias[figure][unit] * fault_factor(node, figure, unit, cycle) *
+         (1 + f.noise * normal());
+}
+
+Run FleetModel::run(const SimNode& node, int cycle, std::int64_t now, const DetectConfig& config) {
+  const auto& models = figure_models();
+  std::vector<std::vector<double>> values(models.size());
+  int instances = 0;
+  for (std::size_t f = 0; f < models.size(); ++f) {
+    for (int u = 0; u < units_of(models[f]); ++u) values[f].push_back(measure(node, f, u, cycle));
+    instances += units_of(models[f]);
+  }
+  Run out;
+  std::uniform_real_distribution<double> u01(0, 1);
+  if (u01(rng_) < dip_rate_) {  // one probe of one unit 8-12% low; a re-run does not repeat it
+    int pick = std::uniform_int_distribution<int>(0, instances - 1)(rng_);
+    std::size_t f = 0;
+    while (pick >= units_of(models[f])) pick -= units_of(models[f++]);
+    values[f][pick] *= 1 - (0.08 + 0.04 * u01(rng_));
+    out.dipped = true;
+  }
+  for (std::size_t f = 0; f < models.size(); ++f) {
+    const FigureModel& m = models[f];
+    const MetricSpec* spec = config.find_metric(m.check, m.measurement, m.unit);
+    if (!spec) continue;
+    const Margins& margins = config.margins_for(*spec);
+    for (int u = 0; u < units_of(m); ++u) {
+      // vigil-check repeats a unit that looks slow next to its peers or next to the SKU's
+      // typical figure (the second catches a node whose GPUs are all slow).
+      const bool suspicious = (m.per_gpu && is_suspicious(values[f], u, margins)) ||
+                              is_suspicious(values[f][u], m.healthy, margins);
+      if (!suspicious) continue;
+      out.repeats.push_back({m.check,
+                             m.measurement,
+                             m.per_gpu ? "gpu" + std::to_string(u) : "node",
+                             {measure(node, f, u, cycle), measure(node, f, u, cycle)}});
+    }
+  }
+  out.report = build_report(node, now, values);
+  return out;
+}
+
+}  // namespace vigil::detect::sim

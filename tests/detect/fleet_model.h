@@ -1,0 +1,90 @@
+#pragma once
+// The simulated fleet behind detect_fleet_sim: 8x H100 nodes whose performance figures have a
+// persistent per-unit spread (silicon, topology) and run-to-run noise, rare one-probe dips,
+// and injected fail-slow faults. Every figure and its source: docs/detection.md.
+#include <cstdint>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "vigil/detect/config.h"
+#include "vigil/report/report.h"
+
+namespace vigil::detect::sim {
+
+inline constexpr int kGpus = 8;
+
+// One simulated figure. Fractions are standard deviations relative to `healthy`.
+struct FigureModel {
+  const char* label;  // "gemm"
+  const char* check;
+  const char* measurement;
+  const char* unit;
+  double healthy;  // mean healthy figure of the SKU
+  double spread;   // persistent per-unit (per GPU; per node for node figures) deviation
+  double noise;    // run-to-run deviation
+  bool per_gpu;
+  double floor_fail;  // the SKU's absolute floor (checks/thresholds/h100-sxm5-80gb.yaml)
+  double floor_warn;  // 0 = none
+};
+
+// gemm, hbm, h2d, d2h, nvlink all_reduce, ib all_reduce.
+const std::vector<FigureModel>& figure_models();
+
+enum class FaultKind { kGemm, kHbm, kH2d, kNvlink, kIb, kGemmNode };
+inline constexpr FaultKind kFaultKinds[] = {FaultKind::kGemm, FaultKind::kHbm,
+                                            FaultKind::kH2d,  FaultKind::kNvlink,
+                                            FaultKind::kIb,   FaultKind::kGemmNode};
+const char* fault_label(FaultKind k);  // "GEMM 1 GPU", ...
+const FigureModel& fault_figure(FaultKind k);
+
+struct Fault {
+  FaultKind kind = FaultKind::kGemm;
+  double size = 0;  // fraction slower, e.g. 0.07
+  int onset = 0;    // first cycle it shows in; 0 = present from the node's first report
+  int gpu = 0;      // the slow GPU of single-GPU faults
+};
+
+struct SimNode {
+  std::string name;
+  std::vector<std::vector<double>> bias;  // [figure][unit]: persistent factor around 1
+  std::optional<Fault> fault;
+};
+
+// The repeats the checker took of one suspicious unit.
+struct Repeat {
+  std::string check;
+  std::string measurement;
+  std::string unit_id;
+  std::vector<double> values;
+};
+
+struct Run {
+  NodeReport report;
+  std::vector<Repeat> repeats;
+  bool dipped = false;  // a one-probe transient dip happened in this run
+};
+
+class FleetModel {
+ public:
+  FleetModel(std::uint64_t seed, double dip_rate) : rng_(seed), dip_rate_(dip_rate) {}
+
+  SimNode make_node(std::string name, std::optional<Fault> fault);
+  // One vigil-check run on `node` in `cycle` at `now`: figures with noise, fault and maybe a
+  // dip; suspicious units (vigil::detect::is_suspicious with `margins`) measured twice more.
+  Run run(const SimNode& node, int cycle, std::int64_t now, const DetectConfig& config);
+
+  std::mt19937_64& rng() { return rng_; }
+
+ private:
+  double normal() { return gauss_(rng_); }
+  double fault_factor(const SimNode& node, std::size_t figure, int unit, int cycle) const;
+  double measure(const SimNode& node, std::size_t figure, int unit, int cycle);
+
+  std::mt19937_64 rng_;
+  std::normal_distribution<double> gauss_{0.0, 1.0};
+  double dip_rate_;
+};
+
+}  // namespace vigil::detect::sim

@@ -1,0 +1,391 @@
+// detect_fleet_sim: a fleet of 8x H100 nodes, hourly vigil-check runs, injected fail-slow faults,
+// every report through the real codec (to_json -> text -> parse_node_report) and the real
+// engine, and the drainer's rule (a confirmed fail drains after one report, an unconfirmed one
+// after two in a row). Prints the table recorded in docs/detection.md.
+//   detect_fleet_sim [--seed N] [--nodes N] [--episodes N] [--cycles N] [--onset N]
+//                    [--faulty-share F --warn F --fail F --cross-scale X]   (tuning)
+//                    [--check-goals]   (exit 1 when a goal is missed; default: report only)
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "fleet_model.h"
+#include "vigil/detect/detect.h"
+
+namespace vigil::detect::sim {
+namespace {
+
+constexpr double kSizes[] = {0.05, 0.07, 0.10, 0.15, 0.20, 0.30, 0.50};
+constexpr int kSizeCount = 7;
+constexpr int kKindCount = 6;
+constexpr std::int64_t kT0 = 1'795'000'000;
+
+struct Options {
+  std::uint64_t seed = 20261123;
+  int nodes = 1000;
+  int episodes = 40;
+  int cycles = 12;
+  int onset = 6;               // cycle in which faults "after history" appear
+  double faulty_share = 0.20;  // of the nodes of an episode
+  double dip_rate = 0.005;     // of node-cycles: one probe 8-12% low, not repeated on re-run
+  int timing_reports = 10000;
+  double warn = 0, fail = 0;  // > 0: override every kind's margins (for tuning)
+  double cross_scale = 0;     // > 0: override DetectConfig::cross_margin_scale
+  bool check_goals = false;   // exit 1 when a goal is missed
+};
+
+struct Cell {  // one fault kind, size and timing
+  int n = 0, first = 0, two = 0, ever = 0, warned = 0, warned_not_drained = 0;
+};
+
+struct Totals {
+  Cell cells[kKindCount][kSizeCount][2];  // [kind][size][0 after history, 1 from first report]
+  long healthy_node_cycles = 0, false_drains = 0, misattributed = 0, healthy_warn_cycles = 0;
+  long dips = 0, dip_drains = 0, healthy_nodes = 0, healthy_nodes_drained = 0;
+  long drained_before_onset = 0;
+  std::vector<std::string> texts;  // the first timing_reports report texts, for the timing
+  std::vector<std::int64_t> nows;
+};
+
+struct Track {
+  std::map<std::string, int> fails_in_row;
+  bool drained = false, warned = false, right_check = false;
+  int drain_cycle = -1;
+};
+
+// The drainer's rule on one report's verdicts: the checks that drain the node (a reason lists
+// them all); empty when the node stays.
+std::vector<std::string> drain_checks(const ReportVerdicts& rv, Track& t) {
+  std::vector<std::string> drained;
+  for (const Verdict& v : rv.worst_by_check) {
+    int& row = t.fails_in_row[v.check];
+    row = v.status == Status::kFail ? row + 1 : 0;
+    if (v.status == Status::kFail && (v.confirmed || row >= 2)) drained.push_back(v.check);
+  }
+  return drained;
+}
+
+std::vector<SimNode> make_nodes(FleetModel& model, const Options& o, int episode) {
+  std::vector<SimNode> nodes;
+  const int faulty = static_cast<int>(o.nodes * o.faulty_share);
+  const int cells = kKindCount * kSizeCount * 2;
+  for (int i = 0; i < o.nodes; ++i) {
+    std::optional<Fault> fault;
+    if (i < faulty) {
+      const int c = (i + episode * faulty) % cells;  // cells take turns across episodes
+      Fault f;
+      f.kind = kFaultKinds[c / (kSizeCount * 2)];
+      f.size = kSizes[(c / 2) % kSizeCount];
+      f.onset = c % 2 == 0 ? o.onset : 0;
+      f.gpu = static_cast<int>(model.rng()() % kGpus);
+      fault = f;
+    }
+    nodes.push_back(
+        model.make_node("e" + std::to_string(episode) + "-n" + std::to_string(i), fault));
+  }
+  return nodes;
+}
+
+ReportVerdicts judge_through_codec(Engine& engine, const Run& run, std::int64_t now, Totals& totals,
+                                   const Options& o) {
+  const std::string text = to_json(run.report).dump();
+  if (static_cast<int>(totals.texts.size()) < o.timing_reports) {
+    totals.texts.push_back(text);
+    totals.nows.push_back(now);
+  }
+  auto parsed = parse_node_report(std::string_view(text));
+  if (!parsed) {
+    std::fprintf(stderr, "report codec rejected a simulated report: %s\n", parsed.error.c_str());
+    std::exit(2);
+  }
+  std::vector<Sample> samples = samples_from_report(*parsed.value, engine.config());
+  for (const Repeat& r : run.repeats) {
+    attach_repeats(samples, r.check, r.measurement, r.unit_id, r.values);
+  }
+  auto rv = engine.judge(samples, now);
+  if (!rv.ok()) {
+    std::fprintf(stderr, "judge failed: %s\n", rv.error().to_string().c_str());
+    std::exit(2);
+  }
+  return std::move(*rv);
+}
+
+void account(const SimNode& node, Track& t, int cycle, const ReportVerdicts& rv,
+             const std::vector<std::string>& drained, bool dipped, Totals& totals) {
+  const bool active = node.fault && cycle >= node.fault->onset;
+  const std::string fault_check = node.fault ? fault_figure(node.fault->kind).check : "";
+  const bool names_fault = std::find(drained.begin(), drained.end(), fault_check) != drained.end();
+  if (!active) {
+    ++totals.healthy_node_cycles;
+    if (rv.worst() != Status::kPass) ++totals.healthy_warn_cycles;
+    if (dipped) ++totals.dips;
+    if (!drained.empty()) ++totals.false_drains, totals.dip_drains += dipped;
+  } else {
+    const Verdict* v = rv.worst_for(fault_check);
+    if (v && v->status != Status::kPass) t.warned = true;
+    if (!drained.empty() && !names_fault) ++totals.misattributed;
+  }
+  if (!drained.empty()) {
+    t.drained = true;
+    t.drain_cycle = cycle;
+    t.right_check = active && names_fault;
+  }
+}
+
+void record_cells(const std::vector<SimNode>& nodes, const std::vector<Track>& tracks,
+                  Totals& totals) {
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    const Track& t = tracks[i];
+    if (!nodes[i].fault) {
+      ++totals.healthy_nodes;
+      totals.healthy_nodes_drained += t.drained;
+      continue;
+    }
+    const Fault& f = *nodes[i].fault;
+    if (t.drained && t.drain_cycle < f.onset) {  // a false drain before the fault appeared:
+      ++totals.drained_before_onset;             // counted there, not in the fault's cell
+      continue;
+    }
+    const int kind = static_cast<int>(f.kind);
+    const int size = static_cast<int>(std::find(std::begin(kSizes), std::end(kSizes), f.size) -
+                                      std::begin(kSizes));
+    Cell& c = totals.cells[kind][size][f.onset == 0 ? 1 : 0];
+    const bool caught = t.drained && t.right_check;
+    ++c.n;
+    c.first += caught && t.drain_cycle == f.onset;
+    c.two += caught && t.drain_cycle <= f.onset + 1;
+    c.ever += caught;
+    c.warned += t.warned;
+    c.warned_not_drained += t.warned && !t.drained;
+  }
+}
+
+void run_episode(const Options& o, const DetectConfig& config, int episode, Totals& totals) {
+  FleetModel model(o.seed + static_cast<std::uint64_t>(episode) * 7919, o.dip_rate);
+  Engine engine(config);
+  std::vector<SimNode> nodes = make_nodes(model, o, episode);
+  std::vector<Track> tracks(nodes.size());
+  std::vector<std::size_t> order(nodes.size());
+  std::iota(order.begin(), order.end(), 0);
+  for (int cycle = 0; cycle < o.cycles; ++cycle) {
+    std::shuffle(order.begin(), order.end(), model.rng());  // reports arrive in any order
+    for (std::size_t i : order) {
+      if (tracks[i].drained) continue;  // a drained node is out until repaired
+      const std::int64_t now = kT0 + cycle * 3600 + static_cast<std::int64_t>(i % 600);
+      const Run run = model.run(nodes[i], cycle, now, config);
+      const ReportVerdicts rv = judge_through_codec(engine, run, now, totals, o);
+      const std::vector<std::string> drained = drain_checks(rv, tracks[i]);
+      account(nodes[i], tracks[i], cycle, rv, drained, run.dipped, totals);
+    }
+  }
+  record_cells(nodes, tracks, totals);
+}
+
+double pct(long num, long den) { return den ? 100.0 * num / den : 0; }
+
+void print_model() {
+  std::printf("| figure | healthy | per-unit spread | run-to-run noise | floor (fail) |\n");
+  std::printf("|---|---|---|---|---|\n");
+  for (const FigureModel& f : figure_models()) {
+    std::printf("| %s/%s (%s) | %g %s | %.1f%% | %.1f%% | %g |\n", f.check, f.measurement,
+                f.per_gpu ? "per GPU" : "per node", f.healthy, f.unit, 100 * f.spread,
+                100 * f.noise, f.floor_fail);
+  }
+}
+
+void print_cells(const Totals& t) {
+  std::printf(
+      "\n| fault | size | n | drained 1st cycle | within 2 | ever | warn, not drained "
+      "| born: n | born: drained 1st | born: ever | born: warn, not drained |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
+  for (int k = 0; k < kKindCount; ++k) {
+    for (int s = 0; s < kSizeCount; ++s) {
+      const Cell& a = t.cells[k][s][0];
+      const Cell& b = t.cells[k][s][1];
+      std::printf(
+          "| %s | %.0f%% | %d | %.1f%% | %.1f%% | %.1f%% | %.1f%% | %d | %.1f%% | %.1f%% "
+          "| %.1f%% |\n",
+          fault_label(kFaultKinds[k]), 100 * kSizes[s], a.n, pct(a.first, a.n), pct(a.two, a.n),
+          pct(a.ever, a.n), pct(a.warned_not_drained, a.n), b.n, pct(b.first, b.n),
+          pct(b.ever, b.n), pct(b.warned_not_drained, b.n));
+    }
+  }
+}
+
+// Parse 10,000 report texts, then judge the parsed reports in a fresh engine: both on this
+// thread, one after the other, in the same run.
+std::pair<double, double> time_judge_vs_parse(const Totals& t, const DetectConfig& config) {
+  using clock = std::chrono::steady_clock;
+  std::vector<NodeReport> reports;
+  reports.reserve(t.texts.size());
+  const auto p0 = clock::now();
+  for (const std::string& text : t.texts)
+    reports.push_back(*parse_node_report(std::string_view(text)).value);
+  const auto p1 = clock::now();
+  Engine engine(config);
+  std::size_t verdicts = 0;
+  const auto j0 = clock::now();
+  for (std::size_t i = 0; i < reports.size(); ++i) {
+    verdicts += engine.judge(reports[i], t.nows[i])->verdicts.size();
+  }
+  const auto j1 = clock::now();
+  if (verdicts == 0) std::printf("(no verdicts?)\n");
+  return {std::chrono::duration<double>(p1 - p0).count(),
+          std::chrono::duration<double>(j1 - j0).count()};
+}
+
+// The worst cell of `kind` over sizes in [lo, hi] of share(cell)/n, and where it is.
+double worst_share(const Totals& t, int timing, double lo, double hi, int Cell::*field,
+                   std::string& where) {
+  double worst = 101;
+  for (int k = 0; k < kKindCount; ++k) {
+    for (int s = 0; s < kSizeCount; ++s) {
+      const Cell& c = t.cells[k][s][timing];
+      if (kSizes[s] < lo - 1e-9 || kSizes[s] > hi + 1e-9 || c.n == 0) continue;
+      const double share = pct(c.*field, c.n);
+      if (share < worst) {
+        worst = share;
+        where = std::string(fault_label(kFaultKinds[k])) + " " +
+                std::to_string(static_cast<int>(100 * kSizes[s] + 0.5)) + "%";
+      }
+    }
+  }
+  return worst;
+}
+
+int print_goals(const Totals& t, double judge_s) {
+  int missed = 0;
+  auto goal = [&](const char* what, double value, bool ok, const std::string& where) {
+    std::printf("- %s: %.2f%s%s -> %s\n", what, value,
+                where.empty() ? "" : " (worst: ", where.empty() ? "" : (where + ")").c_str(),
+                ok ? "met" : "MISSED");
+    missed += !ok;
+  };
+  std::string w;
+  double v = worst_share(t, 0, 0.10, 0.50, &Cell::first, w);
+  goal(">= 99% of >= 10% faults drained in the first cycle after onset, every kind (%)", v, v >= 99,
+       w);
+  v = worst_share(t, 0, 0.07, 0.07, &Cell::two, w);
+  goal(">= 90% of 7% faults drained within two cycles, every kind (%)", v, v >= 90, w);
+  v = worst_share(t, 1, 0.15, 0.50, &Cell::ever, w);
+  goal(">= 95% of nodes born >= 15% slow drained, every kind (%)", v, v >= 95, w);
+  v = pct(t.false_drains, t.healthy_node_cycles);
+  goal("false drains <= 0.1% of healthy node-cycles (%)", v, v <= 0.1, "");
+  v = worst_share(t, 0, 0.05, 0.05, &Cell::warned_not_drained, w);
+  goal(">= 80% of 5% faults flagged warn and not drained, every kind (%)", v, v >= 80, w);
+  goal("judging 10,000 reports < 1 s (s)", judge_s, judge_s < 1, "");
+  return missed;
+}
+
+Options parse_args(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--check-goals") {
+      o.check_goals = true;
+      continue;
+    }
+    const char* next = i + 1 < argc ? argv[i + 1] : nullptr;
+    if (!next) {
+      std::fprintf(stderr, "%s needs a value\n", a.c_str());
+      std::exit(2);
+    }
+    if (a == "--seed") {
+      o.seed = std::strtoull(next, nullptr, 10);
+    } else if (a == "--nodes") {
+      o.nodes = std::atoi(next);
+    } else if (a == "--episodes") {
+      o.episodes = std::atoi(next);
+    } else if (a == "--cycles") {
+      o.cycles = std::atoi(next);
+    } else if (a == "--onset") {
+      o.onset = std::atoi(next);
+    } else if (a == "--faulty-share") {
+      o.faulty_share = std::atof(next);
+    } else if (a == "--warn") {
+      o.warn = std::atof(next);
+    } else if (a == "--fail") {
+      o.fail = std::atof(next);
+    } else if (a == "--cross-scale") {
+      o.cross_scale = std::atof(next);
+    } else {
+      std::fprintf(stderr,
+                   "unknown flag %s (flags: --seed --nodes --episodes --cycles --onset "
+                   "--faulty-share --warn --fail --cross-scale --check-goals)\n",
+                   a.c_str());
+      std::exit(2);
+    }
+    ++i;
+  }
+  if (o.nodes < 100 || o.episodes < 1 || o.onset < 4 || o.cycles < o.onset + 2 ||
+      o.faulty_share < 0 || o.faulty_share > 0.5) {
+    std::fprintf(stderr,
+                 "need --nodes >= 100, --episodes >= 1, --onset >= 4, --cycles >= onset+2, "
+                 "--faulty-share in [0, 0.5]\n");
+    std::exit(2);
+  }
+  return o;
+}
+
+}  // namespace
+}  // namespace vigil::detect::sim
+
+int main(int argc, char** argv) {
+  using namespace vigil::detect;
+  using namespace vigil::detect::sim;
+  const Options o = parse_args(argc, argv);
+  DetectConfig config = DetectConfig::defaults();
+  for (auto& [kind, m] : config.margins) {
+    if (o.warn > 0) m.warn = o.warn;
+    if (o.fail > 0) m.fail = o.fail;
+  }
+  if (o.cross_scale > 0) config.cross_margin_scale = o.cross_scale;
+  if (const auto errors = config.validate(); !errors.empty()) {
+    std::fprintf(stderr, "invalid margins: %s\n", errors.front().c_str());
+    return 2;
+  }
+  std::printf(
+      "detect_fleet_sim: seed %llu, %d nodes x %d GPUs, %d hourly cycles, %d episodes, "
+      "%.0f%% of nodes faulty, faults after history from cycle %d, dips %.1f%% of "
+      "node-cycles\n\n",
+      static_cast<unsigned long long>(o.seed), o.nodes, kGpus, o.cycles, o.episodes,
+      100 * o.faulty_share, o.onset, 100 * o.dip_rate);
+  std::printf("margins (warn/fail):");
+  for (const auto& [kind, m] : config.margins)
+    std::printf(" %s %.3f/%.3f", kind.c_str(), m.warn, m.fail);
+  std::printf("; peer_spread_k %.1f, fleet_spread_k %.1f, min_fleet %d, window %d\n\n",
+              config.peer_spread_k, config.fleet_spread_k, config.min_fleet, config.history_window);
+  print_model();
+  Totals totals;
+  for (int e = 0; e < o.episodes; ++e) {
+    run_episode(o, config, e, totals);
+    std::fprintf(stderr, "\repisode %d/%d", e + 1, o.episodes);
+  }
+  std::fprintf(stderr, "\n");
+  print_cells(totals);
+  std::printf(
+      "\nhealthy node-cycles %ld: false drains %ld (%.4f%%), of them after a dip %ld; "
+      "healthy nodes ever drained %ld of %ld (%.3f%%); node-cycles with a warn %.2f%%; "
+      "dips %ld; drains of a faulty node not naming its check %ld; faulty nodes drained "
+      "before their fault appeared (left out of the table) %ld\n",
+      totals.healthy_node_cycles, totals.false_drains,
+      pct(totals.false_drains, totals.healthy_node_cycles), totals.dip_drains,
+      totals.healthy_nodes_drained, totals.healthy_nodes,
+      pct(totals.healthy_nodes_drained, totals.healthy_nodes),
+      pct(totals.healthy_warn_cycles, totals.healthy_node_cycles), totals.dips,
+      totals.misattributed, totals.drained_before_onset);
+  const auto [parse_s, judge_s] = time_judge_vs_parse(totals, config);
+  std::printf(
+      "timing, one thread: parse %zu report texts %.3f s; judge them %.3f s "
+      "(%.2fx the parse time)\n\n",
+      totals.texts.size(), parse_s, judge_s, judge_s / parse_s);
+  const int missed = print_goals(totals, judge_s);
+  return o.check_goals && missed > 0 ? 1 : 0;
+}
