@@ -4,6 +4,7 @@
 # its JSON/text with vigil::ncclbench (MPI-free, CUDA-free: vigil-check needs no libmpi/libnccl).
 set(vigil_allreduce_check_sources
   ${CMAKE_CURRENT_LIST_DIR}/allreduce_launch.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/allreduce_repeats.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nccl_allreduce.cpp
   ${CMAKE_CURRENT_LIST_DIR}/host_allreduce.cpp
   ${CMAKE_CURRENT_LIST_DIR}/fabric_allreduce.cpp

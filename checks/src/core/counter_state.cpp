@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -49,8 +50,20 @@ CounterState::CounterState(std::string state_dir, std::string_view check, std::s
     for (const auto& [key, value] : j.at("counters").items()) {
       previous_[key] = value.get<std::uint64_t>();
     }
+    if (j.contains("figures")) {
+      for (const auto& [key, values] : j["figures"].items()) {
+        auto figures = values.get<std::vector<double>>();
+        for (double v : figures) {
+          if (!std::isfinite(v) || v < 0) {
+            throw nlohmann::json::other_error::create(501, "figure not finite and >= 0", &j);
+          }
+        }
+        figures_[key] = std::move(figures);
+      }
+    }
   } catch (const nlohmann::json::exception&) {
     previous_.clear();
+    figures_.clear();
     previous_time_.reset();
     load_problem_ = "previous state malformed";
   }
@@ -72,6 +85,20 @@ std::optional<std::int64_t> CounterState::seconds_since_previous() const {
   return now_unix() - *previous_time_;
 }
 
+const std::vector<double>& CounterState::recent_figures(const std::string& key) const {
+  static const std::vector<double> kNone;
+  auto it = figures_.find(key);
+  return it == figures_.end() ? kNone : it->second;
+}
+
+void CounterState::remember_figure(const std::string& key, double value, std::size_t keep) {
+  std::vector<double>& figures = figures_[key];
+  figures.push_back(value);
+  if (figures.size() > keep) {
+    figures.erase(figures.begin(), figures.end() - static_cast<std::ptrdiff_t>(keep));
+  }
+}
+
 VoidResult CounterState::save() const {
   if (dir_.empty()) return ok_result();
   std::error_code ec;
@@ -84,6 +111,7 @@ VoidResult CounterState::save() const {
   j["counters"] = nlohmann::json::object();
   for (const auto& [key, value] : previous_) j["counters"][key] = value;
   for (const auto& [key, value] : current_) j["counters"][key] = value;
+  if (!figures_.empty()) j["figures"] = figures_;
   const std::string tmp = path_ + ".tmp." + std::to_string(::getpid());
   {
     std::ofstream out(tmp, std::ios::trunc);

@@ -3,11 +3,14 @@
 // error counters), kept as JSON in <state_dir>/<check>.<node>.json so a check reports what
 // changed since its last run instead of totals accumulated since the driver loaded. One file
 // per node: several simulated nodes may share a state dir on one host (demo, tests).
+// The same file keeps a check's recent healthy figures (all_reduce busbw), the node's own
+// expectation when it decides whether to repeat a run (docs/detection.md).
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "vigil/base/result.h"
 
@@ -35,6 +38,11 @@ class CounterState {
   std::optional<std::int64_t> seconds_since_previous() const;
   // Non-empty when the previous file existed but could not be used.
   const std::string& load_problem() const { return load_problem_; }
+  // The recent figures remembered under `key`, oldest first (empty on a first run).
+  const std::vector<double>& recent_figures(const std::string& key) const;
+  // Appends `value` to the figures of `key`, keeping the latest `keep` (saved by save()).
+  void remember_figure(const std::string& key, double value, std::size_t keep);
+
   // Writes the current readings atomically (temp file + rename). Keys read last time but not
   // this time (a port that could not be read) keep their previous value.
   VoidResult save() const;
@@ -45,6 +53,7 @@ class CounterState {
   std::string check_;
   std::map<std::string, std::uint64_t> previous_;
   std::map<std::string, std::uint64_t> current_;
+  std::map<std::string, std::vector<double>> figures_;
   std::optional<std::int64_t> previous_time_;
   int baselines_ = 0;
   std::string load_problem_;

@@ -15,6 +15,7 @@
 #include "allreduce/allreduce_launch.h"
 #include "check_factories.h"
 #include "scoped_env.h"
+#include "temp_dir.h"
 #include "vigil/checks/check.h"
 #include "vigil/checks/gpu_probe.h"
 #include "vigil/checks/registry.h"
@@ -219,8 +220,7 @@ TEST(AllreduceChecks, nccl_checks_need_a_gpu_runtime_and_host_check_needs_none) 
   EXPECT_TRUE(vigil::make_host_allreduce_check()->applies(ctx).yes);
   ctx.has_gpu_runtime = true;
   EXPECT_FALSE(vigil::make_host_allreduce_check()->applies(ctx).yes);
-  EXPECT_EQ(vigil::make_nccl_allreduce_nvlink_check()->applies(ctx).yes,
-            vigil::cuda_built_in());
+  EXPECT_EQ(vigil::make_nccl_allreduce_nvlink_check()->applies(ctx).yes, vigil::cuda_built_in());
   // IB loopback also needs InfiniBand devices under the sysfs root.
   ctx.sysfs_root = "/nonexistent";
   EXPECT_FALSE(vigil::make_nccl_allreduce_ib_check()->applies(ctx).yes);
@@ -401,4 +401,118 @@ TEST(AllreduceChecks, fabric_check_on_nccl_refuses_busy_local_gpus_and_on_host_d
   auto r = vigil::fabric_checks().front()->run(ctx);
   EXPECT_EQ(r.fault_code, "VIGIL-FABRIC-BUSBW") << r.message;
   EXPECT_TRUE(recorder.launched());
+}
+
+// ---- confirmation inside the job (docs/detection.md): repeats of a suspicious busbw ----------
+
+namespace {
+
+const std::string kFast = kLogs + "01-dgx2-v100x12-old-format-allreduce.txt";  // 42.56
+const std::string kSlow =
+    kLogs + "10-gh200x2-2node-slingshot-v2.18.2-unalign-header-healthy.txt";  // 15.00
+
+struct StateDir {
+  vigil::testing::TempDir dir;
+  std::string file() const { return dir.path() + "/nccl_allreduce_nvlink.gpu-0.json"; }
+  void write_recent(const std::vector<double>& figures) const {
+    nlohmann::json j = {{"schema_version", 1},
+                        {"check", "nccl_allreduce_nvlink"},
+                        {"counters", nlohmann::json::object()},
+                        {"figures", {{"busbw", figures}}}};
+    std::ofstream(file()) << j.dump();
+  }
+  std::vector<double> recent() const {
+    std::ifstream in(file());
+    if (!in) return {};
+    return nlohmann::json::parse(in)["figures"]["busbw"].get<std::vector<double>>();
+  }
+  int calls() const {
+    std::ifstream in(dir.path() + "/calls");
+    int n = 0;
+    in >> n;
+    return n;
+  }
+};
+
+vigil::CheckResult run_sequence(const StateDir& s, const std::string& logs,
+                                const vigil::SkuConfig* sku = nullptr) {
+  ScopedEnv mode("FAKE_PERF_MODE", "logs:" + logs);
+  ScopedEnv calls("FAKE_PERF_CALLS", s.dir.path() + "/calls");
+  auto ctx = site_ctx();
+  ctx.sku = sku;
+  ctx.state_dir = s.dir.path();
+  return vigil::make_nccl_allreduce_nvlink_check()->run(ctx);
+}
+
+}  // namespace
+
+TEST(AllreduceRepeats, a_figure_far_below_the_nodes_own_recent_runs_is_run_twice_more) {
+  StateDir s;
+  s.write_recent({42.0, 42.5, 42.7});
+  auto r = run_sequence(s, kSlow);
+  const auto* m = busbw_of(r);
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(s.calls(), 3);
+  EXPECT_EQ(m->repeats, (std::vector<double>{14.9966, 14.9966}));
+  EXPECT_NE(r.message.find("repeated: 15.00, 15.00 GB/s"), std::string::npos) << r.message;
+  EXPECT_EQ(s.recent(), (std::vector<double>{42.0, 42.5, 42.7}))
+      << "a figure 65% below the node's own runs must not become its expectation";
+}
+
+TEST(AllreduceRepeats, a_transient_dip_is_repeated_and_the_repeats_are_healthy) {
+  StateDir s;
+  s.write_recent({42.0, 42.5, 42.7});
+  auto r = run_sequence(s, kSlow + "," + kFast);
+  ASSERT_NE(busbw_of(r), nullptr);
+  EXPECT_DOUBLE_EQ(busbw_of(r)->value, 14.9966);
+  EXPECT_EQ(busbw_of(r)->repeats, (std::vector<double>{42.5578, 42.5578}));
+  // The judged figure (median of the three) is healthy: it joins the node's recent figures.
+  EXPECT_EQ(s.recent(), (std::vector<double>{42.0, 42.5, 42.7, 42.5578}));
+}
+
+TEST(AllreduceRepeats, a_figure_like_the_recent_runs_is_not_repeated_and_is_remembered) {
+  StateDir s;
+  s.write_recent({42.0, 42.5, 42.7});
+  auto r = run_sequence(s, kFast);
+  EXPECT_EQ(s.calls(), 1);
+  EXPECT_TRUE(busbw_of(r)->repeats.empty());
+  EXPECT_EQ(s.recent(), (std::vector<double>{42.0, 42.5, 42.7, 42.5578}));
+}
+
+TEST(AllreduceRepeats, without_three_recent_runs_only_a_figure_past_its_sku_bound_is_repeated) {
+  StateDir s;
+  s.write_recent({42.0, 42.5});
+  auto unknown_sku = run_sequence(s, kSlow);
+  EXPECT_EQ(s.calls(), 1) << "no expectation yet: nothing to be suspicious of";
+  EXPECT_TRUE(busbw_of(unknown_sku)->repeats.empty());
+
+  StateDir bound;
+  auto sku = sku_with_busbw("nccl_allreduce_nvlink", 20);
+  auto r = run_sequence(bound, kSlow, &sku);
+  EXPECT_EQ(r.status, vigil::Status::kFail);
+  EXPECT_EQ(bound.calls(), 3);
+  EXPECT_EQ(busbw_of(r)->repeats.size(), 2u);
+  EXPECT_TRUE(bound.recent().empty()) << "a failing figure is never remembered";
+}
+
+TEST(AllreduceRepeats, the_node_keeps_only_its_latest_eight_figures) {
+  StateDir s;
+  s.write_recent({42.1, 42.2, 42.3, 42.4, 42.5, 42.6, 42.7, 42.8});
+  run_sequence(s, kFast);
+  EXPECT_EQ(s.recent(), (std::vector<double>{42.2, 42.3, 42.4, 42.5, 42.6, 42.7, 42.8, 42.5578}));
+}
+
+TEST(AllreduceRepeats, wrong_results_are_not_repeated) {
+  StateDir s;
+  auto r = run_sequence(s, kLogs + "02-dgx2-v100x12-old-format-allgather-FAILED.txt");
+  EXPECT_EQ(r.fault_code, "VIGIL-NCCL-WRONG-RESULTS");
+  EXPECT_EQ(s.calls(), 1);
+}
+
+TEST(AllreduceRepeats, a_malformed_recent_figure_is_ignored_like_a_first_run) {
+  StateDir s;
+  std::ofstream(s.file()) << R"({"schema_version":1,"counters":{},"figures":{"busbw":[42,-1,42]}})";
+  auto r = run_sequence(s, kSlow);
+  EXPECT_EQ(s.calls(), 1) << r.message;
+  EXPECT_EQ(s.recent(), (std::vector<double>{14.9966}));
 }
