@@ -1,5 +1,8 @@
 #include "fleet_model.h"
 
+#include "allreduce/allreduce_repeats.h"
+#include "cuda/probe_math.h"
+#include "cuda/probe_result.h"
 #include "vigil/base/time.h"
 #include "vigil/detect/detect.h"
 
@@ -74,7 +77,7 @@ Measurement measurement(const FigureModel& f, double value, int unit) {
 }
 
 NodeReport build_report(const SimNode& node, std::int64_t now,
-                        const std::vector<std::vector<double>>& values) {
+                        const std::vector<std::vector<double>>& values, bool ecc_error) {
   NodeReport r;
   r.node = node.name;
   r.sku = "H100-SXM5-80GB";
@@ -95,6 +98,26 @@ NodeReport build_report(const SimNode& node, std::int64_t now,
       c.status = combine(c.status, c.measurements.back().status());
     }
   }
+  // The fatal check every report carries (DCGM: any volatile double-bit error fails).
+  CheckResult ecc;
+  ecc.check = "nvml_ecc";
+  Measurement m;
+  m.name = "volatile_uncorrected_ecc";
+  m.value = ecc_error ? 1 : 0;
+  m.unit = "count";
+  m.gpu = 0;
+  Threshold t;
+  t.op = Op::kLe;
+  t.fail = 0;
+  t.unit = "count";
+  m.threshold = t;
+  ecc.measurements.push_back(m);
+  ecc.status = m.status();
+  if (ecc_error) {
+    ecc.message = "gpu0 volatile_uncorrected_ecc 1>0";
+    ecc.fault_code = "VIGIL-NVML-ECC-UNCORRECTABLE";
+  }
+  r.checks.push_back(ecc);
   return r;
 }
 
@@ -111,6 +134,7 @@ SimNode FleetModel::make_node(std::string name, std::optional<Fault> fault) {
     for (int u = 0; u < units_of(f); ++u) b.push_back(1 + f.spread * normal());
     n.bias.push_back(std::move(b));
   }
+  n.recent.resize(figure_models().size());
   return n;
 }
 
@@ -131,7 +155,7 @@ double FleetModel::measure(const SimNode& node, std::size_t figure, int unit, in
          (1 + f.noise * normal());
 }
 
-Run FleetModel::run(const SimNode& node, int cycle, std::int64_t now, const DetectConfig& config) {
+Run FleetModel::run(SimNode& node, int cycle, std::int64_t now, const DetectConfig& config) {
   const auto& models = figure_models();
   std::vector<std::vector<double>> values(models.size());
   int instances = 0;
@@ -148,24 +172,40 @@ Run FleetModel::run(const SimNode& node, int cycle, std::int64_t now, const Dete
     values[f][pick] *= 1 - (0.08 + 0.04 * u01(rng_));
     out.dipped = true;
   }
-  for (std::size_t f = 0; f < models.size(); ++f) {
-    const FigureModel& m = models[f];
-    const MetricSpec* spec = config.find_metric(m.check, m.measurement, m.unit);
-    if (!spec) continue;
-    const Margins& margins = config.margins_for(*spec);
-    for (int u = 0; u < units_of(m); ++u) {
-      // vigil-check repeats a unit that looks slow next to its peers or next to the SKU's
-      // typical figure (the second catches a node whose GPUs are all slow).
-      const bool suspicious = (m.per_gpu && is_suspicious(values[f], u, margins)) ||
-                              is_suspicious(values[f][u], m.healthy, margins);
-      if (!suspicious) continue;
-      out.repeats.push_back({m.check,
-                             m.measurement,
-                             m.per_gpu ? "gpu" + std::to_string(u) : "node",
-                             {measure(node, f, u, cycle), measure(node, f, u, cycle)}});
+  out.report = build_report(node, now, values, node.fatal_onset && cycle >= *node.fatal_onset);
+  for (const CheckResult& c : out.report.checks) {
+    if (c.check == "nvml_ecc") continue;  // a count, not a performance figure
+    if (!c.measurements.empty() && c.measurements.front().gpu) {
+      // A CUDA probe: the GPUs that look slow next to their peers, within the probe's budget.
+      for (const auto& [gpu, times] : cuda_probe::plan_repeats(c, config)) {
+        for (std::size_t f = 0; f < models.size(); ++f) {
+          if (std::string_view(models[f].check) != c.check) continue;
+          Repeat rep{c.check, models[f].measurement, "gpu" + std::to_string(gpu), {}};
+          for (int k = 0; k < times; ++k) rep.values.push_back(measure(node, f, gpu, cycle));
+          out.repeats.push_back(std::move(rep));
+        }
+      }
+      continue;
+    }
+    // An all_reduce: compared with the node's recent figures and its SKU bound.
+    std::size_t f = 0;
+    while (std::string_view(models[f].check) != c.check) ++f;
+    std::vector<double>& recent = node.recent[f];
+    CheckResult judged = c;
+    const int times = plan_allreduce_repeats(judged, recent, config);
+    for (int k = 0; k < times; ++k)
+      judged.measurements.front().repeats.push_back(measure(node, f, 0, cycle));
+    if (times > 0)
+      out.repeats.push_back(
+          {c.check, models[f].measurement, "node", judged.measurements.front().repeats});
+    if (learn_allreduce_figure(judged, recent, config)) {
+      std::vector<double> all = judged.measurements.front().repeats;
+      all.push_back(judged.measurements.front().value);
+      recent.push_back(cuda_probe::median(std::move(all)));
+      if (recent.size() > static_cast<std::size_t>(config.history_window))
+        recent.erase(recent.begin());
     }
   }
-  out.report = build_report(node, now, values);
   return out;
 }
 

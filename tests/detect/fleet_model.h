@@ -50,6 +50,11 @@ struct SimNode {
   std::string name;
   std::vector<std::vector<double>> bias;  // [figure][unit]: persistent factor around 1
   std::optional<Fault> fault;
+  // A fatal fault (a volatile uncorrectable ECC error in nvml_ecc) from this cycle on.
+  std::optional<int> fatal_onset;
+  // [figure]: the node's recent healthy all_reduce figures, as vigil-check keeps them in its
+  // state file (empty for per-GPU figures).
+  std::vector<std::vector<double>> recent;
 };
 
 // The repeats the checker took of one suspicious unit.
@@ -72,8 +77,10 @@ class FleetModel {
 
   SimNode make_node(std::string name, std::optional<Fault> fault);
   // One vigil-check run on `node` in `cycle` at `now`: figures with noise, fault and maybe a
-  // dip; suspicious units (vigil::detect::is_suspicious with `margins`) measured twice more.
-  Run run(const SimNode& node, int cycle, std::int64_t now, const DetectConfig& config);
+  // dip; suspicious units measured again as vigil-check decides it, with its own functions
+  // (cuda_probe::plan_repeats for per-GPU figures, plan_allreduce_repeats against the node's
+  // recent figures for all_reduce, which then learns them as vigil-check does).
+  Run run(SimNode& node, int cycle, std::int64_t now, const DetectConfig& config);
 
   std::mt19937_64& rng() { return rng_; }
 

@@ -1,7 +1,8 @@
-// detect_fleet_sim: a fleet of 8x H100 nodes, hourly vigil-check runs, injected fail-slow faults,
-// every report through the real codec (to_json -> text -> parse_node_report) and the real
-// engine, and the drainer's rule (a confirmed fail drains after one report, an unconfirmed one
-// after two in a row). Prints the table recorded in docs/detection.md.
+// detect_fleet_sim: a fleet of 8x H100 nodes, hourly vigil-check runs, injected fail-slow and
+// fatal faults, every report through the real codec (to_json -> text -> parse_node_report), the
+// real engine, and the drainer's real policy (fold_verdicts + PolicyEngine with the default
+// policy: a confirmed slow fail drains after one report, an unconfirmed one after two in a row,
+// a fatal check after one, a floor after two). Prints the table recorded in docs/detection.md.
 //   detect_fleet_sim [--seed N] [--nodes N] [--episodes N] [--cycles N] [--onset N]
 //                    [--faulty-share F --warn F --fail F --cross-scale X]   (tuning)
 //                    [--check-goals]   (exit 1 when a goal is missed; default: report only)
@@ -10,14 +11,16 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <numeric>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "fleet_model.h"
 #include "vigil/detect/detect.h"
+#include "vigil/drainer/config.h"
+#include "vigil/drainer/policy.h"
+#include "vigil/drainer/slow_verdicts.h"
 
 namespace vigil::detect::sim {
 namespace {
@@ -34,6 +37,7 @@ struct Options {
   int cycles = 12;
   int onset = 6;               // cycle in which faults "after history" appear
   double faulty_share = 0.20;  // of the nodes of an episode
+  double fatal_share = 0.01;   // of the nodes: an uncorrectable ECC error from cycle `onset`
   double dip_rate = 0.005;     // of node-cycles: one probe 8-12% low, not repeated on re-run
   int timing_reports = 10000;
   double warn = 0, fail = 0;  // > 0: override every kind's margins (for tuning)
@@ -50,27 +54,52 @@ struct Totals {
   long healthy_node_cycles = 0, false_drains = 0, misattributed = 0, healthy_warn_cycles = 0;
   long dips = 0, dip_drains = 0, healthy_nodes = 0, healthy_nodes_drained = 0;
   long drained_before_onset = 0;
-  std::vector<std::string> texts;  // the first timing_reports report texts, for the timing
+  long fatal_n = 0, fatal_first = 0;  // fatal faults; drained in their first cycle, naming nvml_ecc
+  std::vector<std::string> texts;     // the first timing_reports report texts, for the timing
   std::vector<std::int64_t> nows;
 };
 
 struct Track {
-  std::map<std::string, int> fails_in_row;
+  std::optional<drainer::NodeState> state;  // the drainer's state of the node
   bool drained = false, warned = false, right_check = false;
   int drain_cycle = -1;
 };
 
-// The drainer's rule on one report's verdicts: the checks that drain the node (a reason lists
-// them all); empty when the node stays.
-std::vector<std::string> drain_checks(const ReportVerdicts& rv, Track& t) {
-  std::vector<std::string> drained;
-  for (const Verdict& v : rv.worst_by_check) {
-    int& row = t.fails_in_row[v.check];
-    row = v.status == Status::kFail ? row + 1 : 0;
-    if (v.status == Status::kFail && (v.confirmed || row >= 2)) drained.push_back(v.check);
+// The drainer's decision on one judged report, made by its own code: the verdicts folded into
+// the report (slow checks become VIGIL-SLOW[-CONFIRMED] fails), then the policy engine with the
+// default policy, an idle node that Slurm knows and a breaker that never trips (the simulation
+// counts every drain the policy asks for). Returns the checks that drove a drain, else nothing.
+class Decider {
+ public:
+  explicit Decider(int group_size)
+      : engine_(drainer::default_policy(), {1 << 30, 100, 3600}, false, clock_),
+        group_size_(group_size) {}
+
+  std::vector<std::string> decide(NodeReport report, const ReportVerdicts& rv, std::int64_t now,
+                                  Track& t) {
+    clock_.now = now;
+    drainer::fold_verdicts(report, rv);
+    slurm::SlurmNodeInfo info;
+    info.name = report.node;
+    info.state = "IDLE";
+    info.partitions = {"gpu"};
+    const drainer::Decision d =
+        engine_.on_report(t.state ? &*t.state : nullptr, report, &info, breaker_, group_size_);
+    t.state = d.state;
+    breaker_ = d.breaker;
+    if (d.action != drainer::Action::kDrain) return {};
+    return d.driving_checks;
   }
-  return drained;
-}
+
+ private:
+  struct SimClock final : Clock {
+    std::int64_t now = 0;
+    std::int64_t now_unix() const override { return now; }
+  } clock_;
+  drainer::PolicyEngine engine_;
+  drainer::BreakerState breaker_;
+  int group_size_;
+};
 
 std::vector<SimNode> make_nodes(FleetModel& model, const Options& o, int episode) {
   std::vector<SimNode> nodes;
@@ -89,12 +118,16 @@ std::vector<SimNode> make_nodes(FleetModel& model, const Options& o, int episode
     }
     nodes.push_back(
         model.make_node("e" + std::to_string(episode) + "-n" + std::to_string(i), fault));
+    if (i >= faulty && i < faulty + static_cast<int>(o.nodes * o.fatal_share)) {
+      nodes.back().fatal_onset = o.onset;
+    }
   }
   return nodes;
 }
 
-ReportVerdicts judge_through_codec(Engine& engine, const Run& run, std::int64_t now, Totals& totals,
-                                   const Options& o) {
+std::pair<NodeReport, ReportVerdicts> judge_through_codec(Engine& engine, const Run& run,
+                                                          std::int64_t now, Totals& totals,
+                                                          const Options& o) {
   const std::string text = to_json(run.report).dump();
   if (static_cast<int>(totals.texts.size()) < o.timing_reports) {
     totals.texts.push_back(text);
@@ -114,13 +147,16 @@ ReportVerdicts judge_through_codec(Engine& engine, const Run& run, std::int64_t 
     std::fprintf(stderr, "judge failed: %s\n", rv.error().to_string().c_str());
     std::exit(2);
   }
-  return std::move(*rv);
+  return {std::move(*parsed.value), std::move(*rv)};
 }
 
 void account(const SimNode& node, Track& t, int cycle, const ReportVerdicts& rv,
              const std::vector<std::string>& drained, bool dipped, Totals& totals) {
-  const bool active = node.fault && cycle >= node.fault->onset;
-  const std::string fault_check = node.fault ? fault_figure(node.fault->kind).check : "";
+  const bool fatal = node.fatal_onset && cycle >= *node.fatal_onset;
+  const bool active = fatal || (node.fault && cycle >= node.fault->onset);
+  const std::string fault_check = fatal        ? "nvml_ecc"
+                                  : node.fault ? fault_figure(node.fault->kind).check
+                                               : "";
   const bool names_fault = std::find(drained.begin(), drained.end(), fault_check) != drained.end();
   if (!active) {
     ++totals.healthy_node_cycles;
@@ -143,6 +179,11 @@ void record_cells(const std::vector<SimNode>& nodes, const std::vector<Track>& t
                   Totals& totals) {
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     const Track& t = tracks[i];
+    if (nodes[i].fatal_onset) {
+      ++totals.fatal_n;
+      totals.fatal_first += t.drained && t.right_check && t.drain_cycle == *nodes[i].fatal_onset;
+      continue;
+    }
     if (!nodes[i].fault) {
       ++totals.healthy_nodes;
       totals.healthy_nodes_drained += t.drained;
@@ -172,6 +213,7 @@ void run_episode(const Options& o, const DetectConfig& config, int episode, Tota
   Engine engine(config);
   std::vector<SimNode> nodes = make_nodes(model, o, episode);
   std::vector<Track> tracks(nodes.size());
+  Decider decider(o.nodes);
   std::vector<std::size_t> order(nodes.size());
   std::iota(order.begin(), order.end(), 0);
   for (int cycle = 0; cycle < o.cycles; ++cycle) {
@@ -180,8 +222,9 @@ void run_episode(const Options& o, const DetectConfig& config, int episode, Tota
       if (tracks[i].drained) continue;  // a drained node is out until repaired
       const std::int64_t now = kT0 + cycle * 3600 + static_cast<std::int64_t>(i % 600);
       const Run run = model.run(nodes[i], cycle, now, config);
-      const ReportVerdicts rv = judge_through_codec(engine, run, now, totals, o);
-      const std::vector<std::string> drained = drain_checks(rv, tracks[i]);
+      auto [report, rv] = judge_through_codec(engine, run, now, totals, o);
+      const std::vector<std::string> drained =
+          decider.decide(std::move(report), rv, now, tracks[i]);
       account(nodes[i], tracks[i], cycle, rv, drained, run.dipped, totals);
     }
   }
@@ -281,6 +324,8 @@ int print_goals(const Totals& t, double judge_s) {
   v = worst_share(t, 0, 0.05, 0.05, &Cell::warned_not_drained, w);
   goal(">= 80% of 5% faults flagged warn and not drained, every kind (%)", v, v >= 80, w);
   goal("judging 10,000 reports < 1 s (s)", judge_s, judge_s < 1, "");
+  v = pct(t.fatal_first, t.fatal_n);
+  goal("fatal faults drained in their first cycle (%)", v, v >= 100, "");
   return missed;
 }
 
@@ -353,10 +398,10 @@ int main(int argc, char** argv) {
   }
   std::printf(
       "detect_fleet_sim: seed %llu, %d nodes x %d GPUs, %d hourly cycles, %d episodes, "
-      "%.0f%% of nodes faulty, faults after history from cycle %d, dips %.1f%% of "
-      "node-cycles\n\n",
+      "%.0f%% of nodes faulty (+%.0f%% fatal), faults after history from cycle %d, dips %.1f%% "
+      "of node-cycles; drainer: default policy\n\n",
       static_cast<unsigned long long>(o.seed), o.nodes, kGpus, o.cycles, o.episodes,
-      100 * o.faulty_share, o.onset, 100 * o.dip_rate);
+      100 * o.faulty_share, 100 * o.fatal_share, o.onset, 100 * o.dip_rate);
   std::printf("margins (warn/fail):");
   for (const auto& [kind, m] : config.margins)
     std::printf(" %s %.3f/%.3f", kind.c_str(), m.warn, m.fail);
@@ -381,6 +426,10 @@ int main(int argc, char** argv) {
       pct(totals.healthy_nodes_drained, totals.healthy_nodes),
       pct(totals.healthy_warn_cycles, totals.healthy_node_cycles), totals.dips,
       totals.misattributed, totals.drained_before_onset);
+  std::printf(
+      "fatal faults (uncorrectable ECC from cycle %d): %ld, drained in that cycle naming "
+      "nvml_ecc %ld (%.1f%%)\n",
+      o.onset, totals.fatal_n, totals.fatal_first, pct(totals.fatal_first, totals.fatal_n));
   const auto [parse_s, judge_s] = time_judge_vs_parse(totals, config);
   std::printf(
       "timing, one thread: parse %zu report texts %.3f s; judge them %.3f s "

@@ -1,11 +1,11 @@
 #include "cuda/probe_result.h"
 
-#include "vigil/detect/detect.h"
-
 #include <algorithm>
 #include <cstdio>
 #include <map>
 #include <string>
+
+#include "vigil/detect/detect.h"
 
 namespace vigil::cuda_probe {
 namespace {
@@ -119,8 +119,7 @@ std::map<int, int> plan_repeats(const CheckResult& r, const detect::DetectConfig
     std::vector<double> values;
     for (const auto* m : ms) values.push_back(m->value);
     for (size_t i = 0; i < values.size(); ++i) {
-      if (!detect::is_suspicious(values, i, cfg.margins_for(*spec), spec->direction,
-                                 cfg.min_peers))
+      if (!detect::is_suspicious(values, i, cfg.margins_for(*spec), spec->direction, cfg.min_peers))
         continue;
       std::vector<double> others = values;
       others.erase(others.begin() + static_cast<long>(i));
@@ -131,6 +130,17 @@ std::map<int, int> plan_repeats(const CheckResult& r, const detect::DetectConfig
   }
   std::sort(suspects.rbegin(), suspects.rend());
   std::map<int, int> plan;
+  // A whole node below its SKU bound has no slow peer to single out: when most GPUs break the
+  // bound of a judged figure, every GPU is measured twice more, so the drainer can confirm the
+  // node's level in one report. Only a node below its bound pays this (it is being drained).
+  for (const auto& [name, ms] : by_name) {
+    const auto below = std::count_if(
+        ms.begin(), ms.end(), [](const Measurement* m) { return m->status() != Status::kPass; });
+    if (ms.size() >= 2 && 2 * static_cast<std::size_t>(below) > ms.size()) {
+      for (const auto* m : ms) plan[*m->gpu] = 2;
+    }
+  }
+  if (!plan.empty()) return plan;
   int budget = std::max(2, gpus / 4);
   for (const auto& [how_far, gpu] : suspects) {
     if (budget <= 0) break;

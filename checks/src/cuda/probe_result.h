@@ -38,7 +38,9 @@ void add_memtest_errors(CheckResult& r, const CheckContext& ctx, int gpu,
 // Confirmation inside the job (docs/detection.md): a GPU whose judged figure (cfg.metrics) lies
 // past the warn margin below its peers (vigil::detect::is_suspicious) is measured again.
 // Returns gpu -> repeats: two per suspicious GPU, worst first, within a budget of
-// max(2, gpus / 4) extra probe runs (a quarter more time on an 8-GPU node at most).
+// max(2, gpus / 4) extra probe runs (a quarter more time on an 8-GPU node at most). When most
+// GPUs break the SKU bound of a judged figure (a whole node slow: no peer stands out), every
+// GPU gets two repeats, so the node's level can be confirmed in one report.
 std::map<int, int> plan_repeats(const CheckResult& r, const detect::DetectConfig& cfg);
 
 // Appends the figures `again` measured on `gpu` to the repeats of r's matching measurements.

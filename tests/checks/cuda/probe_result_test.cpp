@@ -162,6 +162,33 @@ TEST(Confirmation, the_budget_bounds_the_extra_runs_worst_gpu_first) {
   EXPECT_EQ(plan.at(1), 2);
 }
 
+CheckResult with_floor(CheckResult r, double fail, double warn) {
+  Threshold t;
+  t.op = Op::kGe;
+  t.fail = fail;
+  t.warn = warn;
+  t.unit = "TFLOP/s";
+  for (auto& m : r.measurements) m.threshold = t;
+  return r;
+}
+
+TEST(Confirmation, a_whole_node_below_its_sku_bound_repeats_every_gpu_twice) {
+  const auto cfg = detect::DetectConfig::defaults();
+  // Every GPU ~10% slow: no peer stands out, but most GPUs break the SKU's warn bound (720).
+  auto plan = plan_repeats(
+      with_floor(gemm_figures({716, 719, 712, 714, 718, 715, 717, 713}), 640, 720), cfg);
+  ASSERT_EQ(plan.size(), 8u);
+  for (const auto& [gpu, times] : plan) EXPECT_EQ(times, 2) << "gpu " << gpu;
+  // Half or fewer below the bound: the peers rule (and its budget) decides, as before.
+  auto some = plan_repeats(
+      with_floor(gemm_figures({716, 719, 712, 714, 800, 801, 799, 802}), 640, 720), cfg);
+  EXPECT_LE(some.size(), 2u);
+  // A healthy node within its bounds: nothing.
+  EXPECT_TRUE(plan_repeats(
+                  with_floor(gemm_figures({800, 801, 799, 797, 802, 800, 798, 801}), 640, 720), cfg)
+                  .empty());
+}
+
 TEST(Confirmation, repeats_go_to_the_measurement_of_the_same_gpu) {
   CheckResult r = gemm_figures({800, 801, 799, 704});
   add_repeats(r, gemm_figures({810, 811, 812, 706}), 3);
