@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -123,6 +124,13 @@ std::vector<std::string> allreduce_command(const CheckContext& ctx, const Allred
                                            const std::string& json_path) {
   std::vector<std::string> argv = {ctx.mpirun, "--allow-run-as-root", "--oversubscribe", "-np",
                                    std::to_string(spec.ranks)};
+  if (!spec.hosts.empty()) {
+    const int slots = std::max(1, spec.ranks / static_cast<int>(spec.hosts.size()));
+    std::string list;
+    for (const auto& h : spec.hosts)
+      list += (list.empty() ? "" : ",") + h + ":" + std::to_string(slots);
+    argv.insert(argv.end(), {"--host", list});
+  }
   if (spec.map_by_node) argv.insert(argv.end(), {"--map-by", "node"});
   const bool site = is_nccl_tests_binary(binary);
   if (site && spec.transport == "ib") {

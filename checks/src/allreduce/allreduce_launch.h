@@ -18,7 +18,8 @@ struct AllreduceSpec {
   std::string backend;            // "nccl" | "host"
   std::string transport;          // "nvlink" | "ib"
   int ranks = 2;
-  bool map_by_node = false;  // ranks spread over the allocation's nodes (fabric jobs)
+  bool map_by_node = false;        // ranks spread over the allocation's nodes (fabric jobs)
+  std::vector<std::string> hosts;  // mpirun --host (one pair of a fabric round); empty: all
   std::string min_bytes, max_bytes;
   int step_factor = 2;
   int warmup_iters = 5;

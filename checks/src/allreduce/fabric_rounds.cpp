@@ -1,0 +1,94 @@
+#include "allreduce/fabric_rounds.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "vigil/base/process.h"
+#include "vigil/base/strings.h"
+#include "vigil/ncclbench/bench_result.h"
+
+namespace vigil {
+
+namespace fs = std::filesystem;
+namespace nb = ncclbench;
+
+namespace {
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// The pair's busbw, or why there is none.
+Result<double> pair_busbw(const LaunchResult& lr, const std::string& json_path) {
+  if (lr.timed_out) return Error{"timed out", "mpirun"};
+  auto run = nb::parse_bench_json(slurp(json_path));
+  if (!run.ok()) {
+    const std::string tail = tail_lines(lr.err.empty() ? lr.out : lr.err, 2);
+    return Error{"exited " + std::to_string(shell_status(lr)) + " with no result" +
+                     (tail.empty() ? "" : ": " + tail),
+                 "vigil-allreduce"};
+  }
+  if (run->outcome != nb::Outcome::kOk && run->outcome != nb::Outcome::kBelowMinBusbw)
+    return Error{std::string(nb::to_string(run->outcome)) + ": " + run->message, "vigil-allreduce"};
+  return run->summary_busbw();
+}
+
+}  // namespace
+
+FabricRoundsResult run_fabric_rounds(const CheckContext& ctx, AllreduceSpec spec,
+                                     const FabricRoundsPlan& plan) {
+  FabricRoundsResult out;
+  const std::string binary = find_allreduce_binary(ctx);
+  char tmpl[] = "/tmp/vigil-fabric-XXXXXX";
+  const std::string dir = ::mkdtemp(tmpl) ? tmpl : "";
+  if (dir.empty()) {
+    out.pair_errors.push_back("cannot create a temporary directory under /tmp");
+    out.verdict = detect::localize(plan.nodes, {}, plan.leaf_of, plan.judge);
+    return out;
+  }
+  const auto rounds =
+      detect::plan_rounds(static_cast<int>(plan.nodes.size()), plan.rounds, plan.seed);
+  spec.ranks = 2 * plan.ranks_per_node;
+  spec.map_by_node = true;
+  for (std::size_t r = 0; r < rounds.size(); ++r) {
+    std::vector<std::vector<std::string>> argvs;
+    std::vector<std::string> json_paths;
+    for (const auto& [a, b] : rounds[r]) {
+      spec.hosts = {plan.nodes[static_cast<std::size_t>(a)],
+                    plan.nodes[static_cast<std::size_t>(b)]};
+      json_paths.push_back(dir + "/r" + std::to_string(r) + "-" + std::to_string(a) + "-" +
+                           std::to_string(b) + ".json");
+      argvs.push_back(allreduce_command(ctx, spec, binary, json_paths.back()));
+    }
+    LaunchOptions lo;
+    lo.timeout = spec.timeout + std::chrono::seconds(15);  // past vigil-allreduce's own watchdog
+    const auto results = run_commands(argvs, static_cast<int>(argvs.size()), lo);
+    for (std::size_t i = 0; i < results.size(); ++i) {
+      const auto& [a, b] = rounds[r][i];
+      detect::PairFigure p{plan.nodes[static_cast<std::size_t>(a)],
+                           plan.nodes[static_cast<std::size_t>(b)],
+                           static_cast<int>(r),
+                           {}};
+      Result<double> busbw = pair_busbw(results[i], json_paths[i]);
+      if (busbw.ok()) {
+        p.busbw = *busbw;
+      } else {
+        out.pair_errors.push_back("round " + std::to_string(r + 1) + " " + p.a + "+" + p.b + ": " +
+                                  busbw.error().to_string());
+      }
+      out.pairs.push_back(std::move(p));
+    }
+  }
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  out.verdict = detect::localize(plan.nodes, out.pairs, plan.leaf_of, plan.judge);
+  return out;
+}
+
+}  // namespace vigil
