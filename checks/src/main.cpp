@@ -7,12 +7,14 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <set>
 #include <sstream>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "allreduce/fabric_job.h"
 #include "inventory.h"
 #include "vigil/checks/gpu_probe.h"
 #include "vigil/report/output.h"
@@ -104,6 +106,8 @@ struct RunArgs {
   int fabric_ranks = 0;
   std::string fabric_backend = "nccl";
   std::string min_bytes, max_bytes;
+  int fabric_rounds = 3;
+  std::string topology;
 };
 
 // Loads the thresholds and fills the context both subcommands share (node, SKU, paths).
@@ -276,6 +280,48 @@ int cmd_run(const RunArgs& a) {
   return vigil::exit_code_for(report.overall());
 }
 
+// A fabric job of k > 2 nodes: rounds of pairs with rotating partners, then one result per
+// node from the localization (docs/fabric.md).
+int cmd_fabric_job(const RunArgs& a, const vigil::CheckContext& ctx) {
+  std::map<std::string, std::string> leaf_of;
+  if (!a.topology.empty()) {
+    auto loaded = vigil::load_topology_map(a.topology);
+    if (!loaded.ok()) {
+      std::cerr << "vigil-check fabric: " << loaded.error().to_string() << "\n";
+      return kExitError;
+    }
+    leaf_of = std::move(*loaded);
+  }
+  if (a.fabric_rounds < 1 || a.fabric_rounds > 16) {
+    std::cerr << "vigil-check fabric: --rounds must be between 1 and 16\n";
+    return kExitError;
+  }
+  if (!a.quiet) {
+    std::cerr << "vigil-check fabric: " << ctx.fabric_nodes.size() << " nodes, " << a.fabric_rounds
+              << " rounds of pairs, backend " << ctx.fabric_backend << "\n";
+  }
+  vigil::AllreduceTuning tuning;
+  if (!a.min_bytes.empty()) tuning.min_bytes = a.min_bytes;
+  if (!a.max_bytes.empty()) tuning.max_bytes = a.max_bytes;
+  const int64_t start = now_unix();
+  const std::uint64_t seed = std::hash<std::string>{}(env_or("SLURM_JOB_ID", a.run_id));
+  auto results = vigil::run_fabric_job(ctx, a.fabric_rounds, seed, leaf_of, tuning);
+  const std::string end = vigil::rfc3339_utc(now_unix());
+  std::vector<vigil::NodeReport> reports;
+  vigil::Status overall = vigil::Status::kPass;
+  for (const auto& node : ctx.fabric_nodes) {
+    vigil::CheckContext node_ctx = ctx;
+    node_ctx.node = node;
+    vigil::NodeReport report = start_report(a, node_ctx, start);
+    report.checks = {results.at(node)};
+    report.end_time = end;
+    overall = vigil::combine(overall, report.overall());
+    reports.push_back(std::move(report));
+  }
+  if (int rc = emit(a, reports); rc != 0) return rc;
+  return vigil::exit_code_for(overall);
+}
+
 // The pair test of a fabric job (`sbatch -N 2`): the fabric checks run once across the
 // allocation, and every node of the pair gets a report with their results.
 int cmd_fabric(const RunArgs& a) {
@@ -296,6 +342,8 @@ int cmd_fabric(const RunArgs& a) {
     return kExitError;
   }
   ctx.fabric_backend = a.fabric_backend;
+
+  if (ctx.fabric_nodes.size() > 2) return cmd_fabric_job(a, ctx);
 
   auto checks = vigil::fabric_checks(a.min_bytes, a.max_bytes);
   size_t done = 0;
@@ -419,6 +467,11 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"nccl", "host"}));
   fabric_cmd->add_option("--min-bytes", fabric.min_bytes, "Smallest message (default 1G; full 512M)");
   fabric_cmd->add_option("--max-bytes", fabric.max_bytes, "Largest message (default 4G; full 8G)");
+  fabric_cmd->add_option("--rounds", fabric.fabric_rounds,
+                         "With more than 2 nodes: rounds of pairs with rotating partners (default 3)");
+  fabric_cmd->add_option("--topology", fabric.topology,
+                         "With more than 2 nodes: a '<node> <leaf switch>' map, to tell a slow switch "
+                         "from a slow node");
 
   auto* th_cmd = app.add_subcommand("thresholds", "Threshold files");
   th_cmd->require_subcommand(1);

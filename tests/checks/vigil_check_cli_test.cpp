@@ -4,9 +4,8 @@
 
 #include <filesystem>
 #include <fstream>
-#include <set>
-
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "run_command.h"
 
@@ -33,10 +32,22 @@ class VigilCheckCli : public ::testing::Test {
 
   // A run limited to cheap, host-independent checks against the given fixtures.
   testing::CommandResult run(std::vector<std::string> extra, const std::string& nvml_fixture,
-                          const std::string& sysfs) {
-    std::vector<std::string> argv = {kBinary, "run", "--quiet", "--node", "gpu-0", "--nvml-library", kFakeNvml,
-                                     "--sysfs-root", sysfs, "--state-dir", dir_ + "/state",
-                                     "--only", "gpu_count,nvml_row_remap,ib_port", "--format", "json"};
+                             const std::string& sysfs) {
+    std::vector<std::string> argv = {kBinary,
+                                     "run",
+                                     "--quiet",
+                                     "--node",
+                                     "gpu-0",
+                                     "--nvml-library",
+                                     kFakeNvml,
+                                     "--sysfs-root",
+                                     sysfs,
+                                     "--state-dir",
+                                     dir_ + "/state",
+                                     "--only",
+                                     "gpu_count,nvml_row_remap,ib_port",
+                                     "--format",
+                                     "json"};
     argv.insert(argv.end(), extra.begin(), extra.end());
     CommandOptions o;
     o.env["VIGIL_FAKE_NVML_FIXTURE"] = nvml_fixture;
@@ -70,12 +81,15 @@ TEST_F(VigilCheckCli, healthy_node_passes_and_a_remap_pending_node_fails_with_th
 TEST_F(VigilCheckCli, malformed_threshold_yaml_names_the_file_and_field_and_checks_nothing) {
   fs::create_directories(dir_ + "/th");
   fs::copy(kThresholds + "/h100-sxm5-80gb.yaml", dir_ + "/th/h100.yaml");
-  write("th/broken.yaml", "sku: BROKEN\nmatch:\n  gpu_names: [X]\n  gpu_count: 8\nthresholds:\n  nvml_ecc:\n"
-                          "    volatile_uncorrected_ecc: {op: \"=>\", fail: 0, unit: count}\n");
-  auto r = run({"--thresholds", dir_ + "/th"}, kFixtures + "/nodes/gpu-0/nvml.json", kFixtures + "/nodes/gpu-0/sysfs");
+  write("th/broken.yaml",
+        "sku: BROKEN\nmatch:\n  gpu_names: [X]\n  gpu_count: 8\nthresholds:\n  nvml_ecc:\n"
+        "    volatile_uncorrected_ecc: {op: \"=>\", fail: 0, unit: count}\n");
+  auto r = run({"--thresholds", dir_ + "/th"}, kFixtures + "/nodes/gpu-0/nvml.json",
+               kFixtures + "/nodes/gpu-0/sysfs");
   EXPECT_EQ(r.exit_code, 3) << r.describe();
   EXPECT_EQ(r.out, "");
-  EXPECT_NE(r.err.find("broken.yaml:7: thresholds.nvml_ecc.volatile_uncorrected_ecc.op"), std::string::npos)
+  EXPECT_NE(r.err.find("broken.yaml:7: thresholds.nvml_ecc.volatile_uncorrected_ecc.op"),
+            std::string::npos)
       << r.err;
   auto v = run_command({kBinary, "thresholds", "validate", dir_ + "/th"});
   EXPECT_EQ(v.exit_code, 3) << v.describe();
@@ -93,7 +107,8 @@ TEST_F(VigilCheckCli, malformed_nvml_fixture_is_an_error_not_a_failure) {
     if (c["check"] == "ib_port") continue;  // unknown SKU: figures only
     EXPECT_EQ(c["status"], "error") << c.dump();
   }
-  EXPECT_NE(report["checks"][0]["message"].get<std::string>().find("NVML not available"), std::string::npos);
+  EXPECT_NE(report["checks"][0]["message"].get<std::string>().find("NVML not available"),
+            std::string::npos);
 }
 
 TEST_F(VigilCheckCli, cuda_probes_on_a_gpu_another_job_uses_are_errors_never_fails) {
@@ -121,7 +136,8 @@ TEST_F(VigilCheckCli, cuda_probes_on_a_gpu_another_job_uses_are_errors_never_fai
 }
 
 TEST_F(VigilCheckCli, unreadable_sysfs_root_is_an_error) {
-  auto r = run({"--sku", "H100-SXM5-80GB"}, kFixtures + "/nodes/gpu-0/nvml.json", dir_ + "/no-such-root");
+  auto r = run({"--sku", "H100-SXM5-80GB"}, kFixtures + "/nodes/gpu-0/nvml.json",
+               dir_ + "/no-such-root");
   ASSERT_EQ(r.exit_code, 3) << r.describe();
   auto ib = nlohmann::json::parse(r.out)["checks"][2];
   EXPECT_EQ(ib["check"], "ib_port");
@@ -129,9 +145,11 @@ TEST_F(VigilCheckCli, unreadable_sysfs_root_is_an_error) {
 }
 
 TEST_F(VigilCheckCli, bad_arguments_exit_3_with_a_message) {
-  auto unknown_sku = run({"--sku", "Z9000"}, kFixtures + "/nodes/gpu-0/nvml.json", kFixtures + "/nodes/gpu-0/sysfs");
+  auto unknown_sku = run({"--sku", "Z9000"}, kFixtures + "/nodes/gpu-0/nvml.json",
+                         kFixtures + "/nodes/gpu-0/sysfs");
   EXPECT_EQ(unknown_sku.exit_code, 3);
-  EXPECT_NE(unknown_sku.err.find("unknown SKU 'Z9000' (known: "), std::string::npos) << unknown_sku.err;
+  EXPECT_NE(unknown_sku.err.find("unknown SKU 'Z9000' (known: "), std::string::npos)
+      << unknown_sku.err;
   auto unknown_check = run_command({kBinary, "run", "--only", "nvml_typo"});
   EXPECT_EQ(unknown_check.exit_code, 3);
   EXPECT_NE(unknown_check.err.find("unknown check 'nvml_typo'"), std::string::npos);
@@ -143,11 +161,31 @@ TEST_F(VigilCheckCli, bad_arguments_exit_3_with_a_message) {
 // launcher and all_reduce_perf are stand-ins replaying a genuine 2-node nccl-tests log.
 TEST_F(VigilCheckCli, fabric_gives_each_node_of_the_pair_a_report_and_fails_a_slow_pair) {
   const std::string ar = std::string(VIGIL_SOURCE_DIR) + "/tests/checks/allreduce/";
-  std::vector<std::string> argv = {
-      kBinary, "fabric", "--quiet", "--nodes", "gpu-0,gpu-1", "--ranks", "16", "--backend", "host",
-      "--mpirun", ar + "fake_mpirun.sh", "--allreduce-binary", ar + "fake_all_reduce_perf.sh",
-      "--sku", "H100-SXM5-80GB", "--thresholds", kThresholds, "--run-id", "r7-fabric",
-      "--format", "json", "--spool-dir", dir_ + "/spool", "--nvml-library", kFakeNvml};
+  std::vector<std::string> argv = {kBinary,
+                                   "fabric",
+                                   "--quiet",
+                                   "--nodes",
+                                   "gpu-0,gpu-1",
+                                   "--ranks",
+                                   "16",
+                                   "--backend",
+                                   "host",
+                                   "--mpirun",
+                                   ar + "fake_mpirun.sh",
+                                   "--allreduce-binary",
+                                   ar + "fake_all_reduce_perf.sh",
+                                   "--sku",
+                                   "H100-SXM5-80GB",
+                                   "--thresholds",
+                                   kThresholds,
+                                   "--run-id",
+                                   "r7-fabric",
+                                   "--format",
+                                   "json",
+                                   "--spool-dir",
+                                   dir_ + "/spool",
+                                   "--nvml-library",
+                                   kFakeNvml};
   CommandOptions o;
   o.env["FAKE_PERF_MODE"] = std::string("log:") + VIGIL_NCCL_TESTS_LOGS +
                             "/10-gh200x2-2node-slingshot-v2.18.2-unalign-header-healthy.txt";
@@ -180,6 +218,66 @@ TEST_F(VigilCheckCli, fabric_gives_each_node_of_the_pair_a_report_and_fails_a_sl
   }
 }
 
+// vigil-check fabric with more than two nodes: rounds of pairs, one report per node with every
+// pair it took part in (docs/fabric.md). Every pair replays the same genuine log here (15 GB/s,
+// below the H100 fabric floor of 330): every pair is slow and no partner is fine elsewhere, so
+// no node is blamed and every node warns. The namespace test (tests/checks/fabric) slows a real
+// link and sees the node named.
+TEST_F(VigilCheckCli,
+       fabric_with_four_nodes_reports_each_pair_and_blames_no_node_when_all_are_slow) {
+  const std::string ar = std::string(VIGIL_SOURCE_DIR) + "/tests/checks/allreduce/";
+  const std::string topo = write("topo.txt",
+                                 "# node switch\ngpu-0 leaf0\ngpu-1 leaf0\n"
+                                 "gpu-2 leaf1\ngpu-3 leaf1\n");
+  std::vector<std::string> argv = {kBinary,
+                                   "fabric",
+                                   "--quiet",
+                                   "--nodes",
+                                   "gpu-0,gpu-1,gpu-2,gpu-3",
+                                   "--ranks",
+                                   "4",
+                                   "--backend",
+                                   "host",
+                                   "--mpirun",
+                                   ar + "fake_mpirun.sh",
+                                   "--allreduce-binary",
+                                   ar + "fake_all_reduce_perf.sh",
+                                   "--thresholds",
+                                   kThresholds,
+                                   "--run-id",
+                                   "r8-fabric",
+                                   "--format",
+                                   "json",
+                                   "--topology",
+                                   topo,
+                                   "--nvml-library",
+                                   kFakeNvml};
+  CommandOptions o;
+  o.env["FAKE_PERF_MODE"] = std::string("log:") + VIGIL_NCCL_TESTS_LOGS +
+                            "/10-gh200x2-2node-slingshot-v2.18.2-unalign-header-healthy.txt";
+  o.env["VIGIL_FAKE_NVML_FIXTURE"] = kFixtures + "/nodes/gpu-0/nvml.json";
+  o.timeout = std::chrono::seconds(60);
+  auto r = run_command(argv, o);
+  ASSERT_EQ(r.exit_code, 2) << r.describe();  // warn
+  auto reports = nlohmann::json::parse(r.out);
+  ASSERT_EQ(reports.size(), 4u) << r.out;
+  for (const auto& rep : reports) {
+    const auto& c = rep.at("checks")[0];
+    EXPECT_EQ(c.at("check"), "fabric_allreduce_ib");
+    EXPECT_EQ(c.at("status"), "warn") << c.dump();
+    EXPECT_EQ(c.at("fault_code"), "VIGIL-FABRIC-UNLOCALIZED") << c.dump();
+    EXPECT_EQ(c.at("measurements").size(), 3u) << c.dump();  // 3 rounds, 3 partners
+    EXPECT_EQ(c.at("measurements")[0].at("name"), "pair_busbw");
+    EXPECT_EQ(c.at("measurements")[0].at("value"), 14.9966);
+  }
+  // A topology map with a bad line is refused, naming file and line; nothing runs.
+  const std::string bad = write("bad-topo.txt", "gpu-0 leaf0\ngpu-1\n");
+  argv[argv.size() - 3] = bad;
+  auto b = run_command(argv, o);
+  EXPECT_EQ(b.exit_code, 3);
+  EXPECT_NE(b.err.find("bad-topo.txt:2: expected '<node> <switch>'"), std::string::npos) << b.err;
+}
+
 TEST_F(VigilCheckCli, report_table_lists_each_node_and_rejects_a_malformed_report) {
   auto bad = run({"--output", dir_ + "/gpu-2.json"}, kFixtures + "/nodes/gpu-2/nvml.json",
                  kFixtures + "/nodes/gpu-2/sysfs");
@@ -188,7 +286,8 @@ TEST_F(VigilCheckCli, report_table_lists_each_node_and_rejects_a_malformed_repor
   auto t = run_command({kBinary, "report", "table", dir_ + "/gpu-2.json", junk});
   EXPECT_EQ(t.exit_code, 3);
   EXPECT_NE(t.out.find("gpu-0  H100-SXM5-80GB  FAIL"), std::string::npos) << t.out;
-  EXPECT_NE(t.out.find("nvml_row_remap fail: gpu3 row remap pending (1)"), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("nvml_row_remap fail: gpu3 row remap pending (1)"), std::string::npos)
+      << t.out;
   EXPECT_NE(t.err.find("junk.json: /node: missing required field"), std::string::npos) << t.err;
 }
 
@@ -208,8 +307,8 @@ TEST_F(VigilCheckCli, spool_dir_keeps_the_report_and_the_exit_code_stays_the_hea
     EXPECT_EQ(j["node"], "gpu-0");
   }
   EXPECT_EQ(files, 1);
-  auto unwritable = run({"--spool-dir", "/proc/vigil-no-such-dir"}, kFixtures + "/nodes/gpu-0/nvml.json",
-                        kFixtures + "/nodes/gpu-0/sysfs");
+  auto unwritable = run({"--spool-dir", "/proc/vigil-no-such-dir"},
+                        kFixtures + "/nodes/gpu-0/nvml.json", kFixtures + "/nodes/gpu-0/sysfs");
   EXPECT_EQ(unwritable.exit_code, 3) << unwritable.describe();
   EXPECT_NE(unwritable.err.find("report for gpu-0 not spooled"), std::string::npos);
 }

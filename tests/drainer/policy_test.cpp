@@ -1,11 +1,11 @@
 // Policy engine: table-driven, injected clock, no I/O.
-#include "fake_clock.h"
 #include "vigil/drainer/policy.h"
 
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
+#include "fake_clock.h"
 #include "fakes.h"
 
 namespace vigil::drainer {
@@ -202,11 +202,11 @@ TEST(PolicyEngine, a_report_without_a_known_sku_keeps_the_node_in_its_sku_group)
   auto d = eng.on_report(nullptr, make_report("gpu-1", "a", {make_check("nvml_ecc", P)}, "B200"),
                          &info, {}, 4);
   ASSERT_EQ(d.state.sku, "B200");
-  auto d2 = eng.on_report(&d.state, make_report("gpu-1", "b", {make_check("nvml_ecc", P)}, "unknown"),
-                          &info, {}, 4);
+  auto d2 = eng.on_report(
+      &d.state, make_report("gpu-1", "b", {make_check("nvml_ecc", P)}, "unknown"), &info, {}, 4);
   EXPECT_EQ(d2.state.sku, "B200");
-  auto d3 = eng.on_report(nullptr, make_report("gpu-2", "a", {make_check("nvml_ecc", P)}, "unknown"),
-                          &info, {}, 4);
+  auto d3 = eng.on_report(
+      nullptr, make_report("gpu-2", "a", {make_check("nvml_ecc", P)}, "unknown"), &info, {}, 4);
   EXPECT_EQ(d3.state.sku, "unknown");  // nothing better known
 }
 
@@ -242,6 +242,24 @@ TEST(PolicyEngine, fatal_fault_code_drains_a_noisy_check_at_once) {
                   {make_check("nccl_allreduce_ib", F, 1, 0, "GB/s", "VIGIL-NCCL-LOW")}),
       &info, {}, 4);
   EXPECT_EQ(d2.action, Action::kNone);
+}
+
+TEST(PolicyEngine, a_localized_fabric_fail_drains_after_one_job_a_pair_fail_after_three) {
+  Fixture f;
+  PolicyEngine eng(default_policy(), {}, false, f.clock);
+  auto info = f.idle("gpu-1");
+  auto localized = eng.on_report(
+      nullptr,
+      make_report("gpu-1", "a",
+                  {make_check("fabric_allreduce_ib", F, 1, 0, "GB/s", "VIGIL-FABRIC-LOCALIZED")}),
+      &info, {}, 4);
+  EXPECT_EQ(localized.action, Action::kDrain) << localized.why;
+  auto pair = eng.on_report(
+      nullptr,
+      make_report("gpu-2", "a",
+                  {make_check("fabric_allreduce_ib", F, 1, 0, "GB/s", "VIGIL-FABRIC-BUSBW")}),
+      &info, {}, 4);
+  EXPECT_EQ(pair.action, Action::kNone) << pair.why;
 }
 
 TEST(PolicyEngine, drain_reason_is_the_vigil_reason_of_the_most_fatal_check) {

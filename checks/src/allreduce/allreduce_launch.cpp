@@ -99,6 +99,8 @@ void apply_tuning(AllreduceSpec& spec, const AllreduceTuning& tuning) {
   if (tuning.timeout) spec.timeout = *tuning.timeout;
   if (tuning.min_bytes) spec.min_bytes = *tuning.min_bytes;
   if (tuning.max_bytes) spec.max_bytes = *tuning.max_bytes;
+  if (tuning.warmup_iters) spec.warmup_iters = *tuning.warmup_iters;
+  if (tuning.iters) spec.iters = *tuning.iters;
 }
 
 std::string find_allreduce_binary(const CheckContext& ctx) {

@@ -31,6 +31,7 @@ struct AllreduceSpec {
 struct AllreduceTuning {
   std::optional<std::chrono::seconds> timeout;
   std::optional<std::string> min_bytes, max_bytes;
+  std::optional<int> warmup_iters, iters;
 };
 
 // ctx.allreduce_binary, else vigil-allreduce next to /proc/self/exe (installed layout), else

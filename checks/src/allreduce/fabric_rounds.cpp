@@ -9,6 +9,7 @@
 #include "vigil/base/process.h"
 #include "vigil/base/strings.h"
 #include "vigil/ncclbench/bench_result.h"
+#include "vigil/ncclbench/parser.h"
 
 namespace vigil {
 
@@ -24,16 +25,18 @@ std::string slurp(const std::string& path) {
   return ss.str();
 }
 
-// The pair's busbw, or why there is none.
-Result<double> pair_busbw(const LaunchResult& lr, const std::string& json_path) {
+// The pair's busbw, or why there is none: vigil-allreduce's JSON, or the text table of a site's
+// all_reduce_perf.
+Result<double> pair_busbw(const LaunchResult& lr, const std::string& json_path, bool site) {
   if (lr.timed_out) return Error{"timed out", "mpirun"};
-  auto run = nb::parse_bench_json(slurp(json_path));
+  auto run = site ? nb::parse_nccl_tests_text(lr.out) : nb::parse_bench_json(slurp(json_path));
   if (!run.ok()) {
     const std::string tail = tail_lines(lr.err.empty() ? lr.out : lr.err, 2);
     return Error{"exited " + std::to_string(shell_status(lr)) + " with no result" +
                      (tail.empty() ? "" : ": " + tail),
                  "vigil-allreduce"};
   }
+  if (run->total_wrong() > 0) return Error{"wrong values in the data check", "all_reduce"};
   if (run->outcome != nb::Outcome::kOk && run->outcome != nb::Outcome::kBelowMinBusbw)
     return Error{std::string(nb::to_string(run->outcome)) + ": " + run->message, "vigil-allreduce"};
   return run->summary_busbw();
@@ -75,7 +78,7 @@ FabricRoundsResult run_fabric_rounds(const CheckContext& ctx, AllreduceSpec spec
                            plan.nodes[static_cast<std::size_t>(b)],
                            static_cast<int>(r),
                            {}};
-      Result<double> busbw = pair_busbw(results[i], json_paths[i]);
+      Result<double> busbw = pair_busbw(results[i], json_paths[i], is_nccl_tests_binary(binary));
       if (busbw.ok()) {
         p.busbw = *busbw;
       } else {

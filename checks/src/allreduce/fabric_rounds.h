@@ -30,7 +30,7 @@ struct FabricRoundsResult {
 };
 
 // `spec` is the all_reduce each pair runs (backend, transport, sizes, timeout); its ranks and
-// hosts are set per pair. Only vigil-allreduce (JSON output) is supported here.
+// hosts are set per pair. vigil-allreduce (JSON) or a site's all_reduce_perf (text table).
 FabricRoundsResult run_fabric_rounds(const CheckContext& ctx, AllreduceSpec spec,
                                      const FabricRoundsPlan& plan);
 

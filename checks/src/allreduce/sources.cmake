@@ -9,6 +9,7 @@ set(vigil_allreduce_check_sources
   ${CMAKE_CURRENT_LIST_DIR}/host_allreduce.cpp
   ${CMAKE_CURRENT_LIST_DIR}/fabric_allreduce.cpp
   ${CMAKE_CURRENT_LIST_DIR}/fabric_rounds.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/fabric_job.cpp
 )
 target_sources(vigil_checks PRIVATE ${vigil_allreduce_check_sources})
 target_link_libraries(vigil_checks PRIVATE vigil::ncclbench)

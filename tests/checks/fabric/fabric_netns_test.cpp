@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "allreduce/fabric_rounds.h"
+#include "allreduce/fabric_job.h"
 #include "scoped_env.h"
 #include "temp_dir.h"
 #include "vigil/base/process.h"
@@ -79,40 +79,35 @@ class FabricNetns : public ::testing::Test {
     if (::geteuid() != 0) GTEST_SKIP() << "needs root for ip netns and tc";
   }
 
-  FabricRoundsResult run_rounds(NetnsFabric& f, bool with_topology) {
+  // vigil-check fabric's k-node path: the rounds, then one result per node.
+  std::map<std::string, CheckResult> run_job(NetnsFabric& f, bool with_topology) {
     testing::ScopedEnv head("VIGIL_NETNS_HEAD", f.head());
     testing::ScopedEnv map("VIGIL_NETNS_MAP", f.map_file());
     CheckContext ctx;
     ctx.mpirun = kDir + "/netns_mpirun.sh";
     ctx.allreduce_binary = VIGIL_ALLREDUCE_BIN;
-    AllreduceSpec spec;
-    spec.check = "fabric_allreduce_ib";
-    spec.fault_prefix = "VIGIL-FABRIC";
-    spec.backend = "host";
-    spec.transport = "ib";
-    spec.min_bytes = spec.max_bytes = "2M";
-    spec.warmup_iters = 1;
-    spec.iters = 3;
-    spec.timeout = std::chrono::seconds(90);
-    FabricRoundsPlan plan;
+    ctx.fabric_backend = "host";
+    std::map<std::string, std::string> leaf_of;
     for (const auto& n : f.nodes()) {
-      plan.nodes.push_back(n.ip);
-      if (with_topology) plan.leaf_of[n.ip] = n.leaf;
+      ctx.fabric_nodes.push_back(n.ip);
+      if (with_topology) leaf_of[n.ip] = n.leaf;
     }
-    plan.rounds = 3;
-    plan.seed = 11;
-    return run_fabric_rounds(ctx, spec, plan);
+    ctx.fabric_ranks = static_cast<int>(ctx.fabric_nodes.size());  // one rank per node
+    AllreduceTuning tuning;
+    tuning.min_bytes = tuning.max_bytes = "2M";
+    tuning.warmup_iters = 1;
+    tuning.iters = 3;
+    tuning.timeout = std::chrono::seconds(90);
+    return run_fabric_job(ctx, 3, 11, leaf_of, tuning);
   }
 };
 
-std::string describe(const FabricRoundsResult& r) {
+std::string describe(const std::map<std::string, CheckResult>& r) {
   std::string s;
-  for (const auto& p : r.pairs)
-    s += "  round " + std::to_string(p.round) + " " + p.a + "+" + p.b + " " +
-         (p.busbw ? std::to_string(*p.busbw) : "error") + "\n";
-  for (const auto& b : r.verdict.nodes)
-    s += "  " + b.node + " " + detect::to_string(b.call) + ": " + b.message + "\n";
-  for (const auto& e : r.pair_errors) s += "  " + e + "\n";
+  for (const auto& [node, c] : r) {
+    s += "  " + node + " " + std::string(to_string(c.status)) + " " + c.fault_code + ": " +
+         c.message + "\n";
+  }
   return s;
 }
 
@@ -120,28 +115,35 @@ TEST_F(FabricNetns, one_job_names_the_node_whose_link_is_slowed_and_passes_the_o
   NetnsFabric f(1, 4);
   ASSERT_EQ(f.nodes().size(), 4u);
   f.run({"shape-node", "2", "100mbit"});
-  const auto r = run_rounds(f, false);
-  ASSERT_TRUE(r.pair_errors.empty()) << describe(r);
-  ASSERT_EQ(r.pairs.size(), 6u) << describe(r);  // 4 nodes, 3 rounds: every pair once
-  for (const auto& b : r.verdict.nodes) {
-    if (b.node == f.nodes()[2].ip) {
-      EXPECT_EQ(b.call, detect::FabricCall::kFail) << describe(r);
+  const auto r = run_job(f, false);
+  ASSERT_EQ(r.size(), 4u) << describe(r);
+  for (const auto& [node, c] : r) {
+    EXPECT_EQ(c.measurements.size(), 3u) << describe(r);  // 4 nodes, 3 rounds: every pair once
+    if (node == f.nodes()[2].ip) {
+      EXPECT_EQ(c.status, Status::kFail) << describe(r);
+      EXPECT_EQ(c.fault_code, "VIGIL-FABRIC-LOCALIZED") << describe(r);
     } else {
-      EXPECT_EQ(b.call, detect::FabricCall::kPass) << describe(r);
+      EXPECT_EQ(c.status, Status::kPass) << describe(r);
     }
   }
-  EXPECT_TRUE(r.verdict.switches.empty()) << describe(r);
 }
 
 TEST_F(FabricNetns, a_slowed_leaf_uplink_is_named_as_the_switch_and_no_node_is_blamed) {
   NetnsFabric f(3, 2);
   ASSERT_EQ(f.nodes().size(), 6u);
   f.run({"shape-leaf", "1", "100mbit"});
-  const auto r = run_rounds(f, true);
-  ASSERT_TRUE(r.pair_errors.empty()) << describe(r);
-  ASSERT_EQ(r.verdict.switches.size(), 1u) << describe(r);
-  EXPECT_EQ(r.verdict.switches.front().leaf, "leaf1") << describe(r);
-  for (const auto& b : r.verdict.nodes) EXPECT_NE(b.call, detect::FabricCall::kFail) << describe(r);
+  const auto r = run_job(f, true);
+  ASSERT_EQ(r.size(), 6u) << describe(r);
+  for (const auto& n : f.nodes()) {
+    const CheckResult& c = r.at(n.ip);
+    EXPECT_NE(c.status, Status::kFail) << describe(r);
+    if (n.leaf == "leaf1") {
+      EXPECT_EQ(c.fault_code, "VIGIL-FABRIC-SWITCH") << describe(r);
+      EXPECT_NE(c.message.find("switch leaf1 suspected"), std::string::npos) << describe(r);
+    } else {
+      EXPECT_EQ(c.status, Status::kPass) << describe(r);
+    }
+  }
 }
 
 }  // namespace

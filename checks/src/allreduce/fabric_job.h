@@ -1,0 +1,37 @@
+#pragma once
+// A fabric job of k > 2 nodes (docs/fabric.md): the rounds of pairs (fabric_rounds.h), then one
+// fabric_allreduce_ib result per node from the localization:
+//   fail  VIGIL-FABRIC-LOCALIZED  slow with >= 2 partners that are fine elsewhere (drains after
+//                                 one job: the blame is proven, unlike a 2-node job's);
+//   warn  VIGIL-FABRIC-SWITCH     under a leaf switch suspected by this job (the node is not
+//                                 blamed; the message names the switch);
+//   warn  VIGIL-FABRIC-UNLOCALIZED slow, but only with partners that are slow elsewhere too;
+//   error VIGIL-FABRIC-LAUNCH     no pair of the node could be measured;
+//   pass                           a good pair.
+// Every pair the node took part in is a measurement `pair_busbw` with port `pair:<partner>`.
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "allreduce/fabric_rounds.h"
+#include "vigil/base/result.h"
+#include "vigil/checks/check.h"
+
+namespace vigil {
+
+// Results keyed by node, from what the rounds measured.
+std::map<std::string, CheckResult> fabric_job_results(
+    const FabricRoundsResult& rounds, const std::map<std::string, std::string>& leaf_of);
+
+// Runs the rounds for ctx.fabric_nodes (ctx.fabric_ranks spread evenly, ctx.fabric_backend),
+// judged against the SKU's fabric_allreduce_ib busbw fail bound when there is one.
+std::map<std::string, CheckResult> run_fabric_job(const CheckContext& ctx, int rounds,
+                                                  std::uint64_t seed,
+                                                  const std::map<std::string, std::string>& leaf_of,
+                                                  const AllreduceTuning& tuning = {});
+
+// A topology map file: one "<node> <leaf switch>" per line; blank lines and '#' comments are
+// ignored. Errors name the file and line ("topo.txt:3: expected '<node> <switch>'").
+Result<std::map<std::string, std::string>> load_topology_map(const std::string& path);
+
+}  // namespace vigil

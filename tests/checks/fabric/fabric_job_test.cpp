@@ -1,0 +1,85 @@
+// A k-node fabric job's per-node results from the localization (fabric_job.h).
+#include "allreduce/fabric_job.h"
+
+#include <gtest/gtest.h>
+
+namespace vigil {
+namespace {
+
+FabricRoundsResult rounds_of(const std::vector<std::string>& nodes,
+                             std::vector<detect::PairFigure> pairs,
+                             const std::map<std::string, std::string>& leaf_of = {}) {
+  FabricRoundsResult r;
+  r.pairs = std::move(pairs);
+  r.verdict = detect::localize(nodes, r.pairs, leaf_of);
+  return r;
+}
+
+TEST(FabricJob, the_localized_node_fails_with_its_pairs_and_the_others_pass) {
+  // n3 is slow with all three partners; each partner is fine with someone else.
+  const auto r = fabric_job_results(rounds_of({"n0", "n1", "n2", "n3"}, {{"n0", "n3", 0, 30},
+                                                                         {"n1", "n2", 0, 40},
+                                                                         {"n1", "n3", 1, 29},
+                                                                         {"n0", "n2", 1, 41},
+                                                                         {"n2", "n3", 2, 30},
+                                                                         {"n0", "n1", 2, 40}}),
+                                    {});
+  ASSERT_EQ(r.size(), 4u);
+  const CheckResult& bad = r.at("n3");
+  EXPECT_EQ(bad.status, Status::kFail);
+  EXPECT_EQ(bad.fault_code, "VIGIL-FABRIC-LOCALIZED");
+  EXPECT_EQ(bad.check, "fabric_allreduce_ib");
+  EXPECT_NE(bad.message.find("4-node fabric job: slow with 3 partners"), std::string::npos)
+      << bad.message;
+  ASSERT_EQ(bad.measurements.size(), 3u);
+  EXPECT_EQ(bad.measurements[0].name, "pair_busbw");
+  EXPECT_EQ(bad.measurements[0].port, "pair:n0");
+  EXPECT_EQ(bad.measurements[0].value, 30);
+  for (const char* n : {"n0", "n1", "n2"}) {
+    EXPECT_EQ(r.at(n).status, Status::kPass) << n << ": " << r.at(n).message;
+    EXPECT_EQ(r.at(n).measurements.size(), 3u);
+  }
+}
+
+TEST(FabricJob, a_node_without_a_measured_pair_is_an_error_naming_the_failed_runs) {
+  FabricRoundsResult rounds =
+      rounds_of({"n0", "n1", "n2", "n3"}, {{"n0", "n1", 0, std::nullopt}, {"n2", "n3", 0, 40}});
+  rounds.pair_errors = {"round 1 n0+n1: vigil-allreduce: exited 1 with no result"};
+  const auto r = fabric_job_results(rounds, {});
+  EXPECT_EQ(r.at("n0").status, Status::kError);
+  EXPECT_EQ(r.at("n0").fault_code, "VIGIL-FABRIC-LAUNCH");
+  EXPECT_NE(r.at("n0").message.find("round 1 n0+n1"), std::string::npos) << r.at("n0").message;
+  EXPECT_EQ(r.at("n2").status, Status::kPass);
+}
+
+TEST(FabricJob, nodes_under_a_suspected_switch_warn_and_are_not_failed) {
+  std::map<std::string, std::string> leaf_of;
+  std::vector<std::string> nodes;
+  for (int i = 0; i < 6; ++i) {
+    nodes.push_back("n" + std::to_string(i));
+    leaf_of[nodes.back()] = "leaf" + std::to_string(i / 2);
+  }
+  // leaf1 = {n2, n3}: every pair that leaves it is slow, the pair inside it and the pairs
+  // between leaf0 and leaf2 are fine.
+  const auto r = fabric_job_results(rounds_of(nodes,
+                                              {{"n2", "n0", 0, 20},
+                                               {"n3", "n4", 0, 21},
+                                               {"n1", "n5", 0, 40},
+                                               {"n2", "n5", 1, 20},
+                                               {"n3", "n1", 1, 21},
+                                               {"n0", "n4", 1, 40},
+                                               {"n2", "n3", 2, 41},
+                                               {"n0", "n5", 2, 40},
+                                               {"n1", "n4", 2, 40}},
+                                              leaf_of),
+                                    leaf_of);
+  for (const char* n : {"n2", "n3"}) {
+    EXPECT_EQ(r.at(n).status, Status::kWarn) << r.at(n).message;
+    EXPECT_EQ(r.at(n).fault_code, "VIGIL-FABRIC-SWITCH");
+    EXPECT_NE(r.at(n).message.find("switch leaf1 suspected"), std::string::npos);
+  }
+  for (const char* n : {"n0", "n1", "n4", "n5"}) EXPECT_NE(r.at(n).status, Status::kFail) << n;
+}
+
+}  // namespace
+}  // namespace vigil
