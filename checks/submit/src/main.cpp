@@ -8,7 +8,7 @@ int main(int argc, char** argv) {
   vigil::submit::SubmitOptions& p = o.plan;
   CLI::App app{
       "vigil-submit: submits one Vigil health-check job per eligible Slurm node (sbatch), "
-      "optional 2-node fabric jobs, and re-checks nodes Vigil drained with srun -Z "
+      "optional multi-node fabric jobs, and re-checks nodes Vigil drained with srun -Z "
       "(docs/deploy.md, docs/recheck.md)"};
   app.add_option("--job-script", p.job_script, "sbatch job script (cronjobs/vigil-check.sbatch)")
       ->capture_default_str();
@@ -24,7 +24,11 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--nodes", p.nodes, "only these nodes (comma separated)")->delimiter(',');
   app.add_option("--sbatch-arg", p.extra_sbatch_args, "extra sbatch argument (repeatable)");
-  app.add_flag("--fabric", p.fabric, "also submit sbatch -N 2 fabric jobs pairing the nodes");
+  app.add_flag("--fabric", p.fabric,
+               "also submit multi-node fabric jobs over the nodes (rounds of pairs inside)");
+  app.add_option("--fabric-nodes", p.fabric_nodes,
+                 "nodes per fabric job (default 8; 2 = one pair per job)")
+      ->check(CLI::Range(2, 64));
   app.add_option("--fabric-ranks-per-node", p.fabric_ranks_per_node,
                  "MPI ranks per node in a fabric job (one per GPU)")
       ->capture_default_str()

@@ -59,15 +59,17 @@ PlannedCommand node_job(const std::string& node, const SubmitOptions& o) {
   return c;
 }
 
-// partition: the pair's own partition when --partition is not given (the allocation must lie in
-// one partition), empty when the nodes have none.
-PlannedCommand fabric_job(const std::string& a, const std::string& b, const std::string& partition,
+// partition: the group's own partition when --partition is not given (the allocation must lie
+// in one partition), empty when the nodes have none.
+PlannedCommand fabric_job(const std::vector<std::string>& group, const std::string& partition,
                           const SubmitOptions& o) {
-  PlannedCommand c{"fabric", {a, b}, {"sbatch", "--parsable"}};
+  PlannedCommand c{"fabric", group, {"sbatch", "--parsable"}};
   add_common_sbatch(c.argv, o);
   if (o.partition.empty() && !partition.empty()) c.argv.push_back("--partition=" + partition);
-  c.argv.push_back("--nodelist=" + a + "," + b);
-  c.argv.push_back("--nodes=2");
+  std::string list;
+  for (const auto& n : group) list += (list.empty() ? "" : ",") + n;
+  c.argv.push_back("--nodelist=" + list);
+  c.argv.push_back("--nodes=" + std::to_string(group.size()));
   c.argv.push_back("--ntasks-per-node=" + std::to_string(o.fabric_ranks_per_node));
   c.argv.push_back("--time=" + o.fabric_time_limit);
   c.argv.push_back("--export=ALL,VIGIL_MODE=fabric,VIGIL_RUN_ID=" + o.run_id);
@@ -106,7 +108,8 @@ namespace {
 // Active vigil jobs by node, built once per plan: a large queue must not cost nodes x jobs.
 using VigilJobIndex = std::unordered_map<std::string, const slurm::SlurmJobInfo*>;
 
-VigilJobIndex index_vigil_jobs(const std::vector<slurm::SlurmJobInfo>& jobs, const SubmitOptions& o) {
+VigilJobIndex index_vigil_jobs(const std::vector<slurm::SlurmJobInfo>& jobs,
+                               const SubmitOptions& o) {
   VigilJobIndex index;
   for (const slurm::SlurmJobInfo& j : jobs) {
     if (!is_active_vigil_job(j, o)) continue;
@@ -199,19 +202,29 @@ SubmitPlan plan_submissions(const std::vector<slurm::SlurmNodeInfo>& nodes,
     // node's first): one allocation lies in one partition, and a pair's reports carry one SKU.
     std::map<std::string, std::string> partition_of;
     for (const slurm::SlurmNodeInfo& n : nodes) {
-      partition_of[n.name] = !o.partition.empty() ? o.partition
+      partition_of[n.name] = !o.partition.empty()   ? o.partition
                              : n.partitions.empty() ? std::string()
                                                     : n.partitions.front();
     }
     std::map<std::string, std::vector<std::string>> by_partition;  // in shuffled order
     for (const std::string& name : chosen) by_partition[partition_of[name]].push_back(name);
-    for (const auto& [partition, group] : by_partition) {
-      for (size_t i = 0; i + 1 < group.size(); i += 2) {
-        plan.jobs.push_back(fabric_job(group[i], group[i + 1], partition, o));
-        verdicts[group[i]].why += " + fabric with " + group[i + 1];
-        verdicts[group[i + 1]].why += " + fabric with " + group[i];
+    // Jobs of fabric_nodes nodes (the last one of a partition may be smaller, down to a pair);
+    // inside, vigil-check fabric runs rounds of pairs and names a slow node in one job.
+    const size_t k = static_cast<size_t>(std::max(2, o.fabric_nodes));
+    for (const auto& [partition, members] : by_partition) {
+      for (size_t i = 0; i + 1 < members.size(); i += k) {
+        const std::vector<std::string> group(
+            members.begin() + static_cast<long>(i),
+            members.begin() + static_cast<long>(std::min(members.size(), i + k)));
+        plan.jobs.push_back(fabric_job(group, partition, o));
+        for (const auto& n : group) {
+          std::string others;
+          for (const auto& m : group)
+            if (m != n) others += (others.empty() ? "" : ",") + m;
+          verdicts[n].why += " + fabric with " + others;
+        }
       }
-      if (group.size() % 2 == 1) verdicts[group.back()].why += " (no fabric partner this run)";
+      if (members.size() % k == 1) verdicts[members.back()].why += " (no fabric partner this run)";
     }
   }
 

@@ -12,8 +12,8 @@ namespace {
 
 using vigil::slurm::SlurmJobInfo;
 using vigil::slurm::SlurmNodeInfo;
-using vigil::submit::PlanStep;
 using vigil::submit::plan_submissions;
+using vigil::submit::PlanStep;
 using vigil::submit::SubmitOptions;
 using vigil::submit::SubmitPlan;
 
@@ -162,6 +162,7 @@ TEST(SubmitPlan, caps_node_jobs_with_a_seeded_random_subset) {
 TEST(SubmitPlan, fabric_jobs_pair_distinct_chosen_nodes_with_two_node_allocations) {
   SubmitOptions o = options();
   o.fabric = true;
+  o.fabric_nodes = 2;
   const SubmitPlan p = plan_submissions(
       {idle("gpu-0"), idle("gpu-1"), idle("gpu-2"), idle("gpu-3"), idle("gpu-4")}, {}, o);
   std::vector<const vigil::submit::PlannedCommand*> fabric;
@@ -187,6 +188,7 @@ TEST(SubmitPlan, fabric_jobs_pair_distinct_chosen_nodes_with_two_node_allocation
 TEST(SubmitPlan, fabric_partners_share_a_partition_and_the_job_asks_for_it) {
   SubmitOptions o = options();
   o.fabric = true;
+  o.fabric_nodes = 2;
   std::vector<SlurmNodeInfo> nodes;
   for (int i = 0; i < 6; ++i) {
     SlurmNodeInfo n = idle("h100-" + std::to_string(i));
@@ -216,6 +218,32 @@ TEST(SubmitPlan, fabric_partners_share_a_partition_and_the_job_asks_for_it) {
     EXPECT_TRUE(has_arg(j.argv, "--partition=all"));
     EXPECT_FALSE(has_arg(j.argv, "--partition=a100"));
   }
+}
+
+TEST(SubmitPlan, fabric_jobs_take_eight_nodes_each_and_the_rest_as_a_smaller_job) {
+  SubmitOptions o = options();
+  o.fabric = true;  // fabric_nodes defaults to 8
+  std::vector<SlurmNodeInfo> nodes;
+  for (int i = 0; i < 19; ++i) nodes.push_back(idle("gpu-" + std::to_string(i)));
+  const SubmitPlan p = plan_submissions(nodes, {}, o);
+  std::vector<size_t> sizes;
+  std::set<std::string> in_a_job;
+  for (const auto& j : p.jobs) {
+    if (j.kind != "fabric") continue;
+    sizes.push_back(j.nodes.size());
+    EXPECT_TRUE(has_arg(j.argv, "--nodes=" + std::to_string(j.nodes.size())));
+    for (const auto& n : j.nodes) EXPECT_TRUE(in_a_job.insert(n).second) << n << " in two jobs";
+  }
+  EXPECT_EQ(sizes, (std::vector<size_t>{8, 8, 3}));
+  EXPECT_EQ(in_a_job.size(), 19u);
+  // 17 nodes: two jobs of 8 and one node left without partners.
+  nodes.resize(17);
+  const SubmitPlan q = plan_submissions(nodes, {}, o);
+  size_t jobs = 0, without = 0;
+  for (const auto& j : q.jobs) jobs += j.kind == "fabric";
+  for (const auto& v : q.verdicts) without += v.why.find("no fabric partner") != std::string::npos;
+  EXPECT_EQ(jobs, 2u);
+  EXPECT_EQ(without, 1u);
 }
 
 TEST(SubmitPlan, nodes_drained_by_vigil_get_an_srun_no_allocate_recheck_not_an_sbatch) {

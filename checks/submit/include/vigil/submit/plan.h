@@ -23,10 +23,11 @@ struct SubmitOptions {
   std::string account;               // --account
   std::string reservation;           // --reservation; nodes in a reservation are only used with it
   std::string time_limit = "30:00";  // --time of node jobs
-  std::string fabric_time_limit = "30:00";  // --time of fabric (2-node) jobs
+  std::string fabric_time_limit = "30:00";  // --time of fabric jobs
   std::vector<std::string> nodes;           // only these nodes (empty: all)
   std::vector<std::string> extra_sbatch_args;
-  bool fabric = false;            // add `sbatch -N 2` jobs pairing the chosen nodes (multi-node IB)
+  bool fabric = false;            // add multi-node fabric jobs over the chosen nodes (IB)
+  int fabric_nodes = 8;           // nodes per fabric job (rounds of pairs inside, docs/fabric.md)
   int fabric_ranks_per_node = 8;  // MPI ranks per node in a fabric job (one per GPU)
   int max_jobs = 200;             // node jobs per run; more eligible nodes -> a random subset
   uint64_t seed = 0;              // for the random subset and the fabric pairing
