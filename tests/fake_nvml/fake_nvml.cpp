@@ -57,6 +57,7 @@ struct nvmlDevice_st {
   };
   std::optional<std::vector<Process>> processes;  // compute processes
   std::optional<nvmlUtilization_t> utilization;
+  std::optional<bool> mig;            // nvmlDeviceGetMigMode current (= pending) mode
   std::map<std::string, int> errors;  // entry point -> forced nvmlReturn_t
 };
 
@@ -132,7 +133,7 @@ nvmlDevice_st parse_gpu(const json& j, const std::string& at) {
   check_keys(j,
              {"name", "pci", "lost", "ecc", "remapped_rows", "retired_pages_pending",
               "clocks_event_reasons", "pcie", "nvlink", "temperature_c", "temperature_slowdown_c",
-              "temperature_shutdown_c", "power_mw", "processes", "utilization", "errors"},
+              "temperature_shutdown_c", "power_mw", "processes", "utilization", "mig", "errors"},
              at);
   nvmlDevice_st g;
   g.name = j.contains("name") ? to_string(j["name"], at + "/name") : "NVIDIA Fake GPU";
@@ -203,7 +204,9 @@ nvmlDevice_st parse_gpu(const json& j, const std::string& at) {
     check_keys(n, {"link_count", "down", "counters"}, a);
     const unsigned count =
         n.contains("link_count") ? to_u32(n["link_count"], a + "/link_count") : 0;
-    if (count > kNvmlNvLinkMaxLinks) throw FixtureError{a + "/link_count: at most 18"};
+    if (count > kNvmlNvLinkMaxLinks)
+      throw FixtureError{a + "/link_count: at most " + std::to_string(kNvmlNvLinkMaxLinks) +
+                         " (NVML_NVLINK_MAX_LINKS)"};
     g.nvlinks.resize(count);
     if (n.contains("down")) {
       if (!n["down"].is_array()) throw FixtureError{a + "/down: expected an array of links"};
@@ -269,6 +272,7 @@ nvmlDevice_st parse_gpu(const json& j, const std::string& at) {
     if (rates.memory > 100) throw FixtureError{a + "/memory: a percentage, at most 100"};
     g.utilization = rates;
   }
+  if (j.contains("mig")) g.mig = to_bool(j["mig"], at + "/mig");
   if (j.contains("errors")) {
     if (!j["errors"].is_object()) throw FixtureError{at + "/errors: expected an object"};
     for (const auto& [fn, code] : j["errors"].items()) {
@@ -630,6 +634,15 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t handle,
                                                             nvmlUtilization_t* utilization) {
   DEVICE_QUERY(handle);
   return answer(d->utilization, utilization);
+}
+
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t handle, unsigned int* current,
+                                                   unsigned int* pending) {
+  DEVICE_QUERY(handle);
+  if (!current || !pending) return NVML_ERROR_INVALID_ARGUMENT;
+  if (!d->mig) return NVML_ERROR_NOT_SUPPORTED;
+  *current = *pending = *d->mig ? kNvmlDeviceMigEnable : 0;
+  return NVML_SUCCESS;
 }
 
 // The name a fixture process carries, whichever GPU lists it.

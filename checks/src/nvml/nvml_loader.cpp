@@ -72,6 +72,7 @@ Result<std::unique_ptr<Library>> Library::open(const std::string& path) {
           a.device_get_compute_running_processes);
   resolve(handle, "nvmlDeviceGetUtilizationRates", a.device_get_utilization_rates);
   resolve(handle, "nvmlSystemGetProcessName", a.system_get_process_name);
+  resolve(handle, "nvmlDeviceGetMigMode", a.device_get_mig_mode);
   dlerror();  // optional symbols that were not found leave an error behind; drop it
 
   const nvmlReturn_t rc = a.init();

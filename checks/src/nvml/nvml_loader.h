@@ -47,6 +47,8 @@ struct Api {
   nvmlDeviceGetComputeRunningProcesses_v3_fn device_get_compute_running_processes = nullptr;
   nvmlDeviceGetUtilizationRates_fn device_get_utilization_rates = nullptr;
   nvmlSystemGetProcessName_fn system_get_process_name = nullptr;
+  // MIG mode (A100 and later): the CUDA probes measure whole GPUs, not MIG slices.
+  nvmlDeviceGetMigMode_fn device_get_mig_mode = nullptr;
 };
 
 // An opened and initialised NVML. Destruction calls nvmlShutdown and dlclose.
