@@ -86,6 +86,7 @@ fi
 [[ -x "$cuda/bin/nvcc" ]] || die "--cuda: no $cuda/bin/nvcc"
 command -v nvidia-smi >/dev/null || die "nvidia-smi not found: run this on a GPU machine"
 command -v mpirun >/dev/null || die "mpirun not found (scripts/install-deps.sh installs OpenMPI)"
+command -v mpicc >/dev/null || die "mpicc not found (libopenmpi-dev) to build all_reduce_perf"
 gpus=$(nvidia-smi --query-gpu=index --format=csv,noheader | wc -l)
 [[ "$gpus" -gt 0 ]] || die "nvidia-smi lists no GPU"
 ranks="${ranks:-$gpus}"
@@ -121,8 +122,14 @@ cmake -S "$repo" -B "$build" -DVIGIL_WITH_CUDA=ON -DVIGIL_CUDA_ARCHS=native \
 cmake --build "$build" -j"$(nproc)" --target vigil-check vigil-allreduce checks_cuda_test \
   >"$out/build.log"
 echo "== build all_reduce_perf from $nccl_tests"
-make -C "$nccl_tests" -j"$(nproc)" MPI=1 MPI_HOME="$(dirname "$(dirname "$(command -v mpicc)")")" \
-  CUDA_HOME="$cuda" NCCL_HOME="$cuda" BUILDDIR="$out/nccl-tests-build" >"$out/nccl-tests-build.log"
+# MPI_HOME must hold include/ and lib/ (Debian: /usr/lib/x86_64-linux-gnu/openmpi); NCCL comes
+# with the CUDA toolkit here (libnccl in $cuda/lib64). NVCC_GENCODE from the environment, if set,
+# limits the architectures nccl-tests builds for.
+mpi_libdir=$(mpicc --showme:libdirs | awk '{print $1}')
+make -C "$nccl_tests/src" -j"$(nproc)" MPI=1 MPI_HOME="$(dirname "$mpi_libdir")" \
+  CUDA_HOME="$cuda" NCCL_HOME="$cuda" BUILDDIR="$out/nccl-tests-build" \
+  "$out/nccl-tests-build/all_reduce_perf" >"$out/nccl-tests-build.log" 2>&1 ||
+  die "building all_reduce_perf failed: see $out/nccl-tests-build.log"
 
 echo "== CUDA probe unit tests"
 "$build/tests/checks/cuda/checks_cuda_test" >"$out/checks_cuda_test.txt" 2>&1 || true
