@@ -209,5 +209,21 @@ class GpuValidate(unittest.TestCase):
         self.assertIn("fail | NVML figures vs nvidia-smi -q | no nvidia-smi.xml", r.stdout)
 
 
+class NcclTestsTable(unittest.TestCase):
+    """The summary reads all_reduce_perf's out-of-place busbw and #wrong from a genuine log."""
+
+    def test_genuine_log_columns(self):
+        sys.dont_write_bytecode = True  # leave no __pycache__ in the source tree
+        sys.path.insert(0, os.path.join(REPO, "scripts", "lib"))
+        import gpu_validate_summary
+        path = os.path.join(REPO, "tests", "fixtures", "nccl-tests-logs",
+                            "10-gh200x2-2node-slingshot-v2.18.2-unalign-header-healthy.txt")
+        with open(path) as f:
+            rows = gpu_validate_summary.parse_nccl_tests(f.read())
+        self.assertEqual(rows[1048576], (3.09, "0"))
+        self.assertEqual(rows[8388608], (15.06, "0"))
+        self.assertNotIn(0, rows)
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)
