@@ -105,7 +105,6 @@ echo "== results in $out"
 nvidia-smi --query-gpu=index,name,pci.bus_id,driver_version,memory.total --format=csv \
   >"$out/gpus.csv"
 nvidia-smi topo -m >"$out/topology.txt" 2>&1 || true
-nvidia-smi -q -x >"$out/nvidia-smi.xml"
 
 timed() { # timed NAME CMD...: runs CMD, records exit code and wall seconds in OUT/NAME.time
   local name="$1" start="$EPOCHREALTIME" rc=0
@@ -136,10 +135,15 @@ echo "== CUDA probe unit tests"
 
 thresholds=()
 [[ -d "$repo/checks/thresholds" ]] && thresholds=(--thresholds "$repo/checks/thresholds")
+# Right before the quick suite, whose NVML checks run first: temperature and power then differ
+# only by the seconds between the two reads (the summary allows 3 C and 10%).
+nvidia-smi -q -x >"$out/nvidia-smi.xml"
 for suite in quick full; do
   echo "== vigil-check run --suite $suite"
+  # --state-dir: the quick run records the counter baselines, the full run computes deltas.
   timed "suite-$suite" "$build/checks/vigil-check" run --suite "$suite" --format json \
-    "${thresholds[@]}" -o "$out/suite-$suite.json"
+    "${thresholds[@]}" --state-dir "$out/state" \
+    --allreduce-binary "$build/nccl-bench/vigil-allreduce" -o "$out/suite-$suite.json"
 done
 
 mpi=(mpirun --allow-run-as-root --bind-to numa -np "$ranks")
