@@ -49,6 +49,7 @@ struct nvmlDevice_st {
   };
   std::vector<Link> nvlinks;  // empty: NVLink not supported
   std::optional<unsigned> temperature_c, temperature_slowdown_c, temperature_shutdown_c;
+  bool temperature_v = false;  // nvmlDeviceGetTemperatureV answers (else: not supported)
   std::optional<unsigned> power_mw;
   struct Process {
     unsigned pid = 0;
@@ -132,8 +133,9 @@ const std::map<std::string, int> kLinkCounters = {
 nvmlDevice_st parse_gpu(const json& j, const std::string& at) {
   check_keys(j,
              {"name", "pci", "lost", "ecc", "remapped_rows", "retired_pages_pending",
-              "clocks_event_reasons", "pcie", "nvlink", "temperature_c", "temperature_slowdown_c",
-              "temperature_shutdown_c", "power_mw", "processes", "utilization", "mig", "errors"},
+              "clocks_event_reasons", "pcie", "nvlink", "temperature_c", "temperature_v",
+              "temperature_slowdown_c", "temperature_shutdown_c", "power_mw", "processes",
+              "utilization", "mig", "errors"},
              at);
   nvmlDevice_st g;
   g.name = j.contains("name") ? to_string(j["name"], at + "/name") : "NVIDIA Fake GPU";
@@ -234,6 +236,8 @@ nvmlDevice_st parse_gpu(const json& j, const std::string& at) {
     }
   }
   if (j.contains("temperature_c")) g.temperature_c = to_u32(j["temperature_c"], at);
+  if (j.contains("temperature_v"))
+    g.temperature_v = to_bool(j["temperature_v"], at + "/temperature_v");
   if (j.contains("temperature_slowdown_c")) {
     g.temperature_slowdown_c = to_u32(j["temperature_slowdown_c"], at);
   }
@@ -588,6 +592,19 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t handle, int 
   DEVICE_QUERY(handle);
   if (sensor != NVML_TEMPERATURE_GPU) return NVML_ERROR_INVALID_ARGUMENT;
   return answer(d->temperature_c, temp);
+}
+
+// Checks the struct version like the real call: a wrong one is
+// NVML_ERROR_ARGUMENT_VERSION_MISMATCH.
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetTemperatureV(nvmlDevice_t handle,
+                                                        nvmlTemperature_t* temperature) {
+  DEVICE_QUERY(handle);
+  if (!temperature) return NVML_ERROR_INVALID_ARGUMENT;
+  if (temperature->version != kNvmlTemperatureV1) return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+  if (temperature->sensorType != NVML_TEMPERATURE_GPU) return NVML_ERROR_INVALID_ARGUMENT;
+  if (!d->temperature_v || !d->temperature_c) return NVML_ERROR_NOT_SUPPORTED;
+  temperature->temperature = static_cast<int>(*d->temperature_c);
+  return NVML_SUCCESS;
 }
 
 FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetTemperatureThreshold(nvmlDevice_t handle,

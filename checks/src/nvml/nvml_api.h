@@ -28,6 +28,7 @@ enum : int {
   NVML_ERROR_LIBRARY_NOT_FOUND = 12,
   NVML_ERROR_FUNCTION_NOT_FOUND = 13,
   NVML_ERROR_GPU_IS_LOST = 15,
+  NVML_ERROR_ARGUMENT_VERSION_MISMATCH = 25,
   NVML_ERROR_UNKNOWN = 999,
 };
 
@@ -83,6 +84,15 @@ struct nvmlUtilization_t {
   unsigned int memory;
 };
 
+// nvmlTemperature_t (= nvmlTemperature_v1_t) for nvmlDeviceGetTemperatureV, the call that replaces
+// nvmlDeviceGetTemperature (DEPRECATED(13.0) in nvml.h). `version` must be kNvmlTemperatureV1.
+struct nvmlTemperature_t {
+  unsigned int version;
+  int sensorType;  // nvmlTemperatureSensors_t
+  int temperature;
+};
+typedef nvmlTemperature_t nvmlTemperature_v1_t;
+
 // Function signatures (pointer types), one per entry point Vigil resolves.
 typedef nvmlReturn_t (*nvmlInit_v2_fn)();
 typedef nvmlReturn_t (*nvmlShutdown_fn)();
@@ -104,6 +114,7 @@ typedef nvmlReturn_t (*nvmlDeviceGetNvLinkState_fn)(nvmlDevice_t, unsigned int, 
 typedef nvmlReturn_t (*nvmlDeviceGetNvLinkErrorCounter_fn)(nvmlDevice_t, unsigned int, int,
                                                            unsigned long long*);
 typedef nvmlReturn_t (*nvmlDeviceGetTemperature_fn)(nvmlDevice_t, int, unsigned int*);
+typedef nvmlReturn_t (*nvmlDeviceGetTemperatureV_fn)(nvmlDevice_t, nvmlTemperature_t*);
 typedef nvmlReturn_t (*nvmlDeviceGetTemperatureThreshold_fn)(nvmlDevice_t, int, unsigned int*);
 typedef nvmlReturn_t (*nvmlEventSetCreate_fn)(nvmlEventSet_t*);
 typedef nvmlReturn_t (*nvmlDeviceRegisterEvents_fn)(nvmlDevice_t, unsigned long long,
@@ -137,6 +148,8 @@ inline constexpr unsigned long long kNvmlValueNotAvailable = ~0ULL;
 // ctest nvml_abi_check asserts every size and offset against nvml_abi_facts.txt.
 
 inline constexpr unsigned kNvmlDeviceMigEnable = 1;  // NVML_DEVICE_MIG_ENABLE
+// nvmlTemperature_v1: NVML_STRUCT_VERSION(Temperature, 1) = sizeof | (1 << 24)
+inline constexpr unsigned kNvmlTemperatureV1 = sizeof(nvmlTemperature_v1_t) | (1u << 24);
 
 // nvmlEventType bit for critical XID errors.
 inline constexpr unsigned long long kNvmlEventTypeXidCriticalError = 0x8ULL;
