@@ -20,7 +20,7 @@ usage() {
   cat <<'EOF'
 usage: scripts/gpu-validate.sh --nccl-tests DIR [options]
   --nccl-tests DIR   nccl-tests source tree (e.g. github.com/NVIDIA/nccl-tests, any 2.x tag)
-  --out DIR          where results go (default: gpu-validation-<UTC time>, ignored by git)
+  --out DIR          where results go (default: BUILD/results-<UTC time>, ignored by git)
   --build DIR        Vigil build directory (default: build-gpu-validate)
   --cuda DIR         CUDA toolkit with NCCL (default: /usr/local/cuda)
   --ranks N          GPUs for the all-reduce runs (default: all GPUs nvidia-smi lists)
@@ -92,7 +92,7 @@ gpus=$(nvidia-smi --query-gpu=index --format=csv,noheader | wc -l)
 ranks="${ranks:-$gpus}"
 [[ "$ranks" -le "$gpus" ]] || die "--ranks $ranks but only $gpus GPUs"
 
-out="${out:-$repo/gpu-validation-$(date -u +%Y%m%dT%H%M%SZ)}"
+out="${out:-$build/results-$(date -u +%Y%m%dT%H%M%SZ)}"
 mkdir -p "$out"
 echo "== results in $out"
 {
@@ -117,9 +117,10 @@ timed() { # timed NAME CMD...: runs CMD, records exit code and wall seconds in O
 
 echo "== build Vigil with CUDA (native archs) in $build"
 cmake -S "$repo" -B "$build" -DVIGIL_WITH_CUDA=ON -DVIGIL_CUDA_ARCHS=native \
-  -DCMAKE_CUDA_COMPILER="$cuda/bin/nvcc" -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$out/configure.log"
+  -DCMAKE_CUDA_COMPILER="$cuda/bin/nvcc" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  >"$out/configure.log" 2>&1 || die "configure failed: see $out/configure.log"
 cmake --build "$build" -j"$(nproc)" --target vigil-check vigil-allreduce checks_cuda_test \
-  >"$out/build.log"
+  >"$out/build.log" 2>&1 || die "build failed: see $out/build.log"
 echo "== build all_reduce_perf from $nccl_tests"
 # MPI_HOME must hold include/ and lib/ (Debian: /usr/lib/x86_64-linux-gnu/openmpi); NCCL comes
 # with the CUDA toolkit here (libnccl in $cuda/lib64). NVCC_GENCODE from the environment, if set,
