@@ -17,7 +17,7 @@ PACKAGES=(
   # Prometheus server + promtool for metric/rule/dashboard tests
   prometheus
   # misc tools used by scripts and tests
-  procps iproute2 python3 jq
+  procps iproute2 python3 jq shellcheck
   # Node.js: validates cronjobs/ against the upstream Kubernetes schemas (tests/k8s-validate)
   nodejs
 )

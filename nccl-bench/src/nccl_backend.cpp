@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include "backend.h"
@@ -59,13 +60,15 @@ class NcclBackend final : public CommBackend {
                        "; check the driver (nvidia-smi) and CUDA_VISIBLE_DEVICES, or use "
                        "--backend host on CPU-only nodes",
                    "cudaGetDeviceCount"};
-    if (count < info.local_ranks)
+    const std::optional<int> device = select_device(count, info.local_rank, info.local_ranks);
+    if (!device)
       return Error{info.hostname + " runs " + std::to_string(info.local_ranks) +
-                       " ranks but rank " + std::to_string(info.rank) + " sees only " +
-                       std::to_string(count) + " GPU(s); start at most " + std::to_string(count) +
-                       " ranks per node (one rank per GPU)",
+                       " ranks but rank " + std::to_string(info.rank) + " sees " +
+                       std::to_string(count) + " GPUs; start at most " + std::to_string(count) +
+                       " ranks per node (one rank per GPU), or bind one GPU per rank "
+                       "(srun --gpus-per-task=1)",
                    "cudaGetDeviceCount"};
-    device_ = info.local_rank;
+    device_ = *device;
     VIGIL_CUDA(cudaSetDevice(device_));
     std::size_t free_b = 0, total_b = 0;
     VIGIL_CUDA(cudaMemGetInfo(&free_b, &total_b));

@@ -103,7 +103,14 @@ std::string BenchOptions::validate() const {
 std::vector<std::pair<std::string, std::string>> transport_env(Transport t) {
   if (t == Transport::kIb)
     return {{"NCCL_P2P_DISABLE", "1"}, {"NCCL_SHM_DISABLE", "1"}, {"NCCL_ALGO", "Ring"}};
-  return {};
+  return {{"NCCL_P2P_DISABLE", "0"}, {"NCCL_SHM_DISABLE", "0"}};
+}
+
+std::optional<int> select_device(int visible_devices, int local_rank, int local_ranks) {
+  if (visible_devices <= 0 || local_rank < 0 || local_rank >= local_ranks) return std::nullopt;
+  if (visible_devices >= local_ranks) return local_rank;
+  if (visible_devices == 1) return 0;
+  return std::nullopt;
 }
 
 }  // namespace vigil::ncclbench

@@ -49,6 +49,7 @@ struct nvmlDevice_st {
   };
   std::vector<Link> nvlinks;  // empty: NVLink not supported
   std::optional<unsigned> temperature_c, temperature_slowdown_c, temperature_shutdown_c;
+  bool temperature_v = false;  // nvmlDeviceGetTemperatureV answers (else: not supported)
   std::optional<unsigned> power_mw;
   struct Process {
     unsigned pid = 0;
@@ -57,6 +58,7 @@ struct nvmlDevice_st {
   };
   std::optional<std::vector<Process>> processes;  // compute processes
   std::optional<nvmlUtilization_t> utilization;
+  std::optional<bool> mig;            // nvmlDeviceGetMigMode current (= pending) mode
   std::map<std::string, int> errors;  // entry point -> forced nvmlReturn_t
 };
 
@@ -131,8 +133,9 @@ const std::map<std::string, int> kLinkCounters = {
 nvmlDevice_st parse_gpu(const json& j, const std::string& at) {
   check_keys(j,
              {"name", "pci", "lost", "ecc", "remapped_rows", "retired_pages_pending",
-              "clocks_event_reasons", "pcie", "nvlink", "temperature_c", "temperature_slowdown_c",
-              "temperature_shutdown_c", "power_mw", "processes", "utilization", "errors"},
+              "clocks_event_reasons", "pcie", "nvlink", "temperature_c", "temperature_v",
+              "temperature_slowdown_c", "temperature_shutdown_c", "power_mw", "processes",
+              "utilization", "mig", "errors"},
              at);
   nvmlDevice_st g;
   g.name = j.contains("name") ? to_string(j["name"], at + "/name") : "NVIDIA Fake GPU";
@@ -203,7 +206,9 @@ nvmlDevice_st parse_gpu(const json& j, const std::string& at) {
     check_keys(n, {"link_count", "down", "counters"}, a);
     const unsigned count =
         n.contains("link_count") ? to_u32(n["link_count"], a + "/link_count") : 0;
-    if (count > kNvmlNvLinkMaxLinks) throw FixtureError{a + "/link_count: at most 18"};
+    if (count > kNvmlNvLinkMaxLinks)
+      throw FixtureError{a + "/link_count: at most " + std::to_string(kNvmlNvLinkMaxLinks) +
+                         " (NVML_NVLINK_MAX_LINKS)"};
     g.nvlinks.resize(count);
     if (n.contains("down")) {
       if (!n["down"].is_array()) throw FixtureError{a + "/down: expected an array of links"};
@@ -231,6 +236,8 @@ nvmlDevice_st parse_gpu(const json& j, const std::string& at) {
     }
   }
   if (j.contains("temperature_c")) g.temperature_c = to_u32(j["temperature_c"], at);
+  if (j.contains("temperature_v"))
+    g.temperature_v = to_bool(j["temperature_v"], at + "/temperature_v");
   if (j.contains("temperature_slowdown_c")) {
     g.temperature_slowdown_c = to_u32(j["temperature_slowdown_c"], at);
   }
@@ -269,6 +276,7 @@ nvmlDevice_st parse_gpu(const json& j, const std::string& at) {
     if (rates.memory > 100) throw FixtureError{a + "/memory: a percentage, at most 100"};
     g.utilization = rates;
   }
+  if (j.contains("mig")) g.mig = to_bool(j["mig"], at + "/mig");
   if (j.contains("errors")) {
     if (!j["errors"].is_object()) throw FixtureError{at + "/errors: expected an object"};
     for (const auto& [fn, code] : j["errors"].items()) {
@@ -586,6 +594,19 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t handle, int 
   return answer(d->temperature_c, temp);
 }
 
+// Checks the struct version like the real call: a wrong one is
+// NVML_ERROR_ARGUMENT_VERSION_MISMATCH.
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetTemperatureV(nvmlDevice_t handle,
+                                                        nvmlTemperature_t* temperature) {
+  DEVICE_QUERY(handle);
+  if (!temperature) return NVML_ERROR_INVALID_ARGUMENT;
+  if (temperature->version != kNvmlTemperatureV1) return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+  if (temperature->sensorType != NVML_TEMPERATURE_GPU) return NVML_ERROR_INVALID_ARGUMENT;
+  if (!d->temperature_v || !d->temperature_c) return NVML_ERROR_NOT_SUPPORTED;
+  temperature->temperature = static_cast<int>(*d->temperature_c);
+  return NVML_SUCCESS;
+}
+
 FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetTemperatureThreshold(nvmlDevice_t handle,
                                                                 int threshold_type,
                                                                 unsigned int* temp) {
@@ -630,6 +651,15 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t handle,
                                                             nvmlUtilization_t* utilization) {
   DEVICE_QUERY(handle);
   return answer(d->utilization, utilization);
+}
+
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t handle, unsigned int* current,
+                                                   unsigned int* pending) {
+  DEVICE_QUERY(handle);
+  if (!current || !pending) return NVML_ERROR_INVALID_ARGUMENT;
+  if (!d->mig) return NVML_ERROR_NOT_SUPPORTED;
+  *current = *pending = *d->mig ? kNvmlDeviceMigEnable : 0;
+  return NVML_SUCCESS;
 }
 
 // The name a fixture process carries, whichever GPU lists it.

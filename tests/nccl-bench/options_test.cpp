@@ -57,5 +57,20 @@ TEST(Options, ib_transport_forces_traffic_through_the_nics) {
   auto env = nb::transport_env(nb::Transport::kIb);
   EXPECT_EQ(env, (std::vector<std::pair<std::string, std::string>>{
                      {"NCCL_P2P_DISABLE", "1"}, {"NCCL_SHM_DISABLE", "1"}, {"NCCL_ALGO", "Ring"}}));
-  EXPECT_TRUE(nb::transport_env(nb::Transport::kNvlink).empty());
+}
+
+TEST(Options, nvlink_transport_overrides_an_inherited_p2p_disable) {
+  EXPECT_EQ(nb::transport_env(nb::Transport::kNvlink),
+            (std::vector<std::pair<std::string, std::string>>{{"NCCL_P2P_DISABLE", "0"},
+                                                              {"NCCL_SHM_DISABLE", "0"}}));
+}
+
+TEST(Options, device_is_the_local_rank_or_the_one_gpu_bound_to_the_rank) {
+  EXPECT_EQ(nb::select_device(8, 3, 8), 3);  // 8 ranks, all 8 GPUs visible to each
+  EXPECT_EQ(nb::select_device(8, 1, 2), 1);  // 2 ranks on an 8-GPU node
+  EXPECT_EQ(nb::select_device(1, 5, 8), 0);  // srun --gpus-per-task=1: one GPU per rank
+  EXPECT_EQ(nb::select_device(1, 0, 1), 0);
+  EXPECT_EQ(nb::select_device(4, 5, 8), std::nullopt);  // 8 ranks, 4 GPUs each
+  EXPECT_EQ(nb::select_device(0, 0, 1), std::nullopt);  // no GPU
+  EXPECT_EQ(nb::select_device(8, 8, 8), std::nullopt);  // inconsistent rank info
 }

@@ -50,6 +50,7 @@ CheckResult run_on_each_gpu(const CheckContext& ctx, std::string_view check,
   // error VIGIL-GPU-BUSY and no GPU is touched (docs/cuda-probes.md, "Busy GPUs").
   const nvml::BusyScan others = nvml::scan_gpus_for_other_work(ctx);
   if (!others.busy.empty()) return nvml::gpu_busy_result(check, others.busy);
+  if (auto mig = nvml::mig_skip_result(check, others.mig_enabled)) return *mig;
 
   // GPU numbers in reports must match the NVML checks' (PCI bus order); respect an explicit
   // choice by the operator.

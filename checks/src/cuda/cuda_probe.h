@@ -4,6 +4,7 @@
 // kernel and what it measures.
 #include <cuda_runtime_api.h>
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
@@ -12,8 +13,8 @@
 #include <vector>
 
 #include "cuda/probe_math.h"
-#include "vigil/checks/check.h"
 #include "vigil/base/result.h"
+#include "vigil/checks/check.h"
 
 namespace vigil::cuda_probe {
 
@@ -57,13 +58,23 @@ Result<StreamPtr> make_stream();
 Result<EventPtr> make_event();
 
 // Runs plan.warmup untimed iterations of `launch` (which enqueues one iteration on `stream` and
-// returns VoidResult), then plan.batches batches of plan.iters iterations, each batch between
-// two CUDA events. Returns the seconds per iteration of every batch.
+// returns VoidResult), more until warm-up lasted plan.min_warmup_s (host clock after a stream
+// sync), then plan.batches batches of plan.iters iterations, each batch between two CUDA
+// events. Returns the seconds per iteration of every batch.
 template <typename Launch>
 Result<std::vector<double>> time_batches(cudaStream_t stream, const TimingPlan& plan,
                                          Launch&& launch) {
-  for (int i = 0; i < plan.warmup; ++i) {
-    if (VoidResult r = launch(); !r) return r.error();
+  const auto warmup_start = std::chrono::steady_clock::now();
+  int done = 0;
+  for (int more = plan.warmup; more > 0;) {
+    for (int i = 0; i < more; ++i) {
+      if (VoidResult r = launch(); !r) return r.error();
+    }
+    done += more;
+    VIGIL_CUDA_CHECK(cudaStreamSynchronize(stream));
+    const double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - warmup_start).count();
+    more = more_warmup_iters(done, elapsed, plan.min_warmup_s);
   }
   VIGIL_TRY(EventPtr start, make_event());
   VIGIL_TRY(EventPtr stop, make_event());

@@ -56,8 +56,24 @@ struct TimingPlan {
   int warmup = 0;   // untimed iterations first (clocks ramp up, caches and heuristics settle)
   int iters = 1;    // iterations per timed batch (one CUDA event pair per batch)
   int batches = 1;  // timed batches; the figure is the median batch
+  // Warm-up also lasts at least this long: an idle GPU needs a few hundred ms of load before
+  // its SM clock reaches boost (clocks_event_reasons shows GpuIdle until then), and a fixed
+  // count of fast iterations (10 GEMMs: ~15 ms on an H100) would time the ramp.
+  double min_warmup_s = 0;
   int total() const { return warmup + iters * batches; }
 };
+
+// Untimed iterations still to run after `done` of them took `elapsed_s`, so that warm-up
+// lasts at least `min_s`: the remaining time at the observed rate plus 10%, at least 1, at
+// most `cap`. 0 once min_s is reached.
+inline int more_warmup_iters(int done, double elapsed_s, double min_s, int cap = 100000) {
+  if (elapsed_s >= min_s) return 0;
+  if (done <= 0 || elapsed_s <= 0) return 1;
+  const double per_iter = elapsed_s / done;
+  const double want = (min_s - elapsed_s) / per_iter * 1.1;
+  if (want >= cap) return cap;
+  return want < 1 ? 1 : static_cast<int>(want + 0.5);
+}
 
 struct GemmPlan {
   std::int64_t m = 8192, n = 8192, k = 8192;
@@ -66,7 +82,8 @@ struct GemmPlan {
 // 8192^3 in both suites: the size the healthy figures in anchors.md section 4 were measured at,
 // and large enough to reach peak on every SKU; full runs ~20x more iterations (thermals show).
 inline GemmPlan gemm_plan(bool full) {
-  return full ? GemmPlan{8192, 8192, 8192, {50, 100, 10}} : GemmPlan{8192, 8192, 8192, {10, 20, 3}};
+  return full ? GemmPlan{8192, 8192, 8192, {50, 100, 10, 2.0}}
+              : GemmPlan{8192, 8192, 8192, {10, 20, 3, 0.5}};
 }
 
 struct CopyPlan {
@@ -75,11 +92,11 @@ struct CopyPlan {
 };
 // HBM copy: source and destination buffers of `bytes` each, far larger than any L2 (<= 126 MB).
 inline CopyPlan hbm_plan(bool full) {
-  return full ? CopyPlan{4 * kGiB, {5, 20, 5}} : CopyPlan{1 * kGiB, {3, 10, 3}};
+  return full ? CopyPlan{4 * kGiB, {5, 20, 5, 0.5}} : CopyPlan{1 * kGiB, {3, 10, 3, 0.2}};
 }
 // Host<->device copies from/to pinned host memory, each direction timed on its own.
 inline CopyPlan pcie_plan(bool full) {
-  return full ? CopyPlan{1 * kGiB, {3, 10, 5}} : CopyPlan{256 * kMiB, {2, 5, 3}};
+  return full ? CopyPlan{1 * kGiB, {3, 10, 5, 0.2}} : CopyPlan{256 * kMiB, {2, 5, 3, 0.1}};
 }
 
 // ---- memory pattern test ----------------------------------------------------------------------

@@ -251,9 +251,28 @@ BusyScan scan_gpus_for_other_work(const CheckContext& ctx, const BusySampling& s
   const std::vector<GpuActivity> activity =
       read_gpu_activity(session.value(), ctx.proc_root, rules, sampling);
   scan.busy = judge_gpu_activity(activity, rules);
+  const Session& s = session.value();
+  for (int g = 0; g < s.count(); ++g) {
+    unsigned current = 0, pending = 0;
+    if (s.gpus[g] &&
+        call(s.api().device_get_mig_mode, s.gpus[g], &current, &pending) == NVML_SUCCESS &&
+        (current == kNvmlDeviceMigEnable || pending == kNvmlDeviceMigEnable)) {
+      scan.mig_enabled.push_back(g);
+    }
+  }
   const std::vector<std::string> unknowns = activity_unknowns(activity);
   if (!unknowns.empty()) scan.unknown = short_list(unknowns, 3, "; ", "; ");
   return scan;
+}
+
+std::optional<CheckResult> mig_skip_result(std::string_view check,
+                                           const std::vector<int>& mig_enabled) {
+  if (mig_enabled.empty()) return std::nullopt;
+  std::vector<std::string> gpus;
+  for (int g : mig_enabled) gpus.push_back("gpu" + std::to_string(g));
+  return skipped(check, "MIG enabled on " + short_list(gpus, 8, ", ", ", ") +
+                            ": the probe measures whole GPUs and a MIG slice would read as a "
+                            "slow GPU; run it with MIG disabled (nvidia-smi -mig 0)");
 }
 
 CheckResult gpu_busy_result(std::string_view check, const std::vector<GpuBusy>& busy) {

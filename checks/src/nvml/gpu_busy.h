@@ -77,7 +77,15 @@ std::vector<GpuActivity> read_gpu_activity(const Session& s, const std::string& 
 struct BusyScan {
   std::vector<GpuBusy> busy;  // non-empty: do not measure
   std::string unknown;        // "" or "cannot tell whether ... busy: ..." for the result message
+  // GPUs in MIG mode (current or pending). CUDA sees one MIG slice per process, so a probe on
+  // such a node would measure a fraction of a GPU and call it slow: skip (docs/cuda-probes.md).
+  std::vector<int> mig_enabled;
 };
+
+// Pure: the `skipped` result when any GPU is in MIG mode ("MIG enabled on gpu0, gpu3: ..."),
+// else nullopt.
+std::optional<CheckResult> mig_skip_result(std::string_view check,
+                                           const std::vector<int>& mig_enabled);
 
 // Opens NVML (ctx.nvml_library) and judges every GPU it sees, excluding this process and its
 // parent. NVML unavailable: nothing busy, `unknown` says why (the NVML checks report NVML

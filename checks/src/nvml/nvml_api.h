@@ -1,8 +1,10 @@
 #pragma once
 // The small part of the NVML C ABI that Vigil uses, declared by the project because nvml.h is
-// not installed on build machines. Values and layouts follow the public NVML API reference;
-// only what the checks call is declared. The fake library (tests/fake_nvml) includes this file
-// too, so a signature mismatch between loader and fake is a compile error.
+// not installed on build machines. Only what the checks call is declared. Every name, value,
+// size, offset and prototype here is checked (ctest nvml_abi_check) against facts taken from
+// NVIDIA's published nvml.h: tests/fake_nvml/nvml_abi_facts.txt names the header's version. The
+// fake library (tests/fake_nvml) includes this file too, so a signature mismatch between loader and
+// fake is a compile error.
 #include <cstddef>
 #include <cstdint>
 
@@ -26,6 +28,7 @@ enum : int {
   NVML_ERROR_LIBRARY_NOT_FOUND = 12,
   NVML_ERROR_FUNCTION_NOT_FOUND = 13,
   NVML_ERROR_GPU_IS_LOST = 15,
+  NVML_ERROR_ARGUMENT_VERSION_MISMATCH = 25,
   NVML_ERROR_UNKNOWN = 999,
 };
 
@@ -81,6 +84,15 @@ struct nvmlUtilization_t {
   unsigned int memory;
 };
 
+// nvmlTemperature_t (= nvmlTemperature_v1_t) for nvmlDeviceGetTemperatureV, the call that replaces
+// nvmlDeviceGetTemperature (DEPRECATED(13.0) in nvml.h). `version` must be kNvmlTemperatureV1.
+struct nvmlTemperature_t {
+  unsigned int version;
+  int sensorType;  // nvmlTemperatureSensors_t
+  int temperature;
+};
+typedef nvmlTemperature_t nvmlTemperature_v1_t;
+
 // Function signatures (pointer types), one per entry point Vigil resolves.
 typedef nvmlReturn_t (*nvmlInit_v2_fn)();
 typedef nvmlReturn_t (*nvmlShutdown_fn)();
@@ -102,6 +114,7 @@ typedef nvmlReturn_t (*nvmlDeviceGetNvLinkState_fn)(nvmlDevice_t, unsigned int, 
 typedef nvmlReturn_t (*nvmlDeviceGetNvLinkErrorCounter_fn)(nvmlDevice_t, unsigned int, int,
                                                            unsigned long long*);
 typedef nvmlReturn_t (*nvmlDeviceGetTemperature_fn)(nvmlDevice_t, int, unsigned int*);
+typedef nvmlReturn_t (*nvmlDeviceGetTemperatureV_fn)(nvmlDevice_t, nvmlTemperature_t*);
 typedef nvmlReturn_t (*nvmlDeviceGetTemperatureThreshold_fn)(nvmlDevice_t, int, unsigned int*);
 typedef nvmlReturn_t (*nvmlEventSetCreate_fn)(nvmlEventSet_t*);
 typedef nvmlReturn_t (*nvmlDeviceRegisterEvents_fn)(nvmlDevice_t, unsigned long long,
@@ -112,10 +125,14 @@ typedef nvmlReturn_t (*nvmlDeviceGetComputeRunningProcesses_v3_fn)(nvmlDevice_t,
                                                                    nvmlProcessInfo_t*);
 typedef nvmlReturn_t (*nvmlDeviceGetUtilizationRates_fn)(nvmlDevice_t, nvmlUtilization_t*);
 typedef nvmlReturn_t (*nvmlSystemGetProcessName_fn)(unsigned int, char*, unsigned int);
+// current and pending mode: NVML_DEVICE_MIG_ENABLE / _DISABLE
+typedef nvmlReturn_t (*nvmlDeviceGetMigMode_fn)(nvmlDevice_t, unsigned int*, unsigned int*);
 
 }  // extern "C"
 
-inline constexpr unsigned kNvmlNvLinkMaxLinks = 18;        // NVML_NVLINK_MAX_LINKS
+// NVML_NVLINK_MAX_LINKS: 36 since the CUDA 13.3 nvml.h (18 before). Links past a board's own
+// count answer NVML_ERROR_INVALID_ARGUMENT, so scanning all 36 costs nothing on older GPUs.
+inline constexpr unsigned kNvmlNvLinkMaxLinks = 36;
 inline constexpr unsigned kNvmlDeviceNameBufferSize = 96;  // NVML_DEVICE_NAME_V2_BUFFER_SIZE
 
 // nvmlClocksEventReasons bits (formerly "throttle reasons").
@@ -127,12 +144,12 @@ inline constexpr unsigned long long kNvmlClocksEventHwPowerBrake = 0x80ULL;
 // NVML_VALUE_NOT_AVAILABLE ((-1) in nvml.h) as it reads in an unsigned long long field.
 inline constexpr unsigned long long kNvmlValueNotAvailable = ~0ULL;
 
-// The layouts above must match nvml.h byte for byte (the library writes into them).
-static_assert(sizeof(nvmlProcessInfo_t) == 24 && offsetof(nvmlProcessInfo_t, usedGpuMemory) == 8 &&
-                  offsetof(nvmlProcessInfo_t, gpuInstanceId) == 16 &&
-                  offsetof(nvmlProcessInfo_t, computeInstanceId) == 20,
-              "nvmlProcessInfo_v2_t layout");
-static_assert(sizeof(nvmlUtilization_t) == 8, "nvmlUtilization_t layout");
+// The layouts above must match nvml.h byte for byte (the library writes into them); the
+// ctest nvml_abi_check asserts every size and offset against nvml_abi_facts.txt.
+
+inline constexpr unsigned kNvmlDeviceMigEnable = 1;  // NVML_DEVICE_MIG_ENABLE
+// nvmlTemperature_v1: NVML_STRUCT_VERSION(Temperature, 1) = sizeof | (1 << 24)
+inline constexpr unsigned kNvmlTemperatureV1 = sizeof(nvmlTemperature_v1_t) | (1u << 24);
 
 // nvmlEventType bit for critical XID errors.
 inline constexpr unsigned long long kNvmlEventTypeXidCriticalError = 0x8ULL;

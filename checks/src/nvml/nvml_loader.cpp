@@ -62,6 +62,7 @@ Result<std::unique_ptr<Library>> Library::open(const std::string& path) {
   resolve(handle, "nvmlDeviceGetNvLinkState", a.device_get_nvlink_state);
   resolve(handle, "nvmlDeviceGetNvLinkErrorCounter", a.device_get_nvlink_error_counter);
   resolve(handle, "nvmlDeviceGetTemperature", a.device_get_temperature);
+  resolve(handle, "nvmlDeviceGetTemperatureV", a.device_get_temperature_v);
   resolve(handle, "nvmlDeviceGetTemperatureThreshold", a.device_get_temperature_threshold);
   resolve(handle, "nvmlDeviceGetPowerUsage", a.device_get_power_usage);
   resolve(handle, "nvmlEventSetCreate", a.event_set_create);
@@ -72,6 +73,7 @@ Result<std::unique_ptr<Library>> Library::open(const std::string& path) {
           a.device_get_compute_running_processes);
   resolve(handle, "nvmlDeviceGetUtilizationRates", a.device_get_utilization_rates);
   resolve(handle, "nvmlSystemGetProcessName", a.system_get_process_name);
+  resolve(handle, "nvmlDeviceGetMigMode", a.device_get_mig_mode);
   dlerror();  // optional symbols that were not found leave an error behind; drop it
 
   const nvmlReturn_t rc = a.init();

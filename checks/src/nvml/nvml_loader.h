@@ -36,6 +36,8 @@ struct Api {
   nvmlDeviceGetNvLinkState_fn device_get_nvlink_state = nullptr;
   nvmlDeviceGetNvLinkErrorCounter_fn device_get_nvlink_error_counter = nullptr;
   nvmlDeviceGetTemperature_fn device_get_temperature = nullptr;
+  // Preferred when the driver has it (nvmlDeviceGetTemperature is deprecated since CUDA 13.0).
+  nvmlDeviceGetTemperatureV_fn device_get_temperature_v = nullptr;
   nvmlDeviceGetTemperatureThreshold_fn device_get_temperature_threshold = nullptr;
   nvmlDeviceGetUInt_fn device_get_power_usage = nullptr;  // milliwatts
   nvmlEventSetCreate_fn event_set_create = nullptr;
@@ -47,6 +49,8 @@ struct Api {
   nvmlDeviceGetComputeRunningProcesses_v3_fn device_get_compute_running_processes = nullptr;
   nvmlDeviceGetUtilizationRates_fn device_get_utilization_rates = nullptr;
   nvmlSystemGetProcessName_fn system_get_process_name = nullptr;
+  // MIG mode (A100 and later): the CUDA probes measure whole GPUs, not MIG slices.
+  nvmlDeviceGetMigMode_fn device_get_mig_mode = nullptr;
 };
 
 // An opened and initialised NVML. Destruction calls nvmlShutdown and dlclose.

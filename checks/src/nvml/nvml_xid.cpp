@@ -1,6 +1,8 @@
 // nvml_xid: critical XID events raised while the check listens (ctx.xid_wait). NVML only
 // delivers events that happen after registration, so this sees faults of the current moment,
-// not the kernel log's history. Classification (DCGM health watch, anchors.md section 5):
+// not the kernel log's history: XIDs raised before the check started are covered by the hook
+// mode's kernel-log reader ("XIDs since last run", /dev/kmsg), not here.
+// Classification (DCGM health watch, anchors.md section 5):
 //   fatal -> xid_fatal_events, fails without a SKU: 48, 64, 74, 79, 95, 119, 120, 140;
 //   warn  -> xid_other_events, status warn: 31, 32, 43, 63, 67, 73, 94, 121, 137;
 //   other -> xid_other_events, reported only (e.g. 13, 45, 68, 109: usually the

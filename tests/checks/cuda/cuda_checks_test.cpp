@@ -4,12 +4,15 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "check_factories.h"
 #include "scoped_env.h"
+#include "temp_dir.h"
 #include "vigil/checks/registry.h"
 
 #ifdef VIGIL_HAVE_CUDA
@@ -120,6 +123,24 @@ TEST(CudaProbes, a_gpu_busy_with_another_process_makes_every_probe_error_before_
     EXPECT_EQ(r.status, Status::kError) << p.name << ": " << r.message;
     EXPECT_EQ(r.fault_code, "VIGIL-GPU-BUSY") << p.name << ": " << r.message;
     EXPECT_EQ(r.message.rfind("GPU busy: gpu2 pid 4194305 python 40 GiB", 0), 0u) << r.message;
+    EXPECT_TRUE(r.measurements.empty()) << p.name;
+  }
+}
+
+// A node in MIG mode: every probe skips (a slice would read as a slow GPU), before CUDA.
+TEST(CudaProbes, mig_mode_makes_every_probe_skip_before_cuda_is_touched) {
+  vigil::testing::TempDir tmp;
+  std::ifstream in(std::string(VIGIL_SOURCE_DIR) + "/tests/fixtures/nvml/healthy_8x_h100.json");
+  nlohmann::json j = nlohmann::json::parse(in);
+  j["gpus"][3]["mig"] = true;
+  vigil::testing::ScopedEnv fixture("VIGIL_FAKE_NVML_FIXTURE", tmp.write("mig.json", j.dump()));
+  CheckContext ctx;
+  ctx.gpu_count = 8;
+  ctx.nvml_library = VIGIL_FAKE_NVML_LIBRARY;
+  for (const Probe& p : kProbes) {
+    CheckResult r = p.make()->run(ctx);
+    EXPECT_EQ(r.status, Status::kSkipped) << p.name << ": " << r.message;
+    EXPECT_EQ(r.message.rfind("MIG enabled on gpu3: ", 0), 0u) << r.message;
     EXPECT_TRUE(r.measurements.empty()) << p.name;
   }
 }

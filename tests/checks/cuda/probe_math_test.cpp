@@ -67,9 +67,31 @@ TEST(ProbeMath, quick_suite_on_eight_a100_fits_in_forty_seconds) {
   const double pcie_s = 2.0 * p.timing.total() * static_cast<double>(p.bytes) / pcie;
   const double tested = static_cast<double>(memtest_bytes(80 * kGiB, m));
   const double memtest_s = m.passes.size() * 2.0 * tested / hbm;
-  const double per_gpu = gemm_s + hbm_s + pcie_s + memtest_s + 4 * 0.5;
+  const double warmup_s = g.timing.min_warmup_s + h.timing.min_warmup_s + 2 * p.timing.min_warmup_s;
+  const double per_gpu = gemm_s + hbm_s + pcie_s + memtest_s + warmup_s + 4 * 0.5;
   EXPECT_LT(8 * per_gpu, 40.0) << "gemm " << gemm_s << " s, hbm " << hbm_s << " s, pcie " << pcie_s
                                << " s, memtest " << memtest_s << " s per GPU";
+}
+
+// Clocks of an idle GPU need a few hundred ms of load to reach boost: every probe warms up for
+// a minimum time, not only a count of iterations that may take milliseconds.
+TEST(ProbeMath, every_probe_warms_up_for_a_minimum_time) {
+  for (bool full : {false, true}) {
+    EXPECT_GE(gemm_plan(full).timing.min_warmup_s, 0.5) << full;
+    EXPECT_GE(hbm_plan(full).timing.min_warmup_s, 0.2) << full;
+    EXPECT_GE(pcie_plan(full).timing.min_warmup_s, 0.1) << full;
+  }
+}
+
+TEST(ProbeMath, more_warmup_iters_fills_the_remaining_time_at_the_observed_rate) {
+  // 10 GEMMs took 15 ms; 485 ms remain at 1.5 ms each: 324 iterations, +10%.
+  EXPECT_EQ(more_warmup_iters(10, 0.015, 0.5), 356);
+  EXPECT_EQ(more_warmup_iters(10, 0.5, 0.5), 0);            // reached
+  EXPECT_EQ(more_warmup_iters(10, 0.7, 0.5), 0);            // past
+  EXPECT_EQ(more_warmup_iters(0, 0.0, 0.5), 1);             // nothing observed yet: one more
+  EXPECT_EQ(more_warmup_iters(3, 0.49, 0.5), 1);            // less than one iteration left
+  EXPECT_EQ(more_warmup_iters(1, 1e-9, 10.0, 1000), 1000);  // capped
+  EXPECT_EQ(more_warmup_iters(5, 0.0, 0.0), 0);             // no minimum
 }
 
 TEST(ProbeMath, memtest_takes_a_bounded_aligned_fraction_of_free_memory) {

@@ -260,6 +260,29 @@ TEST_F(nvml_gpu_busy_read, scan_never_counts_this_process_as_foreign) {
   EXPECT_TRUE(nvml::scan_gpus_for_other_work(ctx_).busy.empty());
 }
 
+// A MIG slice would measure as a slow GPU: the scan names GPUs in MIG mode (current or pending),
+// and the probes skip on them instead of failing.
+TEST_F(nvml_gpu_busy_read, scan_lists_gpus_in_mig_mode_and_the_probes_skip_on_them) {
+  nlohmann::json j = load_fixture("healthy_8x_h100");
+  j["gpus"][1]["mig"] = true;
+  j["gpus"][6]["mig"] = true;
+  j["gpus"][2]["mig"] = false;
+  use_fixture_json(j);
+  const nvml::BusyScan scan = nvml::scan_gpus_for_other_work(ctx_);
+  EXPECT_TRUE(scan.busy.empty());
+  EXPECT_EQ(scan.mig_enabled, (std::vector<int>{1, 6}));
+  const std::optional<CheckResult> r = nvml::mig_skip_result("gpu_hbm", scan.mig_enabled);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->status, Status::kSkipped);
+  EXPECT_EQ(r->message.rfind("MIG enabled on gpu1, gpu6: ", 0), 0u) << r->message;
+  EXPECT_FALSE(nvml::mig_skip_result("gpu_hbm", {}).has_value());
+}
+
+TEST_F(nvml_gpu_busy_read, gpus_without_mig_support_are_not_in_mig_mode) {
+  use_fixture("healthy_8x_h100");  // no "mig": nvmlDeviceGetMigMode is not supported
+  EXPECT_TRUE(nvml::scan_gpus_for_other_work(ctx_).mig_enabled.empty());
+}
+
 TEST_F(nvml_gpu_busy_read, calls_a_gpu_does_not_answer_make_the_scan_say_it_cannot_tell) {
   nlohmann::json j = load_fixture("healthy_8x_h100");
   j["gpu_defaults"].erase("processes");

@@ -65,6 +65,24 @@ TEST_F(nvml_temperature, healthy_node_passes_and_reports_power) {
   EXPECT_EQ(r.message, "8 GPUs: hottest 35C");
 }
 
+// nvmlDeviceGetTemperatureV (the non-deprecated call) is used when it answers; the fake answers
+// only when the struct version is nvmlTemperature_v1, so a wrong version would read nothing.
+TEST_F(nvml_temperature, the_versioned_call_is_preferred_and_the_old_one_is_the_fallback) {
+  nlohmann::json j = load_fixture("healthy_8x_h100");
+  j["gpus"][1]["temperature_v"] = true;
+  j["gpus"][1]["temperature_c"] = 41;
+  j["gpus"][1]["errors"] = {{"nvmlDeviceGetTemperature", 999}};  // the old call would fail
+  j["gpus"][2]["temperature_v"] = true;
+  j["gpus"][2]["temperature_c"] = 38;
+  j["gpus"][2]["errors"] = {{"nvmlDeviceGetTemperatureV", 999}};  // V refuses: old call answers
+  use_fixture_json(j);
+  const CheckResult r = run(make_nvml_temperature_check());
+  EXPECT_EQ(r.status, Status::kPass) << r.message;
+  EXPECT_EQ(find(r, "gpu_temperature", 1)->value, 41);
+  EXPECT_EQ(find(r, "gpu_temperature", 2)->value, 38);
+  EXPECT_EQ(r.message, "8 GPUs: hottest 41C");
+}
+
 TEST_F(nvml_temperature, above_the_gpus_own_slowdown_temperature_warns) {
   use_fixture("thermal_slowdown");  // gpu2 at 91C, slowdown 89C, shutdown 92C
   const CheckResult r = run(make_nvml_temperature_check());

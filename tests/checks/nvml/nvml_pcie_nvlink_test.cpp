@@ -115,6 +115,17 @@ TEST_F(nvml_nvlink, link_down_fails_without_sku_and_names_the_link) {
   EXPECT_EQ(find(r, "nvlink_links_down", 5)->value, 1);
 }
 
+// nvml.h (CUDA 13.3) raised NVML_NVLINK_MAX_LINKS from 18 to 36; a link past 17 must be seen.
+TEST_F(nvml_nvlink, links_past_18_are_scanned) {
+  nlohmann::json j = load_fixture("healthy_8x_h100");
+  j["gpus"][1]["nvlink"] = {{"link_count", 36}, {"down", {30}}};
+  use_fixture_json(j);
+  const CheckResult r = run(make_nvml_nvlink_check());
+  EXPECT_EQ(r.status, Status::kFail) << r.message;
+  EXPECT_EQ(r.message, "gpu1 nvlink30 down");
+  EXPECT_EQ(find(r, "nvlink_links_down", 1)->value, 1);
+}
+
 TEST_F(nvml_nvlink, other_fixtures_pass) {
   for (const char* name : {"dbe_gpu3", "row_remap_pending", "thermal_slowdown", "xid_fatal"}) {
     use_fixture(name);

@@ -45,7 +45,17 @@ std::optional<std::uint64_t> parse_size(std::string_view s);
 // "1M,8M,64M"
 std::optional<std::vector<std::uint64_t>> parse_size_list(std::string_view s);
 
-// NCCL settings --transport ib applies before ncclCommInitRank (names and values).
+// NCCL settings each --transport applies before the first NCCL call (names and values). ib:
+// no NVLink/PCIe peer access, no shared memory, ring only, so every byte crosses the NICs.
+// nvlink: P2P and SHM explicitly enabled, so an NCCL_P2P_DISABLE=1 inherited from the job's
+// environment cannot turn the NVLink test into a network test without anyone noticing.
 std::vector<std::pair<std::string, std::string>> transport_env(Transport t);
+
+// The CUDA device a rank uses, given how many devices it sees and its place on the node:
+// its node-local rank when it sees at least one GPU per local rank (nccl-tests' rule);
+// device 0 when it sees exactly one (srun --gpus-per-task=1 or --gpu-bind gave each rank its
+// own GPU; should two ranks still share one, ncclCommInitRank reports the duplicate GPU).
+// nullopt: fewer GPUs than local ranks, or none.
+std::optional<int> select_device(int visible_devices, int local_rank, int local_ranks);
 
 }  // namespace vigil::ncclbench
