@@ -10,8 +10,7 @@ namespace vigil {
 
 // In a child process, killed after `timeout` (a hung driver: error).
 Result<GpuInventory> read_gpu_inventory(
-    const std::string& nvml_library,
-    std::chrono::milliseconds timeout = std::chrono::seconds(60));
+    const std::string& nvml_library, std::chrono::milliseconds timeout = std::chrono::seconds(60));
 
 // The same, in this process: only for code that already runs in a child (the passive suite).
 Result<GpuInventory> read_gpu_inventory_here(const std::string& nvml_library);

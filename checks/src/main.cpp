@@ -2,27 +2,26 @@
 // the work is in vigil::checks (see docs/vigil-check.md).
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <algorithm>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <sstream>
 
-#include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
-
 #include "inventory.h"
 #include "vigil/checks/gpu_probe.h"
 #include "vigil/checks/passive.h"
-#include "vigil/report/output.h"
 #include "vigil/checks/registry.h"
-#include "vigil/report/report_client.h"
 #include "vigil/checks/runner.h"
 #include "vigil/hook/hook.h"
+#include "vigil/report/output.h"
+#include "vigil/report/report_client.h"
 #include "vigil/slurm/slurm_api.h"
 
 namespace fs = std::filesystem;
@@ -377,14 +376,16 @@ int cmd_hook(HookArgs& h) {
   if (h.no_post) ctx.state_dir.clear();  // act on nothing: not even the XID cursor moves
   const int64_t start = now_unix();
   size_t done = 0;
-  vigil::PassiveRun run = vigil::run_passive_suite(ctx, &*skus.value, *mode == vigil::hook::Mode::kEpilog,
-                                                   deadline, run_options(a, done).on_result);
+  vigil::PassiveRun run =
+      vigil::run_passive_suite(ctx, &*skus.value, *mode == vigil::hook::Mode::kEpilog, deadline,
+                               run_options(a, done).on_result);
   ctx.sku = run.sku;
   vigil::NodeReport report = start_report(a, ctx, start);
   report.context = std::string(vigil::hook::to_string(*mode));
   report.checks = std::move(run.results);
   report.end_time = vigil::rfc3339_utc(now_unix());
-  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
 
   vigil::hook::ActOptions act;
   act.post = !h.no_post;
@@ -401,8 +402,8 @@ int cmd_hook(HookArgs& h) {
   print.spool_dir.clear();
   emit(print, {report});
   std::cerr << "vigil-check hook " << h.mode << ": node " << ctx.node << ", "
-            << vigil::to_string(report.overall()) << " in " << took << " s; report "
-            << out.delivery << "; " << out.action << "\n";
+            << vigil::to_string(report.overall()) << " in " << took << " s; report " << out.delivery
+            << "; " << out.action << "\n";
   return vigil::hook::exit_code(report);
 }
 
@@ -507,15 +508,21 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"prolog", "epilog", "healthcheck"}));
   hook.run.state_dir = "/var/lib/vigil/hook";
   hook.run.quiet = true;
-  hook_cmd->add_option("--thresholds", hook.run.thresholds, "Directory of per-SKU threshold YAML files");
+  hook_cmd->add_option("--thresholds", hook.run.thresholds,
+                       "Directory of per-SKU threshold YAML files");
   hook_cmd->add_option("--sku", hook.run.sku, "Use this SKU instead of detecting it");
-  hook_cmd->add_option("--format", hook.run.format, "table or json")->check(CLI::IsMember({"table", "json"}));
+  hook_cmd->add_option("--format", hook.run.format, "table or json")
+      ->check(CLI::IsMember({"table", "json"}));
   hook_cmd->add_option("--output,-o", hook.run.output, "Write the report here (default: stdout)");
-  hook_cmd->add_option("--node", hook.run.node, "Node name (default: $SLURMD_NODENAME or hostname)");
-  hook_cmd->add_option("--k8s-node", hook.run.k8s_node, "Kubernetes Node name")->envname("VIGIL_K8S_NODE");
+  hook_cmd->add_option("--node", hook.run.node,
+                       "Node name (default: $SLURMD_NODENAME or hostname)");
+  hook_cmd->add_option("--k8s-node", hook.run.k8s_node, "Kubernetes Node name")
+      ->envname("VIGIL_K8S_NODE");
   hook_cmd->add_option("--nvml-library", hook.run.nvml_library, "NVML library to dlopen")
       ->envname("VIGIL_NVML_LIBRARY");
-  hook_cmd->add_option("--sysfs-root", hook.run.sysfs_root, "Root under which /sys/class/infiniband is read")
+  hook_cmd
+      ->add_option("--sysfs-root", hook.run.sysfs_root,
+                   "Root under which /sys/class/infiniband is read")
       ->envname("VIGIL_SYSFS_ROOT");
   hook_cmd->add_option("--state-dir", hook.run.state_dir, "XID cursor and counter state")
       ->envname("VIGIL_HOOK_STATE_DIR");
@@ -524,14 +531,18 @@ int main(int argc, char** argv) {
       ->envname("VIGIL_REPORT_URL");
   hook_cmd->add_option("--token-file", hook.run.token_file, "Bearer token for --report-url")
       ->envname("VIGIL_TOKEN_FILE");
-  hook_cmd->add_option("--spool-dir", hook.run.spool_dir, "Spool the report here when the drainer is unreachable")
+  hook_cmd
+      ->add_option("--spool-dir", hook.run.spool_dir,
+                   "Spool the report here when the drainer is unreachable")
       ->envname("VIGIL_SPOOL_DIR");
-  hook_cmd->add_option("--slurm-conf", hook.slurm_conf, "slurm.conf for the drain fallback (default: SLURM_CONF)");
+  hook_cmd->add_option("--slurm-conf", hook.slurm_conf,
+                       "slurm.conf for the drain fallback (default: SLURM_CONF)");
   hook_cmd->add_option("--time-box", hook.time_box_s, "Seconds for the whole suite (default 30)")
       ->envname("VIGIL_HOOK_TIME_BOX");
   hook_cmd->add_option("--drain-wait-ms", hook.drain_wait_ms,
                        "How long to wait for the drainer's drain before draining here");
-  hook_cmd->add_flag("--no-post", hook.no_post, "Print the result only: post nothing, drain nothing");
+  hook_cmd->add_flag("--no-post", hook.no_post,
+                     "Print the result only: post nothing, drain nothing");
   hook_cmd->add_flag("!--progress", hook.run.quiet, "Progress lines on stderr");
 
   auto* th_cmd = app.add_subcommand("thresholds", "Threshold files");

@@ -304,8 +304,10 @@ std::unique_ptr<Fixture> load_fixture(std::string& problem, int& init_error) {
                 "call_latency_us", "init_latency_ms", "hang_calls"},
                "");
     auto f = std::make_unique<Fixture>();
-    if (j.contains("call_latency_us")) f->call_latency_us = to_u32(j["call_latency_us"], "/call_latency_us");
-    if (j.contains("init_latency_ms")) f->init_latency_ms = to_u32(j["init_latency_ms"], "/init_latency_ms");
+    if (j.contains("call_latency_us"))
+      f->call_latency_us = to_u32(j["call_latency_us"], "/call_latency_us");
+    if (j.contains("init_latency_ms"))
+      f->init_latency_ms = to_u32(j["init_latency_ms"], "/init_latency_ms");
     if (j.contains("hang_calls")) {
       if (!j["hang_calls"].is_array()) throw FixtureError{"/hang_calls: expected an array"};
       for (size_t i = 0; i < j["hang_calls"].size(); ++i)
@@ -403,7 +405,8 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlInit_v2() {
   std::unique_ptr<Fixture> f = load_fixture(g_problem, init_error);
   if (init_error != 0) return init_error;
   if (!f) return NVML_ERROR_UNKNOWN;
-  if (f->init_latency_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(f->init_latency_ms));
+  if (f->init_latency_ms > 0)
+    std::this_thread::sleep_for(std::chrono::milliseconds(f->init_latency_ms));
   g_fixture = std::move(f);
   g_init_refs = 1;
   return NVML_SUCCESS;

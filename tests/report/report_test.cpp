@@ -166,7 +166,6 @@ TEST(NodeReport, short_name_round_trips_and_is_validated) {
   EXPECT_NE(bad.error.find("/checks/0/short_name"), std::string::npos) << bad.error;
 }
 
-
 TEST(NodeReport, context_is_optional_round_trips_and_is_validated) {
   auto plain = parse_node_report(valid_report());
   ASSERT_TRUE(plain) << plain.error;

@@ -36,7 +36,8 @@ std::string drain_self(slurm::SlurmApi& api, const std::string& node, const std:
   auto n = find_node(api, node, why);
   if (!n) return "not drained: " + why;
   if (slurm::drained_by_vigil(*n)) return "already drained by vigil (" + n->reason + ")";
-  if (slurm::drained_by_other(*n)) return "not drained: drained by another owner (" + n->reason + ")";
+  if (slurm::drained_by_other(*n))
+    return "not drained: drained by another owner (" + n->reason + ")";
   if (slurm::untouchable(*n)) return "not drained: node is DOWN/FAIL/MAINT";
   if (auto d = api.drain({node}, reason); !d) return "drain failed: " + d.error().to_string();
   drained = true;

@@ -11,7 +11,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-
 #include <nlohmann/json.hpp>
 
 namespace vigil {

@@ -37,14 +37,14 @@ class GpuLeftoversCheck final : public Check {
     }
     CheckResult r;
     r.check = std::string(name());
-    r.measurements.push_back(Measurement{"gpus_with_leftover_processes",
-                                         static_cast<double>(left.size()), "count"});
+    r.measurements.push_back(
+        Measurement{"gpus_with_leftover_processes", static_cast<double>(left.size()), "count"});
     const std::vector<std::string> unknowns = activity_unknowns(activity);
     if (left.empty()) {
       if (!unknowns.empty()) return error(name(), short_list(unknowns, 3, "; ", "; "), kFaultQuery);
-      r.message = "no process left on " +
-                  (ctx.job_gpus ? std::to_string(ctx.job_gpus->size()) + " job GPUs"
-                                : std::to_string(activity.size()) + " GPUs");
+      r.message =
+          "no process left on " + (ctx.job_gpus ? std::to_string(ctx.job_gpus->size()) + " job GPUs"
+                                                : std::to_string(activity.size()) + " GPUs");
       return r;
     }
     std::vector<std::string> texts;

@@ -52,7 +52,7 @@ Result<Scan> read_records(const std::string& path, std::uint64_t after_seq);
 
 // Where the last run stopped, per boot: <state_dir>/kmsg_xid.<node>.json.
 struct Cursor {
-  std::string boot_id;                   // /proc/sys/kernel/random/boot_id of that run
+  std::string boot_id;                    // /proc/sys/kernel/random/boot_id of that run
   std::optional<std::uint64_t> last_seq;  // nullopt: no run yet in this boot
   // Fatal XIDs seen in this boot ("XID 79 0000:18:00"): they need a GPU reset or reboot, so
   // they keep failing until the boot id changes (or an operator deletes the file).

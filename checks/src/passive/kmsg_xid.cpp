@@ -64,8 +64,9 @@ class KmsgXidCheck final : public Check {
     kmsg::Cursor cursor;
     if (!cursor_path.empty()) {
       auto l = kmsg::CursorLock::acquire(cursor_path);
-      if (!l) return error(name(), "cannot lock the XID cursor: " + l.error().to_string(),
-                           "VIGIL-KMSG-STATE");
+      if (!l)
+        return error(name(), "cannot lock the XID cursor: " + l.error().to_string(),
+                     "VIGIL-KMSG-STATE");
       lock.emplace(std::move(*l));
       auto c = kmsg::load_cursor(cursor_path);
       if (c) {
@@ -113,7 +114,8 @@ class KmsgXidCheck final : public Check {
           break;
       }
     }
-    if (scan->last_seq != 0) cursor.last_seq = std::max(cursor.last_seq.value_or(0), scan->last_seq);
+    if (scan->last_seq != 0)
+      cursor.last_seq = std::max(cursor.last_seq.value_or(0), scan->last_seq);
     if (!cursor_path.empty()) {
       if (auto saved = kmsg::save_cursor(cursor_path, cursor); !saved) {
         notes.push_back("cursor not saved: " + saved.error().to_string());

@@ -1,11 +1,9 @@
-#include "vigil/checks/passive.h"
-
-#include <sstream>
-
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "inventory.h"
 #include "nvml/nvml_loader.h"
+#include "vigil/checks/passive.h"
 #include "vigil/checks/registry.h"
 #include "vigil/checks/runner.h"
 
@@ -27,8 +25,10 @@ std::string run_in_suite_child(const CheckContext& ctx, const SkuSet* skus, bool
       c.gpu_count = static_cast<int>(inv->gpu_names.size());
       if (!c.sku && skus) {
         c.sku = detect_sku(*skus, *inv);
-        if (c.sku) head["sku"] = c.sku->name;
-        else head["note"] = "no SKU matches this node's GPUs";
+        if (c.sku)
+          head["sku"] = c.sku->name;
+        else
+          head["note"] = "no SKU matches this node's GPUs";
       }
     } else if (!c.sku) {
       head["note"] = "SKU unknown: " + inv.error().to_string();
@@ -52,7 +52,8 @@ PassiveRun run_passive_suite(const CheckContext& ctx, const SkuSet* skus, bool a
                              const std::function<void(const CheckResult&)>& progress) {
   PassiveRun run;
   run.sku = ctx.sku;
-  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - SteadyClock::now());
+  const auto left =
+      std::chrono::duration_cast<std::chrono::milliseconds>(deadline - SteadyClock::now());
   std::string partial;
   auto out = run_in_child(
       [&](const ChildSend& send) { return run_in_suite_child(ctx, skus, after_job, send); },
@@ -90,8 +91,8 @@ PassiveRun run_passive_suite(const CheckContext& ctx, const SkuSet* skus, bool a
     }
     if (have) continue;
     CheckResult r = error(check->name(),
-                          timed_out ? "not finished: the hook's time box was spent (suite " +
-                                          why + "); a slow check is not a node fault"
+                          timed_out ? "not finished: the hook's time box was spent (suite " + why +
+                                          "); a slow check is not a node fault"
                                     : "not run: suite " + why,
                           timed_out ? "VIGIL-CHECK-TIMEOUT" : "VIGIL-CHECK-CRASH");
     r.short_name = std::string(check->short_name());

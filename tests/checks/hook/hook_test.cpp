@@ -107,7 +107,8 @@ TEST(HookVerdict, only_fatal_failures_exit_non_zero) {
 
 TEST(HookVerdict, the_reason_is_the_drainers_format) {
   EXPECT_EQ(fatal_reason(fatal_report()), "vigil: xid XID 79 0000:18:00");
-  EXPECT_EQ(fatal_reason(make_report("gpu-0", "r", {make_check("nvml_nvlink", Status::kFail)})), "");
+  EXPECT_EQ(fatal_reason(make_report("gpu-0", "r", {make_check("nvml_nvlink", Status::kFail)})),
+            "");
 }
 
 TEST(HookVerdict, modes_and_job_gpus_parse) {

@@ -29,7 +29,8 @@ TEST(KmsgRecord, malformed_lines_are_rejected) {
 }
 
 TEST(KmsgXidLine, parses_the_driver_line_in_both_device_spellings) {
-  auto x = parse_xid("NVRM: Xid (PCI:0000:18:00): 79, pid=1234, name=python, GPU has fallen off the bus.");
+  auto x = parse_xid(
+      "NVRM: Xid (PCI:0000:18:00): 79, pid=1234, name=python, GPU has fallen off the bus.");
   ASSERT_TRUE(x);
   EXPECT_EQ(x->xid, 79u);
   EXPECT_EQ(x->device, "0000:18:00");

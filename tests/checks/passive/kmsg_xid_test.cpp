@@ -35,7 +35,8 @@ class KmsgXid : public ::testing::Test {
 };
 
 constexpr const char* kXid79 =
-    "4,11,500,-;NVRM: Xid (PCI:0000:18:00): 79, pid=1234, name=python, GPU has fallen off the bus.\n";
+    "4,11,500,-;NVRM: Xid (PCI:0000:18:00): 79, pid=1234, name=python, GPU has fallen off the "
+    "bus.\n";
 
 }  // namespace
 

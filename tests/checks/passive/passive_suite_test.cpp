@@ -1,16 +1,14 @@
 // The passive suite of the Slurm hooks in its one child, against the fake NVML library: SKU
 // detection in the child, results in registry order, and the time box turning a hung NVML call
 // into `error` for the checks it stopped.
-#include "vigil/checks/passive.h"
-
 #include <gtest/gtest.h>
 
 #include <fstream>
-
 #include <nlohmann/json.hpp>
 
 #include "scoped_env.h"
 #include "temp_dir.h"
+#include "vigil/checks/passive.h"
 #include "vigil/checks/registry.h"
 
 namespace vigil {
@@ -67,8 +65,10 @@ TEST_F(PassiveSuite, healthy_node_detects_its_sku_in_the_child_and_reports_every
   ASSERT_EQ(r.results.size(), expected.size());
   for (size_t i = 0; i < expected.size(); ++i) {
     EXPECT_EQ(r.results[i].check, expected[i]->name());
-    EXPECT_NE(r.results[i].status, Status::kFail) << r.results[i].check << ": " << r.results[i].message;
-    EXPECT_NE(r.results[i].status, Status::kError) << r.results[i].check << ": " << r.results[i].message;
+    EXPECT_NE(r.results[i].status, Status::kFail)
+        << r.results[i].check << ": " << r.results[i].message;
+    EXPECT_NE(r.results[i].status, Status::kError)
+        << r.results[i].check << ": " << r.results[i].message;
   }
   EXPECT_EQ(find(r, "gpu_leftovers"), nullptr);  // epilog only
   auto epilog = run(kNodes + "/gpu-0/nvml.json", /*after_job=*/true, std::chrono::seconds(30));
@@ -106,8 +106,10 @@ TEST_F(PassiveSuite, job_gpus_limit_leftovers_to_the_jobs_own_gpus) {
   std::ifstream in(kNodes + "/gpu-0/nvml.json");
   nlohmann::json j = nlohmann::json::parse(in);
   for (int i = 0; i < 8; ++i) {
-    nlohmann::json g = {{"processes", nlohmann::json::array()}, {"utilization", {{"gpu", 0}, {"memory", 0}}}};
-    if (i == 2) g["processes"] = {{{"pid", 4242}, {"used_memory_bytes", 40ull << 30}, {"name", "python"}}};
+    nlohmann::json g = {{"processes", nlohmann::json::array()},
+                        {"utilization", {{"gpu", 0}, {"memory", 0}}}};
+    if (i == 2)
+      g["processes"] = {{{"pid", 4242}, {"used_memory_bytes", 40ull << 30}, {"name", "python"}}};
     if (i < static_cast<int>(j["gpus"].size())) j["gpus"][i].merge_patch(g);
   }
   const std::string path = dir_.write("leftover.json", j.dump());
@@ -119,7 +121,8 @@ TEST_F(PassiveSuite, job_gpus_limit_leftovers_to_the_jobs_own_gpus) {
   EXPECT_NE(left->message.find("gpu2 pid 4242"), std::string::npos) << left->message;
   ctx_.job_gpus = std::vector<int>{4, 5, 6, 7};  // gpu2 belongs to another job: not ours to judge
   auto other = run(path, true, std::chrono::seconds(30));
-  EXPECT_EQ(find(other, "gpu_leftovers")->status, Status::kPass) << find(other, "gpu_leftovers")->message;
+  EXPECT_EQ(find(other, "gpu_leftovers")->status, Status::kPass)
+      << find(other, "gpu_leftovers")->message;
   ctx_.job_gpus.reset();  // unknown: reported, never drained
   auto unknown = run(path, true, std::chrono::seconds(30));
   EXPECT_EQ(find(unknown, "gpu_leftovers")->status, Status::kWarn);

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "vigil/checks/check.h"
 #include "vigil/base/result.h"
+#include "vigil/checks/check.h"
 
 namespace vigil {
 

@@ -50,7 +50,7 @@ struct ActOptions {
   std::string report_url;
   std::string token_file;
   std::string spool_dir;
-  int post_timeout_ms = 3000;                 // one attempt: slurmd waits for us
+  int post_timeout_ms = 3000;                  // one attempt: slurmd waits for us
   std::chrono::milliseconds drain_wait{5000};  // for the drainer's drain to show in Slurm
   std::chrono::milliseconds poll_interval{200};
   // libslurm client, created on first use (tests: a fake).
