@@ -7,6 +7,8 @@
 #   detect_fleet_sim            fail-slow detection quality on a simulated 1,000-node H100 fleet
 #                               (docs/detection.md); judging time as a ratio of parsing time
 #   fabric_sim                  fabric localization of slow nodes and leaf switches (docs/fabric.md)
+#   hook_bench                  `vigil-check hook` on 8 simulated GPUs with real-NVML call costs
+#                               vs the same checks one child per check (docs/hooks.md)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${VIGIL_BUILD_DIR:-build}

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Embedded local Slurm cluster for Vigil's tests and demo (see docs/local-cluster.md).
 #
-#   local-cluster.sh start  DIR [--nodes N] [--timeout SECONDS]
+#   local-cluster.sh start  DIR [--nodes N] [--timeout SECONDS] [--extra-conf FILE]
 #   local-cluster.sh stop   DIR [--clean]
 #   local-cluster.sh status DIR
 #   local-cluster.sh env    DIR
-#   local-cluster.sh run    DIR [--nodes N] [--timeout SECONDS] -- COMMAND [ARGS...]
+#   local-cluster.sh run    DIR [--nodes N] [--timeout SECONDS] [--extra-conf FILE] -- COMMAND...
 #
+# --extra-conf appends FILE's lines to the generated slurm.conf (Prolog=, Epilog=,
+# HealthCheckProgram= ... for the hook tests); without it the configuration is unchanged.
 # `start` runs one private munged, one slurmctld and N slurmd (gpu-0 .. gpu-N-1) on loopback.
 # Everything (config, state, logs, sockets, pid files, the munge key) lives under DIR; nothing in
 # /etc is read or written. Ports are chosen free at start, under a host-wide lock, so two
@@ -85,7 +87,7 @@ tail_logs() {
 # --- start ---------------------------------------------------------------------------------------
 
 write_slurm_conf() {
-  local dir=$1 nodes=$2 ctld_port=$3 node_port=$4 cpus
+  local dir=$1 nodes=$2 ctld_port=$3 node_port=$4 extra=${5:-} cpus
   # At least 2 CPUs per node, so a job can hold 2 MPI slots even on a 1-core runner
   # (config_overrides makes slurmd report the configured, not the detected, hardware).
   cpus=$(nproc)
@@ -138,6 +140,12 @@ PartitionName=gpu Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 # Hidden partition for health-check jobs (the drainer's re-check path uses it).
 PartitionName=vigil Nodes=ALL Hidden=YES MaxTime=INFINITE State=UP PriorityTier=10
 EOF
+  if [[ -n $extra ]]; then
+    {
+      echo "# --extra-conf $extra"
+      cat "$extra"
+    } >>"$dir/etc/slurm.conf"
+  fi
   : >"$dir/etc/plugstack.conf"
 }
 
@@ -178,9 +186,11 @@ fail_start() {
 }
 
 cmd_start() {
-  local dir="" nodes=$DEFAULT_NODES timeout=$DEFAULT_TIMEOUT
+  local dir="" nodes=$DEFAULT_NODES timeout=$DEFAULT_TIMEOUT extra=""
   while [[ $# -gt 0 ]]; do
     case $1 in
+      --extra-conf) extra=${2:?--extra-conf needs a file}; shift 2 ;;
+      --extra-conf=*) extra=${1#*=}; shift ;;
       --nodes) nodes=${2:?--nodes needs a value}; shift 2 ;;
       --nodes=*) nodes=${1#*=}; shift ;;
       --timeout) timeout=${2:?--timeout needs a value}; shift 2 ;;
@@ -192,6 +202,7 @@ cmd_start() {
   [[ -n $dir ]] || usage
   [[ $nodes =~ ^[0-9]+$ && $nodes -ge 1 && $nodes -le 64 ]] || die "--nodes must be 1..64"
   [[ $timeout =~ ^[0-9]+$ ]] || die "--timeout must be a number of seconds"
+  [[ -z $extra || -r $extra ]] || die "--extra-conf: cannot read '$extra'"
   dir=$(abs_dir "$dir")
   [[ ${#dir} -le $MAX_DIR_LEN ]] ||
     die "DIR '$dir' is ${#dir} characters; use at most $MAX_DIR_LEN (unix socket paths under it must fit in 108 bytes), e.g. mktemp -d /tmp/vigil-cluster.XXXXXX"
@@ -219,7 +230,7 @@ cmd_start() {
   base=$(pick_ports $((nodes + 1))) || die "no $((nodes + 1)) consecutive free TCP ports found"
   ctld_port=$base
   node_port=$((base + 1))
-  write_slurm_conf "$dir" "$nodes" "$ctld_port" "$node_port"
+  write_slurm_conf "$dir" "$nodes" "$ctld_port" "$node_port" "$extra"
   write_env "$dir" "$nodes"
   cat >"$dir/cluster.info" <<EOF
 nodes=$nodes
@@ -361,7 +372,7 @@ cmd_run() {
   while [[ $# -gt 0 && $1 != -- ]]; do
     start_args+=("$1")
     [[ $1 == -* || -n $RUN_DIR ]] || RUN_DIR=$1
-    case $1 in --nodes | --timeout) start_args+=("${2:?}"); shift ;; esac
+    case $1 in --nodes | --timeout | --extra-conf) start_args+=("${2:?}"); shift ;; esac
     shift
   done
   [[ $# -gt 1 && -n $RUN_DIR ]] || usage

@@ -16,6 +16,9 @@ std::unique_ptr<Check> make_nvml_pcie_check();
 std::unique_ptr<Check> make_nvml_nvlink_check();
 std::unique_ptr<Check> make_nvml_temperature_check();
 std::unique_ptr<Check> make_nvml_xid_check();
+// Passive checks of the Slurm hooks (src/passive/)
+std::unique_ptr<Check> make_kmsg_xid_check();
+std::unique_ptr<Check> make_gpu_leftovers_check();
 // InfiniBand sysfs (src/ib/)
 std::unique_ptr<Check> make_ib_port_check();
 std::unique_ptr<Check> make_ib_counters_check();

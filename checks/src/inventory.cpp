@@ -7,42 +7,55 @@
 
 namespace vigil {
 
-Result<GpuInventory> read_gpu_inventory(const std::string& nvml_library) {
-  // NVML is opened in a child process: the parent forks a child per check afterwards.
-  auto out = run_in_child(
-      [&]() -> std::string {
-        nlohmann::json j;
-        auto lib = nvml::Library::open(nvml_library);
-        if (!lib) return nlohmann::json{{"error", lib.error().to_string()}}.dump();
-        const auto& api = (*lib)->api();
-        unsigned count = 0;
-        if (nvmlReturn_t rc = api.device_get_count(&count); rc != NVML_SUCCESS) {
-          return nlohmann::json{{"error", "nvmlDeviceGetCount: " + (*lib)->error_string(rc)}}.dump();
-        }
-        j["names"] = nlohmann::json::array();
-        j["ids"] = nlohmann::json::array();
-        for (unsigned i = 0; i < count; ++i) {
-          nvmlDevice_t dev{};
-          if (api.device_get_handle_by_index(i, &dev) != NVML_SUCCESS) continue;
-          char name[96] = {};
-          nvml::call(api.device_get_name, dev, name, static_cast<unsigned>(sizeof name));
-          nvmlPciInfo_t pci{};
-          unsigned id = 0;
-          if (nvml::call(api.device_get_pci_info, dev, &pci) == NVML_SUCCESS) id = pci.pciDeviceId >> 16;
-          j["names"].push_back(name);
-          j["ids"].push_back(id);
-        }
-        return j.dump();
-      },
-      std::chrono::seconds(60));
-  if (!out) return Error{out.error().message, "GPU inventory via " + nvml_library};
-  auto j = nlohmann::json::parse(*out, nullptr, false);
+namespace {
+
+// Reads the inventory in this process; JSON {"names", "ids"} or {"error"}.
+nlohmann::json inventory_json(const std::string& nvml_library) {
+  nlohmann::json j;
+  auto lib = nvml::Library::open(nvml_library);
+  if (!lib) return nlohmann::json{{"error", lib.error().to_string()}};
+  const auto& api = (*lib)->api();
+  unsigned count = 0;
+  if (nvmlReturn_t rc = api.device_get_count(&count); rc != NVML_SUCCESS) {
+    return nlohmann::json{{"error", "nvmlDeviceGetCount: " + (*lib)->error_string(rc)}};
+  }
+  j["names"] = nlohmann::json::array();
+  j["ids"] = nlohmann::json::array();
+  for (unsigned i = 0; i < count; ++i) {
+    nvmlDevice_t dev{};
+    if (api.device_get_handle_by_index(i, &dev) != NVML_SUCCESS) continue;
+    char name[96] = {};
+    nvml::call(api.device_get_name, dev, name, static_cast<unsigned>(sizeof name));
+    nvmlPciInfo_t pci{};
+    unsigned id = 0;
+    if (nvml::call(api.device_get_pci_info, dev, &pci) == NVML_SUCCESS) id = pci.pciDeviceId >> 16;
+    j["names"].push_back(name);
+    j["ids"].push_back(id);
+  }
+  return j;
+}
+
+Result<GpuInventory> from_json(const nlohmann::json& j) {
   if (j.is_discarded()) return Error{"unreadable answer from the inventory child", "GPU inventory"};
   if (j.contains("error")) return Error{j["error"].get<std::string>(), "GPU inventory"};
   GpuInventory inv;
   inv.gpu_names = j["names"].get<std::vector<std::string>>();
   inv.pci_device_ids = j["ids"].get<std::vector<unsigned>>();
   return inv;
+}
+
+}  // namespace
+
+Result<GpuInventory> read_gpu_inventory(const std::string& nvml_library,
+                                        std::chrono::milliseconds timeout) {
+  // NVML is opened in a child process: the parent forks a child per check afterwards.
+  auto out = run_in_child([&] { return inventory_json(nvml_library).dump(); }, timeout);
+  if (!out) return Error{out.error().message, "GPU inventory via " + nvml_library};
+  return from_json(nlohmann::json::parse(*out, nullptr, false));
+}
+
+Result<GpuInventory> read_gpu_inventory_here(const std::string& nvml_library) {
+  return from_json(inventory_json(nvml_library));
 }
 
 }  // namespace vigil

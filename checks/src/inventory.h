@@ -1,5 +1,6 @@
 #pragma once
 // The node's GPUs (name and PCI device id per GPU) as NVML reports them, for SKU detection.
+#include <chrono>
 #include <string>
 
 #include "vigil/base/result.h"
@@ -7,6 +8,11 @@
 
 namespace vigil {
 
-Result<GpuInventory> read_gpu_inventory(const std::string& nvml_library);
+// In a child process, killed after `timeout` (a hung driver: error).
+Result<GpuInventory> read_gpu_inventory(
+    const std::string& nvml_library, std::chrono::milliseconds timeout = std::chrono::seconds(60));
+
+// The same, in this process: only for code that already runs in a child (the passive suite).
+Result<GpuInventory> read_gpu_inventory_here(const std::string& nvml_library);
 
 }  // namespace vigil

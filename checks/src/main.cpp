@@ -2,25 +2,30 @@
 // the work is in vigil::checks (see docs/vigil-check.md).
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <sstream>
 
-#include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
-
 #include "allreduce/fabric_job.h"
+#include "cli_util.h"
 #include "inventory.h"
 #include "vigil/checks/gpu_probe.h"
-#include "vigil/report/output.h"
+#include "vigil/checks/passive.h"
 #include "vigil/checks/registry.h"
-#include "vigil/report/report_client.h"
 #include "vigil/checks/runner.h"
+#include "vigil/hook/hook.h"
+#include "vigil/report/output.h"
+#include "vigil/report/report_client.h"
+#include "vigil/slurm/slurm_api.h"
 
 namespace fs = std::filesystem;
 
@@ -28,56 +33,7 @@ namespace {
 
 constexpr int kExitError = 3;
 
-std::string env_or(const char* name, std::string fallback) {
-  const char* v = std::getenv(name);
-  return v && *v ? std::string(v) : std::move(fallback);
-}
-
-std::string hostname() {
-  char buf[256] = {};
-  ::gethostname(buf, sizeof buf - 1);
-  std::string h(buf);
-  return h.substr(0, h.find('.'));
-}
-
-// Installed layout first (<prefix>/bin/../share/vigil/thresholds), then the source tree.
-std::string default_thresholds_dir() {
-  std::string env = env_or("VIGIL_THRESHOLDS_DIR", "");
-  if (!env.empty()) return env;
-  std::error_code ec;
-  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    fs::path installed = exe.parent_path().parent_path() / "share" / "vigil" / "thresholds";
-    if (fs::is_directory(installed, ec)) return installed.string();
-  }
-  return VIGIL_SOURCE_THRESHOLDS_DIR;
-}
-
-std::int64_t now_unix() {
-  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
-void print_config_errors(const std::vector<vigil::ConfigError>& errors) {
-  for (const auto& e : errors) std::cerr << "vigil-check: " << e.to_string() << "\n";
-}
-
-std::vector<std::string> split_list(const std::vector<std::string>& items) {
-  std::vector<std::string> out;
-  for (const auto& item : items) {
-    std::stringstream ss(item);
-    std::string part;
-    while (std::getline(ss, part, ',')) {
-      if (!part.empty()) out.push_back(part);
-    }
-  }
-  return out;
-}
-
-std::string join(const std::vector<std::string>& v, const std::string& sep) {
-  std::string out;
-  for (const auto& s : v) out += (out.empty() ? "" : sep) + s;
-  return out;
-}
+using namespace vigil_cli;  // env_or, hostname, now_unix, split_list, join, ... (cli_util.h)
 
 struct RunArgs {
   std::string suite = "quick";
@@ -112,8 +68,9 @@ struct RunArgs {
 
 // Loads the thresholds and fills the context both subcommands share (node, SKU, paths).
 // Returns 0, or the exit code after printing why.
+// hook: `vigil-check hook`, whose passive suite detects the SKU itself and loads no GPU.
 int prepare(const RunArgs& a, vigil::Loaded<vigil::SkuSet>& skus, vigil::CheckContext& ctx,
-            std::string& sku_note) {
+            std::string& sku_note, bool hook = false) {
   const std::string dir = a.thresholds.empty() ? default_thresholds_dir() : a.thresholds;
   skus = vigil::load_sku_dir(dir, vigil::known_check_names());
   if (!skus) {
@@ -136,6 +93,13 @@ int prepare(const RunArgs& a, vigil::Loaded<vigil::SkuSet>& skus, vigil::CheckCo
   ctx.mpirun = a.mpirun;
   ctx.xid_wait = std::chrono::milliseconds(a.xid_wait_ms);
 
+  if (hook) {  // the passive suite detects the SKU in its own child, with its one NVML attach
+    if (!a.sku.empty() && !(ctx.sku = skus.value->by_name(a.sku))) {
+      std::cerr << "vigil-check: --sku: unknown SKU '" << a.sku << "'\n";
+      return kExitError;
+    }
+    return 0;
+  }
   auto inventory = vigil::read_gpu_inventory(ctx.nvml_library);
   if (inventory) ctx.gpu_count = static_cast<int>(inventory->gpu_names.size());
   if (!a.sku.empty()) {
@@ -375,6 +339,74 @@ int cmd_fabric(const RunArgs& a) {
   return vigil::exit_code_for(overall);
 }
 
+struct HookArgs {
+  RunArgs run;
+  std::string mode;
+  bool no_post = false;
+  int time_box_s = 30;
+  int drain_wait_ms = 5000;
+  std::string kmsg = "/dev/kmsg";
+  std::string slurm_conf;
+};
+
+// `vigil-check hook MODE`: the passive suite, then post / drain (docs/hooks.md). Exit 1 only on a
+// fatal finding; every other outcome, errors included, exits 0 so that Slurm does not drain.
+int cmd_hook(HookArgs& h) {
+  const auto started = std::chrono::steady_clock::now();
+  const auto deadline = started + std::chrono::seconds(h.time_box_s);
+  const auto mode = vigil::hook::mode_from_string(h.mode);
+  RunArgs& a = h.run;
+  vigil::Loaded<vigil::SkuSet> skus;
+  vigil::CheckContext ctx;
+  std::string sku_note;
+  if (h.time_box_s < 1 || h.time_box_s > 55) {
+    std::cerr << "vigil-check hook: --time-box must be between 1 and 55 s (slurmd kills at 60 s); "
+                 "nothing was checked\n";
+    return 0;
+  }
+  if (int rc = prepare(a, skus, ctx, sku_note, /*hook=*/true); rc != 0) {
+    std::cerr << "vigil-check hook: nothing was checked; exiting 0 so that Slurm does not drain "
+                 "the node for a configuration error\n";
+    return 0;
+  }
+  ctx.kmsg_path = h.kmsg;
+  if (*mode == vigil::hook::Mode::kEpilog) {
+    ctx.job_gpus = vigil::hook::parse_job_gpus(env_or("SLURM_JOB_GPUS", ""));
+  }
+  if (h.no_post) ctx.state_dir.clear();  // act on nothing: not even the XID cursor moves
+  const int64_t start = now_unix();
+  size_t done = 0;
+  vigil::PassiveRun run =
+      vigil::run_passive_suite(ctx, &*skus.value, *mode == vigil::hook::Mode::kEpilog, deadline,
+                               run_options(a, done).on_result);
+  ctx.sku = run.sku;
+  vigil::NodeReport report = start_report(a, ctx, start);
+  report.context = std::string(vigil::hook::to_string(*mode));
+  report.checks = std::move(run.results);
+  report.end_time = vigil::rfc3339_utc(now_unix());
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+
+  vigil::hook::ActOptions act;
+  act.post = !h.no_post;
+  act.report_url = a.report_url;
+  act.token_file = a.token_file;
+  act.spool_dir = a.spool_dir;
+  act.drain_wait = std::chrono::milliseconds(h.drain_wait_ms);
+  const std::string conf = h.slurm_conf;
+  act.slurm = [conf] { return vigil::slurm::make_libslurm_api(conf); };
+  const vigil::hook::Outcome out = vigil::hook::act(report, act);
+
+  RunArgs print = a;
+  print.report_url.clear();
+  print.spool_dir.clear();
+  emit(print, {report});
+  std::cerr << "vigil-check hook " << h.mode << ": node " << ctx.node << ", "
+            << vigil::to_string(report.overall()) << " in " << took << " s; report " << out.delivery
+            << "; " << out.action << "\n";
+  return vigil::hook::exit_code(report);
+}
+
 int cmd_thresholds_validate(const std::string& dir) {
   auto skus = vigil::load_sku_dir(dir, vigil::known_check_names());
   if (!skus) {
@@ -473,6 +505,51 @@ int main(int argc, char** argv) {
                          "With more than 2 nodes: a '<node> <leaf switch>' map, to tell a slow switch "
                          "from a slow node");
 
+  HookArgs hook;
+  auto* hook_cmd = app.add_subcommand(
+      "hook", "Slurm Prolog / Epilog / HealthCheckProgram: passive checks, drain on a fatal fault");
+  hook_cmd->add_option("mode", hook.mode, "prolog, epilog or healthcheck")
+      ->required()
+      ->check(CLI::IsMember({"prolog", "epilog", "healthcheck"}));
+  hook.run.state_dir = "/var/lib/vigil/hook";
+  hook.run.quiet = true;
+  hook_cmd->add_option("--thresholds", hook.run.thresholds,
+                       "Directory of per-SKU threshold YAML files");
+  hook_cmd->add_option("--sku", hook.run.sku, "Use this SKU instead of detecting it");
+  hook_cmd->add_option("--format", hook.run.format, "table or json")
+      ->check(CLI::IsMember({"table", "json"}));
+  hook_cmd->add_option("--output,-o", hook.run.output, "Write the report here (default: stdout)");
+  hook_cmd->add_option("--node", hook.run.node,
+                       "Node name (default: $SLURMD_NODENAME or hostname)");
+  hook_cmd->add_option("--k8s-node", hook.run.k8s_node, "Kubernetes Node name")
+      ->envname("VIGIL_K8S_NODE");
+  hook_cmd->add_option("--nvml-library", hook.run.nvml_library, "NVML library to dlopen")
+      ->envname("VIGIL_NVML_LIBRARY");
+  hook_cmd
+      ->add_option("--sysfs-root", hook.run.sysfs_root,
+                   "Root under which /sys/class/infiniband is read")
+      ->envname("VIGIL_SYSFS_ROOT");
+  hook_cmd->add_option("--state-dir", hook.run.state_dir, "XID cursor and counter state")
+      ->envname("VIGIL_HOOK_STATE_DIR");
+  hook_cmd->add_option("--kmsg", hook.kmsg, "Kernel log to read XIDs from")->envname("VIGIL_KMSG");
+  hook_cmd->add_option("--report-url", hook.run.report_url, "POST the report to vigil-drainer")
+      ->envname("VIGIL_REPORT_URL");
+  hook_cmd->add_option("--token-file", hook.run.token_file, "Bearer token for --report-url")
+      ->envname("VIGIL_TOKEN_FILE");
+  hook_cmd
+      ->add_option("--spool-dir", hook.run.spool_dir,
+                   "Spool the report here when the drainer is unreachable")
+      ->envname("VIGIL_SPOOL_DIR");
+  hook_cmd->add_option("--slurm-conf", hook.slurm_conf,
+                       "slurm.conf for the drain fallback (default: SLURM_CONF)");
+  hook_cmd->add_option("--time-box", hook.time_box_s, "Seconds for the whole suite (default 30)")
+      ->envname("VIGIL_HOOK_TIME_BOX");
+  hook_cmd->add_option("--drain-wait-ms", hook.drain_wait_ms,
+                       "How long to wait for the drainer's drain before draining here");
+  hook_cmd->add_flag("--no-post", hook.no_post,
+                     "Print the result only: post nothing, drain nothing");
+  hook_cmd->add_flag("!--progress", hook.run.quiet, "Progress lines on stderr");
+
   auto* th_cmd = app.add_subcommand("thresholds", "Threshold files");
   th_cmd->require_subcommand(1);
   std::string validate_dir;
@@ -495,6 +572,7 @@ int main(int argc, char** argv) {
   }
   if (*run_cmd) return cmd_run(run);
   if (*fabric_cmd) return cmd_fabric(fabric);
+  if (*hook_cmd) return cmd_hook(hook);
   if (*validate_cmd) return cmd_thresholds_validate(validate_dir);
   if (*table_cmd) return cmd_report_table(report_files);
   if (*list_cmd) return cmd_list();

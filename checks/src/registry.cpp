@@ -47,8 +47,23 @@ std::vector<std::unique_ptr<Check>> fabric_checks(const std::string& min_bytes,
   return out;
 }
 
+std::vector<std::unique_ptr<Check>> passive_checks(bool after_job) {
+  std::vector<std::unique_ptr<Check>> out;
+  out.push_back(make_gpu_count_check());
+  out.push_back(make_nvml_ecc_check());
+  out.push_back(make_nvml_row_remap_check());
+  out.push_back(make_nvml_retired_pages_check());
+  out.push_back(make_nvml_clock_events_check());
+  out.push_back(make_nvml_nvlink_check());
+  out.push_back(make_kmsg_xid_check());
+  if (after_job) out.push_back(make_gpu_leftovers_check());
+  out.push_back(make_ib_port_check());
+  return out;
+}
+
 std::set<std::string> known_check_names() {
   std::set<std::string> names;
+  for (const auto& c : passive_checks(true)) names.insert(std::string(c->name()));
   for (const auto& c : all_checks()) names.insert(std::string(c->name()));
   for (const auto& c : fabric_checks()) names.insert(std::string(c->name()));
   return names;

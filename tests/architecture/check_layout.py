@@ -28,6 +28,9 @@ COMPONENTS = [
     ("libs/detect/", "detect"),
     ("nccl-bench/", "ncclbench"),
     ("checks/submit/", "submit"),
+    ("checks/hook/", "hook"),
+    ("checks/src/main.cpp", "check_program"),
+    ("checks/src/cli_util", "check_program"),
     ("checks/", "checks"),
     ("drainer/", "drainer"),
 ]
@@ -42,11 +45,13 @@ ALLOWED = {
     "ncclbench_mpi": {"ncclbench", "base"},
     "checks": {"report", "report_client", "base", "ncclbench", "detect"},
     "submit": {"slurm", "base", "report"},
+    "hook": {"checks", "report", "report_client", "slurm", "base"},
+    "check_program": {"checks", "hook", "report", "report_client", "slurm", "base"},
     "drainer": {"report", "slurm", "kube", "base", "detect"},
 }
 # Targets that belong to a component without being named after it.
 TARGET_COMPONENT = {
-    "vigil-check": "checks",
+    "vigil-check": "check_program",
     "vigil-submit": "submit",
     "vigil-drainer": "drainer",
     "vigil-allreduce": "ncclbench_mpi",

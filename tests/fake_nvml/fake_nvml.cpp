@@ -76,6 +76,11 @@ struct XidEvent {
 
 struct Fixture {
   std::string driver_version = "550.90.07";
+  // Simulated cost of the real library: every device query sleeps call_latency_us, nvmlInit_v2
+  // init_latency_ms; entry points in hang_calls never return (a wedged driver).
+  unsigned call_latency_us = 0;
+  unsigned init_latency_ms = 0;
+  std::set<std::string> hang_calls;
   std::vector<nvmlDevice_st> gpus;
   std::vector<XidEvent> xid_events;
 };
@@ -302,8 +307,20 @@ std::unique_ptr<Fixture> load_fixture(std::string& problem, int& init_error) {
   }
   try {
     const json j = json::parse(in);
-    check_keys(j, {"driver_version", "init_error", "gpu_defaults", "gpus", "xid_events"}, "");
+    check_keys(j,
+               {"driver_version", "init_error", "gpu_defaults", "gpus", "xid_events",
+                "call_latency_us", "init_latency_ms", "hang_calls"},
+               "");
     auto f = std::make_unique<Fixture>();
+    if (j.contains("call_latency_us"))
+      f->call_latency_us = to_u32(j["call_latency_us"], "/call_latency_us");
+    if (j.contains("init_latency_ms"))
+      f->init_latency_ms = to_u32(j["init_latency_ms"], "/init_latency_ms");
+    if (j.contains("hang_calls")) {
+      if (!j["hang_calls"].is_array()) throw FixtureError{"/hang_calls: expected an array"};
+      for (size_t i = 0; i < j["hang_calls"].size(); ++i)
+        f->hang_calls.insert(to_string(j["hang_calls"][i], "/hang_calls/" + std::to_string(i)));
+    }
     if (j.contains("init_error")) {
       init_error = static_cast<int>(to_u32(j["init_error"], "/init_error"));
       if (init_error != 0) {
@@ -359,6 +376,11 @@ nvmlReturn_t check_device(nvmlDevice_t handle, const char* entry_point, nvmlDevi
   if (!g_fixture) return NVML_ERROR_UNINITIALIZED;
   nvmlDevice_st* d = device(handle);
   if (!d) return NVML_ERROR_INVALID_ARGUMENT;
+  if (g_fixture->hang_calls.count(entry_point)) {
+    for (;;) std::this_thread::sleep_for(std::chrono::hours(1));  // killed by the caller's time box
+  }
+  if (g_fixture->call_latency_us > 0)
+    std::this_thread::sleep_for(std::chrono::microseconds(g_fixture->call_latency_us));
   if (d->lost) return NVML_ERROR_GPU_IS_LOST;
   if (auto it = d->errors.find(entry_point); it != d->errors.end()) return it->second;
   *out = d;
@@ -391,6 +413,8 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlInit_v2() {
   std::unique_ptr<Fixture> f = load_fixture(g_problem, init_error);
   if (init_error != 0) return init_error;
   if (!f) return NVML_ERROR_UNKNOWN;
+  if (f->init_latency_ms > 0)
+    std::this_thread::sleep_for(std::chrono::milliseconds(f->init_latency_ms));
   g_fixture = std::move(f);
   g_init_refs = 1;
   return NVML_SUCCESS;

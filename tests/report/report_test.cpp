@@ -166,4 +166,24 @@ TEST(NodeReport, short_name_round_trips_and_is_validated) {
   EXPECT_NE(bad.error.find("/checks/0/short_name"), std::string::npos) << bad.error;
 }
 
+TEST(NodeReport, context_is_optional_round_trips_and_is_validated) {
+  auto plain = parse_node_report(valid_report());
+  ASSERT_TRUE(plain) << plain.error;
+  EXPECT_FALSE(plain.value->context.has_value());
+  EXPECT_FALSE(to_json(*plain.value).contains("context"));
+  for (const char* ctx : {"job", "prolog", "epilog", "healthcheck"}) {
+    json j = valid_report();
+    j["context"] = ctx;
+    auto p = parse_node_report(j);
+    ASSERT_TRUE(p) << p.error;
+    EXPECT_EQ(p.value->context, ctx);
+    EXPECT_EQ(to_json(*p.value)["context"], ctx);
+  }
+  json bad = valid_report();
+  bad["context"] = "cron";
+  EXPECT_EQ(error_of(bad).rfind("/context: unknown context 'cron'", 0), 0u) << error_of(bad);
+  bad["context"] = 3;
+  EXPECT_EQ(error_of(bad).rfind("/context", 0), 0u) << error_of(bad);
+}
+
 }  // namespace vigil

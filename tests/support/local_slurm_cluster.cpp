@@ -40,10 +40,19 @@ LocalSlurmCluster::LocalSlurmCluster(Options options) : options_(options) {
   dir_ = tmpl;
   CommandOptions start_options;
   start_options.timeout = options_.start_timeout + std::chrono::seconds(60);
-  const auto r =
-      run_command({script_path(), "start", dir_, "--nodes", std::to_string(options_.nodes),
-                   "--timeout", std::to_string(options_.start_timeout.count())},
-                  start_options);
+  std::vector<std::string> argv = {script_path(),
+                                   "start",
+                                   dir_,
+                                   "--nodes",
+                                   std::to_string(options_.nodes),
+                                   "--timeout",
+                                   std::to_string(options_.start_timeout.count())};
+  if (!options_.extra_conf.empty()) {
+    const std::string extra = dir_ + "/extra.conf";
+    std::ofstream(extra) << options_.extra_conf << "\n";
+    argv.insert(argv.end(), {"--extra-conf", extra});
+  }
+  const auto r = run_command(argv, start_options);
   if (r.exit_code != 0) {
     run_command({script_path(), "stop", dir_, "--clean"});
     std::error_code ec;

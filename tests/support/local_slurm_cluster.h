@@ -24,6 +24,9 @@ class LocalSlurmCluster {
   struct Options {
     int nodes = 4;
     std::chrono::seconds start_timeout{120};  // until all nodes are idle
+    // Lines appended to slurm.conf (local-cluster.sh --extra-conf), e.g. Prolog=/path; empty:
+    // the standard configuration.
+    std::string extra_conf;
   };
 
   LocalSlurmCluster();

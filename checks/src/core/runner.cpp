@@ -9,8 +9,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
-
 #include <nlohmann/json.hpp>
 
 namespace vigil {
@@ -56,7 +56,21 @@ void kill_group(pid_t pid) {
 
 }  // namespace
 
-Result<std::string> run_in_child(const std::function<std::string()>& fn, std::chrono::seconds timeout) {
+// "3 s", or "0.25 s" for a time box that is not whole seconds.
+static std::string seconds_text(std::chrono::milliseconds t) {
+  if (t.count() % 1000 == 0) return std::to_string(t.count() / 1000) + " s";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f s", static_cast<double>(t.count()) / 1000.0);
+  return buf;
+}
+
+Result<std::string> run_in_child(const std::function<std::string()>& fn,
+                                 std::chrono::milliseconds timeout) {
+  return run_in_child([&](const ChildSend&) { return fn(); }, timeout, nullptr);
+}
+
+Result<std::string> run_in_child(const std::function<std::string(const ChildSend& send)>& fn,
+                                 std::chrono::milliseconds timeout, std::string* partial) {
   const auto t0 = Clock::now();
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) return Error{std::strerror(errno), "pipe2"};
@@ -73,7 +87,9 @@ Result<std::string> run_in_child(const std::function<std::string()>& fn, std::ch
     ::setpgid(0, 0);
     ::dup2(STDERR_FILENO, STDOUT_FILENO);
     ::close(fds[0]);
-    bool ok = write_all(fds[1], fn());
+    bool sent = true;
+    const ChildSend send = [&](const std::string& d) { sent = write_all(fds[1], d) && sent; };
+    bool ok = write_all(fds[1], fn(send)) && sent;
     ::close(fds[1]);
     ::_exit(ok ? 0 : 70);
   }
@@ -99,13 +115,14 @@ Result<std::string> run_in_child(const std::function<std::string()>& fn, std::ch
     data.append(buf, static_cast<size_t>(n));
   }
   ::close(fds[0]);
+  if (partial) *partial = data;
   if (timed_out) kill_group(pid);
   int wstatus = 0;
   while (::waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
   }
   // Reap anything left in the group (e.g. a hung mpirun the child started and abandoned).
   ::kill(-pid, SIGKILL);
-  if (timed_out) return Error{"timed out after " + std::to_string(timeout.count()) + " s", "child"};
+  if (timed_out) return Error{"timed out after " + seconds_text(timeout), "child"};
   if (WIFSIGNALED(wstatus)) {
     int sig = WTERMSIG(wstatus);
     return Error{"crashed (signal " + std::to_string(sig) + ", " + strsignal(sig) + ")", "child"};
@@ -114,9 +131,12 @@ Result<std::string> run_in_child(const std::function<std::string()>& fn, std::ch
   return data;
 }
 
-CheckResult run_isolated(Check& check, const CheckContext& ctx) {
+CheckResult run_isolated(Check& check, const CheckContext& ctx,
+                         std::optional<std::chrono::milliseconds> timeout) {
   const auto t0 = Clock::now();
-  auto out = run_in_child([&] { return to_json(run_guarded(check, ctx)).dump(); }, check.timeout());
+  std::chrono::milliseconds limit = check.timeout();
+  if (timeout && *timeout < limit) limit = *timeout;
+  auto out = run_in_child([&] { return to_json(run_guarded(check, ctx)).dump(); }, limit);
   CheckResult r;
   if (!out) {
     const std::string& why = out.error().message;
@@ -151,8 +171,14 @@ std::vector<CheckResult> run_checks(std::vector<std::unique_ptr<Check>>& checks,
       r = skipped(check->name(), "excluded by --exclude");
     } else if (Applies a = check->applies(ctx); !a.yes) {
       r = skipped(check->name(), a.why_not);
+    } else if (opts.deadline && Clock::now() >= *opts.deadline) {
+      r = error(check->name(), "not run: the time box of this run was spent by earlier checks",
+                "VIGIL-CHECK-TIMEOUT");
     } else if (opts.isolate) {
-      r = run_isolated(*check, ctx);
+      std::optional<std::chrono::milliseconds> left;
+      if (opts.deadline)
+        left = std::chrono::duration_cast<std::chrono::milliseconds>(*opts.deadline - Clock::now());
+      r = run_isolated(*check, ctx, left);
     } else {
       const auto t0 = Clock::now();
       r = run_guarded(*check, ctx);

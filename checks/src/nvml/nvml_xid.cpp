@@ -13,15 +13,13 @@
 #include <set>
 
 #include "check_factories.h"
+#include "core/xid_classes.h"
 #include "nvml_common.h"
 
 namespace vigil {
 namespace {
 
 using namespace nvml;
-
-const std::set<unsigned long long> kFatalXids = {48, 64, 74, 79, 95, 119, 120, 140};
-const std::set<unsigned long long> kWarnXids = {31, 32, 43, 63, 67, 73, 94, 121, 137};
 
 class NvmlXidCheck final : public NvmlCheck {
  public:
@@ -74,7 +72,7 @@ class NvmlXidCheck final : public NvmlCheck {
           const auto it = std::find(s.gpus.begin(), s.gpus.end(), data.device);
           const int g = it == s.gpus.end() ? -1 : static_cast<int>(it - s.gpus.begin());
           ++seen[{g, data.eventData}];
-          if (kFatalXids.count(data.eventData)) {
+          if (classify_xid(data.eventData) == XidClass::kFatal) {
             ++fatal;
           } else {
             ++other;
@@ -104,11 +102,11 @@ class NvmlXidCheck final : public NvmlCheck {
       const auto& [g, xid] = key;
       std::string item = "XID " + std::to_string(xid) + " gpu" + std::to_string(g);
       if (n > 1) item += " x" + std::to_string(n);
-      if (kFatalXids.count(xid)) {
+      if (classify_xid(xid) == XidClass::kFatal) {
         fatal_list += (fatal_list.empty() ? "" : ", ") + item;
       } else {
         other_list += (other_list.empty() ? "" : ", ") + item;
-        if (kWarnXids.count(xid)) v.add(Status::kWarn, item, "VIGIL-NVML-XID");
+        if (classify_xid(xid) == XidClass::kWarn) v.add(Status::kWarn, item, "VIGIL-NVML-XID");
       }
     }
     const double waited_s = std::chrono::duration<double>(ctx.xid_wait).count();

@@ -60,6 +60,7 @@ json to_json(const NodeReport& r) {
             {"checks", checks}};
   if (r.k8s_node) j["k8s_node"] = *r.k8s_node;
   if (r.job_id) j["job_id"] = *r.job_id;
+  if (r.context) j["context"] = *r.context;
   return j;
 }
 
@@ -205,8 +206,9 @@ CheckResult parse_check(const json& j, const std::string& path) {
 }
 
 NodeReport parse_report(const json& j, const std::string& path) {
-  only_keys(j, path, {"schema_version", "node", "k8s_node", "sku", "job_id", "run_id", "start_time",
-                      "end_time", "checks"});
+  only_keys(j, path,
+            {"schema_version", "node", "k8s_node", "sku", "job_id", "context", "run_id",
+             "start_time", "end_time", "checks"});
   NodeReport r;
   const json& v = need(j, path, "schema_version");
   if (!v.is_number_integer()) fail_at(path + "/schema_version", "must be an integer");
@@ -220,6 +222,10 @@ NodeReport parse_report(const json& j, const std::string& path) {
   if (r.k8s_node && !name_chars_ok(*r.k8s_node, "._-")) fail_at(path + "/k8s_node", "not a valid node name");
   r.sku = need_string(j, path, "sku");
   r.job_id = opt_string(j, path, "job_id");
+  r.context = opt_string(j, path, "context");
+  if (r.context && !is_known_context(*r.context))
+    fail_at(path + "/context",
+            "unknown context '" + *r.context + "' (known: job, prolog, epilog, healthcheck)");
   r.run_id = need_string(j, path, "run_id");
   if (!name_chars_ok(r.run_id, "._:-")) fail_at(path + "/run_id", "must match [A-Za-z0-9._:-]+");
   r.start_time = need_string(j, path, "start_time");
@@ -355,5 +361,8 @@ std::string reason_detail(const CheckResult& r) {
   return detail;
 }
 
+bool is_known_context(std::string_view context) {
+  return context == "job" || context == "prolog" || context == "epilog" || context == "healthcheck";
+}
 
 }  // namespace vigil

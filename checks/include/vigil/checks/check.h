@@ -24,6 +24,10 @@ struct CheckContext {
   std::string nvml_library = "libnvidia-ml.so.1";  // dlopen()ed; tests point it at the fake
   std::string sysfs_root = "/";          // InfiniBand sysfs is read below this root
   std::string proc_root = "/proc";       // <pid>/comm names processes found on a busy GPU
+  std::string kmsg_path = "/dev/kmsg";   // kernel log kmsg_xid reads (tests: a plain file)
+  // NVML indices of the GPUs the job that just ended had (SLURM_JOB_GPUS in an epilog);
+  // nullopt when unknown. gpu_leftovers judges only these.
+  std::optional<std::vector<int>> job_gpus;
   std::string state_dir;                 // previous readings for delta counters; empty = none
   std::string allreduce_binary;          // vigil-allreduce or nccl-tests all_reduce_perf
   std::string mpirun = "mpirun";

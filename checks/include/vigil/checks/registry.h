@@ -17,6 +17,10 @@ std::vector<std::unique_ptr<Check>> all_checks();
 std::vector<std::unique_ptr<Check>> fabric_checks(const std::string& min_bytes = "",
                                                   const std::string& max_bytes = "");
 
+// The passive suite of the Slurm hooks (`vigil-check hook`): counters and link state only, no
+// GPU load. gpu_leftovers (processes a finished job left on its GPUs) only when after_job.
+std::vector<std::unique_ptr<Check>> passive_checks(bool after_job);
+
 // Names of every check above and of the fabric checks: what threshold files may name.
 std::set<std::string> known_check_names();
 

@@ -47,6 +47,9 @@ struct NodeReport {
   std::optional<std::string> k8s_node;  // Kubernetes Node name, if known
   std::string sku;                      // detected or forced SKU, "unknown" if none matched
   std::optional<std::string> job_id;    // Slurm job id
+  // Where the checks ran: "job" (an sbatch check job), "prolog", "epilog", "healthcheck" (the
+  // Slurm hooks, `vigil-check hook`). Optional; absent in reports from older checkers.
+  std::optional<std::string> context;
   std::string run_id;                   // unique per run; (node, run_id) identifies a report
   std::string start_time;               // RFC 3339 UTC
   std::string end_time;                 // RFC 3339 UTC
@@ -83,6 +86,9 @@ std::string reason_detail(const CheckResult& r);
 
 // The name a Slurm reason shows for r: its short_name, or the check name from a report that
 // carries none (older checkers, site tools).
+// The values `context` may take.
+bool is_known_context(std::string_view context);
+
 inline const std::string& reason_name(const CheckResult& r) {
   return r.short_name.empty() ? r.check : r.short_name;
 }

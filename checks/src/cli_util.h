@@ -1,0 +1,24 @@
+#pragma once
+// Small helpers of the vigil-check program (checks/src/main.cpp): environment, host name, the
+// thresholds directory, time, and comma lists. Part of the vigil-check executable only.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "vigil/checks/sku.h"
+
+namespace vigil_cli {
+
+std::string env_or(const char* name, std::string fallback);
+// The short host name (up to the first dot).
+std::string hostname();
+// $VIGIL_THRESHOLDS_DIR, else the installed layout (<prefix>/bin/../share/vigil/thresholds),
+// else the source tree.
+std::string default_thresholds_dir();
+std::int64_t now_unix();
+void print_config_errors(const std::vector<vigil::ConfigError>& errors);
+// "a,b" "c" -> a, b, c (empty parts dropped).
+std::vector<std::string> split_list(const std::vector<std::string>& items);
+std::string join(const std::vector<std::string>& v, const std::string& sep);
+
+}  // namespace vigil_cli

@@ -1,0 +1,178 @@
+#include "kmsg_reader.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace vigil::kmsg {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+template <typename T>
+bool parse_number(std::string_view s, T& out) {
+  if (s.empty()) return false;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+  return ec == std::errc() && p == s.data() + s.size();
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
+    s.remove_suffix(1);
+  return s;
+}
+
+}  // namespace
+
+std::optional<Record> parse_record(std::string_view line) {
+  const size_t semi = line.find(';');
+  if (semi == std::string_view::npos) return std::nullopt;
+  std::string_view prefix = line.substr(0, semi);
+  // prio, seq, usec, flags (and optional further fields): at least the first three numbers.
+  std::string_view fields[3];
+  for (auto& f : fields) {
+    const size_t comma = prefix.find(',');
+    if (comma == std::string_view::npos) return std::nullopt;
+    f = prefix.substr(0, comma);
+    prefix.remove_prefix(comma + 1);
+  }
+  unsigned prio = 0;
+  std::uint64_t seq = 0, usec = 0;
+  if (!parse_number(fields[0], prio) || !parse_number(fields[1], seq) ||
+      !parse_number(fields[2], usec)) {
+    return std::nullopt;
+  }
+  return Record{seq, std::string(line.substr(semi + 1))};
+}
+
+std::optional<Xid> parse_xid(std::string_view message) {
+  constexpr std::string_view kTag = "NVRM: Xid (";
+  const size_t at = message.find(kTag);
+  if (at == std::string_view::npos) return std::nullopt;
+  std::string_view rest = message.substr(at + kTag.size());
+  const size_t close = rest.find("):");
+  if (close == std::string_view::npos) return std::nullopt;
+  std::string_view device = rest.substr(0, close);
+  if (device.substr(0, 4) == "PCI:") device.remove_prefix(4);
+  rest = trim(rest.substr(close + 2));
+  const size_t comma = rest.find(',');
+  Xid x;
+  if (!parse_number(trim(rest.substr(0, comma)), x.xid)) return std::nullopt;
+  x.device = std::string(device);
+  if (comma != std::string_view::npos) x.detail = std::string(trim(rest.substr(comma + 1)));
+  return x;
+}
+
+Result<Scan> read_records(const std::string& path, std::uint64_t after_seq) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return Error{std::strerror(errno), "open " + path};
+  Scan scan;
+  std::string pending;  // bytes after the last '\n'
+  char buf[8192];       // a /dev/kmsg record is at most ~1 KiB (LOG_LINE_MAX + prefix)
+  auto take_line = [&](std::string_view line) {
+    if (line.empty() || line.front() == ' ') return;  // continuation ("KEY=value") or blank
+    auto rec = parse_record(line);
+    if (!rec) {
+      ++scan.malformed;
+      return;
+    }
+    if (scan.first_seq == 0 || rec->seq < scan.first_seq) scan.first_seq = rec->seq;
+    if (rec->seq > scan.last_seq) scan.last_seq = rec->seq;
+    if (rec->seq > after_seq) scan.records.push_back(std::move(*rec));
+  };
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EPIPE) {  // the ring buffer overwrote records we had not read yet
+        ++scan.overwritten;
+        continue;
+      }
+      if (errno == EAGAIN) break;  // /dev/kmsg: no more records
+      const int err = errno;
+      ::close(fd);
+      return Error{std::strerror(err), "read " + path};
+    }
+    if (n == 0) break;  // regular file: end
+    pending.append(buf, static_cast<size_t>(n));
+    size_t start = 0;
+    for (size_t nl; (nl = pending.find('\n', start)) != std::string::npos; start = nl + 1) {
+      take_line(std::string_view(pending).substr(start, nl - start));
+    }
+    pending.erase(0, start);
+  }
+  ::close(fd);
+  // `pending` is a record still being written (no '\n' yet): left for the next run.
+  return scan;
+}
+
+Result<Cursor> load_cursor(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Cursor{};  // first run
+  try {
+    const nlohmann::json j = nlohmann::json::parse(in);
+    Cursor c;
+    c.boot_id = j.at("boot_id").get<std::string>();
+    if (j.contains("last_seq")) c.last_seq = j.at("last_seq").get<std::uint64_t>();
+    c.fatal = j.value("fatal", std::vector<std::string>{});
+    return c;
+  } catch (const nlohmann::json::exception& e) {
+    return Error{std::string("malformed cursor: ") + e.what(), path};
+  }
+}
+
+VoidResult save_cursor(const std::string& path, const Cursor& c) {
+  std::error_code ec;
+  fs::create_directories(fs::path(path).parent_path(), ec);
+  if (ec) return Error{ec.message(), "create_directories for " + path};
+  nlohmann::json j{{"boot_id", c.boot_id}, {"fatal", c.fatal}};
+  if (c.last_seq) j["last_seq"] = *c.last_seq;
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << j.dump(2) << '\n';
+    out.close();
+    if (!out) {
+      fs::remove(tmp, ec);
+      return Error{"cannot write", tmp};
+    }
+  }
+  fs::rename(tmp, path, ec);
+  if (ec) {
+    std::error_code rm;
+    fs::remove(tmp, rm);
+    return Error{"cannot replace (" + ec.message() + ")", path};
+  }
+  return ok_result();
+}
+
+Result<CursorLock> CursorLock::acquire(const std::string& path) {
+  std::error_code ec;
+  fs::create_directories(fs::path(path).parent_path(), ec);
+  const std::string lock_path = path + ".lock";
+  const int fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) return Error{std::strerror(errno), "open " + lock_path};
+  while (::flock(fd, LOCK_EX) != 0) {
+    if (errno == EINTR) continue;
+    const int err = errno;
+    ::close(fd);
+    return Error{std::strerror(err), "flock " + lock_path};
+  }
+  return CursorLock(fd);
+}
+
+CursorLock::~CursorLock() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+}  // namespace vigil::kmsg

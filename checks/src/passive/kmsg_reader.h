@@ -1,0 +1,82 @@
+#pragma once
+// Reads the kernel log's records (/dev/kmsg) after a saved cursor, so kmsg_xid sees every XID
+// the driver logged since the last run, not only the ones delivered while it listens.
+//
+// /dev/kmsg (Documentation/ABI/testing/dev-kmsg): one read() returns one record
+//   "<prio>,<seq>,<usec since boot>,<flags>[,...];<message>\n" followed by continuation lines
+//   that start with a space (" SUBSYSTEM=pci"). Sequence numbers grow by one per record; when
+//   the ring buffer overwrote records a reader has not seen, read() fails once with EPIPE and
+//   the next read returns the oldest record still there. With O_NONBLOCK the end of the log is
+//   EAGAIN. Tests give a regular file holding records one per line (EOF ends it); the same
+//   parser reads both, and a last line without '\n' (a record being written) is left for the
+//   next run.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "vigil/base/result.h"
+
+namespace vigil::kmsg {
+
+struct Record {
+  std::uint64_t seq = 0;
+  std::string message;  // the text after ';'
+};
+
+// One record line (without its '\n'); nullopt when it is not "<int>,<int>,<int>,...;text".
+std::optional<Record> parse_record(std::string_view line);
+
+struct Xid {
+  std::string device;  // "0000:18:00" (from "PCI:0000:18:00")
+  unsigned long long xid = 0;
+  std::string detail;  // what the driver said after the number, may be empty
+};
+
+// "NVRM: Xid (PCI:0000:18:00): 79, pid=1234, name=python, GPU has fallen off the bus."
+// nullopt for any other message.
+std::optional<Xid> parse_xid(std::string_view message);
+
+struct Scan {
+  std::vector<Record> records;  // with seq > after_seq, in log order
+  std::uint64_t first_seq = 0;  // oldest record still in the log (0: log empty)
+  std::uint64_t last_seq = 0;   // newest complete record read (0: none)
+  int malformed = 0;            // lines that are not records (skipped)
+  int overwritten = 0;          // EPIPE answers: records lost to the ring buffer while reading
+};
+
+// Reads every complete record of `path` and keeps those with seq > after_seq. Errors only when
+// the file cannot be opened or read.
+Result<Scan> read_records(const std::string& path, std::uint64_t after_seq);
+
+// Where the last run stopped, per boot: <state_dir>/kmsg_xid.<node>.json.
+struct Cursor {
+  std::string boot_id;                    // /proc/sys/kernel/random/boot_id of that run
+  std::optional<std::uint64_t> last_seq;  // nullopt: no run yet in this boot
+  // Fatal XIDs seen in this boot ("XID 79 0000:18:00"): they need a GPU reset or reboot, so
+  // they keep failing until the boot id changes (or an operator deletes the file).
+  std::vector<std::string> fatal;
+};
+
+// The saved cursor; a missing file is a first run (empty cursor). A malformed file is an error
+// naming it (the check then reads the whole log, as on a first run, and says why).
+Result<Cursor> load_cursor(const std::string& path);
+// Atomically (temp file + rename).
+VoidResult save_cursor(const std::string& path, const Cursor& c);
+
+// An exclusive flock on <path>.lock held for the object's life: prolog, epilog and
+// HealthCheckProgram may run at once and share one cursor.
+class CursorLock {
+ public:
+  static Result<CursorLock> acquire(const std::string& path);
+  CursorLock(CursorLock&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
+  CursorLock& operator=(CursorLock&&) = delete;
+  ~CursorLock();
+
+ private:
+  explicit CursorLock(int fd) : fd_(fd) {}
+  int fd_ = -1;
+};
+
+}  // namespace vigil::kmsg

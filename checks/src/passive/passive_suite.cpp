@@ -1,0 +1,106 @@
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "inventory.h"
+#include "nvml/nvml_loader.h"
+#include "vigil/checks/passive.h"
+#include "vigil/checks/registry.h"
+#include "vigil/checks/runner.h"
+
+namespace vigil {
+
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+
+// The child: pin NVML, detect the SKU, run every check in-process, one JSON line each.
+std::string run_in_suite_child(const CheckContext& ctx, const SkuSet* skus, bool after_job,
+                               const ChildSend& send) {
+  CheckContext c = ctx;
+  auto pinned = nvml::Library::open(c.nvml_library);  // failures: the NVML checks report them
+  nlohmann::json head{{"sku", c.sku ? c.sku->name : ""}, {"note", ""}};
+  if (pinned) {
+    auto inv = read_gpu_inventory_here(c.nvml_library);
+    if (inv) {
+      c.gpu_count = static_cast<int>(inv->gpu_names.size());
+      if (!c.sku && skus) {
+        c.sku = detect_sku(*skus, *inv);
+        if (c.sku)
+          head["sku"] = c.sku->name;
+        else
+          head["note"] = "no SKU matches this node's GPUs";
+      }
+    } else if (!c.sku) {
+      head["note"] = "SKU unknown: " + inv.error().to_string();
+    }
+  } else if (!c.sku) {
+    head["note"] = "SKU unknown: " + pinned.error().to_string();
+  }
+  send(head.dump() + "\n");
+  auto checks = passive_checks(after_job);
+  RunOptions opts;
+  opts.isolate = false;  // this child is the isolation
+  opts.on_result = [&](const CheckResult& r) { send(to_json(r).dump() + "\n"); };
+  run_checks(checks, c, opts);
+  return "";
+}
+
+}  // namespace
+
+PassiveRun run_passive_suite(const CheckContext& ctx, const SkuSet* skus, bool after_job,
+                             SteadyClock::time_point deadline,
+                             const std::function<void(const CheckResult&)>& progress) {
+  PassiveRun run;
+  run.sku = ctx.sku;
+  const auto left =
+      std::chrono::duration_cast<std::chrono::milliseconds>(deadline - SteadyClock::now());
+  std::string partial;
+  auto out = run_in_child(
+      [&](const ChildSend& send) { return run_in_suite_child(ctx, skus, after_job, send); },
+      std::max(left, std::chrono::milliseconds(1)), &partial);
+
+  std::istringstream lines(partial);
+  std::string line;
+  bool head = true;
+  while (std::getline(lines, line)) {
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_discarded()) continue;  // a line cut by the kill
+    if (head) {
+      head = false;
+      const std::string name = j.value("sku", "");
+      if (!name.empty() && skus) run.sku = skus->by_name(name);
+      run.sku_note = j.value("note", "");
+      continue;
+    }
+    auto parsed = parse_check_result(j);
+    if (!parsed) continue;
+    if (progress) progress(*parsed.value);
+    run.results.push_back(std::move(*parsed.value));
+  }
+  // Checks the child never reported: killed by the time box, or the child died.
+  const std::string why = out ? "no result from the suite" : out.error().message;
+  const bool timed_out = !out && why.rfind("timed out", 0) == 0;
+  std::vector<CheckResult> ordered;
+  for (const auto& check : passive_checks(after_job)) {
+    bool have = false;
+    for (auto& r : run.results) {
+      if (r.check != check->name()) continue;
+      ordered.push_back(std::move(r));
+      have = true;
+      break;
+    }
+    if (have) continue;
+    CheckResult r = error(check->name(),
+                          timed_out ? "not finished: the hook's time box was spent (suite " + why +
+                                          "); a slow check is not a node fault"
+                                    : "not run: suite " + why,
+                          timed_out ? "VIGIL-CHECK-TIMEOUT" : "VIGIL-CHECK-CRASH");
+    r.short_name = std::string(check->short_name());
+    if (progress) progress(r);
+    ordered.push_back(std::move(r));
+  }
+  run.results = std::move(ordered);
+  return run;
+}
+
+}  // namespace vigil

@@ -1,0 +1,129 @@
+// kmsg_xid against a fake kernel log (a plain file of /dev/kmsg records) and a fake boot id.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "check_factories.h"
+#include "temp_dir.h"
+
+namespace vigil {
+
+using testing::TempDir;
+
+namespace {
+
+class KmsgXid : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ctx_.node = "gpu-0";
+    ctx_.state_dir = dir_.file("state");
+    ctx_.kmsg_path = dir_.file("kmsg");
+    ctx_.proc_root = dir_.file("proc");
+    boot("boot-1");
+    log("");
+  }
+  void boot(const std::string& id) {
+    std::filesystem::create_directories(dir_.file("proc/sys/kernel/random"));
+    dir_.write("proc/sys/kernel/random/boot_id", id + "\n");
+  }
+  void log(const std::string& text) { dir_.write("kmsg", text); }
+  CheckResult run() { return make_kmsg_xid_check()->run(ctx_); }
+
+  TempDir dir_;
+  CheckContext ctx_;
+};
+
+constexpr const char* kXid79 =
+    "4,11,500,-;NVRM: Xid (PCI:0000:18:00): 79, pid=1234, name=python, GPU has fallen off the "
+    "bus.\n";
+
+}  // namespace
+
+TEST_F(KmsgXid, a_quiet_log_passes) {
+  log("6,1,100,-;Linux version 6.1\n6,2,200,-;NVRM: loading NVIDIA UNIX Kernel Module\n");
+  auto r = run();
+  EXPECT_EQ(r.status, Status::kPass) << r.message;
+  EXPECT_EQ(r.message, "2 new kernel log records, no critical XID");
+}
+
+TEST_F(KmsgXid, a_fatal_xid_fails_and_keeps_failing_until_the_node_reboots) {
+  log(std::string("6,10,100,-;boot\n") + kXid79);
+  auto r = run();
+  EXPECT_EQ(r.status, Status::kFail);
+  EXPECT_EQ(r.fault_code, "VIGIL-KMSG-XID-FATAL");
+  EXPECT_EQ(r.message, "XID 79 0000:18:00");
+  // Nothing new in the log: the XID is still this boot's, the GPU was never reset.
+  auto again = run();
+  EXPECT_EQ(again.status, Status::kFail);
+  EXPECT_EQ(again.message, "XID 79 0000:18:00 (earlier in this boot)");
+  // After a reboot (new boot id, fresh log) the node is judged afresh.
+  boot("boot-2");
+  log("6,1,100,-;Linux version 6.1\n");
+  EXPECT_EQ(run().status, Status::kPass);
+}
+
+TEST_F(KmsgXid, only_xids_after_the_cursor_count) {
+  log("6,10,100,-;NVRM: Xid (PCI:0000:18:00): 31, pid=1, MMU Fault\n");
+  auto first = run();
+  EXPECT_EQ(first.status, Status::kWarn);
+  EXPECT_EQ(first.message, "XID 31 0000:18:00");
+  // Same log, one more harmless record: the XID 31 was already reported.
+  log("6,10,100,-;NVRM: Xid (PCI:0000:18:00): 31, pid=1, MMU Fault\n6,11,200,-;other\n");
+  auto second = run();
+  EXPECT_EQ(second.status, Status::kPass) << second.message;
+  EXPECT_EQ(second.message, "1 new kernel log records, no critical XID");
+}
+
+TEST_F(KmsgXid, an_application_xid_is_reported_but_passes) {
+  log("6,10,100,-;NVRM: Xid (PCI:0000:18:00): 13, pid=1, Graphics Exception\n");
+  auto r = run();
+  EXPECT_EQ(r.status, Status::kPass);
+  EXPECT_NE(r.message.find("XID 13 0000:18:00 (not health-critical)"), std::string::npos);
+}
+
+TEST_F(KmsgXid, records_the_ring_buffer_overwrote_are_a_warning_not_a_fail) {
+  log("6,5,100,-;seen\n");
+  ASSERT_EQ(run().status, Status::kPass);
+  // Next run: the buffer wrapped, the oldest record left is 10; 6-9 were never read.
+  log("6,10,100,-;later\n6,11,200,-;later still\n");
+  auto r = run();
+  EXPECT_EQ(r.status, Status::kWarn);
+  EXPECT_EQ(r.fault_code, "VIGIL-KMSG-LOST");
+  EXPECT_NE(r.message.find("overwrote 4 records"), std::string::npos) << r.message;
+}
+
+TEST_F(KmsgXid, a_log_whose_sequence_went_back_is_read_whole) {
+  log("6,50,100,-;old\n");
+  ASSERT_EQ(run().status, Status::kPass);
+  log(std::string("6,1,100,-;restart\n") + "4,2,500,-;NVRM: Xid (PCI:0000:18:00): 48, DBE\n");
+  auto r = run();
+  EXPECT_EQ(r.status, Status::kFail);
+  EXPECT_NE(r.message.find("XID 48 0000:18:00"), std::string::npos);
+  EXPECT_NE(r.message.find("kernel log restarted"), std::string::npos);
+}
+
+TEST_F(KmsgXid, malformed_and_partial_lines_never_fail) {
+  log(std::string("garbage\n6,1,100,-;fine\n") + "4,2,500,-;NVRM: Xid (PCI:0000:18:00): 7");
+  auto r = run();
+  EXPECT_EQ(r.status, Status::kPass) << r.message;
+  EXPECT_NE(r.message.find("1 malformed kernel log lines skipped"), std::string::npos);
+  // The record being written is finished by the next run and read then, once.
+  log(std::string("garbage\n6,1,100,-;fine\n") + "4,2,500,-;NVRM: Xid (PCI:0000:18:00): 79, x\n");
+  EXPECT_EQ(run().status, Status::kFail);
+}
+
+TEST_F(KmsgXid, an_unreadable_log_or_cursor_is_an_error_or_a_note_never_a_fail) {
+  ctx_.kmsg_path = dir_.file("missing");
+  auto r = run();
+  EXPECT_EQ(r.status, Status::kError);
+  EXPECT_EQ(r.fault_code, "VIGIL-KMSG-READ");
+  ctx_.kmsg_path = dir_.file("kmsg");
+  dir_.write("state/kmsg_xid.gpu-0.json", "{broken");
+  log("6,1,100,-;fine\n");
+  auto noted = run();
+  EXPECT_EQ(noted.status, Status::kPass);
+  EXPECT_NE(noted.message.find("malformed cursor"), std::string::npos) << noted.message;
+}
+
+}  // namespace vigil

@@ -1,0 +1,332 @@
+// Issue 12 on a real local Slurm cluster (2 nodes): `vigil-check hook` configured as Prolog,
+// Epilog and HealthCheckProgram, a fake NVML fixture per node, a real vigil-drainer (HTTP ingest,
+// policy, libslurm sink) in this process.
+//   a) a fault present when a job starts: the prolog fails, the node is drained with a vigil:
+//      reason, the job is requeued and runs on the other node;
+//   b) a fault appearing during a job: the epilog drains the node, the job queued behind it
+//      never starts there; the time from job end to drain is measured and printed;
+//   c) HealthCheckProgram drains an idle node within one HealthCheckInterval;
+//   d) drainer down: the hook drains itself, the spooled report is ingested later, no second
+//      Slurm action;
+//   e) a hung NVML call: the time box makes it `error`, no drain, the job runs.
+// libslurm binds a process to one slurm.conf, so every test here shares one cluster.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <thread>
+
+#include "local_slurm_cluster.h"
+#include "temp_dir.h"
+#include "vigil/base/clock.h"
+#include "vigil/drainer/drainer.h"
+#include "vigil/drainer/http_server.h"
+#include "vigil/slurm/slurm_api.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using vigil::testing::LocalSlurmCluster;
+using vigil::testing::TempDir;
+using Clock = std::chrono::steady_clock;
+
+const std::string kNodes = std::string(VIGIL_SOURCE_DIR) + "/tests/fixtures/nodes";
+constexpr int kHealthInterval = 10;  // HealthCheckInterval, seconds
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void put(const std::string& path, const std::string& text) {
+  fs::create_directories(fs::path(path).parent_path());
+  const std::string tmp = path + ".tmp";
+  std::ofstream(tmp) << text;
+  fs::rename(tmp, path);
+}
+
+class HookOnCluster : public ::testing::Test {
+ public:
+  static void SetUpTestSuite() {
+    work_ = std::make_unique<TempDir>();
+    const std::string w = work_->path();
+    // slurmd runs these with a cleared environment: everything else comes from hook.env.
+    const std::string script =
+        "#!/bin/bash\n"
+        "# vigil hook wrapper for the test cluster (what docs/hooks.md's wrapper does)\n"
+        "mode=$1\n"
+        "n=${SLURMD_NODENAME:?}\n"
+        "source " +
+        w +
+        "/hook.env\n"
+        "[[ $mode != healthcheck || -e " +
+        w +
+        "/healthcheck.on ]] || exit 0\n"
+        "mkdir -p " +
+        w + "/out " + w +
+        "/log\n"
+        "export VIGIL_FAKE_NVML_FIXTURE=" +
+        w +
+        "/nvml/$n.json\n"
+        "exec " +
+        std::string(VIGIL_CHECK_BINARY) +
+        " hook $mode --node $n"
+        " --nvml-library " +
+        VIGIL_FAKE_NVML_LIBRARY + " --sysfs-root " + kNodes + "/gpu-0/sysfs --kmsg " + w +
+        "/kmsg/$n"
+        " --state-dir " +
+        w + "/state --spool-dir " + w +
+        "/spool"
+        " --report-url \"$URL\" --slurm-conf \"$CONF\" --time-box \"$TIME_BOX\""
+        " --format json -o " +
+        w + "/out/$mode-$n-$$.json 2>>" + w + "/log/hook-$n.log\n";
+    for (const char* mode : {"prolog", "epilog", "healthcheck"}) {
+      put(w + "/" + mode + ".sh", "#!/bin/bash\nexec " + w + "/hook.sh " + mode + "\n");
+      fs::permissions(w + "/" + mode + ".sh",
+                      fs::perms::owner_all | fs::perms::group_read | fs::perms::others_read);
+    }
+    put(w + "/hook.sh", script);
+    fs::permissions(w + "/hook.sh", fs::perms::owner_all);
+    LocalSlurmCluster::Options o;
+    o.nodes = 2;
+    o.extra_conf = "Prolog=" + w + "/prolog.sh\n" + "Epilog=" + w + "/epilog.sh\n" +
+                   "PrologFlags=Alloc\n"
+                   "SchedulerParameters=nohold_on_prolog_fail\n"
+                   "HealthCheckProgram=" +
+                   w + "/healthcheck.sh\n" +
+                   "HealthCheckInterval=" + std::to_string(kHealthInterval) + "\n" +
+                   "HealthCheckNodeState=ANY,CYCLE\n";
+    cluster_ = std::make_unique<LocalSlurmCluster>(o);
+  }
+  static void TearDownTestSuite() {
+    cluster_.reset();
+    work_.reset();
+  }
+
+ protected:
+  void SetUp() override {
+    const std::string w = work_->path();
+    fs::remove(w + "/healthcheck.on");
+    for (const char* d : {"/state", "/spool", "/out", "/drainer"}) fs::remove_all(w + d);
+    for (const char* n : {"gpu-0", "gpu-1"}) {
+      healthy(n);
+      put(w + "/kmsg/" + n, "6,1,100,-;Linux version 6.1\n");
+    }
+    ASSERT_TRUE(resume_all());
+    start_drainer();
+    write_env(url_, 30);
+  }
+  void TearDown() override { stop_drainer(); }
+
+  std::string w() const { return work_->path(); }
+  void healthy(const std::string& n) {
+    put(w() + "/nvml/" + n + ".json", slurp(kNodes + "/gpu-0/nvml.json"));
+  }
+  void faulty(const std::string& n) {
+    put(w() + "/nvml/" + n + ".json", slurp(kNodes + "/gpu-2/nvml.json"));
+  }
+  void write_env(const std::string& url, int time_box) {
+    put(w() + "/hook.env", "URL=" + url + "\nCONF=" + cluster_->slurm_conf() +
+                               "\nTIME_BOX=" + std::to_string(time_box) + "\n");
+  }
+  void start_drainer() {
+    cfg_ = vigil::drainer::DrainerConfig{};
+    cfg_.auth_enabled = false;
+    cfg_.listen_port = 0;
+    cfg_.state_dir = w() + "/drainer";
+    cfg_.policy = vigil::drainer::default_policy();
+    cfg_.slurm.batch_window_ms = 50;
+    drainer_ = std::make_unique<vigil::drainer::Drainer>(
+        cfg_, vigil::slurm::make_libslurm_api(cluster_->slurm_conf()), nullptr, clock_);
+    ASSERT_TRUE(drainer_->open().ok());
+    drainer_->start();
+    http_ = std::make_unique<vigil::drainer::HttpServer>(*drainer_, cfg_);
+    auto port = http_->bind();
+    ASSERT_TRUE(port.ok());
+    url_ = "http://127.0.0.1:" + std::to_string(*port);
+    http_->start();
+  }
+  void stop_drainer() {
+    if (http_) http_->stop();
+    if (drainer_) drainer_->stop();
+    http_.reset();
+    drainer_.reset();
+  }
+  bool resume_all() {
+    cluster_->shell("jobs=$(squeue -h -o %A); [ -z \"$jobs\" ] || scancel $jobs");
+    for (const char* n : {"gpu-0", "gpu-1"}) {
+      cluster_->run({"scontrol", "update", std::string("nodename=") + n, "state=resume"});
+    }
+    const auto until = Clock::now() + std::chrono::seconds(60);
+    while (Clock::now() < until) {
+      auto r = cluster_->run({"sinfo", "-h", "-N", "-p", "gpu", "-o", "%N %T"});
+      if (r.out.find("drain") == std::string::npos && r.out.find("down") == std::string::npos &&
+          r.out.find("compl") == std::string::npos)
+        return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    }
+    ADD_FAILURE() << "nodes did not come back: "
+                  << cluster_->run({"sinfo", "-N", "-p", "gpu", "-o", "%N %T %E"}).out;
+    return false;
+  }
+  // "Reason" of a drained node, "" when not drained.
+  std::string drain_reason(const std::string& node) {
+    auto r = cluster_->run({"scontrol", "show", "node", node, "-o"});
+    if (r.out.find("DRAIN") == std::string::npos) return "";
+    const size_t at = r.out.find("Reason=");
+    if (at == std::string::npos) return "?";
+    std::string reason = r.out.substr(at + 7);
+    return reason.substr(0, reason.find(" ["));
+  }
+  // Polls until node is drained; the time it took, or nullopt after `limit`.
+  std::optional<double> wait_drained(const std::string& node, std::chrono::seconds limit) {
+    const auto t0 = Clock::now();
+    while (Clock::now() - t0 < limit) {
+      if (!drain_reason(node).empty())
+        return std::chrono::duration<double>(Clock::now() - t0).count();
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return std::nullopt;
+  }
+  std::string hook_log(const std::string& n) { return slurp(w() + "/log/hook-" + n + ".log"); }
+
+  static std::unique_ptr<TempDir> work_;
+  static std::unique_ptr<LocalSlurmCluster> cluster_;
+  vigil::SystemClock clock_;
+  vigil::drainer::DrainerConfig cfg_;
+  std::unique_ptr<vigil::drainer::Drainer> drainer_;
+  std::unique_ptr<vigil::drainer::HttpServer> http_;
+  std::string url_;
+};
+
+std::unique_ptr<TempDir> HookOnCluster::work_;
+std::unique_ptr<LocalSlurmCluster> HookOnCluster::cluster_;
+
+TEST_F(HookOnCluster,
+       a_fault_at_job_start_fails_the_prolog_drains_the_node_and_the_job_runs_elsewhere) {
+  faulty("gpu-0");
+  // A hung NVML call on the other node (e): its prolog's time box turns it into `error`.
+  {
+    std::ifstream in(kNodes + "/gpu-0/nvml.json");
+    std::string j = slurp(kNodes + "/gpu-0/nvml.json");
+    j.insert(j.find('{') + 1, "\"hang_calls\": [\"nvmlDeviceGetTotalEccErrors\"],");
+    put(w() + "/nvml/gpu-1.json", j);
+  }
+  write_env(url_, 3);
+  std::string why;
+  auto id = cluster_->submit(
+      {"-N", "1", "--requeue", "-o", w() + "/job-%j.out", "--wrap", "echo ran on $SLURMD_NODENAME"},
+      {}, &why);
+  ASSERT_TRUE(id) << why;
+  ASSERT_TRUE(cluster_->wait_for_jobs({*id}, std::chrono::seconds(180)))
+      << cluster_->job_field(*id, "JobState") << "\n"
+      << hook_log("gpu-0") << hook_log("gpu-1");
+  EXPECT_EQ(cluster_->job_field(*id, "JobState"), "COMPLETED") << hook_log("gpu-0");
+  EXPECT_EQ(slurp(w() + "/job-" + std::to_string(*id) + ".out"), "ran on gpu-1\n");
+  const std::string reason = drain_reason("gpu-0");
+  EXPECT_EQ(reason.rfind("vigil: remap", 0), 0u) << reason << "\n" << hook_log("gpu-0");
+  EXPECT_EQ(drain_reason("gpu-1"), "") << hook_log("gpu-1");
+  // gpu-1's prolog hit the time box: error, not fail; the drainer saw it and did not drain.
+  auto n1 = drainer_->node("gpu-1");
+  ASSERT_TRUE(n1);
+  EXPECT_NE(n1->health, vigil::drainer::NodeHealth::kDrained);
+  EXPECT_NE(hook_log("gpu-1").find("error in"), std::string::npos) << hook_log("gpu-1");
+  std::printf(
+      "[ measured ] prolog: gpu-0 drained with '%s'; job %ld requeued (Restarts=%s, "
+      "SubmitTime=%s, EligibleTime=%s, StartTime=%s) and ran on gpu-1\n",
+      reason.c_str(), *id, cluster_->job_field(*id, "Restarts").c_str(),
+      cluster_->job_field(*id, "SubmitTime").c_str(),
+      cluster_->job_field(*id, "EligibleTime").c_str(),
+      cluster_->job_field(*id, "StartTime").c_str());
+}
+
+TEST_F(HookOnCluster, a_fault_during_a_job_is_drained_by_the_epilog_before_the_next_job_lands) {
+  std::string why;
+  const std::string stamp = w() + "/job-end";
+  const std::string started = w() + "/job-started";
+  auto first = cluster_->submit({"-w", "gpu-0", "--exclusive", "-o", "/dev/null", "--wrap",
+                                 "touch " + started + "; sleep 3; date +%s.%N > " + stamp},
+                                {}, &why);
+  ASSERT_TRUE(first) << why;
+  auto second = cluster_->submit(
+      {"-w", "gpu-0", "--exclusive", "-o", "/dev/null", "--wrap", "true"}, {}, &why);
+  ASSERT_TRUE(second) << why;
+  // The fault appears while the first job runs (its prolog passed).
+  const auto until = Clock::now() + std::chrono::seconds(60);
+  while (!fs::exists(started) && Clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_TRUE(fs::exists(started)) << hook_log("gpu-0");
+  faulty("gpu-0");
+  auto took = wait_drained("gpu-0", std::chrono::seconds(60));
+  ASSERT_TRUE(took) << hook_log("gpu-0");
+  const double drained_at =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const std::string stamp_text = slurp(stamp);
+  ASSERT_FALSE(stamp_text.empty())
+      << "drained before the job ended?\n"
+      << cluster_->run({"scontrol", "show", "job", std::to_string(*first)}).out
+      << cluster_->run({"scontrol", "show", "node", "gpu-0"}).out << hook_log("gpu-0");
+  const double ended_at = std::stod(stamp_text);
+  EXPECT_EQ(drain_reason("gpu-0").rfind("vigil: remap", 0), 0u) << drain_reason("gpu-0");
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  EXPECT_EQ(cluster_->job_field(*second, "JobState"), "PENDING");
+  std::printf(
+      "[ measured ] job end -> drain of gpu-0: %.2f s (drain seen by polling every 0.1 s)\n",
+      drained_at - ended_at);
+  EXPECT_LT(drained_at - ended_at, 5.0);
+  cluster_->run({"scancel", std::to_string(*second)});
+}
+
+TEST_F(HookOnCluster, healthcheck_drains_an_idle_node_within_one_interval) {
+  faulty("gpu-1");
+  put(w() + "/healthcheck.on", "");
+  auto took = wait_drained("gpu-1", std::chrono::seconds(kHealthInterval * 3));
+  fs::remove(w() + "/healthcheck.on");
+  ASSERT_TRUE(took) << hook_log("gpu-1");
+  EXPECT_EQ(drain_reason("gpu-1").rfind("vigil: remap", 0), 0u);
+  EXPECT_EQ(drain_reason("gpu-0"), "");
+  std::printf(
+      "[ measured ] HealthCheckProgram drained idle gpu-1 %.1f s after the fault (interval %d s)\n",
+      *took, kHealthInterval);
+  // One interval, plus the hook's own run (several seconds on a loaded 2-core CI machine).
+  EXPECT_LE(*took, kHealthInterval + 10.0);
+}
+
+TEST_F(HookOnCluster, drainer_down_the_hook_drains_itself_and_the_spooled_report_repeats_nothing) {
+  stop_drainer();
+  write_env("http://127.0.0.1:1", 30);  // nothing listens
+  faulty("gpu-0");
+  std::string why;
+  auto id = cluster_->submit({"-w", "gpu-0", "-o", "/dev/null", "--wrap", "true"}, {}, &why);
+  ASSERT_TRUE(id) << why;
+  ASSERT_TRUE(wait_drained("gpu-0", std::chrono::seconds(60))) << hook_log("gpu-0");
+  cluster_->run({"scancel", std::to_string(*id)});
+  const std::string before = cluster_->run({"scontrol", "show", "node", "gpu-0", "-o"}).out;
+  EXPECT_NE(hook_log("gpu-0").find("drained by the hook"), std::string::npos) << hook_log("gpu-0");
+  int spooled = 0;
+  for (const auto& e : fs::directory_iterator(w() + "/spool"))
+    spooled += e.path().extension() == ".json";
+  EXPECT_GE(spooled, 1);
+  // The drainer comes back and ingests the spool: it adopts the vigil drain, no new RPC.
+  start_drainer();
+  auto n = drainer_->ingest_dir(w() + "/spool");
+  ASSERT_TRUE(n.ok());
+  EXPECT_GE(*n, 1);
+  drainer_->process_pending();
+  EXPECT_EQ(drainer_->run_slurm_sink_once(), 0);
+  auto st = drainer_->node("gpu-0");
+  ASSERT_TRUE(st);
+  EXPECT_EQ(st->health, vigil::drainer::NodeHealth::kDrained);
+  EXPECT_TRUE(drainer_->pending_intents().empty());
+  const std::string after = cluster_->run({"scontrol", "show", "node", "gpu-0", "-o"}).out;
+  auto reason_field = [](const std::string& s) { return s.substr(s.find("Reason=")); };
+  EXPECT_EQ(reason_field(after), reason_field(before));  // same reason, same user and time stamp
+}
+
+}  // namespace
