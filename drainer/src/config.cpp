@@ -324,12 +324,27 @@ Result<DrainerConfig> parse_config(std::string_view yaml, const std::string& sou
         {"listen", "auth", "max_body_bytes", "state_dir", "spool_dir", "spool_scan_s", "dry_run",
          "snapshot_every", "policy", "breaker", "slurm", "kubernetes", "detection"});
     if (auto l = root["listen"]; l.IsDefined()) {
-      rd.only_keys(l, "listen", {"address", "port"});
+      rd.only_keys(l, "listen",
+                   {"address", "port", "request_timeout_s", "max_connections",
+                    "max_connections_per_source", "workers", "queue_depth"});
       rd.get(l, "address", "listen.address", c.listen_address);
       rd.get(l, "port", "listen.port", c.listen_port);
       if (c.listen_port < 0 || c.listen_port > 65535)
         rd.fail(l["port"], "listen.port", "must be in [0, 65535]");
       if (c.listen_address.empty()) rd.fail(l["address"], "listen.address", "must not be empty");
+      auto& m = c.limits;
+      auto ranged = [&](const char* key, auto& v, long long lo, long long hi) {
+        const std::string field = std::string("listen.") + key;
+        rd.get(l, key, field, v);
+        if (v < lo || v > hi)
+          rd.fail(l[key], field,
+                  "must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+      };
+      ranged("request_timeout_s", m.request_timeout_s, 1, 3600);
+      ranged("max_connections", m.max_connections, 16, 1000000);
+      ranged("max_connections_per_source", m.max_connections_per_source, 1, 1000000);
+      ranged("workers", m.workers, 1, 256);
+      ranged("queue_depth", m.queue_depth, 1, 1000000);
     }
     YAML::Node auth = root["auth"];
     if (!auth.IsDefined() || auth.IsNull()) {
