@@ -100,7 +100,10 @@ struct ServiceClient {
     cli = std::make_unique<httplib::Client>(host, c.listen_port);
     cli->set_connection_timeout(5);
     cli->set_read_timeout(30);
-    if (c.auth_enabled) headers.emplace("Authorization", "Bearer " + c.token);
+    // Operator commands use the admin token when there is one (resume, breaker reset need it).
+    if (c.auth_enabled)
+      headers.emplace("Authorization",
+                      "Bearer " + (c.admin_token.empty() ? c.token : c.admin_token));
   }
 };
 

@@ -354,10 +354,17 @@ Result<DrainerConfig> parse_config(std::string_view yaml, const std::string& sou
         rd.fail(auth, "auth", "must be a mapping with token_file, or the word 'disabled'");
       c.auth_enabled = false;
     } else {
-      rd.only_keys(auth, "auth", {"token_file"});
+      rd.only_keys(auth, "auth", {"token_file", "admin_token_file"});
       rd.get(auth, "token_file", "auth.token_file", c.token_file);
       if (c.token_file.empty()) rd.fail(auth, "auth.token_file", "required (or `auth: disabled`)");
       c.token = read_token(rd, auth["token_file"], c.token_file);
+      rd.get(auth, "admin_token_file", "auth.admin_token_file", c.admin_token_file);
+      if (!c.admin_token_file.empty()) {
+        c.admin_token = read_token(rd, auth["admin_token_file"], c.admin_token_file);
+        if (c.admin_token == c.token)
+          rd.fail(auth["admin_token_file"], "auth.admin_token_file",
+                  "must differ from the ingest token (the ingest token is on every node)");
+      }
     }
     rd.get(root, "max_body_bytes", "max_body_bytes", c.max_body_bytes);
     if (c.max_body_bytes < 1024 || c.max_body_bytes > (int64_t{1} << 30))

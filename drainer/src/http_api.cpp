@@ -51,9 +51,12 @@ std::optional<HttpReply> HttpApi::before_body(const HttpRequest& req) const {
     constexpr std::string_view kBearer = "Bearer ";
     const std::string& h = req.authorization;
     int code = 0;
-    if (h.size() <= kBearer.size() || h.compare(0, kBearer.size(), kBearer) != 0)
+    const bool bearer = h.size() > kBearer.size() && h.compare(0, kBearer.size(), kBearer) == 0;
+    const std::string given = bearer ? h.substr(kBearer.size()) : "";
+    const bool admin = !cfg_.admin_token.empty() && bearer && token_equal(given, cfg_.admin_token);
+    if (!bearer)
       code = 401;
-    else if (!token_equal(h.substr(kBearer.size()), cfg_.token))
+    else if (!admin && !token_equal(given, cfg_.token))
       code = 403;
     if (code) {
       if (reports) d_.metrics().on_ingest("unauthorized");
@@ -66,6 +69,10 @@ std::optional<HttpReply> HttpApi::before_body(const HttpRequest& req) const {
   }
   int none = 404;
   auto route = match_route(req.method, req.path, &none);
+  if (route && cfg_.auth_enabled && !cfg_.admin_token.empty() &&
+      (route->kind == Route::kResume || route->kind == Route::kBreakerReset) &&
+      !token_equal(req.authorization, "Bearer " + cfg_.admin_token))
+    return error_reply(403, "operator endpoint: needs the admin token (auth.admin_token_file)");
   if (!route)
     return error_reply(none, none == 405 ? "method " + req.method + " not allowed on " + req.path
                                          : "no such endpoint " + req.path);

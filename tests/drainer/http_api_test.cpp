@@ -205,6 +205,31 @@ TEST(HttpApi, node_views_and_operator_endpoints) {
   EXPECT_EQ(s.cli->Post("/v1/breaker/reset", h, "", "application/json")->status, 200);
 }
 
+TEST(HttpApi, with_an_admin_token_operator_endpoints_refuse_the_ingest_token) {
+  const std::string admin = "admin-token-abcdefghij0123";
+  Server s(true, [&](DrainerConfig& c) { c.admin_token = admin; });
+  ASSERT_EQ(s.post(report_body("gpu-2", "a", Status::kFail))->status, 202);
+  s.d->process_pending();
+  s.d->run_slurm_sink_once();
+  ASSERT_TRUE(s.slurm->get("gpu-2").drain);
+  httplib::Headers node_token{{"Authorization", "Bearer " + kToken}};
+  httplib::Headers admin_token{{"Authorization", "Bearer " + admin}};
+  // The ingest token (on every node) can no longer resume a node or close the breaker.
+  auto r = s.cli->Post("/v1/nodes/gpu-2/resume", node_token, "", "application/json");
+  EXPECT_EQ(r->status, 403) << r->body;
+  EXPECT_EQ(s.cli->Post("/v1/breaker/reset", node_token, "", "application/json")->status, 403);
+  s.d->run_slurm_sink_once();
+  EXPECT_TRUE(s.slurm->get("gpu-2").drain);
+  // It still posts reports and reads state; the admin token does everything.
+  EXPECT_EQ(s.cli->Get("/v1/nodes", node_token)->status, 200);
+  EXPECT_EQ(s.post(report_body("gpu-1", "b"), admin)->status, 202);
+  EXPECT_EQ(s.cli->Post("/v1/nodes/gpu-2/resume", admin_token, "", "application/json")->status,
+            200);
+  s.d->run_slurm_sink_once();
+  EXPECT_FALSE(s.slurm->get("gpu-2").drain);
+  EXPECT_EQ(s.cli->Post("/v1/breaker/reset", admin_token, "", "application/json")->status, 200);
+}
+
 TEST(HttpApi, metrics_pass_promtool_check_metrics) {
   Server s;
   auto r = make_report("gpu-1", "m", {make_check("nvml_ecc", Status::kFail, 3, 0)});

@@ -97,6 +97,10 @@ struct DrainerConfig {
   bool auth_enabled = true;
   std::string token_file;  // required unless `auth: disabled`
   std::string token;       // loaded from token_file at validation
+  // Optional: when set, operator endpoints (resume, breaker reset) need this token and refuse
+  // the ingest token, which sits on every compute node. It is accepted on every /v1 endpoint.
+  std::string admin_token_file;
+  std::string admin_token;
   int64_t max_body_bytes = 8 * 1024 * 1024;
   std::string state_dir = "/var/lib/vigil-drainer";  // journal, snapshot, audit log
   std::string spool_dir;                             // ingested on start and periodically
