@@ -9,6 +9,8 @@ pkg_check_modules(CPP_HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
 if(NOT TARGET httplib::httplib)
   add_library(httplib::httplib ALIAS PkgConfig::CPP_HTTPLIB)
 endif()
+# libmicrohttpd: the drainer's event-driven HTTP listener (slow clients cannot hold threads).
+pkg_check_modules(MHD REQUIRED IMPORTED_TARGET libmicrohttpd)
 find_package(prometheus-cpp REQUIRED)
 find_package(OpenSSL REQUIRED)
 find_package(MPI REQUIRED COMPONENTS CXX)

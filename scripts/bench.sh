@@ -3,6 +3,8 @@
 # against a baseline measured in the same run, because shared machines are noisy:
 #   allreduce_harness_overhead  vigil-allreduce host harness vs a minimal MPI_Allreduce loop
 #   drainer_ingest              reports/s over HTTP with auth + fsync vs a bare handler
+#   drainer_slow_clients_bench  report POST p99 while 1,200 connections sit idle or trickle,
+#                               as a ratio to the same POSTs without them (goal p99 <= 1 s)
 #   drainer_fleet               1,000 drains through libslurm vs one scontrol call per node
 #   detect_fleet_sim            fail-slow detection quality on a simulated 1,000-node H100 fleet
 #                               (docs/detection.md); judging time as a ratio of parsing time

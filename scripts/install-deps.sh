@@ -10,7 +10,7 @@ PACKAGES=(
   # MPI
   libopenmpi-dev openmpi-bin
   # C++ libraries
-  prometheus-cpp-dev libcpp-httplib-dev libyaml-cpp-dev nlohmann-json3-dev libcli11-dev
+  prometheus-cpp-dev libcpp-httplib-dev libmicrohttpd-dev libyaml-cpp-dev nlohmann-json3-dev libcli11-dev
   libssl-dev zlib1g-dev
   # tests and benchmarks
   googletest libgtest-dev libgmock-dev libbenchmark-dev

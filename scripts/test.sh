@@ -3,6 +3,7 @@
 # (unit + integration). .ci/run calls exactly this. Benchmarks are separate: scripts/bench.sh.
 #   scripts/test.sh                 # install deps, build in ./build, run all tests
 #   VIGIL_BUILD_DIR=/tmp/b scripts/test.sh
+#   VIGIL_FUZZ_SECONDS=0 scripts/test.sh   # skip the short fuzzing pass (default 15 s a target)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${VIGIL_BUILD_DIR:-build}
@@ -14,4 +15,8 @@ cmake --build "$BUILD_DIR" -j"$JOBS"
 # Unit tests in parallel, then integration tests (real Slurm, MPI, Prometheus) one at a time.
 ctest --test-dir "$BUILD_DIR" --output-on-failure -LE "integration|bench" -j"$JOBS" --timeout 300
 ctest --test-dir "$BUILD_DIR" --output-on-failure -L integration --timeout 900
+# Every parser of outside input, fuzzed briefly (own clang + ASan/UBSan build; docs/fuzzing.md).
+if [ "${VIGIL_FUZZ_SECONDS:-15}" != 0 ]; then
+  bash scripts/fuzz.sh "${VIGIL_FUZZ_SECONDS:-15}"
+fi
 echo "scripts/test.sh: all tests passed"

@@ -100,7 +100,10 @@ struct ServiceClient {
     cli = std::make_unique<httplib::Client>(host, c.listen_port);
     cli->set_connection_timeout(5);
     cli->set_read_timeout(30);
-    if (c.auth_enabled) headers.emplace("Authorization", "Bearer " + c.token);
+    // Operator commands use the admin token when there is one (resume, breaker reset need it).
+    if (c.auth_enabled)
+      headers.emplace("Authorization",
+                      "Bearer " + (c.admin_token.empty() ? c.token : c.admin_token));
   }
 };
 
@@ -184,7 +187,11 @@ int run_serve(const CommandOptions& o) {
     if (auto* h = g_server.load()) h->shutdown();
   });
   sig.detach();
-  http.start();  // answers /healthz, and 503 on /readyz + POST until the journal is replayed
+  // Answers /healthz, and 503 on /readyz + POST until the journal is replayed.
+  if (auto st = http.start(); !st.ok()) {
+    std::cerr << "vigil-drainer: " << st.error().to_string() << "\n";
+    return 1;
+  }
   std::fprintf(stderr, "vigil-drainer: listening on %s:%d (auth %s%s)\n", c.listen_address.c_str(),
                port.value(), c.auth_enabled ? "token" : "DISABLED", c.dry_run ? ", DRY-RUN" : "");
   auto op = d.open();

@@ -83,6 +83,18 @@ TEST(Config, token_file_is_loaded_and_validated) {
       << bad.error().message;
   auto missing = parse_config("auth:\n  token_file: /nonexistent/t\n", "x.yaml");
   ASSERT_FALSE(missing.ok());
+  std::ofstream(dir / "admin") << "admin-0123456789abcdef\n";
+  const std::string tok = "auth:\n  token_file: " + (dir / "token").string() + "\n";
+  auto admin =
+      parse_config(tok + "  admin_token_file: " + (dir / "admin").string() + "\n", "x.yaml");
+  ASSERT_TRUE(admin.ok()) << admin.error().to_string();
+  EXPECT_EQ(admin->admin_token, "admin-0123456789abcdef");
+  auto same =
+      parse_config(tok + "  admin_token_file: " + (dir / "token").string() + "\n", "x.yaml");
+  ASSERT_FALSE(same.ok());
+  EXPECT_NE(same.error().message.find("x.yaml:3: auth.admin_token_file: must differ"),
+            std::string::npos)
+      << same.error().message;
   std::filesystem::remove_all(dir);
 }
 

@@ -4,12 +4,16 @@
 #include <httplib.h>
 #include <sys/wait.h>
 
+#include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "fake_clock.h"
 #include "fakes.h"
+#include "slow_clients.h"
 #include "temp_dir.h"
 #include "vigil/drainer/http_server.h"
 
@@ -20,6 +24,7 @@ using testing::FakeClock;
 using testing::FakeSlurm;
 using testing::make_check;
 using testing::make_report;
+using testing::SlowClients;
 using testing::TempDir;
 
 const std::string kToken = "s3cret-token-0123456789";
@@ -33,7 +38,7 @@ struct Server {
   std::unique_ptr<HttpServer> http;
   std::unique_ptr<httplib::Client> cli;
 
-  explicit Server(bool open_drainer = true) {
+  explicit Server(bool open_drainer = true, std::function<void(DrainerConfig&)> tweak = {}) {
     for (int i = 0; i < 4; ++i) slurm->add_node("gpu-" + std::to_string(i));
     cfg.listen_address = "127.0.0.1";
     cfg.listen_port = 0;
@@ -42,6 +47,7 @@ struct Server {
     cfg.max_body_bytes = 64 * 1024;
     cfg.state_dir = dir.str();
     cfg.policy = default_policy();
+    if (tweak) tweak(cfg);
     d = std::make_unique<Drainer>(cfg, slurm, nullptr, clock);
     if (open_drainer) {
       EXPECT_TRUE(d->open().ok());
@@ -49,7 +55,7 @@ struct Server {
     http = std::make_unique<HttpServer>(*d, cfg);
     auto port = http->bind();
     EXPECT_TRUE(port.ok());
-    http->start();
+    EXPECT_TRUE(http->start().ok());
     cli = std::make_unique<httplib::Client>("127.0.0.1", port.value());
   }
   ~Server() { http->stop(); }
@@ -120,6 +126,10 @@ TEST(HttpApi, bad_requests_are_rejected_with_the_right_code_and_change_nothing) 
   bad_status["checks"][0]["status"] = "broken";
   auto bad_version = good;
   bad_version["schema_version"] = 99;
+  auto keyword = good;
+  keyword["node"] = "ALL";  // slurm_update_node would drain every node
+  auto hostlist = good;
+  hostlist["node"] = "gpu-[0-3]";
   const std::vector<Rejection> cases = {
       {"no token", report_body("gpu-1", "x"), "", 401, ""},
       {"wrong token", report_body("gpu-1", "x"), "s3cret-token-0123456788", 403, ""},
@@ -128,6 +138,8 @@ TEST(HttpApi, bad_requests_are_rejected_with_the_right_code_and_change_nothing) 
       {"missing field", no_node.dump(), kToken, 400, "/node"},
       {"bad status", bad_status.dump(), kToken, 400, "/checks/0/status"},
       {"wrong schema version", bad_version.dump(), kToken, 400, "/schema_version"},
+      {"slurm keyword as node", keyword.dump(), kToken, 400, "/node"},
+      {"hostlist as node", hostlist.dump(), kToken, 400, "/node"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
@@ -145,7 +157,7 @@ TEST(HttpApi, bad_requests_are_rejected_with_the_right_code_and_change_nothing) 
   EXPECT_NE(m.find(R"(vigil_reports_ingested_total{outcome="unauthorized"} 2)"), std::string::npos)
       << m;
   EXPECT_NE(m.find(R"(vigil_reports_ingested_total{outcome="too_large"} 1)"), std::string::npos);
-  EXPECT_NE(m.find(R"(vigil_reports_ingested_total{outcome="invalid"} 4)"), std::string::npos);
+  EXPECT_NE(m.find(R"(vigil_reports_ingested_total{outcome="invalid"} 6)"), std::string::npos);
   // The same report, sent properly, is then accepted.
   EXPECT_EQ(s.post(report_body("gpu-1", "x"))->status, 202);
 }
@@ -177,12 +189,45 @@ TEST(HttpApi, node_views_and_operator_endpoints) {
   ASSERT_EQ(one->status, 200);
   EXPECT_EQ(nlohmann::json::parse(one->body)["drained_by_vigil"], true);
   EXPECT_EQ(s.cli->Get("/v1/nodes/nope", h)->status, 404);
+  // Names Slurm would expand are refused before anything looks them up.
+  for (const char* bad : {"ALL", "all", "DEFAULT", "gpu-%5B0-3%5D", "gpu-1,gpu-2"}) {
+    SCOPED_TRACE(bad);
+    auto r = s.cli->Post(std::string("/v1/nodes/") + bad + "/resume", h, "", "application/json");
+    EXPECT_EQ(r->status, 400) << r->body;
+    EXPECT_EQ(s.cli->Get(std::string("/v1/nodes/") + bad, h)->status, 400);
+  }
   auto res = s.cli->Post("/v1/nodes/gpu-2/resume", h, "", "application/json");
+  ASSERT_TRUE(res) << httplib::to_string(res.error());
   EXPECT_EQ(res->status, 200) << res->body;
   s.d->run_slurm_sink_once();
   EXPECT_FALSE(s.slurm->get("gpu-2").drain);
   EXPECT_EQ(s.cli->Post("/v1/nodes/gpu-2/resume", h, "", "application/json")->status, 409);
   EXPECT_EQ(s.cli->Post("/v1/breaker/reset", h, "", "application/json")->status, 200);
+}
+
+TEST(HttpApi, with_an_admin_token_operator_endpoints_refuse_the_ingest_token) {
+  const std::string admin = "admin-token-abcdefghij0123";
+  Server s(true, [&](DrainerConfig& c) { c.admin_token = admin; });
+  ASSERT_EQ(s.post(report_body("gpu-2", "a", Status::kFail))->status, 202);
+  s.d->process_pending();
+  s.d->run_slurm_sink_once();
+  ASSERT_TRUE(s.slurm->get("gpu-2").drain);
+  httplib::Headers node_token{{"Authorization", "Bearer " + kToken}};
+  httplib::Headers admin_token{{"Authorization", "Bearer " + admin}};
+  // The ingest token (on every node) can no longer resume a node or close the breaker.
+  auto r = s.cli->Post("/v1/nodes/gpu-2/resume", node_token, "", "application/json");
+  EXPECT_EQ(r->status, 403) << r->body;
+  EXPECT_EQ(s.cli->Post("/v1/breaker/reset", node_token, "", "application/json")->status, 403);
+  s.d->run_slurm_sink_once();
+  EXPECT_TRUE(s.slurm->get("gpu-2").drain);
+  // It still posts reports and reads state; the admin token does everything.
+  EXPECT_EQ(s.cli->Get("/v1/nodes", node_token)->status, 200);
+  EXPECT_EQ(s.post(report_body("gpu-1", "b"), admin)->status, 202);
+  EXPECT_EQ(s.cli->Post("/v1/nodes/gpu-2/resume", admin_token, "", "application/json")->status,
+            200);
+  s.d->run_slurm_sink_once();
+  EXPECT_FALSE(s.slurm->get("gpu-2").drain);
+  EXPECT_EQ(s.cli->Post("/v1/breaker/reset", admin_token, "", "application/json")->status, 200);
 }
 
 TEST(HttpApi, metrics_pass_promtool_check_metrics) {
@@ -259,6 +304,100 @@ TEST(HttpApi, metrics_pass_promtool_check_metrics) {
 #else
   GTEST_SKIP() << "promtool not found at configure time";
 #endif
+}
+
+}  // namespace
+}  // namespace vigil::drainer
+
+namespace vigil::drainer {
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+
+double seconds_since(SteadyClock::time_point t0) {
+  return std::chrono::duration<double>(SteadyClock::now() - t0).count();
+}
+
+// The old thread-per-connection server gave each of these a worker until its read timed out:
+// 200 of them kept a legitimate report waiting for minutes.
+TEST(HttpServerLimits, a_report_is_answered_while_200_connections_sit_idle) {
+  Server s;
+  SlowClients idle(s.http->port(), 200, /*per_source=*/50);
+  ASSERT_EQ(idle.opened(), 200);
+  s.cli->set_connection_timeout(5);
+  s.cli->set_read_timeout(5);
+  for (int i = 0; i < 5; ++i) {
+    const auto t0 = SteadyClock::now();
+    auto r = s.post(report_body("gpu-1", "idle-" + std::to_string(i)));
+    ASSERT_TRUE(r) << httplib::to_string(r.error());
+    EXPECT_EQ(r->status, 202);
+    EXPECT_LT(seconds_since(t0), 1.0);
+  }
+  EXPECT_EQ(idle.closed_by_server(), 0);  // still open: only the deadline closes them
+}
+
+TEST(HttpServerLimits, a_trickling_request_is_cut_at_the_request_deadline) {
+  Server s(true, [](DrainerConfig& c) { c.limits.request_timeout_s = 1; });
+  // One byte every 200 ms: never idle long enough for an inactivity timeout.
+  SlowClients trickle(s.http->port(), 10, 10, std::chrono::milliseconds(200));
+  ASSERT_EQ(trickle.opened(), 10);
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  EXPECT_EQ(trickle.closed_by_server(), 0);
+  const auto t0 = SteadyClock::now();
+  while (trickle.closed_by_server() < 10 && seconds_since(t0) < 5)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(trickle.closed_by_server(), 10);
+  EXPECT_LT(seconds_since(t0), 2.5);
+  EXPECT_EQ(s.post(report_body("gpu-1", "after"))->status, 202);
+}
+
+TEST(HttpServerLimits, one_source_gets_at_most_its_connection_cap) {
+  Server s(true, [](DrainerConfig& c) { c.limits.max_connections_per_source = 8; });
+  SlowClients one_source(s.http->port(), 20, /*per_source=*/20);
+  ASSERT_EQ(one_source.opened(), 20);  // the kernel accepted them all
+  const auto t0 = SteadyClock::now();
+  while (one_source.closed_by_server() < 12 && seconds_since(t0) < 5)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(one_source.closed_by_server(), 12);  // 8 kept, the rest closed at accept
+  EXPECT_EQ(s.post(report_body("gpu-1", "other-source"))->status, 202);
+}
+
+TEST(HttpServerLimits, a_full_queue_answers_503_with_retry_after_and_loses_nothing) {
+  Server s(true, [](DrainerConfig& c) {
+    c.limits.workers = 1;
+    c.limits.queue_depth = 1;
+    c.max_body_bytes = 4 * 1024 * 1024;
+  });
+  std::string batch = "[";
+  for (int i = 0; i < 300; ++i)
+    batch += (i ? "," : "") + report_body("gpu-1", "b-%RUN%-" + std::to_string(i));
+  batch += "]";
+  std::atomic<int> accepted{0}, busy{0}, other{0}, retry_after{0};
+  std::vector<std::thread> ts;
+  for (int t = 0; t < 12; ++t)
+    ts.emplace_back([&, t] {
+      httplib::Client cli("127.0.0.1", s.http->port());
+      std::string body = batch;
+      for (size_t p; (p = body.find("%RUN%")) != std::string::npos;)
+        body.replace(p, 5, std::to_string(t));
+      auto r = cli.Post("/v1/reports", {{"Authorization", "Bearer " + kToken}}, body,
+                        "application/json");
+      if (r && r->status == 202) {
+        accepted += nlohmann::json::parse(r->body)["accepted"].get<int>();
+      } else if (r && r->status == 503) {
+        busy++;
+        if (r->get_header_value("Retry-After") == "1") retry_after++;
+      } else {
+        other++;
+      }
+    });
+  for (auto& t : ts) t.join();
+  EXPECT_EQ(other, 0);
+  EXPECT_GT(busy, 0) << "12 concurrent 300-report batches against 1 worker + 1 queue slot";
+  EXPECT_EQ(retry_after, busy);
+  EXPECT_EQ(static_cast<size_t>(accepted), s.journal_records());  // each 202 is durable
+  EXPECT_NE(s.d->metrics_text().find(R"(vigil_reports_ingested_total{outcome="busy"})"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
-// Loading kube::KubeConfig in-cluster (service-account dir + env) and from kubeconfig files, including
-// the errors for missing, bad and unsupported fields; and a kubeconfig end to end against the fake.
+// Loading kube::KubeConfig in-cluster (service-account dir + env) and from kubeconfig files,
+// including the errors for missing, bad and unsupported fields; and a kubeconfig end to end against
+// the fake.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -8,18 +9,18 @@
 #include <optional>
 #include <sstream>
 
-#include "scoped_env.h"
 #include "fake_kube_api_server.h"
 #include "k8s_test_support.h"
+#include "scoped_env.h"
 #include "vigil/kube/kube_api.h"
 
 namespace vigil::drainer {
 namespace {
 
+using ::testing::HasSubstr;
 using testing::TempDir;
 using testing::TestPki;
 using vigil::testing::ScopedEnv;
-using ::testing::HasSubstr;
 
 std::string slurp(const std::string& path) {
   std::ifstream in(path);
@@ -114,6 +115,13 @@ TEST_F(KubeConfigTest, kubeconfig_with_token_and_ca_data) {
   ASSERT_FALSE(cfg->ca_file.empty());
   EXPECT_EQ(slurp(cfg->ca_file), pki.ca_pem);  // decoded, readable, and not left on disk
   EXPECT_EQ(cfg->ca_file.rfind("/proc/self/fd/", 0), 0u);
+}
+
+TEST_F(KubeConfigTest, a_cluster_that_is_not_a_mapping_is_an_error_not_a_crash) {
+  // tests/fuzz/regressions/fuzz_kubeconfig/cluster-is-a-scalar, reduced.
+  const std::string path = kubeconfig("    https://10.0.0.1:6443\n", "    token: t\n");
+  auto cfg = kube::kube_config_from_file(path);
+  EXPECT_FALSE(cfg.ok());
 }
 
 TEST_F(KubeConfigTest, kubeconfig_relative_paths_are_relative_to_the_file) {

@@ -106,6 +106,24 @@ TEST(NodeReport, unknown_fields_status_and_bad_times_are_rejected) {
   EXPECT_EQ(error_of(j).rfind("/node", 0), 0u);
 }
 
+TEST(NodeReport, node_names_slurm_would_expand_are_refused) {
+  for (const char* bad : {"ALL", "all", "All", "DEFAULT", "default", "gpu-[0-3]", "gpu-1,gpu-2",
+                          "gpu-1 gpu-2", "", "gpu^1", "gpu-1\\n",
+                          "u222222222222222222207"}) {
+    SCOPED_TRACE(bad);
+    EXPECT_TRUE(node_name_problem(bad));
+    json j = valid_report();
+    j["node"] = bad;
+    EXPECT_EQ(error_of(j).rfind("/node", 0), 0u) << error_of(j);
+  }
+  EXPECT_NE(node_name_problem("ALL")->find("Slurm keyword"), std::string::npos);
+  for (const char* good :
+       {"gpu-2", "ALL1", "allgpu", "node.example.org", "n_1", "n123456789012345678"}) {
+    SCOPED_TRACE(good);
+    EXPECT_FALSE(node_name_problem(good));
+  }
+}
+
 TEST(NodeReport, batch_parse_names_the_report_index) {
   json batch = json::array({valid_report(), valid_report()});
   batch[1]["checks"][0]["status"] = "bogus";

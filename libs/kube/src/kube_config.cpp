@@ -152,6 +152,8 @@ std::optional<YAML::Node> find_named(const YAML::Node& root, const std::string& 
 }
 
 std::string scalar_or_empty(const YAML::Node& map, const char* key) {
+  // operator[] on a scalar throws (found by fuzz_kubeconfig: `cluster: <text>`).
+  if (!map.IsMap()) return "";
   const YAML::Node v = map[key];
   if (!v || !v.IsScalar()) return "";
   return v.Scalar();

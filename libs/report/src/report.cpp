@@ -1,5 +1,6 @@
 #include "vigil/report/report.h"
 
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <ctime>
@@ -116,7 +117,7 @@ double need_number(const json& j, const std::string& path, const std::string& ke
   return d;
 }
 
-bool name_chars_ok(const std::string& s, const char* extra) {
+bool name_chars_ok(std::string_view s, const char* extra) {
   if (s.empty() || s.size() > 253) return false;
   for (char c : s) {
     bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
@@ -217,7 +218,7 @@ NodeReport parse_report(const json& j, const std::string& path) {
                                           std::to_string(kNodeReportSchemaVersion) + ")");
   }
   r.node = need_string(j, path, "node");
-  if (!name_chars_ok(r.node, "._-")) fail_at(path + "/node", "not a valid node name");
+  if (auto why = node_name_problem(r.node)) fail_at(path + "/node", *why);
   r.k8s_node = opt_string(j, path, "k8s_node");
   if (r.k8s_node && !name_chars_ok(*r.k8s_node, "._-")) fail_at(path + "/k8s_node", "not a valid node name");
   r.sku = need_string(j, path, "sku");
@@ -278,6 +279,29 @@ Parsed<NodeReport> parse_node_report(std::string_view text) {
   json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return {std::nullopt, "/: not valid JSON"};
   return parse_node_report(j);
+}
+
+std::optional<std::string> node_name_problem(std::string_view name) {
+  if (!name_chars_ok(name, "._-"))
+    return "not a valid node name (1-253 characters of [A-Za-z0-9._-]; one node, no hostlist)";
+  // libslurm's hostlist reads a numeric suffix as an unsigned long: longer ones wrap to another
+  // name (found by fuzz_hostlist: "u222222222222222222207" came back "u018446744073709551615").
+  size_t digits = 0;
+  auto digit_at = [&](size_t k) {
+    return std::isdigit(static_cast<unsigned char>(name[name.size() - 1 - k])) != 0;
+  };
+  while (digits < name.size() && digit_at(digits)) ++digits;
+  if (digits > 18) return "numeric suffix of more than 18 digits (Slurm's hostlist cannot hold it)";
+  auto is = [&](std::string_view word) {
+    if (name.size() != word.size()) return false;
+    for (size_t i = 0; i < name.size(); ++i)
+      if (std::toupper(static_cast<unsigned char>(name[i])) != word[i]) return false;
+    return true;
+  };
+  if (is("ALL") || is("DEFAULT"))
+    return "'" + std::string(name) + "' is a Slurm keyword (selects " +
+           (is("ALL") ? "every node" : "node defaults") + "), not a node name";
+  return std::nullopt;
 }
 
 Parsed<std::vector<NodeReport>> parse_node_reports(std::string_view text) {

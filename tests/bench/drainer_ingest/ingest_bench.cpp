@@ -157,7 +157,7 @@ int main() {
     HttpServer http(d, cfg);
     auto port = http.bind();
     if (!port.ok()) return 2;
-    http.start();
+    if (!http.start().ok()) return 1;
     std::atomic<int> fails{0};
     auto t0 = Clock_::now();
     drainer_s = post_all(port.value(), bodies, kThreads, token, fails);

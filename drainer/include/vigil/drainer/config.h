@@ -79,13 +79,28 @@ struct DetectionSettings {
   detect::DetectConfig engine = detect::DetectConfig::defaults();
 };
 
+// How the HTTP listener (libmicrohttpd, event-driven) bounds what clients can hold: no number
+// of idle or trickling connections can keep a legitimate report from being answered.
+struct ListenLimits {
+  int64_t request_timeout_s = 10;       // headers + body of one request, from connect or last reply
+  int max_connections = 10000;          // open connections in all (raise RLIMIT_NOFILE to match)
+  int max_connections_per_source = 64;  // per client address; more are refused at accept
+  int workers = 4;                      // threads that run requests (journal fsync included)
+  int queue_depth = 1024;               // requests waiting for a worker; beyond: 503 + Retry-After
+};
+
 struct DrainerConfig {
   std::string source;  // file the config came from ("<string>" for tests)
   std::string listen_address = "127.0.0.1";
   int listen_port = 8480;
+  ListenLimits limits;
   bool auth_enabled = true;
   std::string token_file;  // required unless `auth: disabled`
   std::string token;       // loaded from token_file at validation
+  // Optional: when set, operator endpoints (resume, breaker reset) need this token and refuse
+  // the ingest token, which sits on every compute node. It is accepted on every /v1 endpoint.
+  std::string admin_token_file;
+  std::string admin_token;
   int64_t max_body_bytes = 8 * 1024 * 1024;
   std::string state_dir = "/var/lib/vigil-drainer";  // journal, snapshot, audit log
   std::string spool_dir;                             // ingested on start and periodically

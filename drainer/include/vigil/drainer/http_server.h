@@ -1,5 +1,6 @@
 #pragma once
-// HTTP API of `vigil-drainer serve` (cpp-httplib). docs/drainer.md "API".
+// HTTP API of `vigil-drainer serve` (libmicrohttpd, event-driven; limits in
+// DrainerConfig::limits). docs/drainer.md "API" and "Ingest under attack".
 //   POST /v1/reports            one NodeReport or an array; 202 once durable
 //   GET  /v1/nodes, /v1/nodes/{name}
 //   POST /v1/nodes/{name}/resume, POST /v1/breaker/reset   (operator commands)
@@ -22,15 +23,13 @@ class HttpServer {
 
   // Binds listen_address:listen_port (port 0: any free port). Returns the bound port.
   Result<int> bind();
-  // Serves in a background thread until stop().
-  void start();
-  // Serves on the calling thread until stop() (from another thread or a signal handler path).
-  void run();
-  // Asks the serving loop to end (safe from any thread, e.g. a signal thread); no join.
+  // Serves from background threads until stop().
+  VoidResult start();
+  // Asks the server to end (safe from any thread, e.g. a signal thread); no join.
   void shutdown();
-  // Blocks until the background serving thread has ended.
+  // Blocks until shutdown() or stop(), then stops: requests already queued are answered.
   void wait();
-  void stop();  // shutdown() + wait()
+  void stop();  // stops now (queued requests are still answered); idempotent
   int port() const;
 
  private:

@@ -4,6 +4,7 @@
 // field (JSON pointer style, e.g. "/checks/2/measurements/0/value"); never a partial report.
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
@@ -75,6 +76,12 @@ Parsed<NodeReport> parse_node_report(std::string_view text);
 Parsed<CheckResult> parse_check_result(const nlohmann::json& j);
 // A POST body may hold one report or an array of reports.
 Parsed<std::vector<NodeReport>> parse_node_reports(std::string_view text);
+
+// Why `name` cannot name exactly one Slurm node, or nullopt when it can: 1-253 characters of
+// [A-Za-z0-9._-] (no hostlist brackets, commas or spaces, which Slurm expands) and not a word
+// Slurm treats as a keyword instead of a name ("ALL" selects every node in scontrol and
+// slurm_update_node, any case; "DEFAULT" sets defaults in slurm.conf).
+std::optional<std::string> node_name_problem(std::string_view name);
 
 // "gpu3 busbw 151<180GB/s": a measurement against the bound it breaks (needs a threshold).
 std::string measurement_figure(const Measurement& m);
