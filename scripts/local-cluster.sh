@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Embedded local Slurm cluster for Vigil's tests and demo (see docs/local-cluster.md).
 #
-#   local-cluster.sh start  DIR [--nodes N] [--timeout SECONDS]
+#   local-cluster.sh start  DIR [--nodes N] [--timeout SECONDS] [--rest]
 #   local-cluster.sh stop   DIR [--clean]
 #   local-cluster.sh status DIR
 #   local-cluster.sh env    DIR
 #   local-cluster.sh run    DIR [--nodes N] [--timeout SECONDS] -- COMMAND [ARGS...]
 #
 # `start` runs one private munged, one slurmctld and N slurmd (gpu-0 .. gpu-N-1) on loopback.
+# --rest also turns on JWT authentication (AuthAltTypes=auth/jwt, key DIR/etc/jwt.key) and runs
+# slurmrestd (rest_auth/jwt, as user nobody) on 127.0.0.1; DIR/env then has its URL and a token.
 # Everything (config, state, logs, sockets, pid files, the munge key) lives under DIR; nothing in
 # /etc is read or written. Ports are chosen free at start, under a host-wide lock, so two
 # clusters can start in parallel. `source DIR/env` points sinfo/sbatch/squeue at the cluster.
@@ -85,7 +87,7 @@ tail_logs() {
 # --- start ---------------------------------------------------------------------------------------
 
 write_slurm_conf() {
-  local dir=$1 nodes=$2 ctld_port=$3 node_port=$4 cpus
+  local dir=$1 nodes=$2 ctld_port=$3 node_port=$4 rest=$5 cpus
   # At least 2 CPUs per node, so a job can hold 2 MPI slots even on a 1-core runner
   # (config_overrides makes slurmd report the configured, not the detected, hardware).
   cpus=$(nproc)
@@ -133,6 +135,7 @@ MinJobAge=600
 InactiveLimit=0
 MailProg=/bin/true
 PropagateResourceLimits=NONE
+$( ((rest)) && printf 'AuthAltTypes=auth/jwt\nAuthAltParameters=jwt_key=%s\n' "$dir/etc/jwt.key")
 NodeName=gpu-[0-$((nodes - 1))] NodeHostname=localhost NodeAddr=127.0.0.1 Port=[$node_port-$((node_port + nodes - 1))] CPUs=$cpus State=UNKNOWN
 PartitionName=gpu Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 # Hidden partition for health-check jobs (the drainer's re-check path uses it).
@@ -142,7 +145,7 @@ EOF
 }
 
 write_env() {
-  local dir=$1 nodes=$2
+  local dir=$1 nodes=$2 rest_port=$3
   cat >"$dir/env" <<EOF
 # source this file to talk to the local Vigil test cluster in $dir
 export SLURM_CONF=$dir/etc/slurm.conf
@@ -150,6 +153,12 @@ export VIGIL_CLUSTER_DIR=$dir
 export VIGIL_CLUSTER_NODES='gpu-[0-$((nodes - 1))]'
 export VIGIL_CLUSTER_NODE_COUNT=$nodes
 EOF
+  if ((rest_port)); then
+    cat >>"$dir/env" <<EOF
+export VIGIL_SLURMRESTD_URL=http://127.0.0.1:$rest_port
+export VIGIL_SLURM_JWT_FILE=$dir/etc/jwt.token
+EOF
+  fi
 }
 
 # Node name -> state for the default partition, "gpu-0 idle" lines.
@@ -178,9 +187,10 @@ fail_start() {
 }
 
 cmd_start() {
-  local dir="" nodes=$DEFAULT_NODES timeout=$DEFAULT_TIMEOUT
+  local dir="" nodes=$DEFAULT_NODES timeout=$DEFAULT_TIMEOUT rest=0
   while [[ $# -gt 0 ]]; do
     case $1 in
+      --rest) rest=1; shift ;;
       --nodes) nodes=${2:?--nodes needs a value}; shift 2 ;;
       --nodes=*) nodes=${1#*=}; shift ;;
       --timeout) timeout=${2:?--timeout needs a value}; shift 2 ;;
@@ -199,6 +209,9 @@ cmd_start() {
   for tool in slurmctld slurmd munged mungekey sinfo ss flock setsid; do
     command -v "$tool" >/dev/null || die "$tool not found; run scripts/install-deps.sh"
   done
+  if ((rest)); then
+    command -v slurmrestd >/dev/null || die "slurmrestd not found; run scripts/install-deps.sh"
+  fi
   if [[ -f $dir/run/pids ]] && [[ -n "$(recorded_pids "$dir" slurmctld)" ]]; then
     die "a cluster is already running in $dir (stop it with: $0 stop $dir)"
   fi
@@ -210,21 +223,32 @@ cmd_start() {
   for ((i = 0; i < nodes; i++)); do mkdir -p "$dir/spool/gpu-$i"; done
   [[ -f $dir/munge/munge.key ]] || mungekey --create --keyfile "$dir/munge/munge.key" >/dev/null
   chmod 0600 "$dir/munge/munge.key"
+  if ((rest)) && [[ ! -f $dir/etc/jwt.key ]]; then
+    # HS256 key for auth/jwt: random bytes, readable by slurmctld (root) only.
+    (umask 077 && head -c 32 /dev/urandom >"$dir/etc/jwt.key")
+  fi
 
   # Port selection and binding happen under a host-wide lock so parallel starts never pick the
   # same ports. fd 9 holds the lock and is closed for every daemon (spawn uses 9>&-).
   exec 9>>"$LOCK_FILE"
   flock -w 300 9 || die "could not take $LOCK_FILE within 300 s (another start hung?)"
-  local base ctld_port node_port
-  base=$(pick_ports $((nodes + 1))) || die "no $((nodes + 1)) consecutive free TCP ports found"
+  local base ctld_port node_port rest_port=0 last_port
+  base=$(pick_ports $((nodes + 1 + rest))) ||
+    die "no $((nodes + 1 + rest)) consecutive free TCP ports found"
   ctld_port=$base
   node_port=$((base + 1))
-  write_slurm_conf "$dir" "$nodes" "$ctld_port" "$node_port"
-  write_env "$dir" "$nodes"
+  last_port=$((node_port + nodes - 1))
+  if ((rest)); then
+    rest_port=$((node_port + nodes))
+    last_port=$rest_port
+  fi
+  write_slurm_conf "$dir" "$nodes" "$ctld_port" "$node_port" "$rest"
+  write_env "$dir" "$nodes" "$rest_port"
   cat >"$dir/cluster.info" <<EOF
 nodes=$nodes
 slurmctld_port=$ctld_port
 slurmd_ports=$node_port-$((node_port + nodes - 1))
+slurmrestd_port=$rest_port
 started_at=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 EOF
   log "starting munged, slurmctld (port $ctld_port) and $nodes slurmd (ports $node_port-$((node_port + nodes - 1))) in $dir"
@@ -243,8 +267,19 @@ EOF
   for ((i = 0; i < nodes; i++)); do
     spawn "$dir" slurmd "slurmd-gpu-$i" slurmd -D -N "gpu-$i" -f "$dir/etc/slurm.conf"
   done
+  if ((rest)); then
+    # slurmrestd refuses to run as root or SlurmUser; SLURM_JWT=daemon makes it pass each
+    # client's token on to slurmctld. Only the slurmctld APIs: there is no slurmdbd.
+    local plugins
+    plugins=$(setpriv --reuid=nobody --regid=nogroup --clear-groups \
+      slurmrestd -f "$dir/etc/slurm.conf" -s list 2>&1 |
+      sed -n 's/^slurmrestd: \(openapi\/[^ ]*\)$/\1/p' | grep -v 'db' | sort | paste -sd, -)
+    [[ -n $plugins ]] || fail_start "$dir" "slurmrestd -s list named no OpenAPI plugin"
+    spawn "$dir" slurmrestd slurmrestd env SLURM_JWT=daemon slurmrestd -f "$dir/etc/slurm.conf" \
+      -a rest_auth/jwt -s "$plugins" -u nobody -g nogroup "127.0.0.1:$rest_port"
+  fi
   local p
-  for ((p = ctld_port; p < node_port + nodes; p++)); do
+  for ((p = ctld_port; p <= last_port; p++)); do
     until port_listening "$p"; do
       check_alive "$dir" || fail_start "$dir" "a daemon exited during start"
       ((SECONDS < deadline)) || fail_start "$dir" "port $p not listening within ${timeout}s"
@@ -264,6 +299,13 @@ EOF
       fail_start "$dir" "only $idle of $nodes nodes idle after ${timeout}s; sinfo says: $(tr '\n' ';' <<<"$states")"
     sleep 0.5
   done
+  if ((rest)); then
+    # A token for root, valid for a day: what an operator gets from `scontrol token`.
+    local token
+    token=$(SLURM_CONF=$dir/etc/slurm.conf timeout 20 scontrol token username=root lifespan=86400) ||
+      fail_start "$dir" "scontrol token failed (auth/jwt not loaded by slurmctld?)"
+    (umask 077 && echo "${token#SLURM_JWT=}" >"$dir/etc/jwt.token")
+  fi
   log "cluster up: $nodes nodes idle; run: source $dir/env"
 }
 
@@ -297,6 +339,9 @@ cmd_stop() {
         done
       fi
     fi
+    # slurmrestd first: it only talks to slurmctld.
+    # shellcheck disable=SC2046
+    terminate 5 $(recorded_pids "$dir" slurmrestd)
     slurmds=$(recorded_pids "$dir" slurmd)
     # shellcheck disable=SC2086
     terminate 10 $slurmds

@@ -40,10 +40,15 @@ LocalSlurmCluster::LocalSlurmCluster(Options options) : options_(options) {
   dir_ = tmpl;
   CommandOptions start_options;
   start_options.timeout = options_.start_timeout + std::chrono::seconds(60);
-  const auto r =
-      run_command({script_path(), "start", dir_, "--nodes", std::to_string(options_.nodes),
-                   "--timeout", std::to_string(options_.start_timeout.count())},
-                  start_options);
+  std::vector<std::string> argv = {script_path(),
+                                   "start",
+                                   dir_,
+                                   "--nodes",
+                                   std::to_string(options_.nodes),
+                                   "--timeout",
+                                   std::to_string(options_.start_timeout.count())};
+  if (options_.rest) argv.push_back("--rest");
+  const auto r = run_command(argv, start_options);
   if (r.exit_code != 0) {
     run_command({script_path(), "stop", dir_, "--clean"});
     std::error_code ec;
@@ -72,6 +77,17 @@ std::vector<std::string> LocalSlurmCluster::node_names() const {
   std::vector<std::string> names;
   for (int i = 0; i < options_.nodes; ++i) names.push_back("gpu-" + std::to_string(i));
   return names;
+}
+
+std::string LocalSlurmCluster::rest_url() const {
+  if (!options_.rest) return "";
+  std::ifstream in(dir_ + "/cluster.info");
+  std::string line;
+  constexpr std::string_view kKey = "slurmrestd_port=";
+  while (std::getline(in, line)) {
+    if (line.starts_with(kKey)) return "http://127.0.0.1:" + line.substr(kKey.size());
+  }
+  return "";
 }
 
 std::map<std::string, std::string> LocalSlurmCluster::env() const {
