@@ -73,7 +73,6 @@ helper_pids() {
   done
 }
 
-port_listening() { [[ -n "$(ss -Hltn "sport = :$1" 2>/dev/null)" ]]; }
 
 tail_logs() {
   local dir=$1 f
@@ -135,7 +134,7 @@ MinJobAge=600
 InactiveLimit=0
 MailProg=/bin/true
 PropagateResourceLimits=NONE
-$( ((rest)) && printf 'AuthAltTypes=auth/jwt\nAuthAltParameters=jwt_key=%s\n' "$dir/etc/jwt.key")
+$( ((rest)) && jwt_conf_lines "$dir/etc/jwt.key")
 NodeName=gpu-[0-$((nodes - 1))] NodeHostname=localhost NodeAddr=127.0.0.1 Port=[$node_port-$((node_port + nodes - 1))] CPUs=$cpus State=UNKNOWN
 PartitionName=gpu Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 # Hidden partition for health-check jobs (the drainer's re-check path uses it).
@@ -223,10 +222,6 @@ cmd_start() {
   for ((i = 0; i < nodes; i++)); do mkdir -p "$dir/spool/gpu-$i"; done
   [[ -f $dir/munge/munge.key ]] || mungekey --create --keyfile "$dir/munge/munge.key" >/dev/null
   chmod 0600 "$dir/munge/munge.key"
-  if ((rest)) && [[ ! -f $dir/etc/jwt.key ]]; then
-    # HS256 key for auth/jwt: random bytes, readable by slurmctld (root) only.
-    (umask 077 && head -c 32 /dev/urandom >"$dir/etc/jwt.key")
-  fi
 
   # Port selection and binding happen under a host-wide lock so parallel starts never pick the
   # same ports. fd 9 holds the lock and is closed for every daemon (spawn uses 9>&-).
@@ -268,15 +263,8 @@ EOF
     spawn "$dir" slurmd "slurmd-gpu-$i" slurmd -D -N "gpu-$i" -f "$dir/etc/slurm.conf"
   done
   if ((rest)); then
-    # slurmrestd refuses to run as root or SlurmUser; SLURM_JWT=daemon makes it pass each
-    # client's token on to slurmctld. Only the slurmctld APIs: there is no slurmdbd.
-    local plugins
-    plugins=$(setpriv --reuid=nobody --regid=nogroup --clear-groups \
-      slurmrestd -f "$dir/etc/slurm.conf" -s list 2>&1 |
-      sed -n 's/^slurmrestd: \(openapi\/[^ ]*\)$/\1/p' | grep -v 'db' | sort | paste -sd, -)
-    [[ -n $plugins ]] || fail_start "$dir" "slurmrestd -s list named no OpenAPI plugin"
-    spawn "$dir" slurmrestd slurmrestd env SLURM_JWT=daemon slurmrestd -f "$dir/etc/slurm.conf" \
-      -a rest_auth/jwt -s "$plugins" -u nobody -g nogroup "127.0.0.1:$rest_port"
+    spawn_slurmrestd "$dir" "$dir/etc/slurm.conf" "$rest_port" ||
+      fail_start "$dir" "slurmrestd -s list named no OpenAPI plugin"
   fi
   local p
   for ((p = ctld_port; p <= last_port; p++)); do
@@ -300,11 +288,8 @@ EOF
     sleep 0.5
   done
   if ((rest)); then
-    # A token for root, valid for a day: what an operator gets from `scontrol token`.
-    local token
-    token=$(SLURM_CONF=$dir/etc/slurm.conf timeout 20 scontrol token username=root lifespan=86400) ||
+    write_jwt_token "$dir/etc/slurm.conf" "$dir/etc/jwt.token" ||
       fail_start "$dir" "scontrol token failed (auth/jwt not loaded by slurmctld?)"
-    (umask 077 && echo "${token#SLURM_JWT=}" >"$dir/etc/jwt.token")
   fi
   log "cluster up: $nodes nodes idle; run: source $dir/env"
 }

@@ -8,6 +8,7 @@
 #   slurm-root.sh test   [--suite S]            # lean build of the Slurm parts + their tests inside
 #   slurm-root.sh path   [--suite S]            # print where the root lives
 #   slurm-root.sh remove [--suite S]
+#   slurm-root.sh mirror                        # the Debian mirror the host's apt uses
 #
 # S defaults to trixie (Slurm 24.11). The root is made with debootstrap from the Debian mirror
 # this machine's apt already uses (read from /etc/apt/sources.list*), then the packages below are
@@ -41,7 +42,7 @@ die() {
   exit 1
 }
 usage() {
-  sed -n '6,10p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '6,11p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -180,6 +181,7 @@ main() {
       ;;
     test) cmd_test "$suite" ;;
     path) root_dir "$suite" ;;
+    mirror) host_mirror || die "no Debian mirror for this release found in /etc/apt/sources.list*" ;;
     remove) rm -rf -- "$(root_dir "$suite")" "$(root_dir "$suite").new" ;;
     -h | --help | help) usage ;;
     *) log "unknown command '$cmd'"; usage ;;
