@@ -86,7 +86,7 @@ tail_logs() {
 # --- start ---------------------------------------------------------------------------------------
 
 write_slurm_conf() {
-  local dir=$1 nodes=$2 ctld_port=$3 node_port=$4 rest=$5 cpus
+  local dir=$1 nodes=$2 ctld_port=$3 node_port=$4 rest=$5 cpus major minor
   # At least 2 CPUs per node, so a job can hold 2 MPI slots even on a 1-core runner
   # (config_overrides makes slurmd report the configured, not the detected, hardware).
   cpus=$(nproc)
@@ -141,6 +141,15 @@ PartitionName=gpu Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 PartitionName=vigil Nodes=ALL Hidden=YES MaxTime=INFINITE State=UP PriorityTier=10
 EOF
   : >"$dir/etc/plugstack.conf"
+  # slurmd of 23.11 and newer initialises a cgroup plugin even with proctrack/linuxproc and
+  # task/none, and fails where it cannot (several slurmd in one container); say there is none.
+  # (22.05 has no such setting and needs no cgroup.conf.)
+  local version
+  version=$(slurmd -V | sed -n 's/^slurm[^0-9]*\([0-9]*\)\.\([0-9]*\).*/\1 \2/p')
+  read -r major minor <<<"$version"
+  if ((10#${major:-0} > 23 || (10#${major:-0} == 23 && 10#${minor:-0} >= 11))); then
+    echo "CgroupPlugin=disabled" >"$dir/etc/cgroup.conf"
+  fi
 }
 
 write_env() {

@@ -107,7 +107,7 @@ jwt_conf_lines() {
 spawn_slurmrestd() {
   local dir=$1 conf=$2 port=$3 plugins
   plugins=$(setpriv --reuid=nobody --regid=nogroup --clear-groups slurmrestd -f "$conf" -s list 2>&1 |
-    sed -n 's/^slurmrestd: \(openapi\/[^ ]*\)$/\1/p' | grep -v 'db' | sort | paste -sd, -)
+    sed -n 's/^\(slurmrestd: \)\{0,1\}\(openapi\/[^ ]*\)$/\2/p' | grep -v 'db' | sort | paste -sd, -)
   [[ -n $plugins ]] || return 1
   spawn "$dir" slurmrestd slurmrestd env SLURM_JWT=daemon slurmrestd -f "$conf" \
     -a rest_auth/jwt -s "$plugins" -u nobody -g nogroup "127.0.0.1:$port"

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "slurm_test_cluster.h"
+#include "vigil/slurm/reason.h"
 #include "vigil/slurm/slurm_api.h"
 #include "vigil/slurm/slurm_rest.h"
 
@@ -132,7 +133,10 @@ TEST_P(SlurmClient, load_nodes_sees_four_idle_gpu_nodes_with_partitions) {
     ASSERT_NE(n, nullptr) << name;
     EXPECT_EQ(n->state, "IDLE") << name;
     EXPECT_FALSE(n->drain || n->down || n->fail || n->maint || n->reserved) << name;
-    EXPECT_TRUE(n->reason.empty()) << name << ": " << n->reason;
+    // No reason check: in 24.11, UNDRAIN and RESUME leave the last reason text on the node
+    // (22.05 cleared it), so an earlier test's "vigil: ..." may still be there. Without the
+    // DRAIN flag it is never taken for a Vigil drain.
+    EXPECT_FALSE(slurm::drained_by_vigil(*n)) << name << ": " << n->reason;
     EXPECT_NE(std::find(n->partitions.begin(), n->partitions.end(), "gpu"), n->partitions.end());
     EXPECT_NE(std::find(n->partitions.begin(), n->partitions.end(), "vigil"), n->partitions.end());
   }

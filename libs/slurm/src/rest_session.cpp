@@ -2,6 +2,7 @@
 
 #include <httplib.h>
 #include <openssl/evp.h>
+#include <slurm/slurm_errno.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -197,8 +198,11 @@ Result<RestReply> RestSession::send_locked(const char* method, const std::string
   RestReply reply;
   reply.status = res->status;
   reply.body = nlohmann::json::parse(res->body, nullptr, false);
-  if (reply.status == 401 || reply.status == 403) {
-    return Error{"slurmrestd rejected the JWT (HTTP " + std::to_string(reply.status) +
+  // slurmrestd itself answers 401/403; a token it passes on and slurmctld refuses comes back as
+  // Slurm's authentication error (HTTP 511 on 24.11).
+  if (reply.status == 401 || reply.status == 403 ||
+      (reply.body.is_object() && reply.has_error_number(SLURM_PROTOCOL_AUTHENTICATION_ERROR))) {
+    return Error{"slurmrestd rejected the JWT (" + reply.describe() +
                      "): expired, for another user, or slurmctld lacks AuthAltTypes=auth/jwt",
                  where};
   }

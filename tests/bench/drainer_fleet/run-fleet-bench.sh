@@ -12,7 +12,13 @@ shift
 dir=$(mktemp -d /tmp/vigil-fleet.XXXXXX)
 trap '"$here/fleet-cluster.sh" stop "$dir" --clean' EXIT
 trap 'exit 130' INT TERM
-backends=${VIGIL_FLEET_BACKENDS:-libslurm}
+# Default: libslurm, and rest too where slurmrestd serves node updates (Slurm 23.11 and newer).
+default_backends=libslurm
+if command -v slurmrestd >/dev/null; then
+  read -r major minor < <(slurmctld -V | sed -n 's/^slurm[^0-9]*\([0-9]*\)\.\([0-9]*\).*/\1 \2/p')
+  if ((10#$major > 23 || (10#$major == 23 && 10#$minor >= 11))); then default_backends="libslurm rest"; fi
+fi
+backends=${VIGIL_FLEET_BACKENDS:-$default_backends}
 rest_flag=()
 [[ $backends == *rest* ]] && rest_flag=(--rest)
 "$here/fleet-cluster.sh" start "$dir" --nodes 10000 "${rest_flag[@]}"
