@@ -244,6 +244,8 @@ int main(int argc, char** argv) {
   bool enforce = false;
   std::string backend = "libslurm";
   vigil::slurm::RestSettings rest;
+  // A 10,000-node GET nodes is a ~22 MB JSON document (24.11): allow it time on a busy machine.
+  rest.timeout_ms = 120000;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--conf" && i + 1 < argc)
