@@ -3,6 +3,7 @@
 // whole hostlist, unknown names split off and named, the same node-state mapping.
 #include <slurm/slurm_errno.h>
 
+#include <cctype>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
