@@ -13,7 +13,9 @@ endif()
 pkg_check_modules(MHD REQUIRED IMPORTED_TARGET libmicrohttpd)
 find_package(prometheus-cpp REQUIRED)
 find_package(OpenSSL REQUIRED)
-find_package(MPI REQUIRED COMPONENTS CXX)
+if(NOT VIGIL_SLURM_ONLY)
+  find_package(MPI REQUIRED COMPONENTS CXX)
+endif()
 
 # libslurm has no CMake package; Debian ships slurm/slurm.h and libslurm.so.
 find_path(SLURM_INCLUDE_DIR slurm/slurm.h REQUIRED)
@@ -24,6 +26,18 @@ if(NOT TARGET vigil_slurm_external)
   target_link_libraries(vigil_slurm_external INTERFACE ${SLURM_LIBRARY})
   add_library(vigil::slurm_external ALIAS vigil_slurm_external)
 endif()
+# The release the headers describe (SLURM_VERSION_NUMBER, 0xMMmmuu), for the summary; the code
+# adapts to it in libs/slurm/src/slurm_compat.h.
+file(STRINGS ${SLURM_INCLUDE_DIR}/slurm/slurm_version.h _vigil_slurm_version
+  REGEX "^#define SLURM_VERSION_NUMBER")
+string(REGEX REPLACE ".*0x([0-9a-fA-F]+).*" "\\1" _vigil_slurm_version "${_vigil_slurm_version}")
+math(EXPR _vigil_major "0x${_vigil_slurm_version} >> 16")
+math(EXPR _vigil_minor "(0x${_vigil_slurm_version} >> 8) & 255")
+math(EXPR _vigil_micro "0x${_vigil_slurm_version} & 255")
+if(_vigil_minor LESS 10)
+  set(_vigil_minor "0${_vigil_minor}")
+endif()
+set(VIGIL_SLURM_VERSION "${_vigil_major}.${_vigil_minor}.${_vigil_micro}")
 
 if(VIGIL_BUILD_TESTS)
   find_package(GTest REQUIRED)

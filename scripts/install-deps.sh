@@ -7,6 +7,10 @@ PACKAGES=(
   build-essential cmake pkg-config git ca-certificates curl
   # Slurm (real daemons for the local test cluster) and munge
   slurmctld slurmd slurm-client munge libmunge-dev libslurm-dev
+  # slurmrestd + the JWT auth plugin: the REST backend's tests (docs/slurm-compat.md)
+  slurmrestd slurm-wlm-jwt-plugin
+  # debootstrap: scripts/slurm-root.sh (a Debian root with another Slurm release)
+  debootstrap
   # MPI
   libopenmpi-dev openmpi-bin
   # C++ libraries

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Embedded local Slurm cluster for Vigil's tests and demo (see docs/local-cluster.md).
 #
-#   local-cluster.sh start  DIR [--nodes N] [--timeout SECONDS] [--extra-conf FILE]
+#   local-cluster.sh start  DIR [--nodes N] [--timeout SECONDS] [--rest] [--extra-conf FILE]
 #   local-cluster.sh stop   DIR [--clean]
 #   local-cluster.sh status DIR
 #   local-cluster.sh env    DIR
@@ -10,6 +10,8 @@
 # --extra-conf appends FILE's lines to the generated slurm.conf (Prolog=, Epilog=,
 # HealthCheckProgram= ... for the hook tests); without it the configuration is unchanged.
 # `start` runs one private munged, one slurmctld and N slurmd (gpu-0 .. gpu-N-1) on loopback.
+# --rest also turns on JWT authentication (AuthAltTypes=auth/jwt, key DIR/etc/jwt.key) and runs
+# slurmrestd (rest_auth/jwt, as user nobody) on 127.0.0.1; DIR/env then has its URL and a token.
 # Everything (config, state, logs, sockets, pid files, the munge key) lives under DIR; nothing in
 # /etc is read or written. Ports are chosen free at start, under a host-wide lock, so two
 # clusters can start in parallel. `source DIR/env` points sinfo/sbatch/squeue at the cluster.
@@ -73,7 +75,6 @@ helper_pids() {
   done
 }
 
-port_listening() { [[ -n "$(ss -Hltn "sport = :$1" 2>/dev/null)" ]]; }
 
 tail_logs() {
   local dir=$1 f
@@ -87,7 +88,7 @@ tail_logs() {
 # --- start ---------------------------------------------------------------------------------------
 
 write_slurm_conf() {
-  local dir=$1 nodes=$2 ctld_port=$3 node_port=$4 extra=${5:-} cpus
+  local dir=$1 nodes=$2 ctld_port=$3 node_port=$4 rest=$5 extra=${6:-} cpus major minor
   # At least 2 CPUs per node, so a job can hold 2 MPI slots even on a 1-core runner
   # (config_overrides makes slurmd report the configured, not the detected, hardware).
   cpus=$(nproc)
@@ -135,6 +136,7 @@ MinJobAge=600
 InactiveLimit=0
 MailProg=/bin/true
 PropagateResourceLimits=NONE
+$( ((rest)) && jwt_conf_lines "$dir/etc/jwt.key")
 NodeName=gpu-[0-$((nodes - 1))] NodeHostname=localhost NodeAddr=127.0.0.1 Port=[$node_port-$((node_port + nodes - 1))] CPUs=$cpus State=UNKNOWN
 PartitionName=gpu Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 # Hidden partition for health-check jobs (the drainer's re-check path uses it).
@@ -147,10 +149,19 @@ EOF
     } >>"$dir/etc/slurm.conf"
   fi
   : >"$dir/etc/plugstack.conf"
+  # slurmd of 23.11 and newer initialises a cgroup plugin even with proctrack/linuxproc and
+  # task/none, and fails where it cannot (several slurmd in one container); say there is none.
+  # (22.05 has no such setting and needs no cgroup.conf.)
+  local version
+  version=$(slurmd -V | sed -n 's/^slurm[^0-9]*\([0-9]*\)\.\([0-9]*\).*/\1 \2/p')
+  read -r major minor <<<"$version"
+  if ((10#${major:-0} > 23 || (10#${major:-0} == 23 && 10#${minor:-0} >= 11))); then
+    echo "CgroupPlugin=disabled" >"$dir/etc/cgroup.conf"
+  fi
 }
 
 write_env() {
-  local dir=$1 nodes=$2
+  local dir=$1 nodes=$2 rest_port=$3
   cat >"$dir/env" <<EOF
 # source this file to talk to the local Vigil test cluster in $dir
 export SLURM_CONF=$dir/etc/slurm.conf
@@ -158,6 +169,12 @@ export VIGIL_CLUSTER_DIR=$dir
 export VIGIL_CLUSTER_NODES='gpu-[0-$((nodes - 1))]'
 export VIGIL_CLUSTER_NODE_COUNT=$nodes
 EOF
+  if ((rest_port)); then
+    cat >>"$dir/env" <<EOF
+export VIGIL_SLURMRESTD_URL=http://127.0.0.1:$rest_port
+export VIGIL_SLURM_JWT_FILE=$dir/etc/jwt.token
+EOF
+  fi
 }
 
 # Node name -> state for the default partition, "gpu-0 idle" lines.
@@ -186,9 +203,10 @@ fail_start() {
 }
 
 cmd_start() {
-  local dir="" nodes=$DEFAULT_NODES timeout=$DEFAULT_TIMEOUT extra=""
+  local dir="" nodes=$DEFAULT_NODES timeout=$DEFAULT_TIMEOUT rest=0 extra=""
   while [[ $# -gt 0 ]]; do
     case $1 in
+      --rest) rest=1; shift ;;
       --extra-conf) extra=${2:?--extra-conf needs a file}; shift 2 ;;
       --extra-conf=*) extra=${1#*=}; shift ;;
       --nodes) nodes=${2:?--nodes needs a value}; shift 2 ;;
@@ -210,6 +228,9 @@ cmd_start() {
   for tool in slurmctld slurmd munged mungekey sinfo ss flock setsid; do
     command -v "$tool" >/dev/null || die "$tool not found; run scripts/install-deps.sh"
   done
+  if ((rest)); then
+    command -v slurmrestd >/dev/null || die "slurmrestd not found; run scripts/install-deps.sh"
+  fi
   if [[ -f $dir/run/pids ]] && [[ -n "$(recorded_pids "$dir" slurmctld)" ]]; then
     die "a cluster is already running in $dir (stop it with: $0 stop $dir)"
   fi
@@ -226,16 +247,23 @@ cmd_start() {
   # same ports. fd 9 holds the lock and is closed for every daemon (spawn uses 9>&-).
   exec 9>>"$LOCK_FILE"
   flock -w 300 9 || die "could not take $LOCK_FILE within 300 s (another start hung?)"
-  local base ctld_port node_port
-  base=$(pick_ports $((nodes + 1))) || die "no $((nodes + 1)) consecutive free TCP ports found"
+  local base ctld_port node_port rest_port=0 last_port
+  base=$(pick_ports $((nodes + 1 + rest))) ||
+    die "no $((nodes + 1 + rest)) consecutive free TCP ports found"
   ctld_port=$base
   node_port=$((base + 1))
-  write_slurm_conf "$dir" "$nodes" "$ctld_port" "$node_port" "$extra"
-  write_env "$dir" "$nodes"
+  last_port=$((node_port + nodes - 1))
+  if ((rest)); then
+    rest_port=$((node_port + nodes))
+    last_port=$rest_port
+  fi
+  write_slurm_conf "$dir" "$nodes" "$ctld_port" "$node_port" "$rest" "$extra"
+  write_env "$dir" "$nodes" "$rest_port"
   cat >"$dir/cluster.info" <<EOF
 nodes=$nodes
 slurmctld_port=$ctld_port
 slurmd_ports=$node_port-$((node_port + nodes - 1))
+slurmrestd_port=$rest_port
 started_at=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 EOF
   log "starting munged, slurmctld (port $ctld_port) and $nodes slurmd (ports $node_port-$((node_port + nodes - 1))) in $dir"
@@ -254,8 +282,12 @@ EOF
   for ((i = 0; i < nodes; i++)); do
     spawn "$dir" slurmd "slurmd-gpu-$i" slurmd -D -N "gpu-$i" -f "$dir/etc/slurm.conf"
   done
+  if ((rest)); then
+    spawn_slurmrestd "$dir" "$dir/etc/slurm.conf" "$rest_port" ||
+      fail_start "$dir" "slurmrestd -s list named no OpenAPI plugin"
+  fi
   local p
-  for ((p = ctld_port; p < node_port + nodes; p++)); do
+  for ((p = ctld_port; p <= last_port; p++)); do
     until port_listening "$p"; do
       check_alive "$dir" || fail_start "$dir" "a daemon exited during start"
       ((SECONDS < deadline)) || fail_start "$dir" "port $p not listening within ${timeout}s"
@@ -275,6 +307,10 @@ EOF
       fail_start "$dir" "only $idle of $nodes nodes idle after ${timeout}s; sinfo says: $(tr '\n' ';' <<<"$states")"
     sleep 0.5
   done
+  if ((rest)); then
+    write_jwt_token "$dir/etc/slurm.conf" "$dir/etc/jwt.token" ||
+      fail_start "$dir" "scontrol token failed (auth/jwt not loaded by slurmctld?)"
+  fi
   log "cluster up: $nodes nodes idle; run: source $dir/env"
 }
 
@@ -308,6 +344,9 @@ cmd_stop() {
         done
       fi
     fi
+    # slurmrestd first: it only talks to slurmctld.
+    # shellcheck disable=SC2046
+    terminate 5 $(recorded_pids "$dir" slurmrestd)
     slurmds=$(recorded_pids "$dir" slurmd)
     # shellcheck disable=SC2086
     terminate 10 $slurmds

@@ -58,6 +58,11 @@ int lock_state_dir(const std::string& dir) {
 
 std::shared_ptr<slurm::SlurmApi> make_slurm(const DrainerConfig& c) {
   if (!c.slurm.enabled) return nullptr;
+  if (c.slurm.backend == SlurmBackend::kRest) {
+    // load_config validated these settings with the same call, so it cannot fail here.
+    auto rest = slurm::make_rest_api(c.slurm.rest);
+    return rest.ok() ? std::shared_ptr<slurm::SlurmApi>(std::move(*rest)) : nullptr;
+  }
   return std::shared_ptr<slurm::SlurmApi>(slurm::make_libslurm_api(c.slurm.conf));
 }
 

@@ -207,11 +207,51 @@ void read_breaker(const Reader& rd, const YAML::Node& b, BreakerConfig& breaker)
   if (breaker.window_s < 1) rd.fail(b["window_s"], "breaker.window_s", "must be >= 1");
 }
 
+void read_slurm_rest(const Reader& rd, const YAML::Node& r, slurm::RestSettings& rest) {
+  rd.only_keys(r, "slurm.rest",
+               {"url", "api_version", "user", "token_file", "token_command", "timeout_ms"});
+  rd.get(r, "url", "slurm.rest.url", rest.url);
+  rd.get(r, "api_version", "slurm.rest.api_version", rest.api_version);
+  rd.get(r, "user", "slurm.rest.user", rest.user);
+  rd.get(r, "token_file", "slurm.rest.token_file", rest.token_file);
+  rd.get(r, "timeout_ms", "slurm.rest.timeout_ms", rest.timeout_ms);
+  if (YAML::Node cmd = r["token_command"]; cmd.IsDefined() && !cmd.IsNull()) {
+    if (!cmd.IsSequence() || cmd.size() == 0)
+      rd.fail(cmd, "slurm.rest.token_command", "must be a list: [scontrol, token, lifespan=3600]");
+    for (const auto& e : cmd) {
+      if (!e.IsScalar() || e.Scalar().empty())
+        rd.fail(e, "slurm.rest.token_command", "entries must be non-empty strings");
+      rest.token_command.push_back(e.Scalar());
+    }
+  }
+  if (rest.url.empty()) rd.fail(r, "slurm.rest.url", "required with backend: rest");
+  if (!rest.token_file.empty() && !rest.token_command.empty())
+    rd.fail(r, "slurm.rest", "give token_file or token_command, not both");
+  // The REST client's own checks (URL scheme, version spelling, timeout), with its words.
+  if (auto probe = slurm::make_rest_api(rest); !probe.ok())
+    rd.fail(r[probe.error().where.substr(probe.error().where.rfind('.') + 1).c_str()],
+            probe.error().where, probe.error().message);
+}
+
 void read_slurm(const Reader& rd, const YAML::Node& s, SlurmSettings& slurm) {
-  rd.only_keys(
-      s, "slurm",
-      {"enabled", "conf", "retry_initial_ms", "retry_max_ms", "batch_window_ms", "view_max_age_s"});
+  rd.only_keys(s, "slurm",
+               {"enabled", "backend", "conf", "rest", "retry_initial_ms", "retry_max_ms",
+                "batch_window_ms", "view_max_age_s"});
   rd.get(s, "enabled", "slurm.enabled", slurm.enabled);
+  std::string backend = "libslurm";
+  rd.get(s, "backend", "slurm.backend", backend);
+  if (backend == "libslurm")
+    slurm.backend = SlurmBackend::kLibslurm;
+  else if (backend == "rest")
+    slurm.backend = SlurmBackend::kRest;
+  else
+    rd.fail(s["backend"], "slurm.backend", "must be libslurm or rest");
+  if (slurm.backend == SlurmBackend::kRest) {
+    if (!s["rest"].IsDefined()) rd.fail(s, "slurm.rest", "required with backend: rest (url: ...)");
+    read_slurm_rest(rd, s["rest"], slurm.rest);
+  } else if (s["rest"].IsDefined()) {
+    rd.fail(s["rest"], "slurm.rest", "only read with backend: rest");
+  }
   rd.get(s, "conf", "slurm.conf", slurm.conf);
   rd.get(s, "retry_initial_ms", "slurm.retry_initial_ms", slurm.retry_initial_ms);
   rd.get(s, "retry_max_ms", "slurm.retry_max_ms", slurm.retry_max_ms);

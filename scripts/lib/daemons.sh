@@ -11,6 +11,8 @@ pid_is_ours() {
   [[ $cmdline == *"$dir/"* ]]
 }
 
+port_listening() { [[ -n "$(ss -Hltn "sport = :$1" 2>/dev/null)" ]]; }
+
 # Local TCP ports in use (any state), one per line.
 used_ports() { ss -Htan 2>/dev/null | awk '{n = split($4, a, ":"); print a[n]}' | sort -un; }
 
@@ -88,4 +90,32 @@ spawn() {
   shift 3
   setsid "$@" </dev/null >>"$dir/log/$name.out" 2>&1 9>&- &
   echo "$role $! $name" >>"$dir/run/pids"
+}
+
+# JWT authentication for slurmrestd (docs/slurm-compat.md). The slurm.conf lines that turn it on,
+# with the HS256 key at KEYFILE (created here: random bytes, readable by root only).
+jwt_conf_lines() {
+  local key=$1
+  [[ -f $key ]] || (umask 077 && head -c 32 /dev/urandom >"$key")
+  printf 'AuthAltTypes=auth/jwt\nAuthAltParameters=jwt_key=%s\n' "$key"
+}
+
+# Starts slurmrestd for CONF on 127.0.0.1:PORT with JWT auth, recorded as role slurmrestd.
+# It refuses to run as root or SlurmUser, so it runs as nobody; SLURM_JWT=daemon makes it pass
+# each client's token on to slurmctld. Only the slurmctld APIs are loaded (no slurmdbd here):
+# the plugin names differ by release (openapi/v0.0.38 on 22.05, openapi/slurmctld on 24.11).
+spawn_slurmrestd() {
+  local dir=$1 conf=$2 port=$3 plugins
+  plugins=$(setpriv --reuid=nobody --regid=nogroup --clear-groups slurmrestd -f "$conf" -s list 2>&1 |
+    sed -n 's/^\(slurmrestd: \)\{0,1\}\(openapi\/[^ ]*\)$/\2/p' | grep -v 'db' | sort | paste -sd, -)
+  [[ -n $plugins ]] || return 1
+  spawn "$dir" slurmrestd slurmrestd env SLURM_JWT=daemon slurmrestd -f "$conf" \
+    -a rest_auth/jwt -s "$plugins" -u nobody -g nogroup "127.0.0.1:$port"
+}
+
+# Writes a JWT for root (a day long), as an operator gets it from `scontrol token`, to OUT.
+write_jwt_token() {
+  local conf=$1 out=$2 token
+  token=$(SLURM_CONF=$conf timeout 20 scontrol token username=root lifespan=86400) || return 1
+  (umask 077 && echo "${token#SLURM_JWT=}" >"$out")
 }

@@ -173,5 +173,59 @@ kubernetes:
   EXPECT_EQ(c->kubernetes.annotation_prefix, "example.com/");
 }
 
+TEST(Config, slurm_backend_rest_reads_url_token_and_version) {
+  auto c = parse_config(R"(auth: disabled
+slurm:
+  backend: rest
+  rest:
+    url: http://slurmrestd.slurm:6820/
+    api_version: v0.0.41
+    token_command: [scontrol, token, lifespan=3600]
+    timeout_ms: 5000
+)",
+                        "r.yaml");
+  ASSERT_TRUE(c.ok()) << c.error().to_string();
+  EXPECT_EQ(c->slurm.backend, SlurmBackend::kRest);
+  EXPECT_EQ(c->slurm.rest.url, "http://slurmrestd.slurm:6820/");
+  EXPECT_EQ(c->slurm.rest.api_version, "v0.0.41");
+  EXPECT_EQ(c->slurm.rest.token_command,
+            (std::vector<std::string>{"scontrol", "token", "lifespan=3600"}));
+  EXPECT_EQ(c->slurm.rest.timeout_ms, 5000);
+  auto d = parse_config("auth: disabled\n", "d.yaml");
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->slurm.backend, SlurmBackend::kLibslurm);
+}
+
+TEST(Config, slurm_backend_errors_name_file_line_and_field) {
+  const std::vector<BadCase> cases = {
+      {"auth: disabled\nslurm:\n  backend: pyslurm\n",
+       "c.yaml:3: slurm.backend: must be libslurm or rest"},
+      {"auth: disabled\nslurm:\n  backend: rest\n", "slurm.rest: required with backend: rest"},
+      {"auth: disabled\nslurm:\n  rest: {url: http://x:1}\n", "c.yaml:3: slurm.rest: only read"},
+      {"auth: disabled\nslurm:\n  backend: rest\n  rest:\n    url: slurmrestd:6820\n",
+       "c.yaml:5: slurm.rest.url: slurmrestd URL 'slurmrestd:6820' must start with http://"},
+      {"auth: disabled\nslurm:\n  backend: rest\n  rest:\n    url: http://x:1\n    "
+       "api_version: 41\n",
+       "c.yaml:6: slurm.rest.api_version: '41' is not a slurmrestd API version"},
+      {"auth: disabled\nslurm:\n  backend: rest\n  rest:\n    token_file: /t\n",
+       "slurm.rest.url: required"},
+      {"auth: disabled\nslurm:\n  backend: rest\n  rest:\n    url: http://x:1\n    "
+       "token_file: /t\n    token_command: [scontrol, token]\n",
+       "slurm.rest: give token_file or token_command, not both"},
+      {"auth: disabled\nslurm:\n  backend: rest\n  rest:\n    url: http://x:1\n    "
+       "token_command: scontrol token\n",
+       "c.yaml:6: slurm.rest.token_command: must be a list"},
+      {"auth: disabled\nslurm:\n  backend: rest\n  rest:\n    url: http://x:1\n    jwt: x\n",
+       "c.yaml:6: slurm.rest.jwt: unknown key"},
+  };
+  for (const auto& c : cases) {
+    auto r = parse_config(c.yaml, "c.yaml");
+    ASSERT_FALSE(r.ok()) << c.yaml;
+    EXPECT_NE(r.error().message.find(c.want), std::string::npos)
+        << "yaml:\n"
+        << c.yaml << "error: " << r.error().message;
+  }
+}
+
 }  // namespace
 }  // namespace vigil::drainer

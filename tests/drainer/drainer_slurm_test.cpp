@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <signal.h>
+#include <slurm/slurm_version.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -28,6 +29,8 @@ using vigil::testing::SlurmTestCluster;
 using Json = nlohmann::json;
 
 constexpr const char* kToken = "integration-test-token-0123456789";
+// slurmrestd serves node updates from v0.0.40 (Slurm 23.11) on: below that, no REST cases.
+constexpr bool kRestCanUpdate = SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(23, 11, 0);
 
 bool eventually(const std::function<bool()>& pred, int seconds = 60) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
@@ -47,10 +50,9 @@ std::string read_file(const std::string& path) {
 
 // One failing or passing result of a real check with one measurement, as vigil-check's runner
 // writes it (with the check's short name).
-vigil::CheckResult result(const std::string& check, const std::string& short_name,
-                          vigil::Status st, const std::string& name,
-                          double value, double fail_at, vigil::Op op, const std::string& unit,
-                          const std::string& fault) {
+vigil::CheckResult result(const std::string& check, const std::string& short_name, vigil::Status st,
+                          const std::string& name, double value, double fail_at, vigil::Op op,
+                          const std::string& unit, const std::string& fault) {
   vigil::CheckResult c;
   c.check = check;
   c.short_name = short_name;
@@ -81,8 +83,9 @@ vigil::CheckResult ecc(bool fail) {
 }
 // gpu_gemm is configured with drain_after 2 below.
 vigil::CheckResult gemm(bool fail) {
-  return result("gpu_gemm", "gemm", fail ? vigil::Status::kFail : vigil::Status::kPass, "gemm_bf16_tflops",
-                fail ? 300 : 750, 700, vigil::Op::kGe, "TFLOP/s", "VIGIL-CUDA-GEMM-SLOW");
+  return result("gpu_gemm", "gemm", fail ? vigil::Status::kFail : vigil::Status::kPass,
+                "gemm_bf16_tflops", fail ? 300 : 750, 700, vigil::Op::kGe, "TFLOP/s",
+                "VIGIL-CUDA-GEMM-SLOW");
 }
 
 // gpu_gemm on 8 GPUs, every figure above the 700 TFLOP/s floor; gpu3 12% below its peers,
@@ -202,7 +205,7 @@ class DrainerProcess {
 class DrainerSlurm : public ::testing::Test {
  protected:
   void SetUp() override {
-    cluster_ = SlurmTestCluster::get();
+    cluster_ = SlurmTestCluster::get(/*rest=*/kRestCanUpdate);
     ASSERT_NE(cluster_, nullptr);
     ASSERT_TRUE(cluster_->reset_nodes()) << cluster_->run("sinfo -N; sinfo -R");
     char tmpl[] = "/tmp/vigil-drainer-it.XXXXXX";
@@ -220,7 +223,8 @@ class DrainerSlurm : public ::testing::Test {
   }
 
   // view_max_age_s < 0: the default.
-  std::string write_config(int max_drains = 10, int view_max_age_s = -1) {
+  // rest: slurm.backend rest (slurmrestd + JWT) instead of libslurm.
+  std::string write_config(int max_drains = 10, int view_max_age_s = -1, bool rest = false) {
     const std::string path = dir_ + "/drainer.yaml";
     std::ofstream(path) << "listen: {address: 127.0.0.1, port: 0}\n"
                         << "auth: {token_file: " << dir_ << "/token}\n"
@@ -233,7 +237,10 @@ class DrainerSlurm : public ::testing::Test {
                         << "breaker: {max_drains: " << max_drains
                         << ", max_percent: 100, window_s: 3600}\n"
                         << "slurm:\n"
-                        << "  conf: " << cluster_->conf() << "\n"
+                        << (rest
+                                ? "  backend: rest\n  rest: {url: " + cluster_->local().rest_url() +
+                                      ", token_file: " + cluster_->local().jwt_token_file() + "}\n"
+                                : "  conf: " + cluster_->conf() + "\n")
                         << "  retry_initial_ms: 200\n"
                         << "  retry_max_ms: 2000\n"
                         << "  batch_window_ms: 100\n"
@@ -313,6 +320,31 @@ TEST_F(DrainerSlurm, resume_after_passing_reports_resume_the_node) {
   EXPECT_TRUE(eventually([&] { return node_field("gpu-2", "State") == "IDLE"; }))
       << cluster_->run("scontrol show node gpu-2");
   EXPECT_EQ(cluster_->run("sinfo -h -R"), "");
+}
+
+// The same service over slurmrestd: drain, an admin's drain left alone, resume after passes.
+TEST_F(DrainerSlurm, over_slurmrestd_drains_resumes_and_never_resumes_an_admin_drain) {
+  if (!kRestCanUpdate) GTEST_SKIP() << "slurmrestd of this Slurm release cannot update nodes";
+  int rc = 0;
+  cluster_->run("scontrol update nodename=gpu-1 state=drain reason='hw ticket 42'", &rc);
+  ASSERT_EQ(rc, 0);
+  ASSERT_TRUE(drainer_->start(write_config(10, -1, /*rest=*/true)));
+  ASSERT_EQ(drainer_->post(
+                {report("gpu-2", "run-1", {ecc(true)}), report("gpu-1", "run-1", {ecc(true)})}),
+            202);
+  ASSERT_TRUE(eventually([&] { return drained_with("gpu-2", "vigil: ecc"); }))
+      << cluster_->run("scontrol show node gpu-2");
+  for (int i = 2; i <= 3; ++i) {
+    const std::string run = "run-" + std::to_string(i);
+    ASSERT_EQ(
+        drainer_->post({report("gpu-2", run, {ecc(false)}), report("gpu-1", run, {ecc(false)})}),
+        202);
+  }
+  EXPECT_TRUE(eventually([&] { return node_field("gpu-2", "State") == "IDLE"; }))
+      << cluster_->run("scontrol show node gpu-2");
+  ASSERT_TRUE(eventually([&] { return decided("gpu-1", "run-3"); }));
+  std::this_thread::sleep_for(std::chrono::seconds(2));  // give a wrong resume time to land
+  EXPECT_TRUE(drained_with("gpu-1", "hw ticket 42")) << cluster_->run("scontrol show node gpu-1");
 }
 
 TEST_F(DrainerSlurm, a_node_an_admin_drained_is_never_resumed) {

@@ -47,6 +47,7 @@ LocalSlurmCluster::LocalSlurmCluster(Options options) : options_(options) {
                                    std::to_string(options_.nodes),
                                    "--timeout",
                                    std::to_string(options_.start_timeout.count())};
+  if (options_.rest) argv.push_back("--rest");
   if (!options_.extra_conf.empty()) {
     const std::string extra = dir_ + "/extra.conf";
     std::ofstream(extra) << options_.extra_conf << "\n";
@@ -81,6 +82,17 @@ std::vector<std::string> LocalSlurmCluster::node_names() const {
   std::vector<std::string> names;
   for (int i = 0; i < options_.nodes; ++i) names.push_back("gpu-" + std::to_string(i));
   return names;
+}
+
+std::string LocalSlurmCluster::rest_url() const {
+  if (!options_.rest) return "";
+  std::ifstream in(dir_ + "/cluster.info");
+  std::string line;
+  constexpr std::string_view kKey = "slurmrestd_port=";
+  while (std::getline(in, line)) {
+    if (line.starts_with(kKey)) return "http://127.0.0.1:" + line.substr(kKey.size());
+  }
+  return "";
 }
 
 std::map<std::string, std::string> LocalSlurmCluster::env() const {

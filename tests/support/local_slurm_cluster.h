@@ -27,6 +27,7 @@ class LocalSlurmCluster {
     // Lines appended to slurm.conf (local-cluster.sh --extra-conf), e.g. Prolog=/path; empty:
     // the standard configuration.
     std::string extra_conf;
+    bool rest = false;                        // JWT auth + slurmrestd (local-cluster.sh --rest)
   };
 
   LocalSlurmCluster();
@@ -38,6 +39,9 @@ class LocalSlurmCluster {
   const std::string& dir() const { return dir_; }
   std::string slurm_conf() const { return dir_ + "/etc/slurm.conf"; }
   std::vector<std::string> node_names() const;  // "gpu-0", ...
+  // With Options::rest: slurmrestd's URL and a file with a root JWT (empty otherwise).
+  std::string rest_url() const;
+  std::string jwt_token_file() const { return options_.rest ? dir_ + "/etc/jwt.token" : ""; }
   // Variables that point Slurm clients at this cluster (SLURM_CONF, VIGIL_CLUSTER_DIR, ...).
   std::map<std::string, std::string> env() const;
   // PIDs of munged, slurmctld and the slurmd started for this cluster.

@@ -66,13 +66,15 @@ class StopClusterAtExit : public ::testing::Environment {
 
 }  // namespace
 
-SlurmTestCluster* SlurmTestCluster::get() {
+SlurmTestCluster* SlurmTestCluster::get(bool rest) {
   static bool tried = false;
   if (tried) return (g_cluster != nullptr && g_cluster->cluster_) ? g_cluster : nullptr;
   tried = true;
   g_cluster = new SlurmTestCluster();
   try {
-    g_cluster->cluster_ = std::make_unique<vigil::testing::LocalSlurmCluster>();
+    LocalSlurmCluster::Options options;
+    options.rest = rest;
+    g_cluster->cluster_ = std::make_unique<vigil::testing::LocalSlurmCluster>(options);
   } catch (const std::exception& e) {
     ADD_FAILURE() << "local Slurm cluster did not start: " << e.what();
     return nullptr;

@@ -14,8 +14,10 @@ namespace vigil::testing {
 class SlurmTestCluster {
  public:
   // Starts the cluster on first call; later calls return the same one. Records a test failure
-  // (and returns nullptr) when the cluster cannot start.
-  static SlurmTestCluster* get();
+  // (and returns nullptr) when the cluster cannot start. rest (first call only): also JWT auth
+  // and slurmrestd (LocalSlurmCluster::Options::rest).
+  static SlurmTestCluster* get(bool rest = false);
+  const LocalSlurmCluster& local() const { return *cluster_; }
 
   const std::string& dir() const { return cluster_->dir(); }
   std::string conf() const { return cluster_->slurm_conf(); }

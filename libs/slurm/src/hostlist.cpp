@@ -1,5 +1,7 @@
 // to_hostlist(): compresses node names into a Slurm hostlist expression with libslurm's own
 // hostlist code, so the string we send is exactly what slurmctld parses back.
+#include "hostlist.h"
+
 #include <slurm/slurm.h>
 
 #include <algorithm>
@@ -10,6 +12,7 @@
 #include <tuple>
 #include <vector>
 
+#include "slurm_compat.h"
 #include "vigil/slurm/slurm_api.h"
 
 namespace vigil::slurm {
@@ -62,10 +65,30 @@ std::string to_hostlist(const std::vector<std::string>& nodes) {
     // push_host takes the name literally (no range parsing), so odd names cannot expand.
     slurm_hostlist_push_host(hl.get(), n.c_str());
   }
-  char* s = slurm_hostlist_ranged_string_malloc(hl.get());
-  if (s == nullptr) return "";
-  std::string out(s);
-  free(s);  // NOLINT(cppcoreguidelines-no-malloc): libslurm documents free() for this buffer
+  // slurm_hostlist_ranged_string() exists in every release (the _malloc variant left in 23.11);
+  // it returns -1 when the buffer is too small.
+  std::string out(4096, '\0');
+  for (;;) {
+    const ssize_t n = slurm_hostlist_ranged_string(hl.get(), out.size(), out.data());
+    if (n >= 0 && static_cast<size_t>(n) < out.size()) {
+      out.resize(static_cast<size_t>(n));
+      return out;
+    }
+    if (out.size() > (64u << 20)) return "";
+    out.resize(out.size() * 4);
+  }
+}
+
+std::vector<std::string> expand_hostlist(const char* expr) {
+  std::vector<std::string> out;
+  if (expr == nullptr || *expr == '\0') return out;
+  compat::Hostlist hl = slurm_hostlist_create(expr);
+  if (hl == nullptr) return out;
+  while (char* host = slurm_hostlist_shift(hl)) {
+    out.emplace_back(host);
+    std::free(host);  // NOLINT(cppcoreguidelines-no-malloc): libslurm's buffer
+  }
+  slurm_hostlist_destroy(hl);
   return out;
 }
 

@@ -9,7 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "hostlist.h"
 #include "libslurm_init.h"
+#include "slurm_compat.h"
 #include "vigil/slurm/slurm_jobs.h"
 
 namespace vigil::slurm {
@@ -46,19 +48,6 @@ std::string job_state_name(uint32_t state) {
   }
 }
 
-std::vector<std::string> expand_hostlist(const char* expr) {
-  std::vector<std::string> out;
-  if (expr == nullptr || *expr == '\0') return out;
-  hostlist_t hl = slurm_hostlist_create(expr);
-  if (hl == nullptr) return out;
-  while (char* host = slurm_hostlist_shift(hl)) {
-    out.emplace_back(host);
-    std::free(host);
-  }
-  slurm_hostlist_destroy(hl);
-  return out;
-}
-
 class LibslurmJobReader final : public SlurmJobReader {
  public:
   explicit LibslurmJobReader(std::string conf_path) : conf_path_(std::move(conf_path)) {}
@@ -68,7 +57,7 @@ class LibslurmJobReader final : public SlurmJobReader {
     if (auto init = ensure_libslurm_initialized(conf_path_); !init.ok()) return init.error();
     job_info_msg_t* msg = nullptr;
     if (slurm_load_jobs(0, &msg, SHOW_ALL) != SLURM_SUCCESS) {
-      const int err = slurm_get_errno();
+      const int err = compat::last_error();
       return Error{std::string(slurm_strerror(err)) + " [slurm errno " + std::to_string(err) +
                        "] (is slurmctld running and reachable from this host?)",
                    "slurm_load_jobs(SHOW_ALL)"};

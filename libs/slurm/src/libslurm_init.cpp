@@ -35,7 +35,8 @@ VoidResult ensure_libslurm_initialized(const std::string& conf_path) {
   }
   if (access(conf.c_str(), R_OK) != 0) {
     return Error{"cannot read " + conf +
-                     "; give the slurm.conf path (drainer config slurm.conf, vigil-submit --slurm-conf) or set SLURM_CONF",
+                     "; give the slurm.conf path (drainer config slurm.conf, vigil-submit "
+                     "--slurm-conf) or set SLURM_CONF",
                  "slurm_init(" + conf + ")"};
   }
   slurm_init(conf.c_str());

@@ -8,10 +8,11 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include <unordered_set>
 #include <vector>
 
 #include "libslurm_init.h"
+#include "node_update.h"
+#include "slurm_compat.h"
 #include "vigil/slurm/slurm_api.h"
 
 namespace vigil::slurm {
@@ -82,41 +83,6 @@ SlurmNodeInfo to_node_info(const node_info_t& n) {
   return info;
 }
 
-// Node names go into a hostlist expression: characters that hostlist syntax gives a meaning to
-// would silently widen or break the RPC, so they are refused.
-VoidResult validate_names(const std::vector<std::string>& nodes, const char* where) {
-  for (const std::string& n : nodes) {
-    bool bad = n.empty();
-    for (unsigned char c : n) {
-      if (c <= ' ' || c >= 0x7f || c == ',' || c == '[' || c == ']') bad = true;
-    }
-    if (bad) {
-      return Error{
-          "invalid node name '" + n + "' (empty, whitespace, control or hostlist character)",
-          where};
-    }
-  }
-  return ok_result();
-}
-
-VoidResult validate_reason(const std::string& reason) {
-  if (reason.empty()) return Error{"empty drain reason (Slurm requires one)", "drain"};
-  for (unsigned char c : reason) {
-    if (c < 0x20 || c == 0x7f) {
-      return Error{"drain reason contains a control character; build it with vigil::slurm_reason",
-                   "drain"};
-    }
-  }
-  return ok_result();
-}
-
-// Long hostlists make unreadable errors; the first part identifies the batch well enough.
-std::string abbreviate(const std::string& hostlist, size_t nodes) {
-  constexpr size_t kMax = 120;
-  if (hostlist.size() <= kMax) return hostlist;
-  return hostlist.substr(0, kMax) + "... (" + std::to_string(nodes) + " nodes)";
-}
-
 class LibslurmApi final : public SlurmApi {
  public:
   explicit LibslurmApi(std::string conf_path) : conf_path_(std::move(conf_path)) {}
@@ -145,7 +111,7 @@ class LibslurmApi final : public SlurmApi {
   Result<std::vector<SlurmNodeInfo>> load_nodes_locked() {
     node_info_msg_t* nodes = nullptr;
     if (slurm_load_node(0, &nodes, SHOW_ALL) != SLURM_SUCCESS) {
-      return Error{slurm_error_text(slurm_get_errno()), "slurm_load_node(SHOW_ALL)"};
+      return Error{slurm_error_text(compat::last_error()), "slurm_load_node(SHOW_ALL)"};
     }
     std::unique_ptr<node_info_msg_t, void (*)(node_info_msg_t*)> nodes_guard(
         nodes, slurm_free_node_info_msg);
@@ -175,7 +141,7 @@ class LibslurmApi final : public SlurmApi {
     msg.node_state = state;
     if (reason != nullptr) msg.reason = reason_copy.data();
     if (slurm_update_node(&msg) == SLURM_SUCCESS) return SLURM_SUCCESS;
-    int err = slurm_get_errno();
+    int err = compat::last_error();
     return err == SLURM_SUCCESS ? SLURM_ERROR : err;
   }
 
@@ -203,24 +169,18 @@ class LibslurmApi final : public SlurmApi {
                                const std::string* reason, const char* state_name) {
     auto all = load_nodes_locked();
     if (!all.ok()) return all.error();
-    std::unordered_set<std::string> in_slurm;
-    for (const SlurmNodeInfo& info : *all) in_slurm.insert(info.name);
-    std::vector<std::string> known, unknown;
-    for (const std::string& n : nodes) (in_slurm.count(n) ? known : unknown).push_back(n);
-    const std::string unknown_list = to_hostlist(unknown);
-    if (!known.empty()) {
-      const std::string hostlist = to_hostlist(known);
+    KnownSplit split = split_known(nodes, *all);
+    if (!split.known.empty()) {
+      const std::string hostlist = to_hostlist(split.known);
       if (int err = send_update(hostlist, state, reason); err != SLURM_SUCCESS) {
-        return Error{slurm_error_text(err) + "; unknown node(s) " + unknown_list,
+        return Error{slurm_error_text(err) + "; unknown node(s) " + to_hostlist(split.unknown),
                      std::string("slurm_update_node(node_names=") +
-                         abbreviate(hostlist, known.size()) + ", node_state=" + state_name + ")"};
+                         abbreviate(hostlist, split.known.size()) + ", node_state=" + state_name +
+                         ")"};
       }
     }
-    return Error{"node(s) " + abbreviate(unknown_list, unknown.size()) +
-                     " unknown to slurmctld (check the node names in the reports); applied to the "
-                     "other " +
-                     std::to_string(known.size()) + " node(s)",
-                 std::string("slurm_update_node(node_state=") + state_name + ")"};
+    return unknown_nodes_error(split,
+                               std::string("slurm_update_node(node_state=") + state_name + ")");
   }
 
   std::string conf_path_;

@@ -18,11 +18,12 @@
 #include <string>
 #include <vector>
 
-#include "vigil/report/report.h"
 #include "vigil/drainer/config.h"
 #include "vigil/drainer/drainer.h"
 #include "vigil/drainer/policy.h"
+#include "vigil/report/report.h"
 #include "vigil/slurm/slurm_api.h"
+#include "vigil/slurm/slurm_rest.h"
 
 extern char** environ;
 
@@ -84,7 +85,8 @@ vigil::NodeReport failing_report(const std::string& node, int i, bool distinct, 
 }
 
 // Counts nodes in [first, first+count) that are drained with a reason starting with prefix.
-int count_drained(vigil::slurm::SlurmApi& api, int first, int count, const std::string& prefix, int* total) {
+int count_drained(vigil::slurm::SlurmApi& api, int first, int count, const std::string& prefix,
+                  int* total) {
   auto nodes = api.load_nodes();
   if (!nodes.ok()) {
     std::fprintf(stderr, "load_nodes: %s\n", nodes.error().to_string().c_str());
@@ -99,8 +101,8 @@ int count_drained(vigil::slurm::SlurmApi& api, int first, int count, const std::
   return n;
 }
 
-// Forwards to the real vigil::slurm::SlurmApi and accounts for the time spent in each call, so the bench can
-// say where the drainer's time goes (Slurm RPCs vs its own work).
+// Forwards to the real vigil::slurm::SlurmApi and accounts for the time spent in each call, so the
+// bench can say where the drainer's time goes (Slurm RPCs vs its own work).
 class TimedSlurmApi final : public vigil::slurm::SlurmApi {
  public:
   explicit TimedSlurmApi(std::shared_ptr<vigil::slurm::SlurmApi> real) : real_(std::move(real)) {}
@@ -240,6 +242,10 @@ int main(int argc, char** argv) {
   std::string conf;
   int count = 1000;
   bool enforce = false;
+  std::string backend = "libslurm";
+  vigil::slurm::RestSettings rest;
+  // A 10,000-node GET nodes is a ~22 MB JSON document (24.11): allow it time on a busy machine.
+  rest.timeout_ms = 120000;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--conf" && i + 1 < argc)
@@ -248,8 +254,16 @@ int main(int argc, char** argv) {
       count = std::atoi(argv[++i]);
     else if (a == "--enforce-goals")
       enforce = true;
+    else if (a == "--backend" && i + 1 < argc)
+      backend = argv[++i];
+    else if (a == "--rest-url" && i + 1 < argc)
+      rest.url = argv[++i];
+    else if (a == "--token-file" && i + 1 < argc)
+      rest.token_file = argv[++i];
     else {
-      std::fprintf(stderr, "usage: %s --conf SLURM_CONF [--reports N] [--enforce-goals]\n",
+      std::fprintf(stderr,
+                   "usage: %s --conf SLURM_CONF [--reports N] [--enforce-goals] "
+                   "[--backend libslurm|rest --rest-url URL --token-file FILE]\n",
                    argv[0]);
       return 2;
     }
@@ -260,7 +274,23 @@ int main(int argc, char** argv) {
     return 2;
   }
   setenv("SLURM_CONF", conf.c_str(), 1);  // for the scontrol baseline
-  std::shared_ptr<vigil::slurm::SlurmApi> api = vigil::slurm::make_libslurm_api(conf);
+  // The drainer's Slurm sink over the chosen backend; the baseline is always scontrol.
+  std::shared_ptr<vigil::slurm::SlurmApi> api;
+  if (backend == "rest") {
+    auto r = vigil::slurm::make_rest_api(rest);
+    if (!r.ok()) {
+      std::fprintf(stderr, "rest backend: %s\n", r.error().to_string().c_str());
+      return 2;
+    }
+    api = std::move(*r);
+  } else if (backend == "libslurm") {
+    api = vigil::slurm::make_libslurm_api(conf);
+  } else {
+    std::fprintf(stderr, "--backend must be libslurm or rest\n");
+    return 2;
+  }
+  std::printf("backend: %s%s\n", backend.c_str(),
+              backend == "rest" ? (" (slurmrestd " + rest.url + ")").c_str() : "");
 
   int total = 0;
   auto t0 = Clock::now();

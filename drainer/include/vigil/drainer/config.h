@@ -11,6 +11,7 @@
 
 #include "vigil/base/result.h"
 #include "vigil/detect/config.h"
+#include "vigil/slurm/slurm_rest.h"
 
 namespace vigil::drainer {
 
@@ -55,9 +56,15 @@ struct KubeSettings {
   std::string kubeconfig;     // empty: in-cluster service account
 };
 
+// How the Slurm sink reaches slurmctld (docs/slurm-compat.md): libslurm (built for one Slurm
+// release) or slurmrestd (REST + JWT, any release that serves v0.0.40 or newer).
+enum class SlurmBackend { kLibslurm, kRest };
+
 struct SlurmSettings {
   bool enabled = true;
-  std::string conf;                // slurm.conf path; empty: SLURM_CONF / default
+  SlurmBackend backend = SlurmBackend::kLibslurm;
+  std::string conf;                // libslurm: slurm.conf path; empty: SLURM_CONF / default
+  slurm::RestSettings rest;        // rest: slurmrestd URL, JWT source, API version
   int64_t retry_initial_ms = 500;  // backoff while slurmctld is unreachable
   int64_t retry_max_ms = 30000;
   int64_t batch_window_ms = 200;  // collect decisions for this long into one RPC per reason

@@ -1,0 +1,230 @@
+// RestSlurmApi / RestJobReader: SlurmApi and SlurmJobReader over slurmrestd (v0.0.40 and newer).
+// The same rules as the libslurm client (node_update.h): one request per (action, reason) over a
+// whole hostlist, unknown names split off and named, the same node-state mapping.
+#include <slurm/slurm_errno.h>
+
+#include <cctype>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "hostlist.h"
+#include "node_update.h"
+#include "rest_session.h"
+#include "vigil/slurm/slurm_rest.h"
+
+namespace vigil::slurm {
+namespace {
+
+using nlohmann::json;
+
+// v0.0.40+ give states as one array: the base state and its flags ("IDLE", "DRAIN").
+const std::set<std::string>& base_states() {
+  static const std::set<std::string> names = {"UNKNOWN", "DOWN",  "IDLE",  "ALLOCATED",
+                                              "ERROR",   "MIXED", "FUTURE"};
+  return names;
+}
+
+std::string str(const json& j, const char* key) {
+  const auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+std::vector<std::string> strings(const json& j, const char* key) {
+  std::vector<std::string> out;
+  const auto it = j.find(key);
+  if (it == j.end()) return out;
+  if (it->is_string()) {
+    out.push_back(it->get<std::string>());
+  } else if (it->is_array()) {
+    for (const auto& e : *it)
+      if (e.is_string()) out.push_back(e.get<std::string>());
+  }
+  return out;
+}
+
+SlurmNodeInfo to_node_info(const json& n) {
+  SlurmNodeInfo info;
+  info.name = str(n, "name");
+  info.state = "INVALID";
+  for (const std::string& s : strings(n, "state")) {
+    if (base_states().count(s)) {
+      info.state = s;
+      info.down = s == "DOWN";
+    } else if (s == "DRAIN") {
+      info.drain = true;
+    } else if (s == "FAIL") {
+      info.fail = true;
+    } else if (s == "NOT_RESPONDING") {
+      info.not_responding = true;
+    } else if (s == "MAINTENANCE" || s == "MAINT") {
+      info.maint = true;
+    } else if (s == "RESERVED") {
+      info.reserved = true;
+    }
+  }
+  info.reason = str(n, "reason");
+  info.partitions = strings(n, "partitions");
+  return info;
+}
+
+// Job comments: a string up to v0.0.40's slurmctld job info, {"job": ...} where an object.
+std::string job_comment(const json& j) {
+  const auto it = j.find("comment");
+  if (it == j.end()) return "";
+  if (it->is_string()) return it->get<std::string>();
+  if (it->is_object()) return str(*it, "job");
+  return "";
+}
+
+// v0.0.40+ job_state is an array: the base state first, then flags such as COMPLETING.
+SlurmJobInfo to_job_info(const json& j) {
+  SlurmJobInfo info;
+  if (const auto id = j.find("job_id"); id != j.end() && id->is_number_unsigned())
+    info.job_id = id->get<uint32_t>();
+  info.name = str(j, "name");
+  info.comment = job_comment(j);
+  const std::vector<std::string> state = strings(j, "job_state");
+  info.state = state.empty() ? "UNKNOWN" : state.front();
+  bool completing = false;
+  for (const std::string& s : state) completing = completing || s == "COMPLETING";
+  info.active =
+      info.state == "PENDING" || info.state == "RUNNING" || info.state == "SUSPENDED" || completing;
+  // As in the libslurm reader: a pending job holds what it asked for.
+  std::string nodes = str(j, "nodes");
+  if (info.state == "PENDING" || nodes.empty()) nodes = str(j, "required_nodes");
+  info.nodes = expand_hostlist(nodes.c_str());
+  return info;
+}
+
+Error reply_error(const RestReply& reply, const std::string& what) {
+  std::string hint;
+  if (reply.has_error_number(ESLURM_USER_ID_MISSING) ||
+      reply.has_error_number(ESLURM_ACCESS_DENIED)) {
+    hint = " (the token's user must be root or SlurmUser to change node states)";
+  }
+  return Error{"slurmrestd: " + reply.describe() + hint, what};
+}
+
+class RestSlurmApi final : public SlurmApi {
+ public:
+  explicit RestSlurmApi(std::shared_ptr<RestSession> session) : session_(std::move(session)) {}
+
+  Result<std::vector<SlurmNodeInfo>> load_nodes() override {
+    VIGIL_TRY(RestReply reply, session_->get("nodes"));
+    if (!reply.ok()) return reply_error(reply, "GET nodes");
+    std::vector<SlurmNodeInfo> out;
+    const auto it = reply.body.find("nodes");
+    if (it == reply.body.end() || !it->is_array()) {
+      return Error{"reply has no \"nodes\" array", "slurmrestd GET nodes"};
+    }
+    out.reserve(it->size());
+    for (const auto& n : *it) {
+      if (!n.is_object() || str(n, "name").empty()) continue;
+      out.push_back(to_node_info(n));
+    }
+    return out;
+  }
+
+  VoidResult drain(const std::vector<std::string>& nodes, const std::string& reason) override {
+    if (nodes.empty()) return ok_result();
+    if (auto names = validate_names(nodes, "drain"); !names.ok()) return names.error();
+    if (auto text = validate_reason(reason); !text.ok()) return text.error();
+    return update(nodes, json{{"state", json::array({"DRAIN"})}, {"reason", reason}}, "DRAIN");
+  }
+
+  VoidResult undrain(const std::vector<std::string>& nodes) override {
+    if (nodes.empty()) return ok_result();
+    if (auto names = validate_names(nodes, "undrain"); !names.ok()) return names.error();
+    return update(nodes, json{{"state", json::array({"UNDRAIN"})}}, "UNDRAIN");
+  }
+
+ private:
+  // POST node/<hostlist>: slurmrestd hands the name to slurm_update_node(), which takes a
+  // hostlist, so a batch is one request (the same one RPC as the libslurm backend).
+  Result<RestReply> send_update(const std::string& hostlist, const json& body) {
+    return session_->post("node/" + url_escape(hostlist), body);
+  }
+
+  VoidResult update(const std::vector<std::string>& nodes, const json& body,
+                    const char* state_name) {
+    const std::string hostlist = to_hostlist(nodes);
+    const std::string where = std::string("slurmrestd POST node/") +
+                              abbreviate(hostlist, nodes.size()) + " (state=" + state_name + ")";
+    if (hostlist.empty()) return Error{"could not build a hostlist", where};
+    VIGIL_TRY(RestReply reply, send_update(hostlist, body));
+    if (reply.ok()) return ok_result();
+    if (!reply.has_error_number(ESLURM_INVALID_NODE_NAME) || nodes.size() < 2) {
+      return reply_error(reply, where);
+    }
+    VIGIL_TRY(auto all, load_nodes());
+    KnownSplit split = split_known(nodes, all);
+    if (!split.known.empty()) {
+      const std::string known = to_hostlist(split.known);
+      VIGIL_TRY(RestReply again, send_update(known, body));
+      if (!again.ok()) {
+        Error e = reply_error(again, where);
+        e.message += "; unknown node(s) " + to_hostlist(split.unknown);
+        return e;
+      }
+    }
+    return unknown_nodes_error(split,
+                               std::string("slurmrestd POST node (state=") + state_name + ")");
+  }
+
+  // Hostlists carry '[', ']' and ','; percent-encode everything but unreserved characters.
+  static std::string url_escape(const std::string& s) {
+    static const char* kHex = "0123456789ABCDEF";
+    std::string out;
+    for (unsigned char c : s) {
+      if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+        out += static_cast<char>(c);
+      } else {
+        out += '%';
+        out += kHex[c >> 4];
+        out += kHex[c & 15];
+      }
+    }
+    return out;
+  }
+
+  std::shared_ptr<RestSession> session_;
+};
+
+class RestJobReader final : public SlurmJobReader {
+ public:
+  explicit RestJobReader(std::shared_ptr<RestSession> session) : session_(std::move(session)) {}
+
+  Result<std::vector<SlurmJobInfo>> load_jobs() override {
+    VIGIL_TRY(RestReply reply, session_->get("jobs"));
+    if (!reply.ok()) return reply_error(reply, "GET jobs");
+    const auto it = reply.body.find("jobs");
+    if (it == reply.body.end() || !it->is_array()) {
+      return Error{"reply has no \"jobs\" array", "slurmrestd GET jobs"};
+    }
+    std::vector<SlurmJobInfo> out;
+    out.reserve(it->size());
+    for (const auto& j : *it)
+      if (j.is_object()) out.push_back(to_job_info(j));
+    return out;
+  }
+
+ private:
+  std::shared_ptr<RestSession> session_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<SlurmApi>> make_rest_api(const RestSettings& settings) {
+  VIGIL_TRY(auto session, RestSession::create(settings));
+  return std::unique_ptr<SlurmApi>(std::make_unique<RestSlurmApi>(std::move(session)));
+}
+
+Result<std::unique_ptr<SlurmJobReader>> make_rest_job_reader(const RestSettings& settings) {
+  VIGIL_TRY(auto session, RestSession::create(settings));
+  return std::unique_ptr<SlurmJobReader>(std::make_unique<RestJobReader>(std::move(session)));
+}
+
+}  // namespace vigil::slurm
