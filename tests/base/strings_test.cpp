@@ -19,3 +19,10 @@ TEST(ShortList, names_what_was_left_out) {
 
 }  // namespace
 }  // namespace vigil
+
+TEST(Fixed, rounds_to_the_given_decimals) {
+  EXPECT_EQ(vigil::fixed(14.9966, 2), "15.00");
+  EXPECT_EQ(vigil::fixed(36.94, 1), "36.9");
+  EXPECT_EQ(vigil::fixed(-0.25, 0), "-0");
+  EXPECT_EQ(vigil::fixed(798, 1), "798.0");
+}

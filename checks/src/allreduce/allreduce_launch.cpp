@@ -54,12 +54,6 @@ std::string read_file(const std::string& path) {
   return ss.str();
 }
 
-std::string fmt2(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f", v);
-  return buf;
-}
-
 CheckResult timeout_result(const AllreduceSpec& spec, std::chrono::seconds t, std::string detail) {
   CheckResult r;
   r.check = std::string(spec.check);
@@ -80,13 +74,13 @@ CheckResult verdict(const CheckContext& ctx, const AllreduceSpec& spec, const nb
   if (wrong > 0 || run.out_of_bounds_ok == false) {
     r.status = Status::kFail;
     r.message = std::to_string(wrong) + " wrong values in the all_reduce data check (busbw " +
-                fmt2(busbw) + " GB/s)";
+                fixed(busbw, 2) + " GB/s)";
     r.fault_code = std::string(spec.fault_prefix) + "-WRONG-RESULTS";
     return r;
   }
   finalize(r, spec.fault_prefix);
   if (r.status == Status::kPass && r.message.empty()) {
-    r.message = "busbw " + fmt2(busbw) + " GB/s, " +
+    r.message = "busbw " + fixed(busbw, 2) + " GB/s, " +
                 std::to_string(run.ranks.value_or(spec.ranks)) + " ranks, " +
                 std::to_string(run.rows.size()) + " sizes (slowest rank per size)";
   }
@@ -238,7 +232,7 @@ CheckResult launch_and_confirm(const CheckContext& ctx, const AllreduceSpec& spe
       break;  // the first figure stands unconfirmed
     }
     busbw->repeats.push_back(figure->value);
-    repeated += (repeated.empty() ? "" : ", ") + fmt2(figure->value);
+    repeated += (repeated.empty() ? "" : ", ") + fixed(figure->value, 2);
   }
   if (!repeated.empty()) r.message += "; repeated: " + repeated + " GB/s";
   if (state.enabled() && learn_allreduce_figure(r, recent, cfg)) {

@@ -5,17 +5,13 @@
 #include <fstream>
 #include <sstream>
 
+#include "vigil/base/strings.h"
+
 namespace vigil {
 
 namespace {
 
 constexpr std::string_view kCheck = "fabric_allreduce_ib";
-
-std::string fmt1(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f", v);
-  return buf;
-}
 
 }  // namespace
 
@@ -50,7 +46,7 @@ std::map<std::string, CheckResult> fabric_job_results(
       r.fault_code = "VIGIL-FABRIC-SWITCH";
       r.message = job + b.message;
     } else if (b.call == detect::FabricCall::kPass) {
-      r.message = job + b.message + " (pairs >= " + fmt1(v.slow_below) + " GB/s)";
+      r.message = job + b.message + " (pairs >= " + fixed(v.slow_below, 1) + " GB/s)";
     } else if (b.slow_pairs > 0) {
       r.status = Status::kWarn;
       r.fault_code = "VIGIL-FABRIC-UNLOCALIZED";

@@ -5,16 +5,11 @@
 #include <map>
 #include <string>
 
+#include "vigil/base/strings.h"
 #include "vigil/detect/detect.h"
 
 namespace vigil::cuda_probe {
 namespace {
-
-std::string format_figure(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f", v);
-  return buf;
-}
 
 // "2 GPUs: hbm_bandwidth min 3012.4 GB/s (gpu 1), max 3050.0 GB/s"
 std::string summary(const CheckResult& r, int gpus) {
@@ -33,9 +28,9 @@ std::string summary(const CheckResult& r, int gpus) {
   std::string s = std::to_string(gpus) + (gpus == 1 ? " GPU" : " GPUs");
   for (const std::string& name : order) {
     const MinMax& mm = by_name[name];
-    s += (name == order.front() ? ": " : "; ") + name + " min " + format_figure(mm.lo->value) +
-         " " + mm.lo->unit + " (gpu " + std::to_string(mm.lo->gpu.value_or(-1)) + "), max " +
-         format_figure(mm.hi->value) + " " + mm.hi->unit;
+    s += (name == order.front() ? ": " : "; ") + name + " min " + fixed(mm.lo->value, 1) + " " +
+         mm.lo->unit + " (gpu " + std::to_string(mm.lo->gpu.value_or(-1)) + "), max " +
+         fixed(mm.hi->value, 1) + " " + mm.hi->unit;
   }
   return s;
 }

@@ -10,6 +10,7 @@
 
 #include "check_factories.h"
 #include "nvml/gpu_busy.h"
+#include "passive/count_measurement.h"
 
 namespace vigil {
 namespace {
@@ -38,7 +39,7 @@ class GpuLeftoversCheck final : public Check {
     CheckResult r;
     r.check = std::string(name());
     r.measurements.push_back(
-        Measurement{"gpus_with_leftover_processes", static_cast<double>(left.size()), "count"});
+        count_measurement("gpus_with_leftover_processes", static_cast<double>(left.size())));
     const std::vector<std::string> unknowns = activity_unknowns(activity);
     if (left.empty()) {
       if (!unknowns.empty()) return error(name(), short_list(unknowns, 3, "; ", "; "), kFaultQuery);

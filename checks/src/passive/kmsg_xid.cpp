@@ -14,6 +14,7 @@
 #include "check_factories.h"
 #include "core/xid_classes.h"
 #include "kmsg_reader.h"
+#include "passive/count_measurement.h"
 
 namespace vigil {
 namespace {
@@ -131,8 +132,8 @@ class KmsgXidCheck final : public Check {
     int warn_n = 0, other_n = 0;
     for (const auto& [k, n] : warn_seen) warn_n += n;
     for (const auto& [k, n] : other_seen) other_n += n;
-    r.measurements.push_back(Measurement{"xid_other_events", double(warn_n + other_n), "count"});
-    r.measurements.push_back(Measurement{"kmsg_records_lost", double(lost), "count"});
+    r.measurements.push_back(count_measurement("xid_other_events", double(warn_n + other_n)));
+    r.measurements.push_back(count_measurement("kmsg_records_lost", double(lost)));
     if (scan->malformed > 0)
       notes.push_back(std::to_string(scan->malformed) + " malformed kernel log lines skipped");
 

@@ -1,6 +1,14 @@
 #include "vigil/base/strings.h"
 
+#include <cstdio>
+
 namespace vigil {
+
+std::string fixed(double v, int decimals) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
 
 std::string short_list(const std::vector<std::string>& items, size_t max_shown,
                        std::string_view sep, std::string_view more_sep) {

@@ -7,15 +7,11 @@
 #include <random>
 #include <set>
 
+#include "vigil/base/strings.h"
+
 namespace vigil::detect {
 
 namespace {
-
-std::string fmt1(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f", v);
-  return buf;
-}
 
 // The 75th percentile (linear interpolation): still a healthy pair's figure while at least a
 // quarter of the pairs are healthy. The median would break as soon as half the pairs cross a bad
@@ -117,14 +113,14 @@ FabricVerdict localize(const std::vector<std::string>& nodes, const std::vector<
       (s.slow ? b.slow_pairs : b.good_pairs)++;
       if (s.slow && fine_without(s.partner, node)) {
         b.proven_partners.push_back(s.partner);
-        figures_text += (figures_text.empty() ? "" : ", ") + s.partner + " " + fmt1(s.busbw);
+        figures_text += (figures_text.empty() ? "" : ", ") + s.partner + " " + fixed(s.busbw, 1);
       }
     }
     if (static_cast<int>(b.proven_partners.size()) >= config.min_slow_partners) {
       b.call = FabricCall::kFail;
       b.message = "slow with " + std::to_string(b.proven_partners.size()) +
                   " partners that are fine elsewhere (" + figures_text + " GB/s < " +
-                  fmt1(v.slow_below) + ")";
+                  fixed(v.slow_below, 1) + ")";
     } else if (b.good_pairs > 0) {
       b.call = FabricCall::kPass;
       b.message = std::to_string(b.good_pairs) + " good pair" + (b.good_pairs > 1 ? "s" : "");

@@ -11,6 +11,9 @@ namespace vigil {
 std::string short_list(const std::vector<std::string>& items, size_t max_shown,
                        std::string_view sep = ", ", std::string_view more_sep = " ");
 
+// `v` with `decimals` digits after the point ("%.<decimals>f"), for figures in messages.
+std::string fixed(double v, int decimals);
+
 // The last `lines` lines of `text`, for error messages.
 std::string tail_lines(const std::string& text, int lines);
 
