@@ -124,6 +124,16 @@ TEST_F(KubeConfigTest, a_cluster_that_is_not_a_mapping_is_an_error_not_a_crash) 
   EXPECT_FALSE(cfg.ok());
 }
 
+TEST_F(KubeConfigTest, a_user_that_is_not_a_mapping_is_an_error_not_a_crash) {
+  // tests/fuzz/regressions/fuzz_kubeconfig/user-is-a-scalar, reduced: "toka:enb" (no space
+  // after the colon) makes the user a string, not a map.
+  const std::string path = kubeconfig("    server: https://10.0.0.1:6443\n", "    toka:enb c\n");
+  auto cfg = kube::kube_config_from_file(path);
+  ASSERT_FALSE(cfg.ok());
+  EXPECT_NE(cfg.error().to_string().find("users[u1].user must be a map"), std::string::npos)
+      << cfg.error().to_string();
+}
+
 TEST_F(KubeConfigTest, kubeconfig_relative_paths_are_relative_to_the_file) {
   dir.write("certs/ca.pem", pki.ca_pem);
   dir.write("secrets/token", "file-token\n");

@@ -233,6 +233,7 @@ Result<KubeConfig> parse_kubeconfig(const YAML::Node& root, const std::string& p
     return fail("user \"" + user_name + "\" (from context \"" + context_name +
                 "\") is not listed in users");
   const std::string user_field = "users[" + user_name + "].user";
+  if (!user->IsMap()) return fail(user_field + " must be a map (token, tokenFile, ...)");
   if (const YAML::Node exec = (*user)["exec"]; exec) {
     std::string command = exec.IsMap() ? scalar_or_empty(exec, "command") : "";
     return fail(user_field + ".exec: exec credential plugins" +
