@@ -70,6 +70,19 @@ TEST(SkuFile, unknown_keys_missing_unit_and_unknown_checks_are_errors) {
   EXPECT_NE(first_error("sku: [unclosed\n").find("YAML syntax error"), std::string::npos);
 }
 
+TEST(SkuFile, keys_that_are_lists_or_mappings_are_errors_not_crashes) {
+  // tests/fuzz/regressions/fuzz_thresholds/key-is-not-a-scalar, reduced: "? key: value" makes
+  // the key a mapping.
+  EXPECT_NE(first_error(std::string(kH100) + "    ? volatile: {op: \"<=\", fail: 0, unit: count}\n")
+                .find("thresholds.nvml_ecc: keys must be measurement names"),
+            std::string::npos);
+  EXPECT_NE(first_error(std::string(kH100) + "  ? [a, b]: {}\n")
+                .find("thresholds: keys must be check names"),
+            std::string::npos);
+  EXPECT_NE(first_error(std::string(kH100) + "? [a]: 1\n").find("keys must be plain names"),
+            std::string::npos);
+}
+
 TEST(SkuDir, duplicate_sku_names_are_an_error) {
   TempDir d;
   d.write("a.yaml", kH100);

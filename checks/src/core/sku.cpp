@@ -53,6 +53,11 @@ class Walker {
     }
     bool ok = true;
     for (const auto& kv : n) {
+      if (!kv.first.IsScalar()) {
+        error(kv.first, field, "keys must be plain names, not lists or mappings");
+        ok = false;
+        continue;
+      }
       auto key = kv.first.as<std::string>();
       if (!allowed.count(key)) {
         std::string known;
@@ -222,6 +227,10 @@ Loaded<SkuConfig> load_sku_file(const std::string& path, const std::set<std::str
       w.error(th, "thresholds", "must be a mapping of check -> measurement -> threshold");
     } else {
       for (const auto& ck : th) {
+        if (!ck.first.IsScalar()) {
+          w.error(ck.first, "thresholds", "keys must be check names, not lists or mappings");
+          continue;
+        }
         std::string check = ck.first.as<std::string>();
         std::string cfield = "thresholds." + check;
         if (!known.count(check)) {
@@ -233,6 +242,10 @@ Loaded<SkuConfig> load_sku_file(const std::string& path, const std::set<std::str
           continue;
         }
         for (const auto& mk : ck.second) {
+          if (!mk.first.IsScalar()) {
+            w.error(mk.first, cfield, "keys must be measurement names, not lists or mappings");
+            continue;
+          }
           std::string meas = mk.first.as<std::string>();
           parse_threshold(w, mk.second, cfield + "." + meas, sku, check, meas);
         }
