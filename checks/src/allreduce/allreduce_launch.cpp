@@ -5,10 +5,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "allreduce/allreduce_repeats.h"
+#include "allreduce/launch_files.h"
 #include "core/counter_state.h"
 #include "cuda/probe_math.h"
 #include "nvml/gpu_busy.h"
@@ -28,31 +27,6 @@ namespace {
 constexpr std::chrono::seconds kLauncherGrace{15};
 
 std::string seconds_text(std::chrono::seconds s) { return std::to_string(s.count()) + " s"; }
-
-class TempDir {
- public:
-  TempDir() {
-    char t[] = "/tmp/vigil-allreduce-XXXXXX";
-    if (mkdtemp(t)) path_ = t;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    if (!path_.empty()) fs::remove_all(path_, ec);
-  }
-  bool ok() const { return !path_.empty(); }
-  std::string file(const char* name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
-
-std::string read_file(const std::string& path) {
-  std::ifstream f(path);
-  if (!f) return {};
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 CheckResult timeout_result(const AllreduceSpec& spec, std::chrono::seconds t, std::string detail) {
   CheckResult r;
@@ -159,7 +133,7 @@ namespace {
 CheckResult launch_and_judge(const CheckContext& ctx, const AllreduceSpec& spec) {
   const std::string binary = find_allreduce_binary(ctx);
   const bool site = is_nccl_tests_binary(binary);
-  TempDir dir;
+  LaunchDir dir;
   if (!dir.ok()) return error(spec.check, "cannot create a temporary directory under /tmp");
   const std::string json_path = dir.file("allreduce.json");
   const auto argv = allreduce_command(ctx, spec, binary, json_path);
@@ -193,7 +167,7 @@ CheckResult launch_and_judge(const CheckContext& ctx, const AllreduceSpec& spec)
     return verdict(ctx, spec, *run);
   }
 
-  auto run = nb::parse_bench_json(read_file(json_path));
+  auto run = nb::parse_bench_json(read_launch_file(json_path));
   if (!run.ok()) {
     if (lr.exit_code == nb::kExitTimeout) return timeout_result(spec, spec.timeout, "");
     if (lr.term_signal) return launch_error("killed by signal " + std::to_string(lr.term_signal));

@@ -1,11 +1,6 @@
 #include "allreduce/fabric_rounds.h"
 
-#include <unistd.h>
-
-#include <filesystem>
-#include <fstream>
-#include <sstream>
-
+#include "allreduce/launch_files.h"
 #include "vigil/base/process.h"
 #include "vigil/base/strings.h"
 #include "vigil/ncclbench/bench_result.h"
@@ -13,23 +8,16 @@
 
 namespace vigil {
 
-namespace fs = std::filesystem;
 namespace nb = ncclbench;
 
 namespace {
-
-std::string slurp(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 // The pair's busbw, or why there is none: vigil-allreduce's JSON, or the text table of a site's
 // all_reduce_perf.
 Result<double> pair_busbw(const LaunchResult& lr, const std::string& json_path, bool site) {
   if (lr.timed_out) return Error{"timed out", "mpirun"};
-  auto run = site ? nb::parse_nccl_tests_text(lr.out) : nb::parse_bench_json(slurp(json_path));
+  auto run =
+      site ? nb::parse_nccl_tests_text(lr.out) : nb::parse_bench_json(read_launch_file(json_path));
   if (!run.ok()) {
     const std::string tail = tail_lines(lr.err.empty() ? lr.out : lr.err, 2);
     return Error{"exited " + std::to_string(shell_status(lr)) + " with no result" +
@@ -48,9 +36,8 @@ FabricRoundsResult run_fabric_rounds(const CheckContext& ctx, AllreduceSpec spec
                                      const FabricRoundsPlan& plan) {
   FabricRoundsResult out;
   const std::string binary = find_allreduce_binary(ctx);
-  char tmpl[] = "/tmp/vigil-fabric-XXXXXX";
-  const std::string dir = ::mkdtemp(tmpl) ? tmpl : "";
-  if (dir.empty()) {
+  const LaunchDir dir;
+  if (!dir.ok()) {
     out.pair_errors.push_back("cannot create a temporary directory under /tmp");
     out.verdict = detect::localize(plan.nodes, {}, plan.leaf_of, plan.judge);
     return out;
@@ -65,8 +52,8 @@ FabricRoundsResult run_fabric_rounds(const CheckContext& ctx, AllreduceSpec spec
     for (const auto& [a, b] : rounds[r]) {
       spec.hosts = {plan.nodes[static_cast<std::size_t>(a)],
                     plan.nodes[static_cast<std::size_t>(b)]};
-      json_paths.push_back(dir + "/r" + std::to_string(r) + "-" + std::to_string(a) + "-" +
-                           std::to_string(b) + ".json");
+      json_paths.push_back(dir.file("r" + std::to_string(r) + "-" + std::to_string(a) + "-" +
+                                    std::to_string(b) + ".json"));
       argvs.push_back(allreduce_command(ctx, spec, binary, json_paths.back()));
     }
     LaunchOptions lo;
@@ -88,8 +75,6 @@ FabricRoundsResult run_fabric_rounds(const CheckContext& ctx, AllreduceSpec spec
       out.pairs.push_back(std::move(p));
     }
   }
-  std::error_code ec;
-  fs::remove_all(dir, ec);
   out.verdict = detect::localize(plan.nodes, out.pairs, plan.leaf_of, plan.judge);
   return out;
 }
