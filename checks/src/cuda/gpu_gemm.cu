@@ -9,17 +9,18 @@
 #include <type_traits>
 
 #include "check_factories.h"
+#include "cuda/cublaslt_loader.h"
 #include "cuda/cuda_probe.h"
 
-// Like VIGIL_CUDA_CHECK for cuBLASLt status codes.
-#define VIGIL_CUBLAS_CHECK(call)                                                       \
-  do {                                                                                 \
-    const cublasStatus_t vigil_blas_s_ = (call);                                       \
-    if (vigil_blas_s_ != CUBLAS_STATUS_SUCCESS) {                                      \
-      return ::vigil::Error{std::string(cublasLtGetStatusName(vigil_blas_s_)) + ": " + \
-                                cublasLtGetStatusString(vigil_blas_s_),                \
-                            #call};                                                    \
-    }                                                                                  \
+// Like VIGIL_CUDA_CHECK for cuBLASLt status codes; `lt` is the loaded CublasLtApi.
+#define VIGIL_CUBLAS_CHECK(call)                                                    \
+  do {                                                                              \
+    const cublasStatus_t vigil_blas_s_ = (call);                                    \
+    if (vigil_blas_s_ != CUBLAS_STATUS_SUCCESS) {                                   \
+      return ::vigil::Error{std::string(lt.get_status_name(vigil_blas_s_)) + ": " + \
+                                lt.get_status_string(vigil_blas_s_),                \
+                            #call};                                                 \
+    }                                                                               \
   } while (0)
 
 namespace vigil {
@@ -39,27 +40,24 @@ __global__ void fill_bf16(__nv_bfloat16* p, std::size_t n, std::uint64_t seed) {
   }
 }
 
-template <auto Destroy>
+// Owns a cuBLASLt object; `destroy` is the loaded library's matching destroy call.
+template <typename Handle>
 struct LtDestroy {
-  template <typename T>
-  void operator()(T* p) const {
-    Destroy(p);
-  }
+  cublasStatus_t (*destroy)(Handle) = nullptr;
+  void operator()(Handle p) const { destroy(p); }
 };
-using LtHandle =
-    std::unique_ptr<std::remove_pointer_t<cublasLtHandle_t>, LtDestroy<cublasLtDestroy>>;
-using LtMatmulDesc = std::unique_ptr<std::remove_pointer_t<cublasLtMatmulDesc_t>,
-                                     LtDestroy<cublasLtMatmulDescDestroy>>;
-using LtLayout = std::unique_ptr<std::remove_pointer_t<cublasLtMatrixLayout_t>,
-                                 LtDestroy<cublasLtMatrixLayoutDestroy>>;
-using LtPreference = std::unique_ptr<std::remove_pointer_t<cublasLtMatmulPreference_t>,
-                                     LtDestroy<cublasLtMatmulPreferenceDestroy>>;
+template <typename Handle>
+using LtPtr = std::unique_ptr<std::remove_pointer_t<Handle>, LtDestroy<Handle>>;
+using LtHandle = LtPtr<cublasLtHandle_t>;
+using LtMatmulDesc = LtPtr<cublasLtMatmulDesc_t>;
+using LtLayout = LtPtr<cublasLtMatrixLayout_t>;
+using LtPreference = LtPtr<cublasLtMatmulPreference_t>;
 
-Result<LtLayout> bf16_layout(std::uint64_t rows, std::uint64_t cols) {
+Result<LtLayout> bf16_layout(const CublasLtApi& lt, std::uint64_t rows, std::uint64_t cols) {
   cublasLtMatrixLayout_t l = nullptr;
   VIGIL_CUBLAS_CHECK(
-      cublasLtMatrixLayoutCreate(&l, CUDA_R_16BF, rows, cols, static_cast<std::int64_t>(rows)));
-  return LtLayout(l);
+      lt.matrix_layout_create(&l, CUDA_R_16BF, rows, cols, static_cast<std::int64_t>(rows)));
+  return LtLayout(l, {lt.matrix_layout_destroy});
 }
 
 VoidResult fill(void* p, std::size_t elements, std::uint64_t seed, cudaStream_t s) {
@@ -73,6 +71,8 @@ VoidResult fill(void* p, std::size_t elements, std::uint64_t seed, cudaStream_t 
 VoidResult measure_gemm(const CheckContext& ctx, int gpu, CheckResult& r) {
   const GemmPlan plan = gemm_plan(ctx.suite == Suite::kFull);
   const std::uint64_t m = plan.m, n = plan.n, k = plan.k;
+  VIGIL_TRY(const CublasLtApi* loaded, load_cublaslt());
+  const CublasLtApi& lt = *loaded;
 
   VIGIL_TRY(StreamPtr stream, make_stream());
   VIGIL_TRY(DevicePtr a, device_alloc(k * m * sizeof(__nv_bfloat16)));
@@ -83,32 +83,32 @@ VoidResult measure_gemm(const CheckContext& ctx, int gpu, CheckResult& r) {
   if (VoidResult f = fill(b.get(), k * n, 2, stream.get()); !f) return f;
 
   cublasLtHandle_t raw_handle = nullptr;
-  VIGIL_CUBLAS_CHECK(cublasLtCreate(&raw_handle));
-  LtHandle handle(raw_handle);
+  VIGIL_CUBLAS_CHECK(lt.create(&raw_handle));
+  LtHandle handle(raw_handle, {lt.destroy});
   cublasLtMatmulDesc_t raw_desc = nullptr;
-  VIGIL_CUBLAS_CHECK(cublasLtMatmulDescCreate(&raw_desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-  LtMatmulDesc desc(raw_desc);
+  VIGIL_CUBLAS_CHECK(lt.matmul_desc_create(&raw_desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  LtMatmulDesc desc(raw_desc, {lt.matmul_desc_destroy});
   const cublasOperation_t trans_a = CUBLAS_OP_T, trans_b = CUBLAS_OP_N;
-  VIGIL_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc.get(), CUBLASLT_MATMUL_DESC_TRANSA,
-                                                    &trans_a, sizeof trans_a));
-  VIGIL_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc.get(), CUBLASLT_MATMUL_DESC_TRANSB,
-                                                    &trans_b, sizeof trans_b));
-  VIGIL_TRY(LtLayout a_layout, bf16_layout(k, m));
-  VIGIL_TRY(LtLayout b_layout, bf16_layout(k, n));
-  VIGIL_TRY(LtLayout c_layout, bf16_layout(m, n));
+  VIGIL_CUBLAS_CHECK(lt.matmul_desc_set_attribute(desc.get(), CUBLASLT_MATMUL_DESC_TRANSA, &trans_a,
+                                                  sizeof trans_a));
+  VIGIL_CUBLAS_CHECK(lt.matmul_desc_set_attribute(desc.get(), CUBLASLT_MATMUL_DESC_TRANSB, &trans_b,
+                                                  sizeof trans_b));
+  VIGIL_TRY(LtLayout a_layout, bf16_layout(lt, k, m));
+  VIGIL_TRY(LtLayout b_layout, bf16_layout(lt, k, n));
+  VIGIL_TRY(LtLayout c_layout, bf16_layout(lt, m, n));
 
   cublasLtMatmulPreference_t raw_pref = nullptr;
-  VIGIL_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&raw_pref));
-  LtPreference pref(raw_pref);
+  VIGIL_CUBLAS_CHECK(lt.matmul_preference_create(&raw_pref));
+  LtPreference pref(raw_pref, {lt.matmul_preference_destroy});
   const std::uint64_t workspace_bytes = kWorkspaceBytes;
-  VIGIL_CUBLAS_CHECK(
-      cublasLtMatmulPreferenceSetAttribute(pref.get(), CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                           &workspace_bytes, sizeof workspace_bytes));
+  VIGIL_CUBLAS_CHECK(lt.matmul_preference_set_attribute(pref.get(),
+                                                        CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                        &workspace_bytes, sizeof workspace_bytes));
   cublasLtMatmulHeuristicResult_t heuristic{};
   int found = 0;
-  VIGIL_CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(handle.get(), desc.get(), a_layout.get(),
-                                                    b_layout.get(), c_layout.get(), c_layout.get(),
-                                                    pref.get(), 1, &heuristic, &found));
+  VIGIL_CUBLAS_CHECK(lt.matmul_algo_get_heuristic(handle.get(), desc.get(), a_layout.get(),
+                                                  b_layout.get(), c_layout.get(), c_layout.get(),
+                                                  pref.get(), 1, &heuristic, &found));
   if (found == 0) {
     return Error{"cuBLASLt offers no BF16 algorithm for " + std::to_string(m) + "x" +
                      std::to_string(n) + "x" + std::to_string(k),
@@ -117,10 +117,10 @@ VoidResult measure_gemm(const CheckContext& ctx, int gpu, CheckResult& r) {
 
   const float alpha = 1.0f, beta = 0.0f;
   auto launch = [&]() -> VoidResult {
-    VIGIL_CUBLAS_CHECK(cublasLtMatmul(handle.get(), desc.get(), &alpha, a.get(), a_layout.get(),
-                                      b.get(), b_layout.get(), &beta, c.get(), c_layout.get(),
-                                      c.get(), c_layout.get(), &heuristic.algo, workspace.get(),
-                                      kWorkspaceBytes, stream.get()));
+    VIGIL_CUBLAS_CHECK(lt.matmul(handle.get(), desc.get(), &alpha, a.get(), a_layout.get(), b.get(),
+                                 b_layout.get(), &beta, c.get(), c_layout.get(), c.get(),
+                                 c_layout.get(), &heuristic.algo, workspace.get(), kWorkspaceBytes,
+                                 stream.get()));
     return ok_result();
   };
   VIGIL_TRY(std::vector<double> seconds, time_batches(stream.get(), plan.timing, launch));

@@ -5,11 +5,14 @@ if(VIGIL_CUDA_ENABLED)
   target_sources(vigil_checks PRIVATE
     ${CMAKE_CURRENT_LIST_DIR}/probe_result.cpp
     ${CMAKE_CURRENT_LIST_DIR}/cuda_probe.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/cublaslt_loader.cpp
     ${CMAKE_CURRENT_LIST_DIR}/gpu_gemm.cu
     ${CMAKE_CURRENT_LIST_DIR}/gpu_hbm.cu
     ${CMAKE_CURRENT_LIST_DIR}/gpu_pcie_bw.cpp
     ${CMAKE_CURRENT_LIST_DIR}/gpu_memtest.cu)
-  target_link_libraries(vigil_checks PRIVATE CUDA::cudart CUDA::cublasLt)
+  # cuBLASLt is dlopen()ed by gpu_gemm (cublaslt_loader.h): only its headers are needed here.
+  target_link_libraries(vigil_checks PRIVATE CUDA::cudart)
+  target_include_directories(vigil_checks PRIVATE ${CUDAToolkit_INCLUDE_DIRS})
   target_compile_definitions(vigil_checks PRIVATE VIGIL_HAVE_CUDA=1)
   set_target_properties(vigil_checks PROPERTIES CUDA_ARCHITECTURES "${VIGIL_CUDA_ARCHS}")
 else()

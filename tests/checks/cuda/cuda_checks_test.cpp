@@ -17,6 +17,8 @@
 
 #ifdef VIGIL_HAVE_CUDA
 #include <cuda_runtime_api.h>
+
+#include "cuda/cublaslt_loader.h"
 #endif
 
 namespace vigil {
@@ -83,6 +85,17 @@ TEST(CudaProbes, applies_leaves_the_verdict_to_run_when_nvml_is_unavailable_or_s
     ctx.gpu_count = gpus;
     for (const Probe& p : kProbes) EXPECT_TRUE(p.make()->applies(ctx).yes) << p.name << gpus;
   }
+}
+
+// gpu_gemm opens cuBLASLt itself (vigil-check does not link it): every entry point resolves, and
+// the library answers a call that needs no GPU.
+TEST(CudaProbes, cublaslt_is_loaded_at_run_time_with_every_entry_point) {
+  Result<const cuda_probe::CublasLtApi*> lt = cuda_probe::load_cublaslt();
+  ASSERT_TRUE(lt) << lt.error().message;
+  EXPECT_STREQ((*lt)->get_status_name(CUBLAS_STATUS_NOT_INITIALIZED),
+               "CUBLAS_STATUS_NOT_INITIALIZED");
+  EXPECT_NE((*lt)->matmul, nullptr);
+  EXPECT_EQ(cuda_probe::load_cublaslt().value(), *lt) << "loaded once per process";
 }
 
 TEST(CudaProbes, run_without_a_usable_cuda_driver_is_an_error_with_cudas_message) {
