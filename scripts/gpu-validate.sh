@@ -147,6 +147,13 @@ for suite in quick full; do
     --allreduce-binary "$build/nccl-bench/vigil-allreduce" -o "$out/suite-$suite.json"
 done
 
+# The Slurm hooks' passive suite (goal: < 2 s for the whole process), then the prolog with the
+# CUDA sanity check (goal: <= 0.1 s per GPU); --no-post: nothing is posted or drained.
+timed "hook-healthcheck" "$build/checks/vigil-check" hook healthcheck --no-post --format json \
+  "${thresholds[@]}" --state-dir "$out/hook-state" -o "$out/hook-healthcheck.json"
+timed "hook-sanity" "$build/checks/vigil-check" hook prolog --no-post --cuda-sanity \
+  --format json "${thresholds[@]}" --state-dir "$out/hook-state" -o "$out/hook-sanity.json"
+
 mpi=(mpirun --allow-run-as-root --bind-to numa -np "$ranks")
 for transport in nvlink ib; do
   env_args=()

@@ -343,6 +343,7 @@ struct HookArgs {
   RunArgs run;
   std::string mode;
   bool no_post = false;
+  bool cuda_sanity = false;
   int time_box_s = 30;
   int drain_wait_ms = 5000;
   std::string kmsg = "/dev/kmsg";
@@ -376,9 +377,9 @@ int cmd_hook(HookArgs& h) {
   if (h.no_post) ctx.state_dir.clear();  // act on nothing: not even the XID cursor moves
   const int64_t start = now_unix();
   size_t done = 0;
-  vigil::PassiveRun run =
-      vigil::run_passive_suite(ctx, &*skus.value, *mode == vigil::hook::Mode::kEpilog, deadline,
-                               run_options(a, done).on_result);
+  const vigil::PassiveSelection selection{*mode == vigil::hook::Mode::kEpilog, h.cuda_sanity};
+  vigil::PassiveRun run = vigil::run_passive_suite(ctx, &*skus.value, selection, deadline,
+                                                   run_options(a, done).on_result);
   ctx.sku = run.sku;
   vigil::NodeReport report = start_report(a, ctx, start);
   report.context = std::string(vigil::hook::to_string(*mode));
@@ -546,6 +547,8 @@ int main(int argc, char** argv) {
       ->envname("VIGIL_HOOK_TIME_BOX");
   hook_cmd->add_option("--drain-wait-ms", hook.drain_wait_ms,
                        "How long to wait for the drainer's drain before draining here");
+  hook_cmd->add_flag("--cuda-sanity", hook.cuda_sanity, "Also run a tiny CUDA kernel per idle GPU")
+      ->envname("VIGIL_HOOK_CUDA_SANITY");
   hook_cmd->add_flag("--no-post", hook.no_post,
                      "Print the result only: post nothing, drain nothing");
   hook_cmd->add_flag("!--progress", hook.run.quiet, "Progress lines on stderr");

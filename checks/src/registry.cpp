@@ -47,7 +47,7 @@ std::vector<std::unique_ptr<Check>> fabric_checks(const std::string& min_bytes,
   return out;
 }
 
-std::vector<std::unique_ptr<Check>> passive_checks(bool after_job) {
+std::vector<std::unique_ptr<Check>> passive_checks(PassiveSelection selection) {
   std::vector<std::unique_ptr<Check>> out;
   out.push_back(make_gpu_count_check());
   out.push_back(make_nvml_ecc_check());
@@ -56,14 +56,16 @@ std::vector<std::unique_ptr<Check>> passive_checks(bool after_job) {
   out.push_back(make_nvml_clock_events_check());
   out.push_back(make_nvml_nvlink_check());
   out.push_back(make_kmsg_xid_check());
-  if (after_job) out.push_back(make_gpu_leftovers_check());
+  if (selection.after_job) out.push_back(make_gpu_leftovers_check());
   out.push_back(make_ib_port_check());
+  if (selection.cuda_sanity) out.push_back(make_gpu_sanity_check());
   return out;
 }
 
 std::set<std::string> known_check_names() {
   std::set<std::string> names;
-  for (const auto& c : passive_checks(true)) names.insert(std::string(c->name()));
+  for (const auto& c : passive_checks({.after_job = true, .cuda_sanity = true}))
+    names.insert(std::string(c->name()));
   for (const auto& c : all_checks()) names.insert(std::string(c->name()));
   for (const auto& c : fabric_checks()) names.insert(std::string(c->name()));
   return names;

@@ -329,8 +329,9 @@ PolicyConfig default_policy() {
   p.defaults = {2, 2};
   // Hard hardware findings: one failing report is enough (DCGM treats these as FAIL).
   // kmsg_xid and gpu_leftovers: the Slurm hooks' fatal findings (vigil::hook::is_fatal_check).
-  p.fatal_checks = {"gpu_count", "nvml_ecc",    "nvml_row_remap", "nvml_retired_pages", "nvml_xid",
-                    "ib_port",   "gpu_memtest", "kmsg_xid",       "gpu_leftovers"};
+  p.fatal_checks = {"gpu_count",     "nvml_ecc",  "nvml_row_remap", "nvml_retired_pages",
+                    "nvml_xid",      "ib_port",   "gpu_memtest",    "kmsg_xid",
+                    "gpu_leftovers", "gpu_sanity"};
   p.fatal_fault_codes = {};
   // Fail-slow verdicts (overridden by the detection section of the config).
   const DetectionSettings detection;

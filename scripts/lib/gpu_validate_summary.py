@@ -4,6 +4,7 @@ OUT/summary.md (and appended to --append FILE). Reads only files the script wrot
 
   machine.txt, gpus.csv                nvidia-smi --query-gpu=index,name,... --format=csv
   suite-{quick,full}.json + .time      vigil-check reports and "rc=N wall_s=S"
+  hook-healthcheck.time, hook-sanity.json  vigil-check hook (the second with --cuda-sanity)
   allreduce-{nvlink,ib}-vigil.json     vigil-allreduce --json
   allreduce-{nvlink,ib}-nccl-tests.txt all_reduce_perf output (-a 3: slowest rank)
   nvidia-smi.xml                       nvidia-smi -q -x
@@ -24,6 +25,8 @@ import xml.etree.ElementTree as ET
 
 GIB = 1 << 30
 QUICK_SUITE_LIMIT_S = 60.0
+HOOK_LIMIT_S = 2.0      # issue 12: the whole hook process, 8 GPUs
+SANITY_LIMIT_S = 0.1    # issue 12: the CUDA sanity check, per GPU
 ALLREDUCE_RATIO_GOAL = 0.99
 HBM_SPEC_FRACTION_GOAL = 0.90
 
@@ -166,6 +169,30 @@ def suites(out, s, healthy):
     return reports
 
 
+def hooks(out, s):
+    """The hook's whole-process time (goal < 2 s) and gpu_sanity (passes, <= 0.1 s per GPU)."""
+    timing = read_time(os.path.join(out, "hook-healthcheck.time"))
+    if timing is None:
+        s.add("fail", "hook healthcheck wall time", f"no hook-healthcheck.time in {out}")
+    else:
+        rc, wall = timing
+        s.add("pass" if wall < HOOK_LIMIT_S and rc == 0 else "fail", "hook healthcheck wall time",
+              f"{wall:.2f} s (goal < {HOOK_LIMIT_S:.0f} s), exit {rc}")
+    report = read_json(os.path.join(out, "hook-sanity.json"))
+    sanity = next((c for c in (report or {}).get("checks", []) if c.get("check") == "gpu_sanity"),
+                  None)
+    if sanity is None:
+        s.add("fail", "hook gpu_sanity", f"no gpu_sanity result in {out}/hook-sanity.json")
+        return
+    s.add("pass" if sanity.get("status") == "pass" else "fail", "hook gpu_sanity",
+          f"{sanity.get('status')}: {sanity.get('message', '')}")
+    times = measurements(report, "gpu_sanity", "sanity_s")
+    if times:
+        gpu, worst = max(times.items(), key=lambda kv: kv[1])
+        s.add("pass" if worst <= SANITY_LIMIT_S else "fail", "hook gpu_sanity time per GPU",
+              f"max {worst:.3f} s (gpu{gpu}; goal <= {SANITY_LIMIT_S} s)")
+
+
 def allreduce(out, s):
     for transport in ("nvlink", "ib"):
         vigil = read_json(os.path.join(out, f"allreduce-{transport}-vigil.json"))
@@ -300,6 +327,7 @@ def main():
     names = gpu_names(args.out)
     reports = suites(args.out, s, args.healthy)
     allreduce(args.out, s)
+    hooks(args.out, s)
     probes(reports, names, s, args.hbm_spec)
     nvml_vs_smi(args.out, reports, s)
     machine = (read_text(os.path.join(args.out, "machine.txt")) or "").strip().splitlines()

@@ -176,14 +176,25 @@ Run FleetModel::run(SimNode& node, int cycle, std::int64_t now, const DetectConf
   for (const CheckResult& c : out.report.checks) {
     if (c.check == "nvml_ecc") continue;  // a count, not a performance figure
     if (!c.measurements.empty() && c.measurements.front().gpu) {
-      // A CUDA probe: the GPUs that look slow next to their peers, within the probe's budget.
-      for (const auto& [gpu, times] : cuda_probe::plan_repeats(c, config)) {
+      // A CUDA probe: the GPUs that look slow next to their peers or their own history, within
+      // the probe's budget; then the healthy figures join the history, as in vigil-check.
+      cuda_probe::GpuHistory& history = node.gpu_history[c.check];
+      CheckResult judged = c;
+      for (const auto& [gpu, times] : cuda_probe::plan_repeats(c, config, history)) {
         for (std::size_t f = 0; f < models.size(); ++f) {
           if (std::string_view(models[f].check) != c.check) continue;
           Repeat rep{c.check, models[f].measurement, "gpu" + std::to_string(gpu), {}};
           for (int k = 0; k < times; ++k) rep.values.push_back(measure(node, f, gpu, cycle));
+          for (auto& m : judged.measurements)
+            if (m.gpu == gpu && m.name == rep.measurement) m.repeats = rep.values;
           out.repeats.push_back(std::move(rep));
         }
+      }
+      for (const auto& learned : cuda_probe::learnable_figures(judged, history, config)) {
+        std::vector<double>& recent = history[{learned.measurement, learned.gpu}];
+        recent.push_back(learned.value);
+        if (recent.size() > static_cast<std::size_t>(config.history_window))
+          recent.erase(recent.begin());
       }
       continue;
     }

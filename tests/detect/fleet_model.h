@@ -3,11 +3,13 @@
 // persistent per-unit spread (silicon, topology) and run-to-run noise, rare one-probe dips,
 // and injected fail-slow faults. Every figure and its source: docs/detection.md.
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "cuda/probe_result.h"
 #include "vigil/detect/config.h"
 #include "vigil/report/report.h"
 
@@ -55,6 +57,8 @@ struct SimNode {
   // [figure]: the node's recent healthy all_reduce figures, as vigil-check keeps them in its
   // state file (empty for per-GPU figures).
   std::vector<std::vector<double>> recent;
+  // check -> each GPU's recent healthy figures, as the CUDA probes keep them in their state files.
+  std::map<std::string, cuda_probe::GpuHistory> gpu_history;
 };
 
 // The repeats the checker took of one suspicious unit.

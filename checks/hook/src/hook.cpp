@@ -68,7 +68,7 @@ std::string_view to_string(Mode m) {
 bool is_fatal_check(std::string_view check) {
   static const std::set<std::string, std::less<>> kFatal = {
       "gpu_count", "nvml_ecc", "nvml_row_remap", "nvml_retired_pages",
-      "kmsg_xid",  "ib_port",  "gpu_leftovers"};
+      "kmsg_xid",  "ib_port",  "gpu_leftovers",  "gpu_sanity"};
   return kFatal.count(check) > 0;
 }
 

@@ -4,6 +4,7 @@
 #include <string>
 #include <utility>
 
+#include "core/counter_state.h"
 #include "cuda/probe_result.h"
 #include "nvml/gpu_busy.h"
 
@@ -87,9 +88,18 @@ CheckResult run_on_each_gpu(const CheckContext& ctx, std::string_view check,
     failures.push_back({gpu, done.error()});
     cudaGetLastError();  // clear a non-sticky error before the next GPU
   }
-  // Confirmation: a GPU slower than its peers is measured again, so the drainer can tell a
-  // slow GPU (its repeats are slow too) from a transient dip (docs/detection.md).
-  for (const auto& [gpu, times] : plan_repeats(r, detect::DetectConfig::defaults())) {
+  // Confirmation: a GPU slower than its peers or than its own recent healthy figures (kept in
+  // the probe's state file) is measured again, so the drainer can tell a slow GPU (its repeats
+  // are slow too) from a transient dip (docs/detection.md).
+  const detect::DetectConfig& cfg = detect::DetectConfig::defaults();
+  CounterState state(ctx.state_dir, check, ctx.node);
+  GpuHistory history;
+  for (const auto& m : r.measurements) {
+    if (!m.gpu) continue;
+    const auto& recent = state.recent_figures(gpu_history_key(m.name, *m.gpu));
+    if (!recent.empty()) history[{m.name, *m.gpu}] = recent;
+  }
+  for (const auto& [gpu, times] : plan_repeats(r, cfg, history)) {
     for (int k = 0; k < times; ++k) {
       CheckResult again;
       again.check = r.check;
@@ -104,6 +114,13 @@ CheckResult run_on_each_gpu(const CheckContext& ctx, std::string_view check,
       }
       add_repeats(r, again, gpu);
     }
+  }
+  if (state.enabled()) {
+    for (const LearnedFigure& f : learnable_figures(r, history, cfg))
+      state.remember_figure(gpu_history_key(f.measurement, f.gpu), f.value,
+                            static_cast<std::size_t>(cfg.history_window));
+    if (VoidResult saved = state.save(); !saved)
+      notes.push_back("figures not saved: " + saved.error().to_string());
   }
   return finish_probe_result(ctx, std::move(r), count, failures, notes);
 }

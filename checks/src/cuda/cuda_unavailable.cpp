@@ -1,5 +1,5 @@
 // Built instead of the CUDA probes when CUDA is off (VIGIL_WITH_CUDA=OFF or no nvcc found): the
-// four checks still exist, by the same names, and report themselves as not applicable.
+// five checks still exist, by the same names, and report themselves as not applicable.
 #include <string>
 
 #include "check_factories.h"
@@ -36,6 +36,9 @@ std::unique_ptr<Check> make_gpu_pcie_bw_check() {
 }
 std::unique_ptr<Check> make_gpu_memtest_check() {
   return std::make_unique<CudaUnavailableCheck>("gpu_memtest", "memtest");
+}
+std::unique_ptr<Check> make_gpu_sanity_check() {
+  return std::make_unique<CudaUnavailableCheck>("gpu_sanity", "sanity");
 }
 
 }  // namespace vigil

@@ -111,7 +111,8 @@ VoidResult measure_memtest(const CheckContext& ctx, int gpu, CheckResult& r) {
     }
   }
 
-  add_memtest_errors(r, ctx, gpu, total, region.second / kMiB, detail);
+  add_mismatches(r, ctx, gpu, "memtest_errors", total,
+                 std::to_string(region.second / kMiB) + " MiB", detail);
   return ok_result();
 }
 

@@ -122,6 +122,20 @@ VIGIL_HD inline std::uint64_t splitmix64(std::uint64_t x) {
   return x ^ (x >> 31);
 }
 
+// gpu_sanity's word at `index`: splitmix64 then kSanityRounds of a 64-bit LCG step and an
+// xor-shift, so each of the kernel's threads runs integer multiply, add, shift and xor before it
+// stores; the host recomputes every word to verify.
+inline constexpr int kSanityRounds = 32;
+inline constexpr std::size_t kSanityWords = std::size_t{1} << 16;  // 512 KiB per GPU
+VIGIL_HD inline std::uint64_t sanity_word(std::uint64_t index) {
+  std::uint64_t x = splitmix64(index);
+  for (int i = 0; i < kSanityRounds; ++i) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    x ^= x >> 29;
+  }
+  return x;
+}
+
 // The word that `pass` writes at 64-bit word `index` (the verify step recomputes it).
 VIGIL_HD inline std::uint64_t pattern_word(const MemtestPass& pass, std::uint64_t index) {
   switch (pass.pattern) {

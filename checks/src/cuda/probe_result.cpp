@@ -1,10 +1,13 @@
 #include "cuda/probe_result.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <string>
 
+#include "cuda/probe_math.h"
 #include "vigil/base/strings.h"
 #include "vigil/detect/detect.h"
 
@@ -82,11 +85,11 @@ CheckResult finish_probe_result(const CheckContext& ctx, CheckResult r, int gpus
   return r;
 }
 
-void add_memtest_errors(CheckResult& r, const CheckContext& ctx, int gpu,
-                        unsigned long long mismatches, unsigned long long tested_mib,
-                        std::string_view detail) {
-  Measurement& m =
-      add_measurement(r, ctx, "memtest_errors", static_cast<double>(mismatches), "count", gpu);
+void add_mismatches(CheckResult& r, const CheckContext& ctx, int gpu, std::string_view measurement,
+                    unsigned long long mismatches, std::string_view tested,
+                    std::string_view detail) {
+  Measurement& m = add_measurement(r, ctx, std::string(measurement),
+                                   static_cast<double>(mismatches), "count", gpu);
   if (!m.threshold) {
     Threshold any_mismatch;
     any_mismatch.op = Op::kLe;
@@ -96,16 +99,46 @@ void add_memtest_errors(CheckResult& r, const CheckContext& ctx, int gpu,
   }
   if (mismatches == 0) return;
   r.message += (r.message.empty() ? "" : "; ") + std::string("gpu ") + std::to_string(gpu) + ": " +
-               std::to_string(mismatches) + " mismatching words in " + std::to_string(tested_mib) +
-               " MiB";
+               std::to_string(mismatches) + " mismatching words in " + std::string(tested);
   if (!detail.empty()) r.message += " (" + std::string(detail) + ")";
 }
 
-std::map<int, int> plan_repeats(const CheckResult& r, const detect::DetectConfig& cfg) {
-  // Per judged measurement: the GPUs' figures in GPU order.
+namespace {
+
+constexpr std::size_t kMinHistory = 3;
+
+// Per judged measurement of r: the GPUs' figures in GPU order.
+std::map<std::string, std::vector<const Measurement*>> judged_by_name(
+    const CheckResult& r, const detect::DetectConfig& cfg) {
   std::map<std::string, std::vector<const Measurement*>> by_name;
   for (const auto& m : r.measurements)
     if (m.gpu && cfg.find_metric(r.check, m.name, m.unit)) by_name[m.name].push_back(&m);
+  return by_name;
+}
+
+// The median of m's GPU history, when it has at least kMinHistory figures.
+std::optional<double> history_median(const GpuHistory& history, const Measurement& m) {
+  auto it = history.find({m.name, *m.gpu});
+  if (it == history.end() || it->second.size() < kMinHistory) return std::nullopt;
+  return median(it->second);
+}
+
+// How far `value` lies on the bad side of `expected`, as a fraction of it.
+double shortfall(double value, double expected, detect::Direction direction) {
+  if (expected <= 0) return 0;
+  return direction == detect::Direction::kHigherIsBetter ? (expected - value) / expected
+                                                         : (value - expected) / expected;
+}
+
+}  // namespace
+
+std::string gpu_history_key(std::string_view measurement, int gpu) {
+  return std::string(measurement) + "/gpu" + std::to_string(gpu);
+}
+
+std::map<int, int> plan_repeats(const CheckResult& r, const detect::DetectConfig& cfg,
+                                const GpuHistory& history) {
+  const auto by_name = judged_by_name(r, cfg);
   std::vector<std::pair<double, int>> suspects;  // (how far below the others, gpu)
   int gpus = 0;
   for (const auto& [name, ms] : by_name) {
@@ -122,6 +155,12 @@ std::map<int, int> plan_repeats(const CheckResult& r, const detect::DetectConfig
       const double centre = others[others.size() / 2];
       suspects.push_back({centre > 0 ? (centre - values[i]) / centre : 0, *ms[i]->gpu});
     }
+    for (const auto* m : ms) {  // a step down from the GPU's own history
+      const auto expected = history_median(history, *m);
+      if (expected &&
+          detect::is_suspicious(m->value, *expected, cfg.margins_for(*spec), spec->direction))
+        suspects.push_back({shortfall(m->value, *expected, spec->direction), *m->gpu});
+    }
   }
   std::sort(suspects.rbegin(), suspects.rend());
   std::map<int, int> plan;
@@ -129,8 +168,13 @@ std::map<int, int> plan_repeats(const CheckResult& r, const detect::DetectConfig
   // bound of a judged figure, every GPU is measured twice more, so the drainer can confirm the
   // node's level in one report. Only a node below its bound pays this (it is being drained).
   for (const auto& [name, ms] : by_name) {
-    const auto below = std::count_if(
-        ms.begin(), ms.end(), [](const Measurement* m) { return m->status() != Status::kPass; });
+    const detect::MetricSpec* spec = cfg.find_metric(r.check, name, ms.front()->unit);
+    const auto below = std::count_if(ms.begin(), ms.end(), [&](const Measurement* m) {
+      if (m->status() != Status::kPass) return true;
+      const auto expected = history_median(history, *m);
+      return expected &&
+             detect::is_suspicious(m->value, *expected, cfg.margins_for(*spec), spec->direction);
+    });
     if (ms.size() >= 2 && 2 * static_cast<std::size_t>(below) > ms.size()) {
       for (const auto* m : ms) plan[*m->gpu] = 2;
     }
@@ -145,6 +189,34 @@ std::map<int, int> plan_repeats(const CheckResult& r, const detect::DetectConfig
     budget -= n;
   }
   return plan;
+}
+
+std::vector<LearnedFigure> learnable_figures(const CheckResult& r, const GpuHistory& history,
+                                             const detect::DetectConfig& cfg) {
+  std::vector<LearnedFigure> out;
+  for (const auto& [name, ms] : judged_by_name(r, cfg)) {
+    const detect::MetricSpec* spec = cfg.find_metric(r.check, name, ms.front()->unit);
+    const double fail = cfg.margins_for(*spec).fail;
+    std::vector<double> values;
+    for (const auto* m : ms) {
+      std::vector<double> all = m->repeats;
+      all.push_back(m->value);
+      values.push_back(median(std::move(all)));
+    }
+    for (std::size_t i = 0; i < ms.size(); ++i) {
+      const Measurement& m = *ms[i];
+      if (m.status() != Status::kPass || !std::isfinite(values[i])) continue;
+      const auto expected = history_median(history, m);
+      if (expected && shortfall(values[i], *expected, spec->direction) >= fail) continue;
+      if (values.size() > static_cast<std::size_t>(cfg.min_peers)) {
+        std::vector<double> others = values;
+        others.erase(others.begin() + static_cast<long>(i));
+        if (shortfall(values[i], median(std::move(others)), spec->direction) >= fail) continue;
+      }
+      out.push_back({name, *m.gpu, values[i]});
+    }
+  }
+  return out;
 }
 
 void add_repeats(CheckResult& r, const CheckResult& again, int gpu) {

@@ -1,6 +1,7 @@
-# CUDA probes (gpu_gemm, gpu_hbm, gpu_pcie_bw, gpu_memtest), included by checks/CMakeLists.txt.
+# CUDA probes (gpu_gemm, gpu_hbm, gpu_pcie_bw, gpu_memtest; the hooks' gpu_sanity), included by
+# checks/CMakeLists.txt.
 # With CUDA: the real probes, built for VIGIL_CUDA_ARCHS. Without: one fallback that keeps the
-# four checks (same names) and reports them as not applicable.
+# five checks (same names) and reports them as not applicable.
 if(VIGIL_CUDA_ENABLED)
   target_sources(vigil_checks PRIVATE
     ${CMAKE_CURRENT_LIST_DIR}/probe_result.cpp
@@ -9,7 +10,8 @@ if(VIGIL_CUDA_ENABLED)
     ${CMAKE_CURRENT_LIST_DIR}/gpu_gemm.cu
     ${CMAKE_CURRENT_LIST_DIR}/gpu_hbm.cu
     ${CMAKE_CURRENT_LIST_DIR}/gpu_pcie_bw.cpp
-    ${CMAKE_CURRENT_LIST_DIR}/gpu_memtest.cu)
+    ${CMAKE_CURRENT_LIST_DIR}/gpu_memtest.cu
+    ${CMAKE_CURRENT_LIST_DIR}/gpu_sanity.cu)
   # cuBLASLt is dlopen()ed by gpu_gemm (cublaslt_loader.h): only its headers are needed here.
   target_link_libraries(vigil_checks PRIVATE CUDA::cudart)
   target_include_directories(vigil_checks PRIVATE ${CUDAToolkit_INCLUDE_DIRS})

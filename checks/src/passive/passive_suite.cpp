@@ -14,8 +14,8 @@ namespace {
 using SteadyClock = std::chrono::steady_clock;
 
 // The child: pin NVML, detect the SKU, run every check in-process, one JSON line each.
-std::string run_in_suite_child(const CheckContext& ctx, const SkuSet* skus, bool after_job,
-                               const ChildSend& send) {
+std::string run_in_suite_child(const CheckContext& ctx, const SkuSet* skus,
+                               PassiveSelection selection, const ChildSend& send) {
   CheckContext c = ctx;
   auto pinned = nvml::Library::open(c.nvml_library);  // failures: the NVML checks report them
   nlohmann::json head{{"sku", c.sku ? c.sku->name : ""}, {"note", ""}};
@@ -37,7 +37,7 @@ std::string run_in_suite_child(const CheckContext& ctx, const SkuSet* skus, bool
     head["note"] = "SKU unknown: " + pinned.error().to_string();
   }
   send(head.dump() + "\n");
-  auto checks = passive_checks(after_job);
+  auto checks = passive_checks(selection);
   RunOptions opts;
   opts.isolate = false;  // this child is the isolation
   opts.on_result = [&](const CheckResult& r) { send(to_json(r).dump() + "\n"); };
@@ -47,8 +47,8 @@ std::string run_in_suite_child(const CheckContext& ctx, const SkuSet* skus, bool
 
 }  // namespace
 
-PassiveRun run_passive_suite(const CheckContext& ctx, const SkuSet* skus, bool after_job,
-                             SteadyClock::time_point deadline,
+PassiveRun run_passive_suite(const CheckContext& ctx, const SkuSet* skus,
+                             PassiveSelection selection, SteadyClock::time_point deadline,
                              const std::function<void(const CheckResult&)>& progress) {
   PassiveRun run;
   run.sku = ctx.sku;
@@ -56,7 +56,7 @@ PassiveRun run_passive_suite(const CheckContext& ctx, const SkuSet* skus, bool a
       std::chrono::duration_cast<std::chrono::milliseconds>(deadline - SteadyClock::now());
   std::string partial;
   auto out = run_in_child(
-      [&](const ChildSend& send) { return run_in_suite_child(ctx, skus, after_job, send); },
+      [&](const ChildSend& send) { return run_in_suite_child(ctx, skus, selection, send); },
       std::max(left, std::chrono::milliseconds(1)), &partial);
 
   std::istringstream lines(partial);
@@ -81,7 +81,7 @@ PassiveRun run_passive_suite(const CheckContext& ctx, const SkuSet* skus, bool a
   const std::string why = out ? "no result from the suite" : out.error().message;
   const bool timed_out = !out && why.rfind("timed out", 0) == 0;
   std::vector<CheckResult> ordered;
-  for (const auto& check : passive_checks(after_job)) {
+  for (const auto& check : passive_checks(selection)) {
     bool have = false;
     for (auto& r : run.results) {
       if (r.check != check->name()) continue;

@@ -31,7 +31,8 @@ struct Probe {
 const Probe kProbes[] = {{make_gpu_gemm_check, "gpu_gemm"},
                          {make_gpu_hbm_check, "gpu_hbm"},
                          {make_gpu_pcie_bw_check, "gpu_pcie_bw"},
-                         {make_gpu_memtest_check, "gpu_memtest"}};
+                         {make_gpu_memtest_check, "gpu_memtest"},
+                         {make_gpu_sanity_check, "gpu_sanity"}};
 
 TEST(CudaProbes, factories_make_checks_named_as_in_the_threshold_files) {
   for (const Probe& p : kProbes) {

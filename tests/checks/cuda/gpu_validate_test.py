@@ -88,6 +88,8 @@ class RunDir:
         self.ref_busbw = 361.0
         self.smi_temp = 36
         self.status = "pass"
+        self.hook_wall = 0.9
+        self.sanity_s = 0.08
 
     def write(self):
         def put(name, text):
@@ -110,6 +112,9 @@ class RunDir:
         put("suite-full.json", json.dumps(report(nvml + probes)))
         put("suite-quick.time", f"rc=0 wall_s={self.quick_wall}\n")
         put("suite-full.time", "rc=0 wall_s=140.2\n")
+        put("hook-healthcheck.time", f"rc=0 wall_s={self.hook_wall}\n")
+        put("hook-sanity.json", json.dumps(report([check("gpu_sanity", "pass", [
+            m("sanity_errors", 0, 0), m("sanity_s", self.sanity_s, 0, "s")])])))
         sizes = [256 << 20, 1 * GIB, 2 * GIB]
         for t in ("nvlink", "ib"):
             put(f"allreduce-{t}-vigil.json",
@@ -165,8 +170,18 @@ class GpuValidate(unittest.TestCase):
         self.assertIn("info | GEMM gpu0 | 720 TFLOP/s = 0.73 x dense BF16 spec 989", text)
         self.assertIn("pass | NVML figures vs nvidia-smi -q | 6 figures compared, equal", text)
         self.assertIn("| 1073741824 | 360.00 | 361.00 | 0.997 |", text)
+        self.assertIn("pass | hook healthcheck wall time | 0.90 s", text)
+        self.assertIn("pass | hook gpu_sanity | pass", text)
         with open(os.path.join(self.run_dir.dir, "summary.md")) as f:
             self.assertEqual(f.read(), text)
+
+    def test_slow_hook_and_slow_sanity_check_fail(self):
+        self.run_dir.hook_wall = 2.4
+        self.run_dir.sanity_s = 0.25
+        rc, text = self.run_dir.summary()
+        self.assertEqual(rc, 1)
+        self.assertIn("fail | hook healthcheck wall time | 2.40 s (goal < 2 s)", text)
+        self.assertIn("fail | hook gpu_sanity time per GPU | max 0.250 s (gpu0", text)
 
     def test_slow_quick_suite_fails(self):
         self.run_dir.quick_wall = 75.0

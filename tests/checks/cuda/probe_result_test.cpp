@@ -111,8 +111,9 @@ TEST(ProbeResult, memtest_mismatches_fail_even_without_a_sku) {
   CheckContext ctx;  // unknown SKU
   CheckResult r;
   r.check = "gpu_memtest";
-  add_memtest_errors(r, ctx, 0, 0, 16384, "");
-  add_memtest_errors(r, ctx, 3, 12, 16384, "first in pass random at byte offset 0x40");
+  add_mismatches(r, ctx, 0, "memtest_errors", 0, "16384 MiB", "");
+  add_mismatches(r, ctx, 3, "memtest_errors", 12, "16384 MiB",
+                 "first in pass random at byte offset 0x40");
   r = finish_probe_result(ctx, std::move(r), 8, {}, {});
   EXPECT_EQ(r.status, Status::kFail);
   EXPECT_EQ(r.fault_code, "VIGIL-CUDA-MEMTEST-ERRORS");
@@ -126,7 +127,8 @@ TEST(ProbeResult, memtest_without_mismatches_passes) {
   CheckContext ctx;
   CheckResult r;
   r.check = "gpu_memtest";
-  for (int gpu = 0; gpu < 8; ++gpu) add_memtest_errors(r, ctx, gpu, 0, 16384, "");
+  for (int gpu = 0; gpu < 8; ++gpu)
+    add_mismatches(r, ctx, gpu, "memtest_errors", 0, "16384 MiB", "");
   r = finish_probe_result(ctx, std::move(r), 8, {}, {});
   EXPECT_EQ(r.status, Status::kPass);
   EXPECT_EQ(r.fault_code, "");
@@ -187,6 +189,67 @@ TEST(Confirmation, a_whole_node_below_its_sku_bound_repeats_every_gpu_twice) {
   EXPECT_TRUE(plan_repeats(
                   with_floor(gemm_figures({800, 801, 799, 797, 802, 800, 798, 801}), 640, 720), cfg)
                   .empty());
+}
+
+GpuHistory gemm_history(const std::vector<double>& per_gpu, std::size_t runs) {
+  GpuHistory h;
+  for (size_t g = 0; g < per_gpu.size(); ++g)
+    h[{"gemm_bf16_tflops", static_cast<int>(g)}] = std::vector<double>(runs, per_gpu[g]);
+  return h;
+}
+
+TEST(Confirmation, a_whole_node_that_stepped_down_from_its_own_history_repeats_every_gpu) {
+  const auto cfg = detect::DetectConfig::defaults();
+  // Every GPU 10% below its own history (~800) yet above the SKU's warn bound (700): no peer
+  // stands out and no bound is broken; only the history shows the step.
+  const auto history = gemm_history({800, 801, 799, 800, 802, 800, 798, 801}, 5);
+  const CheckResult slow =
+      with_floor(gemm_figures({721, 720, 719, 722, 721, 720, 718, 721}), 600, 700);
+  EXPECT_TRUE(plan_repeats(slow, cfg).empty()) << "without history nothing looks wrong";
+  auto plan = plan_repeats(slow, cfg, history);
+  ASSERT_EQ(plan.size(), 8u);
+  for (const auto& [gpu, times] : plan) EXPECT_EQ(times, 2) << "gpu " << gpu;
+  // Fewer than three remembered figures: no history yet, nothing planned.
+  EXPECT_TRUE(
+      plan_repeats(slow, cfg, gemm_history({800, 801, 799, 800, 802, 800, 798, 801}, 2)).empty());
+  // The same node at its usual level: nothing.
+  EXPECT_TRUE(
+      plan_repeats(with_floor(gemm_figures({799, 802, 800, 800, 801, 799, 799, 800}), 600, 700),
+                   cfg, history)
+          .empty());
+}
+
+TEST(Confirmation, one_gpu_below_its_own_history_is_a_suspect_within_the_budget) {
+  const auto cfg = detect::DetectConfig::defaults();
+  // GPU 5 was always the fastest (840); 800 is in line with its peers but 4.8% below its past.
+  auto plan = plan_repeats(gemm_figures({800, 801, 799, 800, 802, 800, 798, 801}), cfg,
+                           gemm_history({800, 801, 799, 800, 802, 840, 798, 801}, 4));
+  ASSERT_EQ(plan.size(), 1u);
+  EXPECT_EQ(plan.at(5), 2);
+}
+
+TEST(Confirmation, only_healthy_figures_join_a_gpus_history) {
+  const auto cfg = detect::DetectConfig::defaults();
+  const auto history = gemm_history({800, 800, 800, 800, 800, 800, 800, 800}, 4);
+  // GPU 2 is 12% below its history and its peers (past the fail margin); GPU 6 breaks the SKU
+  // fail bound; GPU 4's figure is the median of its run and repeats (780).
+  CheckResult r = with_floor(gemm_figures({800, 801, 704, 799, 760, 802, 590, 800}), 600, 650);
+  r.measurements[4].repeats = {780, 790};
+  auto learned = learnable_figures(r, history, cfg);
+  std::map<int, double> by_gpu;
+  for (const auto& f : learned) {
+    EXPECT_EQ(f.measurement, "gemm_bf16_tflops");
+    by_gpu[f.gpu] = f.value;
+  }
+  EXPECT_EQ(by_gpu.count(2), 0u);
+  EXPECT_EQ(by_gpu.count(6), 0u);
+  EXPECT_EQ(by_gpu.at(4), 780);
+  EXPECT_EQ(by_gpu.size(), 6u);
+  // With no history, a figure past the fail margin below its peers is still not learned.
+  auto first = learnable_figures(gemm_figures({800, 801, 704, 799, 802, 800, 798, 801}), {}, cfg);
+  EXPECT_EQ(first.size(), 7u);
+  for (const auto& f : first) EXPECT_NE(f.gpu, 2);
+  EXPECT_EQ(gpu_history_key("gemm_bf16_tflops", 3), "gemm_bf16_tflops/gpu3");
 }
 
 TEST(Confirmation, repeats_go_to_the_measurement_of_the_same_gpu) {

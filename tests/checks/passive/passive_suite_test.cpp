@@ -39,9 +39,10 @@ class PassiveSuite : public ::testing::Test {
     j.merge_patch(patch);
     return dir_.write("nvml.json", j.dump());
   }
-  PassiveRun run(const std::string& fixture_path, bool after_job, std::chrono::milliseconds box) {
+  PassiveRun run(const std::string& fixture_path, PassiveSelection selection,
+                 std::chrono::milliseconds box) {
     ScopedEnv env("VIGIL_FAKE_NVML_FIXTURE", fixture_path);
-    return run_passive_suite(ctx_, &*skus_.value, after_job, std::chrono::steady_clock::now() + box,
+    return run_passive_suite(ctx_, &*skus_.value, selection, std::chrono::steady_clock::now() + box,
                              nullptr);
   }
   static const CheckResult* find(const PassiveRun& r, std::string_view check) {
@@ -58,10 +59,10 @@ class PassiveSuite : public ::testing::Test {
 }  // namespace
 
 TEST_F(PassiveSuite, healthy_node_detects_its_sku_in_the_child_and_reports_every_check_in_order) {
-  auto r = run(kNodes + "/gpu-0/nvml.json", /*after_job=*/false, std::chrono::seconds(30));
+  auto r = run(kNodes + "/gpu-0/nvml.json", {}, std::chrono::seconds(30));
   ASSERT_NE(r.sku, nullptr) << r.sku_note;
   EXPECT_EQ(r.sku->name, "H100-SXM5-80GB");
-  auto expected = passive_checks(false);
+  auto expected = passive_checks({});
   ASSERT_EQ(r.results.size(), expected.size());
   for (size_t i = 0; i < expected.size(); ++i) {
     EXPECT_EQ(r.results[i].check, expected[i]->name());
@@ -71,12 +72,28 @@ TEST_F(PassiveSuite, healthy_node_detects_its_sku_in_the_child_and_reports_every
         << r.results[i].check << ": " << r.results[i].message;
   }
   EXPECT_EQ(find(r, "gpu_leftovers"), nullptr);  // epilog only
-  auto epilog = run(kNodes + "/gpu-0/nvml.json", /*after_job=*/true, std::chrono::seconds(30));
+  auto epilog = run(kNodes + "/gpu-0/nvml.json", {.after_job = true}, std::chrono::seconds(30));
   EXPECT_NE(find(epilog, "gpu_leftovers"), nullptr);
 }
 
+// --cuda-sanity adds gpu_sanity last. This machine has no CUDA device (NVML is the fake's 8
+// GPUs): the check must be an error, or not applicable in a build without CUDA, never a fail.
+TEST_F(PassiveSuite, cuda_sanity_without_a_usable_cuda_device_is_an_error_never_a_fail) {
+  auto r = run(kNodes + "/gpu-0/nvml.json", {.cuda_sanity = true}, std::chrono::seconds(30));
+  ASSERT_FALSE(r.results.empty());
+  const CheckResult& sanity = r.results.back();
+  EXPECT_EQ(sanity.check, "gpu_sanity");
+#ifdef VIGIL_HAVE_CUDA
+  EXPECT_EQ(sanity.status, Status::kError) << sanity.message;
+  EXPECT_EQ(sanity.fault_code, "VIGIL-CUDA-UNAVAILABLE") << sanity.message;
+#else
+  EXPECT_EQ(sanity.status, Status::kSkipped) << sanity.message;
+#endif
+  EXPECT_EQ(find(r, "gpu_leftovers"), nullptr);
+}
+
 TEST_F(PassiveSuite, a_fault_fails_its_check) {
-  auto r = run(kNodes + "/gpu-2/nvml.json", false, std::chrono::seconds(30));
+  auto r = run(kNodes + "/gpu-2/nvml.json", {}, std::chrono::seconds(30));
   const CheckResult* remap = find(r, "nvml_row_remap");
   ASSERT_NE(remap, nullptr);
   EXPECT_EQ(remap->status, Status::kFail) << remap->message;
@@ -84,7 +101,7 @@ TEST_F(PassiveSuite, a_fault_fails_its_check) {
 
 TEST_F(PassiveSuite, a_hung_nvml_call_is_cut_by_the_time_box_into_errors_never_fails) {
   const auto t0 = std::chrono::steady_clock::now();
-  auto r = run(fixture({{"hang_calls", {"nvmlDeviceGetTotalEccErrors"}}}), false,
+  auto r = run(fixture({{"hang_calls", {"nvmlDeviceGetTotalEccErrors"}}}), {},
                std::chrono::milliseconds(1500));
   const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_LT(took, 5.0);
@@ -114,17 +131,17 @@ TEST_F(PassiveSuite, job_gpus_limit_leftovers_to_the_jobs_own_gpus) {
   }
   const std::string path = dir_.write("leftover.json", j.dump());
   ctx_.job_gpus = std::vector<int>{0, 1, 2, 3};
-  auto mine = run(path, true, std::chrono::seconds(30));
+  auto mine = run(path, {.after_job = true}, std::chrono::seconds(30));
   const CheckResult* left = find(mine, "gpu_leftovers");
   ASSERT_NE(left, nullptr);
   EXPECT_EQ(left->status, Status::kFail) << left->message;
   EXPECT_NE(left->message.find("gpu2 pid 4242"), std::string::npos) << left->message;
   ctx_.job_gpus = std::vector<int>{4, 5, 6, 7};  // gpu2 belongs to another job: not ours to judge
-  auto other = run(path, true, std::chrono::seconds(30));
+  auto other = run(path, {.after_job = true}, std::chrono::seconds(30));
   EXPECT_EQ(find(other, "gpu_leftovers")->status, Status::kPass)
       << find(other, "gpu_leftovers")->message;
   ctx_.job_gpus.reset();  // unknown: reported, never drained
-  auto unknown = run(path, true, std::chrono::seconds(30));
+  auto unknown = run(path, {.after_job = true}, std::chrono::seconds(30));
   EXPECT_EQ(find(unknown, "gpu_leftovers")->status, Status::kWarn);
 }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "vigil/checks/check.h"
+#include "vigil/checks/registry.h"
 #include "vigil/checks/sku.h"
 
 namespace vigil {
@@ -21,8 +22,9 @@ struct PassiveRun {
   std::string sku_note;            // why no SKU, when none
 };
 
-// after_job: also gpu_leftovers (epilog). skus: detect the SKU when ctx.sku is null.
-PassiveRun run_passive_suite(const CheckContext& ctx, const SkuSet* skus, bool after_job,
+// selection: the optional checks (passive_checks). skus: detect the SKU when ctx.sku is null.
+PassiveRun run_passive_suite(const CheckContext& ctx, const SkuSet* skus,
+                             PassiveSelection selection,
                              std::chrono::steady_clock::time_point deadline,
                              const std::function<void(const CheckResult&)>& progress);
 

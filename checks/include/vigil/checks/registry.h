@@ -17,9 +17,15 @@ std::vector<std::unique_ptr<Check>> all_checks();
 std::vector<std::unique_ptr<Check>> fabric_checks(const std::string& min_bytes = "",
                                                   const std::string& max_bytes = "");
 
+// Which optional members the hooks' passive suite has.
+struct PassiveSelection {
+  bool after_job = false;    // gpu_leftovers: processes a finished job left on its GPUs (epilog)
+  bool cuda_sanity = false;  // gpu_sanity: a context and a tiny kernel per GPU (--cuda-sanity)
+};
+
 // The passive suite of the Slurm hooks (`vigil-check hook`): counters and link state only, no
-// GPU load. gpu_leftovers (processes a finished job left on its GPUs) only when after_job.
-std::vector<std::unique_ptr<Check>> passive_checks(bool after_job);
+// GPU load (gpu_sanity, when selected, runs one kernel of a few microseconds per GPU).
+std::vector<std::unique_ptr<Check>> passive_checks(PassiveSelection selection);
 
 // Names of every check above and of the fabric checks: what threshold files may name.
 std::set<std::string> known_check_names();
