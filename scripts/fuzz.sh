@@ -6,6 +6,10 @@
 # $BUILD_DIR/artifacts/<target>/: add it to tests/fuzz/regressions/<target>/ with the fix.
 #   scripts/fuzz.sh [SECONDS] [TARGET...]     # default 60 s each, every target
 #   VIGIL_FUZZ_BUILD_DIR=/tmp/bf scripts/fuzz.sh 20 fuzz_node_report
+#   VIGIL_FUZZ_SEED=1 scripts/fuzz.sh 15   # fixed libFuzzer seed (scripts/test.sh, CI): the same
+#                                          # inputs in the same order every run, so a CI run
+#                                          # fails only for a change, never by luck; campaigns
+#                                          # leave it unset (a fresh random seed each run)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECONDS_EACH=${1:-60}
@@ -60,7 +64,9 @@ for t in "${TARGETS[@]}"; do
     fi
   fi
   rc=0
-  "$bin" -max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+  seed=()
+  [ -z "${VIGIL_FUZZ_SEED:-}" ] || seed=(-seed="$VIGIL_FUZZ_SEED")
+  "$bin" "${seed[@]}" -max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
     -artifact_prefix="$BUILD_DIR/artifacts/$t/" "$corpus" >"$work/$t.log" 2>&1 || rc=$?
   execs=$(grep -o 'stat::number_of_executed_units: [0-9]*' "$work/$t.log" | grep -o '[0-9]*$' || echo 0)
   rate=$(grep -o 'exec/s: [0-9]*' "$work/$t.log" | tail -1 | grep -o '[0-9]*$' || echo 0)

@@ -21,7 +21,7 @@ ctest --test-dir "$BUILD_DIR" --output-on-failure -LE "integration|bench" -j"$JO
 ctest --test-dir "$BUILD_DIR" --output-on-failure -L integration --timeout 900
 # Every parser of outside input, fuzzed briefly (own clang + ASan/UBSan build; docs/fuzzing.md).
 if [ "${VIGIL_FUZZ_SECONDS:-15}" != 0 ]; then
-  bash scripts/fuzz.sh "${VIGIL_FUZZ_SECONDS:-15}"
+  VIGIL_FUZZ_SEED=${VIGIL_FUZZ_SEED:-1} bash scripts/fuzz.sh "${VIGIL_FUZZ_SECONDS:-15}"
 fi
 case ${VIGIL_SLURM_2411:-0} in
   1) bash scripts/slurm-root.sh test ;;
