@@ -6,7 +6,11 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <set>
 #include <sstream>
+
+#include "allreduce/fabric_job.h"
+#include "vigil/slurm/slurm_topology.h"
 
 namespace vigil_cli {
 
@@ -62,6 +66,36 @@ std::string join(const std::vector<std::string>& v, const std::string& sep) {
   std::string out;
   for (const auto& s : v) out += (out.empty() ? "" : sep) + s;
   return out;
+}
+
+vigil::Result<std::map<std::string, std::string>> fabric_topology(const std::string& option,
+                                                                  std::string& note) {
+  if (!option.empty() && option != "slurm") {
+    note = "topology from " + option;
+    return vigil::load_topology_map(option);
+  }
+  // Automatic only inside a Slurm job: elsewhere libslurm has no cluster to ask.
+  if (option.empty() && std::getenv("SLURM_JOB_ID") == nullptr) {
+    note = "no topology";
+    return std::map<std::string, std::string>{};
+  }
+  auto tree = vigil::slurm::load_leaf_switches();
+  if (option.empty() && (!tree.ok() || tree->empty())) {
+    note = tree.ok() ? "no topology (Slurm has no tree topology)"
+                     : "no topology (Slurm: " + tree.error().to_string() + ")";
+    return std::map<std::string, std::string>{};
+  }
+  if (!tree.ok()) return tree.error();
+  if (tree->empty())
+    return vigil::Error{
+        "Slurm has no tree topology (TopologyPlugin=topology/tree and "
+        "topology.conf); give a map file instead",
+        "--topology slurm"};
+  std::set<std::string> leaves;
+  for (const auto& [node, leaf] : *tree) leaves.insert(leaf);
+  note = "topology from Slurm: " + std::to_string(tree->size()) + " nodes under " +
+         std::to_string(leaves.size()) + " leaf switches";
+  return tree;
 }
 
 }  // namespace vigil_cli

@@ -2,9 +2,11 @@
 // Small helpers of the vigil-check program (checks/src/main.cpp): environment, host name, the
 // thresholds directory, time, and comma lists. Part of the vigil-check executable only.
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
+#include "vigil/base/result.h"
 #include "vigil/checks/sku.h"
 
 namespace vigil_cli {
@@ -20,5 +22,10 @@ void print_config_errors(const std::vector<vigil::ConfigError>& errors);
 // "a,b" "c" -> a, b, c (empty parts dropped).
 std::vector<std::string> split_list(const std::vector<std::string>& items);
 std::string join(const std::vector<std::string>& v, const std::string& sep);
+// The leaf switch of each node of a k-node fabric job (docs/fabric.md). `option`: a
+// '<node> <switch>' map file; "slurm": Slurm's tree topology (an error when it has none); empty:
+// Slurm's tree inside a Slurm job when there is one, else none. `note` says which it was.
+vigil::Result<std::map<std::string, std::string>> fabric_topology(const std::string& option,
+                                                                  std::string& note);
 
 }  // namespace vigil_cli

@@ -64,7 +64,13 @@ struct RunArgs {
   std::string min_bytes, max_bytes;
   int fabric_rounds = 3;
   std::string topology;
+  std::vector<std::string> report_nodes;  // only these get a report (fabric re-check)
 };
+
+// A fabric re-check reports the drained node only: its known-good partner is not judged.
+bool reported(const RunArgs& a, const std::string& node) {
+  return a.report_nodes.empty() || std::ranges::count(split_list(a.report_nodes), node) > 0;
+}
 
 // Loads the thresholds and fills the context both subcommands share (node, SKU, paths).
 // Returns 0, or the exit code after printing why.
@@ -247,22 +253,21 @@ int cmd_run(const RunArgs& a) {
 // A fabric job of k > 2 nodes: rounds of pairs with rotating partners, then one result per
 // node from the localization (docs/fabric.md).
 int cmd_fabric_job(const RunArgs& a, const vigil::CheckContext& ctx) {
-  std::map<std::string, std::string> leaf_of;
-  if (!a.topology.empty()) {
-    auto loaded = vigil::load_topology_map(a.topology);
-    if (!loaded.ok()) {
-      std::cerr << "vigil-check fabric: " << loaded.error().to_string() << "\n";
-      return kExitError;
-    }
-    leaf_of = std::move(*loaded);
+  std::string topology_note;
+  auto loaded = fabric_topology(a.topology, topology_note);
+  if (!loaded.ok()) {
+    std::cerr << "vigil-check fabric: " << loaded.error().to_string() << "\n";
+    return kExitError;
   }
+  const std::map<std::string, std::string> leaf_of = std::move(*loaded);
   if (a.fabric_rounds < 1 || a.fabric_rounds > 16) {
     std::cerr << "vigil-check fabric: --rounds must be between 1 and 16\n";
     return kExitError;
   }
   if (!a.quiet) {
     std::cerr << "vigil-check fabric: " << ctx.fabric_nodes.size() << " nodes, " << a.fabric_rounds
-              << " rounds of pairs, backend " << ctx.fabric_backend << "\n";
+              << " rounds of pairs, backend " << ctx.fabric_backend << "; " << topology_note
+              << "\n";
   }
   vigil::AllreduceTuning tuning;
   if (!a.min_bytes.empty()) tuning.min_bytes = a.min_bytes;
@@ -274,6 +279,7 @@ int cmd_fabric_job(const RunArgs& a, const vigil::CheckContext& ctx) {
   std::vector<vigil::NodeReport> reports;
   vigil::Status overall = vigil::Status::kPass;
   for (const auto& node : ctx.fabric_nodes) {
+    if (!reported(a, node)) continue;
     vigil::CheckContext node_ctx = ctx;
     node_ctx.node = node;
     vigil::NodeReport report = start_report(a, node_ctx, start);
@@ -306,6 +312,11 @@ int cmd_fabric(const RunArgs& a) {
     return kExitError;
   }
   ctx.fabric_backend = a.fabric_backend;
+  for (const auto& n : split_list(a.report_nodes)) {
+    if (distinct.count(n)) continue;
+    std::cerr << "vigil-check fabric: --report-nodes names " << n << ", which is not in --nodes\n";
+    return kExitError;
+  }
 
   if (ctx.fabric_nodes.size() > 2) return cmd_fabric_job(a, ctx);
 
@@ -327,6 +338,7 @@ int cmd_fabric(const RunArgs& a) {
   std::vector<vigil::NodeReport> reports;
   vigil::Status overall = vigil::Status::kPass;
   for (const auto& node : ctx.fabric_nodes) {
+    if (!reported(a, node)) continue;
     vigil::CheckContext node_ctx = ctx;
     node_ctx.node = node;
     vigil::NodeReport report = start_report(a, node_ctx, start);
@@ -503,8 +515,12 @@ int main(int argc, char** argv) {
   fabric_cmd->add_option("--rounds", fabric.fabric_rounds,
                          "With more than 2 nodes: rounds of pairs with rotating partners (default 3)");
   fabric_cmd->add_option("--topology", fabric.topology,
-                         "With more than 2 nodes: a '<node> <leaf switch>' map, to tell a slow switch "
-                         "from a slow node");
+                         "With more than 2 nodes: a '<node> <leaf switch>' map file, or 'slurm' "
+                         "(Slurm's topology/tree), to tell a slow switch from a slow node "
+                         "(default: Slurm's tree inside a job when it has one)");
+  fabric_cmd->add_option("--report-nodes", fabric.report_nodes,
+                         "Only these nodes get a report (a fabric re-check: the drained node, not "
+                         "its known-good partner)");
 
   HookArgs hook;
   auto* hook_cmd = app.add_subcommand(

@@ -191,7 +191,9 @@ int Drainer::process_chunk(PassView& pass, std::vector<Intent>& intents) {
       const bool unknown_to_slurm = !info && !view.empty();
       const NodeReport judged = judge_slow_locked(a.report, prev);
       Decision d = engine_.on_report(prev, judged, info, breaker_, gsize, unknown_to_slurm);
+      const bool switch_evidence = fold_switch_evidence(d.state, a.report);
       apply_decision_locked(d, &a.report, a.seq, records, intents);
+      if (switch_evidence) spread_switch_verdict_locked(d.state, a.report, records, intents);
     }
     auto w = journal_->append(std::move(records));
     if (!w.ok()) {

@@ -58,6 +58,8 @@ VoidResult KubeSink::write_state(const std::string& k8s, const NodeState& s) {
   a[pre + "reason"] = unless_empty(s.reason);
   a[pre + "last-check"] = unless_empty(s.last_check_time);
   a[pre + "failing"] = unless_empty(s.failing);
+  a[pre + "fabric-switch-suspect"] =
+      s.switch_suspect ? std::optional<std::string>(s.fabric_switch) : std::nullopt;
   VoidResult res = kube_->annotate_node(k8s, a);
   if (res.ok() && cfg_.condition) {
     kube::NodeCondition c;

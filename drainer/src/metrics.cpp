@@ -32,6 +32,10 @@ const std::vector<MetricDesc>& metric_table() {
        "How far a check's worst performance figure on a node lies below its baseline "
        "(fraction; > 0 is slower)",
        "node,sku,check,measurement,unit,baseline"},
+      {"vigil_fabric_switch_suspect", "gauge",
+       "1 while the newest fabric job with a topology suspects the leaf switch, 0 once a later "
+       "job had a good pair leaving it",
+       "switch"},
   };
   return t;
 }
@@ -75,6 +79,8 @@ struct Metrics::Impl {
       build(prometheus::BuildCounter(), *reg, "vigil_reports_ingested_total");
   prometheus::Family<prometheus::Gauge>& deviation =
       build(prometheus::BuildGauge(), *reg, "vigil_measurement_deviation_ratio");
+  prometheus::Family<prometheus::Gauge>& switch_suspect =
+      build(prometheus::BuildGauge(), *reg, "vigil_fabric_switch_suspect");
   prometheus::Gauge& breaker_gauge = breaker.Add({});
 
   // Family::Remove is linear in the family's size, so series are reused while their labels
@@ -187,6 +193,9 @@ void Metrics::on_node(const NodeState& s, const NodeReport* r) {
   }
   for (size_t i = 0; i < ns.state.size(); ++i)
     ns.state[i]->Set(kAllNodeHealth[i] == s.health ? 1 : 0);
+  // Every node known under a switch carries the switch's verdict (Drainer keeps them equal).
+  if (!s.fabric_switch.empty())
+    impl_->switch_suspect.Add({{"switch", s.fabric_switch}}).Set(s.switch_suspect ? 1 : 0);
   if (!r) return;
   for (const auto& c : r->checks) {
     Impl::SeriesByKey status, meas, thr;

@@ -412,6 +412,10 @@ nlohmann::json to_json(const NodeState& s) {
                    {"note", s.note},
                    {"failing", s.failing}};
   if (s.k8s_node) j["k8s_node"] = *s.k8s_node;
+  if (!s.fabric_switch.empty()) {
+    j["fabric_switch"] = s.fabric_switch;
+    j["switch_suspect"] = s.switch_suspect;
+  }
   return j;
 }
 
@@ -448,6 +452,8 @@ Result<NodeState> node_state_from_json(const nlohmann::json& j) {
     s.note = j.value("note", "");
     s.failing = j.value("failing", "");
     if (j.contains("k8s_node")) s.k8s_node = j.at("k8s_node").get<std::string>();
+    s.fabric_switch = j.value("fabric_switch", "");
+    s.switch_suspect = j.value("switch_suspect", false);
     return s;
   } catch (const std::exception& e) {
     return Error{e.what(), "node_state_from_json"};

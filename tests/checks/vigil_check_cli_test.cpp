@@ -210,6 +210,21 @@ TEST_F(VigilCheckCli, fabric_gives_each_node_of_the_pair_a_report_and_fails_a_sl
   for (const auto& e : fs::directory_iterator(dir_ + "/spool")) spooled += e.is_regular_file();
   EXPECT_EQ(spooled, 2u);
 
+  // A fabric re-check reports the drained node only (--report-nodes); its partner gets nothing.
+  std::vector<std::string> only = argv;
+  only.insert(only.end(), {"--report-nodes", "gpu-1"});
+  auto one = run_command(only, o);
+  ASSERT_EQ(one.exit_code, 1) << one.describe();
+  const auto single = nlohmann::json::parse(one.out);
+  ASSERT_TRUE(single.is_object()) << one.out;  // one report, not an array
+  EXPECT_EQ(single.at("node"), "gpu-1");
+  only.back() = "gpu-9";
+  auto stranger = run_command(only, o);
+  EXPECT_EQ(stranger.exit_code, 3) << stranger.describe();
+  EXPECT_NE(stranger.err.find("--report-nodes names gpu-9, which is not in --nodes"),
+            std::string::npos)
+      << stranger.err;
+
   // A pair needs two distinct nodes.
   for (const char* bad : {"gpu-0", "gpu-0,gpu-0"}) {
     auto b = run_command({kBinary, "fabric", "--nodes", bad, "--ranks", "2"});

@@ -17,6 +17,7 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
@@ -148,6 +149,37 @@ json reports_for(int seq, bool include_stale_node) {
                {check("fabric_allreduce_ib", "pass", {meas("busbw", 372.5, "GB/s", ">=", 330, 360)},
                       "pair gpu-0+gpu-1: busbw 372.50 GB/s")},
                "-fabric"));
+  }
+  // A 6-node fabric job with a topology (nodes unknown to Slurm, so nothing is drained): fab-2
+  // and fab-3 sit under leaf1, which the job suspects; fab-5 is localized.
+  const std::map<std::string, std::string> leaf_of = {{"fab-0", "leaf0"}, {"fab-1", "leaf0"},
+                                                      {"fab-2", "leaf1"}, {"fab-3", "leaf1"},
+                                                      {"fab-4", "leaf2"}, {"fab-5", "leaf2"}};
+  for (const auto& [node, leaf] : leaf_of) {
+    const bool under = leaf == "leaf1", bad = node == "fab-5";
+    json pairs = json::array();
+    for (const char* partner : {"fab-0", "fab-2", "fab-4"}) {
+      if (node == partner) continue;
+      json m = meas("pair_busbw", under || bad ? 21.0 : 40.5, "GB/s", ">=", 36, 38);
+      m["port"] = std::string("pair:") + partner;
+      pairs.push_back(m);
+    }
+    json sw = {{"name", "switch_suspected"},
+               {"value", under ? 1 : 0},
+               {"unit", "bool"},
+               {"port", "switch:" + leaf}};
+    if (!bad) pairs.push_back(sw);
+    out.push_back(report(node, seq,
+                         {check("fabric_allreduce_ib",
+                                bad     ? "fail"
+                                : under ? "warn"
+                                        : "pass",
+                                pairs, bad ? "6-node fabric job: slow with 2 partners" : "",
+                                bad     ? "VIGIL-FABRIC-LOCALIZED"
+                                : under ? "VIGIL-FABRIC-SWITCH"
+                                        : "",
+                                "fabric-ib")},
+                         "-fabric"));
   }
   const json remap = meas("row_remap_pending", 1, "count", "<=", 0, {}, 3);
   out.push_back(report("gpu-2", seq,
@@ -349,7 +381,17 @@ TEST_F(DashboardsTest, every_panel_query_returns_data_from_a_real_prometheus_and
       }
     }
   }
-  EXPECT_GE(queries, 25);
+  // The suspects panels name exactly the suspected switch and the localized node.
+  const auto switches = prom("/api/v1/query", {{"query", "vigil_fabric_switch_suspect == 1"}});
+  ASSERT_EQ(switches["data"]["result"].size(), 1u) << switches.dump();
+  EXPECT_EQ(switches["data"]["result"][0]["metric"]["switch"], "leaf1");
+  const auto localized = prom(
+      "/api/v1/query",
+      {{"query",
+        R"(max by (node) (vigil_check_status{check="fabric_allreduce_ib", status="fail"}) == 1)"}});
+  ASSERT_EQ(localized["data"]["result"].size(), 1u) << localized.dump();
+  EXPECT_EQ(localized["data"]["result"][0]["metric"]["node"], "fab-5");
+  EXPECT_GE(queries, 29);
   std::printf("evaluated %d panel queries of 3 dashboards through the Prometheus API\n", queries);
 
   // Alerts: the breaker and the stale node are live; both must be active (pending: `for`).
@@ -363,11 +405,14 @@ TEST_F(DashboardsTest, every_panel_query_returns_data_from_a_real_prometheus_and
   std::set<std::string> alerts;
   for (int i = 0; i < 20; ++i) {
     alerts = active_alerts();
-    if (alerts.count("VigilCircuitBreakerOpen") && alerts.count("VigilStaleReports")) break;
+    if (alerts.count("VigilCircuitBreakerOpen") && alerts.count("VigilStaleReports") &&
+        alerts.count("VigilFabricSwitchSuspect"))
+      break;
     std::this_thread::sleep_for(500ms);
   }
   EXPECT_TRUE(alerts.count("VigilCircuitBreakerOpen")) << testing::PrintToString(alerts);
   EXPECT_TRUE(alerts.count("VigilStaleReports")) << testing::PrintToString(alerts);
+  EXPECT_TRUE(alerts.count("VigilFabricSwitchSuspect")) << testing::PrintToString(alerts);
   EXPECT_FALSE(alerts.count("VigilDrainerDown")) << testing::PrintToString(alerts);
   EXPECT_FALSE(alerts.count("VigilDrainsSpike")) << "one drain is no spike";
 

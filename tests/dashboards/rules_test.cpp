@@ -41,7 +41,7 @@ std::set<std::string> drainer_metric_names() {
 TEST(AlertRules, pass_promtool_check_rules) {
   const auto r = run_command({VIGIL_PROMTOOL, "check", "rules", kSrc + "/dashboards/alerts.yaml"});
   EXPECT_EQ(r.exit_code, 0) << r.describe();
-  EXPECT_NE(r.out.find("SUCCESS: 6 rules found"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("SUCCESS: 7 rules found"), std::string::npos) << r.out;
 }
 
 TEST(AlertRules, fire_in_their_scenarios_and_stay_silent_otherwise) {
@@ -59,8 +59,9 @@ TEST(AlertRules, the_firing_tests_catch_a_broken_rule) {
   fs::copy_file(kSrc + "/tests/dashboards/alerts_test.yaml",
                 dir + "/tests/dashboards/alerts_test.yaml");
   for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
-           {"[1h])) > 5", "[1h])) > 50"},                          // spike threshold off by 10x
-           {"== 1\n        for: 1m", "== 2\n        for: 1m"}}) {  // breaker never matches
+           {"[1h])) > 5", "[1h])) > 50"},                       // spike threshold off by 10x
+           {"== 1\n        for: 1m", "== 2\n        for: 1m"},  // breaker never matches
+           {"(vigil_fabric_switch_suspect) == 1", "(vigil_fabric_switch_suspect) == 0"}}) {
     std::string rules = read(kSrc + "/dashboards/alerts.yaml");
     ASSERT_NE(rules.find(from), std::string::npos) << from;
     rules.replace(rules.find(from), from.size(), to);

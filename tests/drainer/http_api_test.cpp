@@ -264,6 +264,19 @@ TEST(HttpApi, metrics_pass_promtool_check_metrics) {
     gemm.measurements.push_back(gm);
   }
   r.checks.push_back(gemm);
+  // A fabric job's switch evidence gives vigil_fabric_switch_suspect a series.
+  CheckResult fabric;
+  fabric.check = "fabric_allreduce_ib";
+  fabric.status = Status::kWarn;
+  fabric.fault_code = "VIGIL-FABRIC-SWITCH";
+  fabric.message = "switch leaf1 suspected";
+  Measurement sw;
+  sw.name = "switch_suspected";
+  sw.value = 1;
+  sw.unit = "bool";
+  sw.port = "switch:leaf1";
+  fabric.measurements = {sw};
+  r.checks.push_back(fabric);
   ASSERT_EQ(s.post(to_json(r).dump())->status, 202);
   s.d->process_pending();
   s.d->run_slurm_sink_once();
@@ -280,6 +293,8 @@ TEST(HttpApi, metrics_pass_promtool_check_metrics) {
       std::string::npos)
       << text;
   EXPECT_NE(text.find(R"(bound="warn")"), std::string::npos);
+  EXPECT_NE(text.find(R"(vigil_fabric_switch_suspect{switch="leaf1"} 1)"), std::string::npos)
+      << text;
   EXPECT_NE(
       text.find(
           R"(vigil_node_state{node="gpu-1",partition="gpu",sku="h100-sxm-80gb",state="drained"} 1)"),

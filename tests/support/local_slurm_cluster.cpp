@@ -48,6 +48,11 @@ LocalSlurmCluster::LocalSlurmCluster(Options options) : options_(options) {
                                    "--timeout",
                                    std::to_string(options_.start_timeout.count())};
   if (options_.rest) argv.push_back("--rest");
+  if (!options_.etc_files.empty()) {
+    std::filesystem::create_directories(dir_ + "/etc");
+    for (const auto& [name, text] : options_.etc_files)
+      std::ofstream(dir_ + "/etc/" + name) << text;
+  }
   if (!options_.extra_conf.empty()) {
     const std::string extra = dir_ + "/extra.conf";
     std::ofstream(extra) << options_.extra_conf << "\n";

@@ -27,6 +27,9 @@ class LocalSlurmCluster {
     // Lines appended to slurm.conf (local-cluster.sh --extra-conf), e.g. Prolog=/path; empty:
     // the standard configuration.
     std::string extra_conf;
+    // Files written into DIR/etc before the daemons start, by name: e.g. topology.conf, which
+    // Slurm reads from slurm.conf's directory.
+    std::map<std::string, std::string> etc_files;
     bool rest = false;                        // JWT auth + slurmrestd (local-cluster.sh --rest)
   };
 

@@ -35,7 +35,25 @@ std::map<std::string, CheckResult> fabric_job_results(
     const std::string job = std::to_string(v.nodes.size()) + "-node fabric job: ";
     bool under_switch = false;
     if (auto it = leaf_of.find(b.node); it != leaf_of.end()) {
-      for (const auto& s : v.switches) under_switch = under_switch || s.leaf == it->second;
+      const std::string& leaf = it->second;
+      for (const auto& s : v.switches) under_switch = under_switch || s.leaf == leaf;
+      // The switch verdict travels as a measurement, so older drainers accept the report:
+      // 1 = this job suspects the node's leaf; 0 = the node had a good pair leaving the leaf,
+      // which clears an earlier suspicion; absent = no evidence either way.
+      bool good_crossing = false;
+      for (const auto& p : rounds.pairs) {
+        if (!p.busbw || *p.busbw < v.slow_below || (p.a != b.node && p.b != b.node)) continue;
+        auto other = leaf_of.find(p.a == b.node ? p.b : p.a);
+        good_crossing = good_crossing || (other != leaf_of.end() && other->second != leaf);
+      }
+      if (under_switch || good_crossing) {
+        Measurement m;
+        m.name = "switch_suspected";
+        m.value = under_switch ? 1 : 0;
+        m.unit = "bool";
+        m.port = "switch:" + leaf;
+        r.measurements.push_back(std::move(m));
+      }
     }
     if (b.call == detect::FabricCall::kFail) {
       r.status = Status::kFail;

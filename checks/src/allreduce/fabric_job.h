@@ -9,6 +9,9 @@
 //   error VIGIL-FABRIC-LAUNCH     no pair of the node could be measured;
 //   pass                           a good pair.
 // Every pair the node took part in is a measurement `pair_busbw` with port `pair:<partner>`.
+// With a topology, a node whose leaf this job suspects carries `switch_suspected` = 1 (unit
+// bool, port `switch:<leaf>`), and a node with a good pair to another leaf carries 0: the
+// drainer exports and annotates the switch from these, and a 0 clears an earlier suspicion.
 #include <cstdint>
 #include <map>
 #include <string>

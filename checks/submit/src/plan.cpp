@@ -96,7 +96,31 @@ PlannedCommand recheck_cmd(const std::string& node, const SubmitOptions& o) {
   return c;
 }
 
+// A node Vigil drained for the fabric (docs/fabric.md "Fabric re-check"): no allocation can
+// include a DRAIN node, so the pair test runs inside an exclusive allocation of the known-good
+// partner, and the job script reaches the drained node with srun -Z, as the plain re-check does.
+// Only the drained node's report is posted; the partner is held by the allocation, so no user
+// job shares it, and the drained node never leaves DRAIN.
+PlannedCommand fabric_recheck_job(const std::string& drained, const std::string& partner,
+                                  const std::string& partition, const SubmitOptions& o) {
+  PlannedCommand c{"fabric-recheck", {drained, partner}, {"sbatch", "--parsable"}};
+  add_common_sbatch(c.argv, o);
+  if (o.partition.empty() && !partition.empty()) c.argv.push_back("--partition=" + partition);
+  c.argv.push_back("--nodelist=" + partner);
+  c.argv.push_back("--nodes=1");
+  c.argv.push_back("--ntasks-per-node=" + std::to_string(o.fabric_ranks_per_node));
+  c.argv.push_back("--time=" + o.fabric_time_limit);
+  c.argv.push_back("--export=ALL,VIGIL_MODE=fabric-recheck,VIGIL_RUN_ID=" + o.run_id +
+                   ",VIGIL_RECHECK_NODE=" + drained);
+  c.argv.push_back(o.job_script);
+  return c;
+}
+
 }  // namespace
+
+bool is_fabric_drain(const slurm::SlurmNodeInfo& node) {
+  return node.drain && starts_with(node.reason, std::string(slurm::kReasonPrefix) + " fabric-ib");
+}
 
 bool is_active_vigil_job(const slurm::SlurmJobInfo& job, const SubmitOptions& options) {
   if (!job.active) return false;
@@ -228,12 +252,51 @@ SubmitPlan plan_submissions(const std::vector<slurm::SlurmNodeInfo>& nodes,
     }
   }
 
+  // Known-good partners for fabric re-checks: idle nodes Vigil may check (not drained, no
+  // vigil job), in name order, those without a node job this run first (each holds one
+  // exclusive allocation at a time). --nodes does not restrict them: a partner is a reference.
+  std::map<std::string, const slurm::SlurmNodeInfo*> info;
+  for (const slurm::SlurmNodeInfo& n : nodes) info[n.name] = &n;
+  std::vector<std::string> partners;
+  const std::set<std::string> busy(chosen.begin(), chosen.end());
+  const bool fabric_drains =
+      std::any_of(recheck_candidates.begin(), recheck_candidates.end(),
+                  [&](const std::string& name) { return is_fabric_drain(*info.at(name)); });
+  for (int pass = 0; fabric_drains && pass < 2; ++pass) {
+    for (const auto& [name, n] : info) {
+      if (n->drain || n->state != "IDLE" || busy.count(name) != static_cast<size_t>(pass)) continue;
+      if (skip_reason_indexed(*n, vigil_jobs, o).empty()) partners.push_back(name);
+    }
+  }
+  auto partition_of = [&](const slurm::SlurmNodeInfo& n) {
+    return !o.partition.empty() ? o.partition : n.partitions.empty() ? "" : n.partitions.front();
+  };
+
   std::sort(recheck_candidates.begin(), recheck_candidates.end());
   const size_t recheck_cap = static_cast<size_t>(std::max(o.max_rechecks, 0));
   for (size_t i = 0; i < recheck_candidates.size(); ++i) {
     NodeVerdict& v = verdicts[recheck_candidates[i]];
     if (i >= recheck_cap) {
       v.why = "drained by vigil; over --max-rechecks " + std::to_string(recheck_cap);
+      continue;
+    }
+    const slurm::SlurmNodeInfo& drained = *info.at(recheck_candidates[i]);
+    if (is_fabric_drain(drained)) {
+      // The node checks of a plain re-check do not include the fabric test that drained it.
+      const std::string partition = partition_of(drained);
+      auto p = std::find_if(partners.begin(), partners.end(), [&](const std::string& name) {
+        return partition_of(*info.at(name)) == partition;
+      });
+      if (p == partners.end()) {
+        v.why = "drained by vigil (fabric); no idle known-good partner in partition " + partition +
+                " this run";
+        continue;
+      }
+      plan.jobs.push_back(fabric_recheck_job(drained.name, *p, partition, o));
+      v.action = PlanStep::kRecheck;
+      v.why = "drained by vigil (fabric): pair re-check with " + *p + " inside " + *p +
+              "'s allocation, srun -Z onto the node (node stays drained)";
+      partners.erase(p);
       continue;
     }
     plan.rechecks.push_back(recheck_cmd(recheck_candidates[i], o));

@@ -86,6 +86,7 @@ void print_table(const SubmitPlan& plan, const std::vector<CommandOutcome>& outc
       r = o.exit_code == 0 ? "job " + o.job_id : "sbatch failed";
     }
     if (o.kind == "fabric") r = "fabric " + r;
+    if (o.kind == "fabric-recheck") r = "fabric re-check " + r;
     for (const auto& n : o.nodes) {
       auto& slot = results[n];
       slot += (slot.empty() ? "" : ", ") + r;

@@ -15,6 +15,12 @@ FabricRoundsResult rounds_of(const std::vector<std::string>& nodes,
   return r;
 }
 
+const Measurement* find_measurement(const CheckResult& r, const std::string& name) {
+  for (const auto& m : r.measurements)
+    if (m.name == name) return &m;
+  return nullptr;
+}
+
 TEST(FabricJob, the_localized_node_fails_with_its_pairs_and_the_others_pass) {
   // n3 is slow with all three partners; each partner is fine with someone else.
   const auto r = fabric_job_results(rounds_of({"n0", "n1", "n2", "n3"}, {{"n0", "n3", 0, 30},
@@ -79,6 +85,44 @@ TEST(FabricJob, nodes_under_a_suspected_switch_warn_and_are_not_failed) {
     EXPECT_NE(r.at(n).message.find("switch leaf1 suspected"), std::string::npos);
   }
   for (const char* n : {"n0", "n1", "n4", "n5"}) EXPECT_NE(r.at(n).status, Status::kFail) << n;
+  // The switch verdict travels as a measurement: 1 under the suspected leaf...
+  for (const char* n : {"n2", "n3"}) {
+    const Measurement* m = find_measurement(r.at(n), "switch_suspected");
+    ASSERT_NE(m, nullptr) << n;
+    EXPECT_EQ(m->value, 1) << n;
+    EXPECT_EQ(m->unit, "bool");
+    EXPECT_EQ(m->port, "switch:leaf1");
+  }
+  // ...and 0 (clearing evidence) for a node with a good pair leaving its own leaf.
+  for (const char* n : {"n0", "n1", "n4", "n5"}) {
+    const Measurement* m = find_measurement(r.at(n), "switch_suspected");
+    ASSERT_NE(m, nullptr) << n;
+    EXPECT_EQ(m->value, 0) << n;
+    EXPECT_EQ(m->port, "switch:" + leaf_of.at(n));
+  }
+}
+
+TEST(FabricJob, a_node_with_only_pairs_inside_its_leaf_carries_no_switch_evidence) {
+  const std::map<std::string, std::string> leaf_of = {
+      {"n0", "leaf0"}, {"n1", "leaf0"}, {"n2", "leaf1"}, {"n3", "leaf1"}};
+  // n0 and n1 only met each other (and a failed run): nothing about leaf0's uplink.
+  const auto r = fabric_job_results(rounds_of({"n0", "n1", "n2", "n3"},
+                                              {{"n0", "n1", 0, 40},
+                                               {"n2", "n3", 0, 40},
+                                               {"n0", "n2", 1, std::nullopt},
+                                               {"n1", "n3", 1, 40}},
+                                              leaf_of),
+                                    leaf_of);
+  EXPECT_EQ(find_measurement(r.at("n0"), "switch_suspected"), nullptr);
+  const Measurement* m = find_measurement(r.at("n1"), "switch_suspected");
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(m->value, 0);
+  EXPECT_EQ(m->port, "switch:leaf0");
+  // Without a topology no node carries switch evidence.
+  const auto plain = fabric_job_results(
+      rounds_of({"n0", "n1", "n2", "n3"}, {{"n0", "n2", 0, 40}, {"n1", "n3", 0, 40}}), {});
+  for (const auto& [node, res] : plain)
+    EXPECT_EQ(find_measurement(res, "switch_suspected"), nullptr);
 }
 
 }  // namespace

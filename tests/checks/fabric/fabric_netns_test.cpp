@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -140,6 +141,13 @@ TEST_F(FabricNetns, a_slowed_leaf_uplink_is_named_as_the_switch_and_no_node_is_b
     if (n.leaf == "leaf1") {
       EXPECT_EQ(c.fault_code, "VIGIL-FABRIC-SWITCH") << describe(r);
       EXPECT_NE(c.message.find("switch leaf1 suspected"), std::string::npos) << describe(r);
+      // The verdict the drainer exports and annotates (docs/fabric.md "Switch verdict").
+      const auto m =
+          std::find_if(c.measurements.begin(), c.measurements.end(),
+                       [](const Measurement& x) { return x.name == "switch_suspected"; });
+      ASSERT_NE(m, c.measurements.end()) << describe(r);
+      EXPECT_EQ(m->value, 1);
+      EXPECT_EQ(m->port, "switch:leaf1");
     } else {
       EXPECT_EQ(c.status, Status::kPass) << describe(r);
     }

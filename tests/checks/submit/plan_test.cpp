@@ -281,6 +281,56 @@ TEST(SubmitPlan, nodes_drained_by_vigil_get_an_srun_no_allocate_recheck_not_an_s
   EXPECT_NE(verdict(p, "gpu-2").why.find("--no-recheck"), std::string::npos);
 }
 
+// A node drained for the fabric cannot be re-checked alone (the node checks do not include the
+// pair test) nor inside an allocation (it is DRAIN): an exclusive sbatch on an idle known-good
+// partner runs the pair, reaching the drained node with srun -Z (docs/fabric.md).
+TEST(SubmitPlan, a_fabric_drain_is_rechecked_in_a_known_good_partners_allocation) {
+  SlurmNodeInfo sick = idle("gpu-2");
+  sick.drain = true;
+  sick.reason = "vigil: fabric-ib 4-node fabric job: slow with 3 partners";
+  SlurmNodeInfo remap = idle("gpu-5");
+  remap.drain = true;
+  remap.reason = "vigil: remap gpu3 pending 1>0";
+  SlurmNodeInfo busy = idle("gpu-0");
+  busy.state = "ALLOCATED";  // a user job: no partner now
+  SubmitOptions o = options();
+  o.nodes = {"gpu-2", "gpu-5"};  // --nodes restricts what is checked, not who partners
+  SubmitPlan p = plan_submissions({busy, idle("gpu-1"), sick, remap}, {}, o);
+  ASSERT_EQ(p.jobs.size(), 1u);
+  const auto& job = p.jobs[0];
+  EXPECT_EQ(job.kind, "fabric-recheck");
+  EXPECT_EQ(job.argv[0], "sbatch");
+  EXPECT_TRUE(has_arg(job.argv, "--nodelist=gpu-1")) << vigil::submit::shell_join(job.argv);
+  EXPECT_TRUE(has_arg(job.argv, "--nodes=1"));
+  EXPECT_TRUE(has_arg(job.argv, "--exclusive"));
+  EXPECT_TRUE(has_arg(job.argv, "--partition=gpu"));
+  EXPECT_TRUE(has_arg(job.argv,
+                      "--export=ALL,VIGIL_MODE=fabric-recheck,VIGIL_RUN_ID=r1,"
+                      "VIGIL_RECHECK_NODE=gpu-2"));
+  EXPECT_EQ(verdict(p, "gpu-2").action, PlanStep::kRecheck);
+  EXPECT_NE(verdict(p, "gpu-2").why.find("pair re-check with gpu-1"), std::string::npos);
+  // The other vigil drain keeps its srun -Z re-check.
+  ASSERT_EQ(p.rechecks.size(), 1u);
+  EXPECT_EQ(p.rechecks[0].nodes[0], "gpu-5");
+  // No idle partner: nothing launched for it, and the table says why.
+  p = plan_submissions({busy, sick}, {}, o);
+  EXPECT_TRUE(p.jobs.empty());
+  EXPECT_TRUE(p.rechecks.empty());
+  EXPECT_NE(verdict(p, "gpu-2").why.find("no idle known-good partner"), std::string::npos);
+  // One partner per re-check: two fabric drains take two partners.
+  SlurmNodeInfo sick2 = sick;
+  sick2.name = "gpu-3";
+  o.nodes = {};
+  p = plan_submissions({idle("gpu-1"), idle("gpu-4"), sick, sick2}, {}, o);
+  std::set<std::string> partners;
+  for (const auto& j : p.jobs) {
+    if (j.kind != "fabric-recheck") continue;
+    ASSERT_EQ(j.nodes.size(), 2u);
+    partners.insert(j.nodes[1]);
+  }
+  EXPECT_EQ(partners, (std::set<std::string>{"gpu-1", "gpu-4"}));
+}
+
 TEST(SubmitPlan, caps_rechecks_and_honours_the_node_and_partition_filters) {
   std::vector<SlurmNodeInfo> nodes;
   for (int i = 0; i < 5; ++i) {

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -91,7 +92,8 @@ class RecheckTest : public ::testing::Test {
   }
 
   // vigil-submit as the CronJob runs it, with the check pointed at the fake hardware.
-  CommandResult submit(const std::vector<std::string>& extra) {
+  CommandResult submit(const std::vector<std::string>& extra,
+                       const std::map<std::string, std::string>& env = {}) {
     std::vector<std::string> argv = {
         VIGIL_SUBMIT_BINARY,
         "--job-script=" + std::string(VIGIL_SOURCE_DIR) + "/cronjobs/vigil-check.sbatch",
@@ -115,6 +117,7 @@ class RecheckTest : public ::testing::Test {
              {"VIGIL_ALLREDUCE", VIGIL_ALLREDUCE_BINARY},
              {"VIGIL_FABRIC_BACKEND", "host"},
              {"VIGIL_FABRIC_SIZES", "1M,4M"}};
+    for (const auto& [k, v] : env) o.env[k] = v;
     return cluster_->run(argv, o);
   }
 
@@ -353,6 +356,112 @@ TEST_F(RecheckTest,
     EXPECT_FALSE(state.at("drained_by_vigil").get<bool>()) << state.dump();
     EXPECT_EQ(node_state(node).first, "idle") << node;
   }
+}
+
+// A node drained for the fabric (reason `vigil: fabric-ib ...`) cannot be re-checked alone, nor
+// inside an allocation (it is DRAIN): vigil-submit submits an exclusive sbatch on an idle
+// known-good partner (gpu-0), whose job runs the pair with mpirun reaching gpu-2 through srun -Z
+// and posts gpu-2's report only. The loopback pair passes against lowered fabric thresholds (a
+// copy of the SKU files with the fabric_allreduce_ib floor at 0.001 GB/s): two passing re-checks
+// resume gpu-2 (resume_after 2), and a user job asking for gpu-2 stays PENDING until then.
+TEST_F(RecheckTest, fabric_drained_node_is_rechecked_against_a_known_good_partner_and_resumed) {
+  if (std::string(VIGIL_ALLREDUCE_BINARY).empty()) GTEST_SKIP() << "vigil-allreduce not built";
+  const std::string th = scratch_.path() + "/thresholds";
+  fs::create_directories(th);
+  for (const auto& f :
+       fs::directory_iterator(std::string(VIGIL_SOURCE_DIR) + "/checks/thresholds")) {
+    std::ifstream in(f.path());
+    std::ofstream out(th + "/" + f.path().filename().string());
+    bool fabric = false;
+    for (std::string line; std::getline(in, line);) {
+      if (line.find("fabric_allreduce_ib:") != std::string::npos) fabric = true;
+      if (fabric && line.find("busbw:") != std::string::npos) {
+        line = "    busbw: {op: \">=\", fail: 0.001, warn: 0.002, unit: GB/s}";
+        fabric = false;
+      }
+      out << line << "\n";
+    }
+  }
+  const std::map<std::string, std::string> env = {{"VIGIL_THRESHOLDS", th}};
+  const std::string reason = "vigil: fabric-ib 4-node fabric job: slow with 3 partners";
+  auto drain =
+      cluster_->run({"scontrol", "update", "nodename=gpu-2", "state=drain", "reason=" + reason});
+  ASSERT_EQ(drain.exit_code, 0) << drain.describe();
+  std::string why;
+  const auto user_job =
+      cluster_->submit({"--nodelist=gpu-2", "--job-name=user-train", "--wrap=sleep 1"}, {}, &why);
+  ASSERT_TRUE(user_job) << why;
+  start_monitor("gpu-2", *user_job);
+
+  httplib::Client cli("127.0.0.1", port_);
+  for (int round = 1; round <= 2; ++round) {
+    auto r = submit({"--json", "--nodes=gpu-2", "--fabric-ranks-per-node=1",
+                     "--run-id=fabric-recheck-" + std::to_string(round)},
+                    env);
+    ASSERT_EQ(r.exit_code, 0) << r.describe();
+    const auto j = nlohmann::json::parse(r.out);
+    nlohmann::json cmd;
+    for (const auto& c : j.at("commands"))
+      if (c.at("kind") == "fabric-recheck") cmd = c;
+    ASSERT_FALSE(cmd.is_null()) << r.out;
+    EXPECT_EQ(cmd.at("nodes"), nlohmann::json::array({"gpu-2", "gpu-0"})) << cmd.dump();
+    const long id = std::stol(cmd.at("job_id").get<std::string>());
+    ASSERT_TRUE(cluster_->wait_for_jobs({id}, 240s));
+    std::ifstream in(scratch_.path() + "/vigil-check-" + std::to_string(id) + ".out");
+    std::stringstream log;
+    log << in.rdbuf();
+    EXPECT_EQ(cluster_->job_field(id, "NodeList"), "gpu-0");
+    EXPECT_EQ(cluster_->job_field(id, "ExitCode"), "0:0") << log.str();
+    EXPECT_NE(log.str().find("re-check gpu-2 against gpu-0"), std::string::npos) << log.str();
+    EXPECT_NE(log.str().find("report for gpu-2 delivered"), std::string::npos) << log.str();
+    EXPECT_EQ(log.str().find("report for gpu-0"), std::string::npos) << log.str();
+    if (round == 1) {
+      nlohmann::json state;
+      for (int i = 0; i < 100; ++i) {  // the report may still be on its way
+        auto res = cli.Get("/v1/nodes/gpu-2");
+        if (res && res->status == 200) {
+          state = nlohmann::json::parse(res->body);
+          if (state.at("checks").contains("fabric_allreduce_ib")) break;
+        }
+        std::this_thread::sleep_for(100ms);
+      }
+      ASSERT_TRUE(state.is_object() && state.at("checks").contains("fabric_allreduce_ib"))
+          << state.dump() << "\n"
+          << log.str();
+      EXPECT_EQ(state.at("checks").at("fabric_allreduce_ib").at("last_status"), "pass")
+          << state.dump();
+      std::this_thread::sleep_for(1s);  // one pass must not resume
+      EXPECT_EQ(node_state("gpu-2").second, reason);
+      EXPECT_EQ(cluster_->job_field(*user_job, "JobState"), "PENDING");
+      // The partner is a reference, never judged by the re-check.
+      auto partner = cli.Get("/v1/nodes/gpu-0");
+      EXPECT_TRUE(
+          !partner || partner->status == 404 ||
+          !nlohmann::json::parse(partner->body).at("checks").contains("fabric_allreduce_ib"))
+          << partner->body;
+    }
+  }
+  ASSERT_TRUE(
+      wait_until([&] { return node_state("gpu-2").first.find("drain") == std::string::npos; }, 60s))
+      << node_state("gpu-2").first << "\n"
+      << drainer_->log();
+  ASSERT_TRUE(cluster_->wait_for_jobs({*user_job}, 120s));
+  stop_monitor();
+  EXPECT_EQ(cluster_->job_field(*user_job, "JobState"), "COMPLETED");
+  std::lock_guard<std::mutex> lock(samples_mutex_);
+  size_t drained_samples = 0;
+  for (const Sample& s : samples_) {
+    const bool drained = s.node_state.find("drain") != std::string::npos;
+    if (drained) {
+      ++drained_samples;
+      EXPECT_EQ(s.reason, reason) << "reason changed during the fabric re-check";
+      EXPECT_EQ(s.user_job_state, "PENDING") << "user job state while drained";
+    }
+    if (s.user_job_state == "RUNNING" || s.user_job_state == "COMPLETED") {
+      EXPECT_FALSE(drained) << "user job ran on a drained node";
+    }
+  }
+  EXPECT_GT(drained_samples, 3u);
 }
 
 }  // namespace

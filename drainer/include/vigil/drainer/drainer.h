@@ -128,6 +128,11 @@ class Drainer {
   void apply_decision_locked(const Decision& d, const NodeReport* r, uint64_t report_seq,
                              std::vector<nlohmann::json>& records, std::vector<Intent>& intents);
   void enqueue_intents_locked(const std::vector<Intent>& intents);
+  // fabric_switches.cpp: `from` carries its switch's newest verdict; every other node known
+  // under that switch takes it too (a journaled decision with no action, annotated again).
+  void spread_switch_verdict_locked(const NodeState& from, const NodeReport& r,
+                                    std::vector<nlohmann::json>& records,
+                                    std::vector<Intent>& intents);
   void refresh_gauges_locked();
 
   // sink_worker.cpp

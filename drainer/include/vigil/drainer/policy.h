@@ -54,6 +54,11 @@ struct NodeState {
                             // drain_skipped (the sink found the node not ours to drain) | ""
   std::string note;         // why the last decision was what it was
   std::string failing;      // compact JSON array of failing/warning measurements
+  // Switch verdict (docs/fabric.md): the node's leaf switch per its latest fabric job with a
+  // topology, and whether that switch is suspected. Every node known under a switch carries
+  // the same verdict: the newest job's evidence about the switch, from any of its nodes.
+  std::string fabric_switch;
+  bool switch_suspect = false;
 };
 
 struct BreakerState {
@@ -121,6 +126,11 @@ class PolicyEngine {
   bool dry_run_;
   const Clock& clock_;
 };
+
+// A fabric job's switch evidence in `r` (a `switch_suspected` measurement, port
+// `switch:<leaf>`: 1 = suspected, 0 = a good pair left the leaf) set into `s`. Returns whether
+// the report carried any; a report without it leaves the node's switch verdict as it was.
+bool fold_switch_evidence(NodeState& s, const NodeReport& r);
 
 // Health of a node that is not drained, from the latest statuses of its checks.
 NodeHealth health_from_checks(const NodeState& s);

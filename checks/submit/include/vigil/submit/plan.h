@@ -51,13 +51,13 @@ struct NodeVerdict {
 
 // One command to run: argv[0] is "sbatch" or "srun".
 struct PlannedCommand {
-  std::string kind;  // "node", "fabric" or "recheck"
+  std::string kind;  // "node", "fabric", "recheck" or "fabric-recheck" (an sbatch on the partner)
   std::vector<std::string> nodes;
   std::vector<std::string> argv;
 };
 
 struct SubmitPlan {
-  std::vector<PlannedCommand> jobs;      // sbatch: node jobs first, then fabric jobs
+  std::vector<PlannedCommand> jobs;      // sbatch: node jobs, fabric jobs, fabric re-checks
   std::vector<PlannedCommand> rechecks;  // srun -Z, one per node drained by Vigil
   std::vector<NodeVerdict> verdicts;     // every candidate node, sorted by name
 };
@@ -67,6 +67,10 @@ struct SubmitPlan {
 std::string skip_reason(const slurm::SlurmNodeInfo& node,
                         const std::vector<slurm::SlurmJobInfo>& jobs,
                         const SubmitOptions& options);
+
+// True for a node Vigil drained for the fabric (reason `vigil: fabric-ib ...`): its re-check is
+// a pair test against a known-good partner (docs/fabric.md "Fabric re-check").
+bool is_fabric_drain(const slurm::SlurmNodeInfo& node);
 
 // True for a job submitted by Vigil (name or `vigil:` comment) that is still pending/running.
 bool is_active_vigil_job(const slurm::SlurmJobInfo& job, const SubmitOptions& options);

@@ -1,0 +1,82 @@
+// Slurm's tree topology through libslurm (vigil/slurm/slurm_topology.h) on a real local cluster
+// started with TopologyPlugin=topology/tree and a topology.conf of two leaf switches under a
+// spine; and `vigil-check fabric --topology slurm` reading the same tree (docs/fabric.md).
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+#include "local_slurm_cluster.h"
+#include "run_command.h"
+#include "vigil/slurm/slurm_topology.h"
+
+namespace vigil::slurm {
+namespace {
+
+using testing::LocalSlurmCluster;
+
+LocalSlurmCluster::Options tree_cluster() {
+  LocalSlurmCluster::Options o;
+  o.extra_conf = "TopologyPlugin=topology/tree";
+  o.etc_files["topology.conf"] =
+      "# two leaves under one spine\n"
+      "SwitchName=leaf0 Nodes=gpu-[0-1]\n"
+      "SwitchName=leaf1 Nodes=gpu-[2-3]\n"
+      "SwitchName=spine Switches=leaf[0-1]\n";
+  return o;
+}
+
+TEST(SlurmTopology, leaf_switches_of_a_tree_topology_come_from_slurmctld) {
+  LocalSlurmCluster cluster(tree_cluster());
+  auto leaves = load_leaf_switches(cluster.slurm_conf());
+  ASSERT_TRUE(leaves.ok()) << leaves.error().to_string();
+  const std::map<std::string, std::string> expected = {
+      {"gpu-0", "leaf0"}, {"gpu-1", "leaf0"}, {"gpu-2", "leaf1"}, {"gpu-3", "leaf1"}};
+  EXPECT_EQ(*leaves, expected);
+  // scontrol, Slurm's own reader, agrees (the spine is not a leaf).
+  const auto sc = cluster.run({"scontrol", "show", "topology"});
+  EXPECT_NE(sc.out.find("SwitchName=leaf1 Level=0"), std::string::npos) << sc.describe();
+  EXPECT_NE(sc.out.find("SwitchName=spine Level=1"), std::string::npos) << sc.describe();
+
+#ifdef VIGIL_CHECK_BINARY
+  // vigil-check fabric --topology slurm: the job's pairs are judged with Slurm's tree. Every pair
+  // replays one genuine nccl-tests log (a fake mpirun), so no pair is slow against the others.
+  const std::string ar = std::string(VIGIL_SOURCE_DIR) + "/tests/checks/allreduce/";
+  testing::CommandOptions o;
+  o.env = cluster.env();
+  o.env["FAKE_PERF_MODE"] = std::string("log:") + VIGIL_NCCL_TESTS_LOGS +
+                            "/10-gh200x2-2node-slingshot-v2.18.2-unalign-header-healthy.txt";
+  o.env["VIGIL_FAKE_NVML_FIXTURE"] =
+      std::string(VIGIL_SOURCE_DIR) + "/tests/fixtures/nodes/gpu-0/nvml.json";
+  o.timeout = std::chrono::seconds(120);
+  std::vector<std::string> argv = {VIGIL_CHECK_BINARY,
+                                   "fabric",
+                                   "--nodes",
+                                   "gpu-0,gpu-1,gpu-2,gpu-3",
+                                   "--ranks",
+                                   "4",
+                                   "--backend",
+                                   "host",
+                                   "--mpirun",
+                                   ar + "fake_mpirun.sh",
+                                   "--allreduce-binary",
+                                   ar + "fake_all_reduce_perf.sh",
+                                   "--thresholds",
+                                   std::string(VIGIL_SOURCE_DIR) + "/checks/thresholds",
+                                   "--run-id",
+                                   "topo-slurm",
+                                   "--format",
+                                   "json",
+                                   "--topology",
+                                   "slurm",
+                                   "--nvml-library",
+                                   VIGIL_FAKE_NVML_LIBRARY};
+  const auto r = testing::run_command(argv, o);
+  EXPECT_NE(r.err.find("topology from Slurm: 4 nodes under 2 leaf switches"), std::string::npos)
+      << r.describe();
+  EXPECT_EQ(r.exit_code, 2) << r.describe();  // every pair below the H100 floor: warn
+#endif
+}
+
+}  // namespace
+}  // namespace vigil::slurm
