@@ -100,6 +100,8 @@ class DrainerProcess {
     p_ = std::make_unique<testing::BackgroundProcess>(
         std::vector<std::string>{o_.drainer, "serve", "--config", o_.work + "/drainer.yaml"}, log);
     pid_ = p_->pid();
+    // For run-soak.sh: should this driver die without stopping it, the script still can.
+    std::ofstream(o_.work + "/drainer.pid") << pid_ << "\n";
     started_ = SteadyClock::now();
     ++starts_;
   }

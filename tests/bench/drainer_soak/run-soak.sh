@@ -13,6 +13,12 @@ fleet=$here/../drainer_fleet/fleet-cluster.sh
 cluster=$(mktemp -d /tmp/vigil-soak-ctld.XXXXXX)
 work=$(mktemp -d /tmp/vigil-soak.XXXXXX)
 cleanup() {
+  # The drainer the driver started, should the driver have died first (killed by a timeout).
+  local pid
+  pid=$(cat "$work/drainer.pid" 2>/dev/null || true)
+  if [[ -n $pid ]] && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF "$work/drainer.yaml"; then
+    kill -KILL "$pid" 2>/dev/null || true
+  fi
   "$fleet" stop "$cluster" --clean
   if [[ ${VIGIL_SOAK_KEEP:-0} == 1 ]]; then echo "run-soak.sh: kept $work" >&2; else rm -rf -- "$work"; fi
 }
