@@ -4,8 +4,8 @@
 // restarted. At the end it checks, against records the drainer does not control:
 //   - lost reports: every report answered 202 is known to the drainer (re-posting it is a
 //     duplicate, and the node's last run id is the last one acknowledged);
-//   - repeated Slurm actions: per node, the drain/undrain RPCs that took effect (audit log)
-//     alternate, and no more drains were sent than slurmctld logged as applied;
+//   - repeated Slurm actions: per node, the drains and undrains slurmctld logged alternate, and
+//     the drainer's audit log shows no more successful drains than slurmctld applied;
 //   - Slurm matches the reports: a node is drained exactly when its acknowledged reports say so;
 //   - resident memory of the last drainer process after warm-up, and the journal's size.
 // Figures are ratios against the same run (RSS end / RSS after warm-up, journal bytes late /
@@ -265,12 +265,11 @@ std::pair<int, int> run_chaos(const Options& o, DrainerProcess& drainer, int por
 namespace vigil::soak {
 namespace {
 
-// Per node, the Slurm RPCs that took effect, in order ('D' drain, 'R' undrain), from the
-// drainer's audit log. An undrain of a node whose base state is UNKNOWN (these slurmd-less
-// nodes) clears the flag but answers "Invalid node state specified" (docs/slurm-sink.md): it
-// took effect. Any other error (slurmctld down) did not.
-std::map<std::string, std::string> effective_actions(const std::string& audit, int* rpcs) {
-  std::map<std::string, std::string> out;
+// Drain RPCs the drainer's audit log says succeeded, per node, and the number of drain/undrain
+// RPCs it sent. (A kill -9 between an RPC and its audit line loses the line, never the action:
+// the restarted drainer finds it applied in Slurm and does not send it again.)
+std::map<std::string, int> audited_drains(const std::string& audit, int* rpcs) {
+  std::map<std::string, int> out;
   std::ifstream in(audit);
   std::string line;
   while (std::getline(in, line)) {
@@ -280,28 +279,55 @@ std::map<std::string, std::string> effective_actions(const std::string& audit, i
     const std::string action = j.value("action", "");
     if (action != "drain" && action != "resume") continue;
     ++*rpcs;
-    const bool ok = j.value("outcome", "") == "ok";
-    const bool applied_anyway =
-        action == "resume" && j.value("error", "").find("Invalid node state") != std::string::npos;
-    if (!ok && !applied_anyway) continue;
-    for (const auto& n : j["nodes"]) out[n.get<std::string>()] += action == "drain" ? 'D' : 'R';
+    if (action == "drain" && j.value("outcome", "") == "ok")
+      for (const auto& n : j["nodes"]) out[n.get<std::string>()]++;
   }
   return out;
 }
 
-// Drains slurmctld applied, per node ("update_node: node X reason set to: vigil: ..."): it logs
-// one only when the node was not drained with that reason already.
-std::map<std::string, int> slurmctld_drains(const std::string& log) {
-  std::map<std::string, int> out;
+// "sim-[00001-00003,00007]" or "sim-00001" -> the names (one bracket, as slurmctld logs them).
+std::vector<std::string> expand_hostlist(const std::string& h) {
+  const auto lb = h.find('[');
+  if (lb == std::string::npos) return {h};
+  const std::string prefix = h.substr(0, lb);
+  std::vector<std::string> out;
+  std::istringstream in(h.substr(lb + 1, h.find(']') - lb - 1));
+  std::string part;
+  while (std::getline(in, part, ',')) {
+    const auto dash = part.find('-');
+    const std::string lo = part.substr(0, dash);
+    const int first = std::stoi(lo);
+    const int last = dash == std::string::npos ? first : std::stoi(part.substr(dash + 1));
+    for (int i = first; i <= last; ++i) {
+      std::string num = std::to_string(i);
+      out.push_back(prefix + std::string(lo.size() > num.size() ? lo.size() - num.size() : 0, '0') +
+                    num);
+    }
+  }
+  return out;
+}
+
+// What slurmctld applied, per node and in order ('D' drain, 'R' undrain), from its own log:
+//   "update_node: node X reason set to: vigil: ..."  a drain (logged only when it changes
+//                                                    something: a repeated drain does not show)
+//   "_slurm_rpc_update_node for HOSTLIST: Invalid node state specified"  an undrain: on these
+//     slurmd-less nodes (base state UNKNOWN) UNDRAIN clears the flag and answers this error
+//     (docs/slurm-sink.md), every time, so a repeated undrain shows twice.
+std::map<std::string, std::string> slurmctld_actions(const std::string& log) {
+  std::map<std::string, std::string> out;
   std::ifstream in(log);
   std::string line;
-  const std::string key = "update_node: node ";
+  const std::string drain = "update_node: node ", undrain = "_slurm_rpc_update_node for ";
   while (std::getline(in, line)) {
-    auto p = line.find(key);
-    if (p == std::string::npos || line.find(" reason set to: vigil:") == std::string::npos)
-      continue;
-    p += key.size();
-    out[line.substr(p, line.find(' ', p) - p)]++;
+    if (auto p = line.find(drain);
+        p != std::string::npos && line.find(" reason set to: vigil:") != std::string::npos) {
+      p += drain.size();
+      out[line.substr(p, line.find(' ', p) - p)] += 'D';
+    } else if (auto q = line.find(undrain);
+               q != std::string::npos && line.find("Invalid node state") != std::string::npos) {
+      q += undrain.size();
+      for (const auto& n : expand_hostlist(line.substr(q, line.find(':', q) - q))) out[n] += 'R';
+    }
   }
   return out;
 }
@@ -342,6 +368,7 @@ int run(const Options& o) {
       "soak: %d nodes, a fleet cycle every %.0f s, %d cycles (%.0f s), %d clients x %d "
       "reports per POST, drainer kill -9 in the first %.0f%%, seed %u\n",
       o.nodes, o.cycle_s, cycles, o.duration_s, o.clients, o.batch, o.chaos_fraction * 100, o.seed);
+  std::printf("load average at the start: %s", load_average().c_str());
   Fleet fleet;
   DrainerProcess drainer(o);
   drainer.start();
@@ -355,11 +382,18 @@ int run(const Options& o) {
   std::atomic<bool> done{false};
   std::vector<Sample> samples;
   std::thread sampler([&] {
+    double next_progress = o.cycle_s;
     while (!done) {
       const int pid = drainer.pid();
       if (pid > 0)
         samples.push_back(
             {since(t0), drainer.starts(), rss_kib(pid), journal_bytes(o.work + "/state")});
+      if (since(t0) >= next_progress && !samples.empty()) {
+        std::printf(
+            "soak: %6.1fs %ld reports acknowledged; drainer RSS %ld KiB, journal %.1f MiB\n",
+            since(t0), g_acked.load(), samples.back().rss_kib, samples.back().journal / 1048576.0);
+        next_progress += o.cycle_s;
+      }
       std::this_thread::sleep_for(std::chrono::seconds(1));
     }
   });
@@ -435,21 +469,21 @@ int run(const Options& o) {
 
   // 2. Repeated actions, 3. Slurm against the reports.
   int rpcs = 0;
-  const auto actions = effective_actions(o.work + "/state/audit.jsonl", &rpcs);
-  const auto logged = slurmctld_drains(o.cluster_dir + "/log/slurmctld.log");
+  const auto sent = audited_drains(o.work + "/state/audit.jsonl", &rpcs);
+  const auto applied = slurmctld_actions(o.cluster_dir + "/log/slurmctld.log");
   const auto drained = slurm_drained(o);
   int examples = 0;
   int repeated = 0, unlogged_drains = 0, wrong_state = 0, wrong_count = 0, drains = 0, resumes = 0;
   for (int n = 0; n < o.nodes; ++n) {
     const std::string name = Fleet::name(n);
-    const auto it = actions.find(name);
-    const std::string seq = it == actions.end() ? "" : it->second;
+    const auto it = applied.find(name);
+    const std::string seq = it == applied.end() ? "" : it->second;
     for (size_t k = 1; k < seq.size(); ++k) repeated += seq[k] == seq[k - 1];
     const int d = static_cast<int>(std::count(seq.begin(), seq.end(), 'D'));
     drains += d;
     resumes += static_cast<int>(seq.size()) - d;
-    const auto lg = logged.find(name);
-    unlogged_drains += std::max(0, d - (lg == logged.end() ? 0 : lg->second));
+    const auto st = sent.find(name);
+    unlogged_drains += std::max(0, (st == sent.end() ? 0 : st->second) - d);
     const auto e = Fleet::expected(n, acked[n]);
     const bool bad = e.drained != (drained.count(name) > 0) || e.drains != d;
     wrong_state += e.drained != (drained.count(name) > 0);
@@ -457,9 +491,10 @@ int run(const Options& o) {
     if (bad && examples++ < 5) {
       std::string cs;
       for (int c : acked[n]) cs += std::to_string(c) + (Fleet::fails(n, c) ? "F " : "P ");
-      std::printf("  %s: expected %s (%d drains), Slurm %s; effective RPCs '%s'; acknowledged %s\n",
-                  name.c_str(), e.drained ? "drained" : "not drained", e.drains,
-                  drained.count(name) ? "drained" : "not drained", seq.c_str(), cs.c_str());
+      std::printf(
+          "  %s: expected %s (%d drains), Slurm %s; slurmctld applied '%s'; acknowledged %s\n",
+          name.c_str(), e.drained ? "drained" : "not drained", e.drains,
+          drained.count(name) ? "drained" : "not drained", seq.c_str(), cs.c_str());
     }
   }
 
@@ -468,13 +503,25 @@ int run(const Options& o) {
   std::vector<Sample> mine;
   for (const auto& s : samples)
     if (s.incarnation == last) mine.push_back(s);
+  // Warm-up: two cycles after the last start. RSS after warm-up is the median of the cycle that
+  // follows, RSS at the end the median of the last cycle (a snapshot briefly holds the whole
+  // state as JSON: single samples jump); the maximum is printed too.
   const double warm_t = mine.empty() ? 0 : mine.front().t + 2 * o.cycle_s;
-  long rss_warm = -1, rss_end = mine.empty() ? -1 : mine.back().rss_kib, rss_max = 0;
-  for (const auto& s : mine) {
-    if (rss_warm < 0 && s.t >= warm_t) rss_warm = s.rss_kib;
+  const double end_t = mine.empty() ? 0 : mine.back().t;
+  auto median_rss = [&](double from, double to) {
+    std::vector<long> v;
+    for (const auto& s : mine)
+      if (s.t >= from && s.t < to) v.push_back(s.rss_kib);
+    if (v.empty()) return -1L;
+    std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+    return v[v.size() / 2];
+  };
+  const long rss_warm = median_rss(warm_t, warm_t + o.cycle_s);
+  const long rss_end = median_rss(end_t - o.cycle_s, end_t + 1);
+  long rss_max = 0;
+  for (const auto& s : mine)
     if (s.t >= warm_t) rss_max = std::max(rss_max, s.rss_kib);
-  }
-  const double judged_s = mine.empty() ? 0 : mine.back().t - warm_t;
+  const double judged_s = end_t - warm_t;
   // The journal between compactions: its largest size in the first half of the run (after the
   // first compaction) against the second half. Bounded means the second is no larger.
   uint64_t j_early = 0, j_late = 0, j_max = 0;
@@ -503,16 +550,16 @@ int run(const Options& o) {
       "re-posted were new to the drainer (%d duplicates)\n",
       acked_reports, wrong_last, reaccepted, all.size(), duplicates);
   std::printf(
-      "Slurm RPCs sent: %d; took effect: %d drains, %d undrains; repeated actions: %d; "
-      "drains not applied by slurmctld (sent to a drained node): %d\n",
+      "Slurm RPCs sent (audit log): %d; applied (slurmctld's log): %d drains, %d undrains; "
+      "repeated actions: %d; successful drains in the audit log beyond slurmctld's: %d\n",
       rpcs, drains, resumes, repeated, unlogged_drains);
   std::printf(
       "Slurm vs the acknowledged reports: %d nodes in the wrong state, %d with a drain "
       "count other than expected\n",
       wrong_state, wrong_count);
   std::printf(
-      "RSS of the last drainer (start %.0f s, warm-up 2 cycles): after warm-up %ld KiB, "
-      "end %ld KiB, max %ld KiB over %.0f s: end/warm-up %.3f, max/warm-up %.3f\n",
+      "RSS of the last drainer (start %.0f s, warm-up 2 cycles; medians of a cycle): after "
+      "warm-up %ld KiB, end %ld KiB, max %ld KiB over %.0f s: end/warm-up %.3f, max/warm-up %.3f\n",
       mine.empty() ? 0 : mine.front().t, rss_warm, rss_end, rss_max, judged_s,
       rss_warm > 0 ? double(rss_end) / rss_warm : 0, rss_warm > 0 ? double(rss_max) / rss_warm : 0);
   std::printf(
@@ -533,7 +580,7 @@ int run(const Options& o) {
   goal(repeated == 0 && unlogged_drains == 0, "0 repeated Slurm actions");
   goal(wrong_state == 0, "Slurm state matches the reports");
   if (judged_s >= 4 * o.cycle_s)
-    goal(rss_warm > 0 && rss_max < 1.10 * rss_warm, "RSS growth after warm-up < 10%");
+    goal(rss_warm > 0 && rss_end < 1.10 * rss_warm, "RSS growth after warm-up < 10%");
   else
     std::printf("goal %-48s not judged (last drainer ran %.0f s after warm-up, < 4 cycles)\n",
                 "RSS growth after warm-up < 10%", judged_s);

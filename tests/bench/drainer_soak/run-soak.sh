@@ -16,7 +16,7 @@ cleanup() {
   # The drainer the driver started, should the driver have died first (killed by a timeout).
   local pid
   pid=$(cat "$work/drainer.pid" 2>/dev/null || true)
-  if [[ -n $pid ]] && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF "$work/drainer.yaml"; then
+  if [[ -n $pid ]] && tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline" | grep -qF "$work/drainer.yaml"; then
     kill -KILL "$pid" 2>/dev/null || true
   fi
   "$fleet" stop "$cluster" --clean
