@@ -6,6 +6,9 @@
 #   drainer_slow_clients_bench  report POST p99 while 1,200 connections sit idle or trickle,
 #                               as a ratio to the same POSTs without them (goal p99 <= 1 s)
 #   drainer_fleet               1,000 drains through libslurm vs one scontrol call per node
+#   drainer_soak(_smoke)        10 min (smoke: 60 s) of reports for 10,000 simulated nodes with
+#                               kill -9 of the drainer and slurmctld restarts: lost reports,
+#                               repeated Slurm actions, RSS end/after warm-up, journal bound
 #   detect_fleet_sim            fail-slow detection quality on a simulated 1,000-node H100 fleet
 #                               (docs/detection.md); judging time as a ratio of parsing time
 #   fabric_sim                  fabric localization of slow nodes and leaf switches (docs/fabric.md)

@@ -53,6 +53,7 @@ struct RunArgs {
   int xid_wait_ms = 2000;
   std::string report_url;
   std::string token_file;
+  std::string ca_file;
   std::string spool_dir;
   std::vector<std::string> only;
   std::vector<std::string> exclude;
@@ -173,6 +174,7 @@ int emit(const RunArgs& a, const std::vector<vigil::NodeReport>& reports) {
   vigil::ReportClientOptions client;
   client.url = a.report_url;
   client.token_file = a.token_file;
+  client.ca_file = a.ca_file;
   client.spool_dir = a.spool_dir;
   int rc = 0;
   for (const auto& report : reports) {
@@ -404,6 +406,7 @@ int cmd_hook(HookArgs& h) {
   act.post = !h.no_post;
   act.report_url = a.report_url;
   act.token_file = a.token_file;
+  act.ca_file = a.ca_file;
   act.spool_dir = a.spool_dir;
   act.drain_wait = std::chrono::milliseconds(h.drain_wait_ms);
   const std::string conf = h.slurm_conf;
@@ -490,6 +493,8 @@ int main(int argc, char** argv) {
     cmd->add_option("--report-url", r.report_url, "POST the report to vigil-drainer (retries, then spools)")
         ->envname("VIGIL_REPORT_URL");
     cmd->add_option("--token-file", r.token_file, "Bearer token for --report-url")->envname("VIGIL_TOKEN_FILE");
+    cmd->add_option("--ca-file", r.ca_file, "CA (PEM) that an https --report-url must chain to")
+        ->envname("VIGIL_CA_FILE");
     cmd->add_option("--spool-dir", r.spool_dir, "Spool the report here when it cannot be delivered")
         ->envname("VIGIL_SPOOL_DIR");
     cmd->add_option("--only", r.only, "Run only these checks (comma-separated)");
@@ -553,6 +558,8 @@ int main(int argc, char** argv) {
       ->envname("VIGIL_REPORT_URL");
   hook_cmd->add_option("--token-file", hook.run.token_file, "Bearer token for --report-url")
       ->envname("VIGIL_TOKEN_FILE");
+  hook_cmd->add_option("--ca-file", hook.run.ca_file, "CA (PEM) that an https --report-url must chain to")
+      ->envname("VIGIL_CA_FILE");
   hook_cmd
       ->add_option("--spool-dir", hook.run.spool_dir,
                    "Spool the report here when the drainer is unreachable")

@@ -101,8 +101,18 @@ struct ServiceClient {
   std::unique_ptr<httplib::Client> cli;
   httplib::Headers headers;
   explicit ServiceClient(const DrainerConfig& c) {
-    std::string host = c.listen_address == "0.0.0.0" ? "127.0.0.1" : c.listen_address;
-    cli = std::make_unique<httplib::Client>(host, c.listen_port);
+    const bool any = c.listen_address == "0.0.0.0" || c.listen_address == "::";
+    if (c.tls) {
+      // The service's certificate must name the host we dial: on a wildcard listener that is
+      // localhost. Trusted: listen.tls.ca_file, else the certificate itself (self-signed).
+      const std::string host = any ? "localhost" : c.listen_address;
+      cli = std::make_unique<httplib::Client>("https://" + host + ":" +
+                                              std::to_string(c.listen_port));
+      cli->enable_server_certificate_verification(true);
+      cli->set_ca_cert_path(c.tls->ca_file.empty() ? c.tls->cert_file : c.tls->ca_file);
+    } else {
+      cli = std::make_unique<httplib::Client>(any ? "127.0.0.1" : c.listen_address, c.listen_port);
+    }
     cli->set_connection_timeout(5);
     cli->set_read_timeout(30);
     // Operator commands use the admin token when there is one (resume, breaker reset need it).
@@ -139,9 +149,10 @@ int run_config_validate(const std::string& path) {
     return 2;
   }
   const auto& v = c.value();
-  std::printf("%s: ok\n  listen %s:%d, auth %s, state_dir %s, dry_run %s\n", path.c_str(),
-              v.listen_address.c_str(), v.listen_port, v.auth_enabled ? "token" : "DISABLED",
-              v.state_dir.c_str(), v.dry_run ? "true" : "false");
+  std::printf("%s: ok\n  listen %s://%s:%d, auth %s, state_dir %s, dry_run %s\n", path.c_str(),
+              v.tls ? "https" : "http", v.listen_address.c_str(), v.listen_port,
+              v.auth_enabled ? "token" : "DISABLED", v.state_dir.c_str(),
+              v.dry_run ? "true" : "false");
   std::printf("  defaults drain_after %d resume_after %d, %zu fatal checks, staleness %llds\n",
               v.policy.defaults.drain_after, v.policy.defaults.resume_after,
               v.policy.fatal_checks.size(), static_cast<long long>(v.policy.staleness_s));
@@ -197,8 +208,9 @@ int run_serve(const CommandOptions& o) {
     std::cerr << "vigil-drainer: " << st.error().to_string() << "\n";
     return 1;
   }
-  std::fprintf(stderr, "vigil-drainer: listening on %s:%d (auth %s%s)\n", c.listen_address.c_str(),
-               port.value(), c.auth_enabled ? "token" : "DISABLED", c.dry_run ? ", DRY-RUN" : "");
+  std::fprintf(stderr, "vigil-drainer: listening on %s:%d (%s, auth %s%s)\n",
+               c.listen_address.c_str(), port.value(), c.tls ? "https" : "http",
+               c.auth_enabled ? "token" : "DISABLED", c.dry_run ? ", DRY-RUN" : "");
   auto op = d.open();
   if (!op.ok()) {
     std::cerr << "vigil-drainer: cannot open state: " << op.error().to_string() << "\n";

@@ -9,6 +9,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "tls_files.h"
+
 namespace vigil::drainer {
 namespace {
 
@@ -96,6 +98,18 @@ std::string read_token(const Reader& rd, const YAML::Node& at, const std::string
   if (t.size() < 16)
     rd.fail(at, "auth.token_file", "token in '" + path + "' is shorter than 16 characters");
   return t;
+}
+
+void read_tls(const Reader& rd, const YAML::Node& n, std::optional<ListenTls>& out) {
+  rd.only_keys(n, "listen.tls", {"cert_file", "key_file", "ca_file"});
+  ListenTls t;
+  rd.get(n, "cert_file", "listen.tls.cert_file", t.cert_file);
+  rd.get(n, "key_file", "listen.tls.key_file", t.key_file);
+  rd.get(n, "ca_file", "listen.tls.ca_file", t.ca_file);
+  if (t.cert_file.empty()) rd.fail(n, "listen.tls.cert_file", "required (PEM certificate)");
+  if (t.key_file.empty()) rd.fail(n, "listen.tls.key_file", "required (PEM private key)");
+  if (auto p = load_tls_files(t)) rd.fail(n[p->field], "listen.tls." + p->field, p->what);
+  out = std::move(t);
 }
 
 // YAML -> JSON for the detection engine's own parser (config_from_json), scalars typed the way
@@ -371,7 +385,7 @@ Result<DrainerConfig> parse_config(std::string_view yaml, const std::string& sou
     if (auto l = root["listen"]; l.IsDefined()) {
       rd.only_keys(l, "listen",
                    {"address", "port", "request_timeout_s", "max_connections",
-                    "max_connections_per_source", "workers", "queue_depth"});
+                    "max_connections_per_source", "workers", "queue_depth", "tls"});
       rd.get(l, "address", "listen.address", c.listen_address);
       rd.get(l, "port", "listen.port", c.listen_port);
       if (c.listen_port < 0 || c.listen_port > 65535)
@@ -390,6 +404,7 @@ Result<DrainerConfig> parse_config(std::string_view yaml, const std::string& sou
       ranged("max_connections_per_source", m.max_connections_per_source, 1, 1000000);
       ranged("workers", m.workers, 1, 256);
       ranged("queue_depth", m.queue_depth, 1, 1000000);
+      if (auto t = l["tls"]; t.IsDefined() && !t.IsNull()) read_tls(rd, t, c.tls);
     }
     YAML::Node auth = root["auth"];
     if (!auth.IsDefined() || auth.IsNull()) {

@@ -41,6 +41,9 @@ namespace {
 
 using SteadyClock = std::chrono::steady_clock;
 
+// TLS 1.2 and 1.3 only, GnuTLS's NORMAL cipher choice within them.
+constexpr const char* kTlsPriorities = "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2";
+
 // One request between its first header callback and its completion.
 struct Exchange {
   HttpRequest req;
@@ -203,7 +206,23 @@ struct HttpServer::Impl {
     const auto& m = cfg.limits;
     // No MHD_USE_ERROR_LOG: it writes a line per client that hangs up mid-request, which an
     // attack turns into a flood of stderr.
-    const unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_TURBO;
+    unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_TURBO;
+    // TLS (listen.tls): libmicrohttpd's own, on GnuTLS. The handshake runs in the same event
+    // loops and under the same deadlines as the request, so a client that connects and never
+    // completes it holds a descriptor until request_timeout_s, never a thread.
+    std::vector<MHD_OptionItem> tls_options;
+    if (cfg.tls) {
+      if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES)
+        return Error{"this libmicrohttpd was built without TLS; listen.tls cannot be served",
+                     "MHD_is_feature_supported(MHD_FEATURE_TLS)"};
+      flags |= MHD_USE_TLS;
+      tls_options = {
+          {MHD_OPTION_HTTPS_MEM_CERT, 0, const_cast<char*>(cfg.tls->cert_pem.c_str())},
+          {MHD_OPTION_HTTPS_MEM_KEY, 0, const_cast<char*>(cfg.tls->key_pem.c_str())},
+          {MHD_OPTION_HTTPS_PRIORITIES, 0, const_cast<char*>(kTlsPriorities)},
+      };
+    }
+    tls_options.push_back({MHD_OPTION_END, 0, nullptr});
     daemon = MHD_start_daemon(
         flags, 0, nullptr, nullptr, &Impl::on_request, this,  //
         MHD_OPTION_LISTEN_SOCKET, listen_fd,                  //
@@ -212,8 +231,9 @@ struct HttpServer::Impl {
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, static_cast<unsigned>(m.max_connections_per_source),
         // Inactivity as well: an idle keep-alive connection is dropped after the same time.
         MHD_OPTION_CONNECTION_TIMEOUT, static_cast<unsigned>(m.request_timeout_s),
-        MHD_OPTION_NOTIFY_COMPLETED, &Impl::on_completed, this,  //
-        MHD_OPTION_NOTIFY_CONNECTION, &Impl::on_connection, this, MHD_OPTION_END);
+        MHD_OPTION_NOTIFY_COMPLETED, &Impl::on_completed, this,    //
+        MHD_OPTION_NOTIFY_CONNECTION, &Impl::on_connection, this,  //
+        MHD_OPTION_ARRAY, tls_options.data(), MHD_OPTION_END);
     if (!daemon) return Error{"libmicrohttpd refused to start", "MHD_start_daemon"};
     for (int i = 0; i < m.workers; ++i) workers.emplace_back([this] { work(); });
     sweeper = std::thread([this] { sweep(); });

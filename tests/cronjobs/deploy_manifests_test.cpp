@@ -17,6 +17,7 @@
 
 #include "background_process.h"
 #include "run_command.h"
+#include "test_pki.h"
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
@@ -25,7 +26,7 @@ using vigil::testing::run_command;
 namespace {
 
 vigil::testing::CommandOptions opts(std::chrono::seconds timeout,
-                                 std::map<std::string, std::string> env = {}) {
+                                    std::map<std::string, std::string> env = {}) {
   vigil::testing::CommandOptions o;
   o.timeout = timeout;
   o.env = std::move(env);
@@ -133,8 +134,12 @@ TEST(Manifests, kustomize_builds_and_every_object_validates_against_the_upstream
   ASSERT_TRUE(validator_installed())
       << "run scripts/install-deps.sh (npm ci in tests/k8s-validate)";
   Scratch s;
-  for (const auto& components : std::vector<std::vector<std::string>>{
-           {}, {"node-conditions"}, {"pod-lookup"}, {"node-conditions", "pod-lookup"}}) {
+  for (const auto& components :
+       std::vector<std::vector<std::string>>{{},
+                                             {"node-conditions"},
+                                             {"pod-lookup"},
+                                             {"node-conditions", "pod-lookup"},
+                                             {"ingest-tls"}}) {
     std::string text;
     const auto objs = build(components.empty() ? kCron : overlay(s, components), &text);
     fs::remove_all(s.file("overlay"));
@@ -351,18 +356,67 @@ TEST(Manifests, component_configs_differ_from_the_base_only_in_their_switch) {
   lookup["kubernetes"]["node_mapping"] = "identity";
   lookup["kubernetes"].remove("pod_namespace");
   EXPECT_EQ(YAML::Dump(lookup), YAML::Dump(base));
+  YAML::Node tls = YAML::LoadFile(kCron + "/components/ingest-tls/drainer.yaml");
+  EXPECT_EQ(tls["listen"]["tls"]["cert_file"].as<std::string>(), "/etc/vigil/tls/tls.crt");
+  tls["listen"].remove("tls");
+  EXPECT_EQ(YAML::Dump(tls["listen"]), YAML::Dump(base["listen"]));
+  tls.remove("listen");
+  YAML::Node base_rest = YAML::Clone(base);
+  base_rest.remove("listen");
+  EXPECT_EQ(YAML::Dump(tls), YAML::Dump(base_rest));
+}
+
+// The ingest-tls component: the Secret is mounted where drainer.yaml reads it, the probes and
+// the scrape speak HTTPS, and the check jobs post to https:// with a CA file.
+TEST(Manifests, ingest_tls_component_wires_secret_probes_and_report_url) {
+  Scratch s;
+  const auto objs = build(overlay(s, {"ingest-tls"}));
+  const auto* dep = find(objs, "Deployment", "vigil-drainer");
+  ASSERT_NE(dep, nullptr);
+  const auto pod = (*dep)["spec"]["template"];
+  EXPECT_EQ(pod["metadata"]["annotations"]["prometheus.io/scheme"].as<std::string>(), "https");
+  const auto c = pod["spec"]["containers"][0];
+  EXPECT_EQ(c["readinessProbe"]["httpGet"]["scheme"].as<std::string>(), "HTTPS");
+  EXPECT_EQ(c["livenessProbe"]["httpGet"]["scheme"].as<std::string>(), "HTTPS");
+  std::string tls_volume;
+  for (const auto& m : c["volumeMounts"])
+    if (m["mountPath"].as<std::string>() == "/etc/vigil/tls")
+      tls_volume = m["name"].as<std::string>();
+  ASSERT_FALSE(tls_volume.empty());
+  bool secret = false;
+  for (const auto& v : pod["spec"]["volumes"])
+    if (v["name"].as<std::string>() == tls_volume)
+      secret = v["secret"]["secretName"].as<std::string>() == "vigil-drainer-tls";
+  EXPECT_TRUE(secret);
+  const YAML::Node* env = nullptr;
+  for (const auto& o : objs)
+    if (o["kind"].as<std::string>() == "ConfigMap" &&
+        o["metadata"]["name"].as<std::string>().rfind("vigil-submit-env", 0) == 0)
+      env = &o;
+  ASSERT_NE(env, nullptr);
+  EXPECT_EQ((*env)["data"]["VIGIL_REPORT_URL"].as<std::string>().rfind("https://", 0), 0u);
+  EXPECT_FALSE((*env)["data"]["VIGIL_CA_FILE"].as<std::string>().empty());
 }
 
 #ifdef VIGIL_DRAINER_BINARY
 TEST(Manifests, drainer_configs_pass_the_drainers_own_validation) {
   Scratch s;
   std::ofstream(s.file("token")) << "0123456789abcdef0123456789abcdef\n";
-  for (const std::string rel : {"config/drainer.yaml", "components/node-conditions/drainer.yaml",
-                                "components/pod-lookup/drainer.yaml"}) {
+  // What the Secret vigil-drainer-tls holds, made here (test_pki.h).
+  const auto& pki = vigil::testing::TestPki::shared();
+  fs::create_directories(s.file("tls"));
+  fs::copy_file(pki.path("server.pem"), s.file("tls/tls.crt"));
+  fs::copy_file(pki.path("server.key"), s.file("tls/tls.key"));
+  fs::copy_file(pki.path("ca.pem"), s.file("tls/ca.crt"));
+  for (const std::string rel :
+       {"config/drainer.yaml", "components/node-conditions/drainer.yaml",
+        "components/pod-lookup/drainer.yaml", "components/ingest-tls/drainer.yaml"}) {
     std::string text = read(kCron + "/" + rel);
     const std::string from = "token_file: /etc/vigil/token";
     ASSERT_NE(text.find(from), std::string::npos) << rel;
     text.replace(text.find(from), from.size(), "token_file: " + s.file("token"));
+    for (size_t p; (p = text.find("/etc/vigil/tls/")) != std::string::npos;)
+      text.replace(p, 15, s.file("tls") + "/");
     std::ofstream(s.file("drainer.yaml")) << text;
     const auto r =
         run_command({VIGIL_DRAINER_BINARY, "config", "validate", s.file("drainer.yaml")});

@@ -6,6 +6,9 @@
 #include <filesystem>
 #include <fstream>
 
+#include "temp_dir.h"
+#include "test_pki.h"
+
 namespace vigil::drainer {
 namespace {
 
@@ -220,6 +223,51 @@ TEST(Config, slurm_backend_errors_name_file_line_and_field) {
   };
   for (const auto& c : cases) {
     auto r = parse_config(c.yaml, "c.yaml");
+    ASSERT_FALSE(r.ok()) << c.yaml;
+    EXPECT_NE(r.error().message.find(c.want), std::string::npos)
+        << "yaml:\n"
+        << c.yaml << "error: " << r.error().message;
+  }
+}
+
+TEST(Config, listen_tls_loads_the_certificate_and_key) {
+  const auto& pki = testing::TestPki::shared();
+  auto c =
+      parse_config("auth: disabled\nlisten:\n  tls:\n    cert_file: " + pki.path("server.pem") +
+                       "\n    key_file: " + pki.path("server.key") + "\n",
+                   "t.yaml");
+  ASSERT_TRUE(c.ok()) << c.error().to_string();
+  ASSERT_TRUE(c->tls);
+  EXPECT_NE(c->tls->cert_pem.find("BEGIN CERTIFICATE"), std::string::npos);
+  EXPECT_NE(c->tls->key_pem.find("PRIVATE KEY"), std::string::npos);
+  EXPECT_FALSE(parse_config("auth: disabled\n", "t.yaml")->tls);  // plain HTTP by default
+}
+
+TEST(Config, listen_tls_errors_name_file_line_and_field) {
+  const auto& pki = testing::TestPki::shared();
+  testing::TempDir d;
+  std::ofstream(d / "garbage.pem") << "not a certificate\n";
+  const std::string cert = "    cert_file: " + pki.path("server.pem") + "\n";
+  const std::string key = "    key_file: " + pki.path("server.key") + "\n";
+  const std::string head = "auth: disabled\nlisten:\n  tls:\n";
+  const std::vector<BadCase> cases = {
+      {head + key, "t.yaml:4: listen.tls.cert_file: required"},
+      {head + cert, "t.yaml:4: listen.tls.key_file: required"},
+      {head + "    cert_file: " + (d / "missing.pem") + "\n" + key,
+       "t.yaml:4: listen.tls.cert_file: cannot read '" + (d / "missing.pem") + "'"},
+      {head + "    cert_file: " + (d / "garbage.pem") + "\n" + key,
+       "t.yaml:4: listen.tls.cert_file: '" + (d / "garbage.pem") + "' holds no PEM certificate"},
+      {head + cert + "    key_file: " + pki.path("ip-only.key") + "\n",
+       "t.yaml:5: listen.tls.key_file: '" + pki.path("ip-only.key") +
+           "' is not the key of the certificate"},
+      {head + cert + "    key_file: " + (d / "garbage.pem") + "\n",
+       "t.yaml:5: listen.tls.key_file: '" + (d / "garbage.pem") + "' holds no PEM private key"},
+      {head + cert + key + "    ca_file: " + (d / "garbage.pem") + "\n",
+       "t.yaml:6: listen.tls.ca_file: '" + (d / "garbage.pem") + "' holds no PEM certificate"},
+      {head + cert + key + "    client_ca: x\n", "t.yaml:6: listen.tls.client_ca: unknown key"},
+  };
+  for (const auto& c : cases) {
+    auto r = parse_config(c.yaml, "t.yaml");
     ASSERT_FALSE(r.ok()) << c.yaml;
     EXPECT_NE(r.error().message.find(c.want), std::string::npos)
         << "yaml:\n"

@@ -11,8 +11,8 @@
 #include <fstream>
 #include <thread>
 
-#include "fake_clock.h"
 #include "drainer_fixtures.h"
+#include "fake_clock.h"
 #include "fakes.h"
 #include "temp_dir.h"
 
@@ -270,6 +270,31 @@ TEST(Drainer, a_slurm_view_read_while_the_sink_acted_is_not_reused) {
   EXPECT_EQ(slurm->loads, loads + 1);  // read again, not the table from before the drain
   EXPECT_TRUE(dr.node("gpu-0")->drained_by_vigil) << dr.node("gpu-0")->note;
   EXPECT_EQ(dr.pending(SinkKind::kSlurm), 0u);
+}
+
+// Under a steady stream of reports a decision pass still ends: it decides what waited when it
+// started, hands its intents to the sinks, and leaves later arrivals to the next pass. (A pass
+// that ran until the queue was empty never ended in the soak bench: no drain went out and no
+// snapshot was taken while reports kept coming.) The Slurm read of the pass is where 600 more
+// reports arrive here, after the pass took its first chunk.
+TEST(Drainer, a_pass_ends_under_a_steady_stream_of_reports_and_hands_over_its_intents) {
+  TempDir d;
+  FakeClock clock;
+  auto slurm = cluster(8);
+  Drainer dr(test_config(d.str()), slurm, nullptr, clock);
+  ASSERT_TRUE(dr.open().ok());
+  ASSERT_TRUE(dr.ingest({bad("gpu-0", "first"), bad("gpu-1", "first")}).ok());
+  slurm->after_read = [&] {
+    std::vector<NodeReport> more;
+    for (int i = 0; i < 600; ++i)
+      more.push_back(good("gpu-" + std::to_string(2 + i % 6), "later-" + std::to_string(i)));
+    ASSERT_TRUE(dr.ingest(more).ok());
+  };
+  EXPECT_EQ(dr.process_pending(), 2);
+  EXPECT_EQ(dr.undecided(), 600u);              // the next pass's work
+  EXPECT_EQ(dr.pending(SinkKind::kSlurm), 2u);  // the drains are with the sink already
+  EXPECT_EQ(dr.process_pending(), 600);
+  EXPECT_EQ(dr.undecided(), 0u);
 }
 
 // A report from a name Slurm does not know is never drained, so repeated reports cannot count

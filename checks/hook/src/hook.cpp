@@ -126,6 +126,7 @@ Outcome act(const NodeReport& report, const ActOptions& opts) {
     ReportClientOptions client;
     client.url = opts.report_url;
     client.token_file = opts.token_file;
+    client.ca_file = opts.ca_file;
     client.spool_dir = opts.spool_dir;
     client.max_attempts = 1;
     client.timeout_ms = opts.post_timeout_ms;

@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <httplib.h>
+#include <openssl/x509.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -20,6 +21,7 @@ namespace {
 struct Url {
   std::string scheme_host_port;  // what httplib::Client takes
   std::string path;
+  bool https = false;
 };
 
 Result<Url> parse_url(const std::string& url) {
@@ -29,6 +31,7 @@ Result<Url> parse_url(const std::string& url) {
     return Error{"report URL must start with http:// or https://: '" + url + "'", "parse_url"};
   auto slash = url.find('/', sep + 3);
   Url u;
+  u.https = url.compare(0, sep, "https") == 0;
   u.scheme_host_port = url.substr(0, slash);
   u.path = slash == std::string::npos ? "" : url.substr(slash);
   if (u.path.empty() || u.path == "/") u.path = "/v1/reports";
@@ -53,6 +56,33 @@ Result<std::string> read_token(const std::string& path) {
   std::string t = ss.str();
   while (!t.empty() && (t.back() == '\n' || t.back() == '\r' || t.back() == ' ')) t.pop_back();
   return t;
+}
+
+// Checks the TLS settings before anything is sent; empty when they are usable.
+std::string tls_setup_problem(const Url& u, const std::string& ca_file) {
+  if (ca_file.empty()) return "";
+  if (!u.https)
+    return "a CA file is set but the report URL is not https:// (the report would travel in "
+           "clear text): use https://";
+  std::ifstream in(ca_file);
+  if (!in) return "cannot read the CA file '" + ca_file + "': " + std::strerror(errno);
+  return "";
+}
+
+// What a failed connection means, in words an operator can act on.
+std::string connection_error(httplib::Client& cli, httplib::Error e, const std::string& ca_file) {
+  const std::string ca = ca_file.empty() ? "the system's CAs" : "the CA in '" + ca_file + "'";
+  if (e == httplib::Error::SSLServerVerification) {
+    const long v = cli.get_openssl_verify_result();
+    if (v == X509_V_OK)
+      return "TLS: the drainer's certificate does not name the host in the report URL";
+    return "TLS: the drainer's certificate is not trusted by " + ca + " (" +
+           X509_verify_cert_error_string(v) + ")";
+  }
+  if (e == httplib::Error::SSLLoadingCerts) return "TLS: cannot load " + ca;
+  if (e == httplib::Error::SSLConnection)
+    return "TLS handshake failed (is the drainer serving https on this port?)";
+  return "connection: " + httplib::to_string(e);
 }
 
 bool retryable(int status) {
@@ -114,10 +144,17 @@ Result<PostOutcome> post_report(const NodeReport& report, const ReportClientOpti
       setup_error = t.error().to_string();
   }
   auto url = parse_url(opts.url);
-  if (!url.ok()) setup_error = url.error().to_string();
+  if (!url.ok())
+    setup_error = url.error().to_string();
+  else if (setup_error.empty())
+    setup_error = tls_setup_problem(*url, opts.ca_file);
 
   if (setup_error.empty()) {
     httplib::Client cli(url->scheme_host_port);
+    if (url->https) {
+      cli.enable_server_certificate_verification(true);
+      if (!opts.ca_file.empty()) cli.set_ca_cert_path(opts.ca_file);
+    }
     cli.set_connection_timeout(opts.timeout_ms / 1000, (opts.timeout_ms % 1000) * 1000);
     cli.set_read_timeout(opts.timeout_ms / 1000, (opts.timeout_ms % 1000) * 1000);
     cli.set_write_timeout(opts.timeout_ms / 1000, (opts.timeout_ms % 1000) * 1000);
@@ -143,7 +180,11 @@ Result<PostOutcome> post_report(const NodeReport& report, const ReportClientOpti
         }
       } else {
         out.last_http_status = 0;
-        out.last_error = "connection: " + httplib::to_string(res.error());
+        out.last_error = connection_error(cli, res.error(), opts.ca_file);
+        // An untrusted certificate stays untrusted: spool at once instead of retrying.
+        if (res.error() == httplib::Error::SSLServerVerification ||
+            res.error() == httplib::Error::SSLLoadingCerts)
+          break;
       }
       if (attempt < opts.max_attempts) {
         sleep(backoff);

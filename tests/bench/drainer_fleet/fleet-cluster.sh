@@ -3,6 +3,7 @@
 #
 #   fleet-cluster.sh start DIR [--nodes N] [--rest]   (default 10000: sim-[00000-09999])
 #   fleet-cluster.sh stop  DIR [--clean]
+#   fleet-cluster.sh restart-ctld DIR [--kill]   (slurmctld alone: TERM, or KILL; the soak bench)
 #
 # Runs one munged and one slurmctld, no slurmd: slurmctld keeps the nodes in state UNKNOWN and
 # accepts drains on them (docs/slurm-sink.md). Everything lives under DIR; ports are picked free
@@ -119,6 +120,38 @@ ENV
   log "fleet slurmctld up on port $port with $nodes nodes sim-[00000-$last]; source $dir/env"
 }
 
+# Wait until slurmctld answers (up to 60 s); 1 if it died or did not.
+wait_ctld_up() {
+  local dir=$1
+  for _ in $(seq 600); do
+    SLURM_CONF=$dir/slurm.conf timeout 10 scontrol ping 2>/dev/null | grep -q "is UP" && return 0
+    [[ -n "$(recorded_pids "$dir" slurmctld)" ]] || return 1
+    sleep 0.1
+  done
+  return 1
+}
+
+# Stops slurmctld (TERM, or KILL with --kill: no state save on the way out) and starts it again
+# from its StateSaveLocation; munged keeps running.
+cmd_restart_ctld() {
+  local dir=${1:?usage: $PROG restart-ctld DIR [--kill]} how=${2:-} pid
+  dir=$(realpath -m -- "$dir")
+  [[ -f $dir/slurm.conf ]] || die "no cluster in $dir"
+  local pids
+  pids=$(recorded_pids "$dir" slurmctld)
+  if [[ $how == --kill ]]; then
+    for pid in $pids; do
+      kill -KILL "$pid" 2>/dev/null || true
+      while pid_alive "$pid"; do sleep 0.05; done
+    done
+  else
+    # shellcheck disable=SC2086  # a list of PIDs
+    terminate 15 $pids
+  fi
+  spawn "$dir" slurmctld slurmctld slurmctld -D -f "$dir/slurm.conf"
+  wait_ctld_up "$dir" || die "slurmctld did not come back"
+}
+
 cmd_stop() {
   local dir=${1:?usage: $PROG stop DIR [--clean]} clean=${2:-}
   dir=$(realpath -m -- "$dir")
@@ -138,5 +171,6 @@ cmd_stop() {
 case ${1:-} in
   start) shift; cmd_start "$@" ;;
   stop) shift; cmd_stop "$@" ;;
+  restart-ctld) shift; cmd_restart_ctld "$@" ;;
   *) sed -n '2,10p' "$0" >&2; exit 2 ;;
 esac

@@ -96,11 +96,22 @@ struct ListenLimits {
   int queue_depth = 1024;               // requests waiting for a worker; beyond: 503 + Retry-After
 };
 
+// HTTPS for the listener (`listen.tls`): PEM files read and checked at validation, so a bad
+// or unreadable file is a startup error naming the field, and the service serves TLS only.
+struct ListenTls {
+  std::string cert_file;  // server certificate (chain), PEM; its names must match the URL host
+  std::string key_file;   // its private key, PEM, not encrypted
+  std::string ca_file;    // optional: CA the operator commands verify the service with
+  std::string cert_pem;   // contents, loaded at validation
+  std::string key_pem;
+};
+
 struct DrainerConfig {
   std::string source;  // file the config came from ("<string>" for tests)
   std::string listen_address = "127.0.0.1";
   int listen_port = 8480;
   ListenLimits limits;
+  std::optional<ListenTls> tls;  // unset: plain HTTP
   bool auth_enabled = true;
   std::string token_file;  // required unless `auth: disabled`
   std::string token;       // loaded from token_file at validation

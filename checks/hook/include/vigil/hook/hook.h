@@ -49,6 +49,7 @@ struct ActOptions {
   bool post = true;  // false (--no-post): act on nothing
   std::string report_url;
   std::string token_file;
+  std::string ca_file;  // https report URL: the CA its certificate must chain to
   std::string spool_dir;
   int post_timeout_ms = 3000;                  // one attempt: slurmd waits for us
   std::chrono::milliseconds drain_wait{5000};  // for the drainer's drain to show in Slurm

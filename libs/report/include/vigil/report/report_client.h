@@ -6,13 +6,17 @@
 #include <functional>
 #include <string>
 
-#include "vigil/report/report.h"
 #include "vigil/base/result.h"
+#include "vigil/report/report.h"
 
 namespace vigil {
 
 struct ReportClientOptions {
-  std::string url;         // http(s)://host:port[/path]; path defaults to /v1/reports
+  std::string url;  // http(s)://host:port[/path]; path defaults to /v1/reports
+  // https: the CA (PEM) the drainer's certificate must chain to; empty: the system's CAs. The
+  // certificate and its host name are always verified. Set with an http:// URL it is an
+  // error (the report would travel in clear text).
+  std::string ca_file;
   std::string token_file;  // bearer token file; empty: no Authorization header
   std::string spool_dir;   // where to spool on final failure; empty: no spool (error instead)
   int max_attempts = 5;
