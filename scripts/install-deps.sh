@@ -22,6 +22,8 @@ PACKAGES=(
   prometheus
   # misc tools used by scripts and tests
   procps iproute2 python3 jq shellcheck
+  # openssl CLI: test CAs and server certificates made at test time (tests/support/test_pki.h)
+  openssl
   # Node.js: validates cronjobs/ against the upstream Kubernetes schemas (tests/k8s-validate)
   nodejs
 )

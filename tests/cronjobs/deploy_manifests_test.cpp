@@ -359,7 +359,10 @@ TEST(Manifests, component_configs_differ_from_the_base_only_in_their_switch) {
   YAML::Node tls = YAML::LoadFile(kCron + "/components/ingest-tls/drainer.yaml");
   EXPECT_EQ(tls["listen"]["tls"]["cert_file"].as<std::string>(), "/etc/vigil/tls/tls.crt");
   tls["listen"].remove("tls");
-  EXPECT_EQ(YAML::Dump(tls["listen"]), YAML::Dump(base["listen"]));
+  EXPECT_EQ(tls["listen"].size(), base["listen"].size());
+  for (const auto& kv : base["listen"])
+    EXPECT_EQ(tls["listen"][kv.first.as<std::string>()].as<std::string>(),
+              kv.second.as<std::string>());
   tls.remove("listen");
   YAML::Node base_rest = YAML::Clone(base);
   base_rest.remove("listen");
