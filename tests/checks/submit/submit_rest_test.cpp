@@ -38,6 +38,12 @@ LaunchResult run_submit(const SlurmTestCluster& c, std::vector<std::string> args
   return r.ok() ? r.value() : LaunchResult{};
 }
 
+// --dry-run prints the commands, one a line, before the --json document.
+nlohmann::json json_part(const std::string& out) {
+  const size_t at = out.rfind("\n{");
+  return nlohmann::json::parse(at == std::string::npos ? out : out.substr(at + 1), nullptr, false);
+}
+
 std::vector<std::string> rest_args(const SlurmTestCluster& c) {
   return {"--slurm-backend",         "rest",
           "--slurm-rest-url",        c.local().rest_url(),
@@ -62,8 +68,8 @@ TEST(SubmitRest, a_dry_run_over_slurmrestd_plans_what_the_libslurm_run_plans) {
   cluster->run("scancel " + std::to_string(*job));
   ASSERT_EQ(lib.exit_code, 0) << lib.err;
   ASSERT_EQ(rest.exit_code, 0) << rest.err;
-  const auto lj = nlohmann::json::parse(lib.out, nullptr, false);
-  const auto rj = nlohmann::json::parse(rest.out, nullptr, false);
+  const auto lj = json_part(lib.out);
+  const auto rj = json_part(rest.out);
   ASSERT_FALSE(rj.is_discarded()) << rest.out;
   ASSERT_FALSE(lj.is_discarded()) << lib.out;
   EXPECT_EQ(rj["nodes"], lj["nodes"]);
