@@ -9,8 +9,9 @@ PACKAGES=(
   slurmctld slurmd slurm-client munge libmunge-dev libslurm-dev
   # slurmrestd + the JWT auth plugin: the REST backend's tests (docs/slurm-compat.md)
   slurmrestd slurm-wlm-jwt-plugin
-  # debootstrap: scripts/slurm-root.sh (a Debian root with another Slurm release)
-  debootstrap
+  # mmdebstrap (debootstrap as fallback): scripts/slurm-root.sh and scripts/build-image.sh
+  # (Debian roots with another Slurm release; the image's runtime root)
+  mmdebstrap debootstrap
   # MPI
   libopenmpi-dev openmpi-bin
   # C++ libraries

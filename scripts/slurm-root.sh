@@ -5,14 +5,15 @@
 #
 #   slurm-root.sh ensure [--suite S]            # create the root, or reuse it when its stamp matches
 #   slurm-root.sh run    [--suite S] -- CMD...  # run CMD inside the root (repo at /vigil)
-#   slurm-root.sh test   [--suite S]            # lean build of the Slurm parts + their tests inside
+#   slurm-root.sh test   [--suite S] [--set lean|full]  # build the Slurm parts + run their tests inside
 #   slurm-root.sh path   [--suite S]            # print where the root lives
 #   slurm-root.sh remove [--suite S]
 #   slurm-root.sh mirror                        # the Debian mirror the host's apt uses
 #
-# S defaults to trixie (Slurm 24.11). The root is made with debootstrap from the Debian mirror
-# this machine's apt already uses (read from /etc/apt/sources.list*), then the packages below are
-# installed with apt inside it. Stamp files make later runs reuse it: one keyed by suite and
+# S defaults to trixie (Slurm 24.11). The root is made with mmdebstrap (one apt run: pipelined
+# downloads, one dpkg pass; debootstrap + apt-get when mmdebstrap is missing) from the Debian
+# mirror this machine's apt already uses (read from /etc/apt/sources.list*), with the packages
+# below. Stamp files make later runs reuse it: one keyed by suite and
 # mirror (else the root is rebuilt), one by the package list (else apt installs what is new,
 # inside the existing root). Location:
 #   VIGIL_ROOT_CACHE (default ${XDG_CACHE_HOME:-/var/cache}/vigil)/slurm-root-S
@@ -33,8 +34,15 @@ readonly PACKAGES=(
   nlohmann-json3-dev libcpp-httplib-dev libmicrohttpd-dev libssl-dev zlib1g-dev libyaml-cpp-dev libcli11-dev
   prometheus-cpp-dev libgtest-dev libgmock-dev googletest libbenchmark-dev
 )
-# Bump when the way the root is made changes (not the package list: that is in the stamp).
+# Bump when what the root holds changes (not the package list: that is in the stamp; not the tool
+# that made it: mmdebstrap and debootstrap + apt-get give the same minbase root + PACKAGES).
 readonly ROOT_FORMAT=1
+# `test --set lean` (scripts/test.sh's default, sized for CI): the Slurm client on both backends
+# (libslurm and slurmrestd/JWT: node table, drain, undrain, states, names, job reader, every REST
+# API version, tokens), the hostlist and reason units, the drainer's drain / resume /
+# ownership tests and vigil-submit's REST reader against the real cluster. `--set full`: every test of the VIGIL_SLURM_ONLY build.
+readonly LEAN_TARGETS="slurm_test slurm_client_test drainer_slurm_test submit_rest_test"
+readonly LEAN_TESTS='^(Hostlist|Reason|Ownership)\.|SlurmClient\.|^RestClient\.|^LibslurmClient\.a_second|^DrainerSlurm\.(failing_report|resume_after|over_slurmrestd|a_node_an_admin|an_admin_drain_after|a_down_node)|^SubmitRest\.'
 
 log() { echo "$PROG: $*" >&2; }
 die() {
@@ -84,6 +92,12 @@ install_packages() {
 
 root_dir() { echo "$CACHE/slurm-root-$1"; }
 
+# Daemons must not start from package scripts: they would run outside any namespace we own.
+no_daemons() {
+  printf '#!/bin/sh\nexit 101\n' >"$1/usr/sbin/policy-rc.d"
+  chmod 0755 "$1/usr/sbin/policy-rc.d"
+}
+
 # Runs "$@" inside ROOT in new mount + PID namespaces, with /proc, /dev, the repo at /vigil and
 # the host's local-cluster lock (so clusters inside and outside pick ports under one lock).
 in_root() {
@@ -108,7 +122,8 @@ in_root() {
 cmd_ensure() {
   local suite=$1 mirror root base pkgs started
   [[ $(id -u) -eq 0 ]] || die "needs root (debootstrap, chroot, unshare)"
-  command -v debootstrap >/dev/null || die "debootstrap not found: apt-get install debootstrap"
+  command -v mmdebstrap >/dev/null || command -v debootstrap >/dev/null ||
+    die "neither mmdebstrap nor debootstrap found: apt-get install mmdebstrap"
   mirror=$(host_mirror) || die "no Debian mirror for this release found in /etc/apt/sources.list*"
   root=$(root_dir "$suite")
   base=$(base_stamp "$suite" "$mirror")
@@ -125,15 +140,26 @@ cmd_ensure() {
     log "updated $root in $((SECONDS - started)) s"
     return 0
   fi
-  log "building $root: debootstrap $suite from $mirror, then ${#PACKAGES[@]} packages"
   mkdir -p "$CACHE"
   rm -rf -- "$root.new"
-  debootstrap --variant=minbase "$suite" "$root.new" "$mirror" >"$CACHE/debootstrap-$suite.log" 2>&1 ||
-    die "debootstrap failed; see $CACHE/debootstrap-$suite.log"
-  # Daemons must not start from package scripts: they would run outside any namespace we own.
-  printf '#!/bin/sh\nexit 101\n' >"$root.new/usr/sbin/policy-rc.d"
-  chmod 0755 "$root.new/usr/sbin/policy-rc.d"
-  install_packages "$root.new" || die "apt-get install inside $root.new failed"
+  if command -v mmdebstrap >/dev/null; then
+    # mmdebstrap keeps daemons from starting while it installs (its own policy-rc.d, removed
+    # at the end: ours is written below, for later apt-get runs inside the root).
+    log "building $root: mmdebstrap $suite minbase + ${#PACKAGES[@]} packages from $mirror"
+    mmdebstrap --variant=minbase --include="$(
+      IFS=,
+      echo "${PACKAGES[*]}"
+    )" --aptopt='APT::Install-Recommends "false"' --dpkgopt=force-unsafe-io \
+      "$suite" "$root.new" "$mirror" >"$CACHE/mmdebstrap-$suite.log" 2>&1 ||
+      die "mmdebstrap failed; see $CACHE/mmdebstrap-$suite.log"
+    no_daemons "$root.new"
+  else
+    log "building $root: debootstrap $suite from $mirror, then ${#PACKAGES[@]} packages (mmdebstrap is faster)"
+    debootstrap --variant=minbase "$suite" "$root.new" "$mirror" >"$CACHE/debootstrap-$suite.log" 2>&1 ||
+      die "debootstrap failed; see $CACHE/debootstrap-$suite.log"
+    no_daemons "$root.new"
+    install_packages "$root.new" || die "apt-get install inside $root.new failed"
+  fi
   echo "$base" >"$root.new/.vigil-stamp"
   echo "$pkgs" >"$root.new/.vigil-packages"
   rm -rf -- "$root"
@@ -143,30 +169,45 @@ cmd_ensure() {
 
 # Configures and builds the Slurm parts (VIGIL_SLURM_ONLY) in the root's own build directory and
 # runs their tests: unit first, then the integration tests against a local cluster of this
-# root's Slurm, started with the same scripts/local-cluster.sh.
+# root's Slurm, started with the same scripts/local-cluster.sh. SET: lean or full (above).
 cmd_test() {
-  local suite=$1 started=$SECONDS
+  local suite=$1 set=$2 started=$SECONDS targets="" tests=""
+  case $set in
+    lean) targets=$LEAN_TARGETS tests=$LEAN_TESTS ;;
+    full) ;;
+    *) die "--set must be lean or full" ;;
+  esac
   cmd_ensure "$suite"
-  in_root "$(root_dir "$suite")" bash -euo pipefail -c '
+  log "$suite: $set build and tests (root ready after $((SECONDS - started)) s)"
+  in_root "$(root_dir "$suite")" env VIGIL_TARGETS="$targets" VIGIL_TESTS="$tests" \
+    VIGIL_JOBS="${VIGIL_JOBS:-2}" VIGIL_CMAKE_ARGS="${VIGIL_CMAKE_ARGS:-}" bash -euo pipefail -c '
     build=/var/tmp/vigil-build
     slurmctld -V
     cmake -S /vigil -B "$build" -DVIGIL_SLURM_ONLY=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-      -DCMAKE_CXX_COMPILER_LAUNCHER=ccache ${VIGIL_CMAKE_ARGS:-} >/dev/null
-    cmake --build "$build" -j"${VIGIL_JOBS:-2}"
-    ctest --test-dir "$build" --output-on-failure -LE "integration|bench" -j"${VIGIL_JOBS:-2}" --timeout 300
-    ctest --test-dir "$build" --output-on-failure -L integration --timeout 900
+      -DCMAKE_CXX_COMPILER_LAUNCHER=ccache $VIGIL_CMAKE_ARGS >/dev/null
+    t0=$SECONDS
+    cmake --build "$build" -j"$VIGIL_JOBS" ${VIGIL_TARGETS:+--target $VIGIL_TARGETS}
+    echo "slurm-root.sh: build took $((SECONDS - t0)) s" >&2
+    t0=$SECONDS
+    ctest --test-dir "$build" --output-on-failure -LE "integration|bench" -j"$VIGIL_JOBS" \
+      --timeout 300 ${VIGIL_TESTS:+-R "$VIGIL_TESTS"}
+    ctest --test-dir "$build" --output-on-failure -L integration --timeout 900 \
+      ${VIGIL_TESTS:+-R "$VIGIL_TESTS"}
+    echo "slurm-root.sh: tests took $((SECONDS - t0)) s" >&2
   '
-  log "$suite: Slurm build and tests passed in $((SECONDS - started)) s"
+  log "$suite: Slurm build and tests ($set) passed in $((SECONDS - started)) s"
 }
 
 main() {
   [[ $# -ge 1 ]] || usage
-  local cmd=$1 suite=trixie
+  local cmd=$1 suite=trixie set=full
   shift
   while [[ $# -gt 0 ]]; do
     case $1 in
       --suite) suite=${2:?--suite needs a value}; shift 2 ;;
       --suite=*) suite=${1#*=}; shift ;;
+      --set) set=${2:?--set needs lean or full}; shift 2 ;;
+      --set=*) set=${1#*=}; shift ;;
       --) shift; break ;;
       *) break ;;
     esac
@@ -179,7 +220,7 @@ main() {
       cmd_ensure "$suite"
       in_root "$(root_dir "$suite")" "$@"
       ;;
-    test) cmd_test "$suite" ;;
+    test) cmd_test "$suite" "$set" ;;
     path) root_dir "$suite" ;;
     mirror) host_mirror || die "no Debian mirror for this release found in /etc/apt/sources.list*" ;;
     remove) rm -rf -- "$(root_dir "$suite")" "$(root_dir "$suite").new" ;;
@@ -188,4 +229,6 @@ main() {
   esac
 }
 
-main "$@"
+# `exit` on the same line: bash reads a script as it runs, so an edit made while a long `test`
+# runs cannot make it run anything after main returns.
+main "$@"; exit

@@ -25,17 +25,21 @@ Result<std::shared_ptr<const SlurmView>> SlurmViewCache::read(bool publish) {
   return std::shared_ptr<const SlurmView>(std::move(view));
 }
 
+Result<std::shared_ptr<const SlurmView>> SlurmViewCache::read_named(
+    const std::vector<std::string>& nodes) {
+  VIGIL_TRY(auto infos, slurm_->load_nodes_named(nodes));
+  auto view = std::make_shared<SlurmView>();
+  for (auto& n : infos) {
+    std::string name = n.name;
+    view->emplace(std::move(name), std::move(n));
+  }
+  return std::shared_ptr<const SlurmView>(std::move(view));
+}
+
 void SlurmViewCache::invalidate() {
   std::lock_guard lk(mu_);
   ++gen_;
   view_.reset();
-}
-
-void SlurmViewCache::publish_unchanged(std::shared_ptr<const SlurmView> view) {
-  std::lock_guard lk(mu_);
-  view_ = std::move(view);
-  at_ = clock_.now_unix();
-  ++gen_;
 }
 
 std::shared_ptr<const SlurmView> SlurmViewCache::get(bool fresh) {

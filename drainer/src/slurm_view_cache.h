@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "vigil/base/clock.h"
 #include "vigil/base/result.h"
@@ -28,12 +29,13 @@ class SlurmViewCache {
   // Reads Slurm's node table now; publish: remember it for later decision passes, unless the
   // sink acted (invalidate()) while it was being read.
   Result<std::shared_ptr<const SlurmView>> read(bool publish);
+  // The current state of `nodes` only (names Slurm does not know are missing), read now and
+  // never remembered: the sink's re-check right before acting. Backends narrow the read (the
+  // REST one reads a few nodes one by one instead of the whole table).
+  Result<std::shared_ptr<const SlurmView>> read_named(const std::vector<std::string>& nodes);
   // The sink is about to act, or just did: forget the table and refuse to publish any read
   // that started before now.
   void invalidate();
-  // The sink read `view` and did not act on it: remember it as of now, and refuse any read
-  // that started before it.
-  void publish_unchanged(std::shared_ptr<const SlurmView> view);
 
  private:
   slurm::SlurmApi* slurm_;

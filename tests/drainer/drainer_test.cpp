@@ -234,6 +234,8 @@ TEST(Drainer, decisions_reuse_a_young_slurm_view_and_the_sink_always_rereads) {
   EXPECT_EQ(slurm->loads, 1);
   EXPECT_EQ(dr.run_slurm_sink_once(), 0);
   EXPECT_EQ(slurm->loads, 2);
+  // Only the batch's nodes were asked for (the REST backend reads just those).
+  EXPECT_EQ(slurm->last_named, (std::vector<std::string>{"gpu-2", "gpu-3"}));
   EXPECT_EQ(slurm->get("gpu-2").reason, "admin: cable");
   EXPECT_TRUE(slurm->get("gpu-3").drain);
   EXPECT_FALSE(dr.node("gpu-2")->drained_by_vigil);

@@ -79,11 +79,13 @@ class SlurmClientBase {
   }
 
   // slurmctld's own count of REQUEST_UPDATE_NODE RPCs (sdiag), -1 when unreadable.
-  int update_rpcs_seen() {
+  int update_rpcs_seen() { return rpcs_seen("REQUEST_UPDATE_NODE"); }
+
+  // slurmctld's own count of one RPC type (sdiag), -1 when unreadable.
+  int rpcs_seen(const std::string& type) {
     std::string out = cluster_->run("sdiag 2>/dev/null");
     std::smatch m;
-    if (!std::regex_search(out, m,
-                           std::regex(R"(REQUEST_UPDATE_NODE\s+\(\s*\d+\)\s+count:(\d+))"))) {
+    if (!std::regex_search(out, m, std::regex(type + R"(\s+\(\s*\d+\)\s+count:(\d+))"))) {
       return out.find("Remote Procedure Call statistics") != std::string::npos ? 0 : -1;
     }
     return std::stoi(m[1].str());
@@ -311,6 +313,42 @@ TEST_F(RestClient, every_tested_api_version_reads_drains_and_undrains) {
     EXPECT_FALSE(node("gpu-1").drain) << version;
     EXPECT_FALSE(node("gpu-2").drain) << version;
   }
+}
+
+// The drainer's re-check right before acting: only the named nodes, as fresh as the table.
+TEST_P(SlurmClient, load_nodes_named_reads_those_nodes_now_and_omits_unknown_names) {
+  ASSERT_TRUE(api_->load_nodes().ok());
+  ASSERT_EQ(
+      cluster_->run("scontrol update nodename=gpu-1 state=drain reason='admin: fan'; echo $?"),
+      "0\n");
+  auto one = api_->load_nodes_named({"gpu-1"});
+  ASSERT_TRUE(one.ok()) << one.error().to_string();
+  ASSERT_EQ(one->size(), 1u);
+  EXPECT_EQ(one->front().name, "gpu-1");
+  EXPECT_TRUE(one->front().drain);
+  EXPECT_EQ(one->front().reason, "admin: fan");
+  EXPECT_EQ(one->front().state, "IDLE");
+  EXPECT_NE(std::find(one->front().partitions.begin(), one->front().partitions.end(), "gpu"),
+            one->front().partitions.end());
+  auto some = api_->load_nodes_named({"gpu-3", "ghost-9", "gpu-1"});
+  ASSERT_TRUE(some.ok()) << some.error().to_string();
+  ASSERT_EQ(some->size(), 2u);
+  EXPECT_NE(find(*some, "gpu-1"), nullptr);
+  EXPECT_NE(find(*some, "gpu-3"), nullptr);
+  EXPECT_FALSE(find(*some, "gpu-3")->drain);
+  EXPECT_FALSE(api_->load_nodes_named({"gpu-1", "bad name"}).ok());
+}
+
+// After one whole-table read, one node is read with `GET node/<name>` (slurmctld counts a
+// REQUEST_NODE_INFO_SINGLE), not the table again.
+TEST_F(RestClient, one_named_node_is_read_alone_not_with_the_whole_table) {
+  ASSERT_TRUE(api_->load_nodes().ok());
+  const int single = rpcs_seen("REQUEST_NODE_INFO_SINGLE");
+  ASSERT_GE(single, 0);
+  auto one = api_->load_nodes_named({"gpu-2"});
+  ASSERT_TRUE(one.ok()) << one.error().to_string();
+  ASSERT_EQ(one->size(), 1u);
+  EXPECT_EQ(rpcs_seen("REQUEST_NODE_INFO_SINGLE"), single + 1);
 }
 
 TEST_F(RestClient, a_version_the_server_does_not_serve_is_refused_naming_what_it_serves) {

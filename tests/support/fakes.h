@@ -47,6 +47,16 @@ class FakeSlurm : public slurm::SlurmApi {
     if (hook) hook();
     return v;
   }
+  // Records which nodes were asked for; the read itself is the default (the table, filtered),
+  // counted in `loads`.
+  Result<std::vector<slurm::SlurmNodeInfo>> load_nodes_named(
+      const std::vector<std::string>& ns) override {
+    {
+      std::lock_guard lk(mu);
+      last_named = ns;
+    }
+    return SlurmApi::load_nodes_named(ns);
+  }
   VoidResult drain(const std::vector<std::string>& ns, const std::string& reason) override {
     std::lock_guard lk(mu);
     if (!reachable) return Error{"Unable to contact slurm controller", "slurm_update_node"};
@@ -86,6 +96,7 @@ class FakeSlurm : public slurm::SlurmApi {
   std::vector<Call> calls;
   bool reachable = true;
   int loads = 0;
+  std::vector<std::string> last_named;  // the nodes of the last load_nodes_named()
   std::function<void()> after_read;
 };
 

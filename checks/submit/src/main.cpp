@@ -1,5 +1,6 @@
 // vigil-submit: argument parsing only; the work is in vigil::submit (submit.h, plan.h).
 #include <CLI/CLI.hpp>
+#include <cstdio>
 
 #include "vigil/submit/submit.h"
 
@@ -13,6 +14,23 @@ int main(int argc, char** argv) {
   app.add_option("--job-script", p.job_script, "sbatch job script (cronjobs/vigil-check.sbatch)")
       ->capture_default_str();
   app.add_option("--slurm-conf", o.slurm_conf, "slurm.conf (default: $SLURM_CONF or /etc/slurm)");
+  // Reading Slurm over slurmrestd, with the settings of the drainer's slurm.rest.
+  std::string backend = "libslurm";
+  app.add_option("--slurm-backend", backend,
+                 "how nodes and jobs are read: libslurm, or rest (slurmrestd, JWT; "
+                 "docs/slurm-compat.md); jobs are submitted with sbatch either way")
+      ->check(CLI::IsMember({"libslurm", "rest"}))
+      ->capture_default_str();
+  app.add_option("--slurm-rest-url", o.rest.url, "slurmrestd URL (http:// or https://)");
+  app.add_option("--slurm-rest-token-file", o.rest.token_file,
+                 "file holding the JWT (default: $SLURM_JWT)");
+  app.add_option("--slurm-rest-user", o.rest.user,
+                 "X-SLURM-USER-NAME (default: the token's own user)");
+  app.add_option("--slurm-rest-api-version", o.rest.api_version,
+                 "e.g. v0.0.41 (default: chosen from what the server offers)");
+  app.add_option("--slurm-rest-timeout-ms", o.rest.timeout_ms, "timeout of one request")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   app.add_option("--run-id", p.run_id, "run id for --comment=vigil:<id> (default: UTC time)");
   app.add_option("--partition,-p", p.partition, "partition for the jobs; only its nodes are used");
   app.add_option("--qos", p.qos, "QoS for the jobs");
@@ -55,5 +73,10 @@ int main(int argc, char** argv) {
   app.add_flag("--json", o.json, "JSON output instead of the table");
   CLI11_PARSE(app, argc, argv);
   p.recheck = !no_recheck;
+  o.slurm_rest = backend == "rest";
+  if (o.slurm_rest && o.rest.url.empty()) {
+    std::fprintf(stderr, "vigil-submit: --slurm-backend rest needs --slurm-rest-url\n");
+    return 2;
+  }
   return vigil::submit::run_submit(o);
 }

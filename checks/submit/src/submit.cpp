@@ -1,10 +1,6 @@
 // vigil-submit: read Slurm, plan, print, launch (sbatch paced; srun -Z re-checks in parallel).
 #include "vigil/submit/submit.h"
 
-#include "vigil/base/process.h"
-#include "vigil/base/time.h"
-
-
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
@@ -13,12 +9,17 @@
 #include <ctime>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
+#include <utility>
 
+#include "vigil/base/process.h"
+#include "vigil/base/time.h"
 #include "vigil/slurm/slurm_api.h"
 #include "vigil/slurm/slurm_jobs.h"
+#include "vigil/slurm/slurm_rest.h"
 
 namespace vigil::submit {
 namespace {
@@ -106,6 +107,18 @@ void print_table(const SubmitPlan& plan, const std::vector<CommandOutcome>& outc
   }
 }
 
+// The node table and job queue readers of the chosen backend.
+Result<std::pair<std::unique_ptr<slurm::SlurmApi>, std::unique_ptr<slurm::SlurmJobReader>>>
+slurm_readers(const SubmitRunOptions& o) {
+  if (!o.slurm_rest) {
+    return std::make_pair(slurm::make_libslurm_api(o.slurm_conf),
+                          slurm::make_libslurm_job_reader(o.slurm_conf));
+  }
+  VIGIL_TRY(auto api, slurm::make_rest_api(o.rest));
+  VIGIL_TRY(auto jobs, slurm::make_rest_job_reader(o.rest));
+  return std::make_pair(std::move(api), std::move(jobs));
+}
+
 }  // namespace
 
 int run_submit(const SubmitRunOptions& ro) {
@@ -126,14 +139,19 @@ int run_submit(const SubmitRunOptions& ro) {
     o.plan.recheck_script_text = ss.str();
   }
 
-  auto slurm = slurm::make_libslurm_api(o.slurm_conf);
-  auto nodes = slurm->load_nodes();
+  auto readers = slurm_readers(o);
+  if (!readers.ok()) {
+    std::fprintf(stderr, "vigil-submit: --slurm-backend rest: %s\n",
+                 readers.error().to_string().c_str());
+    return 2;
+  }
+  auto nodes = readers.value().first->load_nodes();
   if (!nodes.ok()) {
     std::fprintf(stderr, "vigil-submit: cannot read node states: %s\n",
                  nodes.error().to_string().c_str());
     return 2;
   }
-  auto jobs = slurm::make_libslurm_job_reader(o.slurm_conf)->load_jobs();
+  auto jobs = readers.value().second->load_jobs();
   if (!jobs.ok()) {
     std::fprintf(stderr, "vigil-submit: cannot read the job queue: %s\n",
                  jobs.error().to_string().c_str());

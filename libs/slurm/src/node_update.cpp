@@ -45,6 +45,15 @@ KnownSplit split_known(const std::vector<std::string>& nodes,
   return split;
 }
 
+Result<std::vector<SlurmNodeInfo>> SlurmApi::load_nodes_named(
+    const std::vector<std::string>& nodes) {
+  if (auto names = validate_names(nodes, "load_nodes_named"); !names.ok()) return names.error();
+  VIGIL_TRY(auto all, load_nodes());
+  const std::unordered_set<std::string> wanted(nodes.begin(), nodes.end());
+  std::erase_if(all, [&](const SlurmNodeInfo& n) { return !wanted.count(n.name); });
+  return all;
+}
+
 Error unknown_nodes_error(const KnownSplit& split, std::string where) {
   return Error{"node(s) " + abbreviate(to_hostlist(split.unknown), split.unknown.size()) +
                    " unknown to slurmctld (check the node names in the reports); applied to the "

@@ -1,11 +1,14 @@
 #pragma once
-// vigil-submit: the CronJob's entry point. Reads node states (libslurm, through the drainer's
-// slurm::SlurmApi) and the job queue, plans (plan.h), prints the plan as a table, then submits the
-// sbatch jobs (paced) and runs the `srun -Z` re-checks (bounded concurrency, timeout each).
+// vigil-submit: the CronJob's entry point. Reads node states and the job queue through
+// vigil::slurm (libslurm, or slurmrestd with a JWT: the drainer's two backends), plans (plan.h),
+// prints the plan as a table, then submits the sbatch jobs (paced) and runs the `srun -Z`
+// re-checks (bounded concurrency, timeout each). Submitting stays sbatch / srun on either backend:
+// the job script, its #SBATCH lines and `srun -Z` have no REST equivalent that keeps them.
 #include <string>
 #include <vector>
 
 #include "vigil/base/result.h"
+#include "vigil/slurm/slurm_rest.h"
 #include "vigil/submit/plan.h"
 
 namespace vigil::submit {
@@ -13,6 +16,8 @@ namespace vigil::submit {
 struct SubmitRunOptions {
   SubmitOptions plan;
   std::string slurm_conf;            // empty: SLURM_CONF / /etc/slurm/slurm.conf
+  bool slurm_rest = false;           // read Slurm over slurmrestd (rest) instead of libslurm
+  slurm::RestSettings rest;          // with slurm_rest: as the drainer's slurm.rest
   bool dry_run = false;              // print the commands, run nothing
   int interval_ms = 200;             // pause between two sbatch calls
   int recheck_concurrency = 4;       // srun -Z re-checks at a time

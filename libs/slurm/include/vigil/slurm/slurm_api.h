@@ -27,6 +27,11 @@ class SlurmApi {
  public:
   virtual ~SlurmApi() = default;
   virtual Result<std::vector<SlurmNodeInfo>> load_nodes() = 0;
+  // The current state of `nodes` only, for the re-check right before acting (never older than
+  // the call); names Slurm does not know are missing from the result. Default: the whole table,
+  // filtered. The REST backend reads a few nodes one by one instead of the whole table.
+  virtual Result<std::vector<SlurmNodeInfo>> load_nodes_named(
+      const std::vector<std::string>& nodes);
   // One RPC for all nodes (hostlist in node_names). reason is used verbatim (already sanitized).
   virtual VoidResult drain(const std::vector<std::string>& nodes, const std::string& reason) = 0;
   // UNDRAIN: clears the drain flag only, so a DOWN node never becomes IDLE.
