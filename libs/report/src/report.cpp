@@ -86,15 +86,17 @@ void only_keys(const json& j, const std::string& path, const std::set<std::strin
   }
 }
 
-const json& need(const json& j, const std::string& path, const std::string& key) {
+// A pointer, not a reference: GCC 14's -Wdangling-reference takes a reference returned next to a
+// temporary std::string argument ("measurements") for one into that temporary.
+const json* need(const json& j, const std::string& path, const std::string& key) {
   auto it = j.find(key);
   if (it == j.end()) fail_at(path + "/" + key, "missing required field");
-  return *it;
+  return &*it;
 }
 
 std::string need_string(const json& j, const std::string& path, const std::string& key,
                         bool allow_empty = false) {
-  const json& v = need(j, path, key);
+  const json& v = *need(j, path, key);
   if (!v.is_string()) fail_at(path + "/" + key, "must be a string");
   std::string s = v.get<std::string>();
   if (!allow_empty && s.empty()) fail_at(path + "/" + key, "must not be empty");
@@ -109,7 +111,7 @@ std::optional<std::string> opt_string(const json& j, const std::string& path, co
 }
 
 double need_number(const json& j, const std::string& path, const std::string& key) {
-  const json& v = need(j, path, key);
+  const json& v = *need(j, path, key);
   // nlohmann parses NaN/Infinity literals as errors, but a caller may build json in code.
   if (!v.is_number()) fail_at(path + "/" + key, "must be a number");
   double d = v.get<double>();
@@ -192,7 +194,7 @@ CheckResult parse_check(const json& j, const std::string& path) {
   auto st = status_from_string(need_string(j, path, "status"));
   if (!st) fail_at(path + "/status", "must be one of pass, warn, fail, error, skipped");
   r.status = *st;
-  const json& ms = need(j, path, "measurements");
+  const json& ms = *need(j, path, "measurements");
   if (!ms.is_array()) fail_at(path + "/measurements", "must be an array");
   for (size_t i = 0; i < ms.size(); ++i) {
     r.measurements.push_back(parse_measurement(ms[i], path + "/measurements/" + std::to_string(i)));
@@ -211,7 +213,7 @@ NodeReport parse_report(const json& j, const std::string& path) {
             {"schema_version", "node", "k8s_node", "sku", "job_id", "context", "run_id",
              "start_time", "end_time", "checks"});
   NodeReport r;
-  const json& v = need(j, path, "schema_version");
+  const json& v = *need(j, path, "schema_version");
   if (!v.is_number_integer()) fail_at(path + "/schema_version", "must be an integer");
   if (v.get<long long>() != kNodeReportSchemaVersion) {
     fail_at(path + "/schema_version", "unsupported version " + v.dump() + " (this build reads " +
@@ -236,7 +238,7 @@ NodeReport parse_report(const json& j, const std::string& path) {
   auto t1 = parse_rfc3339(r.end_time);
   if (!t1) fail_at(path + "/end_time", "not an RFC 3339 time");
   if (*t1 < *t0) fail_at(path + "/end_time", "is before start_time");
-  const json& cs = need(j, path, "checks");
+  const json& cs = *need(j, path, "checks");
   if (!cs.is_array()) fail_at(path + "/checks", "must be an array");
   for (size_t i = 0; i < cs.size(); ++i) {
     const std::string at = path + "/checks/" + std::to_string(i);
