@@ -6,6 +6,11 @@
 #include <vector>
 
 #include "vigil/checks/sku.h"
+#include "vigil/report/report_client.h"
+
+namespace CLI {
+class App;
+}
 
 namespace vigil_cli {
 
@@ -20,5 +25,14 @@ void print_config_errors(const std::vector<vigil::ConfigError>& errors);
 // "a,b" "c" -> a, b, c (empty parts dropped).
 std::vector<std::string> split_list(const std::vector<std::string>& items);
 std::string join(const std::vector<std::string>& v, const std::string& sep);
+
+// --auth token|munge (VIGIL_REPORT_AUTH) and --munge-socket (VIGIL_MUNGE_SOCKET) on `cmd`, for
+// run, fabric and hook alike (docs/security.md).
+struct AuthArgs {
+  std::string mode = "token";
+  std::string munge_socket;
+  vigil::ReportAuth to_report_auth() const;
+};
+void add_auth_options(CLI::App* cmd, AuthArgs& a);
 
 }  // namespace vigil_cli

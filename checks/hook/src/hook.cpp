@@ -127,6 +127,7 @@ Outcome act(const NodeReport& report, const ActOptions& opts) {
     client.url = opts.report_url;
     client.token_file = opts.token_file;
     client.spool_dir = opts.spool_dir;
+    client.auth = opts.auth;
     client.max_attempts = 1;
     client.timeout_ms = opts.post_timeout_ms;
     if (opts.sleep) client.sleep = [&](int ms) { opts.sleep(std::chrono::milliseconds(ms)); };
