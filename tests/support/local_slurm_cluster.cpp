@@ -48,6 +48,7 @@ LocalSlurmCluster::LocalSlurmCluster(Options options) : options_(options) {
                                    "--timeout",
                                    std::to_string(options_.start_timeout.count())};
   if (options_.rest) argv.push_back("--rest");
+  if (options_.node_addresses) argv.push_back("--node-addrs");
   if (!options_.extra_conf.empty()) {
     const std::string extra = dir_ + "/extra.conf";
     std::ofstream(extra) << options_.extra_conf << "\n";
