@@ -223,8 +223,9 @@ Result<PostOutcome> post_report(const NodeReport& report, const ReportClientOpti
   PostOutcome out;
   post_body(to_json(report).dump(), opts, opts.max_attempts, out);
   if (out.delivered) {
-    if (opts.auth.mode == ReportAuthMode::kMunge && !opts.spool_dir.empty())
-      out.resent = resend_spool(opts.spool_dir, opts);
+    if (opts.auth.mode == ReportAuthMode::kMunge && !opts.spool_dir.empty() &&
+        opts.resend_max_files > 0)
+      out.resent = resend_spool(opts.spool_dir, opts, opts.resend_max_files);
     return out;
   }
   if (opts.spool_dir.empty())

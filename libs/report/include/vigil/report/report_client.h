@@ -39,6 +39,7 @@ struct ReportClientOptions {
   // kMunge: a fresh credential for every attempt (munged refuses a credential it has decoded
   // once, so a retry cannot reuse one), and after a delivery the spool is resent (below).
   ReportAuth auth;
+  int resend_max_files = 16;  // spooled files resent after a delivery (kMunge); 0: none
 };
 
 struct SpoolResend {
