@@ -13,6 +13,8 @@ endif()
 pkg_check_modules(MHD REQUIRED IMPORTED_TARGET libmicrohttpd)
 find_package(prometheus-cpp REQUIRED)
 find_package(OpenSSL REQUIRED)
+# libmunge: reports and operator requests signed with MUNGE credentials (auth: munge).
+pkg_check_modules(MUNGE REQUIRED IMPORTED_TARGET munge)
 if(NOT VIGIL_SLURM_ONLY)
   find_package(MPI REQUIRED COMPONENTS CXX)
 endif()

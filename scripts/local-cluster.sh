@@ -2,6 +2,7 @@
 # Embedded local Slurm cluster for Vigil's tests and demo (see docs/local-cluster.md).
 #
 #   local-cluster.sh start  DIR [--nodes N] [--timeout SECONDS] [--rest] [--extra-conf FILE]
+#                               [--node-addrs]
 #   local-cluster.sh stop   DIR [--clean]
 #   local-cluster.sh status DIR
 #   local-cluster.sh env    DIR
@@ -10,6 +11,11 @@
 # --extra-conf appends FILE's lines to the generated slurm.conf (Prolog=, Epilog=,
 # HealthCheckProgram= ... for the hook tests); without it the configuration is unchanged.
 # `start` runs one private munged, one slurmctld and N slurmd (gpu-0 .. gpu-N-1) on loopback.
+# --node-addrs gives node gpu-i its own loopback address, NodeAddr=127.0.1.(i+1) (Linux routes
+# all of 127.0.0.0/8 to lo, so nothing needs setting up), and its own munged with that address
+# as its origin (munged --origin) on DIR/munge/gpu-i.socket, sharing the cluster's key: a MUNGE
+# credential encoded there says it comes from gpu-i, as one from a real node would
+# (docs/security.md, auth mode munge).
 # --rest also turns on JWT authentication (AuthAltTypes=auth/jwt, key DIR/etc/jwt.key) and runs
 # slurmrestd (rest_auth/jwt, as user nobody) on 127.0.0.1; DIR/env then has its URL and a token.
 # Everything (config, state, logs, sockets, pid files, the munge key) lives under DIR; nothing in
@@ -87,8 +93,22 @@ tail_logs() {
 
 # --- start ---------------------------------------------------------------------------------------
 
+# Node address of gpu-I with --node-addrs.
+node_addr() { echo "127.0.1.$(($1 + 1))"; }
+
+node_lines() {
+  local nodes=$1 node_port=$2 cpus=$3 addrs=$4 i
+  if ((addrs)); then
+    for ((i = 0; i < nodes; i++)); do
+      echo "NodeName=gpu-$i NodeHostname=localhost NodeAddr=$(node_addr $i) Port=$((node_port + i)) CPUs=$cpus State=UNKNOWN"
+    done
+  else
+    echo "NodeName=gpu-[0-$((nodes - 1))] NodeHostname=localhost NodeAddr=127.0.0.1 Port=[$node_port-$((node_port + nodes - 1))] CPUs=$cpus State=UNKNOWN"
+  fi
+}
+
 write_slurm_conf() {
-  local dir=$1 nodes=$2 ctld_port=$3 node_port=$4 rest=$5 extra=${6:-} cpus major minor
+  local dir=$1 nodes=$2 ctld_port=$3 node_port=$4 rest=$5 extra=${6:-} addrs=${7:-0} cpus major minor
   # At least 2 CPUs per node, so a job can hold 2 MPI slots even on a 1-core runner
   # (config_overrides makes slurmd report the configured, not the detected, hardware).
   cpus=$(nproc)
@@ -137,7 +157,7 @@ InactiveLimit=0
 MailProg=/bin/true
 PropagateResourceLimits=NONE
 $( ((rest)) && jwt_conf_lines "$dir/etc/jwt.key")
-NodeName=gpu-[0-$((nodes - 1))] NodeHostname=localhost NodeAddr=127.0.0.1 Port=[$node_port-$((node_port + nodes - 1))] CPUs=$cpus State=UNKNOWN
+$(node_lines "$nodes" "$node_port" "$cpus" "$addrs")
 PartitionName=gpu Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 # Hidden partition for health-check jobs (the drainer's re-check path uses it).
 PartitionName=vigil Nodes=ALL Hidden=YES MaxTime=INFINITE State=UP PriorityTier=10
@@ -203,10 +223,11 @@ fail_start() {
 }
 
 cmd_start() {
-  local dir="" nodes=$DEFAULT_NODES timeout=$DEFAULT_TIMEOUT rest=0 extra=""
+  local dir="" nodes=$DEFAULT_NODES timeout=$DEFAULT_TIMEOUT rest=0 extra="" addrs=0
   while [[ $# -gt 0 ]]; do
     case $1 in
       --rest) rest=1; shift ;;
+      --node-addrs) addrs=1; shift ;;
       --extra-conf) extra=${2:?--extra-conf needs a file}; shift 2 ;;
       --extra-conf=*) extra=${1#*=}; shift ;;
       --nodes) nodes=${2:?--nodes needs a value}; shift 2 ;;
@@ -257,7 +278,7 @@ cmd_start() {
     rest_port=$((node_port + nodes))
     last_port=$rest_port
   fi
-  write_slurm_conf "$dir" "$nodes" "$ctld_port" "$node_port" "$rest" "$extra"
+  write_slurm_conf "$dir" "$nodes" "$ctld_port" "$node_port" "$rest" "$extra" "$addrs"
   write_env "$dir" "$nodes" "$rest_port"
   cat >"$dir/cluster.info" <<EOF
 nodes=$nodes
@@ -271,11 +292,23 @@ EOF
   spawn "$dir" munged munged munged --foreground --key-file="$dir/munge/munge.key" \
     --socket="$dir/munge/munge.socket.2" --pid-file="$dir/run/munged.pid" \
     --seed-file="$dir/munge/munged.seed" --log-file="$dir/log/munged.log"
-  local deadline=$((SECONDS + timeout))
-  until [[ -S $dir/munge/munge.socket.2 ]]; do
-    check_alive "$dir" || fail_start "$dir" "munged did not start"
-    ((SECONDS < deadline)) || fail_start "$dir" "munged socket did not appear within ${timeout}s"
-    sleep 0.1
+  local sockets=("$dir/munge/munge.socket.2")
+  if ((addrs)); then
+    for ((i = 0; i < nodes; i++)); do
+      spawn "$dir" munged "munged-gpu-$i" munged --foreground --key-file="$dir/munge/munge.key" \
+        --socket="$dir/munge/gpu-$i.socket" --pid-file="$dir/run/munged-gpu-$i.pid" \
+        --seed-file="$dir/munge/munged-gpu-$i.seed" --log-file="$dir/log/munged-gpu-$i.log" \
+        --origin="$(node_addr $i)"
+      sockets+=("$dir/munge/gpu-$i.socket")
+    done
+  fi
+  local deadline=$((SECONDS + timeout)) sock
+  for sock in "${sockets[@]}"; do
+    until [[ -S $sock ]]; do
+      check_alive "$dir" || fail_start "$dir" "munged did not start"
+      ((SECONDS < deadline)) || fail_start "$dir" "munged socket $sock did not appear within ${timeout}s"
+      sleep 0.1
+    done
   done
 
   spawn "$dir" slurmctld slurmctld slurmctld -D -f "$dir/etc/slurm.conf"

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -96,6 +97,24 @@ vigil::Result<std::map<std::string, std::string>> fabric_topology(const std::str
   note = "topology from Slurm: " + std::to_string(tree->size()) + " nodes under " +
          std::to_string(leaves.size()) + " leaf switches";
   return tree;
+}
+
+vigil::ReportAuth AuthArgs::to_report_auth() const {
+  vigil::ReportAuth auth;
+  // CLI11 allowed only the two words.
+  auth.mode = vigil::parse_report_auth_mode(mode).value_or(vigil::ReportAuthMode::kToken);
+  auth.munge_socket = munge_socket;
+  return auth;
+}
+
+void add_auth_options(CLI::App* cmd, AuthArgs& a) {
+  cmd->add_option("--auth", a.mode,
+                  "token (--token-file) or munge (a MUNGE credential per report, docs/security.md)")
+      ->envname("VIGIL_REPORT_AUTH")
+      ->check(CLI::IsMember({"token", "munge"}));
+  cmd->add_option("--munge-socket", a.munge_socket,
+                  "munged socket for --auth munge (default: munge's own)")
+      ->envname("VIGIL_MUNGE_SOCKET");
 }
 
 }  // namespace vigil_cli

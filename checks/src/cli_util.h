@@ -8,6 +8,11 @@
 
 #include "vigil/base/result.h"
 #include "vigil/checks/sku.h"
+#include "vigil/report/report_client.h"
+
+namespace CLI {
+class App;
+}
 
 namespace vigil_cli {
 
@@ -27,5 +32,14 @@ std::string join(const std::vector<std::string>& v, const std::string& sep);
 // Slurm's tree inside a Slurm job when there is one, else none. `note` says which it was.
 vigil::Result<std::map<std::string, std::string>> fabric_topology(const std::string& option,
                                                                   std::string& note);
+
+// --auth token|munge (VIGIL_REPORT_AUTH) and --munge-socket (VIGIL_MUNGE_SOCKET) on `cmd`, for
+// run, fabric and hook alike (docs/security.md).
+struct AuthArgs {
+  std::string mode = "token";
+  std::string munge_socket;
+  vigil::ReportAuth to_report_auth() const;
+};
+void add_auth_options(CLI::App* cmd, AuthArgs& a);
 
 }  // namespace vigil_cli

@@ -55,6 +55,7 @@ struct RunArgs {
   std::string token_file;
   std::string ca_file;
   std::string spool_dir;
+  vigil_cli::AuthArgs auth;
   std::vector<std::string> only;
   std::vector<std::string> exclude;
   bool quiet = false;
@@ -176,6 +177,7 @@ int emit(const RunArgs& a, const std::vector<vigil::NodeReport>& reports) {
   client.token_file = a.token_file;
   client.ca_file = a.ca_file;
   client.spool_dir = a.spool_dir;
+  client.auth = a.auth.to_report_auth();
   int rc = 0;
   for (const auto& report : reports) {
     const std::string who = "vigil-check: report for " + report.node;
@@ -408,6 +410,7 @@ int cmd_hook(HookArgs& h) {
   act.token_file = a.token_file;
   act.ca_file = a.ca_file;
   act.spool_dir = a.spool_dir;
+  act.auth = a.auth.to_report_auth();
   act.drain_wait = std::chrono::milliseconds(h.drain_wait_ms);
   const std::string conf = h.slurm_conf;
   act.slurm = [conf] { return vigil::slurm::make_libslurm_api(conf); };
@@ -497,6 +500,7 @@ int main(int argc, char** argv) {
         ->envname("VIGIL_CA_FILE");
     cmd->add_option("--spool-dir", r.spool_dir, "Spool the report here when it cannot be delivered")
         ->envname("VIGIL_SPOOL_DIR");
+    vigil_cli::add_auth_options(cmd, r.auth);
     cmd->add_option("--only", r.only, "Run only these checks (comma-separated)");
     cmd->add_option("--exclude", r.exclude, "Report these checks as skipped (comma-separated)");
     cmd->add_flag("--quiet,-q", r.quiet, "No progress lines on stderr");
@@ -564,6 +568,7 @@ int main(int argc, char** argv) {
       ->add_option("--spool-dir", hook.run.spool_dir,
                    "Spool the report here when the drainer is unreachable")
       ->envname("VIGIL_SPOOL_DIR");
+  vigil_cli::add_auth_options(hook_cmd, hook.run.auth);
   hook_cmd->add_option("--slurm-conf", hook.slurm_conf,
                        "slurm.conf for the drain fallback (default: SLURM_CONF)");
   hook_cmd->add_option("--time-box", hook.time_box_s, "Seconds for the whole suite (default 30)")

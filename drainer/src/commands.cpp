@@ -19,6 +19,7 @@
 #include "vigil/drainer/drainer.h"
 #include "vigil/drainer/http_server.h"
 #include "vigil/kube/kube_api.h"
+#include "vigil/munge/munge.h"
 #include "vigil/slurm/slurm_api.h"
 
 namespace fs = std::filesystem;
@@ -100,6 +101,8 @@ void print_table(const nlohmann::json& nodes, const nlohmann::json& breaker, boo
 struct ServiceClient {
   std::unique_ptr<httplib::Client> cli;
   httplib::Headers headers;
+  std::string munge_socket;  // auth mode munge without an admin token: a credential per request
+  bool munge = false;
   explicit ServiceClient(const DrainerConfig& c) {
     const bool any = c.listen_address == "0.0.0.0" || c.listen_address == "::";
     if (c.tls) {
@@ -115,12 +118,37 @@ struct ServiceClient {
     }
     cli->set_connection_timeout(5);
     cli->set_read_timeout(30);
-    // Operator commands use the admin token when there is one (resume, breaker reset need it).
-    if (c.auth_enabled)
+    // Operator commands use the admin token when there is one (resume, breaker reset need it);
+    // under auth mode munge otherwise a MUNGE credential of the operator's own uid.
+    if (c.auth_enabled && c.munge.enabled && c.admin_token.empty()) {
+      munge = true;
+      munge_socket = c.munge.socket;
+    } else if (c.auth_enabled) {
       headers.emplace("Authorization",
                       "Bearer " + (c.admin_token.empty() ? c.token : c.admin_token));
+    }
+  }
+  // The headers for one request; an error when munged cannot be asked.
+  Result<httplib::Headers> for_request(const std::string& method, const std::string& path,
+                                       const std::string& body) const {
+    if (!munge) return headers;
+    VIGIL_TRY(auto cred,
+              munge::encode(munge::request_payload(method, path, body), {munge_socket, 0}));
+    httplib::Headers h = headers;
+    h.emplace("Authorization", std::string(munge::kAuthScheme) + " " + cred);
+    return h;
   }
 };
+
+const char* auth_word(const DrainerConfig& c) {
+  return !c.auth_enabled ? "DISABLED" : c.munge.enabled ? "munge" : "token";
+}
+
+int munge_fail(const Error& e, const std::string& what) {
+  std::cerr << "vigil-drainer: " << what << ": cannot get a MUNGE credential: " << e.to_string()
+            << " (auth mode munge; is munged running with auth.munge.socket?)\n";
+  return 1;
+}
 
 int http_fail(const httplib::Result& r, const std::string& what) {
   if (!r) {
@@ -151,7 +179,7 @@ int run_config_validate(const std::string& path) {
   const auto& v = c.value();
   std::printf("%s: ok\n  listen %s://%s:%d, auth %s, state_dir %s, dry_run %s\n", path.c_str(),
               v.tls ? "https" : "http", v.listen_address.c_str(), v.listen_port,
-              v.auth_enabled ? "token" : "DISABLED", v.state_dir.c_str(),
+              auth_word(v), v.state_dir.c_str(),
               v.dry_run ? "true" : "false");
   std::printf("  defaults drain_after %d resume_after %d, %zu fatal checks, staleness %llds\n",
               v.policy.defaults.drain_after, v.policy.defaults.resume_after,
@@ -209,8 +237,8 @@ int run_serve(const CommandOptions& o) {
     return 1;
   }
   std::fprintf(stderr, "vigil-drainer: listening on %s:%d (%s, auth %s%s)\n",
-               c.listen_address.c_str(), port.value(), c.tls ? "https" : "http",
-               c.auth_enabled ? "token" : "DISABLED", c.dry_run ? ", DRY-RUN" : "");
+               c.listen_address.c_str(), port.value(), c.tls ? "https" : "http", auth_word(c),
+               c.dry_run ? ", DRY-RUN" : "");
   auto op = d.open();
   if (!op.ok()) {
     std::cerr << "vigil-drainer: cannot open state: " << op.error().to_string() << "\n";
@@ -359,7 +387,9 @@ int run_status(const CommandOptions& o) {
   const int rc = with_service_or_state(
       o, /*with_slurm=*/false,
       [&](ServiceClient& sc) {
-        auto r = sc.cli->Get("/v1/nodes", sc.headers);
+        auto h = sc.for_request("GET", "/v1/nodes", "");
+        if (!h.ok()) return munge_fail(h.error(), "GET /v1/nodes");
+        auto r = sc.cli->Get("/v1/nodes", *h);
         if (!r || r->status != 200) return http_fail(r, "GET /v1/nodes");
         body = nlohmann::json::parse(r->body, nullptr, false);
         return 0;
@@ -389,8 +419,10 @@ int run_resume(const CommandOptions& o, const std::string& node) {
   return with_service_or_state(
       o, /*with_slurm=*/true,
       [&](ServiceClient& sc) {
-        auto r = sc.cli->Post(("/v1/nodes/" + node + "/resume").c_str(), sc.headers, "",
-                              "application/json");
+        const std::string path = "/v1/nodes/" + node + "/resume";
+        auto h = sc.for_request("POST", path, "");
+        if (!h.ok()) return munge_fail(h.error(), "resume " + node);
+        auto r = sc.cli->Post(path.c_str(), *h, "", "application/json");
         if (!r || r->status != 200) return http_fail(r, "resume " + node);
         std::cout << nlohmann::json::parse(r->body).value("result", "") << "\n";
         return 0;
@@ -413,7 +445,9 @@ int run_breaker_reset(const CommandOptions& o) {
   return with_service_or_state(
       o, /*with_slurm=*/false,
       [&](ServiceClient& sc) {
-        auto r = sc.cli->Post("/v1/breaker/reset", sc.headers, "", "application/json");
+        auto h = sc.for_request("POST", "/v1/breaker/reset", "");
+        if (!h.ok()) return munge_fail(h.error(), "breaker reset");
+        auto r = sc.cli->Post("/v1/breaker/reset", *h, "", "application/json");
         if (!r || r->status != 200) return http_fail(r, "breaker reset");
         std::cout << "circuit breaker closed\n";
         return 0;

@@ -160,6 +160,44 @@ YAML::Node node_at(const YAML::Node& root, const std::string& error) {
   return cur;
 }
 
+std::set<uint32_t> read_uids(const Reader& rd, const YAML::Node& n, const std::string& field) {
+  std::set<uint32_t> out;
+  if (!n.IsDefined() || n.IsNull() || !n.IsSequence() || n.size() == 0)
+    rd.fail(n.IsDefined() ? n : YAML::Node(), field, "required: a non-empty list of numeric uids");
+  for (const auto& e : n) {
+    uint32_t v = 0;
+    const std::string& t = e.IsScalar() ? e.Scalar() : std::string();
+    auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+    if (t.empty() || ec != std::errc() || p != t.data() + t.size())
+      rd.fail(e, field, "entries must be numeric uids (e.g. 0), not '" + t + "'");
+    out.insert(v);
+  }
+  return out;
+}
+
+void read_munge_auth(const Reader& rd, const YAML::Node& auth, MungeAuthSettings& m) {
+  m.enabled = true;
+  const YAML::Node n = auth["munge"];
+  if (!n.IsDefined() || n.IsNull())
+    rd.fail(auth, "auth.munge", "required with mode: munge (allowed_uids, admin_uids, socket)");
+  rd.only_keys(n, "auth.munge",
+               {"socket", "allowed_uids", "admin_uids", "address_refresh_s", "miss_refresh_min_s",
+                "allow_loopback_origin"});
+  rd.get(n, "socket", "auth.munge.socket", m.socket);
+  if (!n["allowed_uids"].IsDefined()) rd.fail(n, "auth.munge.allowed_uids", "required");
+  if (!n["admin_uids"].IsDefined()) rd.fail(n, "auth.munge.admin_uids", "required");
+  m.allowed_uids = read_uids(rd, n["allowed_uids"], "auth.munge.allowed_uids");
+  m.admin_uids = read_uids(rd, n["admin_uids"], "auth.munge.admin_uids");
+  rd.get(n, "address_refresh_s", "auth.munge.address_refresh_s", m.address_refresh_s);
+  rd.get(n, "miss_refresh_min_s", "auth.munge.miss_refresh_min_s", m.miss_refresh_min_s);
+  rd.get(n, "allow_loopback_origin", "auth.munge.allow_loopback_origin", m.allow_loopback_origin);
+  if (m.address_refresh_s < 1)
+    rd.fail(n["address_refresh_s"], "auth.munge.address_refresh_s", "must be >= 1");
+  if (m.miss_refresh_min_s < 0 || m.miss_refresh_min_s > m.address_refresh_s)
+    rd.fail(n["miss_refresh_min_s"], "auth.munge.miss_refresh_min_s",
+            "must be in [0, address_refresh_s]");
+}
+
 void read_detection(const Reader& rd, const YAML::Node& n, DetectionSettings& d) {
   rd.only_keys(
       n, "detection",
@@ -414,14 +452,28 @@ Result<DrainerConfig> parse_config(std::string_view yaml, const std::string& sou
         rd.fail(auth, "auth", "must be a mapping with token_file, or the word 'disabled'");
       c.auth_enabled = false;
     } else {
-      rd.only_keys(auth, "auth", {"token_file", "admin_token_file"});
-      rd.get(auth, "token_file", "auth.token_file", c.token_file);
-      if (c.token_file.empty()) rd.fail(auth, "auth.token_file", "required (or `auth: disabled`)");
-      c.token = read_token(rd, auth["token_file"], c.token_file);
+      rd.only_keys(auth, "auth", {"mode", "token_file", "admin_token_file", "munge"});
+      std::string mode = "token";
+      rd.get(auth, "mode", "auth.mode", mode);
+      if (mode == "munge") {
+        read_munge_auth(rd, auth, c.munge);
+        if (auth["token_file"].IsDefined())
+          rd.fail(auth["token_file"], "auth.token_file",
+                  "not used with mode: munge (reports carry MUNGE credentials); remove it");
+      } else if (mode == "token") {
+        if (auth["munge"].IsDefined())
+          rd.fail(auth["munge"], "auth.munge", "only read with mode: munge");
+        rd.get(auth, "token_file", "auth.token_file", c.token_file);
+        if (c.token_file.empty())
+          rd.fail(auth, "auth.token_file", "required (or `auth: disabled`, or mode: munge)");
+        c.token = read_token(rd, auth["token_file"], c.token_file);
+      } else {
+        rd.fail(auth["mode"], "auth.mode", "must be token or munge");
+      }
       rd.get(auth, "admin_token_file", "auth.admin_token_file", c.admin_token_file);
       if (!c.admin_token_file.empty()) {
         c.admin_token = read_token(rd, auth["admin_token_file"], c.admin_token_file);
-        if (c.admin_token == c.token)
+        if (!c.munge.enabled && c.admin_token == c.token)
           rd.fail(auth["admin_token_file"], "auth.admin_token_file",
                   "must differ from the ingest token (the ingest token is on every node)");
       }
@@ -447,6 +499,14 @@ Result<DrainerConfig> parse_config(std::string_view yaml, const std::string& sou
     c.policy.fault_code_drain_after[std::string(kSlowFaultCode)] =
         c.detection.unconfirmed_drain_after;
     if (auto k = root["kubernetes"]; k.IsDefined()) read_kubernetes(rd, k, c.kubernetes);
+    if (c.munge.enabled && !c.spool_dir.empty())
+      rd.fail(root["spool_dir"], "spool_dir",
+              "not read with auth mode munge: a spooled file carries no credential, so whoever "
+              "can write the directory could speak for any node; nodes resend their own spool "
+              "with fresh credentials (docs/security.md)");
+    if (c.munge.enabled && !c.slurm.enabled)
+      rd.fail(root["slurm"], "slurm.enabled",
+              "auth mode munge needs Slurm: the addresses a node may report from are Slurm's");
   } catch (const ConfigError& e) {
     return Error{e.msg, "parse_config"};
   } catch (const YAML::Exception& e) {

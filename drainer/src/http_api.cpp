@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "vigil/drainer/http_server.h"
+#include "vigil/drainer/munge_auth.h"
 
 namespace vigil::drainer {
 namespace {
@@ -30,7 +31,31 @@ HttpReply text_reply(int status, std::string body, std::string type = "text/plai
   return r;
 }
 
+HttpReply refusal_reply(const AuthRefusal& r) {
+  auto reply = error_reply(r.status, r.message);
+  if (r.status == 401) reply.headers.emplace_back("WWW-Authenticate", "Munge");
+  if (r.status == 503) reply.headers.emplace_back("Retry-After", "5");
+  return reply;
+}
+
 }  // namespace
+
+HttpApi::HttpApi(Drainer& d, const DrainerConfig& cfg, std::shared_ptr<MungeAuth> munge)
+    : d_(d), cfg_(cfg), munge_(std::move(munge)) {
+  if (cfg_.auth_enabled && cfg_.munge.enabled) {
+    if (!munge_) munge_ = make_munge_auth(cfg_, d_.slurm_api(), d_.clock());
+    d_.metrics().declare_rejected(munge_refusal_reasons());
+  }
+}
+
+std::optional<HttpReply> HttpApi::munge_refusal(const HttpRequest& req, const Route& route) const {
+  const bool admin = route.kind == Route::kResume || route.kind == Route::kBreakerReset;
+  if (!cfg_.admin_token.empty() && token_equal(req.authorization, "Bearer " + cfg_.admin_token))
+    return std::nullopt;
+  if (auto r = munge_->verify_request(req.authorization, req.method, req.path, req.body, admin))
+    return refusal_reply(*r);
+  return std::nullopt;
+}
 
 HttpReply HttpApi::busy() {
   auto r = error_reply(503, "ingest busy (every worker busy, queue full); retry");
@@ -47,7 +72,22 @@ HttpReply HttpApi::too_large(uint64_t bytes) const {
 std::optional<HttpReply> HttpApi::before_body(const HttpRequest& req) const {
   const bool v1 = req.path.rfind("/v1/", 0) == 0;
   const bool reports = req.path == "/v1/reports";
-  if (v1 && cfg_.auth_enabled) {
+  if (v1 && cfg_.auth_enabled && cfg_.munge.enabled) {
+    // The credential itself is decoded by a worker (handle): munged is a socket round trip.
+    const std::string scheme = std::string(munge::kAuthScheme) + " ";
+    const bool cred = req.authorization.compare(0, scheme.size(), scheme) == 0;
+    const bool admin =
+        !cfg_.admin_token.empty() && token_equal(req.authorization, "Bearer " + cfg_.admin_token);
+    if (!cred && !(admin && !reports)) {
+      if (reports) {
+        d_.metrics().on_ingest("unauthorized");
+        d_.metrics().on_rejected("missing_credential");
+      }
+      return refusal_reply({401, "missing_credential",
+                            "missing MUNGE credential (Authorization: Munge <credential>); this "
+                            "drainer runs auth mode munge (docs/security.md)"});
+    }
+  } else if (v1 && cfg_.auth_enabled) {
     constexpr std::string_view kBearer = "Bearer ";
     const std::string& h = req.authorization;
     int code = 0;
@@ -69,7 +109,7 @@ std::optional<HttpReply> HttpApi::before_body(const HttpRequest& req) const {
   }
   int none = 404;
   auto route = match_route(req.method, req.path, &none);
-  if (route && cfg_.auth_enabled && !cfg_.admin_token.empty() &&
+  if (route && cfg_.auth_enabled && !cfg_.munge.enabled && !cfg_.admin_token.empty() &&
       (route->kind == Route::kResume || route->kind == Route::kBreakerReset) &&
       !token_equal(req.authorization, "Bearer " + cfg_.admin_token))
     return error_reply(403, "operator endpoint: needs the admin token (auth.admin_token_file)");
@@ -93,6 +133,9 @@ HttpReply HttpApi::handle(const HttpRequest& req) const {
   if (auto early = before_body(req)) return *early;
   int none = 404;
   const Route route = *match_route(req.method, req.path, &none);
+  const bool v1 = req.path.rfind("/v1/", 0) == 0;
+  if (munge_ && v1 && route.kind != Route::kReports)
+    if (auto refused = munge_refusal(req, route)) return *refused;
   switch (route.kind) {
     case Route::kReports: {
       if (!d_.ready()) {
@@ -108,6 +151,13 @@ HttpReply HttpApi::handle(const HttpRequest& req) const {
         const auto colon = parsed.error.find(": ");
         return error_reply(400, parsed.error,
                            colon == std::string::npos ? "" : parsed.error.substr(0, colon));
+      }
+      if (munge_) {
+        if (auto r = munge_->verify_reports(req.authorization, req.path, req.body, *parsed.value)) {
+          d_.metrics().on_ingest("unauthorized");
+          d_.metrics().on_rejected(r->reason);
+          return refusal_reply(*r);
+        }
       }
       auto out = d_.ingest(*parsed.value);
       if (!out.ok()) {

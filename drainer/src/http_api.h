@@ -3,6 +3,7 @@
 // any transport so the server (http_server.cpp, libmicrohttpd) stays plumbing, and so the
 // fuzzer can drive the path and header checks directly.
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -29,9 +30,13 @@ struct HttpReply {
   std::vector<std::pair<std::string, std::string>> headers;
 };
 
+class MungeAuth;
+
 class HttpApi {
  public:
-  HttpApi(Drainer& d, const DrainerConfig& cfg) : d_(d), cfg_(cfg) {}
+  // With auth.mode munge and no `munge` given, the real one is made (libmunge, Slurm's node
+  // table through the drainer's Slurm client); tests pass one with a fake decoder.
+  HttpApi(Drainer& d, const DrainerConfig& cfg, std::shared_ptr<MungeAuth> munge = nullptr);
 
   // Runs once the headers are in, before the body is read: unknown routes, missing or wrong
   // credentials and oversized bodies are answered here, so no body is read for them.
@@ -45,8 +50,12 @@ class HttpApi {
   HttpReply too_large(uint64_t bytes) const;
 
  private:
+  // Under auth mode munge: the refusal of a /v1 request other than a report, or nullopt.
+  std::optional<HttpReply> munge_refusal(const HttpRequest& req, const Route& route) const;
+
   Drainer& d_;
   const DrainerConfig& cfg_;
+  std::shared_ptr<MungeAuth> munge_;
 };
 
 }  // namespace vigil::drainer

@@ -28,6 +28,10 @@ const std::vector<MetricDesc>& metric_table() {
        "sink"},
       {"vigil_circuit_breaker_open", "gauge", "1 while the drain circuit breaker is open", ""},
       {"vigil_reports_ingested_total", "counter", "Reports received, by outcome", "outcome"},
+      {"vigil_reports_rejected_total", "counter",
+       "Requests refused by auth mode munge, by reason (forged_origin: signed on a host that is "
+       "not the report's node)",
+       "reason"},
       {"vigil_measurement_deviation_ratio", "gauge",
        "How far a check's worst performance figure on a node lies below its baseline "
        "(fraction; > 0 is slower)",
@@ -77,6 +81,8 @@ struct Metrics::Impl {
       build(prometheus::BuildGauge(), *reg, "vigil_circuit_breaker_open");
   prometheus::Family<prometheus::Counter>& ingested =
       build(prometheus::BuildCounter(), *reg, "vigil_reports_ingested_total");
+  prometheus::Family<prometheus::Counter>& rejected =
+      build(prometheus::BuildCounter(), *reg, "vigil_reports_rejected_total");
   prometheus::Family<prometheus::Gauge>& deviation =
       build(prometheus::BuildGauge(), *reg, "vigil_measurement_deviation_ratio");
   prometheus::Family<prometheus::Gauge>& switch_suspect =
@@ -92,7 +98,7 @@ struct Metrics::Impl {
     std::string state_key;
     std::vector<prometheus::Gauge*> state;
     std::map<std::string, SeriesByKey> status, meas, thr;  // by check
-    std::map<std::string, prometheus::Gauge*> deviation;    // by check: its worst verdict
+    std::map<std::string, prometheus::Gauge*> deviation;   // by check: its worst verdict
     prometheus::Gauge* age = nullptr;
   };
   std::map<std::string, NodeSeries> nodes;
@@ -115,6 +121,16 @@ Metrics::~Metrics() = default;
 void Metrics::on_ingest(std::string_view outcome, double n) {
   std::lock_guard lk(impl_->mu);
   impl_->ingested.Add({{"outcome", std::string(outcome)}}).Increment(n);
+}
+
+void Metrics::on_rejected(std::string_view reason) {
+  std::lock_guard lk(impl_->mu);
+  impl_->rejected.Add({{"reason", std::string(reason)}}).Increment();
+}
+
+void Metrics::declare_rejected(const std::vector<std::string>& reasons) {
+  std::lock_guard lk(impl_->mu);
+  for (const auto& r : reasons) impl_->rejected.Add({{"reason", r}});
 }
 
 void Metrics::on_action(std::string_view action, std::string_view sink, std::string_view outcome,

@@ -22,6 +22,9 @@ MAX_LINES = 600
 # CMake targets (vigil::<name> / vigil_<name>) it may use. Its own are always allowed.
 COMPONENTS = [
     ("libs/base/", "base"),
+    ("libs/munge/", "munge"),
+    ("libs/report/src/report_client", "report_client"),
+    ("libs/report/include/vigil/report/report_client", "report_client"),
     ("libs/report/", "report"),
     ("libs/slurm/", "slurm"),
     ("libs/kube/", "kube"),
@@ -37,7 +40,8 @@ COMPONENTS = [
 ALLOWED = {
     "base": set(),
     "report": {"base"},
-    "report_client": {"report", "base"},
+    "munge": {"base"},
+    "report_client": {"report", "munge", "base"},
     "slurm": {"base"},
     "kube": {"base"},
     "detect": {"report", "base"},
@@ -47,7 +51,7 @@ ALLOWED = {
     "submit": {"slurm", "base", "report"},
     "hook": {"checks", "report", "report_client", "slurm", "base"},
     "check_program": {"checks", "hook", "report", "report_client", "slurm", "base"},
-    "drainer": {"report", "slurm", "kube", "base", "detect"},
+    "drainer": {"report", "slurm", "kube", "base", "detect", "munge"},
 }
 # Targets that belong to a component without being named after it.
 TARGET_COMPONENT = {

@@ -277,3 +277,59 @@ TEST(Config, listen_tls_errors_name_file_line_and_field) {
 
 }  // namespace
 }  // namespace vigil::drainer
+
+namespace vigil::drainer {
+namespace {
+
+TEST(Config, auth_mode_munge_reads_uids_socket_and_refresh) {
+  auto c = parse_config(
+      "auth:\n  mode: munge\n  munge:\n    socket: /run/vigil-munge/munge.socket.2\n"
+      "    allowed_uids: [0, 64030]\n    admin_uids: [0]\n    miss_refresh_min_s: 5\n",
+      "m.yaml");
+  ASSERT_TRUE(c.ok()) << c.error().to_string();
+  EXPECT_TRUE(c->auth_enabled);
+  EXPECT_TRUE(c->munge.enabled);
+  EXPECT_EQ(c->munge.socket, "/run/vigil-munge/munge.socket.2");
+  EXPECT_EQ(c->munge.allowed_uids, (std::set<uint32_t>{0, 64030}));
+  EXPECT_EQ(c->munge.admin_uids, (std::set<uint32_t>{0}));
+  EXPECT_EQ(c->munge.address_refresh_s, 300);
+  EXPECT_EQ(c->munge.miss_refresh_min_s, 5);
+  EXPECT_FALSE(c->munge.allow_loopback_origin);
+  EXPECT_TRUE(c->token.empty());
+}
+
+TEST(Config, auth_mode_munge_errors_name_file_line_and_field) {
+  struct Case {
+    std::string yaml, want;
+  };
+  const std::string ok_munge = "  munge:\n    allowed_uids: [0]\n    admin_uids: [0]\n";
+  const Case cases[] = {
+      {"auth:\n  mode: kerberos\n", "m.yaml:2: auth.mode: must be token or munge"},
+      {"auth:\n  mode: munge\n", "m.yaml:2: auth.munge: required with mode: munge"},
+      {"auth:\n  mode: munge\n  munge:\n    admin_uids: [0]\n",
+       "m.yaml:4: auth.munge.allowed_uids: required"},
+      {"auth:\n  mode: munge\n  munge:\n    allowed_uids: [root]\n    admin_uids: [0]\n",
+       "m.yaml:4: auth.munge.allowed_uids: entries must be numeric uids"},
+      {"auth:\n  mode: munge\n  munge:\n    allowed_uids: []\n    admin_uids: [0]\n",
+       "m.yaml:4: auth.munge.allowed_uids: required: a non-empty list"},
+      {"auth:\n  mode: munge\n  token_file: /x\n" + ok_munge,
+       "m.yaml:3: auth.token_file: not used with mode: munge"},
+      {"auth:\n  mode: munge\n" + ok_munge + "    allow_loopback: true\n",
+       "m.yaml:6: auth.munge.allow_loopback: unknown key"},
+      {"auth:\n  mode: munge\n" + ok_munge + "spool_dir: /var/spool/vigil\n",
+       "m.yaml:6: spool_dir: not read with auth mode munge"},
+      {"auth:\n  mode: munge\n" + ok_munge + "slurm:\n  enabled: false\n",
+       "m.yaml:7: slurm.enabled: auth mode munge needs Slurm"},
+      {"auth:\n  munge: {allowed_uids: [0], admin_uids: [0]}\n  token_file: /x\n",
+       "m.yaml:2: auth.munge: only read with mode: munge"},
+  };
+  for (const auto& c : cases) {
+    auto r = parse_config(c.yaml, "m.yaml");
+    ASSERT_FALSE(r.ok()) << c.yaml;
+    EXPECT_NE(r.error().message.find(c.want), std::string::npos)
+        << "want '" << c.want << "' in: " << r.error().message;
+  }
+}
+
+}  // namespace
+}  // namespace vigil::drainer

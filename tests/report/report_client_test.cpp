@@ -1,15 +1,16 @@
 // Report client: retries with backoff, bearer token, spool on final failure, and the drainer
 // ingesting the spool.
-#include "fake_clock.h"
 #include "vigil/report/report_client.h"
 
 #include <gtest/gtest.h>
 #include <httplib.h>
 
 #include <atomic>
+#include <filesystem>
 #include <fstream>
 #include <thread>
 
+#include "fake_clock.h"
 #include "fakes.h"
 #include "temp_dir.h"
 #include "vigil/drainer/drainer.h"
@@ -30,12 +31,15 @@ struct FlakyServer {
   int fail_status = 503;
   std::string seen_auth;
   std::string seen_body;
+  std::string refuse_containing;  // bodies with this substring get 403
   FlakyServer() {
     srv.Post("/v1/reports", [this](const httplib::Request& req, httplib::Response& res) {
       int n = ++hits;
       seen_auth = req.get_header_value("Authorization");
       seen_body = req.body;
       res.status = n <= fail_first ? fail_status : 202;
+      if (!refuse_containing.empty() && req.body.find(refuse_containing) != std::string::npos)
+        res.status = 403;
     });
     port = srv.bind_to_any_port("127.0.0.1");
     t = std::thread([this] { srv.listen_after_bind(); });
@@ -153,6 +157,56 @@ TEST(ReportClient, bad_url_is_reported) {
   auto r = post_report(report(), opts("ftp://x", &sleeps));
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().to_string().find("http://"), std::string::npos);
+}
+
+// The resend of a spool (auth munge does it after each delivery; here without munged, so token
+// mode): delivered files are removed, refused ones move to rejected/, an unreachable drainer
+// leaves the rest for the next run, and at most max_files are tried.
+TEST(ReportClient, resend_spool_delivers_removes_and_sets_refused_files_aside) {
+  FlakyServer s;
+  s.refuse_containing = "run-forged";
+  TempDir d;
+  const std::string spool = d / "spool";
+  for (const char* run : {"run-a", "run-b", "run-forged", "run-c"})
+    ASSERT_TRUE(
+        spool_report(make_report("gpu-1", run, {make_check("nvml_ecc", Status::kPass)}), spool)
+            .ok());
+  std::vector<int> sleeps;
+  auto o = opts(s.url(), &sleeps);
+  auto first = resend_spool(spool, o, /*max_files=*/2);
+  EXPECT_EQ(first.delivered, 2);
+  EXPECT_EQ(first.left, 2);
+  auto rest = resend_spool(spool, o);
+  EXPECT_EQ(rest.delivered, 1);
+  EXPECT_EQ(rest.rejected, 1);
+  EXPECT_EQ(rest.left, 0);
+  EXPECT_TRUE(std::filesystem::exists(spool + "/rejected/gpu-1-run-forged.json"));
+  EXPECT_EQ(s.hits, 4);
+
+  ASSERT_TRUE(spool_report(make_report("gpu-1", "run-d", {}), spool).ok());
+  auto down = opts("http://127.0.0.1:9", &sleeps);  // nothing listens on the discard port
+  auto kept = resend_spool(spool, down);
+  EXPECT_EQ(kept.delivered, 0);
+  EXPECT_EQ(kept.left, 1);
+  EXPECT_TRUE(std::filesystem::exists(spool + "/gpu-1-run-d.json"));
+}
+
+// Token mode is what it was: no resend after a delivery, the bearer token as before.
+TEST(ReportClient, token_mode_does_not_resend_the_spool) {
+  FlakyServer s;
+  TempDir d;
+  std::ofstream(d / "token") << "tok-0123456789abcdef\n";
+  ASSERT_TRUE(spool_report(make_report("gpu-1", "old", {}), d / "spool").ok());
+  std::vector<int> sleeps;
+  auto o = opts(s.url(), &sleeps);
+  o.token_file = d / "token";
+  o.spool_dir = d / "spool";
+  auto r = post_report(report(), o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->delivered);
+  EXPECT_EQ(r->resent.delivered, 0);
+  EXPECT_EQ(s.hits, 1);
+  EXPECT_EQ(s.seen_auth, "Bearer tok-0123456789abcdef");
 }
 
 }  // namespace

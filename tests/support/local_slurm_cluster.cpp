@@ -53,6 +53,7 @@ LocalSlurmCluster::LocalSlurmCluster(Options options) : options_(options) {
     for (const auto& [name, text] : options_.etc_files)
       std::ofstream(dir_ + "/etc/" + name) << text;
   }
+  if (options_.node_addresses) argv.push_back("--node-addrs");
   if (!options_.extra_conf.empty()) {
     const std::string extra = dir_ + "/extra.conf";
     std::ofstream(extra) << options_.extra_conf << "\n";

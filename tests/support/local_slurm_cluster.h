@@ -31,6 +31,9 @@ class LocalSlurmCluster {
     // Slurm reads from slurm.conf's directory.
     std::map<std::string, std::string> etc_files;
     bool rest = false;                        // JWT auth + slurmrestd (local-cluster.sh --rest)
+    // gpu-i gets NodeAddr 127.0.1.(i+1) and its own munged with that origin
+    // (local-cluster.sh --node-addrs): credentials say which node encoded them.
+    bool node_addresses = false;
   };
 
   LocalSlurmCluster();
@@ -45,6 +48,12 @@ class LocalSlurmCluster {
   // With Options::rest: slurmrestd's URL and a file with a root JWT (empty otherwise).
   std::string rest_url() const;
   std::string jwt_token_file() const { return options_.rest ? dir_ + "/etc/jwt.token" : ""; }
+  // The cluster's munged (slurmctld, slurmd and a drainer decode with it), and with
+  // Options::node_addresses the munged of one node ("gpu-1": origin 127.0.1.2).
+  std::string munge_socket() const { return dir_ + "/munge/munge.socket.2"; }
+  std::string node_munge_socket(const std::string& node) const {
+    return dir_ + "/munge/" + node + ".socket";
+  }
   // Variables that point Slurm clients at this cluster (SLURM_CONF, VIGIL_CLUSTER_DIR, ...).
   std::map<std::string, std::string> env() const;
   // PIDs of munged, slurmctld and the slurmd started for this cluster.

@@ -128,6 +128,8 @@ Outcome act(const NodeReport& report, const ActOptions& opts) {
     client.token_file = opts.token_file;
     client.ca_file = opts.ca_file;
     client.spool_dir = opts.spool_dir;
+    client.auth = opts.auth;
+    client.resend_max_files = 2;  // slurmd waits for the hook: a little of the spool per run
     client.max_attempts = 1;
     client.timeout_ms = opts.post_timeout_ms;
     if (opts.sleep) client.sleep = [&](int ms) { opts.sleep(std::chrono::milliseconds(ms)); };

@@ -15,6 +15,8 @@
 #include <sstream>
 #include <thread>
 
+#include "vigil/munge/munge.h"
+
 namespace vigil {
 namespace {
 
@@ -129,14 +131,23 @@ Result<std::string> spool_report(const NodeReport& report, const std::string& di
   return final_path;
 }
 
-Result<PostOutcome> post_report(const NodeReport& report, const ReportClientOptions& opts) {
-  PostOutcome out;
+std::optional<ReportAuthMode> parse_report_auth_mode(std::string_view s) {
+  if (s == "token") return ReportAuthMode::kToken;
+  if (s == "munge") return ReportAuthMode::kMunge;
+  return std::nullopt;
+}
+
+namespace {
+
+// POSTs one body with retries; fills out (attempts, status, error). Sets out.delivered on 2xx.
+void post_body(const std::string& body, const ReportClientOptions& opts, int max_attempts,
+               PostOutcome& out) {
   auto sleep = opts.sleep ? opts.sleep : [](int ms) {
     std::this_thread::sleep_for(std::chrono::milliseconds(ms));
   };
   std::string token;
   std::string setup_error;
-  if (!opts.token_file.empty()) {
+  if (!opts.token_file.empty() && opts.auth.mode == ReportAuthMode::kToken) {
     auto t = read_token(opts.token_file);
     if (t.ok())
       token = t.value();
@@ -148,51 +159,115 @@ Result<PostOutcome> post_report(const NodeReport& report, const ReportClientOpti
     setup_error = url.error().to_string();
   else if (setup_error.empty())
     setup_error = tls_setup_problem(*url, opts.ca_file);
-
-  if (setup_error.empty()) {
-    httplib::Client cli(url->scheme_host_port);
-    if (url->https) {
-      cli.enable_server_certificate_verification(true);
-      if (!opts.ca_file.empty()) cli.set_ca_cert_path(opts.ca_file);
-    }
-    cli.set_connection_timeout(opts.timeout_ms / 1000, (opts.timeout_ms % 1000) * 1000);
-    cli.set_read_timeout(opts.timeout_ms / 1000, (opts.timeout_ms % 1000) * 1000);
-    cli.set_write_timeout(opts.timeout_ms / 1000, (opts.timeout_ms % 1000) * 1000);
-    cli.set_tcp_nodelay(true);
+  if (!setup_error.empty()) {
+    out.last_error = setup_error;
+    return;
+  }
+  httplib::Client cli(url->scheme_host_port);
+  if (url->https) {
+    cli.enable_server_certificate_verification(true);
+    if (!opts.ca_file.empty()) cli.set_ca_cert_path(opts.ca_file);
+  }
+  cli.set_connection_timeout(opts.timeout_ms / 1000, (opts.timeout_ms % 1000) * 1000);
+  cli.set_read_timeout(opts.timeout_ms / 1000, (opts.timeout_ms % 1000) * 1000);
+  cli.set_write_timeout(opts.timeout_ms / 1000, (opts.timeout_ms % 1000) * 1000);
+  cli.set_tcp_nodelay(true);
+  const std::string payload = opts.auth.mode == ReportAuthMode::kMunge
+                                  ? munge::request_payload("POST", url->path, body)
+                                  : std::string();
+  int backoff = std::max(1, opts.initial_backoff_ms);
+  for (int attempt = 1; attempt <= std::max(1, max_attempts); ++attempt) {
+    out.attempts = attempt;
     httplib::Headers headers;
     if (!token.empty()) headers.emplace("Authorization", "Bearer " + token);
-    const std::string body = to_json(report).dump();
-    int backoff = std::max(1, opts.initial_backoff_ms);
-    for (int attempt = 1; attempt <= std::max(1, opts.max_attempts); ++attempt) {
-      out.attempts = attempt;
-      auto res = cli.Post(url->path.c_str(), headers, body, "application/json");
-      if (res) {
-        out.last_http_status = res->status;
-        if (res->status >= 200 && res->status < 300) {
-          out.delivered = true;
-          return out;
-        }
-        out.last_error = "HTTP " + std::to_string(res->status) + ": " + res->body.substr(0, 300);
-        if (!retryable(res->status)) break;
-        if (res->has_header("Retry-After")) {
-          int ra = std::atoi(res->get_header_value("Retry-After").c_str());
-          if (ra > 0) backoff = std::max(backoff, std::min(ra * 1000, opts.max_backoff_ms));
-        }
-      } else {
+    if (opts.auth.mode == ReportAuthMode::kMunge) {
+      auto cred = munge::encode(payload, {opts.auth.munge_socket, opts.auth.munge_ttl_s});
+      if (!cred.ok()) {  // munged down: no attempt can succeed, spool
         out.last_http_status = 0;
-        out.last_error = connection_error(cli, res.error(), opts.ca_file);
-        // An untrusted certificate stays untrusted: spool at once instead of retrying.
-        if (res.error() == httplib::Error::SSLServerVerification ||
-            res.error() == httplib::Error::SSLLoadingCerts)
-          break;
+        out.last_error = cred.error().to_string();
+        return;
       }
-      if (attempt < opts.max_attempts) {
-        sleep(backoff);
-        backoff = std::min(backoff * 2, std::max(opts.max_backoff_ms, 1));
-      }
+      headers.emplace("Authorization", std::string(munge::kAuthScheme) + " " + *cred);
     }
-  } else {
-    out.last_error = setup_error;
+    auto res = cli.Post(url->path.c_str(), headers, body, "application/json");
+    if (res) {
+      out.last_http_status = res->status;
+      if (res->status >= 200 && res->status < 300) {
+        out.delivered = true;
+        return;
+      }
+      out.last_error = "HTTP " + std::to_string(res->status) + ": " + res->body.substr(0, 300);
+      if (!retryable(res->status)) return;
+      if (res->has_header("Retry-After")) {
+        int ra = std::atoi(res->get_header_value("Retry-After").c_str());
+        if (ra > 0) backoff = std::max(backoff, std::min(ra * 1000, opts.max_backoff_ms));
+      }
+    } else {
+      out.last_http_status = 0;
+      out.last_error = connection_error(cli, res.error(), opts.ca_file);
+      // An untrusted certificate stays untrusted: spool at once instead of retrying.
+      if (res.error() == httplib::Error::SSLServerVerification ||
+          res.error() == httplib::Error::SSLLoadingCerts)
+        return;
+    }
+    if (attempt < max_attempts) {
+      sleep(backoff);
+      backoff = std::min(backoff * 2, std::max(opts.max_backoff_ms, 1));
+    }
+  }
+}
+
+std::string slurp(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+SpoolResend resend_spool(const std::string& dir, const ReportClientOptions& opts, int max_files) {
+  namespace fs = std::filesystem;
+  SpoolResend r;
+  std::error_code ec;
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (e.is_regular_file() && e.path().extension() == ".json" &&
+        e.path().filename().string()[0] != '.')
+      files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  for (size_t i = 0; i < files.size(); ++i) {
+    if (static_cast<int>(i) >= max_files) {
+      r.left += static_cast<int>(files.size() - i);
+      break;
+    }
+    PostOutcome one;
+    post_body(slurp(files[i]), opts, 1, one);
+    if (one.delivered) {
+      fs::remove(files[i], ec);
+      r.delivered++;
+    } else if (one.last_http_status >= 400 && !retryable(one.last_http_status)) {
+      fs::create_directories(fs::path(dir) / "rejected", ec);
+      fs::rename(files[i], fs::path(dir) / "rejected" / files[i].filename(), ec);
+      r.rejected++;
+      r.last_error = files[i].filename().string() + ": " + one.last_error;
+    } else {  // drainer unreachable or busy: keep this one and the rest for the next run
+      r.left += static_cast<int>(files.size() - i);
+      r.last_error = one.last_error;
+      break;
+    }
+  }
+  return r;
+}
+
+Result<PostOutcome> post_report(const NodeReport& report, const ReportClientOptions& opts) {
+  PostOutcome out;
+  post_body(to_json(report).dump(), opts, opts.max_attempts, out);
+  if (out.delivered) {
+    if (opts.auth.mode == ReportAuthMode::kMunge && !opts.spool_dir.empty() &&
+        opts.resend_max_files > 0)
+      out.resent = resend_spool(opts.spool_dir, opts, opts.resend_max_files);
+    return out;
   }
   if (opts.spool_dir.empty())
     return Error{"not delivered and no spool dir: " + out.last_error,

@@ -71,6 +71,8 @@ SlurmNodeInfo to_node_info(const json& n) {
   }
   info.reason = str(n, "reason");
   info.partitions = strings(n, "partitions");
+  info.address = str(n, "address");
+  info.hostname = str(n, "hostname");
   return info;
 }
 

@@ -80,6 +80,8 @@ SlurmNodeInfo to_node_info(const node_info_t& n) {
   info.reserved = (n.node_state & NODE_STATE_RES) != 0;
   if (n.reason != nullptr) info.reason = n.reason;
   info.partitions = split_commas(n.partitions);
+  if (n.node_addr != nullptr) info.address = n.node_addr;
+  if (n.node_hostname != nullptr) info.hostname = n.node_hostname;
   return info;
 }
 

@@ -106,6 +106,22 @@ struct ListenTls {
   std::string key_pem;
 };
 
+// auth.mode munge (docs/security.md): each request carries a MUNGE credential; a report is
+// accepted only when munged vouches for it (not expired, not replayed, our key), the payload
+// matches the request, the encoding uid is allowed, and the origin address munged stamped in is
+// one Slurm knows for the report's node (NodeAddr / NodeHostname).
+struct MungeAuthSettings {
+  bool enabled = false;
+  std::string socket;               // the drainer's munged; empty: /run/munge/munge.socket.2
+  std::set<uint32_t> allowed_uids;  // who may post reports (vigil-check, the hooks); required
+  std::set<uint32_t> admin_uids;    // who may resume and reset the breaker; required
+  int64_t address_refresh_s = 300;  // Slurm's node table is re-read when older than this
+  int64_t miss_refresh_min_s = 10;  // ... and on an unknown node or address, at most this often
+  // Origins in 127.0.0.0/8 are refused unless set (tests on one host): a munged whose hostname
+  // maps to 127.0.1.1 (Debian's /etc/hosts) stamps the same origin on every node.
+  bool allow_loopback_origin = false;
+};
+
 struct DrainerConfig {
   std::string source;  // file the config came from ("<string>" for tests)
   std::string listen_address = "127.0.0.1";
@@ -119,6 +135,7 @@ struct DrainerConfig {
   // the ingest token, which sits on every compute node. It is accepted on every /v1 endpoint.
   std::string admin_token_file;
   std::string admin_token;
+  MungeAuthSettings munge;  // auth.mode: munge (token_file is then not used)
   int64_t max_body_bytes = 8 * 1024 * 1024;
   std::string state_dir = "/var/lib/vigil-drainer";  // journal, snapshot, audit log
   std::string spool_dir;                             // ingested on start and periodically

@@ -93,6 +93,8 @@ class Drainer {
   std::vector<Intent> pending_intents() const;
   Metrics& metrics() { return metrics_; }
   const DrainerConfig& config() const { return cfg_; }
+  std::shared_ptr<slurm::SlurmApi> slurm_api() const { return slurm_; }  // null: disabled
+  const Clock& clock() const { return clock_; }
   std::string metrics_text();  // refreshes report ages, then serialises
 
  private:
@@ -160,7 +162,7 @@ class Drainer {
   Metrics metrics_;
   std::unique_ptr<Journal> journal_;
   std::unique_ptr<AuditLog> audit_;
-  std::unique_ptr<detect::Engine> slow_;  // null when detection.enabled is false
+  std::unique_ptr<detect::Engine> slow_;   // null when detection.enabled is false
   std::unique_ptr<SlurmViewCache> views_;  // Slurm's node table, shared with the Slurm sink
   std::array<std::unique_ptr<SinkLane>, 2> lanes_;  // by SinkKind; sinks created by open()
 

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "vigil/detect/detect.h"
-#include "vigil/report/report.h"
 #include "vigil/drainer/policy.h"
+#include "vigil/report/report.h"
 
 namespace prometheus {
 class Registry;
@@ -34,6 +34,10 @@ class Metrics {
   ~Metrics();
 
   void on_ingest(std::string_view outcome, double n = 1);  // accepted|duplicate|invalid|...
+  // auth mode munge: a request refused, by reason (forged_origin, replayed, ...).
+  void on_rejected(std::string_view reason);
+  // Declares the reason series up front so they read 0 before the first refusal.
+  void declare_rejected(const std::vector<std::string>& reasons);
   // Replaces the node's per-check series with those of `report` (null: keep them).
   void on_node(const NodeState& s, const NodeReport* report);
   void on_action(std::string_view action, std::string_view sink, std::string_view outcome,

@@ -21,6 +21,7 @@
 
 #include "vigil/checks/check.h"
 #include "vigil/report/report.h"
+#include "vigil/report/report_client.h"
 #include "vigil/slurm/slurm_api.h"
 
 namespace vigil::hook {
@@ -51,6 +52,7 @@ struct ActOptions {
   std::string token_file;
   std::string ca_file;  // https report URL: the CA its certificate must chain to
   std::string spool_dir;
+  ReportAuth auth;                             // token (token_file) or munge (docs/security.md)
   int post_timeout_ms = 3000;                  // one attempt: slurmd waits for us
   std::chrono::milliseconds drain_wait{5000};  // for the drainer's drain to show in Slurm
   std::chrono::milliseconds poll_interval{200};

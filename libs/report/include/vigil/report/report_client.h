@@ -4,12 +4,27 @@
 // rename) that the drainer ingests later (`vigil-drainer apply --reports-dir`, or the
 // service's spool_dir). A report is never silently dropped. docs/drainer.md "Report client".
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "vigil/base/result.h"
 #include "vigil/report/report.h"
 
 namespace vigil {
+
+// How a report proves where it comes from (docs/security.md). kToken: the shared bearer token
+// (token_file), which every node holds, so any node can speak for any other: for demos. kMunge:
+// each request carries a MUNGE credential from the node's own munged, bound to the body; the
+// drainer accepts it only from an address Slurm knows for the report's node.
+enum class ReportAuthMode { kToken, kMunge };
+
+struct ReportAuth {
+  ReportAuthMode mode = ReportAuthMode::kToken;
+  std::string munge_socket;  // empty: libmunge's default socket
+  int munge_ttl_s = 0;       // 0: munged's default (300 s)
+};
+// "token" or "munge"; nullopt for anything else.
+std::optional<ReportAuthMode> parse_report_auth_mode(std::string_view s);
 
 struct ReportClientOptions {
   std::string url;  // http(s)://host:port[/path]; path defaults to /v1/reports
@@ -25,6 +40,17 @@ struct ReportClientOptions {
   int timeout_ms = 10000;  // connect + read timeout per attempt
   // Injectable for tests; default std::this_thread::sleep_for.
   std::function<void(int ms)> sleep;
+  // kMunge: a fresh credential for every attempt (munged refuses a credential it has decoded
+  // once, so a retry cannot reuse one), and after a delivery the spool is resent (below).
+  ReportAuth auth;
+  int resend_max_files = 16;  // spooled files resent after a delivery (kMunge); 0: none
+};
+
+struct SpoolResend {
+  int delivered = 0;  // files delivered and removed
+  int rejected = 0;   // files the drainer refused for good (4xx), moved to <dir>/rejected/
+  int left = 0;       // files still spooled (drainer unreachable or busy, or over the limit)
+  std::string last_error;
 };
 
 struct PostOutcome {
@@ -33,12 +59,21 @@ struct PostOutcome {
   int last_http_status = 0;  // 0: no HTTP answer (connection error)
   std::string last_error;
   std::string spooled_path;  // set when spooled
+  SpoolResend resent;        // auth munge: what the resend after a delivery did
 };
 
 // Delivers or spools. Errors only when the report could neither be delivered nor spooled.
 // 4xx answers other than 408/429 are not retried (they would fail the same way) but the
 // report is still spooled so that nothing is lost.
 Result<PostOutcome> post_report(const NodeReport& report, const ReportClientOptions& opts);
+
+// Resends up to max_files spooled reports from dir, each with a fresh credential from this
+// node's munged (a credential spooled with the file would have expired: munge's default
+// time-to-live is 300 s), one attempt each; stops at the first connection error. Under auth
+// munge a node resends only its own spool, so the origin is right; the drainer does not read
+// node spools itself (a file carries no credential).
+SpoolResend resend_spool(const std::string& dir, const ReportClientOptions& opts,
+                         int max_files = 16);
 
 // Writes the report as <dir>/<node>-<run_id>.json atomically (tmp + fsync + rename + dir fsync).
 Result<std::string> spool_report(const NodeReport& report, const std::string& dir);

@@ -12,15 +12,19 @@ namespace vigil::slurm {
 
 struct SlurmNodeInfo {
   std::string name;
-  std::string state;        // base state as Slurm prints it: IDLE, ALLOCATED, MIXED, DOWN, ...
-  bool drain = false;       // DRAIN flag set (DRAINING or DRAINED)
-  bool down = false;        // base state DOWN
-  bool fail = false;        // FAIL flag
+  std::string state;   // base state as Slurm prints it: IDLE, ALLOCATED, MIXED, DOWN, ...
+  bool drain = false;  // DRAIN flag set (DRAINING or DRAINED)
+  bool down = false;   // base state DOWN
+  bool fail = false;   // FAIL flag
   bool not_responding = false;
-  bool maint = false;       // MAINT flag (reservation)
-  bool reserved = false;    // RESERVED flag
-  std::string reason;       // current reason, empty if none
+  bool maint = false;     // MAINT flag (reservation)
+  bool reserved = false;  // RESERVED flag
+  std::string reason;     // current reason, empty if none
   std::vector<std::string> partitions;
+  // NodeAddr and NodeHostname as slurm.conf (or slurmctld's node table) has them; what the
+  // drainer's `auth: munge` resolves to tell which addresses may speak for the node.
+  std::string address;
+  std::string hostname;
 };
 
 class SlurmApi {
