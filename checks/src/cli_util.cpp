@@ -6,11 +6,14 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <set>
 #include <sstream>
 
 #include "allreduce/fabric_job.h"
+#include "vigil/checks/registry.h"
+#include "vigil/report/output.h"
 #include "vigil/slurm/slurm_topology.h"
 
 namespace vigil_cli {
@@ -115,6 +118,52 @@ void add_auth_options(CLI::App* cmd, AuthArgs& a) {
   cmd->add_option("--munge-socket", a.munge_socket,
                   "munged socket for --auth munge (default: munge's own)")
       ->envname("VIGIL_MUNGE_SOCKET");
+}
+
+int cmd_thresholds_validate(const std::string& dir) {
+  auto skus = vigil::load_sku_dir(dir, vigil::known_check_names());
+  if (!skus) {
+    print_config_errors(skus.errors);
+    std::cerr << "vigil-check: " << skus.errors.size() << " error(s) in " << dir << "\n";
+    return kExitError;
+  }
+  for (const auto& s : skus.value->skus) {
+    size_t n = 0;
+    for (const auto& [check, ms] : s.thresholds) n += ms.size();
+    std::cout << s.name << ": " << n << " thresholds (" << s.file << ")\n";
+  }
+  std::cout << "ok: " << skus.value->skus.size() << " SKU file(s) valid\n";
+  return 0;
+}
+
+int cmd_report_table(const std::vector<std::string>& files) {
+  std::vector<vigil::NodeReport> reports;
+  int rc = 0;
+  for (const auto& f : files) {
+    std::ifstream in(f);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    std::string text = ss.str();
+    auto parsed = vigil::parse_node_report(std::string_view(text));
+    if (!in || !parsed) {
+      std::cerr << "vigil-check: " << f << ": " << (in ? parsed.error : "cannot read file") << "\n";
+      rc = kExitError;
+      continue;
+    }
+    reports.push_back(std::move(*parsed.value));
+  }
+  std::cout << vigil::format_fleet_table(reports);
+  return rc;
+}
+
+int cmd_list() {
+  auto print = [](const vigil::Check& c, const char* suite) {
+    std::cout << c.name() << "\t" << c.short_name() << "\t" << suite << "\t"
+              << c.timeout().count() << "s\n";
+  };
+  for (const auto& c : vigil::all_checks()) print(*c, c->min_suite() == vigil::Suite::kFull ? "full" : "quick");
+  for (const auto& c : vigil::fabric_checks()) print(*c, "fabric");  // vigil-check fabric only
+  return 0;
 }
 
 }  // namespace vigil_cli

@@ -16,6 +16,13 @@ class App;
 
 namespace vigil_cli {
 
+inline constexpr int kExitError = 3;  // vigil-check's exit code for "could not check"
+
+// The small subcommands: `thresholds validate DIR`, `report table FILE...`, `list`.
+int cmd_thresholds_validate(const std::string& dir);
+int cmd_report_table(const std::vector<std::string>& files);
+int cmd_list();
+
 std::string env_or(const char* name, std::string fallback);
 // The short host name (up to the first dot).
 std::string hostname();
