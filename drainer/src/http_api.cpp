@@ -42,10 +42,8 @@ HttpReply refusal_reply(const AuthRefusal& r) {
 
 HttpApi::HttpApi(Drainer& d, const DrainerConfig& cfg, std::shared_ptr<MungeAuth> munge)
     : d_(d), cfg_(cfg), munge_(std::move(munge)) {
-  if (cfg_.auth_enabled && cfg_.munge.enabled) {
-    if (!munge_) munge_ = make_munge_auth(cfg_, d_.slurm_api(), d_.clock());
-    d_.metrics().declare_rejected(munge_refusal_reasons());
-  }
+  if (cfg_.auth_enabled && cfg_.munge.enabled && !munge_)
+    munge_ = make_munge_auth(cfg_, d_.slurm_api(), d_.clock());
 }
 
 std::optional<HttpReply> HttpApi::munge_refusal(const HttpRequest& req, const Route& route) const {

@@ -7,6 +7,8 @@
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
 
+#include "vigil/drainer/munge_auth.h"
+
 namespace vigil::drainer {
 
 const std::vector<MetricDesc>& metric_table() {
@@ -112,6 +114,8 @@ Metrics::Metrics() : impl_(std::make_unique<Impl>()) {
       impl_->actions.Add({{"action", a}, {"sink", "slurm"}, {"outcome", o}});
     impl_->actions.Add({{"action", "annotate"}, {"sink", "kubernetes"}, {"outcome", o}});
   }
+  // Every refusal reason reads 0 from the start (also in token mode, where none occurs).
+  declare_rejected(munge_refusal_reasons());
   impl_->pending.Add({{"sink", "slurm"}});
   impl_->pending.Add({{"sink", "kubernetes"}});
 }

@@ -290,10 +290,10 @@ TEST_F(MungeAuthCluster, a_spooled_report_is_resent_with_a_fresh_credential) {
 // munged and refused (403) when signed by gpu-0's.
 TEST_F(MungeAuthCluster, vigil_check_run_signs_its_report_with_the_nodes_munged) {
   const std::string empty = dir_ + "/no-ib";  // no InfiniBand: ib_port is skipped, nothing drains
-  std::filesystem::create_directories(empty);
+  std::filesystem::create_directories(empty + "/sys/class");
   auto run_on = [&](const std::string& munged_of) {
     return cluster_->run({VIGIL_CHECK_BINARY, "run", "--only", "ib_port", "--sysfs-root", empty,
-                          "--node", "gpu-1", "--quiet", "--report-url", url(), "--auth", "munge",
+                          "--node", "gpu-1", "--report-url", url(), "--auth", "munge",
                           "--munge-socket", cluster_->node_munge_socket(munged_of)});
   };
   const double before = rejected("forged_origin");
