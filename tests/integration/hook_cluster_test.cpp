@@ -150,7 +150,7 @@ class HookOnCluster : public ::testing::Test {
     auto port = http_->bind();
     ASSERT_TRUE(port.ok());
     url_ = "http://127.0.0.1:" + std::to_string(*port);
-    http_->start();
+    ASSERT_TRUE(http_->start().ok());
   }
   void stop_drainer() {
     if (http_) http_->stop();

@@ -26,10 +26,10 @@ class LocalSlurmCluster {
     std::chrono::seconds start_timeout{120};  // until all nodes are idle
     // Lines appended to slurm.conf (local-cluster.sh --extra-conf), e.g. Prolog=/path; empty:
     // the standard configuration.
-    std::string extra_conf;
+    std::string extra_conf{};
     // Files written into DIR/etc before the daemons start, by name: e.g. topology.conf, which
     // Slurm reads from slurm.conf's directory.
-    std::map<std::string, std::string> etc_files;
+    std::map<std::string, std::string> etc_files{};
     bool rest = false;                        // JWT auth + slurmrestd (local-cluster.sh --rest)
     // gpu-i gets NodeAddr 127.0.1.(i+1) and its own munged with that origin
     // (local-cluster.sh --node-addrs): credentials say which node encoded them.

@@ -80,7 +80,7 @@ struct LiveDrainer {
     auto port = http->bind();
     EXPECT_TRUE(port.ok());
     url = "http://127.0.0.1:" + std::to_string(port.ok() ? *port : 0);
-    http->start();
+    EXPECT_TRUE(http->start().ok());
   }
   ~LiveDrainer() {
     http->stop();
