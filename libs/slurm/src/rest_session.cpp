@@ -184,13 +184,27 @@ Result<httplib::Headers> RestSession::headers_locked(bool refresh_token) {
   return headers;
 }
 
+httplib::Result RestSession::get_once_more_on_a_stale_connection(const std::string& path,
+                                                                 const httplib::Headers& headers) {
+  // slurmrestd may close a kept-alive connection between requests; the next request on it then
+  // fails to read a reply ("Failed to read connection"; seen on 24.11 in about one test in 18).
+  // A GET changes nothing, so it is sent once more on a fresh connection. POSTs (node updates)
+  // are not repeated: the caller re-reads Slurm before acting again.
+  httplib::Result res = http_->Get(path, headers);
+  if (!res && (res.error() == httplib::Error::Read || res.error() == httplib::Error::Write)) {
+    http_->stop();  // drop the stale socket
+    res = http_->Get(path, headers);
+  }
+  return res;
+}
+
 Result<RestReply> RestSession::send_locked(const char* method, const std::string& full_path,
                                            const nlohmann::json* body, bool refresh_token) {
   const std::string where = std::string(method) + " " + settings_.url + full_path;
   VIGIL_TRY(httplib::Headers headers, headers_locked(refresh_token));
   httplib::Result res = body != nullptr
                             ? http_->Post(full_path, headers, body->dump(), "application/json")
-                            : http_->Get(full_path, headers);
+                            : get_once_more_on_a_stale_connection(full_path, headers);
   if (!res) {
     return Error{"cannot reach slurmrestd (" + httplib::to_string(res.error()) +
                      "); is it running and is slurm.rest.url right?",
@@ -222,7 +236,7 @@ Result<std::string> RestSession::negotiate_locked() {
   // (/openapi/v3 on 22.05 through 25.x).
   const std::string where = "GET " + settings_.url + "/openapi/v3";
   VIGIL_TRY(httplib::Headers headers, headers_locked(false));
-  httplib::Result res = http_->Get("/openapi/v3", headers);
+  httplib::Result res = get_once_more_on_a_stale_connection("/openapi/v3", headers);
   if (!res) {
     return Error{"cannot reach slurmrestd (" + httplib::to_string(res.error()) +
                      "); is it running and is slurm.rest.url right?",

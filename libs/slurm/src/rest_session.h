@@ -41,6 +41,9 @@ class RestSession {
   explicit RestSession(RestSettings settings);
   Result<RestReply> request(const char* method, const std::string& path,
                             const nlohmann::json* body);
+  // GET `path`; once more on a fresh connection when a kept-alive one was closed under it.
+  httplib::Result get_once_more_on_a_stale_connection(const std::string& path,
+                                                      const httplib::Headers& headers);
   Result<RestReply> send_locked(const char* method, const std::string& full_path,
                                 const nlohmann::json* body, bool refresh_token);
   Result<std::string> negotiate_locked();
