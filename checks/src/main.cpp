@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -253,6 +254,27 @@ int cmd_run(const RunArgs& a) {
   return vigil::exit_code_for(report.overall());
 }
 
+// One report per fabric node this run reports for (--report-nodes), each with the results
+// `checks_of(node)`; emitted, and the exit code of the worst of them.
+int emit_node_reports(
+    const RunArgs& a, const vigil::CheckContext& ctx, int64_t start, const std::string& end,
+    const std::function<std::vector<vigil::CheckResult>(const std::string&)>& checks_of) {
+  std::vector<vigil::NodeReport> reports;
+  vigil::Status overall = vigil::Status::kPass;
+  for (const auto& node : ctx.fabric_nodes) {
+    if (!reported(a, node)) continue;
+    vigil::CheckContext node_ctx = ctx;
+    node_ctx.node = node;
+    vigil::NodeReport report = start_report(a, node_ctx, start);
+    report.checks = checks_of(node);
+    report.end_time = end;
+    overall = vigil::combine(overall, report.overall());
+    reports.push_back(std::move(report));
+  }
+  if (int rc = emit(a, reports); rc != 0) return rc;
+  return vigil::exit_code_for(overall);
+}
+
 // A fabric job of k > 2 nodes: rounds of pairs with rotating partners, then one result per
 // node from the localization (docs/fabric.md).
 int cmd_fabric_job(const RunArgs& a, const vigil::CheckContext& ctx) {
@@ -279,20 +301,9 @@ int cmd_fabric_job(const RunArgs& a, const vigil::CheckContext& ctx) {
   const std::uint64_t seed = std::hash<std::string>{}(env_or("SLURM_JOB_ID", a.run_id));
   auto results = vigil::run_fabric_job(ctx, a.fabric_rounds, seed, leaf_of, tuning);
   const std::string end = vigil::rfc3339_utc(now_unix());
-  std::vector<vigil::NodeReport> reports;
-  vigil::Status overall = vigil::Status::kPass;
-  for (const auto& node : ctx.fabric_nodes) {
-    if (!reported(a, node)) continue;
-    vigil::CheckContext node_ctx = ctx;
-    node_ctx.node = node;
-    vigil::NodeReport report = start_report(a, node_ctx, start);
-    report.checks = {results.at(node)};
-    report.end_time = end;
-    overall = vigil::combine(overall, report.overall());
-    reports.push_back(std::move(report));
-  }
-  if (int rc = emit(a, reports); rc != 0) return rc;
-  return vigil::exit_code_for(overall);
+  return emit_node_reports(a, ctx, start, end, [&](const std::string& node) {
+    return std::vector<vigil::CheckResult>{results.at(node)};
+  });
 }
 
 // The pair test of a fabric job (`sbatch -N 2`): the fabric checks run once across the
@@ -337,21 +348,7 @@ int cmd_fabric(const RunArgs& a) {
   auto results = vigil::run_checks(checks, ctx, opts);
   for (auto& r : results) r.message = "pair " + pair + (r.message.empty() ? "" : ": " + r.message);
   const std::string end = vigil::rfc3339_utc(now_unix());
-
-  std::vector<vigil::NodeReport> reports;
-  vigil::Status overall = vigil::Status::kPass;
-  for (const auto& node : ctx.fabric_nodes) {
-    if (!reported(a, node)) continue;
-    vigil::CheckContext node_ctx = ctx;
-    node_ctx.node = node;
-    vigil::NodeReport report = start_report(a, node_ctx, start);
-    report.checks = results;
-    report.end_time = end;
-    overall = report.overall();
-    reports.push_back(std::move(report));
-  }
-  if (int rc = emit(a, reports); rc != 0) return rc;
-  return vigil::exit_code_for(overall);
+  return emit_node_reports(a, ctx, start, end, [&](const std::string&) { return results; });
 }
 
 struct HookArgs {
