@@ -26,3 +26,13 @@ TEST(Fixed, rounds_to_the_given_decimals) {
   EXPECT_EQ(vigil::fixed(-0.25, 0), "-0");
   EXPECT_EQ(vigil::fixed(798, 1), "798.0");
 }
+
+TEST(Significant, keeps_three_digits_at_any_scale_without_an_exponent) {
+  EXPECT_EQ(vigil::significant(712.4), "712");
+  EXPECT_EQ(vigil::significant(31.24), "31.2");
+  EXPECT_EQ(vigil::significant(0.04871), "0.0487");
+  EXPECT_EQ(vigil::significant(1234567.0), "1234567");
+  EXPECT_EQ(vigil::significant(0.0), "0.00");
+  EXPECT_EQ(vigil::significant(1e-9), "0.000000");  // at most 6 decimals
+  EXPECT_EQ(vigil::significant(-2.5, 2), "-2.5");
+}

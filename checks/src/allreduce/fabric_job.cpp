@@ -64,7 +64,7 @@ std::map<std::string, CheckResult> fabric_job_results(
       r.fault_code = "VIGIL-FABRIC-SWITCH";
       r.message = job + b.message;
     } else if (b.call == detect::FabricCall::kPass) {
-      r.message = job + b.message + " (pairs >= " + fixed(v.slow_below, 1) + " GB/s)";
+      r.message = job + b.message + " (pairs >= " + significant(v.slow_below) + " GB/s)";
     } else if (b.slow_pairs > 0) {
       r.status = Status::kWarn;
       r.fault_code = "VIGIL-FABRIC-UNLOCALIZED";
@@ -73,9 +73,13 @@ std::map<std::string, CheckResult> fabric_job_results(
       r.status = Status::kError;
       r.fault_code = "VIGIL-FABRIC-LAUNCH";
       r.message = job + "no pair of this node could be measured";
-      for (const auto& e : rounds.pair_errors)
-        if (e.find(b.node) != std::string::npos) r.message += "; " + e;
     }
+    // Every pair of this node that gave no figure, and why: a missing pair is why a node is
+    // unknown, and the admin reading the report should not have to dig for it.
+    for (const auto& e : rounds.pair_errors)
+      if (e.find(" " + b.node + "+") != std::string::npos ||
+          e.find("+" + b.node + ":") != std::string::npos)
+        r.message += "; " + e;
     out[b.node] = std::move(r);
   }
   return out;

@@ -1,5 +1,7 @@
 #include "vigil/base/strings.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 namespace vigil {
@@ -8,6 +10,12 @@ std::string fixed(double v, int decimals) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
   return buf;
+}
+
+std::string significant(double v, int digits) {
+  const double mag = std::fabs(v);
+  const int lead = mag > 0 && std::isfinite(mag) ? static_cast<int>(std::floor(std::log10(mag))) : 0;
+  return fixed(v, std::clamp(digits - 1 - lead, 0, 6));
 }
 
 std::string short_list(const std::vector<std::string>& items, size_t max_shown,

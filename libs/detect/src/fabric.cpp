@@ -113,14 +113,14 @@ FabricVerdict localize(const std::vector<std::string>& nodes, const std::vector<
       (s.slow ? b.slow_pairs : b.good_pairs)++;
       if (s.slow && fine_without(s.partner, node)) {
         b.proven_partners.push_back(s.partner);
-        figures_text += (figures_text.empty() ? "" : ", ") + s.partner + " " + fixed(s.busbw, 1);
+        figures_text += (figures_text.empty() ? "" : ", ") + s.partner + " " + significant(s.busbw);
       }
     }
     if (static_cast<int>(b.proven_partners.size()) >= config.min_slow_partners) {
       b.call = FabricCall::kFail;
       b.message = "slow with " + std::to_string(b.proven_partners.size()) +
                   " partners that are fine elsewhere (" + figures_text + " GB/s < " +
-                  fixed(v.slow_below, 1) + ")";
+                  significant(v.slow_below) + ")";
     } else if (b.good_pairs > 0) {
       b.call = FabricCall::kPass;
       b.message = std::to_string(b.good_pairs) + " good pair" + (b.good_pairs > 1 ? "s" : "");

@@ -6,7 +6,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <sstream>
 #include <string>
@@ -95,11 +97,23 @@ class FabricNetns : public ::testing::Test {
     }
     ctx.fabric_ranks = static_cast<int>(ctx.fabric_nodes.size());  // one rank per node
     AllreduceTuning tuning;
-    tuning.min_bytes = tuning.max_bytes = "2M";
+    // 4 MB x 4: ~0.15 s per iteration on a healthy link, so a few ms of scheduling on a
+    // busy 2-core machine stay well inside the 10% margin; a round takes seconds even when two
+    // crossings share the slowed 200 mbit uplink.
+    tuning.min_bytes = tuning.max_bytes = "4M";
     tuning.warmup_iters = 1;
-    tuning.iters = 3;
-    tuning.timeout = std::chrono::seconds(90);
-    return run_fabric_job(ctx, 3, 11, leaf_of, tuning);
+    tuning.iters = 4;
+    tuning.timeout = std::chrono::seconds(60);
+    const auto start = std::chrono::steady_clock::now();
+    auto r = run_fabric_job(ctx, 3, 11, leaf_of, tuning);
+    // Every pair's figure and the job's time, for the log of a failed run.
+    std::cerr << "fabric job: " << std::chrono::duration_cast<std::chrono::seconds>(
+                                       std::chrono::steady_clock::now() - start).count()
+              << " s\n";
+    for (const auto& [node, c] : r)
+      for (const auto& m : c.measurements)
+        if (m.name == "pair_busbw") std::cerr << "  " << node << " " << m.port.value_or("") << " " << m.value << "\n";
+    return r;
   }
 };
 
@@ -132,7 +146,7 @@ TEST_F(FabricNetns, one_job_names_the_node_whose_link_is_slowed_and_passes_the_o
 TEST_F(FabricNetns, a_slowed_leaf_uplink_is_named_as_the_switch_and_no_node_is_blamed) {
   NetnsFabric f(3, 2);
   ASSERT_EQ(f.nodes().size(), 6u);
-  f.run({"shape-leaf", "1", "100mbit"});
+  f.run({"shape-leaf", "1", "200mbit"});
   const auto r = run_job(f, true);
   ASSERT_EQ(r.size(), 6u) << describe(r);
   for (const auto& n : f.nodes()) {

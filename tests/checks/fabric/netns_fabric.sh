@@ -14,10 +14,14 @@ set -euo pipefail
 cmd=$1 prefix=$2
 net=$(( ($(printf '%d' "'${prefix: -1}") + ${#prefix}) % 50 + 150 ))  # 10.150-199.0.0/24
 
-shape() {  # shape DEV RATE [NETNS]
+shape() {  # shape DEV RATE [NETNS]   (RATE in mbit)
   local dev=$1 rate=$2 ns=${3:-}
   local run=(); [ -n "$ns" ] && run=(ip netns exec "$ns")
-  "${run[@]}" tc qdisc replace dev "$dev" root tbf rate "$rate" burst 64kb latency 200ms
+  # tbf refills its bucket once per timer tick, so a burst below rate/HZ caps the link under its
+  # rate (64 KB at HZ 250 is ~130 mbit whatever the rate): two ticks' worth at HZ 250, >= 64 KB.
+  local burst=$(( ${rate%mbit} * 1000 ))
+  (( burst < 65536 )) && burst=65536
+  "${run[@]}" tc qdisc replace dev "$dev" root tbf rate "$rate" burst "$burst" latency 200ms
 }
 
 case "$cmd" in

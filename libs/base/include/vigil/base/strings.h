@@ -14,6 +14,11 @@ std::string short_list(const std::vector<std::string>& items, size_t max_shown,
 // `v` with `decimals` digits after the point ("%.<decimals>f"), for figures in messages.
 std::string fixed(double v, int decimals);
 
+// `v` with at least `digits` significant digits and no exponent: 712.4 -> "712", 31.24 -> "31.2",
+// 0.04871 -> "0.0487" (at most 6 decimals), for figures whose scale varies (fabric busbw is
+// ~40 GB/s on InfiniBand and ~0.05 GB/s on a test's shaped veth link).
+std::string significant(double v, int digits = 3);
+
 // The last `lines` lines of `text`, for error messages.
 std::string tail_lines(const std::string& text, int lines);
 
