@@ -419,7 +419,7 @@ Result<DrainerConfig> parse_config(std::string_view yaml, const std::string& sou
     rd.only_keys(
         root, "",
         {"listen", "auth", "max_body_bytes", "state_dir", "spool_dir", "spool_scan_s", "dry_run",
-         "snapshot_every", "policy", "breaker", "slurm", "kubernetes", "detection"});
+         "snapshot_every", "audit", "policy", "breaker", "slurm", "kubernetes", "detection"});
     if (auto l = root["listen"]; l.IsDefined()) {
       rd.only_keys(l, "listen",
                    {"address", "port", "request_timeout_s", "max_connections",
@@ -489,6 +489,15 @@ Result<DrainerConfig> parse_config(std::string_view yaml, const std::string& sou
     rd.get(root, "dry_run", "dry_run", c.dry_run);
     rd.get(root, "snapshot_every", "snapshot_every", c.snapshot_every);
     if (c.snapshot_every < 1) rd.fail(root["snapshot_every"], "snapshot_every", "must be >= 1");
+    if (auto a = root["audit"]; a.IsDefined()) {
+      rd.only_keys(a, "audit", {"max_mb", "keep"});
+      rd.get(a, "max_mb", "audit.max_mb", c.audit.max_mb);
+      if (c.audit.max_mb < 1 || c.audit.max_mb > 1024 * 1024)
+        rd.fail(a["max_mb"], "audit.max_mb", "must be in [1, 1048576]");
+      rd.get(a, "keep", "audit.keep", c.audit.keep);
+      if (c.audit.keep < 0 || c.audit.keep > 1000)
+        rd.fail(a["keep"], "audit.keep", "must be in [0, 1000]");
+    }
 
     if (auto p = root["policy"]; p.IsDefined()) read_policy(rd, p, c.policy);
     if (auto b = root["breaker"]; b.IsDefined()) read_breaker(rd, b, c.breaker);

@@ -36,7 +36,7 @@ Drainer::~Drainer() { stop(); }
 
 VoidResult Drainer::open() {
   VIGIL_TRY(journal_, Journal::open(cfg_.state_dir));
-  audit_ = std::make_unique<AuditLog>(cfg_.state_dir + "/audit.jsonl");
+  VIGIL_TRY(audit_, AuditLog::open(cfg_.state_dir + "/audit.jsonl", cfg_.audit));
   if (slurm_)
     lane(SinkKind::kSlurm).sink =
         std::make_unique<SlurmSink>(slurm_, *views_, metrics_, *audit_, clock_);

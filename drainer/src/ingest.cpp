@@ -33,22 +33,19 @@ Result<IngestOutcome> Drainer::ingest(const std::vector<NodeReport>& reports) {
     for (size_t k = 0; k < reports.size(); ++k) {
       const auto& r = reports[k];
       auto& runs = seen_runs_[r.node];
-      if (std::find(runs.begin(), runs.end(), r.run_id) != runs.end()) {
+      const uint64_t id = RunIdWindow::digest(r.run_id);
+      if (runs.contains(id)) {
         out.duplicates++;
         continue;
       }
-      runs.push_back(r.run_id);
-      if (runs.size() > kRunIdsPerNode) runs.pop_front();
+      runs.add(id);
       recs.push_back(std::move(all[k]));
       fresh.push_back(&r);
     }
     if (!recs.empty()) {
       auto seqs = journal_->append(std::move(recs));
       if (!seqs.ok()) {
-        for (const auto* r : fresh) {
-          auto& runs = seen_runs_[r->node];
-          std::erase(runs, r->run_id);
-        }
+        for (const auto* r : fresh) seen_runs_[r->node].remove(RunIdWindow::digest(r->run_id));
         return seqs.error();
       }
       for (size_t i = 0; i < fresh.size(); ++i) undecided_.push_back({seqs.value()[i], *fresh[i]});

@@ -1,4 +1,6 @@
 // Recovery: state = snapshot + the journal records after it; and the snapshots themselves.
+#include <malloc.h>
+
 #include <nlohmann/json.hpp>
 
 #include "vigil/drainer/drainer.h"
@@ -30,9 +32,7 @@ VoidResult Drainer::replay(const Recovered& rec) {
       if (t == "report") {
         auto parsed = parse_node_report(j.at("report"));
         if (!parsed) return Error{parsed.error, "replay(report seq " + std::to_string(seq) + ")"};
-        auto& runs = seen_runs_[parsed.value->node];
-        runs.push_back(parsed.value->run_id);
-        if (runs.size() > kRunIdsPerNode) runs.pop_front();
+        seen_runs_[parsed.value->node].add(RunIdWindow::digest(parsed.value->run_id));
         undecided_.push_back({seq, std::move(*parsed.value)});
       } else if (t == "decision") {
         VIGIL_TRY(auto r, replay_decision(j));
@@ -57,8 +57,17 @@ VoidResult Drainer::replay_snapshot(const nlohmann::json& s) {
       nodes_[ns.node] = std::move(ns);
     }
     VIGIL_TRY(breaker_, breaker_state_from_json(s.at("breaker")));
-    for (const auto& [node, runs] : s.at("seen_runs").items())
-      for (const auto& r : runs) seen_runs_[node].push_back(r.get<std::string>());
+    // "run_id_digests" since 2026-11; snapshots before carry the run ids themselves.
+    if (s.contains("run_id_digests")) {
+      for (const auto& [node, hex] : s.at("run_id_digests").items()) {
+        auto w = RunIdWindow::decode(hex.get<std::string>());
+        if (!w.ok()) return Error{w.error().to_string() + " of node " + node, "replay(snapshot)"};
+        seen_runs_[node] = *w;
+      }
+    } else {
+      for (const auto& [node, runs] : s.at("seen_runs").items())
+        for (const auto& r : runs) seen_runs_[node].add(RunIdWindow::digest(r.get<std::string>()));
+    }
     for (const auto& ij : s.at("pending")) {
       VIGIL_TRY(Intent i, replayed_intent(ij, "replay(snapshot pending)"));
       pending_[i.id] = i;
@@ -119,26 +128,31 @@ nlohmann::json Drainer::snapshot_json_locked() const {
   nlohmann::json nodes = nlohmann::json::array();
   for (const auto& [n, s] : nodes_) nodes.push_back(to_json(s));
   nlohmann::json seen = nlohmann::json::object();
-  for (const auto& [n, runs] : seen_runs_)
-    seen[n] = std::vector<std::string>(runs.begin(), runs.end());
+  for (const auto& [n, runs] : seen_runs_) seen[n] = runs.encode();
   nlohmann::json pend = nlohmann::json::array();
   for (const auto& [id, i] : pending_) pend.push_back(to_json(i));
   nlohmann::json und = nlohmann::json::array();
   for (const auto& a : undecided_) und.push_back({{"seq", a.seq}, {"report", to_json(a.report)}});
   nlohmann::json out = {{"version", 1},
-          {"nodes", nodes},
-          {"breaker", to_json(breaker_)},
-          {"seen_runs", seen},
-          {"pending", pend},
-          {"undecided", und},
-          {"next_intent_id", next_intent_id_}};
+                        {"nodes", nodes},
+                        {"breaker", to_json(breaker_)},
+                        {"run_id_digests", seen},
+                        {"pending", pend},
+                        {"undecided", und},
+                        {"next_intent_id", next_intent_id_}};
   if (slow_) out["detect"] = slow_->snapshot();
   return out;
 }
 
 VoidResult Drainer::snapshot_now() {
-  std::scoped_lock lk(decide_mu_, ingest_mu_, mu_);
-  return journal_->write_snapshot(snapshot_json_locked());
+  VoidResult written = [&] {
+    std::scoped_lock lk(decide_mu_, ingest_mu_, mu_);
+    return journal_->write_snapshot(snapshot_json_locked());
+  }();
+  // The snapshot's JSON tree (tens of MB at 10,000 nodes) is freed by now, but glibc keeps freed
+  // pages in its arenas: give them back, or the RSS stays at the peak of the largest snapshot.
+  ::malloc_trim(0);
+  return written;
 }
 
 VoidResult Drainer::maybe_snapshot() {

@@ -126,6 +126,9 @@ TEST(Config, errors_name_file_line_and_field) {
        "c.yaml:4: slurm.retry_max_ms"},
       {"auth: disabled\nslurm:\n  view_max_age_s: -1\n", "c.yaml:3: slurm.view_max_age_s"},
       {"auth: disabled\ndry_run: perhaps\n", "c.yaml:2: dry_run"},
+      {"auth: disabled\naudit:\n  max_mb: 0\n", "c.yaml:3: audit.max_mb: must be in [1, 1048576]"},
+      {"auth: disabled\naudit:\n  keep: -1\n", "c.yaml:3: audit.keep: must be in [0, 1000]"},
+      {"auth: disabled\naudit:\n  max_size: 5\n", "c.yaml:3: audit.max_size: unknown key"},
       {"auth: disabled\nlisten: [1, 2\n", "c.yaml:"},
   };
   for (const auto& c : cases) {
@@ -135,6 +138,17 @@ TEST(Config, errors_name_file_line_and_field) {
         << "yaml:\n"
         << c.yaml << "error: " << r.error().message;
   }
+}
+
+TEST(Config, audit_rotation_defaults_and_settings) {
+  auto d = parse_config("auth: disabled\n", "c.yaml");
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->audit.max_mb, 100);
+  EXPECT_EQ(d->audit.keep, 5);
+  auto c = parse_config("auth: disabled\naudit: {max_mb: 20, keep: 0}\n", "c.yaml");
+  ASSERT_TRUE(c.ok()) << c.error().to_string();
+  EXPECT_EQ(c->audit.max_mb, 20);
+  EXPECT_EQ(c->audit.keep, 0);
 }
 
 TEST(Config, full_example_parses) {

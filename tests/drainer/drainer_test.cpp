@@ -28,6 +28,8 @@ using testing::TempDir;
 
 DrainerConfig test_config(const std::string& dir) { return testing::drainer_test_config(dir); }
 std::shared_ptr<FakeSlurm> cluster(int n) { return testing::fake_cluster(n); }
+int rewrite_state(const std::string& dir, const std::string& prefix, const std::string& from,
+                  const std::string& to);
 NodeReport bad(const std::string& node, const std::string& run) {
   return testing::ecc_fail_report(node, run);
 }
@@ -63,6 +65,33 @@ TEST(Drainer, idempotency_survives_restart) {
   ASSERT_TRUE(dr.open().ok());
   EXPECT_EQ(dr.ingest({good("gpu-0", "r1")})->duplicates, 1);
   EXPECT_EQ(dr.process_pending(), 1);  // the undecided report from before the restart
+}
+
+// Snapshots keep a digest per run id (run_ids.h); a snapshot written before that keeps the run
+// ids themselves and still replays into the same window.
+TEST(Drainer, idempotency_survives_a_snapshot_in_either_format) {
+  TempDir d;
+  FakeClock clock;
+  {
+    Drainer dr(test_config(d.str()), cluster(4), nullptr, clock);
+    ASSERT_TRUE(dr.open().ok());
+    ASSERT_EQ(dr.ingest({good("gpu-0", "r1")})->accepted, 1);
+    ASSERT_EQ(dr.process_pending(), 1);
+    ASSERT_TRUE(dr.snapshot_now().ok());
+  }
+  RunIdWindow w;
+  w.add(RunIdWindow::digest("r1"));
+  const std::string digests = R"("run_id_digests":{"gpu-0":")" + w.encode() + R"("})";
+  {
+    Drainer dr(test_config(d.str()), cluster(4), nullptr, clock);
+    ASSERT_TRUE(dr.open().ok());
+    EXPECT_EQ(dr.ingest({good("gpu-0", "r1")})->duplicates, 1);
+  }
+  ASSERT_EQ(rewrite_state(d.str(), "snapshot.json", digests, R"("seen_runs":{"gpu-0":["r1"]})"), 1);
+  Drainer dr(test_config(d.str()), cluster(4), nullptr, clock);
+  ASSERT_TRUE(dr.open().ok());
+  EXPECT_EQ(dr.ingest({good("gpu-0", "r1")})->duplicates, 1);
+  EXPECT_EQ(dr.ingest({good("gpu-0", "r2")})->accepted, 1);
 }
 
 TEST(Drainer, drains_with_identical_reasons_go_out_in_one_call) {

@@ -14,7 +14,8 @@ std::string fixed(double v, int decimals) {
 
 std::string significant(double v, int digits) {
   const double mag = std::fabs(v);
-  const int lead = mag > 0 && std::isfinite(mag) ? static_cast<int>(std::floor(std::log10(mag))) : 0;
+  const int lead =
+      mag > 0 && std::isfinite(mag) ? static_cast<int>(std::floor(std::log10(mag))) : 0;
   return fixed(v, std::clamp(digits - 1 - lead, 0, 6));
 }
 

@@ -268,19 +268,30 @@ namespace {
 // Drain RPCs the drainer's audit log says succeeded, per node, and the number of drain/undrain
 // RPCs it sent. (A kill -9 between an RPC and its audit line loses the line, never the action:
 // the restarted drainer finds it applied in Slurm and does not send it again.)
+// `audit` and the files it rotated to (audit.jsonl.1, .2, ...; the soak rotates at 8 MiB and keeps
+// them all, so rotation is exercised and no line is missed).
+std::vector<std::string> audit_files(const std::string& audit) {
+  std::vector<std::string> out{audit};
+  for (int i = 1; fs::exists(audit + "." + std::to_string(i)); ++i)
+    out.push_back(audit + "." + std::to_string(i));
+  return out;
+}
+
 std::map<std::string, int> audited_drains(const std::string& audit, int* rpcs) {
   std::map<std::string, int> out;
-  std::ifstream in(audit);
   std::string line;
-  while (std::getline(in, line)) {
-    Json j = Json::parse(line, nullptr, false);
-    if (j.is_discarded() || j.value("event", "") != "action" || j.value("sink", "") != "slurm")
-      continue;
-    const std::string action = j.value("action", "");
-    if (action != "drain" && action != "resume") continue;
-    ++*rpcs;
-    if (action == "drain" && j.value("outcome", "") == "ok")
-      for (const auto& n : j["nodes"]) out[n.get<std::string>()]++;
+  for (const std::string& file : audit_files(audit)) {
+    std::ifstream in(file);
+    while (std::getline(in, line)) {
+      Json j = Json::parse(line, nullptr, false);
+      if (j.is_discarded() || j.value("event", "") != "action" || j.value("sink", "") != "slurm")
+        continue;
+      const std::string action = j.value("action", "");
+      if (action != "drain" && action != "resume") continue;
+      ++*rpcs;
+      if (action == "drain" && j.value("outcome", "") == "ok")
+        for (const auto& n : j["nodes"]) out[n.get<std::string>()]++;
+    }
   }
   return out;
 }
@@ -360,6 +371,7 @@ int run(const Options& o) {
       << "auth: {token_file: " << o.work << "/token}\n"
       << "state_dir: " << o.work << "/state\n"
       << "snapshot_every: " << o.snapshot_every << "\n"
+      << "audit: {max_mb: 8, keep: 1000}\n"
       << "breaker: {max_drains: 1000000, max_percent: 100, window_s: 60}\n"
       << "slurm: {enabled: true, conf: " << o.cluster_dir << "/slurm.conf, retry_initial_ms: 200,"
       << " retry_max_ms: 2000}\n";
@@ -538,7 +550,9 @@ int run(const Options& o) {
       j_early = std::max(j_early, s.journal);
   }
   const uint64_t snapshot = file_bytes(o.work + "/state/snapshot.json");
-  const uint64_t audit = file_bytes(o.work + "/state/audit.jsonl");
+  const auto audits = audit_files(o.work + "/state/audit.jsonl");
+  uint64_t audit = 0;
+  for (const auto& f : audits) audit += file_bytes(f);
 
   std::printf(
       "\nposting took %.0f s for %d cycles (worst client lag %.1f s); %d POSTs, %d retried "
@@ -565,10 +579,10 @@ int run(const Options& o) {
   std::printf(
       "journal: max %.1f MiB; largest in the first half after the first compaction %.1f MiB, in "
       "the second half %.1f MiB (second/first %.2f); compactions %d + %d; snapshot %.1f MiB; "
-      "audit log %.1f MiB (not rotated)\n",
+      "audit log %.1f MiB in %zu files (rotated at 8 MiB)\n",
       j_max / 1048576.0, j_early / 1048576.0, j_late / 1048576.0,
       j_early ? double(j_late) / j_early : 0, early_compactions, late_compactions,
-      snapshot / 1048576.0, audit / 1048576.0);
+      snapshot / 1048576.0, audit / 1048576.0, audits.size());
   std::printf("load average at the end: %s", load_average().c_str());
 
   bool ok = true;

@@ -107,12 +107,15 @@ class FabricNetns : public ::testing::Test {
     const auto start = std::chrono::steady_clock::now();
     auto r = run_fabric_job(ctx, 3, 11, leaf_of, tuning);
     // Every pair's figure and the job's time, for the log of a failed run.
-    std::cerr << "fabric job: " << std::chrono::duration_cast<std::chrono::seconds>(
-                                       std::chrono::steady_clock::now() - start).count()
+    std::cerr << "fabric job: "
+              << std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() -
+                                                                  start)
+                     .count()
               << " s\n";
     for (const auto& [node, c] : r)
       for (const auto& m : c.measurements)
-        if (m.name == "pair_busbw") std::cerr << "  " << node << " " << m.port.value_or("") << " " << m.value << "\n";
+        if (m.name == "pair_busbw")
+          std::cerr << "  " << node << " " << m.port.value_or("") << " " << m.value << "\n";
     return r;
   }
 };

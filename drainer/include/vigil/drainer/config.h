@@ -122,6 +122,12 @@ struct MungeAuthSettings {
   bool allow_loopback_origin = false;
 };
 
+// The audit log's size rotation (audit_log.h): audit.jsonl, then audit.jsonl.1 .. .<keep>.
+struct AuditSettings {
+  int64_t max_mb = 100;
+  int keep = 5;  // rotated files kept besides the current one; 0: the full file is deleted
+};
+
 struct DrainerConfig {
   std::string source;  // file the config came from ("<string>" for tests)
   std::string listen_address = "127.0.0.1";
@@ -142,6 +148,7 @@ struct DrainerConfig {
   int64_t spool_scan_s = 30;
   bool dry_run = false;
   int64_t snapshot_every = 10000;  // journal records between snapshots
+  AuditSettings audit;
   PolicyConfig policy;
   BreakerConfig breaker;
   SlurmSettings slurm;

@@ -28,6 +28,7 @@
 #include "vigil/drainer/journal.h"
 #include "vigil/drainer/metrics.h"
 #include "vigil/drainer/policy.h"
+#include "vigil/drainer/run_ids.h"
 #include "vigil/kube/kube_api.h"
 #include "vigil/report/report.h"
 #include "vigil/slurm/slurm_api.h"
@@ -98,7 +99,6 @@ class Drainer {
   std::string metrics_text();  // refreshes report ages, then serialises
 
  private:
-  static constexpr size_t kRunIdsPerNode = 256;  // idempotency window per node
   struct Accepted {
     uint64_t seq;
     NodeReport report;
@@ -168,8 +168,8 @@ class Drainer {
 
   // Lock order: decide_mu_ -> ingest_mu_ -> mu_. Every journal append happens under
   // ingest_mu_ or mu_, so holding all three gives a consistent snapshot.
-  mutable std::mutex ingest_mu_;                              // guards seen_runs_, undecided_
-  std::map<std::string, std::deque<std::string>> seen_runs_;  // node -> recent run ids
+  mutable std::mutex ingest_mu_;                   // guards seen_runs_, undecided_
+  std::map<std::string, RunIdWindow> seen_runs_;  // node -> its recent run ids (run_ids.h)
   std::deque<Accepted> undecided_;
   mutable std::mutex mu_;  // guards everything below, and each lane's backoff
   std::map<std::string, NodeState> nodes_;
