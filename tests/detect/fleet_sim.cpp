@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <numeric>
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "fleet_model.h"
+#include "load_average.h"
 #include "vigil/detect/detect.h"
 #include "vigil/drainer/config.h"
 #include "vigil/drainer/policy.h"
@@ -264,24 +266,44 @@ void print_cells(const Totals& t) {
 
 // Parse 10,000 report texts, then judge the parsed reports in a fresh engine: both on this
 // thread, one after the other, in the same run.
-std::pair<double, double> time_judge_vs_parse(const Totals& t, const DetectConfig& config) {
+// Seconds of CPU this thread has used: the judging goal is "on one core", and on a shared
+// machine the wall time also counts the other processes' turns (1.71 s wall at load 20 for what
+// took 0.48 s on a quiet core).
+double thread_cpu_s() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+struct JudgeTiming {
+  double parse_wall = 0, parse_cpu = 0, judge_wall = 0, judge_cpu = 0;
+};
+
+JudgeTiming time_judge_vs_parse(const Totals& t, const DetectConfig& config) {
   using clock = std::chrono::steady_clock;
+  auto wall = [](clock::time_point a, clock::time_point b) {
+    return std::chrono::duration<double>(b - a).count();
+  };
+  JudgeTiming out;
   std::vector<NodeReport> reports;
   reports.reserve(t.texts.size());
   const auto p0 = clock::now();
+  const double pc0 = thread_cpu_s();
   for (const std::string& text : t.texts)
     reports.push_back(*parse_node_report(std::string_view(text)).value);
-  const auto p1 = clock::now();
+  out.parse_cpu = thread_cpu_s() - pc0;
+  out.parse_wall = wall(p0, clock::now());
   Engine engine(config);
   std::size_t verdicts = 0;
   const auto j0 = clock::now();
+  const double jc0 = thread_cpu_s();
   for (std::size_t i = 0; i < reports.size(); ++i) {
     verdicts += engine.judge(reports[i], t.nows[i])->verdicts.size();
   }
-  const auto j1 = clock::now();
+  out.judge_cpu = thread_cpu_s() - jc0;
+  out.judge_wall = wall(j0, clock::now());
   if (verdicts == 0) std::printf("(no verdicts?)\n");
-  return {std::chrono::duration<double>(p1 - p0).count(),
-          std::chrono::duration<double>(j1 - j0).count()};
+  return out;
 }
 
 // The worst cell of `kind` over sizes in [lo, hi] of share(cell)/n, and where it is.
@@ -323,7 +345,7 @@ int print_goals(const Totals& t, double judge_s) {
   goal("false drains <= 0.1% of healthy node-cycles (%)", v, v <= 0.1, "");
   v = worst_share(t, 0, 0.05, 0.05, &Cell::warned_not_drained, w);
   goal(">= 80% of 5% faults flagged warn and not drained, every kind (%)", v, v >= 80, w);
-  goal("judging 10,000 reports < 1 s (s)", judge_s, judge_s < 1, "");
+  goal("judging 10,000 reports < 1 s of one core's CPU (s)", judge_s, judge_s < 1, "");
   v = pct(t.fatal_first, t.fatal_n);
   goal("fatal faults drained in their first cycle (%)", v, v >= 100, "");
   return missed;
@@ -430,11 +452,12 @@ int main(int argc, char** argv) {
       "fatal faults (uncorrectable ECC from cycle %d): %ld, drained in that cycle naming "
       "nvml_ecc %ld (%.1f%%)\n",
       o.onset, totals.fatal_n, totals.fatal_first, pct(totals.fatal_first, totals.fatal_n));
-  const auto [parse_s, judge_s] = time_judge_vs_parse(totals, config);
+  const JudgeTiming tm = time_judge_vs_parse(totals, config);
   std::printf(
-      "timing, one thread: parse %zu report texts %.3f s; judge them %.3f s "
-      "(%.2fx the parse time)\n\n",
-      totals.texts.size(), parse_s, judge_s, judge_s / parse_s);
-  const int missed = print_goals(totals, judge_s);
+      "timing, one thread: parse %zu report texts %.3f s CPU (%.3f s wall); judge them %.3f s "
+      "CPU (%.3f s wall; %.2fx the parse CPU time); load average %s\n",
+      totals.texts.size(), tm.parse_cpu, tm.parse_wall, tm.judge_cpu, tm.judge_wall,
+      tm.judge_cpu / tm.parse_cpu, vigil::testing::load_average().c_str());
+  const int missed = print_goals(totals, tm.judge_cpu);
   return o.check_goals && missed > 0 ? 1 : 0;
 }

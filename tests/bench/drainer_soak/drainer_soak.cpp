@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "background_process.h"
+#include "load_average.h"
 #include "run_command.h"
 #include "soak_fleet.h"
 #include "vigil/base/time.h"
@@ -69,12 +70,7 @@ long rss_kib(int pid) {
   return -1;
 }
 
-std::string load_average() {
-  std::ifstream in("/proc/loadavg");
-  std::string l;
-  std::getline(in, l);
-  return l + "\n";
-}
+std::string load_average() { return testing::load_average() + "\n"; }
 
 uint64_t journal_bytes(const std::string& state) {
   uint64_t n = 0;
