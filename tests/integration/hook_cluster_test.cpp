@@ -323,6 +323,11 @@ TEST_F(HookOnCluster, drainer_down_the_hook_drains_itself_and_the_spooled_report
   auto st = drainer_->node("gpu-0");
   ASSERT_TRUE(st);
   EXPECT_EQ(st->health, vigil::drainer::NodeHealth::kDrained);
+  // The drainer's own sink worker runs too (start_drainer): it may hold the adopted drain's
+  // intent for a moment, so wait for it to be done; the reason check below proves no new RPC.
+  const auto until = Clock::now() + std::chrono::seconds(10);
+  while (!drainer_->pending_intents().empty() && Clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
   EXPECT_TRUE(drainer_->pending_intents().empty());
   const std::string after = cluster_->run({"scontrol", "show", "node", "gpu-0", "-o"}).out;
   auto reason_field = [](const std::string& s) { return s.substr(s.find("Reason=")); };
