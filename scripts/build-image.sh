@@ -138,8 +138,9 @@ build_vigil() {
   if [[ $suite == "$host_suite" ]]; then
     env_cmd=(env SRC="$REPO" OUT="$work")
   else
-    local lower upper wd merged
-    read -r lower upper wd merged < <(build_overlay "$suite")
+    local overlay lower upper wd merged
+    overlay=$(build_overlay "$suite")  # a failure here stops the script (not so in "< <(...)")
+    read -r lower upper wd merged <<<"$overlay"
     env_cmd=(in_chroot "$merged" --overlay "$lower" "$upper" "$wd" --bind "$REPO" /vigil
       --bind "$work" /out -- env SRC=/vigil OUT=/out CCACHE_DIR=/var/cache/vigil-image-ccache)
   fi
