@@ -1,27 +1,41 @@
 #!/usr/bin/env bash
 # Builds the Vigil image without a container engine or a base image from a registry
-# (docs/slurm-compat.md, "The image"): the runtime root is a Debian root made with debootstrap
-# from the mirror the host's apt uses, Vigil is built (CPU-only, Release) and installed into it,
-# the result is packed as an OCI image with umoci, and the image is checked by unpacking it again
-# and running `vigil-check --help`, `vigil-drainer --help`, `vigil-submit --help` in a chroot of
-# its root (in private mount + PID namespaces). The same layout as cronjobs/Dockerfile.
+# (docs/slurm-compat.md, "The image"): the runtime root is a minbase Debian root made by
+# `slurm-root.sh bootstrap` (mmdebstrap, else debootstrap) from the mirror the host's apt uses,
+# Vigil is built (CPU-only, Release) and installed into it, the result is packed as an OCI image
+# with umoci, and the image is checked by unpacking it again and running `vigil-check --help`,
+# `vigil-drainer --help`, `vigil-submit --help` in a chroot of its root (in private mount + PID
+# namespaces), with ldd finding every library. The same layout as cronjobs/Dockerfile.
 #
-#   build-image.sh [--suite bookworm] [--out DIR]     # default DIR: build-image/ (ignored by git)
+#   build-image.sh [--suite bookworm|trixie] [--out DIR]   # default DIR: build-image/ (ignored by git)
 #
-# bookworm (Slurm 22.05) is built from this machine's toolchain. State kept between runs: the
-# runtime root under ${VIGIL_ROOT_CACHE:-${XDG_CACHE_HOME:-/var/cache}/vigil}/image-root-<suite>
-# (rebuilt when its package list changes) and the build directory build-image/<suite>/build.
-# Needs root (debootstrap, chroot, unshare) and umoci.
+# bookworm: Slurm 22.05, trixie: Slurm 24.11. The host's own suite is built with the host's
+# toolchain; another suite is built inside an overlay of scripts/slurm-root.sh's root of that
+# suite (its compiler and libslurm-dev) with BUILD_EXTRA added in the overlay's upper layer:
+# the Slurm root itself is never written. State kept between runs, under
+# ${VIGIL_ROOT_CACHE:-${XDG_CACHE_HOME:-/var/cache}/vigil}: the runtime root image-root-<suite>
+# (rebuilt when its package list changes), the overlay's upper layer image-build-<suite> (rebuilt
+# when the Slurm root or BUILD_EXTRA changes; holds its own ccache), and the build directory
+# <DIR>/<suite>/build. Needs root (mmdebstrap or debootstrap, chroot, unshare, overlayfs) and umoci.
 set -euo pipefail
 
 readonly PROG=build-image.sh
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 readonly REPO
 readonly CACHE=${VIGIL_ROOT_CACHE:-${XDG_CACHE_HOME:-/var/cache}/vigil}
-# What the programs need at run time: the Slurm client and munge (sbatch, srun -Z), the shared
-# libraries they link, OpenMPI for the fabric jobs (as cronjobs/Dockerfile installs them).
-readonly RUNTIME_BOOKWORM=(slurm-client libslurm38 munge libyaml-cpp0.7 libcpp-httplib0.11 libmicrohttpd12
-  libprometheus-cpp-core1.0 libssl3 openmpi-bin libopenmpi3 ca-certificates curl bash)
+# What the programs need at run time, per suite: the Slurm client and munge (sbatch, srun -Z),
+# the shared libraries they link, OpenMPI for the fabric jobs (as cronjobs/Dockerfile installs
+# them). trixie renamed the libraries (64-bit time_t: *t64; new sonames) and ships OpenMPI 5.
+declare -rA RUNTIME=(
+  [bookworm]="slurm-client libslurm38 munge libyaml-cpp0.7 libcpp-httplib0.11 libmicrohttpd12
+    libprometheus-cpp-core1.0 libssl3 openmpi-bin libopenmpi3 ca-certificates curl bash"
+  [trixie]="slurm-client libslurm42t64 munge libyaml-cpp0.8 libcpp-httplib0.18 libmicrohttpd12t64
+    libprometheus-cpp-core1.0 libssl3t64 openmpi-bin libopenmpi40 ca-certificates curl bash"
+)
+# What a build inside the Slurm root needs on top of its packages (it builds only the Slurm
+# parts: vigil-check and vigil-allreduce also need MPI). The -dev names are the same in every suite.
+readonly BUILD_EXTRA=(libopenmpi-dev)
+readonly PATH_IN_ROOT=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 
 log() { echo "$PROG: $*" >&2; }
 die() {
@@ -29,48 +43,117 @@ die() {
   exit 1
 }
 
-mirror() { bash "$REPO/scripts/slurm-root.sh" mirror; }
+slurm_root() { bash "$REPO/scripts/slurm-root.sh" "$@"; }
 
-# Runs "$@" chrooted into ROOT with /proc and /dev, in new mount + PID namespaces.
+# Runs CMD chrooted into ROOT with /proc and /dev, in new mount + PID namespaces:
+#   in_chroot ROOT [--overlay LOWER UPPER WORK] [--bind SRC DST]... -- CMD...
+# --overlay mounts LOWER with UPPER on top at ROOT first (LOWER is never written); --bind
+# bind-mounts SRC at DST inside the root.
 in_chroot() {
   local root=$1
   shift
+  local overlay="" binds=""
+  while [[ $1 != -- ]]; do
+    case $1 in
+      --overlay)
+        overlay="mount -t overlay overlay -o lowerdir=$(printf %q "$2"),upperdir=$(printf %q "$3"),workdir=$(printf %q "$4") $(printf %q "$root")"
+        shift 4
+        ;;
+      --bind)
+        binds+="mkdir -p $(printf %q "$root$3") && mount --bind $(printf %q "$2") $(printf %q "$root$3")"$'\n'
+        shift 3
+        ;;
+      *) die "in_chroot: unknown option $1" ;;
+    esac
+  done
+  shift
+  # The overlay first, the bind mounts on the merged tree; /proc and /dev last.
+  local setup_script=$overlay$'\n'$binds
   unshare --mount --pid --fork --propagation private -- bash -euo pipefail -c '
-    root=$1
-    shift
+    root=$1 setup=$2
+    shift 2
+    eval "$setup"
     mount -t proc proc "$root/proc"
     mount --rbind /dev "$root/dev"
-    exec chroot "$root" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-      HOME=/root LANG=C.UTF-8 "$@"
-  ' in-chroot "$root" "$@"
+    exec chroot "$root" /usr/bin/env -i PATH='"$PATH_IN_ROOT"' HOME=/root LANG=C.UTF-8 "$@"
+  ' in-chroot "$root" "$setup_script" "$@"
 }
 
+# The runtime root of SUITE (made once, reused while its stamp matches); prints its path.
 runtime_root() {
-  local suite=$1 root stamp packages
-  case $suite in
-    bookworm) packages=("${RUNTIME_BOOKWORM[@]}") ;;
-    *) die "--suite $suite: only bookworm is built by this script (see docs/slurm-compat.md)" ;;
-  esac
+  local suite=$1 root stamp
+  local -a packages
+  IFS=$' \n' read -r -d '' -a packages <<<"${RUNTIME[$suite]}" || true
   root=$CACHE/image-root-$suite
-  stamp=$(printf '%s\n' "$suite" "$(mirror)" "${packages[@]}" | sha256sum | cut -d' ' -f1)
+  stamp=$(printf '%s\n' "$suite" "$(slurm_root mirror)" "${packages[@]}" | sha256sum | cut -d' ' -f1)
   if [[ -f $root/.vigil-stamp && $(cat "$root/.vigil-stamp") == "$stamp" ]]; then
     log "reusing runtime root $root"
   else
     local started=$SECONDS
-    log "debootstrap $suite runtime root ($(mirror)), ${#packages[@]} packages"
+    log "$suite runtime root, ${#packages[@]} packages"
     rm -rf -- "$root" "$root.new"
-    mkdir -p "$CACHE"
-    debootstrap --variant=minbase --include="$(
-      IFS=,
-      echo "${packages[*]}"
-    )" "$suite" "$root.new" "$(mirror)" >"$CACHE/image-debootstrap-$suite.log" 2>&1 ||
-      die "debootstrap failed; see $CACHE/image-debootstrap-$suite.log"
+    slurm_root bootstrap --suite "$suite" "$root.new" "${packages[@]}"
     rm -rf "$root.new"/var/cache/apt/archives/*.deb "$root.new"/var/lib/apt/lists/*
+    rm -f "$root.new/usr/sbin/policy-rc.d"
     echo "$stamp" >"$root.new/.vigil-stamp"
     mv -- "$root.new" "$root"
     log "runtime root built in $((SECONDS - started)) s"
   fi
   echo "$root"
+}
+
+# The overlay that builds SUITE: scripts/slurm-root.sh's root of SUITE (made or reused by its
+# `ensure`) below, BUILD_EXTRA installed into the upper layer. Prints "LOWER UPPER WORK MERGED".
+build_overlay() {
+  local suite=$1 lower dir stamp
+  slurm_root ensure --suite "$suite" >&2
+  lower=$(slurm_root path --suite "$suite")
+  dir=$CACHE/image-build-$suite
+  # The upper layer holds a copy of dpkg's status: it must be remade whenever the lower changes.
+  stamp=$(cat "$lower/.vigil-stamp" "$lower/.vigil-packages" <(printf '%s\n' "${BUILD_EXTRA[@]}") |
+    sha256sum | cut -d' ' -f1)
+  if [[ ! -f $dir/.vigil-stamp || $(cat "$dir/.vigil-stamp") != "$stamp" ]]; then
+    local started=$SECONDS
+    log "$suite build overlay on $lower: installing ${BUILD_EXTRA[*]}"
+    rm -rf -- "$dir"
+    mkdir -p "$dir/upper" "$dir/work" "$dir/merged"
+    in_chroot "$dir/merged" --overlay "$lower" "$dir/upper" "$dir/work" -- \
+      env DEBIAN_FRONTEND=noninteractive bash -c 'apt-get update -qq &&
+        apt-get install -y -qq --no-install-recommends "$@" >/dev/null && apt-get clean' \
+      apt "${BUILD_EXTRA[@]}" >"$CACHE/image-build-$suite.log" 2>&1 ||
+      die "apt-get install in the $suite build overlay failed; see $CACHE/image-build-$suite.log"
+    echo "$stamp" >"$dir/.vigil-stamp"
+    log "$suite build overlay ready in $((SECONDS - started)) s"
+  fi
+  echo "$lower $dir/upper $dir/work $dir/merged"
+}
+
+# CPU-only Release build of SUITE installed under WORK/install: on the host for the host's
+# suite, else in the suite's build overlay (repository at /vigil, WORK at /out). An image for
+# GPU nodes starts from a CUDA runtime instead (cronjobs/Dockerfile, docs/deploy.md).
+build_vigil() {
+  local suite=$1 work=$2 host_suite
+  local -a env_cmd
+  host_suite=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
+  if [[ $suite == "$host_suite" ]]; then
+    env_cmd=(env SRC="$REPO" OUT="$work")
+  else
+    local overlay lower upper wd merged
+    overlay=$(build_overlay "$suite")  # a failure here stops the script (not so in "< <(...)")
+    read -r lower upper wd merged <<<"$overlay"
+    env_cmd=(in_chroot "$merged" --overlay "$lower" "$upper" "$wd" --bind "$REPO" /vigil
+      --bind "$work" /out -- env SRC=/vigil OUT=/out CCACHE_DIR=/var/cache/vigil-image-ccache)
+  fi
+  "${env_cmd[@]}" JOBS="${VIGIL_JOBS:-2}" CMAKE_ARGS="${VIGIL_IMAGE_CMAKE_ARGS:-}" bash -euo pipefail -c '
+    launcher=""
+    if command -v ccache >/dev/null; then launcher=-DCMAKE_CXX_COMPILER_LAUNCHER=ccache; fi
+    cmake -S "$SRC" -B "$OUT/build" -DCMAKE_BUILD_TYPE=Release -DVIGIL_WITH_CUDA=OFF \
+      -DVIGIL_BUILD_TESTS=OFF -DVIGIL_BUILD_BENCH=OFF $launcher $CMAKE_ARGS >"$OUT/cmake.log"
+    grep -E "libslurm|MPI " "$OUT/cmake.log" | sed "s/^-- */build-image.sh: /" >&2
+    cmake --build "$OUT/build" -j"$JOBS" --target vigil-check vigil-drainer vigil-submit vigil-allreduce
+    rm -rf -- "$OUT/install"
+    cmake --install "$OUT/build" --prefix "$OUT/install" >/dev/null
+  '
 }
 
 main() {
@@ -79,33 +162,28 @@ main() {
     case $1 in
       --suite) suite=${2:?}; shift 2 ;;
       --out) out=${2:?}; shift 2 ;;
-      *) die "unknown argument $1 (usage: $PROG [--suite bookworm] [--out DIR])" ;;
+      *) die "unknown argument $1 (usage: $PROG [--suite bookworm|trixie] [--out DIR])" ;;
     esac
   done
-  [[ $(id -u) -eq 0 ]] || die "needs root (debootstrap, chroot, unshare)"
-  for tool in debootstrap umoci unshare chroot; do
+  out=$(realpath -m -- "$out")
+  [[ -v RUNTIME[$suite] ]] || die "--suite $suite: not one of ${!RUNTIME[*]} (see docs/slurm-compat.md)"
+  [[ $(id -u) -eq 0 ]] || die "needs root (mmdebstrap or debootstrap, chroot, unshare)"
+  for tool in umoci unshare chroot; do
     command -v "$tool" >/dev/null || die "$tool not found (apt-get install $tool)"
   done
-  local host_suite
-  host_suite=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
-  [[ $suite == "$host_suite" ]] || die "--suite $suite: this script builds with the host's toolchain ($host_suite)"
-  local started=$SECONDS root work build stage
+  local started=$SECONDS root work stage t0
   root=$(runtime_root "$suite")
   work=$out/$suite
-  build=$work/build
   stage=$work/rootfs
   mkdir -p "$work"
-
-  # CPU-only Release build: an image for GPU nodes starts from a CUDA runtime instead
-  # (cronjobs/Dockerfile, docs/deploy.md).
-  cmake -S "$REPO" -B "$build" -DCMAKE_BUILD_TYPE=Release -DVIGIL_WITH_CUDA=OFF \
-    -DVIGIL_BUILD_TESTS=OFF -DVIGIL_BUILD_BENCH=OFF ${VIGIL_IMAGE_CMAKE_ARGS:-} >"$work/cmake.log"
-  cmake --build "$build" -j"${VIGIL_JOBS:-2}" --target vigil-check vigil-drainer vigil-submit \
-    vigil-allreduce
+  t0=$SECONDS
+  build_vigil "$suite" "$work"
+  log "$suite build took $((SECONDS - t0)) s"
   rm -rf -- "$stage"
   cp -a "$root" "$stage"
   rm -f "$stage/.vigil-stamp"
-  cmake --install "$build" --prefix "$stage/usr/local" >/dev/null
+  mkdir -p "$stage/usr/local"
+  cp -a "$work/install/." "$stage/usr/local/"
   install -D -m 0644 "$REPO/cronjobs/vigil-check.sbatch" "$stage/etc/vigil/job/vigil-check.sbatch"
   mkdir -p "$stage/etc/vigil/thresholds"
   cp -a "$REPO/checks/thresholds/." "$stage/etc/vigil/thresholds/"
@@ -128,11 +206,11 @@ main() {
   umoci unpack --image "$layout:$tag" "$check" >/dev/null
   local prog
   for prog in vigil-check vigil-drainer vigil-submit; do
-    in_chroot "$check/rootfs" "$prog" --help >"$work/$prog.help" 2>&1 ||
+    in_chroot "$check/rootfs" -- "$prog" --help >"$work/$prog.help" 2>&1 ||
       die "$prog --help failed in the image: $(head -c 400 "$work/$prog.help")"
     log "$prog --help in the image: ok ($(head -n 1 "$work/$prog.help"))"
   done
-  if in_chroot "$check/rootfs" sh -c 'ldd /usr/local/bin/vigil-* | grep "not found"'; then
+  if in_chroot "$check/rootfs" -- sh -c 'ldd /usr/local/bin/vigil-* | grep "not found"'; then
     die "a shared library is missing in the image (above)"
   fi
   rm -rf -- "$check"

@@ -9,6 +9,7 @@
 #   slurm-root.sh path   [--suite S]            # print where the root lives
 #   slurm-root.sh remove [--suite S]
 #   slurm-root.sh mirror                        # the Debian mirror the host's apt uses
+#   slurm-root.sh bootstrap [--suite S] DIR PKG...  # a minbase root of S with PKG at DIR (build-image.sh)
 #
 # S defaults to trixie (Slurm 24.11). The root is made with mmdebstrap (one apt run: pipelined
 # downloads, one dpkg pass; debootstrap + apt-get when mmdebstrap is missing) from the Debian
@@ -50,7 +51,7 @@ die() {
   exit 1
 }
 usage() {
-  sed -n '6,11p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '6,12p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -83,11 +84,15 @@ host_mirror() {
 base_stamp() { printf '%s\n' "format=$ROOT_FORMAT" "suite=$1" "mirror=$2" | sha256sum | cut -d' ' -f1; }
 packages_stamp() { printf '%s\n' "${PACKAGES[@]}" | sha256sum | cut -d' ' -f1; }
 
-# apt-get install of PACKAGES inside ROOT (daemons kept from starting by its policy-rc.d).
+# apt-get install of PACKAGES (or the packages given after ROOT) inside ROOT (daemons kept from
+# starting by its policy-rc.d).
 install_packages() {
-  in_root "$1" env DEBIAN_FRONTEND=noninteractive bash -c \
+  local root=$1
+  shift
+  [[ $# -gt 0 ]] || set -- "${PACKAGES[@]}"
+  in_root "$root" env DEBIAN_FRONTEND=noninteractive bash -c \
     'apt-get update -qq && apt-get install -y -qq --no-install-recommends "$@" >/dev/null && apt-get clean' \
-    apt "${PACKAGES[@]}"
+    apt "$@"
 }
 
 root_dir() { echo "$CACHE/slurm-root-$1"; }
@@ -119,6 +124,34 @@ in_root() {
   ' in-root "$root" "$REPO" "$@"
 }
 
+# A minbase root of SUITE from MIRROR at DIR (must not exist) with PACKAGES and no recommends,
+# daemons kept from starting; the log goes to the cache dir. Also what scripts/build-image.sh
+# makes its runtime roots with (`slurm-root.sh bootstrap`).
+make_root() {
+  local suite=$1 mirror=$2 dir=$3 name
+  shift 3
+  name=$(basename "${dir%.new}")
+  mkdir -p "$CACHE"
+  if command -v mmdebstrap >/dev/null; then
+    # mmdebstrap keeps daemons from starting while it installs (its own policy-rc.d, removed
+    # at the end: ours is written below, for later apt-get runs inside the root).
+    log "building $dir: mmdebstrap $suite minbase + $# packages from $mirror"
+    mmdebstrap --variant=minbase --include="$(
+      IFS=,
+      echo "$*"
+    )" --aptopt='APT::Install-Recommends "false"' --dpkgopt=force-unsafe-io \
+      "$suite" "$dir" "$mirror" >"$CACHE/mmdebstrap-$name.log" 2>&1 ||
+      die "mmdebstrap failed; see $CACHE/mmdebstrap-$name.log"
+    no_daemons "$dir"
+  else
+    log "building $dir: debootstrap $suite from $mirror, then $# packages (mmdebstrap is faster)"
+    debootstrap --variant=minbase "$suite" "$dir" "$mirror" >"$CACHE/debootstrap-$name.log" 2>&1 ||
+      die "debootstrap failed; see $CACHE/debootstrap-$name.log"
+    no_daemons "$dir"
+    install_packages "$dir" "$@" || die "apt-get install inside $dir failed"
+  fi
+}
+
 cmd_ensure() {
   local suite=$1 mirror root base pkgs started
   [[ $(id -u) -eq 0 ]] || die "needs root (debootstrap, chroot, unshare)"
@@ -140,26 +173,8 @@ cmd_ensure() {
     log "updated $root in $((SECONDS - started)) s"
     return 0
   fi
-  mkdir -p "$CACHE"
   rm -rf -- "$root.new"
-  if command -v mmdebstrap >/dev/null; then
-    # mmdebstrap keeps daemons from starting while it installs (its own policy-rc.d, removed
-    # at the end: ours is written below, for later apt-get runs inside the root).
-    log "building $root: mmdebstrap $suite minbase + ${#PACKAGES[@]} packages from $mirror"
-    mmdebstrap --variant=minbase --include="$(
-      IFS=,
-      echo "${PACKAGES[*]}"
-    )" --aptopt='APT::Install-Recommends "false"' --dpkgopt=force-unsafe-io \
-      "$suite" "$root.new" "$mirror" >"$CACHE/mmdebstrap-$suite.log" 2>&1 ||
-      die "mmdebstrap failed; see $CACHE/mmdebstrap-$suite.log"
-    no_daemons "$root.new"
-  else
-    log "building $root: debootstrap $suite from $mirror, then ${#PACKAGES[@]} packages (mmdebstrap is faster)"
-    debootstrap --variant=minbase "$suite" "$root.new" "$mirror" >"$CACHE/debootstrap-$suite.log" 2>&1 ||
-      die "debootstrap failed; see $CACHE/debootstrap-$suite.log"
-    no_daemons "$root.new"
-    install_packages "$root.new" || die "apt-get install inside $root.new failed"
-  fi
+  make_root "$suite" "$mirror" "$root.new" "${PACKAGES[@]}"
   echo "$base" >"$root.new/.vigil-stamp"
   echo "$pkgs" >"$root.new/.vigil-packages"
   rm -rf -- "$root"
@@ -223,6 +238,12 @@ main() {
     test) cmd_test "$suite" "$set" ;;
     path) root_dir "$suite" ;;
     mirror) host_mirror || die "no Debian mirror for this release found in /etc/apt/sources.list*" ;;
+    bootstrap)
+      [[ $# -ge 2 ]] || usage
+      [[ ! -e $1 ]] || die "bootstrap: $1 exists"
+      [[ $(id -u) -eq 0 ]] || die "needs root (debootstrap, chroot, unshare)"
+      make_root "$suite" "$(host_mirror)" "$@"
+      ;;
     remove) rm -rf -- "$(root_dir "$suite")" "$(root_dir "$suite").new" ;;
     -h | --help | help) usage ;;
     *) log "unknown command '$cmd'"; usage ;;
