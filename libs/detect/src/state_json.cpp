@@ -27,15 +27,17 @@ struct BadField {
   std::string what;
 };
 
-const json& field(const json& j, const std::string& at, const char* key) {
+// Pointers, not references: GCC 14's -Wdangling-reference takes a reference returned next to a
+// temporary std::string argument (`at`) for one into that temporary.
+const json* field(const json& j, const std::string& at, const char* key) {
   if (!j.is_object()) throw BadField{at, "must be an object"};
   auto it = j.find(key);
   if (it == j.end()) throw BadField{at + "/" + key, "missing"};
-  return *it;
+  return &*it;
 }
 
 std::string text(const json& j, const std::string& at, const char* key) {
-  const json& v = field(j, at, key);
+  const json& v = *field(j, at, key);
   if (!v.is_string() || v.get<std::string>().empty()) {
     throw BadField{at + "/" + key, "must be a non-empty string"};
   }
@@ -62,30 +64,30 @@ KeyId read_key(const json& j, const std::string& at) {
   return k;
 }
 
-const json& array(const json& j, const std::string& at, const char* key) {
-  const json& v = field(j, at, key);
-  if (!v.is_array()) throw BadField{at + "/" + key, "must be an array"};
+const json* array(const json& j, const std::string& at, const char* key) {
+  const json* v = field(j, at, key);
+  if (!v->is_array()) throw BadField{at + "/" + key, "must be an array"};
   return v;
 }
 
 void read_node(EngineState& s, const json& j, const std::string& at, std::size_t window) {
   const std::string node = text(j, at, "node");
-  const json& seen = field(j, at, "last_seen");
+  const json& seen = *field(j, at, "last_seen");
   if (!seen.is_number_integer()) throw BadField{at + "/last_seen", "must be an integer"};
   if (s.nodes.count(node)) throw BadField{at + "/node", "duplicate node " + node};
   s.touch(node, seen.get<std::int64_t>());
-  const json& hist = array(j, at, "history");
+  const json& hist = *array(j, at, "history");
   for (std::size_t i = 0; i < hist.size(); ++i) {
     const std::string h_at = at + "/history/" + std::to_string(i);
     const KeyId key = read_key(hist[i], h_at);
     const std::string unit_id = text(hist[i], h_at, "unit_id");
-    const json& values = array(hist[i], h_at, "values");
+    const json& values = *array(hist[i], h_at, "values");
     for (std::size_t v = 0; v < values.size(); ++v) {
       s.push_history(node, key, unit_id, number(values[v], h_at + "/values/" + std::to_string(v)),
                      window);
     }
   }
-  const json& fleet = array(j, at, "fleet");
+  const json& fleet = *array(j, at, "fleet");
   for (std::size_t i = 0; i < fleet.size(); ++i) {
     const std::string f_at = at + "/fleet/" + std::to_string(i);
     std::optional<double> spread;
@@ -93,7 +95,7 @@ void read_node(EngineState& s, const json& j, const std::string& at, std::size_t
       spread = number(fleet[i]["unit_spread"], f_at + "/unit_spread");
     }
     s.set_fleet(node, read_key(fleet[i], f_at),
-                number(field(fleet[i], f_at, "value"), f_at + "/value"), spread);
+                number(*field(fleet[i], f_at, "value"), f_at + "/value"), spread);
   }
 }
 
@@ -135,18 +137,18 @@ json to_json(const EngineState& s) {
 Result<EngineState> state_from_json(const json& j, std::size_t history_window) {
   EngineState s;
   try {
-    const json& v = field(j, "", "detect_snapshot_version");
+    const json& v = *field(j, "", "detect_snapshot_version");
     if (v != kSnapshotVersion) {
       throw BadField{"/detect_snapshot_version", "unsupported version " + v.dump() +
                                                      " (this build reads " +
                                                      std::to_string(kSnapshotVersion) + ")"};
     }
-    const json& units = array(j, "", "units");
+    const json& units = *array(j, "", "units");
     for (std::size_t i = 0; i < units.size(); ++i) {
       const std::string at = "/units/" + std::to_string(i);
       s.units[read_key(units[i], at)] = text(units[i], at, "unit");
     }
-    const json& nodes = array(j, "", "nodes");
+    const json& nodes = *array(j, "", "nodes");
     for (std::size_t i = 0; i < nodes.size(); ++i) {
       read_node(s, nodes[i], "/nodes/" + std::to_string(i), history_window);
     }
