@@ -148,7 +148,9 @@ TEST(FabricLocalize, a_slow_leaf_is_a_switch_fault_and_its_nodes_are_not_blamed)
       << v.switches.front().message;
   for (const auto& b : v.nodes) {
     EXPECT_NE(b.call, FabricCall::kFail) << b.node << ": " << b.message;
-    if (b.leaf == "leaf-b") EXPECT_NE(b.message.find("switch leaf-b suspected"), std::string::npos);
+    if (b.leaf == "leaf-b") {
+      EXPECT_NE(b.message.find("switch leaf-b suspected"), std::string::npos);
+    }
   }
 }
 

@@ -73,13 +73,15 @@ std::map<std::string, CheckResult> fabric_job_results(
       r.status = Status::kError;
       r.fault_code = "VIGIL-FABRIC-LAUNCH";
       r.message = job + "no pair of this node could be measured";
+      if (!rounds.job_error.empty()) r.message += "; " + rounds.job_error;
     }
     // Every pair of this node that gave no figure, and why: a missing pair is why a node is
     // unknown, and the admin reading the report should not have to dig for it.
-    for (const auto& e : rounds.pair_errors)
-      if (e.find(" " + b.node + "+") != std::string::npos ||
-          e.find("+" + b.node + ":") != std::string::npos)
-        r.message += "; " + e;
+    for (const auto& [i, why] : rounds.pair_errors) {
+      const detect::PairFigure& p = rounds.pairs.at(i);
+      if (p.a == b.node || p.b == b.node)
+        r.message += "; round " + std::to_string(p.round + 1) + " " + p.a + "+" + p.b + ": " + why;
+    }
     out[b.node] = std::move(r);
   }
   return out;

@@ -38,7 +38,7 @@ FabricRoundsResult run_fabric_rounds(const CheckContext& ctx, AllreduceSpec spec
   const std::string binary = find_allreduce_binary(ctx);
   const LaunchDir dir;
   if (!dir.ok()) {
-    out.pair_errors.push_back("cannot create a temporary directory under /tmp");
+    out.job_error = "cannot create a temporary directory under /tmp";
     out.verdict = detect::localize(plan.nodes, {}, plan.leaf_of, plan.judge);
     return out;
   }
@@ -69,8 +69,7 @@ FabricRoundsResult run_fabric_rounds(const CheckContext& ctx, AllreduceSpec spec
       if (busbw.ok()) {
         p.busbw = *busbw;
       } else {
-        out.pair_errors.push_back("round " + std::to_string(r + 1) + " " + p.a + "+" + p.b + ": " +
-                                  busbw.error().to_string());
+        out.pair_errors[out.pairs.size()] = busbw.error().to_string();
       }
       out.pairs.push_back(std::move(p));
     }

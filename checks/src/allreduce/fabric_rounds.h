@@ -25,7 +25,8 @@ struct FabricRoundsPlan {
 
 struct FabricRoundsResult {
   std::vector<detect::PairFigure> pairs;
-  std::vector<std::string> pair_errors;  // "round 2 n1+n4: vigil-allreduce exited 1: ..."
+  std::map<std::size_t, std::string> pair_errors;  // index into pairs -> why it has no busbw
+  std::string job_error;  // why no pair could run at all (e.g. no temporary directory)
   detect::FabricVerdict verdict;
 };
 
