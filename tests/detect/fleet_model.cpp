@@ -150,7 +150,7 @@ double FleetModel::fault_factor(const SimNode& node, std::size_t figure, int uni
 }
 
 double FleetModel::measure(const SimNode& node, std::size_t figure, int unit, int cycle) {
-  const FigureModel& f = figure_models()[figure];
+  const FigureModel& f = models_[figure];
   return f.healthy * node.bias[figure][unit] * fault_factor(node, figure, unit, cycle) *
          (1 + f.noise * normal());
 }

@@ -7,6 +7,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cuda/probe_result.h"
@@ -77,7 +78,9 @@ struct Run {
 
 class FleetModel {
  public:
-  FleetModel(std::uint64_t seed, double dip_rate) : rng_(seed), dip_rate_(dip_rate) {}
+  // `models`: figure_models() with the noise figures a sensitivity run overrides (--noise).
+  FleetModel(std::uint64_t seed, double dip_rate, std::vector<FigureModel> models)
+      : rng_(seed), dip_rate_(dip_rate), models_(std::move(models)) {}
 
   SimNode make_node(std::string name, std::optional<Fault> fault);
   // One vigil-check run on `node` in `cycle` at `now`: figures with noise, fault and maybe a
@@ -96,6 +99,7 @@ class FleetModel {
   std::mt19937_64 rng_;
   std::normal_distribution<double> gauss_{0.0, 1.0};
   double dip_rate_;
+  std::vector<FigureModel> models_;
 };
 
 }  // namespace vigil::detect::sim

@@ -5,6 +5,8 @@
 // a fatal check after one, a floor after two). Prints the table recorded in docs/detection.md.
 //   detect_fleet_sim [--seed N] [--nodes N] [--episodes N] [--cycles N] [--onset N]
 //                    [--faulty-share F --warn F --fail F --cross-scale X]   (tuning)
+//                    [--noise FIGURE=F ...]   (sensitivity: e.g. --noise ib=0.01)
+//                    [--kinds K,K...]   (only these fault kinds: gemm,hbm,h2d,nvlink,ib,gemm8)
 //                    [--check-goals]   (exit 1 when a goal is missed; default: report only)
 #include <algorithm>
 #include <chrono>
@@ -15,6 +17,7 @@
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "fleet_model.h"
@@ -45,6 +48,8 @@ struct Options {
   double warn = 0, fail = 0;  // > 0: override every kind's margins (for tuning)
   double cross_scale = 0;     // > 0: override DetectConfig::cross_margin_scale
   bool check_goals = false;   // exit 1 when a goal is missed
+  std::vector<FigureModel> models = figure_models();  // noise as --noise overrides it
+  std::vector<FaultKind> kinds{std::begin(kFaultKinds), std::end(kFaultKinds)};  // --kinds
 };
 
 struct Cell {  // one fault kind, size and timing
@@ -57,7 +62,8 @@ struct Totals {
   long dips = 0, dip_drains = 0, healthy_nodes = 0, healthy_nodes_drained = 0;
   long drained_before_onset = 0;
   long fatal_n = 0, fatal_first = 0;  // fatal faults; drained in their first cycle, naming nvml_ecc
-  std::vector<std::string> texts;     // the first timing_reports report texts, for the timing
+  long fatal_drained_before_onset = 0;  // falsely drained before the fatal fault: out of fatal_n
+  std::vector<std::string> texts;       // the first timing_reports report texts, for the timing
   std::vector<std::int64_t> nows;
 };
 
@@ -106,13 +112,13 @@ class Decider {
 std::vector<SimNode> make_nodes(FleetModel& model, const Options& o, int episode) {
   std::vector<SimNode> nodes;
   const int faulty = static_cast<int>(o.nodes * o.faulty_share);
-  const int cells = kKindCount * kSizeCount * 2;
+  const int cells = static_cast<int>(o.kinds.size()) * kSizeCount * 2;
   for (int i = 0; i < o.nodes; ++i) {
     std::optional<Fault> fault;
     if (i < faulty) {
       const int c = (i + episode * faulty) % cells;  // cells take turns across episodes
       Fault f;
-      f.kind = kFaultKinds[c / (kSizeCount * 2)];
+      f.kind = o.kinds[c / (kSizeCount * 2)];
       f.size = kSizes[(c / 2) % kSizeCount];
       f.onset = c % 2 == 0 ? o.onset : 0;
       f.gpu = static_cast<int>(model.rng()() % kGpus);
@@ -182,6 +188,10 @@ void record_cells(const std::vector<SimNode>& nodes, const std::vector<Track>& t
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     const Track& t = tracks[i];
     if (nodes[i].fatal_onset) {
+      if (t.drained && t.drain_cycle < *nodes[i].fatal_onset) {  // a false drain, counted there
+        ++totals.fatal_drained_before_onset;
+        continue;
+      }
       ++totals.fatal_n;
       totals.fatal_first += t.drained && t.right_check && t.drain_cycle == *nodes[i].fatal_onset;
       continue;
@@ -211,7 +221,7 @@ void record_cells(const std::vector<SimNode>& nodes, const std::vector<Track>& t
 }
 
 void run_episode(const Options& o, const DetectConfig& config, int episode, Totals& totals) {
-  FleetModel model(o.seed + static_cast<std::uint64_t>(episode) * 7919, o.dip_rate);
+  FleetModel model(o.seed + static_cast<std::uint64_t>(episode) * 7919, o.dip_rate, o.models);
   Engine engine(config);
   std::vector<SimNode> nodes = make_nodes(model, o, episode);
   std::vector<Track> tracks(nodes.size());
@@ -235,10 +245,10 @@ void run_episode(const Options& o, const DetectConfig& config, int episode, Tota
 
 double pct(long num, long den) { return den ? 100.0 * num / den : 0; }
 
-void print_model() {
+void print_model(const std::vector<FigureModel>& models) {
   std::printf("| figure | healthy | per-unit spread | run-to-run noise | floor (fail) |\n");
   std::printf("|---|---|---|---|---|\n");
-  for (const FigureModel& f : figure_models()) {
+  for (const FigureModel& f : models) {
     std::printf("| %s/%s (%s) | %g %s | %.1f%% | %.1f%% | %g |\n", f.check, f.measurement,
                 f.per_gpu ? "per GPU" : "per node", f.healthy, f.unit, 100 * f.spread,
                 100 * f.noise, f.floor_fail);
@@ -351,6 +361,52 @@ int print_goals(const Totals& t, double judge_s) {
   return missed;
 }
 
+// --noise FIGURE=F: the run-to-run noise of one figure of the model (its label: gemm, hbm, h2d,
+// d2h, nvlink, ib), for a sensitivity run; exits 2 on a bad value.
+void set_noise(std::vector<FigureModel>& models, std::string_view arg) {
+  const std::size_t eq = arg.find('=');
+  const std::string label(arg.substr(0, eq == std::string_view::npos ? 0 : eq));
+  char* end = nullptr;
+  const std::string value(eq == std::string_view::npos ? "" : arg.substr(eq + 1));
+  const double noise = std::strtod(value.c_str(), &end);
+  auto it = std::find_if(models.begin(), models.end(),
+                         [&](const FigureModel& f) { return label == f.label; });
+  if (it == models.end() || value.empty() || *end != '\0' || !(noise >= 0 && noise < 0.5)) {
+    std::fprintf(stderr,
+                 "--noise %.*s: want FIGURE=F with FIGURE one of gemm, hbm, h2d, d2h, nvlink, ib "
+                 "and F in [0, 0.5) (e.g. ib=0.01)\n",
+                 static_cast<int>(arg.size()), arg.data());
+    std::exit(2);
+  }
+  it->noise = noise;
+}
+
+// --kinds gemm,ib: inject only these fault kinds (every cell of theirs gets more faults).
+std::vector<FaultKind> parse_kinds(std::string_view arg) {
+  static const std::pair<const char*, FaultKind> names[] = {
+      {"gemm", FaultKind::kGemm},     {"hbm", FaultKind::kHbm}, {"h2d", FaultKind::kH2d},
+      {"nvlink", FaultKind::kNvlink}, {"ib", FaultKind::kIb},   {"gemm8", FaultKind::kGemmNode}};
+  std::vector<FaultKind> kinds;
+  while (!arg.empty()) {
+    const std::size_t comma = arg.find(',');
+    const std::string_view name = arg.substr(0, comma);
+    auto it = std::find_if(std::begin(names), std::end(names),
+                           [&](const auto& n) { return name == n.first; });
+    if (it == std::end(names)) {
+      std::fprintf(stderr, "--kinds: unknown kind '%.*s' (kinds: gemm,hbm,h2d,nvlink,ib,gemm8)\n",
+                   static_cast<int>(name.size()), name.data());
+      std::exit(2);
+    }
+    kinds.push_back(it->second);
+    arg = comma == std::string_view::npos ? std::string_view() : arg.substr(comma + 1);
+  }
+  if (kinds.empty()) {
+    std::fprintf(stderr, "--kinds: name at least one kind\n");
+    std::exit(2);
+  }
+  return kinds;
+}
+
 Options parse_args(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
@@ -382,10 +438,14 @@ Options parse_args(int argc, char** argv) {
       o.fail = std::atof(next);
     } else if (a == "--cross-scale") {
       o.cross_scale = std::atof(next);
+    } else if (a == "--kinds") {
+      o.kinds = parse_kinds(next);
+    } else if (a == "--noise") {
+      set_noise(o.models, next);
     } else {
       std::fprintf(stderr,
                    "unknown flag %s (flags: --seed --nodes --episodes --cycles --onset "
-                   "--faulty-share --warn --fail --cross-scale --check-goals)\n",
+                   "--faulty-share --warn --fail --cross-scale --noise --kinds --check-goals)\n",
                    a.c_str());
       std::exit(2);
     }
@@ -429,7 +489,7 @@ int main(int argc, char** argv) {
     std::printf(" %s %.3f/%.3f", kind.c_str(), m.warn, m.fail);
   std::printf("; peer_spread_k %.1f, fleet_spread_k %.1f, min_fleet %d, window %d\n\n",
               config.peer_spread_k, config.fleet_spread_k, config.min_fleet, config.history_window);
-  print_model();
+  print_model(o.models);
   Totals totals;
   for (int e = 0; e < o.episodes; ++e) {
     run_episode(o, config, e, totals);
@@ -450,8 +510,9 @@ int main(int argc, char** argv) {
       totals.misattributed, totals.drained_before_onset);
   std::printf(
       "fatal faults (uncorrectable ECC from cycle %d): %ld, drained in that cycle naming "
-      "nvml_ecc %ld (%.1f%%)\n",
-      o.onset, totals.fatal_n, totals.fatal_first, pct(totals.fatal_first, totals.fatal_n));
+      "nvml_ecc %ld (%.1f%%); nodes drained (falsely) before it appeared, left out: %ld\n",
+      o.onset, totals.fatal_n, totals.fatal_first, pct(totals.fatal_first, totals.fatal_n),
+      totals.fatal_drained_before_onset);
   const JudgeTiming tm = time_judge_vs_parse(totals, config);
   std::printf(
       "timing, one thread: parse %zu report texts %.3f s CPU (%.3f s wall); judge them %.3f s "
