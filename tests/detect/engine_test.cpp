@@ -1,8 +1,8 @@
 // Peers, history (step, drift, the node's level), confirmation and learning, through the
 // public Engine API.
-#include <nlohmann/json.hpp>
-
 #include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
 
 #include "detect_test_support.h"
 #include "vigil/detect/detect.h"
@@ -190,6 +190,25 @@ TEST(EngineHistory, a_step_fails_and_a_slow_monotone_decline_warns_as_drift) {
   EXPECT_TRUE(v.drifting);
   EXPECT_EQ(v.baseline, "history");
   EXPECT_EQ(v.message, "busbw 461 GB/s, drifting down 4.1% over 9 runs");
+}
+
+TEST(EngineHistory, the_history_centre_is_the_mean_without_the_lowest_and_highest_figure) {
+  // Eight learned figures 460.8 ... 494.4 (one 4% low stray among them): the median would be
+  // 480.5; the mean of the middle six (less noisy, and the stray is dropped) is 480.2.
+  Engine e(test_config());
+  const double values[] = {480, 484.8, 475.2, 489.6, 470.4, 481, 460.8, 494.4};
+  for (int i = 0; i < 8; ++i)
+    judge_ok(e, ReportBuilder("n1").nvlink_busbw(values[i]), kT0 + i * kHour);
+  auto rv = judge_ok(e, ReportBuilder("n1").nvlink_busbw(480), kT0 + 8 * kHour);
+  ASSERT_EQ(rv.verdicts[0].history, 8);
+  const double middle_six = (470.4 + 475.2 + 480 + 481 + 484.8 + 489.6) / 6;
+  EXPECT_NEAR(rv.verdicts[0].baseline_value, middle_six, 1e-9);
+
+  Engine few(test_config());  // below five figures the centre is the median
+  for (int i = 0; i < 4; ++i)
+    judge_ok(few, ReportBuilder("n1").nvlink_busbw(values[i]), kT0 + i * kHour);
+  rv = judge_ok(few, ReportBuilder("n1").nvlink_busbw(480), kT0 + 4 * kHour);
+  EXPECT_NEAR(rv.verdicts[0].baseline_value, (480 + 484.8) / 2, 1e-9);
 }
 
 TEST(EngineHistory, noise_without_a_trend_is_not_drift) {

@@ -65,6 +65,7 @@ CheckResult verdict(const CheckContext& ctx, const AllreduceSpec& spec, const nb
 
 void apply_tuning(AllreduceSpec& spec, const AllreduceTuning& tuning) {
   if (tuning.timeout) spec.timeout = *tuning.timeout;
+  if (tuning.check_limit) spec.check_limit = *tuning.check_limit;
   if (tuning.min_bytes) spec.min_bytes = *tuning.min_bytes;
   if (tuning.max_bytes) spec.max_bytes = *tuning.max_bytes;
   if (tuning.warmup_iters) spec.warmup_iters = *tuning.warmup_iters;
@@ -190,25 +191,38 @@ CheckResult launch_and_judge(const CheckContext& ctx, const AllreduceSpec& spec)
 // Runs the all_reduce, repeats a suspicious figure (allreduce_repeats.h) and remembers a healthy
 // one in the check's state file, the node's own expectation for its next run.
 CheckResult launch_and_confirm(const CheckContext& ctx, const AllreduceSpec& spec) {
+  using Steady = std::chrono::steady_clock;
+  const Steady::time_point start = Steady::now();
   CheckResult r = launch_and_judge(ctx, spec);
+  Steady::duration longest = Steady::now() - start;
   const detect::DetectConfig& cfg = detect::DetectConfig::defaults();
   CounterState state(ctx.state_dir, spec.check, ctx.node);
   const std::vector<double> recent = state.recent_figures("busbw");
   const int repeats = plan_allreduce_repeats(r, recent, cfg);
   Measurement* busbw = busbw_measurement(r);
-  std::string repeated;
+  std::string figures, stopped;  // the repeats' figures; why repeating stopped early
   for (int k = 0; k < repeats; ++k) {
+    // Another run must fit in the check's limit with room for one 1.5x slower than the slowest
+    // so far; else the runner would kill the check and every figure would be lost.
+    if (spec.check_limit.count() > 0 &&
+        Steady::now() - start + longest * 3 / 2 > Steady::duration(spec.check_limit)) {
+      stopped = "repeats stopped after " + std::to_string(k) + " of " + std::to_string(repeats) +
+                ": another run might pass the check's " + seconds_text(spec.check_limit) + " limit";
+      break;
+    }
+    const Steady::time_point run_start = Steady::now();
     const CheckResult again = launch_and_judge(ctx, spec);
+    longest = std::max(longest, Steady::now() - run_start);
     const Measurement* figure = busbw_measurement(again);
     if (!figure || again.status == Status::kError) {
-      repeated += (repeated.empty() ? "" : ", ") + std::string("repeat ") + std::to_string(k + 1) +
-                  " failed: " + again.message;
-      break;  // the first figure stands unconfirmed
+      stopped = "repeat " + std::to_string(k + 1) + " failed: " + again.message;
+      break;  // the figures so far stand; fewer than 2 repeats never confirm
     }
     busbw->repeats.push_back(figure->value);
-    repeated += (repeated.empty() ? "" : ", ") + fixed(figure->value, 2);
+    figures += (figures.empty() ? "" : ", ") + fixed(figure->value, 2);
   }
-  if (!repeated.empty()) r.message += "; repeated: " + repeated + " GB/s";
+  if (!figures.empty()) r.message += "; repeated: " + figures + " GB/s";
+  if (!stopped.empty()) r.message += "; " + stopped;
   if (state.enabled() && learn_allreduce_figure(r, recent, cfg)) {
     std::vector<double> all = busbw->repeats;
     all.push_back(busbw->value);

@@ -11,7 +11,7 @@ namespace vigil {
 
 namespace {
 
-constexpr int kRepeats = 2;
+constexpr int kRepeats = 3;
 constexpr std::size_t kMinRecent = 3;
 
 bool ends_with(std::string_view s, std::string_view suffix) {

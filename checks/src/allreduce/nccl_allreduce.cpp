@@ -23,7 +23,8 @@ struct NcclVariant {
   std::string_view quick_min, quick_max, full_min, full_max;
 };
 
-constexpr NcclVariant kNvlink{"nccl_allreduce_nvlink", "nccl-nvl", "nvlink", false, "1G", "4G", "512M", "16G"};
+constexpr NcclVariant kNvlink{
+    "nccl_allreduce_nvlink", "nccl-nvl", "nvlink", false, "1G", "4G", "512M", "16G"};
 constexpr NcclVariant kIb{"nccl_allreduce_ib", "nccl-ib", "ib", true, "256M", "1G", "512M", "4G"};
 
 bool has_infiniband(const CheckContext& ctx) {
@@ -34,7 +35,8 @@ bool has_infiniband(const CheckContext& ctx) {
 
 class NcclAllreduceCheck final : public Check {
  public:
-  NcclAllreduceCheck(const NcclVariant& v, AllreduceTuning tuning) : v_(v), tuning_(std::move(tuning)) {}
+  NcclAllreduceCheck(const NcclVariant& v, AllreduceTuning tuning)
+      : v_(v), tuning_(std::move(tuning)) {}
   std::string_view name() const override { return v_.name; }
   std::string_view short_name() const override { return v_.short_name; }
   // NCCL init on 8 GPUs plus the full sweep fits well inside this.
@@ -63,6 +65,7 @@ class NcclAllreduceCheck final : public Check {
     spec.min_bytes = std::string(full ? v_.full_min : v_.quick_min);
     spec.max_bytes = std::string(full ? v_.full_max : v_.quick_max);
     spec.timeout = std::chrono::seconds(full ? 300 : 120);
+    spec.check_limit = timeout();
     apply_tuning(spec, tuning_);
     return run_allreduce_check(ctx, spec);
   }

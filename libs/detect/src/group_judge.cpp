@@ -41,7 +41,7 @@ class GroupJudge {
     };
     for (std::size_t i = 0; i < g.samples.size(); ++i) {
       rings_.push_back(ring_of(g.samples[i]->unit_id));
-      hist_medians_.push_back(rings_.back() ? stats::median(*rings_.back()) : 0);
+      hist_medians_.push_back(rings_.back() ? stats::history_centre(*rings_.back()) : 0);
       ratios_.push_back(
           rings_.back() && hist_medians_.back() > 0 ? g.figures[i] / hist_medians_.back() : 0);
       if (ratios_.back() > 0) sorted_ratios_.push_back(ratios_.back());
@@ -181,7 +181,7 @@ class GroupJudge {
     f.prefix = std::to_string(used.size()) + "-" + std::string(to_string(s.unit_kind)) + " median ";
     std::vector<Baseline> bs;
     if (node_ring_) {
-      const double centre = stats::median(*node_ring_);
+      const double centre = stats::history_centre(*node_ring_);
       bs.push_back(history_baseline(centre, node_ring_->size(), margins_));
       f.drift = drift_decline(*node_ring_, v.value, f.direction, margins_, config_);
       f.history_centre = centre;

@@ -16,6 +16,14 @@ double median(std::vector<double> values) {
   return (lower + upper) / 2;
 }
 
+double history_centre(std::vector<double> values) {
+  if (values.size() < 5) return median(std::move(values));
+  std::sort(values.begin(), values.end());
+  double sum = 0;
+  for (std::size_t i = 1; i + 1 < values.size(); ++i) sum += values[i];
+  return sum / static_cast<double>(values.size() - 2);
+}
+
 double sorted_median(std::span<const double> sorted) { return sorted_median(SortedSkip{sorted}); }
 
 double sorted_median(const SortedSkip& s) {

@@ -15,6 +15,10 @@ inline constexpr double kMadToSigma = 1.4826;
 
 // Median; the mean of the two middle values for an even count. 0 for no values.
 double median(std::vector<double> values);
+// The centre of a unit's history ring: the mean without the lowest and the highest value when
+// there are at least 5 (as robust to one stray figure as the median, and ~1.3x less noisy on
+// normal run-to-run noise: ~0.36 sigma vs ~0.44 sigma for 8 values); the median below 5.
+double history_centre(std::vector<double> values);
 // Median of an already sorted range.
 double sorted_median(std::span<const double> sorted);
 // 1.4826 * median(|x - centre|) of a sorted range, in O(n/2) by merging outward from the centre.

@@ -446,15 +446,15 @@ vigil::CheckResult run_sequence(const StateDir& s, const std::string& logs,
 
 }  // namespace
 
-TEST(AllreduceRepeats, a_figure_far_below_the_nodes_own_recent_runs_is_run_twice_more) {
+TEST(AllreduceRepeats, a_figure_far_below_the_nodes_own_recent_runs_is_run_three_times_more) {
   StateDir s;
   s.write_recent({42.0, 42.5, 42.7});
   auto r = run_sequence(s, kSlow);
   const auto* m = busbw_of(r);
   ASSERT_NE(m, nullptr);
-  EXPECT_EQ(s.calls(), 3);
-  EXPECT_EQ(m->repeats, (std::vector<double>{14.9966, 14.9966}));
-  EXPECT_NE(r.message.find("repeated: 15.00, 15.00 GB/s"), std::string::npos) << r.message;
+  EXPECT_EQ(s.calls(), 4);
+  EXPECT_EQ(m->repeats, (std::vector<double>{14.9966, 14.9966, 14.9966}));
+  EXPECT_NE(r.message.find("repeated: 15.00, 15.00, 15.00 GB/s"), std::string::npos) << r.message;
   EXPECT_EQ(s.recent(), (std::vector<double>{42.0, 42.5, 42.7}))
       << "a figure 65% below the node's own runs must not become its expectation";
 }
@@ -465,8 +465,8 @@ TEST(AllreduceRepeats, a_transient_dip_is_repeated_and_the_repeats_are_healthy) 
   auto r = run_sequence(s, kSlow + "," + kFast);
   ASSERT_NE(busbw_of(r), nullptr);
   EXPECT_DOUBLE_EQ(busbw_of(r)->value, 14.9966);
-  EXPECT_EQ(busbw_of(r)->repeats, (std::vector<double>{42.5578, 42.5578}));
-  // The judged figure (median of the three) is healthy: it joins the node's recent figures.
+  EXPECT_EQ(busbw_of(r)->repeats, (std::vector<double>{42.5578, 42.5578, 42.5578}));
+  // The judged figure (median of the four) is healthy: it joins the node's recent figures.
   EXPECT_EQ(s.recent(), (std::vector<double>{42.0, 42.5, 42.7, 42.5578}));
 }
 
@@ -490,8 +490,8 @@ TEST(AllreduceRepeats, without_three_recent_runs_only_a_figure_past_its_sku_boun
   auto sku = sku_with_busbw("nccl_allreduce_nvlink", 20);
   auto r = run_sequence(bound, kSlow, &sku);
   EXPECT_EQ(r.status, vigil::Status::kFail);
-  EXPECT_EQ(bound.calls(), 3);
-  EXPECT_EQ(busbw_of(r)->repeats.size(), 2u);
+  EXPECT_EQ(bound.calls(), 4);
+  EXPECT_EQ(busbw_of(r)->repeats.size(), 3u);
   EXPECT_TRUE(bound.recent().empty()) << "a failing figure is never remembered";
 }
 
@@ -500,6 +500,30 @@ TEST(AllreduceRepeats, the_node_keeps_only_its_latest_eight_figures) {
   s.write_recent({42.1, 42.2, 42.3, 42.4, 42.5, 42.6, 42.7, 42.8});
   run_sequence(s, kFast);
   EXPECT_EQ(s.recent(), (std::vector<double>{42.2, 42.3, 42.4, 42.5, 42.6, 42.7, 42.8, 42.5578}));
+}
+
+TEST(AllreduceRepeats, a_repeat_that_might_not_finish_inside_the_checks_limit_is_not_started) {
+  // Each run takes 1 s and the check may take 3 s: the runner would kill a check that ran its
+  // three repeats (4 s), losing every figure. At most one repeat fits with room to spare.
+  StateDir s;
+  s.write_recent({42.0, 42.5, 42.7});
+  ScopedEnv mode("FAKE_PERF_MODE", "sleep:1");
+  ScopedEnv log("FAKE_PERF_LOG", kSlow);
+  ScopedEnv calls("FAKE_PERF_CALLS", s.dir.path() + "/calls");
+  auto ctx = site_ctx();
+  ctx.state_dir = s.dir.path();
+  vigil::AllreduceTuning tuning;
+  tuning.check_limit = std::chrono::seconds(3);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = vigil::make_nccl_allreduce_nvlink_check(tuning)->run(ctx);
+  const auto took = std::chrono::steady_clock::now() - t0;
+  ASSERT_NE(busbw_of(r), nullptr) << r.message;
+  EXPECT_LE(s.calls(), 2) << r.message;
+  EXPECT_EQ(busbw_of(r)->repeats.size(), static_cast<std::size_t>(s.calls() - 1));
+  EXPECT_NE(r.message.find(" of 3: another run might pass the check's 3 s limit"),
+            std::string::npos)
+      << r.message;
+  EXPECT_LT(took, std::chrono::seconds(3)) << r.message;
 }
 
 TEST(AllreduceRepeats, wrong_results_are_not_repeated) {
