@@ -61,6 +61,7 @@ struct Totals {
   long healthy_node_cycles = 0, false_drains = 0, misattributed = 0, healthy_warn_cycles = 0;
   long dips = 0, dip_drains = 0, healthy_nodes = 0, healthy_nodes_drained = 0;
   long drained_before_onset = 0;
+  long healthy_allreduce_repeat_cycles = 0, healthy_gpu_repeat_cycles = 0;
   long fatal_n = 0, fatal_first = 0;  // fatal faults; drained in their first cycle, naming nvml_ecc
   long fatal_drained_before_onset = 0;  // falsely drained before the fatal fault: out of fatal_n
   std::vector<std::string> texts;       // the first timing_reports report texts, for the timing
@@ -159,7 +160,8 @@ std::pair<NodeReport, ReportVerdicts> judge_through_codec(Engine& engine, const 
 }
 
 void account(const SimNode& node, Track& t, int cycle, const ReportVerdicts& rv,
-             const std::vector<std::string>& drained, bool dipped, Totals& totals) {
+             const std::vector<std::string>& drained, const Run& run, Totals& totals) {
+  const bool dipped = run.dipped;
   const bool fatal = node.fatal_onset && cycle >= *node.fatal_onset;
   const bool active = fatal || (node.fault && cycle >= node.fault->onset);
   const std::string fault_check = fatal        ? "nvml_ecc"
@@ -170,6 +172,13 @@ void account(const SimNode& node, Track& t, int cycle, const ReportVerdicts& rv,
     ++totals.healthy_node_cycles;
     if (rv.worst() != Status::kPass) ++totals.healthy_warn_cycles;
     if (dipped) ++totals.dips;
+    // The cost of confirmation on healthy nodes: node-cycles whose checker ran repeats.
+    const auto repeated = [&](bool node_figure) {
+      return std::any_of(run.repeats.begin(), run.repeats.end(),
+                         [&](const Repeat& r) { return (r.unit_id == "node") == node_figure; });
+    };
+    totals.healthy_allreduce_repeat_cycles += repeated(true);
+    totals.healthy_gpu_repeat_cycles += repeated(false);
     if (!drained.empty()) ++totals.false_drains, totals.dip_drains += dipped;
   } else {
     const Verdict* v = rv.worst_for(fault_check);
@@ -237,7 +246,7 @@ void run_episode(const Options& o, const DetectConfig& config, int episode, Tota
       auto [report, rv] = judge_through_codec(engine, run, now, totals, o);
       const std::vector<std::string> drained =
           decider.decide(std::move(report), rv, now, tracks[i]);
-      account(nodes[i], tracks[i], cycle, rv, drained, run.dipped, totals);
+      account(nodes[i], tracks[i], cycle, rv, drained, run, totals);
     }
   }
   record_cells(nodes, tracks, totals);
@@ -508,6 +517,11 @@ int main(int argc, char** argv) {
       pct(totals.healthy_nodes_drained, totals.healthy_nodes),
       pct(totals.healthy_warn_cycles, totals.healthy_node_cycles), totals.dips,
       totals.misattributed, totals.drained_before_onset);
+  std::printf(
+      "cost of confirmation: healthy node-cycles whose checker repeated an all_reduce %.2f%%, "
+      "a CUDA probe of some GPU %.2f%%\n",
+      pct(totals.healthy_allreduce_repeat_cycles, totals.healthy_node_cycles),
+      pct(totals.healthy_gpu_repeat_cycles, totals.healthy_node_cycles));
   std::printf(
       "fatal faults (uncorrectable ECC from cycle %d): %ld, drained in that cycle naming "
       "nvml_ecc %ld (%.1f%%); nodes drained (falsely) before it appeared, left out: %ld\n",

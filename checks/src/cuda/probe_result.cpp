@@ -146,14 +146,23 @@ std::map<int, int> plan_repeats(const CheckResult& r, const detect::DetectConfig
     const detect::MetricSpec* spec = cfg.find_metric(r.check, name, ms.front()->unit);
     std::vector<double> values;
     for (const auto* m : ms) values.push_back(m->value);
+    const detect::Margins& own = cfg.margins_for(*spec);
+    const detect::Margins cross = cfg.cross_margins(own);
     for (size_t i = 0; i < values.size(); ++i) {
-      if (!detect::is_suspicious(values, i, cfg.margins_for(*spec), spec->direction, cfg.min_peers))
-        continue;
+      // Against its peers at the engine's peers warn margin (a GPU a little below them is most
+      // often healthy slow silicon), and not when it matches its own history: then it has
+      // always been that slow and only a figure past the peers fail margin needs confirming.
+      if (!detect::is_suspicious(values, i, cross, spec->direction, cfg.min_peers)) continue;
       std::vector<double> others = values;
       others.erase(others.begin() + static_cast<long>(i));
       std::nth_element(others.begin(), others.begin() + others.size() / 2, others.end());
       const double centre = others[others.size() / 2];
-      suspects.push_back({centre > 0 ? (centre - values[i]) / centre : 0, *ms[i]->gpu});
+      const double below_peers = shortfall(values[i], centre, spec->direction);
+      const auto expected = history_median(history, *ms[i]);
+      if (expected && !detect::is_suspicious(values[i], *expected, own, spec->direction) &&
+          below_peers < cross.fail)
+        continue;
+      suspects.push_back({below_peers, *ms[i]->gpu});
     }
     for (const auto* m : ms) {  // a step down from the GPU's own history
       const auto expected = history_median(history, *m);

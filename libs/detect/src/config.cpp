@@ -1,10 +1,9 @@
 #include "vigil/detect/config.h"
 
 #include <cmath>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <stdexcept>
-
-#include <nlohmann/json.hpp>
 
 namespace vigil::detect {
 
@@ -114,6 +113,10 @@ const Margins& DetectConfig::margins_for(const MetricSpec& spec) const {
   auto it = margins.find(spec.kind);
   if (it == margins.end()) throw std::logic_error("no margins for kind " + spec.kind);
   return it->second;
+}
+
+Margins DetectConfig::cross_margins(const Margins& m) const {
+  return {m.warn * cross_margin_scale, m.fail * cross_margin_scale};
 }
 
 }  // namespace vigil::detect

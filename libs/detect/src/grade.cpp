@@ -18,11 +18,6 @@ Baseline make_baseline(std::string_view name, double centre, double spread, doub
                   count};
 }
 
-// Peers and fleet compare with other parts: wider margins (DetectConfig::cross_margin_scale).
-Margins scaled(const Margins& m, const DetectConfig& c) {
-  return {m.warn * c.cross_margin_scale, m.fail * c.cross_margin_scale};
-}
-
 int rank(Status s) { return s == Status::kFail ? 2 : s == Status::kWarn ? 1 : 0; }
 
 Status status_of(double dev, const Baseline& b) {
@@ -78,7 +73,7 @@ std::optional<Baseline> peers_baseline(const stats::SortedSkip& others, const Ma
   const double spread = pooled_spread ? std::max(own, *pooled_spread * centre) : own;
   const double k = pooled_spread ? config.peer_spread_k : 2 * config.peer_spread_k;
   return make_baseline("peers", centre, spread, k, static_cast<int>(others.size()),
-                       scaled(margins, config));
+                       config.cross_margins(margins));
 }
 
 Baseline history_baseline(double centre, std::size_t count, const Margins& margins) {
@@ -91,7 +86,7 @@ std::optional<Baseline> fleet_baseline(const stats::SortedSkip& others, const Ma
   const double centre = stats::sorted_median(others);
   const double spread = stats::sorted_mad_sigma(others, centre);
   return make_baseline("fleet", centre, spread, config.fleet_spread_k,
-                       static_cast<int>(others.size()), scaled(margins, config));
+                       static_cast<int>(others.size()), config.cross_margins(margins));
 }
 
 std::optional<double> drift_decline(std::span<const double> ring, double latest,

@@ -228,6 +228,29 @@ TEST(Confirmation, one_gpu_below_its_own_history_is_a_suspect_within_the_budget)
   EXPECT_EQ(plan.at(5), 2);
 }
 
+TEST(Confirmation, peers_suspicion_uses_the_engines_peers_warn_margin) {
+  const auto cfg = detect::DetectConfig::defaults();
+  // 5% below its peers: past the kind's 4% warn margin but not the peers' 6% (4% x 1.5), the
+  // engine's own peers warn margin. Healthy silicon spreads this far (docs/detection.md).
+  EXPECT_TRUE(plan_repeats(gemm_figures({800, 801, 799, 760, 802, 800, 798, 801}), cfg).empty());
+  EXPECT_EQ(plan_repeats(gemm_figures({800, 801, 799, 748, 802, 800, 798, 801}), cfg).size(), 1u);
+}
+
+TEST(Confirmation, a_gpu_slow_next_to_its_peers_but_like_its_own_history_is_not_repeated) {
+  const auto cfg = detect::DetectConfig::defaults();
+  // gpu3 has always run 7% below its peers: healthy slow silicon, nothing to confirm.
+  const auto history = gemm_history({800, 801, 799, 744, 802, 800, 798, 801}, 5);
+  EXPECT_TRUE(
+      plan_repeats(gemm_figures({800, 801, 799, 745, 802, 800, 798, 801}), cfg, history).empty());
+  // Past the peers fail margin (9%) it is confirmed even so: the engine's peers would fail it.
+  EXPECT_EQ(plan_repeats(gemm_figures({800, 801, 799, 720, 802, 800, 798, 801}), cfg,
+                         gemm_history({800, 801, 799, 722, 802, 800, 798, 801}, 5))
+                .size(),
+            1u);
+  // Without a history of its own the peers decide.
+  EXPECT_EQ(plan_repeats(gemm_figures({800, 801, 799, 745, 802, 800, 798, 801}), cfg).size(), 1u);
+}
+
 TEST(Confirmation, only_healthy_figures_join_a_gpus_history) {
   const auto cfg = detect::DetectConfig::defaults();
   const auto history = gemm_history({800, 800, 800, 800, 800, 800, 800, 800}, 4);

@@ -5,11 +5,10 @@
 // docs/detection.md explains each default and the simulation that chose the margins.
 #include <cstdint>
 #include <map>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json_fwd.hpp>
 
 #include "vigil/base/result.h"
 
@@ -75,6 +74,8 @@ struct DetectConfig {
                                 std::string_view unit) const;
   // Margins of spec.kind (validate() guarantees they exist).
   const Margins& margins_for(const MetricSpec& spec) const;
+  // The margins against other parts (peers, fleet): `m` x cross_margin_scale.
+  Margins cross_margins(const Margins& m) const;
 };
 
 // JSON form (snake_case keys, every key optional, unknown keys rejected):
