@@ -1,9 +1,10 @@
 #include "vigil/detect/config.h"
 
 #include <cmath>
-#include <nlohmann/json.hpp>
 #include <set>
 #include <stdexcept>
+
+#include <nlohmann/json.hpp>
 
 namespace vigil::detect {
 
