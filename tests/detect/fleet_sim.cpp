@@ -7,6 +7,7 @@
 //                    [--faulty-share F --warn F --fail F --cross-scale X]   (tuning)
 //                    [--noise FIGURE=F ...]   (sensitivity: e.g. --noise ib=0.01)
 //                    [--kinds K,K...]   (only these fault kinds: gemm,hbm,h2d,nvlink,ib,gemm8)
+//                    [--dip-rate F]   (share of node-cycles with a transient dip; default 0.005)
 //                    [--check-goals]   (exit 1 when a goal is missed; default: report only)
 #include <algorithm>
 #include <chrono>
@@ -447,24 +448,27 @@ Options parse_args(int argc, char** argv) {
       o.fail = std::atof(next);
     } else if (a == "--cross-scale") {
       o.cross_scale = std::atof(next);
+    } else if (a == "--dip-rate") {
+      o.dip_rate = std::atof(next);
     } else if (a == "--kinds") {
       o.kinds = parse_kinds(next);
     } else if (a == "--noise") {
       set_noise(o.models, next);
     } else {
-      std::fprintf(stderr,
-                   "unknown flag %s (flags: --seed --nodes --episodes --cycles --onset "
-                   "--faulty-share --warn --fail --cross-scale --noise --kinds --check-goals)\n",
-                   a.c_str());
+      std::fprintf(
+          stderr,
+          "unknown flag %s (flags: --seed --nodes --episodes --cycles --onset "
+          "--faulty-share --warn --fail --cross-scale --noise --kinds --dip-rate --check-goals)\n",
+          a.c_str());
       std::exit(2);
     }
     ++i;
   }
   if (o.nodes < 100 || o.episodes < 1 || o.onset < 4 || o.cycles < o.onset + 2 ||
-      o.faulty_share < 0 || o.faulty_share > 0.5) {
+      o.faulty_share < 0 || o.faulty_share > 0.5 || o.dip_rate < 0 || o.dip_rate > 1) {
     std::fprintf(stderr,
                  "need --nodes >= 100, --episodes >= 1, --onset >= 4, --cycles >= onset+2, "
-                 "--faulty-share in [0, 0.5]\n");
+                 "--faulty-share in [0, 0.5], --dip-rate in [0, 1]\n");
     std::exit(2);
   }
   return o;
