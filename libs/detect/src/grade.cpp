@@ -14,8 +14,13 @@ Baseline make_baseline(std::string_view name, double centre, double spread, doub
                        const Margins& m) {
   // A naturally wide distribution widens the thresholds: fail needs k spreads, warn k - 1.
   const double sigma = centre > 0 ? spread / centre : 0;
-  return Baseline{name, centre, std::max(m.warn, (k - 1) * sigma), std::max(m.fail, k * sigma),
-                  count};
+  Baseline b;
+  b.name = name;
+  b.centre = centre;
+  b.warn_at = std::max(m.warn, (k - 1) * sigma);
+  b.fail_at = std::max(m.fail, k * sigma);
+  b.count = count;
+  return b;
 }
 
 int rank(Status s) { return s == Status::kFail ? 2 : s == Status::kWarn ? 1 : 0; }
@@ -26,11 +31,26 @@ Status status_of(double dev, const Baseline& b) {
   return Status::kPass;
 }
 
+// Every repeat past the fail threshold; or, against the unit's own history, the mean of all
+// runs past it by one standard error (one run's noise from the ring, over the runs and the
+// ring's own figures): the worst repeat alone throws away what the other runs say.
 bool confirmed_against(const Baseline& b, const FigureToGrade& f) {
   if (f.repeats.size() < 2) return false;
-  return std::all_of(f.repeats.begin(), f.repeats.end(), [&](double r) {
+  const bool every = std::all_of(f.repeats.begin(), f.repeats.end(), [&](double r) {
     return stats::deviation(r, b.centre, f.direction) >= b.fail_at;
   });
+  constexpr std::size_t kMinForNoise = 5;  // a MAD of fewer figures says little
+  if (every || b.ring.size() < kMinForNoise) return every;
+  const double ring_centre = stats::median({b.ring.begin(), b.ring.end()});
+  if (ring_centre <= 0) return false;
+  const double noise = stats::mad_sigma({b.ring.begin(), b.ring.end()}) / ring_centre;
+  if (noise <= 0) return false;
+  double sum = stats::deviation(f.first, b.centre, f.direction);
+  for (double r : f.repeats) sum += stats::deviation(r, b.centre, f.direction);
+  const double n = static_cast<double>(f.repeats.size() + 1);
+  const double m = static_cast<double>(b.ring.size());
+  const double standard_error = noise * std::sqrt(1 / n + 1 / m);
+  return sum / n - standard_error >= b.fail_at;
 }
 
 std::string percent(double fraction) {
@@ -76,8 +96,10 @@ std::optional<Baseline> peers_baseline(const stats::SortedSkip& others, const Ma
                        config.cross_margins(margins));
 }
 
-Baseline history_baseline(double centre, std::size_t count, const Margins& margins) {
-  return make_baseline("history", centre, 0, 0, static_cast<int>(count), margins);
+Baseline history_baseline(double centre, std::span<const double> ring, const Margins& margins) {
+  Baseline b = make_baseline("history", centre, 0, 0, static_cast<int>(ring.size()), margins);
+  b.ring = ring;
+  return b;
 }
 
 std::optional<Baseline> fleet_baseline(const stats::SortedSkip& others, const Margins& margins,

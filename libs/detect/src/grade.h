@@ -19,6 +19,9 @@ struct Baseline {
   double warn_at = 0;
   double fail_at = 0;
   int count = 0;  // data points behind the centre
+  // History only: the unit's own ring of figures, whose spread is one run's noise; it lets the
+  // mean of several runs confirm a fail (computed only for a fail with repeats).
+  std::span<const double> ring;
 };
 
 // Median of the other units' figures; none with fewer than config.min_peers. The spread
@@ -27,9 +30,9 @@ struct Baseline {
 std::optional<Baseline> peers_baseline(const stats::SortedSkip& others, const Margins& margins,
                                        const DetectConfig& config,
                                        std::optional<double> pooled_spread);
-// A unit's own history: `centre` from its ring of `count` healthy figures (no spread
-// allowance: the ring holds the unit's own run-to-run noise only).
-Baseline history_baseline(double centre, std::size_t count, const Margins& margins);
+// A unit's own history: `centre` from its `ring` of healthy figures (no spread allowance: the
+// ring holds the unit's own run-to-run noise only, kept in Baseline::ring).
+Baseline history_baseline(double centre, std::span<const double> ring, const Margins& margins);
 // Median of the other nodes' figures (sorted); none with fewer than config.min_fleet.
 std::optional<Baseline> fleet_baseline(const stats::SortedSkip& others, const Margins& margins,
                                        const DetectConfig& config);
@@ -44,6 +47,7 @@ std::optional<double> drift_decline(std::span<const double> ring, double latest,
 struct FigureToGrade {
   Direction direction = Direction::kHigherIsBetter;
   std::span<const double> repeats;  // figures to confirm a fail with (>= 2 needed)
+  double first = 0;                 // the run's own figure (before its repeats)
   std::optional<double> drift;      // from drift_decline()
   double history_centre = 0;        // baseline value reported for a drift
   int history_count = 0;

@@ -128,6 +128,7 @@ class GroupJudge {
     FigureToGrade f;
     f.direction = g_.spec->direction;
     f.repeats = s.observed.repeats;
+    f.first = s.observed.value;
     f.prefix = per_unit_ ? s.unit_id + " " : "";
     if (config_.use_peers && per_unit_) {
       const stats::SortedSkip others = without(sorted_figures_, true, v.value);
@@ -135,7 +136,7 @@ class GroupJudge {
     }
     if (rings_[i]) {
       const double shift = per_unit_ ? level_shift(i) : 1;
-      bs.push_back(history_baseline(hist_medians_[i] * shift, rings_[i]->size(), margins_));
+      bs.push_back(history_baseline(hist_medians_[i] * shift, *rings_[i], margins_));
       f.drift = drift_decline(*rings_[i], v.value, f.direction, margins_, config_);
       f.history_centre = hist_medians_[i];
       f.history_count = static_cast<int>(rings_[i]->size());
@@ -178,11 +179,14 @@ class GroupJudge {
     FigureToGrade f;
     f.direction = g_.spec->direction;
     f.repeats = round_medians;
+    std::vector<double> first_round;
+    for (std::size_t i : used) first_round.push_back(g_.samples[i]->observed.value);
+    f.first = stats::median(std::move(first_round));
     f.prefix = std::to_string(used.size()) + "-" + std::string(to_string(s.unit_kind)) + " median ";
     std::vector<Baseline> bs;
     if (node_ring_) {
       const double centre = stats::history_centre(*node_ring_);
-      bs.push_back(history_baseline(centre, node_ring_->size(), margins_));
+      bs.push_back(history_baseline(centre, *node_ring_, margins_));
       f.drift = drift_decline(*node_ring_, v.value, f.direction, margins_, config_);
       f.history_centre = centre;
       f.history_count = static_cast<int>(node_ring_->size());

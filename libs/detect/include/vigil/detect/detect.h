@@ -87,7 +87,9 @@ struct Verdict {
   int history = 0;
   int fleet = 0;
   bool drifting = false;   // warn from a monotone decline across the history window
-  bool confirmed = false;  // fail, >= 2 repeats, every repeat past the same baseline's threshold
+  // fail, >= 2 repeats, and every repeat past the same baseline's threshold, or (history, >= 5
+  // figures) the mean of all runs past it by one standard error (docs/detection.md)
+  bool confirmed = false;
   // For warn and fail (empty on pass), short enough for a Slurm reason:
   // "gpu3 gemm_bf16_tflops 712 TFLOP/s, 11% below its 7 peers (801)"
   std::string message;
