@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <span>
+#include <vector>
 
 #include "detect_test_support.h"
 #include "vigil/detect/detect.h"
@@ -309,25 +311,32 @@ TEST(EngineConfirmation, repeats_past_the_same_threshold_confirm_a_fail) {
   EXPECT_FALSE(find(*rv, "gpu_gemm", "gpu3")->confirmed);
 }
 
-// The node's NVLink busbw judged against its own history, with repeats.
-ReportVerdicts judge_busbw_with_repeats(Engine& e, double value, std::vector<double> repeats,
-                                        std::int64_t now) {
+// A fresh engine learns `history` as the node's NVLink busbw, one report an hour; then judges
+// `value` with its `repeats`.
+ReportVerdicts busbw_after_history(std::span<const double> history, double value,
+                                   std::vector<double> repeats) {
+  Engine e(test_config());
+  std::int64_t now = kT0;
+  for (double h : history) judge_ok(e, ReportBuilder("n1").nvlink_busbw(h), now), now += kHour;
   auto samples = samples_from_report(ReportBuilder("n1").nvlink_busbw(value), e.config());
   attach_repeats(samples, "nccl_allreduce_nvlink", "busbw", "node", std::move(repeats));
   auto rv = e.judge(samples, now);
   EXPECT_TRUE(rv.ok());
-  return rv.ok() ? *rv : ReportVerdicts{};
+  if (!rv.ok() || rv->verdicts.empty()) {
+    ADD_FAILURE() << "no verdict";
+    return {};
+  }
+  return *rv;
 }
 
+// A ring with ~0.6% run-to-run noise around 480.
+constexpr double kBusbwRing[] = {480, 484.8, 475.2, 479, 481, 477, 483, 480};
+
 TEST(EngineConfirmation, the_mean_of_all_runs_confirms_when_one_repeat_falls_just_short) {
-  // A ring with ~0.6% run-to-run noise around 480. Runs 8.3%, 7.9%, 7.3% and 5.6% below it:
-  // one repeat is short of the 6% fail margin, so "every repeat past it" does not hold, but the
-  // mean (7.3%) minus one standard error (~0.6% x sqrt(1/4 + 1/8) ~ 0.4%) is past it.
-  const double ring[] = {480, 484.8, 475.2, 479, 481, 477, 483, 480};
-  Engine e(test_config());
-  for (int i = 0; i < 8; ++i)
-    judge_ok(e, ReportBuilder("n1").nvlink_busbw(ring[i]), kT0 + i * kHour);
-  auto rv = judge_busbw_with_repeats(e, 440, {442, 445, 453}, kT0 + 8 * kHour);
+  // Runs 8.3%, 7.9%, 7.3% and 5.6% below the ring: one repeat is short of the 6% fail margin,
+  // so "every repeat past it" does not hold, but the mean (7.3%) minus one standard error
+  // (~0.6% x sqrt(1/4 + 1/8) ~ 0.4%) is past it.
+  auto rv = busbw_after_history(kBusbwRing, 440, {442, 445, 453});
   ASSERT_FALSE(rv.verdicts.empty());
   EXPECT_EQ(rv.verdicts[0].status, Status::kFail);
   EXPECT_EQ(rv.verdicts[0].baseline, "history");
@@ -335,29 +344,21 @@ TEST(EngineConfirmation, the_mean_of_all_runs_confirms_when_one_repeat_falls_jus
 
   // A figure just past the margin: runs 6.7%, 6.25%, 5.8%, 6.0% below: the median fails, but
   // neither every repeat nor the mean minus its standard error (~5.8%) is past 6%.
-  Engine edge(test_config());
-  for (int i = 0; i < 8; ++i)
-    judge_ok(edge, ReportBuilder("n1").nvlink_busbw(ring[i]), kT0 + i * kHour);
-  rv = judge_busbw_with_repeats(edge, 448, {450, 452, 451}, kT0 + 8 * kHour);
+  rv = busbw_after_history(kBusbwRing, 448, {450, 452, 451});
   ASSERT_FALSE(rv.verdicts.empty());
   EXPECT_EQ(rv.verdicts[0].status, Status::kFail);
   EXPECT_FALSE(rv.verdicts[0].confirmed);
 }
 
 TEST(EngineConfirmation, the_mean_confirms_only_with_five_figures_of_history_and_a_dip_never_does) {
-  Engine e(test_config());  // four figures: too few to know the noise; every repeat must agree
-  const double ring[] = {480, 484.8, 475.2, 479, 481};
-  for (int i = 0; i < 4; ++i)
-    judge_ok(e, ReportBuilder("n1").nvlink_busbw(ring[i]), kT0 + i * kHour);
-  auto rv = judge_busbw_with_repeats(e, 440, {442, 445, 453}, kT0 + 4 * kHour);
+  // Four figures: too few to know the noise; every repeat must agree.
+  auto rv = busbw_after_history(std::span(kBusbwRing).first(4), 440, {442, 445, 453});
   ASSERT_FALSE(rv.verdicts.empty());
   EXPECT_EQ(rv.verdicts[0].status, Status::kFail);
   EXPECT_FALSE(rv.verdicts[0].confirmed);
 
-  Engine dip(test_config());  // one run 15% low, its repeats healthy: not even a fail
-  for (int i = 0; i < 5; ++i)
-    judge_ok(dip, ReportBuilder("n1").nvlink_busbw(ring[i]), kT0 + i * kHour);
-  rv = judge_busbw_with_repeats(dip, 408, {479, 481, 478}, kT0 + 5 * kHour);
+  // One run 15% low, its repeats healthy: not even a fail.
+  rv = busbw_after_history(std::span(kBusbwRing).first(5), 408, {479, 481, 478});
   ASSERT_FALSE(rv.verdicts.empty());
   EXPECT_EQ(rv.verdicts[0].status, Status::kPass);
   EXPECT_FALSE(rv.verdicts[0].confirmed);
