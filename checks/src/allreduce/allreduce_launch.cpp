@@ -65,7 +65,6 @@ CheckResult verdict(const CheckContext& ctx, const AllreduceSpec& spec, const nb
 
 void apply_tuning(AllreduceSpec& spec, const AllreduceTuning& tuning) {
   if (tuning.timeout) spec.timeout = *tuning.timeout;
-  if (tuning.check_limit) spec.check_limit = *tuning.check_limit;
   if (tuning.min_bytes) spec.min_bytes = *tuning.min_bytes;
   if (tuning.max_bytes) spec.max_bytes = *tuning.max_bytes;
   if (tuning.warmup_iters) spec.warmup_iters = *tuning.warmup_iters;
@@ -204,10 +203,12 @@ CheckResult launch_and_confirm(const CheckContext& ctx, const AllreduceSpec& spe
   for (int k = 0; k < repeats; ++k) {
     // Another run must fit in the check's limit with room for one 1.5x slower than the slowest
     // so far; else the runner would kill the check and every figure would be lost.
-    if (spec.check_limit.count() > 0 &&
-        Steady::now() - start + longest * 3 / 2 > Steady::duration(spec.check_limit)) {
+    if (ctx.time_limit.count() > 0 &&
+        Steady::now() - start + longest * 3 / 2 > Steady::duration(ctx.time_limit)) {
       stopped = "repeats stopped after " + std::to_string(k) + " of " + std::to_string(repeats) +
-                ": another run might pass the check's " + seconds_text(spec.check_limit) + " limit";
+                ": another run might pass the check's " +
+                seconds_text(std::chrono::duration_cast<std::chrono::seconds>(ctx.time_limit)) +
+                " limit";
       break;
     }
     const Steady::time_point run_start = Steady::now();

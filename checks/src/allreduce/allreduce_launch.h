@@ -25,15 +25,11 @@ struct AllreduceSpec {
   int warmup_iters = 5;
   int iters = 20;
   std::chrono::seconds timeout{120};
-  // The check's own time limit (Check::timeout(), enforced by the runner): a repeat of a
-  // suspicious figure that might not finish inside it is not started. 0: no limit.
-  std::chrono::seconds check_limit{0};
 };
 
 // Test and site overrides; the registry's factories use the defaults.
 struct AllreduceTuning {
   std::optional<std::chrono::seconds> timeout;
-  std::optional<std::chrono::seconds> check_limit;
   std::optional<std::string> min_bytes, max_bytes;
   std::optional<int> warmup_iters, iters;
 };

@@ -46,7 +46,6 @@ class FabricAllreduceCheck final : public Check {
     spec.min_bytes = full ? "512M" : "1G";
     spec.max_bytes = full ? "8G" : "4G";
     spec.timeout = std::chrono::seconds(600);
-    spec.check_limit = timeout();
     apply_tuning(spec, tuning_);
     return run_allreduce_check(ctx, spec);
   }

@@ -35,7 +35,6 @@ class HostAllreduceCheck final : public Check {
     spec.warmup_iters = 2;
     spec.iters = 10;
     spec.timeout = std::chrono::seconds(60);
-    spec.check_limit = timeout();
     apply_tuning(spec, tuning_);
     return run_allreduce_check(ctx, spec);
   }

@@ -65,7 +65,6 @@ class NcclAllreduceCheck final : public Check {
     spec.min_bytes = std::string(full ? v_.full_min : v_.quick_min);
     spec.max_bytes = std::string(full ? v_.full_max : v_.quick_max);
     spec.timeout = std::chrono::seconds(full ? 300 : 120);
-    spec.check_limit = timeout();
     apply_tuning(spec, tuning_);
     return run_allreduce_check(ctx, spec);
   }

@@ -136,7 +136,9 @@ CheckResult run_isolated(Check& check, const CheckContext& ctx,
   const auto t0 = Clock::now();
   std::chrono::milliseconds limit = check.timeout();
   if (timeout && *timeout < limit) limit = *timeout;
-  auto out = run_in_child([&] { return to_json(run_guarded(check, ctx)).dump(); }, limit);
+  CheckContext limited = ctx;  // the check learns its limit, so its repeats can stay inside it
+  limited.time_limit = limit;
+  auto out = run_in_child([&] { return to_json(run_guarded(check, limited)).dump(); }, limit);
   CheckResult r;
   if (!out) {
     const std::string& why = out.error().message;

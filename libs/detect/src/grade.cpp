@@ -41,9 +41,11 @@ bool confirmed_against(const Baseline& b, const FigureToGrade& f) {
   });
   constexpr std::size_t kMinForNoise = 5;  // a MAD of fewer figures says little
   if (every || b.ring.size() < kMinForNoise) return every;
-  const double ring_centre = stats::median({b.ring.begin(), b.ring.end()});
+  std::vector<double> sorted(b.ring.begin(), b.ring.end());
+  std::sort(sorted.begin(), sorted.end());
+  const double ring_centre = stats::sorted_median(sorted);
   if (ring_centre <= 0) return false;
-  const double noise = stats::mad_sigma({b.ring.begin(), b.ring.end()}) / ring_centre;
+  const double noise = stats::sorted_mad_sigma(sorted, ring_centre) / ring_centre;
   if (noise <= 0) return false;
   double sum = stats::deviation(f.first, b.centre, f.direction);
   for (double r : f.repeats) sum += stats::deviation(r, b.centre, f.direction);

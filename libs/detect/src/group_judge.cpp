@@ -41,9 +41,9 @@ class GroupJudge {
     };
     for (std::size_t i = 0; i < g.samples.size(); ++i) {
       rings_.push_back(ring_of(g.samples[i]->unit_id));
-      hist_medians_.push_back(rings_.back() ? stats::history_centre(*rings_.back()) : 0);
+      hist_centres_.push_back(rings_.back() ? stats::history_centre(*rings_.back()) : 0);
       ratios_.push_back(
-          rings_.back() && hist_medians_.back() > 0 ? g.figures[i] / hist_medians_.back() : 0);
+          rings_.back() && hist_centres_.back() > 0 ? g.figures[i] / hist_centres_.back() : 0);
       if (ratios_.back() > 0) sorted_ratios_.push_back(ratios_.back());
     }
     if (per_unit_) node_ring_ = ring_of("node");
@@ -102,7 +102,7 @@ class GroupJudge {
   }
 
   // The node-wide level change since the history: the median over the other units of their
-  // figure now / their history median (silicon cancels unit by unit). 1 with too few units, or
+  // figure now / their history centre (silicon cancels unit by unit). 1 with too few units, or
   // when the level moved by less than half the warn margin: that is within the noise of the
   // estimate (~0.5 x run-to-run noise), which would only blur the unit's own comparison.
   double level_shift(std::size_t i) const {
@@ -136,9 +136,9 @@ class GroupJudge {
     }
     if (rings_[i]) {
       const double shift = per_unit_ ? level_shift(i) : 1;
-      bs.push_back(history_baseline(hist_medians_[i] * shift, *rings_[i], margins_));
+      bs.push_back(history_baseline(hist_centres_[i] * shift, *rings_[i], margins_));
       f.drift = drift_decline(*rings_[i], v.value, f.direction, margins_, config_);
-      f.history_centre = hist_medians_[i];
+      f.history_centre = hist_centres_[i];
       f.history_count = static_cast<int>(rings_[i]->size());
     }
     if (!per_unit_ && fleet_) bs.push_back(*fleet_);
@@ -204,9 +204,9 @@ class GroupJudge {
   std::optional<Baseline> fleet_;
   std::optional<double> pooled_spread_;
   std::vector<const std::vector<double>*> rings_;  // per unit; null below min_history
-  std::vector<double> hist_medians_;
+  std::vector<double> hist_centres_;
   std::vector<double> sorted_figures_;  // every unit's figure, sorted
-  std::vector<double> ratios_;          // per unit: figure / history median; 0 without history
+  std::vector<double> ratios_;          // per unit: figure / history centre; 0 without history
   std::vector<double> sorted_ratios_;   // the non-zero ratios, sorted
   const std::vector<double>* node_ring_ = nullptr;
 };

@@ -38,6 +38,9 @@ struct CheckContext {
   std::vector<std::string> fabric_nodes;
   int fabric_ranks = 0;
   std::string fabric_backend = "nccl";   // nccl | host (CPU-only test clusters)
+  // Set by the runner: how long this check may take before it is killed (its timeout(), or less
+  // when the run's time box has less left); 0 = no limit. Repeats that would not fit skip.
+  std::chrono::milliseconds time_limit{0};
 
   // Threshold for (check, measurement) under the detected SKU, or nullptr.
   const Threshold* threshold(std::string_view check, std::string_view measurement) const {
