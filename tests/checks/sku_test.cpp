@@ -83,6 +83,22 @@ TEST(SkuFile, keys_that_are_lists_or_mappings_are_errors_not_crashes) {
             std::string::npos);
 }
 
+TEST(SkuFile, values_that_are_lists_or_mappings_are_errors_not_crashes) {
+  // CI's fuzz run (tests/fuzz/regressions/fuzz_thresholds/op-is-a-list) found "op" read as a
+  // string without a look at its type: yaml-cpp threw and vigil-check died.
+  std::string op_list = kH100;
+  const std::string op = "{op: \">=\"";
+  op_list.replace(op_list.find(op), op.size(), "{op: [\">=\"]");
+  EXPECT_EQ(first_error(op_list), "x.yaml:11: thresholds.gpu_count.gpu_count.op: must be a non-empty string");
+  EXPECT_EQ(first_error(std::string(kH100) + "description: {a: b}\n"),
+            "x.yaml:14: description: must be a string");
+  TempDir d;
+  auto plain = load_sku_file(d.write("x.yaml", std::string(kH100) + "description: 8x H100\n"),
+                             known_check_names());
+  ASSERT_TRUE(plain);
+  EXPECT_EQ(plain.value->description, "8x H100");
+}
+
 TEST(SkuDir, duplicate_sku_names_are_an_error) {
   TempDir d;
   d.write("a.yaml", kH100);

@@ -129,10 +129,12 @@ void parse_threshold(Walker& w, const YAML::Node& n, const std::string& field, S
   if (!n["op"]) {
     w.error(n, field + ".op", "missing (\">=\" or \"<=\")");
     ok = false;
-  } else if (auto op = op_from_string(n["op"].as<std::string>())) {
+  } else if (auto s = w.string(n["op"], field + ".op"); !s) {
+    ok = false;
+  } else if (auto op = op_from_string(*s)) {
     t.op = *op;
   } else {
-    w.error(n["op"], field + ".op", "must be \">=\" or \"<=\", got '" + n["op"].as<std::string>() + "'");
+    w.error(n["op"], field + ".op", "must be \">=\" or \"<=\", got '" + *s + "'");
     ok = false;
   }
   if (!n["fail"]) {
@@ -167,30 +169,14 @@ void parse_threshold(Walker& w, const YAML::Node& n, const std::string& field, S
   sku.thresholds[check][measurement] = t;
 }
 
-}  // namespace
-
-Loaded<SkuConfig> load_sku_file(const std::string& path, const std::set<std::string>& known) {
-  Loaded<SkuConfig> out;
-  Walker w(path);
-  YAML::Node root;
-  try {
-    root = YAML::LoadFile(path);
-  } catch (const YAML::BadFile&) {
-    out.errors.push_back({path, 0, "", "cannot read file"});
-    return out;
-  } catch (const YAML::ParserException& e) {
-    out.errors.push_back({path, e.mark.line + 1, "", "YAML syntax error: " + e.msg});
-    return out;
-  }
-  SkuConfig sku;
-  sku.file = path;
-  if (!w.only_keys(root, "", {"sku", "description", "match", "infiniband", "thresholds"})) {
-    out.errors = std::move(w.errors);
-    return out;
-  }
+void walk_sku(Walker& w, const YAML::Node& root, const std::set<std::string>& known, SkuConfig& sku) {
+  if (!w.only_keys(root, "", {"sku", "description", "match", "infiniband", "thresholds"})) return;
   if (!root["sku"]) w.error(root, "sku", "missing (the SKU name, e.g. H100-SXM5-80GB)");
   else if (auto s = w.string(root["sku"], "sku")) sku.name = *s;
-  if (root["description"]) sku.description = root["description"].as<std::string>();
+  if (const YAML::Node d = root["description"]) {
+    if (d.IsScalar()) sku.description = d.as<std::string>();
+    else w.error(d, "description", "must be a string");
+  }
 
   if (!root["match"]) {
     w.error(root, "match", "missing (gpu_names / pci_device_ids and gpu_count)");
@@ -251,6 +237,33 @@ Loaded<SkuConfig> load_sku_file(const std::string& path, const std::set<std::str
         }
       }
     }
+  }
+}
+
+
+}  // namespace
+
+Loaded<SkuConfig> load_sku_file(const std::string& path, const std::set<std::string>& known) {
+  Loaded<SkuConfig> out;
+  Walker w(path);
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::BadFile&) {
+    out.errors.push_back({path, 0, "", "cannot read file"});
+    return out;
+  } catch (const YAML::ParserException& e) {
+    out.errors.push_back({path, e.mark.line + 1, "", "YAML syntax error: " + e.msg});
+    return out;
+  }
+  SkuConfig sku;
+  sku.file = path;
+  try {
+    walk_sku(w, root, known, sku);
+  } catch (const YAML::Exception& e) {
+    // walk_sku checks each field's type before it reads it; this is the net under that, so a
+    // shape nobody foresaw is still an error naming the file and line, never a crash.
+    w.errors.push_back({path, e.mark.line + 1, "", "unreadable value: " + e.msg});
   }
   out.errors = std::move(w.errors);
   if (out.errors.empty()) out.value = std::move(sku);
