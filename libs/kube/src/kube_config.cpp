@@ -346,7 +346,14 @@ Result<KubeConfig> kube_config_from_file(const std::string& path) {
     return Error{"invalid YAML at line " + std::to_string(e.mark.line + 1) + ": " + e.msg,
                  "kubeconfig " + path};
   }
-  return parse_kubeconfig(root, path);
+  try {
+    return parse_kubeconfig(root, path);
+  } catch (const YAML::Exception& e) {
+    // parse_kubeconfig checks each node's type before it reads it; this is the net under that
+    // (as in load_sku_file), so a shape nobody foresaw is a named error, never a crash.
+    return Error{"unreadable value at line " + std::to_string(e.mark.line + 1) + ": " + e.msg,
+                 "kubeconfig " + path};
+  }
 }
 
 }  // namespace vigil::kube
