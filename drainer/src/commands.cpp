@@ -150,6 +150,14 @@ int munge_fail(const Error& e, const std::string& what) {
   return 1;
 }
 
+// The string `key` of the service's JSON reply, or the whole body when the reply is not the
+// JSON object the service sends (a proxy's error page, another program on the port).
+std::string body_field(const std::string& body, const char* key) {
+  const auto j = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (j.is_object() && j.contains(key) && j[key].is_string()) return j[key].get<std::string>();
+  return body;
+}
+
 int http_fail(const httplib::Result& r, const std::string& what) {
   if (!r) {
     std::cerr << "vigil-drainer: " << what << ": service unreachable ("
@@ -157,11 +165,7 @@ int http_fail(const httplib::Result& r, const std::string& what) {
               << "); is `vigil-drainer serve` running at the configured listen address?\n";
     return 1;
   }
-  std::string msg = r->body;
-  try {
-    msg = nlohmann::json::parse(r->body).value("error", r->body);
-  } catch (...) {
-  }
+  const std::string msg = body_field(r->body, "error");
   std::cerr << "vigil-drainer: " << what << ": HTTP " << r->status << ": " << msg << "\n";
   return 1;
 }
@@ -424,7 +428,7 @@ int run_resume(const CommandOptions& o, const std::string& node) {
         if (!h.ok()) return munge_fail(h.error(), "resume " + node);
         auto r = sc.cli->Post(path.c_str(), *h, "", "application/json");
         if (!r || r->status != 200) return http_fail(r, "resume " + node);
-        std::cout << nlohmann::json::parse(r->body).value("result", "") << "\n";
+        std::cout << body_field(r->body, "result") << "\n";
         return 0;
       },
       [&](Drainer& d, const DrainerConfig&) {

@@ -317,6 +317,7 @@ TEST_F(MungeAuthCluster, operator_resume_is_signed_with_munge) {
                                                   "port: " + std::to_string(port_));
   auto r = cluster_->run({VIGIL_DRAINER_BINARY, "resume", "gpu-2", "--config", cli_config});
   EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(r.out, "resume of gpu-2 queued for Slurm (UNDRAIN)\n") << r.describe();
   EXPECT_TRUE(eventually([] { return !drained("gpu-2"); })) << node_line("gpu-2");
   // Without a credential the endpoint answers 401.
   httplib::Client cli("127.0.0.1", port_);
