@@ -1,6 +1,7 @@
-// Slurm's tree topology through libslurm (vigil/slurm/slurm_topology.h) on a real local cluster
-// started with TopologyPlugin=topology/tree and a topology.conf of two leaf switches under a
-// spine; and `vigil-check fabric --topology slurm` reading the same tree (docs/fabric.md).
+// Slurm's tree topology (vigil/slurm/slurm_topology.h: libslurm up to 23.02, scontrol on 24.11)
+// on a real local cluster started with TopologyPlugin=topology/tree and a topology.conf of two
+// leaf switches under a spine; and `vigil-check fabric --topology slurm` reading the same tree
+// (docs/fabric.md).
 #include <gtest/gtest.h>
 
 #include <map>
@@ -37,6 +38,10 @@ TEST(SlurmTopology, leaf_switches_of_a_tree_topology_come_from_slurmctld) {
   const auto sc = cluster.run({"scontrol", "show", "topology"});
   EXPECT_NE(sc.out.find("SwitchName=leaf1 Level=0"), std::string::npos) << sc.describe();
   EXPECT_NE(sc.out.find("SwitchName=spine Level=1"), std::string::npos) << sc.describe();
+  // What this release's scontrol prints reads back to the same map (the 24.11 path reads it).
+  auto from_text = leaf_switches_from_scontrol(sc.out);
+  ASSERT_TRUE(from_text.ok()) << from_text.error().to_string();
+  EXPECT_EQ(*from_text, expected) << sc.out;
 
 #ifdef VIGIL_CHECK_BINARY
   // vigil-check fabric --topology slurm: the job's pairs are judged with Slurm's tree. Every pair

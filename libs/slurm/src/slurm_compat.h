@@ -10,9 +10,6 @@
 #include <slurm/slurm_version.h>
 
 #include <cerrno>
-#include <cstdio>
-#include <cstdlib>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -40,7 +37,7 @@ inline int last_error() {
 #endif
 }
 
-// One switch of slurm_load_topo's reply (topology/tree): its level (leaf = 0), name and the
+// One switch of Slurm's tree topology (topology/tree): its level (leaf = 0), name and the
 // hostlist expression of the nodes directly under it.
 struct SwitchRecord {
   int level = 0;
@@ -48,43 +45,30 @@ struct SwitchRecord {
   std::string nodes;
 };
 
-// Up to 23.02 the reply's topo_array holds the switch records. 24.11's reply carries the
-// plugin's own data (topo_info, a dynamic_plugin_data_t that no public call unpacks) beside an
-// empty topo_array; the one public reader is slurm_print_topo_info_msg, so there the records are
-// read back from its text, the lines `scontrol show topology` prints
-// ("SwitchName=s0 Level=0 LinkSpeed=1 Nodes=n[0-1] Switches=..."). Releases between 23.02
-// and 24.11 are not built here (docs/slurm-compat.md).
-inline std::vector<SwitchRecord> switch_records(topo_info_response_msg_t* msg) {
-  std::vector<SwitchRecord> out;
+// 24.11 sends the switch tree as the topology plugin's own data (topo_info, a
+// dynamic_plugin_data_t), and libslurm unpacks it by loading the plugin. topology_tree.so needs
+// `topo_conf`, a symbol that only libslurmfull (scontrol's private library) defines, not the
+// public libslurm.so: in a program linked with libslurm the plugin fails to load, and
+// slurm_load_topo's reply, or printing it, crashes the caller (seen against 24.11.5's
+// slurmctld, scripts/slurm-root.sh). So on 24.11 the tree comes from `scontrol show topology`,
+// Slurm's own reader. Up to 23.02 the reply's topo_array holds the records and libslurm is
+// enough. Releases between 23.02 and 24.11 are not built here (docs/slurm-compat.md).
 #if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(24, 11, 0)
-  char* text = nullptr;
-  size_t size = 0;
-  FILE* f = open_memstream(&text, &size);
-  if (f == nullptr) return out;
-  slurm_print_topo_info_msg(f, msg, nullptr, 1);
-  std::fclose(f);
-  std::istringstream lines(text ? std::string(text, size) : std::string());
-  std::free(text);
-  for (std::string line; std::getline(lines, line);) {
-    std::istringstream words(line);
-    SwitchRecord r;
-    r.level = -1;
-    for (std::string w; words >> w;) {
-      if (w.starts_with("SwitchName=")) r.name = w.substr(11);
-      if (w.starts_with("Level=")) r.level = std::atoi(w.c_str() + 6);
-      if (w.starts_with("Nodes=")) r.nodes = w.substr(6);
-    }
-    if (!r.name.empty() && r.level >= 0) out.push_back(std::move(r));
-  }
+inline constexpr bool kTopologyThroughScontrol = true;
 #else
+inline constexpr bool kTopologyThroughScontrol = false;
+
+// slurm_load_topo's switch records.
+inline std::vector<SwitchRecord> switch_records(const topo_info_response_msg_t* msg) {
+  std::vector<SwitchRecord> out;
   for (uint32_t i = 0; i < msg->record_count; ++i) {
     const topo_info_t& t = msg->topo_array[i];
     if (t.name == nullptr) continue;
-    out.push_back({t.level, t.name, t.nodes ? t.nodes : ""});
+    out.push_back({static_cast<int>(t.level), t.name, t.nodes ? t.nodes : ""});
   }
-#endif
   return out;
 }
+#endif
 
 // Release this client was compiled for, "22.05.8": in errors, where the server may be newer.
 inline constexpr int kMajor = SLURM_VERSION_MAJOR(SLURM_VERSION_NUMBER);

@@ -1,19 +1,66 @@
-// load_leaf_switches(): Slurm's tree topology through slurm_load_topo (no scontrol parsing).
+// load_leaf_switches(): Slurm's tree topology, through slurm_load_topo up to 23.02 and through
+// `scontrol show topology` on 24.11 (why: slurm_compat.h, kTopologyThroughScontrol).
 #include <slurm/slurm.h>
 
+#include <chrono>
+#include <cstdlib>
 #include <memory>
 #include <mutex>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "hostlist.h"
 #include "libslurm_init.h"
 #include "slurm_compat.h"
+#include "vigil/base/process.h"
+#include "vigil/base/strings.h"
 #include "vigil/slurm/slurm_topology.h"
 
 namespace vigil::slurm {
 
-Result<std::map<std::string, std::string>> load_leaf_switches(const std::string& conf_path) {
+namespace {
+
+constexpr const char* kWhere = "load_leaf_switches";
+
+// The lines `scontrol show topology` prints: "SwitchName=s0 Level=0 LinkSpeed=1 Nodes=n[0-1]".
+std::vector<compat::SwitchRecord> parse_switch_lines(const std::string& text) {
+  std::vector<compat::SwitchRecord> out;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream words(line);
+    compat::SwitchRecord r;
+    r.level = -1;
+    for (std::string w; words >> w;) {
+      if (w.starts_with("SwitchName=")) r.name = w.substr(11);
+      if (w.starts_with("Level=")) r.level = std::atoi(w.c_str() + 6);
+      if (w.starts_with("Nodes=")) r.nodes = w.substr(6);
+    }
+    if (!r.name.empty() && r.level >= 0) out.push_back(std::move(r));
+  }
+  return out;
+}
+
+Result<std::vector<compat::SwitchRecord>> records_from_scontrol(const std::string& conf_path) {
+  LaunchOptions o;
+  o.timeout = std::chrono::seconds(30);
+  if (!conf_path.empty()) o.env.emplace_back("SLURM_CONF", conf_path);
+  auto run = run_command({"scontrol", "show", "topology"}, o);
+  if (!run.ok()) return Error{run.error().message, kWhere};
+  if (run->exit_code != 0 || run->timed_out) {
+    const std::string why = run->timed_out ? "timed out after 30 s" : tail_lines(run->err, 3);
+    return Error{"`scontrol show topology` failed (exit " + std::to_string(shell_status(*run)) +
+                     "): " + why + " (is slurmctld running and reachable from this host?)",
+                 kWhere};
+  }
+  return parse_switch_lines(run->out);
+}
+
+Result<std::vector<compat::SwitchRecord>> records_from_libslurm(const std::string& conf_path) {
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(24, 11, 0)
+  (void)conf_path;
+  return Error{"slurm_load_topo is not used on this release", kWhere};
+#else
   std::lock_guard<std::mutex> lock(libslurm_mutex());
   if (auto init = ensure_libslurm_initialized(conf_path); !init.ok()) return init.error();
   topo_info_response_msg_t* msg = nullptr;
@@ -24,21 +71,39 @@ Result<std::map<std::string, std::string>> load_leaf_switches(const std::string&
                  "slurm_load_topo"};
   }
   // No topology plugin that keeps switches (topology/flat or none): an empty reply, or none.
-  if (msg == nullptr) return std::map<std::string, std::string>{};
+  if (msg == nullptr) return std::vector<compat::SwitchRecord>{};
   std::unique_ptr<topo_info_response_msg_t, void (*)(topo_info_response_msg_t*)> guard(
       msg, slurm_free_topo_info_msg);
+  return compat::switch_records(msg);
+#endif
+}
+
+Result<std::map<std::string, std::string>> leaves_of(const std::vector<compat::SwitchRecord>& records) {
   std::map<std::string, std::string> leaf_of;
-  for (const compat::SwitchRecord& s : compat::switch_records(msg)) {
+  for (const compat::SwitchRecord& s : records) {
     if (s.level != 0) continue;
     for (const std::string& node : expand_hostlist(s.nodes.c_str())) {
       auto [it, added] = leaf_of.emplace(node, s.name);
       if (!added && it->second != s.name)
         return Error{
             "node " + node + " hangs from two leaf switches (" + it->second + ", " + s.name + ")",
-            "slurm_load_topo"};
+            kWhere};
     }
   }
   return leaf_of;
+}
+
+}  // namespace
+
+Result<std::map<std::string, std::string>> leaf_switches_from_scontrol(const std::string& text) {
+  return leaves_of(parse_switch_lines(text));
+}
+
+Result<std::map<std::string, std::string>> load_leaf_switches(const std::string& conf_path) {
+  auto records = compat::kTopologyThroughScontrol ? records_from_scontrol(conf_path)
+                                                  : records_from_libslurm(conf_path);
+  if (!records.ok()) return records.error();
+  return leaves_of(*records);
 }
 
 }  // namespace vigil::slurm

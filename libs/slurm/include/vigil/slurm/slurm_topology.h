@@ -1,8 +1,8 @@
 #pragma once
-// Slurm's switch tree (TopologyPlugin=topology/tree, topology.conf) read through libslurm's
-// slurm_load_topo, the same records `scontrol show topology` prints: which leaf switch (level 0)
-// each node hangs from. `vigil-check fabric --topology slurm` judges its pairs with it
-// (docs/fabric.md). Release differences live in src/slurm_compat.h.
+// Slurm's switch tree (TopologyPlugin=topology/tree, topology.conf): which leaf switch (level 0)
+// each node hangs from. Read through libslurm's slurm_load_topo up to 23.02 and through
+// `scontrol show topology` on 24.11, where libslurm cannot unpack the reply (src/slurm_compat.h).
+// `vigil-check fabric --topology slurm` judges its pairs with it (docs/fabric.md).
 #include <map>
 #include <string>
 
@@ -14,5 +14,10 @@ namespace vigil::slurm {
 // error when slurmctld cannot be reached, or when a node hangs from two leaf switches (a
 // topology Vigil cannot judge). conf_path: slurm.conf (empty: SLURM_CONF / default).
 Result<std::map<std::string, std::string>> load_leaf_switches(const std::string& conf_path = "");
+
+// The same map from the text `scontrol show topology` prints (one "SwitchName=... Level=...
+// Nodes=..." line per switch; other lines are skipped), with the same error for a node under two
+// leaf switches.
+Result<std::map<std::string, std::string>> leaf_switches_from_scontrol(const std::string& text);
 
 }  // namespace vigil::slurm
