@@ -2,6 +2,11 @@
 find_package(Threads REQUIRED)
 find_package(nlohmann_json 3 REQUIRED)
 find_package(yaml-cpp REQUIRED)
+# yaml-cpp 0.8 (trixie, forky) names its target yaml-cpp::yaml-cpp and deprecates the plain
+# name; 0.7 (bookworm) has only the plain one.
+if(NOT TARGET yaml-cpp::yaml-cpp)
+  add_library(yaml-cpp::yaml-cpp ALIAS yaml-cpp)
+endif()
 find_package(CLI11 REQUIRED)
 # Debian's cpp-httplib is a compiled library (libcpp-httplib.so, OpenSSL on) found by pkg-config.
 find_package(PkgConfig REQUIRED)

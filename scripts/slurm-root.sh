@@ -135,12 +135,15 @@ make_root() {
   mkdir -p "$CACHE"
   if command -v mmdebstrap >/dev/null; then
     # mmdebstrap keeps daemons from starting while it installs (its own policy-rc.d, removed
-    # at the end: ours is written below, for later apt-get runs inside the root).
+    # at the end: ours is written below, for later apt-get runs inside the root). Testing and
+    # unstable (forky, sid: Slurm 26.05) sign Release files valid for a week; a mirror snapshot
+    # older than that still serves them signed, so only the expiry is not checked.
     log "building $dir: mmdebstrap $suite minbase + $# packages from $mirror"
     mmdebstrap --variant=minbase --include="$(
       IFS=,
       echo "$*"
-    )" --aptopt='APT::Install-Recommends "false"' --dpkgopt=force-unsafe-io \
+    )" --aptopt='APT::Install-Recommends "false"' --aptopt='Acquire::Check-Valid-Until "false"' \
+      --dpkgopt=force-unsafe-io \
       "$suite" "$dir" "$mirror" >"$CACHE/mmdebstrap-$name.log" 2>&1 ||
       die "mmdebstrap failed; see $CACHE/mmdebstrap-$name.log"
     no_daemons "$dir"

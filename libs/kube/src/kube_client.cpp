@@ -10,7 +10,6 @@
 // - 404, 401, 403, 415, 422 and other 4xx: no retry; the error names the object, the HTTP status
 //   and the API's Status message (and for 401/403 what to fix).
 #include <httplib.h>
-#include <openssl/x509.h>
 
 #include <algorithm>
 #include <cctype>
@@ -27,6 +26,7 @@
 #include <string>
 #include <thread>
 
+#include "vigil/base/httplib_tls.h"
 #include "vigil/base/time.h"
 #include "vigil/kube/kube_api.h"
 
@@ -133,7 +133,7 @@ struct Reply {
   std::string body;
   std::string retry_after;
   httplib::Error transport = httplib::Error::Success;
-  long verify_result = X509_V_OK;
+  std::optional<TlsVerifyFailure> tls_failure;  // the server's certificate was refused
   int attempts = 0;
   bool ok() const { return status >= 200 && status < 300; }
 };
@@ -450,7 +450,7 @@ class KubeClient final : public KubeApi {
         body == nullptr ? http_->Get(path.c_str()) : http_->Patch(path.c_str(), *body, kMergePatch);
     if (!res) {
       r.transport = res.error();
-      if (tls_) r.verify_result = tls_->get_openssl_verify_result();
+      if (tls_) r.tls_failure = tls_verify_failure(*tls_, r.transport);
       return r;
     }
     r.status = res->status;
@@ -480,11 +480,9 @@ class KubeClient final : public KubeApi {
     const std::string tries =
         " after " + std::to_string(r.attempts) + (r.attempts == 1 ? " attempt" : " attempts");
     if (r.status == 0) {
-      if (r.transport == httplib::Error::SSLServerVerification) {
-        const std::string why = r.verify_result != X509_V_OK
-                                    ? X509_verify_cert_error_string(r.verify_result)
-                                    : "the certificate does not name this host";
-        return Error{"TLS verification of the API server " + cfg_.server + " failed (" + why +
+      if (r.tls_failure) {
+        return Error{"TLS verification of the API server " + cfg_.server + " failed (" +
+                         r.tls_failure->why +
                          "); check the CA bundle (" +
                          (cfg_.ca_file.empty() ? "system default" : cfg_.ca_file) +
                          ") and the server address",

@@ -3,7 +3,6 @@
 
 #include <fcntl.h>
 #include <httplib.h>
-#include <openssl/x509.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,6 +14,7 @@
 #include <sstream>
 #include <thread>
 
+#include "vigil/base/httplib_tls.h"
 #include "vigil/munge/munge.h"
 
 namespace vigil {
@@ -74,12 +74,9 @@ std::string tls_setup_problem(const Url& u, const std::string& ca_file) {
 // What a failed connection means, in words an operator can act on.
 std::string connection_error(httplib::Client& cli, httplib::Error e, const std::string& ca_file) {
   const std::string ca = ca_file.empty() ? "the system's CAs" : "the CA in '" + ca_file + "'";
-  if (e == httplib::Error::SSLServerVerification) {
-    const long v = cli.get_openssl_verify_result();
-    if (v == X509_V_OK)
-      return "TLS: the drainer's certificate does not name the host in the report URL";
-    return "TLS: the drainer's certificate is not trusted by " + ca + " (" +
-           X509_verify_cert_error_string(v) + ")";
+  if (auto f = tls_verify_failure(cli, e)) {
+    if (f->wrong_name) return "TLS: the drainer's certificate does not name the host in the report URL";
+    return "TLS: the drainer's certificate is not trusted by " + ca + " (" + f->why + ")";
   }
   if (e == httplib::Error::SSLLoadingCerts) return "TLS: cannot load " + ca;
   if (e == httplib::Error::SSLConnection)
@@ -206,8 +203,7 @@ void post_body(const std::string& body, const ReportClientOptions& opts, int max
       out.last_http_status = 0;
       out.last_error = connection_error(cli, res.error(), opts.ca_file);
       // An untrusted certificate stays untrusted: spool at once instead of retrying.
-      if (res.error() == httplib::Error::SSLServerVerification ||
-          res.error() == httplib::Error::SSLLoadingCerts)
+      if (tls_verify_failure(cli, res.error()) || res.error() == httplib::Error::SSLLoadingCerts)
         return;
     }
     if (attempt < max_attempts) {
