@@ -104,13 +104,16 @@ jwt_conf_lines() {
 # It refuses to run as root or SlurmUser, so it runs as nobody; SLURM_JWT=daemon makes it pass
 # each client's token on to slurmctld. Only the slurmctld APIs are loaded (no slurmdbd here):
 # the plugin names differ by release (openapi/v0.0.38 on 22.05, openapi/slurmctld on 24.11).
+# nobody is passed by number: 26.05's slurmrestd refuses the name ("Unable to resolve user:
+# nobody") while every release takes the uid.
 spawn_slurmrestd() {
-  local dir=$1 conf=$2 port=$3 plugins
-  plugins=$(setpriv --reuid=nobody --regid=nogroup --clear-groups slurmrestd -f "$conf" -s list 2>&1 |
+  local dir=$1 conf=$2 port=$3 plugins uid gid
+  uid=$(id -u nobody) && gid=$(getent group nogroup | cut -d: -f3) || return 1
+  plugins=$(setpriv --reuid="$uid" --regid="$gid" --clear-groups slurmrestd -f "$conf" -s list 2>&1 |
     sed -n 's/^\(slurmrestd: \)\{0,1\}\(openapi\/[^ ]*\)$/\2/p' | grep -v 'db' | sort | paste -sd, -)
   [[ -n $plugins ]] || return 1
   spawn "$dir" slurmrestd slurmrestd env SLURM_JWT=daemon slurmrestd -f "$conf" \
-    -a rest_auth/jwt -s "$plugins" -u nobody -g nogroup "127.0.0.1:$port"
+    -a rest_auth/jwt -s "$plugins" -u "$uid" -g "$gid" "127.0.0.1:$port"
 }
 
 # Writes a JWT for root (a day long), as an operator gets it from `scontrol token`, to OUT.

@@ -3,12 +3,17 @@
 // keep the same drain, undrain, ownership and error rules. The cluster runs the Slurm release
 // this build's libslurm comes from (22.05 on bookworm, 24.11 in scripts/slurm-root.sh's trixie).
 #include <gtest/gtest.h>
+#include <httplib.h>
 #include <slurm/slurm_version.h>
 
 #include <algorithm>
 #include <chrono>
+#include <fstream>
+#include <iostream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <regex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -292,13 +297,42 @@ class RestClient : public SlurmClientBase, public ::testing::Test {
   }
 };
 
-TEST_F(RestClient, every_tested_api_version_reads_drains_and_undrains) {
-  for (const char* version : {"v0.0.40", "v0.0.41", "v0.0.42"}) {
+// The API versions this slurmrestd serves, read from its OpenAPI document by the test itself,
+// apart from the client's negotiation (24.11: v0.0.40-42; 26.05: v0.0.42-45).
+std::set<std::string> served_api_versions(const SlurmTestCluster& c) {
+  std::ifstream in(c.local().jwt_token_file());
+  std::string token;
+  std::getline(in, token);
+  httplib::Client cli(c.local().rest_url());
+  auto res = cli.Get("/openapi/v3", {{"X-SLURM-USER-TOKEN", token}, {"X-SLURM-USER-NAME", "root"}});
+  std::set<std::string> out;
+  if (!res || res->status != 200) return out;
+  const auto doc = nlohmann::json::parse(res->body, nullptr, false);
+  if (!doc.is_object() || !doc.contains("paths") || !doc["paths"].is_object()) return out;
+  static const std::regex kNodes("^/slurm/(v0\\.0\\.[0-9]+)/nodes/?$");
+  for (const auto& [path, ops] : doc["paths"].items()) {
+    std::smatch m;
+    if (std::regex_match(path, m, kNodes)) out.insert(m[1]);
+  }
+  return out;
+}
+
+TEST_F(RestClient, every_api_version_vigil_speaks_and_the_server_serves_drains_and_undrains) {
+  const std::set<std::string> served = served_api_versions(*cluster_);
+  std::vector<std::string> versions;
+  for (const std::string& v : slurm::rest_api_versions())
+    if (served.count(v)) versions.push_back(v);
+  ASSERT_FALSE(versions.empty()) << "slurmrestd serves none of Vigil's API versions";
+  std::string tested;
+  for (const std::string& v : versions) tested += (tested.empty() ? "" : ", ") + v;
+  RecordProperty("api_versions", tested);
+  std::cout << "API versions tested against this slurmrestd: " << tested << "\n";
+  for (const std::string& version : versions) {
     slurm::RestSettings s = rest_settings(*cluster_);
     s.api_version = version;
     auto api = slurm::make_rest_api(s);
     ASSERT_TRUE(api.ok()) << api.error().to_string();
-    const std::string reason = std::string("vigil: api ") + version;
+    const std::string reason = "vigil: api " + version;
     auto drain = (*api)->drain({"gpu-1", "gpu-2"}, reason);
     ASSERT_TRUE(drain.ok()) << version << ": " << drain.error().to_string();
     auto nodes = (*api)->load_nodes();
