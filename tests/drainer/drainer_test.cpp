@@ -692,6 +692,36 @@ TEST(Drainer, a_failing_kubernetes_api_never_blocks_slurm) {
   dr.stop();
 }
 
+TEST(Drainer, process_pending_returns_only_once_what_was_accepted_is_decided) {
+  // The processor thread (start) races a caller for the queue. Here it is caught holding the
+  // report, halfway through its pass (reading Slurm's node table): the caller's process_pending
+  // must wait for that pass, not return with the report undecided. Without the pass lock this
+  // was a rare failure of the hook's spool tests; here it fails every time.
+  TempDir d;
+  FakeClock clock;
+  auto slurm = cluster(4);
+  Drainer dr(test_config(d.str()), slurm, nullptr, clock);
+  ASSERT_TRUE(dr.open().ok());
+  dr.start();
+  std::atomic<bool> reading{false};
+  {
+    std::lock_guard lk(slurm->mu);  // the tick thread may read Slurm meanwhile
+    slurm->after_read = [&] {
+      reading = true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    };
+  }
+  ASSERT_TRUE(dr.ingest({bad("gpu-2", "a")}).ok());
+  for (int i = 0; i < 500 && !reading; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_TRUE(reading);
+  dr.process_pending();
+  auto st = dr.node("gpu-2");
+  ASSERT_TRUE(st);
+  EXPECT_EQ(st->last_run_id, "a");
+  dr.stop();
+}
+
 TEST(Drainer, kubernetes_node_from_report_or_pod_lookup) {
   TempDir d;
   FakeClock clock;

@@ -166,7 +166,7 @@ class Drainer {
   std::unique_ptr<SlurmViewCache> views_;  // Slurm's node table, shared with the Slurm sink
   std::array<std::unique_ptr<SinkLane>, 2> lanes_;  // by SinkKind; sinks created by open()
 
-  // Lock order: decide_mu_ -> ingest_mu_ -> mu_. Every journal append happens under
+  // Lock order: pass_mu_ -> decide_mu_ -> ingest_mu_ -> mu_. Every journal append happens under
   // ingest_mu_ or mu_, so holding all three gives a consistent snapshot.
   mutable std::mutex ingest_mu_;                   // guards seen_runs_, undecided_
   std::map<std::string, RunIdWindow> seen_runs_;  // node -> its recent run ids (run_ids.h)
@@ -179,6 +179,9 @@ class Drainer {
   uint64_t next_intent_id_ = 1;
 
   std::mutex decide_mu_;  // one decision batch at a time
+  // One process_pending pass at a time, held until its intents are enqueued: a caller that has
+  // just ingested must not return while the processor thread is still deciding those reports.
+  std::mutex pass_mu_;
   std::atomic<bool> ready_{false};
   std::atomic<bool> stopping_{false};
   std::condition_variable cv_work_;
