@@ -103,12 +103,12 @@ void Drainer::refresh_gauges_locked() {
 }
 
 int Drainer::process_pending() {
-  // One Slurm view per pass, shared by its chunks: loading 10,000 nodes costs more than
-  // deciding 256 reports. The sink re-reads the view right before acting anyway.
   // A pass already running (the processor thread) may hold reports this caller just ingested,
   // taken off the queue but not yet decided: wait for it, so that on return every report
   // accepted before the call is decided (found as a rare failure of the hook's spool tests).
   std::lock_guard pl(pass_mu_);
+  // One Slurm view per pass, shared by its chunks: loading 10,000 nodes costs more than
+  // deciding 256 reports. The sink re-reads the view right before acting anyway.
   PassView view;
   std::vector<Intent> intents;
   int total = 0;

@@ -11,7 +11,6 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
 #include <string>
@@ -297,28 +296,20 @@ class RestClient : public SlurmClientBase, public ::testing::Test {
   }
 };
 
-// The API versions this slurmrestd serves, read from its OpenAPI document by the test itself,
-// apart from the client's negotiation (24.11: v0.0.40-42; 26.05: v0.0.42-45).
-std::set<std::string> served_api_versions(const SlurmTestCluster& c) {
+// The API versions this slurmrestd serves (24.11: v0.0.40-42; 26.05: v0.0.42-45), from its
+// OpenAPI document fetched by the test itself, apart from the client's negotiation.
+std::set<std::string> versions_served_by(const SlurmTestCluster& c) {
   std::ifstream in(c.local().jwt_token_file());
   std::string token;
   std::getline(in, token);
   httplib::Client cli(c.local().rest_url());
   auto res = cli.Get("/openapi/v3", {{"X-SLURM-USER-TOKEN", token}, {"X-SLURM-USER-NAME", "root"}});
-  std::set<std::string> out;
-  if (!res || res->status != 200) return out;
-  const auto doc = nlohmann::json::parse(res->body, nullptr, false);
-  if (!doc.is_object() || !doc.contains("paths") || !doc["paths"].is_object()) return out;
-  static const std::regex kNodes("^/slurm/(v0\\.0\\.[0-9]+)/nodes/?$");
-  for (const auto& [path, ops] : doc["paths"].items()) {
-    std::smatch m;
-    if (std::regex_match(path, m, kNodes)) out.insert(m[1]);
-  }
-  return out;
+  if (!res || res->status != 200) return {};
+  return slurm::served_api_versions(res->body).value_or(std::set<std::string>{});
 }
 
 TEST_F(RestClient, every_api_version_vigil_speaks_and_the_server_serves_drains_and_undrains) {
-  const std::set<std::string> served = served_api_versions(*cluster_);
+  const std::set<std::string> served = versions_served_by(*cluster_);
   std::vector<std::string> versions;
   for (const std::string& v : slurm::rest_api_versions())
     if (served.count(v)) versions.push_back(v);

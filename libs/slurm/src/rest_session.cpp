@@ -70,7 +70,7 @@ std::string join(const std::set<std::string>& items) {
 }  // namespace
 
 const std::vector<std::string>& rest_api_versions() {
-  // Tested against slurmrestd 24.11 first, newest first; then the 25.x versions (untested).
+  // 24.11's versions first, newest first; then the 25.x versions (tested against 26.05 only).
   static const std::vector<std::string> versions = {"v0.0.42", "v0.0.41", "v0.0.40", "v0.0.44",
                                                     "v0.0.43"};
   return versions;
@@ -230,6 +230,18 @@ Result<RestReply> RestSession::send_locked(const char* method, const std::string
   return reply;
 }
 
+std::optional<std::set<std::string>> served_api_versions(const std::string& openapi_body) {
+  const auto doc = nlohmann::json::parse(openapi_body, nullptr, false);
+  if (!doc.is_object() || !doc.contains("paths") || !doc["paths"].is_object()) return std::nullopt;
+  static const std::regex kPath("^/slurm/(v0\\.0\\.[0-9]+)/nodes/?$");
+  std::set<std::string> offered;
+  for (const auto& [path, ops] : doc["paths"].items()) {
+    std::smatch m;
+    if (std::regex_match(path, m, kPath)) offered.insert(m[1]);
+  }
+  return offered;
+}
+
 Result<std::string> RestSession::negotiate_locked() {
   if (!version_.empty()) return version_;
   // The OpenAPI document lists every path the server serves: "/slurm/v0.0.42/nodes/", ...
@@ -242,19 +254,13 @@ Result<std::string> RestSession::negotiate_locked() {
                      "); is it running and is slurm.rest.url right?",
                  where};
   }
-  const auto doc = nlohmann::json::parse(res->body, nullptr, false);
-  if (res->status != 200 || !doc.is_object() || !doc.contains("paths") ||
-      !doc["paths"].is_object()) {
+  const auto served = res->status == 200 ? served_api_versions(res->body) : std::nullopt;
+  if (!served) {
     return Error{"no OpenAPI document (HTTP " + std::to_string(res->status) +
                      "); set slurm.rest.api_version to skip the discovery",
                  where};
   }
-  static const std::regex kPath("^/slurm/(v0\\.0\\.[0-9]+)/nodes/?$");
-  std::set<std::string> offered;
-  for (const auto& [path, ops] : doc["paths"].items()) {
-    std::smatch m;
-    if (std::regex_match(path, m, kPath)) offered.insert(m[1]);
-  }
+  const std::set<std::string>& offered = *served;
   if (!settings_.api_version.empty()) {
     if (!offered.count(settings_.api_version)) {
       return Error{"slurmrestd does not serve " + settings_.api_version + " (it offers " +

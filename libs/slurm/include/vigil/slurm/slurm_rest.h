@@ -5,11 +5,13 @@
 // (Soperator, Slinky).
 //
 // The API version is chosen from what the server offers (its OpenAPI document): the newest
-// version Vigil was tested with (v0.0.42, v0.0.41, v0.0.40, Slurm 24.11), else the newest of
-// v0.0.44 / v0.0.43 (Slurm 25.x, written from SchedMD's documentation, not tested here).
+// version of Slurm 24.11's (v0.0.42, v0.0.41, v0.0.40), else the newest of v0.0.44 / v0.0.43
+// (Slurm 25.x, written from SchedMD's documentation; tested against 26.05's slurmrestd only).
 // slurmrestd of Slurm 22.05 (v0.0.38) cannot update nodes: such a server is refused with an
 // error that says to use the libslurm backend.
 #include <memory>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -36,7 +38,11 @@ struct RestSettings {
 Result<std::unique_ptr<SlurmApi>> make_rest_api(const RestSettings& settings);
 Result<std::unique_ptr<SlurmJobReader>> make_rest_job_reader(const RestSettings& settings);
 
-// The versions the REST backend speaks, newest first, tested ones before untested ones.
+// The versions the REST backend speaks, in the order it prefers them (24.11's first).
 const std::vector<std::string>& rest_api_versions();
+
+// The API versions a slurmrestd serves: those whose node path ("/slurm/v0.0.42/nodes/") its
+// OpenAPI document (the body of GET /openapi/v3) lists. nullopt when the body is not one.
+std::optional<std::set<std::string>> served_api_versions(const std::string& openapi_body);
 
 }  // namespace vigil::slurm
