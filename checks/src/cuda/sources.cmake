@@ -13,7 +13,11 @@ if(VIGIL_CUDA_ENABLED)
     ${CMAKE_CURRENT_LIST_DIR}/gpu_memtest.cu
     ${CMAKE_CURRENT_LIST_DIR}/gpu_sanity.cu)
   # cuBLASLt is dlopen()ed by gpu_gemm (cublaslt_loader.h): only its headers are needed here.
-  target_link_libraries(vigil_checks PRIVATE CUDA::cudart)
+  # The CUDA runtime is linked statically: vigil-check is also the Slurm hook binary, and a
+  # DT_NEEDED libcudart.so.13 makes the loader exit 127 before main() on a node without that
+  # runtime in its library path, which Slurm takes as a failed Prolog (drain, requeue). Only
+  # the driver's libcuda.so.1 is then needed, which cudart opens itself at the first call.
+  target_link_libraries(vigil_checks PRIVATE CUDA::cudart_static)
   target_include_directories(vigil_checks PRIVATE ${CUDAToolkit_INCLUDE_DIRS})
   target_compile_definitions(vigil_checks PRIVATE VIGIL_HAVE_CUDA=1)
   set_target_properties(vigil_checks PROPERTIES CUDA_ARCHITECTURES "${VIGIL_CUDA_ARCHS}")
