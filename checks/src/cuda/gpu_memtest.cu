@@ -113,6 +113,13 @@ VoidResult measure_memtest(const CheckContext& ctx, int gpu, CheckResult& r) {
 
   add_mismatches(r, ctx, gpu, "memtest_errors", total,
                  std::to_string(region.second / kMiB) + " MiB", detail);
+  // What was tested, as figures without a bound: the share of the GPU's memory and its size
+  // (units of the report schema, docs/node-report.md).
+  add_measurement(r, ctx, "memtest_coverage",
+                  100.0 * static_cast<double>(region.second) / static_cast<double>(total_bytes),
+                  "percent", gpu);
+  add_measurement(r, ctx, "memtest_tested",
+                  static_cast<double>(region.second / kMiB), "MiB", gpu);
   return ok_result();
 }
 
