@@ -1,244 +1,219 @@
 #!/usr/bin/env python3
-"""What of scripts/gpu-validate.sh runs without a GPU: shellcheck, argument handling, and the
-summary writer (through --summary-only) on run directories this test writes.
+"""What of scripts/gpu-validate.sh and scripts/gpu-bundle.sh runs without a GPU: shellcheck,
+argument handling, and the summary writer (through --summary-only) on genuine runs.
 
-The run directories are synthetic, in the formats the script saves: vigil-check reports (the
-report codec's keys), vigil-allreduce --json rows, all_reduce_perf's table (nccl-tests 2.x
-columns), nvidia-smi --query-gpu CSV and a trimmed `nvidia-smi -q -x` with only the elements
-the summary reads (names as in NVIDIA's nvsmi_device_v12.dtd). Figures are made up around
-H100 SXM numbers; each test changes one to cross a goal.
+The fixtures in tests/fixtures/gpu-validation/ are the raw outputs of real runs (SOURCES.md):
+three on an NVIDIA H200 (run 1 and 2 show defects that were fixed after them, run 3 is the
+accepted run) and one rehearsal in a bare Debian root without a GPU. Mutations of run 3 cross
+one goal each.
 """
 import json
 import os
 import shutil
 import subprocess
-import sys
+import tarfile
 import tempfile
 import unittest
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 SCRIPT = os.path.join(REPO, "scripts", "gpu-validate.sh")
-GIB = 1 << 30
+BUNDLE = os.path.join(REPO, "scripts", "gpu-bundle.sh")
+FIXTURES = os.path.join(REPO, "tests", "fixtures", "gpu-validation")
 
 
-def run(*args):
-    return subprocess.run([SCRIPT, *args], capture_output=True, text=True, timeout=60)
+def run(*args, script=SCRIPT):
+    return subprocess.run(["bash", script, *args], capture_output=True, text=True, timeout=120)
 
 
-def report(checks):
-    return {"node": "gpu01", "suite": "quick", "checks": checks}
+class Run:
+    """A copy of one fixture's raw directory, to read or change, packed for --summary-only."""
 
+    def __init__(self, fixture):
+        self.tmp = tempfile.mkdtemp()
+        with tarfile.open(os.path.join(FIXTURES, fixture)) as t:
+            t.extractall(self.tmp)
+        self.raw = os.path.join(self.tmp, "raw")
 
-def check(name, status, ms):
-    return {"check": name, "status": status, "message": "", "measurements": ms}
+    def json(self, name):
+        with open(os.path.join(self.raw, name)) as f:
+            return json.load(f)
 
-
-def m(name, value, gpu=None, unit="count"):
-    out = {"name": name, "value": value, "unit": unit}
-    if gpu is not None:
-        out["gpu"] = gpu
-    return out
-
-
-def nccl_tests_log(rows):
-    lines = ["# nccl-tests 2.x all_reduce_perf -a 3",
-             "#       size         count      type   redop    root     time   algbw   busbw "
-             "#wrong     time   algbw   busbw #wrong"]
-    for size, busbw in rows:
-        algbw = busbw / 1.75
-        t = size / algbw / 1e3
-        lines.append(f"  {size:>12} {size // 4:>12}     float     sum      -1  {t:8.1f} "
-                     f"{algbw:7.2f} {busbw:7.2f}      0  {t:8.1f} {algbw:7.2f} {busbw:7.2f}      0")
-    lines.append("# Avg bus bandwidth    : 300")
-    return "\n".join(lines) + "\n"
-
-
-def vigil_allreduce(rows):
-    return {"rows": [{"size_bytes": size, "out_of_place": {"busbw_gb_s": b, "wrong": 0},
-                      "in_place": {"busbw_gb_s": b, "wrong": 0}} for size, b in rows]}
-
-
-SMI_XML = """<?xml version="1.0" ?>
-<nvidia_smi_log>
-  <gpu id="00000000:18:00.0">
-    <product_name>NVIDIA H100 80GB HBM3</product_name>
-    <pci><pci_gpu_link_info>
-      <pcie_gen><max_link_gen>5</max_link_gen><current_link_gen>1</current_link_gen></pcie_gen>
-      <link_widths><max_link_width>16x</max_link_width><current_link_width>16x</current_link_width></link_widths>
-    </pci_gpu_link_info></pci>
-    <ecc_errors>
-      <volatile><dram_correctable>0</dram_correctable><dram_uncorrectable>0</dram_uncorrectable></volatile>
-      <aggregate><dram_correctable>3</dram_correctable><dram_uncorrectable>0</dram_uncorrectable></aggregate>
-    </ecc_errors>
-    <temperature><gpu_temp>{temp} C</gpu_temp></temperature>
-    <gpu_power_readings><power_draw>71.50 W</power_draw></gpu_power_readings>
-  </gpu>
-</nvidia_smi_log>
-"""
-
-
-class RunDir:
-    """A healthy 1-GPU run directory; attributes changed before write() make it unhealthy."""
-
-    def __init__(self):
-        self.dir = tempfile.mkdtemp(prefix="gpu-validate-test-")
-        self.quick_wall = 31.4
-        self.hbm = 3100.0
-        self.vigil_busbw = 360.0
-        self.ref_busbw = 361.0
-        self.smi_temp = 36
-        self.status = "pass"
-        self.hook_wall = 0.9
-        self.sanity_s = 0.08
-
-    def write(self):
-        def put(name, text):
-            with open(os.path.join(self.dir, name), "w") as f:
-                f.write(text)
-        put("machine.txt", "date: 2026-11-23T11:00:00Z\nhost: gpu01\ngpus: 1\n")
-        put("gpus.csv", "index, name, pci.bus_id\n0, NVIDIA H100 80GB HBM3, 00000000:18:00.0\n")
-        nvml = [check("nvml_pcie", "pass", [m("pcie_link_width", 16, 0, "lanes"),
-                                            m("pcie_link_gen", 1, 0, "gen")]),
-                check("nvml_ecc", "pass", [m("volatile_uncorrected_ecc", 0, 0),
-                                           m("aggregate_corrected_ecc", 3, 0)]),
-                check("nvml_temperature", self.status, [m("gpu_temperature", 35, 0, "celsius"),
-                                                        m("gpu_power", 70.9, 0, "W")]),
-                check("nvml_xid", "pass", [m("xid_fatal_events", 0)])]
-        probes = [check("gpu_hbm", "pass", [m("hbm_bandwidth", self.hbm, 0, "GB/s")]),
-                  check("gpu_gemm", "pass", [m("gemm_bf16_tflops", 720, 0, "TFLOP/s")]),
-                  check("gpu_pcie_bw", "pass", [m("h2d_bandwidth", 55.1, 0, "GB/s"),
-                                                m("d2h_bandwidth", 54.8, 0, "GB/s")])]
-        put("suite-quick.json", json.dumps(report(nvml + probes)))
-        put("suite-full.json", json.dumps(report(nvml + probes)))
-        put("suite-quick.time", f"rc=0 wall_s={self.quick_wall}\n")
-        put("suite-full.time", "rc=0 wall_s=140.2\n")
-        put("hook-healthcheck.time", f"rc=0 wall_s={self.hook_wall}\n")
-        put("hook-sanity.json", json.dumps(report([check("gpu_sanity", "pass", [
-            m("sanity_errors", 0, 0), m("sanity_s", self.sanity_s, 0, "s")])])))
-        sizes = [256 << 20, 1 * GIB, 2 * GIB]
-        for t in ("nvlink", "ib"):
-            put(f"allreduce-{t}-vigil.json",
-                json.dumps(vigil_allreduce([(s, self.vigil_busbw) for s in sizes])))
-            put(f"allreduce-{t}-nccl-tests.txt", nccl_tests_log([(s, self.ref_busbw)
-                                                                 for s in sizes]))
-        put("nvidia-smi.xml", SMI_XML.replace("{temp}", str(self.smi_temp)))
-        return self.dir
+    def put_json(self, name, value):
+        with open(os.path.join(self.raw, name), "w") as f:
+            json.dump(value, f)
 
     def summary(self):
-        r = run("--summary-only", self.write())
-        return r.returncode, r.stdout + r.stderr
+        out = os.path.join(self.tmp, "out")
+        os.makedirs(out, exist_ok=True)
+        with tarfile.open(os.path.join(out, "raw.tar.gz"), "w:gz") as t:
+            t.add(self.raw, arcname="raw")
+        r = run("--summary-only", out)
+        with open(os.path.join(out, "summary.md")) as f:
+            text = f.read()
+        return r.returncode, text
 
-    def remove(self):
-        shutil.rmtree(self.dir)
+    def close(self):
+        shutil.rmtree(self.tmp)
 
 
-class GpuValidate(unittest.TestCase):
+def line(text, item):
+    """The summary row of an item: '| result | item | detail |'."""
+    for l in text.splitlines():
+        cells = [c.strip() for c in l.split("|")]
+        if len(cells) > 3 and cells[2] == item:
+            return cells[1], cells[3]
+    raise AssertionError(f"no row '{item}' in:\n{text}")
+
+
+class Scripts(unittest.TestCase):
+    def test_shellcheck_finds_nothing(self):
+        if not shutil.which("shellcheck"):
+            self.fail("shellcheck is not installed (scripts/install-deps.sh installs it)")
+        r = subprocess.run(["shellcheck", "-S", "warning", SCRIPT, BUNDLE,
+                            os.path.join(REPO, "tests", "checks", "cuda", "gpu_bundle_test.sh")],
+                           capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+
+    def test_bad_arguments_are_named_and_exit_2(self):
+        cases = [([], "--bundle DIR is required"),
+                 (["--bundle", "/nonexistent", "--out", "/tmp/x"], "--bundle: no such directory"),
+                 (["--bundle", REPO, "--out", "/tmp/x"], "is not a bundle"),
+                 (["--max-bytes", "lots"], "--max-bytes must look like"),
+                 (["--frobnicate"], "unknown argument '--frobnicate'"),
+                 (["--out"], "--out needs a value"),
+                 (["--summary-only", "/nonexistent"], "no /nonexistent/raw.tar.gz")]
+        for args, message in cases:
+            r = run(*args)
+            self.assertEqual(r.returncode, 2, (args, r.stdout, r.stderr))
+            self.assertIn(message, r.stderr, args)
+        r = run("--archs", "sm90", script=BUNDLE)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--archs must look like", r.stderr)
+
+    def test_help_documents_the_exit_status(self):
+        r = run("--help")
+        self.assertEqual(r.returncode, 0)
+        self.assertIn("Exit status: 0 every item passed, 1 an item failed, 2 usage or setup error",
+                      r.stdout)
+
+
+class AcceptedH200Run(unittest.TestCase):
+    """Run 3 on the H200 (2026-11-26): every goal met."""
+
     def setUp(self):
-        self.run_dir = RunDir()
+        self.run = Run("2026-11-26-h200-run3.tar.gz")
 
     def tearDown(self):
-        self.run_dir.remove()
+        self.run.close()
 
-    def line(self, text, item):
-        found = [l for l in text.splitlines() if f"| {item}" in l]
-        self.assertTrue(found, f"no line for {item!r} in:\n{text}")
-        return found[0]
-
-    @unittest.skipUnless(shutil.which("shellcheck"), "shellcheck not installed")
-    def test_script_passes_shellcheck(self):
-        r = subprocess.run(["shellcheck", SCRIPT], capture_output=True, text=True)
-        self.assertEqual(r.returncode, 0, r.stdout)
-
-    def test_arguments_are_validated_before_anything_runs(self):
-        self.assertEqual(run("--help").returncode, 0)
-        for args, says in [(["--bogus"], "unknown argument"), (["--ranks", "two"], "--ranks"),
-                           (["--max-bytes", "lots"], "--max-bytes"), (["--out"], "needs a value"),
-                           ([], "--nccl-tests DIR is required"),
-                           (["--nccl-tests", self.run_dir.dir], "no src/all_reduce.cu"),
-                           (["--summary-only", "/nonexistent-dir"], "no such directory")]:
-            r = run(*args)
-            self.assertEqual(r.returncode, 2, args)
-            self.assertIn(says, r.stderr, args)
-
-    def test_healthy_run_passes_every_item(self):
-        rc, text = self.run_dir.summary()
+    def test_every_goal_passes_with_the_measured_ratios(self):
+        rc, text = self.run.summary()
         self.assertEqual(rc, 0, text)
-        self.assertIn("pass | quick suite wall time | 31.4 s", text)
-        self.assertIn("pass | all-reduce nvlink: busbw vs all_reduce_perf", text)
-        self.assertIn("lowest ratio 0.997", text)
-        self.assertIn("pass | HBM gpu0 | 3100 GB/s = 0.93 x spec 3350", text)
-        self.assertIn("info | GEMM gpu0 | 720 TFLOP/s = 0.73 x dense BF16 spec 989", text)
-        self.assertIn("pass | NVML figures vs nvidia-smi -q | 6 figures compared, equal", text)
-        self.assertIn("| 1073741824 | 360.00 | 361.00 | 0.997 |", text)
-        self.assertIn("pass | hook healthcheck wall time | 0.90 s", text)
-        self.assertIn("pass | hook gpu_sanity | pass", text)
-        with open(os.path.join(self.run_dir.dir, "summary.md")) as f:
-            self.assertEqual(f.read(), text)
+        self.assertNotIn("| fail |", text)
+        self.assertEqual(line(text, "hbm_bandwidth (full) vs PyTorch"),
+                         ("pass", "4298.6 / 4292.4 GB/s = 1.001 (goal within 5%)"))
+        self.assertEqual(line(text, "gemm_bf16_tflops (quick) vs PyTorch")[1],
+                         "678.3 / 690.9 TFLOP/s = 0.982 (goal within 5%)")
+        self.assertIn("36.8 s = 6.7 s on 1 GPU", line(text, "quick suite on 8 GPUs (estimate)")[1])
+        self.assertEqual(line(text, "hook exit status 0 on a healthy GPU"),
+                         ("pass", "12 runs, all exit 0"))
+        self.assertIn("13 figures compared, all equal", line(text, "NVML figures vs nvidia-smi -q -x")[1])
+        self.assertIn("gpu0 118.4 GiB = 84.7% of its memory", line(text, "memtest coverage (full)")[1])
+        self.assertIn("H200-SXM-141GB; gpu_count fail: 1 of 8 GPUs visible",
+                      line(text, "SKU detected with the shipped thresholds")[1])
 
-    def test_slow_hook_and_slow_sanity_check_fail(self):
-        self.run_dir.hook_wall = 2.4
-        self.run_dir.sanity_s = 0.25
-        rc, text = self.run_dir.summary()
+    def test_a_gemm_5_percent_off_pytorch_fails(self):
+        ref = self.run.json("reference.out")
+        ref["gemm_bf16_tflops_full"] *= 1.07
+        self.run.put_json("reference.out", ref)
+        rc, text = self.run.summary()
         self.assertEqual(rc, 1)
-        self.assertIn("fail | hook healthcheck wall time | 2.40 s (goal < 2 s)", text)
-        self.assertIn("fail | hook gpu_sanity time per GPU | max 0.250 s (gpu0", text)
+        self.assertEqual(line(text, "gemm_bf16_tflops (full) vs PyTorch")[0], "fail")
 
-    def test_slow_quick_suite_fails(self):
-        self.run_dir.quick_wall = 75.0
-        rc, text = self.run_dir.summary()
+    def test_a_probe_that_measures_a_busy_gpu_fails_the_guard(self):
+        busy = self.run.json("busy.json")
+        busy["checks"][0]["status"] = "pass"
+        busy["checks"][0]["fault_code"] = ""
+        self.run.put_json("busy.json", busy)
+        rc, text = self.run.summary()
         self.assertEqual(rc, 1)
-        self.assertTrue(self.line(text, "quick suite wall time").startswith("| fail"))
+        status, detail = line(text, "busy-GPU guard (PyTorch holds the GPU)")
+        self.assertEqual(status, "fail")
+        self.assertIn("gpu_gemm pass", detail)
 
-    def test_allreduce_below_99_percent_of_nccl_tests_fails(self):
-        self.run_dir.vigil_busbw = 355.0  # 0.983
-        rc, text = self.run_dir.summary()
+    def test_an_nvml_figure_nvidia_smi_disagrees_with_fails(self):
+        report = self.run.json("nvml-shipped.json")
+        for c in report["checks"]:
+            for m in c.get("measurements", []):
+                if m["name"] == "pcie_link_width":
+                    m["value"] = 8
+        self.run.put_json("nvml-shipped.json", report)
+        rc, text = self.run.summary()
         self.assertEqual(rc, 1)
-        self.assertIn("fail | all-reduce ib: busbw vs all_reduce_perf at >= 1 GiB | lowest "
-                      "ratio 0.983", text)
+        self.assertIn("gpu0 pcie_link_width vigil 8 nvidia-smi 16",
+                      line(text, "NVML figures vs nvidia-smi -q -x")[1])
 
-    def test_hbm_below_90_percent_of_spec_fails(self):
-        self.run_dir.hbm = 2900.0  # 0.87 of 3350
-        rc, text = self.run_dir.summary()
+    def test_a_missing_input_fails_its_item_never_passes(self):
+        os.remove(os.path.join(self.run.raw, "allreduce-nccl-tests.out"))
+        os.remove(os.path.join(self.run.raw, "reference.out"))
+        rc, text = self.run.summary()
         self.assertEqual(rc, 1)
-        self.assertTrue(self.line(text, "HBM gpu0").startswith("| fail"))
+        self.assertEqual(line(text, "vigil-allreduce vs all_reduce_perf (time per op)")[0], "fail")
+        self.assertEqual(line(text, "PyTorch reference")[0], "fail")
 
-    def test_a_fail_on_a_healthy_node_is_a_false_fail(self):
-        self.run_dir.status = "fail"
-        rc, text = self.run_dir.summary()
+
+class EarlierH200Runs(unittest.TestCase):
+    """Runs 1 and 2 found defects; their summaries must say so."""
+
+    def test_run_1_ib_ports_of_a_vm_and_a_slow_copy_kernel(self):
+        r = Run("2026-11-26-h200-run1.tar.gz")
+        try:
+            rc, text = r.summary()
+        finally:
+            r.close()
         self.assertEqual(rc, 1)
-        self.assertIn("fail | no false fail (quick) | failed: nvml_temperature", text)
+        self.assertIn("ib_port fail", line(text, "no fail, no error: suite quick")[1])
+        self.assertEqual(line(text, "hook exit status 0 on a healthy GPU")[0], "fail")
+        self.assertEqual(line(text, "hbm_bandwidth (full) vs PyTorch"),
+                         ("fail", "3987.3 / 4293.9 GB/s = 0.929 (goal within 5%)"))
 
-    def test_nvml_figure_differing_from_nvidia_smi_fails(self):
-        self.run_dir.smi_temp = 45  # Vigil read 35 C
-        rc, text = self.run_dir.summary()
+    def test_run_2_memtest_unit_outside_the_schema(self):
+        r = Run("2026-11-26-h200-run2.tar.gz")
+        try:
+            rc, text = r.summary()
+        finally:
+            r.close()
         self.assertEqual(rc, 1)
-        self.assertIn("gpu0 gpu_temperature vigil 35 nvidia-smi 45", text)
-
-    def test_missing_inputs_fail_their_items(self):
-        self.run_dir.write()
-        os.remove(os.path.join(self.run_dir.dir, "allreduce-ib-nccl-tests.txt"))
-        os.remove(os.path.join(self.run_dir.dir, "nvidia-smi.xml"))
-        r = run("--summary-only", self.run_dir.dir)
-        self.assertEqual(r.returncode, 1)
-        self.assertIn("fail | all-reduce ib: busbw vs all_reduce_perf at >= 1 GiB | missing", r.stdout)
-        self.assertIn("fail | NVML figures vs nvidia-smi -q | no nvidia-smi.xml", r.stdout)
+        self.assertIn("unknown unit '%'", line(text, "no fail, no error: suite full")[1])
 
 
-class NcclTestsTable(unittest.TestCase):
-    """The summary reads all_reduce_perf's out-of-place busbw and #wrong from a genuine log."""
+class Rehearsal(unittest.TestCase):
+    def test_the_bare_root_rehearsal_passes_and_the_nccl_backend_refuses_clearly(self):
+        r = Run("2026-11-26-bare-root-no-gpu.tar.gz")
+        try:
+            rc, text = r.summary()
+            quick = r.json("suite-quick.json")
+        finally:
+            r.close()
+        self.assertEqual(rc, 0, text)
+        self.assertIn("rehearsal without a GPU", text)
+        self.assertEqual(line(text, "bundled MPI runtime (one process, host backend)")[0], "pass")
+        self.assertIn("cudaErrorInsufficientDriver",
+                      line(text, "NCCL backend without a GPU refuses clearly")[1])
+        self.assertFalse([c for c in quick["checks"] if c["status"] == "fail"])
 
-    def test_genuine_log_columns(self):
-        sys.dont_write_bytecode = True  # leave no __pycache__ in the source tree
-        sys.path.insert(0, os.path.join(REPO, "scripts", "lib"))
-        import gpu_validate_summary
-        path = os.path.join(REPO, "tests", "fixtures", "nccl-tests-logs",
-                            "10-gh200x2-2node-slingshot-v2.18.2-unalign-header-healthy.txt")
-        with open(path) as f:
-            rows = gpu_validate_summary.parse_nccl_tests(f.read())
-        self.assertEqual(rows[1048576], (3.09, "0"))
-        self.assertEqual(rows[8388608], (15.06, "0"))
-        self.assertNotIn(0, rows)
+    def test_a_gpu_check_that_fails_without_a_gpu_fails_the_rehearsal(self):
+        r = Run("2026-11-26-bare-root-no-gpu.tar.gz")
+        try:
+            quick = r.json("suite-quick.json")
+            quick["checks"][0]["status"] = "fail"
+            r.put_json("suite-quick.json", quick)
+            rc, text = r.summary()
+        finally:
+            r.close()
+        self.assertEqual(rc, 1)
+        self.assertEqual(line(text, "no GPU check fails without a GPU (quick)")[0], "fail")
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    unittest.main()
