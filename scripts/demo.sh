@@ -55,7 +55,7 @@ find_binary() {
   die "none of $* is built (run without --skip-build)"
 }
 check_bin=$(find_binary "$build/checks/vigil-check")
-submit_bin=$(find_binary "$build/checks/vigil-submit" "$build/vigil-submit")
+submit_bin=$(find_binary "$build/checks/submit/vigil-submit")
 drainer_bin=$(find_binary "$build/drainer/vigil-drainer")
 nvml_lib=$(find_binary "$build/tests/fake_nvml/libnvidia-ml.so.1")
 
