@@ -18,7 +18,7 @@ using testing::TempDir;
 
 constexpr const char* kH100 = R"(sku: H100-SXM5-80GB
 match:
-  gpu_names: ["H100 80GB HBM3"]
+  gpu_names: ["NVIDIA H100 80GB HBM3"]
   pci_device_ids: [0x2330]
   gpu_count: 8
 infiniband:
@@ -125,11 +125,68 @@ TEST(SkuDetect, matches_by_name_or_device_id_and_keeps_sku_when_a_gpu_is_missing
   EXPECT_NE(detect_sku(*set.value, eight), nullptr);
   GpuInventory by_id{std::vector<std::string>(8, "Renamed GPU"), std::vector<unsigned>(8, 0x2330)};
   EXPECT_NE(detect_sku(*set.value, by_id), nullptr);
-  GpuInventory seven{std::vector<std::string>(7, "NVIDIA H100 80GB HBM3"), {}};
+  GpuInventory seven{std::vector<std::string>(7, "NVIDIA H100 80GB HBM3"), std::vector<unsigned>(7, 0x2330)};
   EXPECT_NE(detect_sku(*set.value, seven), nullptr) << "a node that lost a GPU keeps its SKU";
   GpuInventory a100{std::vector<std::string>(8, "NVIDIA A100-SXM4-80GB"), std::vector<unsigned>(8, 0x20B2)};
   EXPECT_EQ(detect_sku(*set.value, a100), nullptr);
   EXPECT_EQ(detect_sku(*set.value, GpuInventory{}), nullptr);
+}
+
+// The lookalikes of review F05, each with the NVML name and PCI device id NVIDIA ships (device
+// ids: the PCI ID repository and DCGM's diag-skus.yaml): none may be judged as the SKU whose
+// name its own contains.
+GpuInventory gpus(int n, const char* name, unsigned id) {
+  return GpuInventory{std::vector<std::string>(n, name), std::vector<unsigned>(n, id)};
+}
+
+TEST(SkuDetect, lookalike_products_never_match_by_a_substring_of_their_name) {
+  auto set = load_sku_dir(std::string(VIGIL_SOURCE_DIR) + "/checks/thresholds", known_check_names());
+  ASSERT_TRUE(set);
+  // Grace Hopper superchip: one GPU, "H200" in its name.
+  EXPECT_EQ(detect_sku(*set.value, gpus(1, "NVIDIA GH200 480GB", 0x2342)), nullptr);
+  EXPECT_EQ(detect_sku(*set.value, gpus(1, "NVIDIA GH200 480GB", 0)), nullptr);
+  // GB200 NVL72 compute tray: four GPUs, "B200" in their name.
+  EXPECT_EQ(detect_sku(*set.value, gpus(4, "NVIDIA GB200", 0x2941)), nullptr);
+  EXPECT_EQ(detect_sku(*set.value, gpus(4, "NVIDIA GB200", 0)), nullptr);
+  // H200 NVL: PCIe cards with NVLink bridges, no NVSwitch floor applies.
+  EXPECT_EQ(detect_sku(*set.value, gpus(8, "NVIDIA H200 NVL", 0x233B)), nullptr);
+  // H100 PCIe: the same die as H100 SXM, another board and power limit.
+  EXPECT_EQ(detect_sku(*set.value, gpus(8, "NVIDIA H100 PCIe", 0x2331)), nullptr);
+  // The real ones still match, by id and (without an id) by their full name.
+  const SkuConfig* h200 = detect_sku(*set.value, gpus(8, "NVIDIA H200", 0x2335));
+  ASSERT_NE(h200, nullptr);
+  EXPECT_EQ(h200->name, "H200-SXM-141GB");
+  ASSERT_NE(detect_sku(*set.value, gpus(8, "nvidia h200 ", 0)), nullptr) << "case and blanks";
+  EXPECT_EQ(detect_sku(*set.value, gpus(8, "NVIDIA B200", 0x2901))->name, "B200-SXM-180GB");
+}
+
+TEST(SkuDetect, a_device_id_decides_over_the_name_when_both_are_known) {
+  TempDir d;
+  d.write("h100.yaml", kH100);
+  auto set = load_sku_dir(d.path(), known_check_names());
+  ASSERT_TRUE(set);
+  // H100 PCIe id under an SXM name (a relabelled VM type, say): the id is the identity.
+  EXPECT_EQ(detect_sku(*set.value, gpus(8, "NVIDIA H100 80GB HBM3", 0x2331)), nullptr);
+}
+
+TEST(SkuDetect, a_four_gpu_board_is_judged_by_the_file_that_says_four) {
+  // NVML cannot tell a 4-GPU HGX board from an 8-GPU board that lost four GPUs: both show four
+  // "NVIDIA H100 80GB HBM3" 0x2330. Without a file for the 4-GPU board the node is judged as the
+  // 8-GPU SKU (so that a node that lost GPUs fails gpu_count); a site with such boards adds a
+  // SKU file with gpu_count 4, and the exact count wins (docs/thresholds.md).
+  TempDir d;
+  d.write("h100.yaml", kH100);
+  std::string four = kH100;
+  four.replace(four.find("sku: H100-SXM5-80GB"), 19, "sku: H100-SXM5-80GB-x4");
+  four.replace(four.find("gpu_count: 8"), 12, "gpu_count: 4");
+  d.write("h100x4.yaml", four);
+  auto set = load_sku_dir(d.path(), known_check_names());
+  ASSERT_TRUE(set) << (set.errors.empty() ? "" : set.errors[0].to_string());
+  EXPECT_EQ(detect_sku(*set.value, gpus(4, "NVIDIA H100 80GB HBM3", 0x2330))->name, "H100-SXM5-80GB-x4");
+  EXPECT_EQ(detect_sku(*set.value, gpus(8, "NVIDIA H100 80GB HBM3", 0x2330))->name, "H100-SXM5-80GB");
+  EXPECT_EQ(detect_sku(*set.value, gpus(7, "NVIDIA H100 80GB HBM3", 0x2330))->name, "H100-SXM5-80GB");
+  EXPECT_EQ(detect_sku(*set.value, gpus(3, "NVIDIA H100 80GB HBM3", 0x2330))->name, "H100-SXM5-80GB-x4")
+      << "the closest board above the count seen";
 }
 
 }  // namespace vigil

@@ -1,10 +1,12 @@
 #include "vigil/checks/sku.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <filesystem>
 #include <set>
+#include <string_view>
 
 #include <yaml-cpp/yaml.h>
 
@@ -303,11 +305,30 @@ Loaded<SkuSet> load_sku_dir(const std::string& dir, const std::set<std::string>&
 }
 
 namespace {
+// Exact model identity, never a substring (review F05): "NVIDIA GH200 480GB" contains "H200",
+// "NVIDIA GB200" contains "B200" and "NVIDIA H200 NVL" (PCIe, bridged) contains "H200", yet each
+// is another product with another GPU count and other floors. The PCI device id decides when
+// the GPU reports one and the SKU lists ids (it is what NVIDIA's own tools key SKUs by: DCGM's
+// diag-skus.yaml); else the full NVML name, compared without case and surrounding blanks.
+bool same_name(std::string_view a, std::string_view b) {
+  auto trim = [](std::string_view v) {
+    while (!v.empty() && std::isspace(static_cast<unsigned char>(v.front()))) v.remove_prefix(1);
+    while (!v.empty() && std::isspace(static_cast<unsigned char>(v.back()))) v.remove_suffix(1);
+    return v;
+  };
+  a = trim(a);
+  b = trim(b);
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
 bool gpu_matches(const SkuMatch& m, const std::string& name, std::optional<unsigned> device_id) {
-  for (const auto& n : m.gpu_names) {
-    if (name.find(n) != std::string::npos) return true;
+  if (device_id && *device_id != 0 && !m.pci_device_ids.empty()) {
+    return std::find(m.pci_device_ids.begin(), m.pci_device_ids.end(), *device_id) != m.pci_device_ids.end();
   }
-  return device_id && std::find(m.pci_device_ids.begin(), m.pci_device_ids.end(), *device_id) != m.pci_device_ids.end();
+  return std::any_of(m.gpu_names.begin(), m.gpu_names.end(),
+                     [&](const std::string& n) { return same_name(n, name); });
 }
 }  // namespace
 
@@ -323,10 +344,12 @@ const SkuConfig* detect_sku(const SkuSet& set, const GpuInventory& inv) {
       all = gpu_matches(sku.match, inv.gpu_names[i], id);
     }
     if (!all) continue;
-    // Exact count wins. Otherwise keep the model match with the most GPUs: a node that lost a
-    // GPU must still be judged against its SKU so gpu_count fails instead of going unknown.
+    // Exact count wins. Otherwise the model match with the fewest GPUs above the count seen: a
+    // node that lost a GPU must still be judged against its SKU so gpu_count fails instead of
+    // going unknown, and with files for a 4- and an 8-GPU board a 4-GPU node that lost one is
+    // judged as the 4-GPU board.
     if (sku.match.gpu_count == seen) return &sku;
-    if (sku.match.gpu_count > seen && (!best || sku.match.gpu_count > best->match.gpu_count)) best = &sku;
+    if (sku.match.gpu_count > seen && (!best || sku.match.gpu_count < best->match.gpu_count)) best = &sku;
   }
   return best;
 }

@@ -54,7 +54,7 @@ class NvmlCheckTest : public ::testing::Test {
   void use_sku(std::map<std::string, std::map<std::string, Threshold>> thresholds,
                int gpu_count = 8) {
     sku_.name = "H100-SXM5-80GB";
-    sku_.match.gpu_names = {"H100 80GB HBM3"};
+    sku_.match.gpu_names = {"NVIDIA H100 80GB HBM3"};
     sku_.match.pci_device_ids = {0x2330};
     sku_.match.gpu_count = gpu_count;
     sku_.thresholds = std::move(thresholds);
