@@ -455,6 +455,10 @@ FAKE_NVML_EXPORT const char* nvmlErrorString(nvmlReturn_t rc) {
       return "Function Not Found";
     case NVML_ERROR_GPU_IS_LOST:
       return "GPU is lost";
+    case NVML_ERROR_INSUFFICIENT_POWER:
+      return "Insufficient External Power";
+    case NVML_ERROR_IRQ_ISSUE:
+      return "Interrupt request issue";
     default: {
       // Fixture problems surface here so vigil-check's error message explains them.
       static thread_local std::string text;
@@ -488,6 +492,10 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index,
   if (!g_fixture) return NVML_ERROR_UNINITIALIZED;
   if (!handle || index >= g_fixture->gpus.size()) return NVML_ERROR_INVALID_ARGUMENT;
   if (g_fixture->gpus[index].lost) return NVML_ERROR_GPU_IS_LOST;
+  // "errors": {"nvmlDeviceGetHandleByIndex_v2": 8} gives a GPU without a handle, as a GPU with
+  // a loose power cable (8), an IRQ problem (11) or in an unknown bad state (999) answers.
+  const auto& errors = g_fixture->gpus[index].errors;
+  if (auto it = errors.find("nvmlDeviceGetHandleByIndex_v2"); it != errors.end()) return it->second;
   *handle = &g_fixture->gpus[index];
   return NVML_SUCCESS;
 }
@@ -596,6 +604,12 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t handle, unsi
   if (!is_active) return NVML_ERROR_INVALID_ARGUMENT;
   if (d->nvlinks.empty()) return NVML_ERROR_NOT_SUPPORTED;
   if (link >= d->nvlinks.size()) return NVML_ERROR_INVALID_ARGUMENT;
+  // Real drivers report every link of a MIG-enabled GPU as inactive (DCGM's workaround for
+  // "Bug 200682374 - NVML reports links to MIG enabled GPUs as down", DcgmTopology.cpp).
+  if (d->mig.value_or(false)) {
+    *is_active = NVML_FEATURE_DISABLED;
+    return NVML_SUCCESS;
+  }
   *is_active = d->nvlinks[link].up ? NVML_FEATURE_ENABLED : NVML_FEATURE_DISABLED;
   return NVML_SUCCESS;
 }

@@ -34,18 +34,30 @@ Result<Session> open_session(const CheckContext& ctx) {
   if (nvmlReturn_t rc = s.api().device_get_count(&n); rc != NVML_SUCCESS) {
     return Error{s.err(rc), "nvmlDeviceGetCount_v2"};
   }
+  // One GPU without a handle must not blind every check to the others (review F11): each such
+  // GPU becomes a finding of its own and the rest are inspected as usual.
   for (unsigned i = 0; i < n; ++i) {
     nvmlDevice_t dev = nullptr;
     nvmlReturn_t rc = s.api().device_get_handle_by_index(i, &dev);
-    if (rc == NVML_ERROR_GPU_IS_LOST) {
-      s.lost.push_back(static_cast<int>(i));
+    if (rc != NVML_SUCCESS) {
+      s.no_handle.emplace_back(static_cast<int>(i), rc);
+      if (handle_error_is_hardware(rc)) s.lost.push_back(static_cast<int>(i));
       dev = nullptr;
-    } else if (rc != NVML_SUCCESS) {
-      return Error{s.err(rc), "nvmlDeviceGetHandleByIndex_v2(gpu " + std::to_string(i) + ")"};
     }
     s.gpus.push_back(dev);
   }
   return s;
+}
+
+// nvml.h, nvmlDeviceGetHandleByIndex_v2's return codes: INSUFFICIENT_POWER "if any attached
+// devices have improperly attached external power cables", IRQ_ISSUE "if NVIDIA kernel detected
+// an interrupt issue with the attached GPUs", GPU_IS_LOST "if the target GPU has fallen off the
+// bus or is otherwise inaccessible", UNKNOWN "on any unexpected error": the answer for a GPU in
+// a bad state ("Unable to determine the device handle for GPU ...: Unknown Error" in nvidia-smi)
+// while its neighbours answer. NO_PERMISSION and the rest describe the caller, not the GPU.
+bool handle_error_is_hardware(nvmlReturn_t rc) {
+  return rc == NVML_ERROR_GPU_IS_LOST || rc == NVML_ERROR_INSUFFICIENT_POWER ||
+         rc == NVML_ERROR_IRQ_ISSUE || rc == NVML_ERROR_UNKNOWN;
 }
 
 CheckResult unavailable(std::string_view check, const Error& e) {
@@ -104,8 +116,15 @@ void Verdict::query_failed(const Session& s, int gpu, std::string_view call_name
 }
 
 void Verdict::gpus_lost(const Session& s) {
-  for (int g : s.lost) {
-    add(Status::kFail, "gpu" + std::to_string(g) + " lost (GPU is lost)", kFaultGpuLost);
+  for (const auto& [g, rc] : s.no_handle) {
+    const std::string gs = "gpu" + std::to_string(g);
+    if (!handle_error_is_hardware(rc)) {
+      add(Status::kError, gs + " nvmlDeviceGetHandleByIndex_v2: " + s.err(rc), kFaultQuery);
+    } else if (rc == NVML_ERROR_GPU_IS_LOST) {
+      add(Status::kFail, gs + " lost (GPU is lost)", kFaultGpuLost);
+    } else {
+      add(Status::kFail, gs + " unusable (" + s.err(rc) + ")", kFaultGpuLost);
+    }
   }
 }
 

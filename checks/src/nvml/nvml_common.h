@@ -22,8 +22,10 @@ inline constexpr const char* kFaultGpuLost = "VIGIL-NVML-GPU-LOST";
 // NVML opened for one check run, with a handle per GPU index.
 struct Session {
   std::unique_ptr<Library> lib;
-  std::vector<nvmlDevice_t> gpus;  // by NVML index; nullptr where the GPU is lost
-  std::vector<int> lost;           // indices whose handle failed with NVML_ERROR_GPU_IS_LOST
+  std::vector<nvmlDevice_t> gpus;  // by NVML index; nullptr where no handle was given
+  std::vector<int> lost;           // indices whose handle failed with a hardware code (below)
+  // Every index whose handle failed, with NVML's answer (nvmlDeviceGetHandleByIndex_v2).
+  std::vector<std::pair<int, nvmlReturn_t>> no_handle;
 
   const Api& api() const { return lib->api(); }
   std::string err(nvmlReturn_t rc) const { return lib->error_string(rc); }
@@ -32,6 +34,8 @@ struct Session {
 
 // Loads ctx.nvml_library, initialises NVML and gets every device handle.
 Result<Session> open_session(const CheckContext& ctx);
+// Whether a failed nvmlDeviceGetHandleByIndex_v2 says the GPU itself is faulty.
+bool handle_error_is_hardware(nvmlReturn_t rc);
 
 // The error result for a missing library/driver: "NVML not available: <why>",
 // fault VIGIL-NVML-UNAVAILABLE. Never fail: a node without a driver is a setup problem.
@@ -64,7 +68,8 @@ class Verdict {
   // A failed NVML call: GPU_IS_LOST is a health failure (fail, VIGIL-NVML-GPU-LOST),
   // anything else means the check could not run (error, VIGIL-NVML-QUERY).
   void query_failed(const Session& s, int gpu, std::string_view call, nvmlReturn_t rc);
-  // Findings for GPUs whose handle was lost when the session opened.
+  // Findings for GPUs that gave no handle when the session opened: fail for the hardware
+  // answers (lost, insufficient power, IRQ issue, unknown), error for the others.
   void gpus_lost(const Session& s);
 
   // Status = worst of measurement verdicts (SKU or built-in thresholds, described by

@@ -47,14 +47,29 @@ class NvmlNvlinkCheck final : public NvmlCheck {
     std::map<std::pair<int, std::string>, std::string> moved_links;
     // gpu -> links that are down
     std::map<int, std::string> down_links;
+    std::vector<int> mig_gpus;
 
     for (int g = 0; g < s.count(); ++g) {
       nvmlDevice_t dev = s.gpus[g];
       if (!dev) continue;
+      // NVML reports every NVLink of a MIG-enabled GPU as inactive. DCGM works around it ("Bug
+      // 200682374 - NVML reports links to MIG enabled GPUs as down. This causes health checks
+      // to fail", dcgmlib/src/DcgmTopology.cpp) by treating them as disabled: so does Vigil
+      // (review F02). Current or pending MIG mode: the links of such a GPU are not judged.
+      unsigned mig_current = 0, mig_pending = 0;
+      if (call(api.device_get_mig_mode, dev, &mig_current, &mig_pending) == NVML_SUCCESS &&
+          (mig_current == kNvmlDeviceMigEnable || mig_pending == kNvmlDeviceMigEnable)) {
+        mig_gpus.push_back(g);
+        continue;
+      }
       const std::string key = gpu_key(s, g);
       int present = 0, down = 0;
-      std::map<std::string, unsigned long long> deltas;  // measurement -> sum over links
-      bool failed = false;
+      // measurement -> sum over links, only for counters the driver answered: Blackwell drivers
+      // answer NOT_SUPPORTED for the legacy DL counters (nvml.h: "unsupported for Blackwell+",
+      // use the NVML_FI_DEV_NVLINK_COUNT_* fields), and an unanswered counter is no zero
+      // (review F13).
+      std::map<std::string, unsigned long long> deltas;
+      bool failed = false, counters_failed = false;
       for (unsigned link = 0; link < kNvmlNvLinkMaxLinks && !failed; ++link) {
         int link_state = NVML_FEATURE_DISABLED;
         nvmlReturn_t rc = call(api.device_get_nvlink_state, dev, link, &link_state);
@@ -71,14 +86,16 @@ class NvmlNvlinkCheck final : public NvmlCheck {
           down_links[g] += (down_links[g].empty() ? "" : ",") + port;
           continue;  // counters of a down link do not move
         }
-        if (!state.enabled()) continue;
+        if (!state.enabled() || counters_failed) continue;
         for (const Counter& c : kCounters) {
           unsigned long long value = 0;
           rc = call(api.device_get_nvlink_error_counter, dev, link, c.nvml_counter, &value);
           if (is_not_supported(rc)) continue;
           if (rc != NVML_SUCCESS) {
+            // The counters are then not reported for this GPU, but its link states still are:
+            // a counter the driver cannot read must not hide a link that is down.
             v.query_failed(s, g, "nvmlDeviceGetNvLinkErrorCounter(" + port + ")", rc);
-            failed = true;
+            counters_failed = true;
             break;
           }
           const auto delta = state.update(key + "/" + port + "/" + c.key, value).delta;
@@ -98,15 +115,25 @@ class NvmlNvlinkCheck final : public NvmlCheck {
       Measurement& m = add_measurement(r, ctx, "nvlink_links_down", down, "count", g);
       default_threshold(m, Op::kLe, 0, std::nullopt,
                         "built-in: NVLink down fails (DCGM health watch)");
-      if (state.enabled()) {
+      if (state.enabled() && !counters_failed) {
         for (const Counter& c : kCounters) {
+          if (!deltas.count(c.measurement)) continue;  // not answered on any link
           add_measurement(r, ctx, c.measurement, static_cast<double>(deltas[c.measurement]),
                           "count", g);
+        }
+        if (deltas.size() < std::size(kCounters) && present > down) {
+          v.not_supported(g, "some NVLink error counters");
         }
       }
     }
 
     std::string summary = std::to_string(links_up) + " NVLinks up";
+    if (!mig_gpus.empty()) {
+      summary += "; links of MIG-enabled ";
+      for (size_t i = 0; i < mig_gpus.size(); ++i)
+        summary += (i ? ",gpu" : "gpu") + std::to_string(mig_gpus[i]);
+      summary += " not judged (NVML reports them inactive under MIG)";
+    }
     if (!state.enabled()) {
       summary += "; no state dir, error counter deltas not measured";
     } else {

@@ -163,6 +163,39 @@ TEST_F(fake_nvml, lost_gpu_fails_every_per_gpu_check) {
   }
 }
 
+// Review F11: nvmlDeviceGetHandleByIndex_v2 answers INSUFFICIENT_POWER (loose power cable),
+// IRQ_ISSUE or UNKNOWN for a GPU in a bad state (nvml.h). That GPU fails every check, the
+// others are still inspected, gpu_count included: one broken GPU no longer turns every NVML
+// check into `error` (which never drains).
+TEST_F(fake_nvml, a_gpu_without_a_handle_fails_and_the_others_are_still_checked) {
+  for (int code : {8, 11, 999}) {
+    nlohmann::json j = load_fixture("healthy_8x_h100");
+    j["gpus"][6]["errors"] = {{"nvmlDeviceGetHandleByIndex_v2", code}};
+    j["gpus"][2]["ecc"] = {{"volatile_uncorrected", 1}};  // a finding on another GPU
+    use_fixture_json(j);
+    CheckResult r = run(make_nvml_ecc_check());
+    EXPECT_EQ(r.status, Status::kFail) << code;
+    EXPECT_NE(r.message.find("gpu6 unusable"), std::string::npos) << r.message;
+    EXPECT_NE(r.message.find("gpu2"), std::string::npos) << "the other GPUs are inspected: " << r.message;
+    r = run(make_gpu_count_check());
+    EXPECT_EQ(r.status, Status::kFail) << code << " " << r.message;
+    EXPECT_NE(r.message.find("gpu6 unusable"), std::string::npos) << r.message;
+  }
+}
+
+// NO_PERMISSION describes the caller (a container without the device), not the GPU: error for
+// that GPU, never fail, and the other GPUs are still inspected.
+TEST_F(fake_nvml, a_handle_refused_for_permission_is_an_error_of_that_gpu_only) {
+  nlohmann::json j = load_fixture("healthy_8x_h100");
+  j["gpus"][6]["errors"] = {{"nvmlDeviceGetHandleByIndex_v2", 4}};
+  use_fixture_json(j);
+  CheckResult r = run(make_nvml_ecc_check());
+  EXPECT_EQ(r.status, Status::kError) << r.message;
+  EXPECT_NE(r.message.find("gpu6 nvmlDeviceGetHandleByIndex_v2: Insufficient Permissions"),
+            std::string::npos) << r.message;
+  EXPECT_EQ(count(r, "volatile_uncorrected_ecc"), 7);
+}
+
 TEST_F(nvml_gpu_count, passes_with_sku_and_reports_8) {
   use_fixture("healthy_8x_h100");
   use_sku({{"gpu_count", {{"gpu_count", ge(8, std::nullopt, "count")}}}});

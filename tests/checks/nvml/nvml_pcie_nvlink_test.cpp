@@ -182,4 +182,53 @@ TEST_F(nvml_nvlink, gpus_without_nvlink_are_skipped) {
 }
 
 }  // namespace
+// Review F02: NVML reports every link of a MIG-enabled GPU as inactive (the fake does too, as
+// DCGM documents the driver's behaviour); those links are not judged, the others still are.
+TEST_F(nvml_nvlink, links_of_a_mig_enabled_gpu_are_not_judged_as_down) {
+  nlohmann::json j = load_fixture("healthy_8x_h100");
+  j["gpus"][3]["mig"] = true;
+  use_fixture_json(j);
+  CheckResult r = run(make_nvml_nvlink_check());
+  EXPECT_EQ(r.status, Status::kPass) << r.message;
+  EXPECT_EQ(find(r, "nvlink_links_down", 3), nullptr);
+  EXPECT_NE(r.message.find("links of MIG-enabled gpu3 not judged"), std::string::npos) << r.message;
+  EXPECT_EQ(r.message.rfind("126 NVLinks up", 0), 0u) << r.message;
+
+  j["gpus"][5]["nvlink"] = {{"down", {4}}};  // a real down link on a GPU without MIG
+  use_fixture_json(j);
+  r = run(make_nvml_nvlink_check());
+  EXPECT_EQ(r.status, Status::kFail);
+  EXPECT_EQ(r.message.rfind("gpu5 nvlink4 down", 0), 0u) << r.message;
+}
+
+// Review F13: Blackwell drivers answer NOT_SUPPORTED for the legacy DL counters (nvml.h:
+// "unsupported for Blackwell+"); a counter nobody answered is not reported as a measured 0.
+TEST_F(nvml_nvlink, unsupported_error_counters_are_not_reported_as_zeros) {
+  use_state_dir();
+  nlohmann::json j = load_fixture("healthy_8x_h100");
+  j["gpus"][0]["errors"] = {{"nvmlDeviceGetNvLinkErrorCounter", 3}};  // NVML_ERROR_NOT_SUPPORTED
+  use_fixture_json(j);
+  const CheckResult r = run(make_nvml_nvlink_check());
+  EXPECT_EQ(r.status, Status::kPass) << r.message;
+  EXPECT_EQ(count(r, "nvlink_replay_delta"), 7) << "gpu0 has no counter figure";
+  EXPECT_NE(find(r, "nvlink_links_down", 0), nullptr) << "its link states are still judged";
+  EXPECT_NE(r.message.find("some NVLink error counters not supported on gpu0"), std::string::npos)
+      << r.message;
+}
+
+// A counter the driver cannot read (UNKNOWN) is an error of that query, but it must not hide
+// a link that is down on the same GPU (review F13's second half).
+TEST_F(nvml_nvlink, a_failed_counter_query_does_not_hide_a_down_link) {
+  use_state_dir();
+  nlohmann::json j = load_fixture("healthy_8x_h100");
+  j["gpus"][5]["nvlink"] = {{"down", {4}}};
+  j["gpus"][5]["errors"] = {{"nvmlDeviceGetNvLinkErrorCounter", 999}};  // NVML_ERROR_UNKNOWN
+  use_fixture_json(j);
+  const CheckResult r = run(make_nvml_nvlink_check());
+  EXPECT_EQ(r.status, Status::kFail) << r.message;
+  EXPECT_NE(r.message.find("gpu5 nvlink4 down"), std::string::npos) << r.message;
+  EXPECT_EQ(find(r, "nvlink_links_down", 5)->value, 1);
+  EXPECT_EQ(find(r, "nvlink_replay_delta", 5), nullptr);
+}
+
 }  // namespace vigil::testing
