@@ -12,6 +12,10 @@
 
 namespace vigil {
 
+// The transport mode of the multi-node fabric checks: NCCL's own choice with P2P and SHM on
+// ("nvlink" in vigil-allreduce's terms), so NVLink carries the intra-node hops (review F01).
+inline constexpr const char* kFabricTransport = "nvlink";
+
 struct AllreduceSpec {
   std::string_view check;         // registry name
   std::string_view fault_prefix;  // "VIGIL-NCCL" / "VIGIL-ALLREDUCE"

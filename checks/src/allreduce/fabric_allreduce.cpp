@@ -39,7 +39,12 @@ class FabricAllreduceCheck final : public Check {
     spec.check = kName;
     spec.fault_prefix = "VIGIL-FABRIC";
     spec.backend = ctx.fabric_backend;
-    spec.transport = "ib";
+    // P2P and SHM stay on (review F01): with them off NCCL marks every intra-node pair PATH_NET
+  // (src/graph/paths.cc) and each GPU sends through its own NIC, so busbw is one NIC (~45 GB/s
+  // at NDR) against a floor measured with NVLink inside each node (~390 GB/s across two nodes).
+  // This way NVLink carries the intra-node hops and the fabric the inter-node ones, as a
+  // training job's all_reduce does; the inter-node hop is what a slow link slows.
+  spec.transport = kFabricTransport;
     spec.ranks = ctx.fabric_ranks;
     spec.map_by_node = true;
     const bool full = ctx.suite == Suite::kFull;

@@ -95,7 +95,12 @@ std::map<std::string, CheckResult> run_fabric_job(const CheckContext& ctx, int r
   spec.check = kCheck;
   spec.fault_prefix = "VIGIL-FABRIC";
   spec.backend = ctx.fabric_backend;
-  spec.transport = "ib";
+  // P2P and SHM stay on (review F01): with them off NCCL marks every intra-node pair PATH_NET
+  // (src/graph/paths.cc) and each GPU sends through its own NIC, so busbw is one NIC (~45 GB/s
+  // at NDR) against a floor measured with NVLink inside each node (~390 GB/s across two nodes).
+  // This way NVLink carries the intra-node hops and the fabric the inter-node ones, as a
+  // training job's all_reduce does; the inter-node hop is what a slow link slows.
+  spec.transport = kFabricTransport;
   const bool full = ctx.suite == Suite::kFull;
   spec.min_bytes = full ? "512M" : "1G";
   spec.max_bytes = full ? "8G" : "4G";

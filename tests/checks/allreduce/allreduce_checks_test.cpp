@@ -246,6 +246,32 @@ TEST(AllreduceChecks, fabric_check_runs_only_for_a_pair_and_needs_a_gpu_runtime_
   EXPECT_FALSE(check->applies(ctx).yes);
 }
 
+// Review F01: the fabric check must not disable P2P and SHM. With them off NCCL routes every
+// intra-node hop through the GPU's own NIC (NCCL src/graph/paths.cc marks the pair PATH_NET),
+// so busbw is one NIC, far below a floor measured with NVLink inside each node: every healthy
+// pair would fail. A site's all_reduce_perf gets no NCCL_*_DISABLE from the fabric check.
+TEST(AllreduceChecks, fabric_check_keeps_p2p_and_shm_on) {
+  char tmpl[] = "/tmp/vigil-fabric-args-XXXXXX";
+  int fd = mkstemp(tmpl);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  ScopedEnv mode("FAKE_PERF_MODE",
+                 "log:" + kLogs + "10-gh200x2-2node-slingshot-v2.18.2-unalign-header-healthy.txt");
+  ScopedEnv args("FAKE_PERF_ARGS_FILE", tmpl);
+  auto ctx = site_ctx();
+  ctx.fabric_nodes = {"gpu-0", "gpu-1"};
+  ctx.fabric_ranks = 2;
+  auto r = vigil::fabric_checks().front()->run(ctx);
+  EXPECT_EQ(r.status, vigil::Status::kPass) << r.message;
+  std::ifstream f(tmpl);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  std::remove(tmpl);
+  EXPECT_EQ(ss.str().find("NCCL_P2P_DISABLE"), std::string::npos) << ss.str();
+  EXPECT_EQ(ss.str().find("NCCL_SHM_DISABLE"), std::string::npos) << ss.str();
+  EXPECT_STREQ(vigil::kFabricTransport, "nvlink");
+}
+
 TEST(AllreduceChecks, fabric_check_judges_a_genuine_2_node_log_against_the_fabric_threshold) {
   ScopedEnv mode("FAKE_PERF_MODE",
                  "log:" + kLogs + "10-gh200x2-2node-slingshot-v2.18.2-unalign-header-healthy.txt");
