@@ -162,6 +162,17 @@ class AcceptedH200Run(unittest.TestCase):
         self.assertEqual(line(text, "PyTorch reference")[0], "fail")
 
 
+class FinalH200Run(unittest.TestCase):
+    def test_run_4_on_the_final_code_passes_and_detects_the_h200_by_its_id(self):
+        r = Run("2026-11-26-h200-run4.tar.gz")
+        try:
+            rc, text = r.summary()
+        finally:
+            r.close()
+        self.assertEqual(rc, 0, text)
+        self.assertIn("H200-SXM-141GB", line(text, "SKU detected with the shipped thresholds")[1])
+
+
 class EarlierH200Runs(unittest.TestCase):
     """Runs 1 and 2 found defects; their summaries must say so."""
 
