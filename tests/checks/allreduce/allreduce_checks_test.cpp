@@ -158,21 +158,27 @@ TEST(AllreduceChecks, missing_binary_is_an_error_with_a_hint) {
   EXPECT_NE(r.message.find("--allreduce-binary"), std::string::npos) << r.message;
 }
 
-TEST(AllreduceChecks, ib_mode_exports_nccl_settings_to_a_site_binary) {
+// Runs `check` against the stand-in all_reduce_perf (a genuine healthy 2-node log) and returns
+// what the stand-in saw: its arguments and the NCCL_* environment mpirun gave it.
+static std::string site_binary_sees(vigil::Check& check, const vigil::CheckContext& ctx) {
   char tmpl[] = "/tmp/vigil-allreduce-args-XXXXXX";
   int fd = mkstemp(tmpl);
-  ASSERT_GE(fd, 0);
+  EXPECT_GE(fd, 0);
   close(fd);
   ScopedEnv mode("FAKE_PERF_MODE",
                  "log:" + kLogs + "10-gh200x2-2node-slingshot-v2.18.2-unalign-header-healthy.txt");
   ScopedEnv args("FAKE_PERF_ARGS_FILE", tmpl);
-  auto r = vigil::make_nccl_allreduce_ib_check()->run(site_ctx());
+  auto r = check.run(ctx);
   EXPECT_EQ(r.status, vigil::Status::kPass) << r.message;
   std::ifstream f(tmpl);
   std::stringstream ss;
   ss << f.rdbuf();
   std::remove(tmpl);
-  const std::string seen = ss.str();
+  return ss.str();
+}
+
+TEST(AllreduceChecks, ib_mode_exports_nccl_settings_to_a_site_binary) {
+  const std::string seen = site_binary_sees(*vigil::make_nccl_allreduce_ib_check(), site_ctx());
   EXPECT_NE(seen.find("-g 1"), std::string::npos) << seen;
   EXPECT_NE(seen.find("NCCL_P2P_DISABLE=1"), std::string::npos) << seen;
   EXPECT_NE(seen.find("NCCL_SHM_DISABLE=1"), std::string::npos) << seen;
@@ -251,24 +257,12 @@ TEST(AllreduceChecks, fabric_check_runs_only_for_a_pair_and_needs_a_gpu_runtime_
 // so busbw is one NIC, far below a floor measured with NVLink inside each node: every healthy
 // pair would fail. A site's all_reduce_perf gets no NCCL_*_DISABLE from the fabric check.
 TEST(AllreduceChecks, fabric_check_keeps_p2p_and_shm_on) {
-  char tmpl[] = "/tmp/vigil-fabric-args-XXXXXX";
-  int fd = mkstemp(tmpl);
-  ASSERT_GE(fd, 0);
-  close(fd);
-  ScopedEnv mode("FAKE_PERF_MODE",
-                 "log:" + kLogs + "10-gh200x2-2node-slingshot-v2.18.2-unalign-header-healthy.txt");
-  ScopedEnv args("FAKE_PERF_ARGS_FILE", tmpl);
   auto ctx = site_ctx();
   ctx.fabric_nodes = {"gpu-0", "gpu-1"};
   ctx.fabric_ranks = 2;
-  auto r = vigil::fabric_checks().front()->run(ctx);
-  EXPECT_EQ(r.status, vigil::Status::kPass) << r.message;
-  std::ifstream f(tmpl);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  std::remove(tmpl);
-  EXPECT_EQ(ss.str().find("NCCL_P2P_DISABLE"), std::string::npos) << ss.str();
-  EXPECT_EQ(ss.str().find("NCCL_SHM_DISABLE"), std::string::npos) << ss.str();
+  const std::string seen = site_binary_sees(*vigil::fabric_checks().front(), ctx);
+  EXPECT_EQ(seen.find("NCCL_P2P_DISABLE"), std::string::npos) << seen;
+  EXPECT_EQ(seen.find("NCCL_SHM_DISABLE"), std::string::npos) << seen;
   EXPECT_STREQ(vigil::kFabricTransport, "nvlink");
 }
 
