@@ -39,7 +39,7 @@ die() {
   echo "$PROG: error: $*" >&2
   exit 2
 }
-usage() { sed -n '6,16p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '6,17p' "$0" | sed 's/^# \{0,1\}//'; }
 need_value() { [[ $# -ge 2 && -n $2 ]] || die "$1 needs a value (see --help)"; }
 
 while [[ $# -gt 0 ]]; do
@@ -89,6 +89,10 @@ else
   echo "== no nccl-tests source at $nccl_tests: the bundle has no all_reduce_perf"
 fi
 
+# Only ever replace an earlier bundle (or an empty folder): --out . must not wipe a tree.
+if [[ -e $out && ! -f $out/MANIFEST.tsv && -n $(ls -A "$out" 2>/dev/null) ]]; then
+  die "--out $out exists and is not a bundle (no MANIFEST.tsv): choose a new or empty folder"
+fi
 rm -rf -- "$out"
 mkdir -p "$out/bin" "$out/lib" "$out/mpi/lib/openmpi3" "$out/mpi/share" "$out/lib/scripts"
 manifest=$out/MANIFEST.tsv

@@ -83,7 +83,7 @@ raw=$work/raw
 mkdir "$raw"
 exec > >(tee "$out/run.log") 2>&1
 
-if [[ $no_gpu == 0 ]] && ! { command -v nvidia-smi >/dev/null && nvidia-smi -L 2>/dev/null | grep -q '^GPU '; }; then
+if [[ $no_gpu == 0 ]] && ! { command -v nvidia-smi >/dev/null && [[ $(nvidia-smi -L 2>/dev/null) == *"GPU "* ]]; }; then
   echo "== nvidia-smi lists no GPU: rehearsal mode (--no-gpu)"
   no_gpu=1
 fi
@@ -202,7 +202,9 @@ if [[ $mode == gpu ]]; then
   # every figure: a GEMM at the power limit, a clock event during a hook).
   nvidia-smi dmon -s pucvt -d 1 -o T >"$raw/dmon.txt" 2>&1 &
   dmon=$!
-  trap 'kill "$dmon" 2>/dev/null; rm -rf -- "$work"' EXIT
+  holder=""
+  # Also on a stop from outside: no PyTorch process may keep the GPU after the run.
+  trap 'kill "$dmon" ${holder:+"$holder"} 2>/dev/null; rm -rf -- "$work"' EXIT
   echo "== NVML next to nvidia-smi (shipped thresholds, then the machine's)"
   nvidia-smi -q -x >"$raw/nvidia-smi.xml" 2>&1
   timed nvml-shipped 120 "${v[@]}" "$vc" run --only gpu_count,nvml_ecc,nvml_row_remap,nvml_retired_pages,nvml_clock_events,nvml_pcie,nvml_nvlink,nvml_temperature \

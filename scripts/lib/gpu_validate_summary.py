@@ -158,15 +158,15 @@ def suites(s, gpus):
             continue
         table = ["| check | status | s | figures |", "|---|---|---|---|"]
         for c in checks_of(report):
-            figs = ", ".join(f"{m['name']} {m['value']:.6g}" + (f" (gpu{m['gpu']})" if "gpu" in m else "")
+            figs = ", ".join(f"{m.get('name')} {m.get('value') or 0:.6g}" + (f" (gpu{m['gpu']})" if "gpu" in m else "")
                              for m in c.get("measurements", [])[:4])
-            table.append(f"| {c.get('check')} | {c.get('status')} | {c.get('duration_s', 0):.2f} | {figs} |")
+            table.append(f"| {c.get('check')} | {c.get('status')} | {c.get('duration_s') or 0:.2f} | {figs} |")
         s.tables.append((f"### suite {suite}: {timing[1]:.1f} s, exit {timing[0]}", table))
     quick, timing = reports.get("quick"), read_time(s.path("suite-quick.time"))
     if quick is not None and timing is not None and gpus > 0:
         # The CUDA probes visit the GPUs one after another: their time grows with the count,
         # everything else (NVML, the XID listen window, IB) does not.
-        per_gpu = sum(c.get("duration_s", 0) for c in checks_of(quick)
+        per_gpu = sum(c.get("duration_s") or 0 for c in checks_of(quick)
                       if c.get("check") in CUDA_PROBES) / gpus
         estimate = timing[1] + per_gpu * (TARGET_GPUS - gpus)
         s.goal(estimate < QUICK_8GPU_LIMIT_S, f"quick suite on {TARGET_GPUS} GPUs (estimate)",

@@ -1,6 +1,6 @@
 // fabric_allreduce_ib: all_reduce across the two nodes of a fabric job (`sbatch -N 2`, one rank
-// per GPU, `--map-by node`), NVLink and shared memory disabled so every byte crosses the
-// InfiniBand fabric between the nodes. busbw is judged against the SKU's threshold (>=).
+// per GPU, `--map-by node`), with NCCL's own paths: NVLink inside each node, the InfiniBand
+// fabric between them (kFabricTransport). busbw is judged against the SKU's threshold (>=).
 //
 // Only `vigil-check fabric` runs it (it needs the pair in one allocation); `vigil-check run`
 // never does. A slow pair cannot tell which node is at fault, so both nodes get the same
@@ -40,11 +40,11 @@ class FabricAllreduceCheck final : public Check {
     spec.fault_prefix = "VIGIL-FABRIC";
     spec.backend = ctx.fabric_backend;
     // P2P and SHM stay on (review F01): with them off NCCL marks every intra-node pair PATH_NET
-  // (src/graph/paths.cc) and each GPU sends through its own NIC, so busbw is one NIC (~45 GB/s
-  // at NDR) against a floor measured with NVLink inside each node (~390 GB/s across two nodes).
-  // This way NVLink carries the intra-node hops and the fabric the inter-node ones, as a
-  // training job's all_reduce does; the inter-node hop is what a slow link slows.
-  spec.transport = kFabricTransport;
+    // (src/graph/paths.cc) and each GPU sends through its own NIC, so busbw is one NIC (~45 GB/s
+    // at NDR) against a floor measured with NVLink inside each node (~390 GB/s across two nodes).
+    // This way NVLink carries the intra-node hops and the fabric the inter-node ones, as a
+    // training job's all_reduce does; the inter-node hop is what a slow link slows.
+    spec.transport = kFabricTransport;
     spec.ranks = ctx.fabric_ranks;
     spec.map_by_node = true;
     const bool full = ctx.suite == Suite::kFull;

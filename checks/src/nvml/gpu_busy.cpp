@@ -216,7 +216,7 @@ std::vector<GpuActivity> read_gpu_activity(const Session& s, const std::string& 
                                            const BusyRules& rules, const BusySampling& sampling) {
   std::vector<GpuActivity> out;
   for (int i = 0; i < s.count(); ++i) {
-    if (!s.gpus[i]) continue;  // lost: the probe reports it
+    if (!s.gpus[i]) continue;  // no handle: the probe reports it, and scan_gpus_for_other_work notes it
     GpuActivity a;
     a.gpu = i;
     read_processes(s, proc_root, a);
@@ -260,9 +260,19 @@ BusyScan scan_gpus_for_other_work(const CheckContext& ctx, const BusySampling& s
       scan.mig_enabled.push_back(g);
     }
   }
-  const std::vector<std::string> unknowns = activity_unknowns(activity);
+  std::vector<std::string> unknowns = activity_unknowns(activity);
+  const std::vector<std::string> blind = no_handle_unknowns(s);
+  unknowns.insert(unknowns.end(), blind.begin(), blind.end());
   if (!unknowns.empty()) scan.unknown = short_list(unknowns, 3, "; ", "; ");
   return scan;
+}
+
+std::vector<std::string> no_handle_unknowns(const Session& s) {
+  std::vector<std::string> out;
+  for (const auto& [g, rc] : s.no_handle) {
+    out.push_back("work on gpu" + std::to_string(g) + " unknown (no NVML handle: " + s.err(rc) + ")");
+  }
+  return out;
 }
 
 std::optional<CheckResult> mig_skip_result(std::string_view check,

@@ -60,6 +60,9 @@ std::vector<GpuBusy> judge_gpu_activity(const std::vector<GpuActivity>& gpus,
 // Pure: what could not be read, grouped ("cannot tell whether gpu0-7 are busy: ..."); empty
 // when everything was read.
 std::vector<std::string> activity_unknowns(const std::vector<GpuActivity>& gpus);
+// "work on gpu6 unknown (no NVML handle: ...)" for each GPU that gave no handle: nothing about
+// its processes or load can be said.
+std::vector<std::string> no_handle_unknowns(const Session& s);
 
 // Re-sampling of utilization, only for GPUs that utilization alone would call busy: a probe
 // that just ended leaves up to one NVML sample period (<= 1 s) of utilization behind it.

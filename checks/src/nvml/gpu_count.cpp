@@ -31,7 +31,7 @@ class GpuCountCheck final : public Check {
     const std::string seen = std::to_string(s.count()) + " GPUs" + models(s);
     Verdict v;
     v.gpus_lost(s);
-    if (!r.measurements[0].threshold && s.lost.empty()) {
+    if (!r.measurements[0].threshold && s.no_handle.empty()) {
       r.status = Status::kSkipped;
       r.message = "unknown SKU: " + seen + " seen, expected count unknown";
       return r;

@@ -55,10 +55,11 @@ class NvmlNvlinkCheck final : public NvmlCheck {
       // NVML reports every NVLink of a MIG-enabled GPU as inactive. DCGM works around it ("Bug
       // 200682374 - NVML reports links to MIG enabled GPUs as down. This causes health checks
       // to fail", dcgmlib/src/DcgmTopology.cpp) by treating them as disabled: so does Vigil
-      // (review F02). Current or pending MIG mode: the links of such a GPU are not judged.
+      // (review F02). Only the current mode counts: while MIG is merely pending the links
+      // still report their real state.
       unsigned mig_current = 0, mig_pending = 0;
       if (call(api.device_get_mig_mode, dev, &mig_current, &mig_pending) == NVML_SUCCESS &&
-          (mig_current == kNvmlDeviceMigEnable || mig_pending == kNvmlDeviceMigEnable)) {
+          mig_current == kNvmlDeviceMigEnable) {
         mig_gpus.push_back(g);
         continue;
       }
@@ -127,13 +128,16 @@ class NvmlNvlinkCheck final : public NvmlCheck {
       }
     }
 
-    std::string summary = std::to_string(links_up) + " NVLinks up";
+    std::string mig_note;
     if (!mig_gpus.empty()) {
-      summary += "; links of MIG-enabled ";
+      mig_note = "links of MIG-enabled ";
       for (size_t i = 0; i < mig_gpus.size(); ++i)
-        summary += (i ? ",gpu" : "gpu") + std::to_string(mig_gpus[i]);
-      summary += " not judged (NVML reports them inactive under MIG)";
+        mig_note += (i ? ",gpu" : "gpu") + std::to_string(mig_gpus[i]);
+      mig_note += " not judged (NVML reports them inactive under MIG)";
+      if (static_cast<int>(mig_gpus.size()) == s.count()) return skipped(name(), mig_note);
     }
+    std::string summary = std::to_string(links_up) + " NVLinks up";
+    if (!mig_note.empty()) summary += "; " + mig_note;
     if (!state.enabled()) {
       summary += "; no state dir, error counter deltas not measured";
     } else {

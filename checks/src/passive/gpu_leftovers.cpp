@@ -40,7 +40,10 @@ class GpuLeftoversCheck final : public Check {
     r.check = std::string(name());
     r.measurements.push_back(
         count_measurement("gpus_with_leftover_processes", static_cast<double>(left.size())));
-    const std::vector<std::string> unknowns = activity_unknowns(activity);
+    std::vector<std::string> unknowns = activity_unknowns(activity);
+    // A GPU without a handle was not looked at: "no process left" would be a claim about it.
+    const std::vector<std::string> blind = no_handle_unknowns(*session);
+    unknowns.insert(unknowns.end(), blind.begin(), blind.end());
     if (left.empty()) {
       if (!unknowns.empty()) return error(name(), short_list(unknowns, 3, "; ", "; "), kFaultQuery);
       r.message =

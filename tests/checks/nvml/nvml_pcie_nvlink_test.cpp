@@ -199,6 +199,14 @@ TEST_F(nvml_nvlink, links_of_a_mig_enabled_gpu_are_not_judged_as_down) {
   r = run(make_nvml_nvlink_check());
   EXPECT_EQ(r.status, Status::kFail);
   EXPECT_EQ(r.message.rfind("gpu5 nvlink4 down", 0), 0u) << r.message;
+
+  j["gpu_defaults"]["mig"] = true;  // every GPU in MIG mode: nothing to judge, and it says why
+  for (auto& g : j["gpus"]) g["mig"] = true;
+  use_fixture_json(j);
+  r = run(make_nvml_nvlink_check());
+  EXPECT_EQ(r.status, Status::kSkipped) << r.message;
+  EXPECT_NE(r.message.find("not judged (NVML reports them inactive under MIG)"), std::string::npos)
+      << r.message;
 }
 
 // Review F13: Blackwell drivers answer NOT_SUPPORTED for the legacy DL counters (nvml.h:

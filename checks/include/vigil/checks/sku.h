@@ -13,7 +13,7 @@
 namespace vigil {
 
 struct SkuMatch {
-  std::vector<std::string> gpu_names;        // substrings of nvmlDeviceGetName, e.g. "H100 80GB HBM3"
+  std::vector<std::string> gpu_names;        // full nvmlDeviceGetName names, e.g. "NVIDIA H100 80GB HBM3"
   std::vector<unsigned> pci_device_ids;      // PCI device id (upper 16 bits of pciDeviceId)
   int gpu_count = 0;                         // GPUs per node
 };
