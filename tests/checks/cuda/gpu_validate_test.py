@@ -56,6 +56,15 @@ class Run:
         shutil.rmtree(self.tmp)
 
 
+def summary_of(fixture):
+    """(exit status, summary.md) of an unchanged fixture."""
+    r = Run(fixture)
+    try:
+        return r.summary()
+    finally:
+        r.close()
+
+
 def line(text, item):
     """The summary row of an item: '| result | item | detail |'."""
     for l in text.splitlines():
@@ -164,11 +173,7 @@ class AcceptedH200Run(unittest.TestCase):
 
 class FinalH200Run(unittest.TestCase):
     def test_run_4_on_the_final_code_passes_and_detects_the_h200_by_its_id(self):
-        r = Run("2026-11-26-h200-run4.tar.gz")
-        try:
-            rc, text = r.summary()
-        finally:
-            r.close()
+        rc, text = summary_of("2026-11-26-h200-run4.tar.gz")
         self.assertEqual(rc, 0, text)
         self.assertIn("H200-SXM-141GB", line(text, "SKU detected with the shipped thresholds")[1])
 
@@ -177,11 +182,7 @@ class EarlierH200Runs(unittest.TestCase):
     """Runs 1 and 2 found defects; their summaries must say so."""
 
     def test_run_1_ib_ports_of_a_vm_and_a_slow_copy_kernel(self):
-        r = Run("2026-11-26-h200-run1.tar.gz")
-        try:
-            rc, text = r.summary()
-        finally:
-            r.close()
+        rc, text = summary_of("2026-11-26-h200-run1.tar.gz")
         self.assertEqual(rc, 1)
         self.assertIn("ib_port fail", line(text, "no fail, no error: suite quick")[1])
         self.assertEqual(line(text, "hook exit status 0 on a healthy GPU")[0], "fail")
@@ -189,11 +190,7 @@ class EarlierH200Runs(unittest.TestCase):
                          ("fail", "3987.3 / 4293.9 GB/s = 0.929 (goal within 5%)"))
 
     def test_run_2_memtest_unit_outside_the_schema(self):
-        r = Run("2026-11-26-h200-run2.tar.gz")
-        try:
-            rc, text = r.summary()
-        finally:
-            r.close()
+        rc, text = summary_of("2026-11-26-h200-run2.tar.gz")
         self.assertEqual(rc, 1)
         self.assertIn("unknown unit '%'", line(text, "no fail, no error: suite full")[1])
 
