@@ -1,7 +1,9 @@
 # Optional CUDA/NCCL support. AUTO: on when nvcc, cuBLAS and NCCL are found (/usr/local/cuda).
 set(VIGIL_CUDA_ENABLED OFF)
 set(VIGIL_CUDA_SUMMARY "")
-set(VIGIL_CUDA_ARCHS "80;90;100" CACHE STRING "CUDA architectures (A100=80, H100/H200=90, B200=100)")
+# Empty: A100=80, H100/H200=90 and, when the toolkit can build it (CUDA 12.8 or newer), B200=100.
+# A CUDA 12.x toolkit makes binaries for drivers before R580 (docs/driver-matrix.md).
+set(VIGIL_CUDA_ARCHS "" CACHE STRING "CUDA architectures (A100=80, H100/H200=90, B200=100); empty: by toolkit")
 
 if(NOT VIGIL_WITH_CUDA STREQUAL "OFF")
   if(NOT CMAKE_CUDA_COMPILER AND EXISTS /usr/local/cuda/bin/nvcc)
@@ -10,8 +12,19 @@ if(NOT VIGIL_WITH_CUDA STREQUAL "OFF")
   include(CheckLanguage)
   check_language(CUDA)
   if(CMAKE_CUDA_COMPILER)
-    set(CMAKE_CUDA_ARCHITECTURES ${VIGIL_CUDA_ARCHS})
+    if(VIGIL_CUDA_ARCHS)
+      set(CMAKE_CUDA_ARCHITECTURES ${VIGIL_CUDA_ARCHS})
+    endif()
     enable_language(CUDA)
+    if(NOT VIGIL_CUDA_ARCHS)
+      # sm_100 needs CUDA 12.8 (its release notes: Blackwell support); CUDA 13 still builds sm_80.
+      if(CMAKE_CUDA_COMPILER_VERSION VERSION_GREATER_EQUAL 12.8)
+        set(VIGIL_CUDA_ARCHS "80;90;100")
+      else()
+        set(VIGIL_CUDA_ARCHS "80;90")
+      endif()
+      set(CMAKE_CUDA_ARCHITECTURES ${VIGIL_CUDA_ARCHS})
+    endif()
     # CUDA sources follow CXX_STANDARD (20), but CMake 3.25 does not know nvcc's C++20 flag
     # (nvcc >= 12 has it). Teach it, unless the toolchain already does.
     if(NOT CMAKE_CUDA20_STANDARD_COMPILE_OPTION)

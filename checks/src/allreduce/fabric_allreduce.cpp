@@ -8,6 +8,7 @@
 // at its next partner while a bad node keeps failing (docs/vigil-check.md, "Fabric runs").
 #include "allreduce/allreduce_launch.h"
 #include "check_factories.h"
+#include "cuda/cuda_driver.h"
 #include "vigil/checks/gpu_probe.h"
 
 namespace vigil {
@@ -35,6 +36,9 @@ class FabricAllreduceCheck final : public Check {
   }
 
   CheckResult run(const CheckContext& ctx) override {
+    // NCCL and vigil-allreduce's CUDA runtime need a driver at least as new (cuda_driver.h).
+    if (ctx.fabric_backend == "nccl")
+      if (auto too_old = cuda_probe::skip_if_driver_too_old(kName)) return *too_old;
     AllreduceSpec spec;
     spec.check = kName;
     spec.fault_prefix = "VIGIL-FABRIC";

@@ -9,6 +9,7 @@
 
 #include "allreduce/allreduce_launch.h"
 #include "check_factories.h"
+#include "cuda/cuda_driver.h"
 #include "vigil/checks/gpu_probe.h"
 
 namespace vigil {
@@ -55,6 +56,8 @@ class NcclAllreduceCheck final : public Check {
   }
 
   CheckResult run(const CheckContext& ctx) override {
+    // NCCL and vigil-allreduce's CUDA runtime need a driver at least as new (cuda_driver.h).
+    if (auto too_old = cuda_probe::skip_if_driver_too_old(v_.name)) return *too_old;
     AllreduceSpec spec;
     spec.check = v_.name;
     spec.fault_prefix = "VIGIL-NCCL";

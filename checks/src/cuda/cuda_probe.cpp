@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "core/counter_state.h"
+#include "cuda/cuda_driver.h"
 #include "cuda/probe_result.h"
 #include "nvml/gpu_busy.h"
 
@@ -56,6 +57,9 @@ CheckResult run_on_each_gpu(const CheckContext& ctx, std::string_view check,
   // GPU numbers in reports must match the NVML checks' (PCI bus order); respect an explicit
   // choice by the operator.
   setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", /*overwrite=*/0);
+
+  // A driver too old for this build's runtime is the node's setup, not a fault (cuda_driver.h).
+  if (auto too_old = skip_if_driver_too_old(check)) return *too_old;
 
   int count = 0;
   if (cudaError_t e = cudaGetDeviceCount(&count); e != cudaSuccess) {

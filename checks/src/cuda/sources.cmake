@@ -6,6 +6,7 @@ if(VIGIL_CUDA_ENABLED)
   target_sources(vigil_checks PRIVATE
     ${CMAKE_CURRENT_LIST_DIR}/probe_result.cpp
     ${CMAKE_CURRENT_LIST_DIR}/cuda_probe.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/cuda_driver.cpp
     ${CMAKE_CURRENT_LIST_DIR}/cublaslt_loader.cpp
     ${CMAKE_CURRENT_LIST_DIR}/gpu_gemm.cu
     ${CMAKE_CURRENT_LIST_DIR}/gpu_hbm.cu
@@ -25,5 +26,6 @@ else()
   # probe_result.cpp is pure C++; built here too so its unit tests run in every build.
   target_sources(vigil_checks PRIVATE
     ${CMAKE_CURRENT_LIST_DIR}/probe_result.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/cuda_driver.cpp
     ${CMAKE_CURRENT_LIST_DIR}/cuda_unavailable.cpp)
 endif()
