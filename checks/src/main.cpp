@@ -32,7 +32,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-
 using namespace vigil_cli;  // env_or, hostname, now_unix, split_list, join, ... (cli_util.h)
 
 struct RunArgs {
@@ -84,7 +83,8 @@ int prepare(const RunArgs& a, vigil::Loaded<vigil::SkuSet>& skus, vigil::CheckCo
   if (!skus) {
     print_config_errors(skus.errors);
     std::cerr << "vigil-check: threshold files in " << dir << " are invalid; nothing was checked. "
-              << "Fix them (vigil-check thresholds validate " << dir << ") or pass --thresholds DIR.\n";
+              << "Fix them (vigil-check thresholds validate " << dir
+              << ") or pass --thresholds DIR.\n";
     return kExitError;
   }
   if (a.xid_wait_ms < 0 || a.xid_wait_ms > 30000) {
@@ -197,9 +197,9 @@ int emit(const RunArgs& a, const std::vector<vigil::NodeReport>& reports) {
       rc = kExitError;
     } else if (!a.quiet) {
       std::cerr << who << " "
-                << (posted->delivered ? "delivered to " + a.report_url
-                                      : "spooled to " + posted->spooled_path + " (" +
-                                            posted->last_error + ")")
+                << (posted->delivered
+                        ? "delivered to " + a.report_url
+                        : "spooled to " + posted->spooled_path + " (" + posted->last_error + ")")
                 << "\n";
     }
   }
@@ -215,7 +215,8 @@ bool select_checks(const RunArgs& a, const std::vector<std::unique_ptr<vigil::Ch
     bool known = false;
     for (const auto& c : checks) known |= c->name() == name;
     if (!known) {
-      std::cerr << "vigil-check: --only: unknown check '" << name << "' (vigil-check list shows them)\n";
+      std::cerr << "vigil-check: --only: unknown check '" << name
+                << "' (vigil-check list shows them)\n";
       return false;
     }
   }
@@ -320,7 +321,8 @@ int cmd_fabric(const RunArgs& a) {
               << join(ctx.fabric_nodes, ",") << "')\n";
     return kExitError;
   }
-  ctx.fabric_ranks = a.fabric_ranks > 0 ? a.fabric_ranks : std::atoi(env_or("SLURM_NTASKS", "0").c_str());
+  ctx.fabric_ranks =
+      a.fabric_ranks > 0 ? a.fabric_ranks : std::atoi(env_or("SLURM_NTASKS", "0").c_str());
   if (ctx.fabric_ranks < 2) {
     std::cerr << "vigil-check fabric: --ranks (or SLURM_NTASKS) must be at least 2\n";
     return kExitError;
@@ -340,8 +342,9 @@ int cmd_fabric(const RunArgs& a) {
   if (!select_checks(a, checks, opts)) return kExitError;
   const std::string pair = join(ctx.fabric_nodes, "+");
   if (!a.quiet) {
-    std::cerr << "vigil-check fabric: pair " << pair << ", " << ctx.fabric_ranks << " ranks, backend "
-              << ctx.fabric_backend << ", SKU " << (ctx.sku ? ctx.sku->name : "unknown")
+    std::cerr << "vigil-check fabric: pair " << pair << ", " << ctx.fabric_ranks
+              << " ranks, backend " << ctx.fabric_backend << ", SKU "
+              << (ctx.sku ? ctx.sku->name : "unknown")
               << (sku_note.empty() ? "" : " (" + sku_note + ")") << "\n";
   }
   const int64_t start = now_unix();
@@ -408,6 +411,8 @@ int cmd_hook(HookArgs& h) {
   act.spool_dir = a.spool_dir;
   act.auth = a.auth.to_report_auth();
   act.drain_wait = std::chrono::milliseconds(h.drain_wait_ms);
+  // The drainer's policy as it last sent it, for when it cannot be reached (docs/hooks.md).
+  if (!ctx.state_dir.empty()) act.policy_cache = ctx.state_dir + "/drainer-policy.json";
   const std::string conf = h.slurm_conf;
   act.slurm = [conf] { return vigil::slurm::make_libslurm_api(conf); };
   const vigil::hook::Outcome out = vigil::hook::act(report, act);
@@ -419,7 +424,7 @@ int cmd_hook(HookArgs& h) {
   std::cerr << "vigil-check hook " << h.mode << ": node " << ctx.node << ", "
             << vigil::to_string(report.overall()) << " in " << took << " s; report " << out.delivery
             << "; " << out.action << "\n";
-  return vigil::hook::exit_code(report);
+  return out.exit_code;
 }
 
 }  // namespace
@@ -439,13 +444,16 @@ int main(int argc, char** argv) {
     cmd->add_option("--run-id", r.run_id, "Unique id of this run (default: node-time-pid)");
     cmd->add_option("--nvml-library", r.nvml_library, "NVML library to dlopen");
     cmd->add_option("--sysfs-root", r.sysfs_root, "Root under which /sys/class/infiniband is read");
-    cmd->add_option("--state-dir", r.state_dir, "Where previous counter readings are kept for deltas");
+    cmd->add_option("--state-dir", r.state_dir,
+                    "Where previous counter readings are kept for deltas");
     cmd->add_option("--allreduce-binary", r.allreduce_binary,
                     "vigil-allreduce or a site's nccl-tests all_reduce_perf");
     cmd->add_option("--mpirun", r.mpirun, "mpirun to launch all_reduce with");
-    cmd->add_option("--report-url", r.report_url, "POST the report to vigil-drainer (retries, then spools)")
+    cmd->add_option("--report-url", r.report_url,
+                    "POST the report to vigil-drainer (retries, then spools)")
         ->envname("VIGIL_REPORT_URL");
-    cmd->add_option("--token-file", r.token_file, "Bearer token for --report-url")->envname("VIGIL_TOKEN_FILE");
+    cmd->add_option("--token-file", r.token_file, "Bearer token for --report-url")
+        ->envname("VIGIL_TOKEN_FILE");
     cmd->add_option("--ca-file", r.ca_file, "CA (PEM) that an https --report-url must chain to")
         ->envname("VIGIL_CA_FILE");
     cmd->add_option("--spool-dir", r.spool_dir, "Spool the report here when it cannot be delivered")
@@ -458,21 +466,28 @@ int main(int argc, char** argv) {
   RunArgs run;
   auto* run_cmd = app.add_subcommand("run", "Run the checks on this node and report");
   add_common(run_cmd, run);
-  run_cmd->add_option("--k8s-node", run.k8s_node, "Kubernetes Node name of this node")->envname("VIGIL_K8S_NODE");
+  run_cmd->add_option("--k8s-node", run.k8s_node, "Kubernetes Node name of this node")
+      ->envname("VIGIL_K8S_NODE");
   run_cmd->add_option("--xid-wait-ms", run.xid_wait_ms, "How long nvml_xid listens for XID events");
 
   RunArgs fabric;
   auto* fabric_cmd = app.add_subcommand(
-      "fabric", "Inside `sbatch -N 2`: all_reduce across the pair over InfiniBand; one report per node");
+      "fabric",
+      "Inside `sbatch -N 2`: all_reduce across the pair over InfiniBand; one report per node");
   add_common(fabric_cmd, fabric);
-  fabric_cmd->add_option("--nodes", fabric.fabric_nodes, "The allocation's nodes (comma-separated)")->required();
-  fabric_cmd->add_option("--ranks", fabric.fabric_ranks, "MPI ranks across the pair (default: $SLURM_NTASKS)");
-  fabric_cmd->add_option("--backend", fabric.fabric_backend, "nccl, or host on CPU-only test clusters")
+  fabric_cmd->add_option("--nodes", fabric.fabric_nodes, "The allocation's nodes (comma-separated)")
+      ->required();
+  fabric_cmd->add_option("--ranks", fabric.fabric_ranks,
+                         "MPI ranks across the pair (default: $SLURM_NTASKS)");
+  fabric_cmd
+      ->add_option("--backend", fabric.fabric_backend, "nccl, or host on CPU-only test clusters")
       ->check(CLI::IsMember({"nccl", "host"}));
-  fabric_cmd->add_option("--min-bytes", fabric.min_bytes, "Smallest message (default 1G; full 512M)");
+  fabric_cmd->add_option("--min-bytes", fabric.min_bytes,
+                         "Smallest message (default 1G; full 512M)");
   fabric_cmd->add_option("--max-bytes", fabric.max_bytes, "Largest message (default 4G; full 8G)");
-  fabric_cmd->add_option("--rounds", fabric.fabric_rounds,
-                         "With more than 2 nodes: rounds of pairs with rotating partners (default 3)");
+  fabric_cmd->add_option(
+      "--rounds", fabric.fabric_rounds,
+      "With more than 2 nodes: rounds of pairs with rotating partners (default 3)");
   fabric_cmd->add_option("--topology", fabric.topology,
                          "With more than 2 nodes: a '<node> <leaf switch>' map file, or 'slurm' "
                          "(Slurm's topology/tree), to tell a slow switch from a slow node "
@@ -512,7 +527,9 @@ int main(int argc, char** argv) {
       ->envname("VIGIL_REPORT_URL");
   hook_cmd->add_option("--token-file", hook.run.token_file, "Bearer token for --report-url")
       ->envname("VIGIL_TOKEN_FILE");
-  hook_cmd->add_option("--ca-file", hook.run.ca_file, "CA (PEM) that an https --report-url must chain to")
+  hook_cmd
+      ->add_option("--ca-file", hook.run.ca_file,
+                   "CA (PEM) that an https --report-url must chain to")
       ->envname("VIGIL_CA_FILE");
   hook_cmd
       ->add_option("--spool-dir", hook.run.spool_dir,
@@ -534,7 +551,8 @@ int main(int argc, char** argv) {
   auto* th_cmd = app.add_subcommand("thresholds", "Threshold files");
   th_cmd->require_subcommand(1);
   std::string validate_dir;
-  auto* validate_cmd = th_cmd->add_subcommand("validate", "Validate a directory of SKU threshold files");
+  auto* validate_cmd =
+      th_cmd->add_subcommand("validate", "Validate a directory of SKU threshold files");
   validate_cmd->add_option("dir", validate_dir, "Thresholds directory")->required();
 
   auto* report_cmd = app.add_subcommand("report", "Work with NodeReport files");

@@ -380,10 +380,8 @@ PolicyConfig default_policy() {
   PolicyConfig p;
   p.defaults = {2, 2};
   // Hard hardware findings: one failing report is enough (DCGM treats these as FAIL).
-  // kmsg_xid and gpu_leftovers: the Slurm hooks' fatal findings (vigil::hook::is_fatal_check).
-  p.fatal_checks = {"gpu_count",     "nvml_ecc",  "nvml_row_remap", "nvml_retired_pages",
-                    "nvml_xid",      "ib_port",   "gpu_memtest",    "kmsg_xid",
-                    "gpu_leftovers", "gpu_sanity"};
+  // The one list the Slurm hooks use too (vigil/report/drain_decision.h).
+  p.fatal_checks = default_fatal_checks();
   p.fatal_fault_codes = {};
   // Fail-slow verdicts (overridden by the detection section of the config).
   const DetectionSettings detection;

@@ -298,4 +298,58 @@ VoidResult Drainer::reset_breaker() {
   return journal_->sync();
 }
 
+// The verdict a node's latest decision gives on the report it decided.
+ReportDecision verdict_of(const NodeState& s, const NodeReport& r) {
+  ReportDecision d{r.node, r.run_id, DrainVerdict::kUnknown, "", s.note};
+  if (s.last_run_id != r.run_id) {
+    d.why = "the node has decided a newer report since";
+    return d;
+  }
+  if (s.last_action == to_string(Action::kDrain)) {
+    d.verdict = DrainVerdict::kDrain;
+  } else if (s.last_action == to_string(Action::kWouldDrain)) {
+    d.verdict = DrainVerdict::kDryRun;
+  } else if (s.last_action == to_string(Action::kBreakerBlocked)) {
+    d.verdict = DrainVerdict::kBreakerHeld;
+  } else if (s.drained_by_vigil) {
+    d.verdict = DrainVerdict::kAlreadyDrained;
+  } else if (s.health == NodeHealth::kDrained) {
+    d.verdict = DrainVerdict::kOtherOwner;
+  } else {
+    d.verdict = DrainVerdict::kNoDrain;
+  }
+  if (d.verdict != DrainVerdict::kNoDrain) d.reason = s.reason;
+  return d;
+}
+
+std::vector<ReportDecision> Drainer::decide_now(const std::vector<NodeReport>& reports) {
+  process_pending();
+  std::vector<ReportDecision> out;
+  std::lock_guard lk(mu_);
+  for (const auto& r : reports) {
+    auto it = nodes_.find(r.node);
+    if (it == nodes_.end()) {
+      out.push_back({r.node, r.run_id, DrainVerdict::kUnknown, "", "not decided"});
+      continue;
+    }
+    out.push_back(verdict_of(it->second, r));
+  }
+  return out;
+}
+
+SharedDrainPolicy Drainer::shared_policy() const {
+  SharedDrainPolicy p;
+  p.fatal_checks = cfg_.policy.fatal_checks;
+  p.dry_run = cfg_.dry_run;
+  p.breaker_max_drains = cfg_.breaker.max_drains;
+  p.breaker_max_percent = cfg_.breaker.max_percent;
+  p.breaker_window_s = cfg_.breaker.window_s;
+  p.source = "vigil-drainer";
+  {
+    std::lock_guard lk(mu_);
+    p.breaker_open = breaker_.open;
+  }
+  return p;
+}
+
 }  // namespace vigil::drainer

@@ -163,7 +163,14 @@ HttpReply HttpApi::handle(const HttpRequest& req) const {
         r.headers.emplace_back("Retry-After", "5");
         return r;
       }
-      return json_reply(202, {{"accepted", out->accepted}, {"duplicates", out->duplicates}});
+      ReportReply reply;
+      reply.accepted = out->accepted;
+      reply.duplicates = out->duplicates;
+      if (req.want_decision) {  // a Slurm hook: it obeys the verdict (docs/hooks.md)
+        reply.decisions = d_.decide_now(*parsed.value);
+        reply.policy = d_.shared_policy();
+      }
+      return json_reply(202, to_json(reply));
     }
     case Route::kNodes: {
       nlohmann::json nodes = nlohmann::json::array();

@@ -12,6 +12,7 @@
 #include "http_route.h"
 #include "vigil/drainer/config.h"
 #include "vigil/drainer/drainer.h"
+#include "vigil/report/drain_decision.h"
 
 namespace vigil::drainer {
 
@@ -21,6 +22,7 @@ struct HttpRequest {
   std::string authorization;
   std::optional<std::string> content_length;  // header value as sent
   std::string body;
+  bool want_decision = false;  // kDecisionHeader: 1 (POST /v1/reports: answer with verdicts)
 };
 
 struct HttpReply {

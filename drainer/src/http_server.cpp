@@ -98,6 +98,9 @@ struct HttpServer::Impl {
         ex->req.authorization = a;
       if (const char* l = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length"))
         ex->req.content_length = l;
+      if (const char* w =
+              MHD_lookup_connection_value(c, MHD_HEADER_KIND, std::string(kDecisionHeader).c_str()))
+        ex->req.want_decision = std::string_view(w) == "1";
       if (auto early = self->api.before_body(ex->req)) return send(c, *early);
       return MHD_YES;
     }

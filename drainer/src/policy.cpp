@@ -1,12 +1,12 @@
 // Pure policy engine: see policy.h and docs/drainer.md "Policy".
 #include "vigil/drainer/policy.h"
 
-#include "vigil/slurm/reason.h"
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <nlohmann/json.hpp>
+
+#include "vigil/slurm/reason.h"
 
 namespace vigil::drainer {
 namespace {
@@ -52,7 +52,6 @@ bool contains(const std::vector<std::string>& v, const std::string& x) {
 }
 
 }  // namespace
-
 
 std::string_view to_string(NodeHealth h) {
   switch (h) {
@@ -273,16 +272,15 @@ Decision PolicyEngine::on_report(const NodeState* prev, const NodeReport& r,
     auto& times = breaker_window(d.breaker, group, now, breaker_.window_s);
     const int next = static_cast<int>(times.size()) + 1;
     const int gsize = std::max(group_size, 1);
-    const int pct_cap =
-        std::max(1, static_cast<int>(std::floor(gsize * breaker_.max_percent / 100.0 + 1e-9)));
-    if (next > breaker_.max_drains || next > pct_cap) {
+    const int cap = breaker_cap(breaker_.max_drains, breaker_.max_percent, gsize);
+    if (next > cap) {
       d.breaker.open = true;
       d.breaker.opened_at = now;
       d.breaker.why = "drain #" + std::to_string(next) + " in " + group + " within " +
                       std::to_string(breaker_.window_s) + "s exceeds cap (max_drains " +
                       std::to_string(breaker_.max_drains) + ", max_percent " +
                       std::to_string(static_cast<int>(breaker_.max_percent)) + "% of " +
-                      std::to_string(gsize) + " nodes = " + std::to_string(pct_cap) + ")";
+                      std::to_string(gsize) + " nodes: " + std::to_string(cap) + ")";
       return finish(Action::kBreakerBlocked, NodeHealth::kWouldDrain,
                     "circuit breaker opened: " + d.breaker.why);
     }
@@ -343,7 +341,8 @@ std::optional<NodeState> PolicyEngine::on_tick(const NodeState& s) const {
   return n;
 }
 
-Decision PolicyEngine::on_operator_resume(const NodeState& s, const slurm::SlurmNodeInfo* slurm) const {
+Decision PolicyEngine::on_operator_resume(const NodeState& s,
+                                          const slurm::SlurmNodeInfo* slurm) const {
   Decision d;
   d.before = s.health;
   NodeState n = s;

@@ -9,14 +9,22 @@
 //   d) drainer down: the hook drains itself, the spooled report is ingested later, no second
 //      Slurm action;
 //   e) a hung NVML call: the time box makes it `error`, no drain, the job runs.
+//   f) a bad thresholds file on every node (H100 gpu_count 9), the hook as Epilog, a drainer
+//      with breaker max_drains 1: one node drained, the other's drain held by the drainer's
+//      breaker (hook exits 0), no job requeued; then with the drainer down, the hook's own
+//      breaker holds it too (issue 23).
 // libslurm binds a process to one slurm.conf, so every test here shares one cluster.
 #include <gtest/gtest.h>
+#include <httplib.h>
 
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
+#include <regex>
 #include <sstream>
 #include <thread>
 
@@ -68,6 +76,7 @@ class HookOnCluster : public ::testing::Test {
         "[[ $mode != healthcheck || -e " +
         w +
         "/healthcheck.on ]] || exit 0\n"
+        "[[ $mode != prolog || -z ${EPILOG_ONLY:-} ]] || exit 0\n"
         "mkdir -p " +
         w + "/out " + w +
         "/log\n"
@@ -84,6 +93,7 @@ class HookOnCluster : public ::testing::Test {
         w + "/state --spool-dir " + w +
         "/spool"
         " --report-url \"$URL\" --slurm-conf \"$CONF\" --time-box \"$TIME_BOX\""
+        " ${THRESHOLDS:+--thresholds \"$THRESHOLDS\"}"
         " --format json -o " +
         w + "/out/$mode-$n-$$.json 2>>" + w + "/log/hook-$n.log\n";
     for (const char* mode : {"prolog", "epilog", "healthcheck"}) {
@@ -131,17 +141,19 @@ class HookOnCluster : public ::testing::Test {
   void faulty(const std::string& n) {
     put(w() + "/nvml/" + n + ".json", slurp(kNodes + "/gpu-2/nvml.json"));
   }
-  void write_env(const std::string& url, int time_box) {
+  // extra: more hook.env lines (THRESHOLDS=dir, EPILOG_ONLY=1).
+  void write_env(const std::string& url, int time_box, const std::string& extra = "") {
     put(w() + "/hook.env", "URL=" + url + "\nCONF=" + cluster_->slurm_conf() +
-                               "\nTIME_BOX=" + std::to_string(time_box) + "\n");
+                               "\nTIME_BOX=" + std::to_string(time_box) + "\n" + extra);
   }
-  void start_drainer() {
+  void start_drainer(const std::function<void(vigil::drainer::DrainerConfig&)>& tune = {}) {
     cfg_ = vigil::drainer::DrainerConfig{};
     cfg_.auth_enabled = false;
     cfg_.listen_port = 0;
     cfg_.state_dir = w() + "/drainer";
     cfg_.policy = vigil::drainer::default_policy();
     cfg_.slurm.batch_window_ms = 50;
+    if (tune) tune(cfg_);
     drainer_ = std::make_unique<vigil::drainer::Drainer>(
         cfg_, vigil::slurm::make_libslurm_api(cluster_->slurm_conf()), nullptr, clock_);
     ASSERT_TRUE(drainer_->open().ok());
@@ -288,6 +300,10 @@ TEST_F(HookOnCluster, healthcheck_drains_an_idle_node_within_one_interval) {
   put(w() + "/healthcheck.on", "");
   auto took = wait_drained("gpu-1", std::chrono::seconds(kHealthInterval * 3));
   fs::remove(w() + "/healthcheck.on");
+  // A health check slurmd started before the file went away may still be running: let it end
+  // here, not in the next test (it would drain gpu-1 again there, after that test's resume).
+  cluster_->shell("for i in $(seq 150); do pgrep -f 'vigil-check hook healthcheck' >/dev/null || "
+                  "exit 0; sleep 0.2; done");
   ASSERT_TRUE(took) << hook_log("gpu-1");
   EXPECT_EQ(drain_reason("gpu-1").rfind("vigil: remap", 0), 0u);
   EXPECT_EQ(drain_reason("gpu-0"), "");
@@ -332,6 +348,126 @@ TEST_F(HookOnCluster, drainer_down_the_hook_drains_itself_and_the_spooled_report
   const std::string after = cluster_->run({"scontrol", "show", "node", "gpu-0", "-o"}).out;
   auto reason_field = [](const std::string& s) { return s.substr(s.find("Reason=")); };
   EXPECT_EQ(reason_field(after), reason_field(before));  // same reason, same user and time stamp
+}
+
+TEST_F(HookOnCluster, a_bad_thresholds_file_everywhere_drains_one_node_and_requeues_nothing) {
+  // The thresholds a bad roll-out put on every node: an H100 node must show 9 GPUs.
+  const std::string bad = w() + "/thresholds-bad";
+  fs::remove_all(bad);
+  fs::copy(std::string(VIGIL_SOURCE_DIR) + "/checks/thresholds", bad);
+  std::string h100 = slurp(bad + "/h100-sxm5-80gb.yaml");
+  h100 = std::regex_replace(h100, std::regex("gpu_count: 8"), "gpu_count: 9");
+  h100 = std::regex_replace(h100, std::regex("fail: 8, unit: count"), "fail: 9, unit: count");
+  ASSERT_NE(h100.find("fail: 9, unit: count"), std::string::npos);
+  put(bad + "/h100-sxm5-80gb.yaml", h100);
+  stop_drainer();
+  start_drainer([](vigil::drainer::DrainerConfig& c) { c.breaker.max_drains = 1; });
+  const std::string extra = "THRESHOLDS=" + bad + "\nEPILOG_ONLY=1\n";
+  write_env(url_, 30, extra);
+
+  // One short job per node, one after the other, each followed by its epilog.
+  std::vector<long> jobs;
+  for (const char* n : {"gpu-0", "gpu-1"}) {
+    std::string why;
+    auto id = cluster_->submit({"-w", n, "-o", "/dev/null", "--wrap", "true"}, {}, &why);
+    ASSERT_TRUE(id) << why;
+    jobs.push_back(*id);
+    const size_t before = hook_log(n).size();
+    ASSERT_TRUE(cluster_->wait_for_jobs({*id}, std::chrono::seconds(60)))
+        << cluster_->run({"scontrol", "show", "job", std::to_string(*id)}).out
+        << cluster_->run({"scontrol", "show", "node", "-o"}).out << hook_log(n)
+        << (drainer_->node("gpu-1") ? to_json(*drainer_->node("gpu-1")).dump() : "no gpu-1") << "\n"
+        << slurp(w() + "/drainer/audit.jsonl")
+        << cluster_
+               ->shell("grep -hn 'gpu-1\\|rain\\|pilog' " + cluster_->dir() +
+                       "/log/*.log | tail -60")
+               .out;
+    // The epilog has run when its line is in the log.
+    const auto until = Clock::now() + std::chrono::seconds(40);
+    while (hook_log(n).find("vigil-check hook epilog", before) == std::string::npos &&
+           Clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    ASSERT_NE(hook_log(n).find("vigil-check hook epilog", before), std::string::npos)
+        << hook_log(n);
+  }
+  EXPECT_EQ(drain_reason("gpu-0").rfind("vigil: gpu-count 8 of 9 GPUs", 0), 0u)
+      << hook_log("gpu-0");
+  EXPECT_EQ(drain_reason("gpu-1"), "") << hook_log("gpu-1");
+  EXPECT_NE(hook_log("gpu-1").find("drain held by vigil-drainer's circuit breaker"),
+            std::string::npos)
+      << hook_log("gpu-1");
+  for (long id : jobs) {
+    EXPECT_EQ(cluster_->job_field(id, "JobState"), "COMPLETED");
+    EXPECT_EQ(cluster_->job_field(id, "Restarts"), "0");
+  }
+  // What `vigil-drainer status` prints (GET /v1/nodes) and the metrics show the held drain.
+  {
+    httplib::Client cli(url_);
+    auto r = cli.Get("/v1/nodes");
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200);
+    const auto j = nlohmann::json::parse(r->body);
+    bool seen = false;
+    for (const auto& n : j["nodes"])
+      if (n["node"] == "gpu-1") {
+        seen = true;
+        EXPECT_EQ(n["last_action"], "breaker_blocked") << n.dump();
+      }
+    EXPECT_TRUE(seen) << r->body;
+    EXPECT_EQ(j["breaker"]["open"], true) << r->body;
+  }
+  auto n1 = drainer_->node("gpu-1");
+  ASSERT_TRUE(n1);
+  EXPECT_EQ(n1->last_action, "breaker_blocked");
+  EXPECT_EQ(n1->health, vigil::drainer::NodeHealth::kWouldDrain);
+  EXPECT_TRUE(drainer_->breaker().open);
+  const std::string metrics = drainer_->metrics_text();
+  EXPECT_NE(metrics.find("vigil_circuit_breaker_open 1"), std::string::npos);
+  EXPECT_TRUE(std::regex_search(
+      metrics,
+      std::regex(R"(vigil_node_state\{[^}]*node="gpu-1"[^}]*state="would_drain"[^}]*\} 1)")))
+      << metrics;
+
+  // One short job on gpu-1 with the drainer gone; what its epilog's hook logged.
+  auto job_on_gpu1 = [&]() -> std::string {
+    const size_t before = hook_log("gpu-1").size();
+    std::string why;
+    auto id = cluster_->submit({"-w", "gpu-1", "-o", "/dev/null", "--wrap", "true"}, {}, &why);
+    EXPECT_TRUE(id) << why;
+    if (!id) return "";
+    EXPECT_TRUE(cluster_->wait_for_jobs({*id}, std::chrono::seconds(60)))
+        << cluster_->run({"scontrol", "show", "job", std::to_string(*id)}).out;
+    const auto until = Clock::now() + std::chrono::seconds(40);
+    while (hook_log("gpu-1").find("vigil-check hook epilog", before) == std::string::npos &&
+           Clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    EXPECT_EQ(cluster_->job_field(*id, "Restarts"), "0");
+    return hook_log("gpu-1").substr(before);
+  };
+  // The drainer goes away. Its last answer (kept in the hook's state dir) said its breaker was
+  // open, and it stays open until an operator resets it: the hook holds too.
+  stop_drainer();
+  write_env("http://127.0.0.1:1", 30, extra);
+  std::string log = job_on_gpu1();
+  EXPECT_NE(log.find("drain held: vigil-drainer's circuit breaker was open when it last answered "
+                     "(policy from vigil-drainer at "),
+            std::string::npos)
+      << log;
+  EXPECT_EQ(drain_reason("gpu-1"), "") << log;
+  // Had the breaker been closed (say, reset after that answer), the hook's own breaker counts
+  // the vigil drain Slurm shows on gpu-0 (its reason_time from slurmctld) against max_drains 1.
+  put(w() + "/state/drainer-policy.json",
+      R"({"breaker":{"max_drains":1},"breaker_open":false,"source":"the test"})");
+  log = job_on_gpu1();
+  EXPECT_NE(log.find("drain held by the hook's circuit breaker: 1 node(s) of partition gpu "
+                     "drained by vigil in the last 3600 s, cap 1"),
+            std::string::npos)
+      << log;
+  EXPECT_EQ(drain_reason("gpu-1"), "") << log;
+  std::printf(
+      "[ measured ] bad thresholds on 2 of 2 nodes, breaker max_drains 1: drained %s; gpu-1 held "
+      "by the drainer's breaker, then (drainer down) by its last answer and by the hook's own\n",
+      drain_reason("gpu-0").c_str());
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #pragma once
 // In-memory fakes of slurm::SlurmApi / kube::KubeApi and report builders for drainer unit tests.
 #include <atomic>
+#include <ctime>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -9,8 +10,8 @@
 #include <utility>
 #include <vector>
 
-#include "vigil/report/report.h"
 #include "vigil/kube/kube_api.h"
+#include "vigil/report/report.h"
 #include "vigil/slurm/slurm_api.h"
 
 namespace vigil::testing {
@@ -64,6 +65,7 @@ class FakeSlurm : public slurm::SlurmApi {
     for (const auto& n : ns) {
       nodes[n].drain = true;
       nodes[n].reason = reason;
+      nodes[n].reason_time = static_cast<int64_t>(std::time(nullptr));  // as slurmctld stamps it
     }
     return ok_result();
   }
@@ -74,6 +76,7 @@ class FakeSlurm : public slurm::SlurmApi {
     for (const auto& n : ns) {
       nodes[n].drain = false;
       nodes[n].reason.clear();
+      nodes[n].reason_time = 0;
     }
     return ok_result();
   }

@@ -16,6 +16,7 @@
 
 #include "vigil/base/httplib_tls.h"
 #include "vigil/munge/munge.h"
+#include "vigil/report/drain_decision.h"
 
 namespace vigil {
 namespace {
@@ -75,7 +76,8 @@ std::string tls_setup_problem(const Url& u, const std::string& ca_file) {
 std::string connection_error(httplib::Client& cli, httplib::Error e, const std::string& ca_file) {
   const std::string ca = ca_file.empty() ? "the system's CAs" : "the CA in '" + ca_file + "'";
   if (auto f = tls_verify_failure(cli, e)) {
-    if (f->wrong_name) return "TLS: the drainer's certificate does not name the host in the report URL";
+    if (f->wrong_name)
+      return "TLS: the drainer's certificate does not name the host in the report URL";
     return "TLS: the drainer's certificate is not trusted by " + ca + " (" + f->why + ")";
   }
   if (e == httplib::Error::SSLLoadingCerts) return "TLS: cannot load " + ca;
@@ -177,6 +179,7 @@ void post_body(const std::string& body, const ReportClientOptions& opts, int max
     out.attempts = attempt;
     httplib::Headers headers;
     if (!token.empty()) headers.emplace("Authorization", "Bearer " + token);
+    if (opts.want_decision) headers.emplace(std::string(kDecisionHeader), "1");
     if (opts.auth.mode == ReportAuthMode::kMunge) {
       auto cred = munge::encode(payload, {opts.auth.munge_socket, opts.auth.munge_ttl_s});
       if (!cred.ok()) {  // munged down: no attempt can succeed, spool
@@ -188,9 +191,11 @@ void post_body(const std::string& body, const ReportClientOptions& opts, int max
     }
     auto res = cli.Post(url->path.c_str(), headers, body, "application/json");
     if (res) {
+      out.reached = true;
       out.last_http_status = res->status;
       if (res->status >= 200 && res->status < 300) {
         out.delivered = true;
+        out.reply_body = res->body;
         return;
       }
       out.last_error = "HTTP " + std::to_string(res->status) + ": " + res->body.substr(0, 300);
@@ -202,6 +207,8 @@ void post_body(const std::string& body, const ReportClientOptions& opts, int max
     } else {
       out.last_http_status = 0;
       out.last_error = connection_error(cli, res.error(), opts.ca_file);
+      if (res.error() == httplib::Error::Read || res.error() == httplib::Error::Write)
+        out.reached = true;
       // An untrusted certificate stays untrusted: spool at once instead of retrying.
       if (tls_verify_failure(cli, res.error()) || res.error() == httplib::Error::SSLLoadingCerts)
         return;
@@ -262,7 +269,13 @@ Result<PostOutcome> post_report(const NodeReport& report, const ReportClientOpti
   if (out.delivered) {
     if (opts.auth.mode == ReportAuthMode::kMunge && !opts.spool_dir.empty() &&
         opts.resend_max_files > 0)
-      out.resent = resend_spool(opts.spool_dir, opts, opts.resend_max_files);
+    {
+      // Old spooled reports are only delivered: a verdict on stale evidence helps nobody and
+      // costs the drainer a decision pass inside slurmd's time budget.
+      ReportClientOptions resend = opts;
+      resend.want_decision = false;
+      out.resent = resend_spool(opts.spool_dir, resend, opts.resend_max_files);
+    }
     return out;
   }
   if (opts.spool_dir.empty())

@@ -49,6 +49,19 @@ std::vector<std::string> strings(const json& j, const char* key) {
   return out;
 }
 
+// A time stamp: a plain number up to v0.0.39, {"set": bool, "number": N} from v0.0.40
+// (Slurm's *_no_val structs); 0 when absent or unset.
+int64_t time_stamp(const json& j, const char* key) {
+  const auto it = j.find(key);
+  if (it == j.end()) return 0;
+  if (it->is_number_integer()) return it->get<int64_t>();
+  if (it->is_object() && it->value("set", false)) {
+    const auto num = it->find("number");
+    if (num != it->end() && num->is_number_integer()) return num->get<int64_t>();
+  }
+  return 0;
+}
+
 SlurmNodeInfo to_node_info(const json& n) {
   SlurmNodeInfo info;
   info.name = str(n, "name");
@@ -70,6 +83,7 @@ SlurmNodeInfo to_node_info(const json& n) {
     }
   }
   info.reason = str(n, "reason");
+  info.reason_time = time_stamp(n, "reason_changed_at");
   info.partitions = strings(n, "partitions");
   info.address = str(n, "address");
   info.hostname = str(n, "hostname");

@@ -79,6 +79,7 @@ SlurmNodeInfo to_node_info(const node_info_t& n) {
   info.maint = (n.node_state & NODE_STATE_MAINT) != 0;
   info.reserved = (n.node_state & NODE_STATE_RES) != 0;
   if (n.reason != nullptr) info.reason = n.reason;
+  info.reason_time = static_cast<int64_t>(n.reason_time);
   info.partitions = split_commas(n.partitions);
   if (n.node_addr != nullptr) info.address = n.node_addr;
   if (n.node_hostname != nullptr) info.hostname = n.node_hostname;

@@ -11,6 +11,7 @@
 
 #include "vigil/base/result.h"
 #include "vigil/detect/config.h"
+#include "vigil/report/drain_decision.h"
 #include "vigil/slurm/slurm_rest.h"
 
 namespace vigil::drainer {
@@ -37,9 +38,9 @@ struct PolicyConfig {
 };
 
 struct BreakerConfig {
-  int max_drains = 10;      // new drains per window per partition/SKU group
-  double max_percent = 50;  // ... and at most this percent of the group's nodes
-  int64_t window_s = 3600;  // sliding window
+  int max_drains = kDefaultBreakerMaxDrains;       // new drains per window per partition/SKU group
+  double max_percent = kDefaultBreakerMaxPercent;  // ... and at most this percent of its nodes
+  int64_t window_s = kDefaultBreakerWindowS;       // sliding window
 };
 
 enum class NodeMapping { kIdentity, kReport, kPodLookup };

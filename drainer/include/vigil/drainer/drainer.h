@@ -30,6 +30,7 @@
 #include "vigil/drainer/policy.h"
 #include "vigil/drainer/run_ids.h"
 #include "vigil/kube/kube_api.h"
+#include "vigil/report/drain_decision.h"
 #include "vigil/report/report.h"
 #include "vigil/slurm/slurm_api.h"
 
@@ -73,6 +74,13 @@ class Drainer {
   // Reads every *.json in dir (one report or an array per file), ingests, deletes the file
   // once durable; unparsable files move to dir/rejected/. Returns the number of files taken.
   Result<int> ingest_dir(const std::string& dir);
+
+  // Decides every accepted report now (process_pending) and returns the verdict on each of
+  // `reports` (a Slurm hook waits for it: docs/hooks.md "Who drains"). kUnknown for a report
+  // whose node has decided a newer one since.
+  std::vector<ReportDecision> decide_now(const std::vector<NodeReport>& reports);
+  // What a hook needs of this drainer's configuration to act alone when it cannot reach it.
+  SharedDrainPolicy shared_policy() const;
 
   // ---- steps, driven by the threads or by hand (one-shot commands, tests) ----
   int process_pending();      // decides every accepted report not yet decided; returns count
@@ -168,7 +176,7 @@ class Drainer {
 
   // Lock order: pass_mu_ -> decide_mu_ -> ingest_mu_ -> mu_. Every journal append happens under
   // ingest_mu_ or mu_, so holding all three gives a consistent snapshot.
-  mutable std::mutex ingest_mu_;                   // guards seen_runs_, undecided_
+  mutable std::mutex ingest_mu_;                  // guards seen_runs_, undecided_
   std::map<std::string, RunIdWindow> seen_runs_;  // node -> its recent run ids (run_ids.h)
   std::deque<Accepted> undecided_;
   mutable std::mutex mu_;  // guards everything below, and each lane's backoff

@@ -44,6 +44,9 @@ struct ReportClientOptions {
   // once, so a retry cannot reuse one), and after a delivery the spool is resent (below).
   ReportAuth auth;
   int resend_max_files = 16;  // spooled files resent after a delivery (kMunge); 0: none
+  // Ask the drainer to decide the report before it answers (kDecisionHeader,
+  // vigil/report/drain_decision.h); the verdict comes back in PostOutcome::reply_body.
+  bool want_decision = false;
 };
 
 struct SpoolResend {
@@ -57,7 +60,12 @@ struct PostOutcome {
   bool delivered = false;  // 2xx from the drainer
   int attempts = 0;
   int last_http_status = 0;  // 0: no HTTP answer (connection error)
+  // The drainer was reached: an attempt got an HTTP answer, or failed after the connection was
+  // made (read/write error or timeout, so the report may have been taken). False: nothing could
+  // connect (refused, unreachable, connect timeout, TLS handshake or certificate).
+  bool reached = false;
   std::string last_error;
+  std::string reply_body;    // the drainer's 2xx body (report_reply_from_json reads it)
   std::string spooled_path;  // set when spooled
   SpoolResend resent;        // auth munge: what the resend after a delivery did
 };

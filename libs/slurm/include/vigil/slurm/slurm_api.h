@@ -2,6 +2,7 @@
 // Thin interface over libslurm so the policy engine and tests can swap it. The real
 // implementation (slurm_client.cpp) calls slurm_load_node / slurm_update_node only; it never
 // shells out to scontrol.
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -17,9 +18,10 @@ struct SlurmNodeInfo {
   bool down = false;   // base state DOWN
   bool fail = false;   // FAIL flag
   bool not_responding = false;
-  bool maint = false;     // MAINT flag (reservation)
-  bool reserved = false;  // RESERVED flag
-  std::string reason;     // current reason, empty if none
+  bool maint = false;       // MAINT flag (reservation)
+  bool reserved = false;    // RESERVED flag
+  std::string reason;       // current reason, empty if none
+  int64_t reason_time = 0;  // when the reason was set (Unix seconds); 0: unknown
   std::vector<std::string> partitions;
   // NodeAddr and NodeHostname as slurm.conf (or slurmctld's node table) has them; what the
   // drainer's `auth: munge` resolves to tell which addresses may speak for the node.
