@@ -20,9 +20,9 @@ std::string cuda_version_text(int v) {
 }
 
 std::string driver_too_old_message(const DriverCompat& c) {
-  const std::string need = cuda_version_text(c.runtime);
-  // R580 is the first branch for CUDA 13.x; R525 for 12.x (CUDA Toolkit release notes, table
-  // "CUDA Toolkit and Minimum Required Driver Version").
+  const std::string need = std::to_string(c.runtime / 1000) + ".x";
+  // R580 is the first branch for CUDA 13.x, R525 for 12.x (NVIDIA "CUDA Compatibility", minor
+  // version compatibility table).
   const std::string branch = c.runtime >= 13000 ? "R580" : c.runtime >= 12000 ? "R525" : "";
   return "the NVIDIA driver supports CUDA " + cuda_version_text(c.driver) +
          ", this build of Vigil needs CUDA " + need +

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "check_factories.h"
+#include "cuda/cuda_driver.h"
 #include "scoped_env.h"
 #include "temp_dir.h"
 #include "vigil/checks/registry.h"
@@ -50,6 +51,21 @@ TEST(CudaProbes, registry_lists_the_four_probes_in_order) {
   ASSERT_NE(it, names.end());
   std::vector<std::string> run(it, names.end() - it >= 4 ? it + 4 : names.end());
   EXPECT_EQ(run, (std::vector<std::string>{"gpu_gemm", "gpu_hbm", "gpu_pcie_bw", "gpu_memtest"}));
+}
+
+// Minor version compatibility: only an older major version is too old (cuda_driver.h).
+TEST(CudaDriver, only_an_older_major_version_is_too_old) {
+  using cuda_probe::DriverCompat;
+  EXPECT_TRUE((DriverCompat{12020, 13000}.too_old()));   // R535 under a CUDA 13 build
+  EXPECT_TRUE((DriverCompat{12080, 13000}.too_old()));   // R570
+  EXPECT_FALSE((DriverCompat{13000, 13010}.too_old()));  // 13.1 runtime on a 13.0 driver
+  EXPECT_FALSE((DriverCompat{12020, 12080}.too_old()));  // 12.8 build on R535
+  EXPECT_FALSE((DriverCompat{0, 13000}.too_old()));      // no driver: the caller's error
+  EXPECT_EQ(
+      cuda_probe::driver_too_old_message({11080, 12040})
+          .find("the NVIDIA driver supports CUDA 11.8, this build of Vigil needs CUDA 12.x (driver "
+                "branch R525 or newer)"),
+      0u);
 }
 
 #ifndef VIGIL_HAVE_CUDA
