@@ -46,6 +46,7 @@ struct nvmlDevice_st {
   struct Link {
     bool up = true;
     std::array<unsigned long long, 4> counters{};  // replay, recovery, crc flit, crc data
+    nvmlReturn_t counter_error = NVML_SUCCESS;     // what nvmlDeviceGetNvLinkErrorCounter answers
   };
   std::vector<Link> nvlinks;  // empty: NVLink not supported
   std::optional<unsigned> temperature_c, temperature_slowdown_c, temperature_shutdown_c;
@@ -208,7 +209,7 @@ nvmlDevice_st parse_gpu(const json& j, const std::string& at) {
   if (j.contains("nvlink")) {
     const json& n = j["nvlink"];
     const std::string a = at + "/nvlink";
-    check_keys(n, {"link_count", "down", "counters"}, a);
+    check_keys(n, {"link_count", "down", "counters", "counter_errors"}, a);
     const unsigned count =
         n.contains("link_count") ? to_u32(n["link_count"], a + "/link_count") : 0;
     if (count > kNvmlNvLinkMaxLinks)
@@ -222,6 +223,17 @@ nvmlDevice_st parse_gpu(const json& j, const std::string& at) {
         if (link >= count)
           throw FixtureError{a + "/down: link " + std::to_string(link) + " >= link_count"};
         g.nvlinks[link].up = false;
+      }
+    }
+    if (n.contains("counter_errors")) {
+      const json& e = n["counter_errors"];
+      if (!e.is_object())
+        throw FixtureError{a + "/counter_errors: expected an object keyed by link"};
+      for (const auto& [link_s, code] : e.items()) {
+        const std::string ea = a + "/counter_errors/" + link_s;
+        const unsigned link = to_u32(json(link_s), ea);
+        if (link >= count) throw FixtureError{ea + ": link >= link_count"};
+        g.nvlinks[link].counter_error = static_cast<nvmlReturn_t>(to_u32(code, ea));
       }
     }
     if (n.contains("counters")) {
@@ -621,6 +633,7 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkErrorCounter(nvmlDevice_t handl
   if (!value || counter < 0 || counter > 3) return NVML_ERROR_INVALID_ARGUMENT;
   if (d->nvlinks.empty()) return NVML_ERROR_NOT_SUPPORTED;
   if (link >= d->nvlinks.size()) return NVML_ERROR_INVALID_ARGUMENT;
+  if (d->nvlinks[link].counter_error != NVML_SUCCESS) return d->nvlinks[link].counter_error;
   *value = d->nvlinks[link].counters[counter];
   return NVML_SUCCESS;
 }

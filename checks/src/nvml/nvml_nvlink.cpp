@@ -4,6 +4,8 @@
 // summed per GPU; the message names the links that moved. Links NVML reports as not
 // supported / invalid do not exist on this board and are not counted.
 #include <map>
+#include <string>
+#include <vector>
 
 #include "check_factories.h"
 #include "core/counter_state.h"
@@ -71,6 +73,15 @@ class NvmlNvlinkCheck final : public NvmlCheck {
       // (review F13).
       std::map<std::string, unsigned long long> deltas;
       bool failed = false, counters_failed = false;
+      // Readings are kept until every link of the GPU was read: a failed query on link k must
+      // not move the saved baselines of links 0..k-1, or their growth since the last run would
+      // never be reported (the next run's delta starts from the reading of this failed run).
+      struct Reading {
+        std::string state_key, port;
+        const Counter* counter;
+        unsigned long long value;
+      };
+      std::vector<Reading> readings;
       for (unsigned link = 0; link < kNvmlNvLinkMaxLinks && !failed; ++link) {
         int link_state = NVML_FEATURE_DISABLED;
         nvmlReturn_t rc = call(api.device_get_nvlink_state, dev, link, &link_state);
@@ -99,11 +110,16 @@ class NvmlNvlinkCheck final : public NvmlCheck {
             counters_failed = true;
             break;
           }
-          const auto delta = state.update(key + "/" + port + "/" + c.key, value).delta;
-          deltas[c.measurement] += delta.value_or(0);
+          readings.push_back({key + "/" + port + "/" + c.key, port, &c, value});
+        }
+      }
+      if (!failed && !counters_failed) {
+        for (const Reading& rd : readings) {
+          const auto delta = state.update(rd.state_key, rd.value).delta;
+          deltas[rd.counter->measurement] += delta.value_or(0);
           if (delta.value_or(0) > 0) {
-            std::string& links = moved_links[{g, c.measurement}];
-            links += (links.empty() ? "" : ",") + port;
+            std::string& links = moved_links[{g, rd.counter->measurement}];
+            links += (links.empty() ? "" : ",") + rd.port;
           }
         }
       }

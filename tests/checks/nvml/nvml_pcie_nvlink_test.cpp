@@ -239,4 +239,25 @@ TEST_F(nvml_nvlink, a_failed_counter_query_does_not_hide_a_down_link) {
   EXPECT_EQ(find(r, "nvlink_replay_delta", 5), nullptr);
 }
 
+// A failed counter query on link 3 must not consume the growth of links 0..2: the saved
+// baselines stay where they were, and the next run that reads every link reports it.
+TEST_F(nvml_nvlink, a_failed_counter_query_on_one_link_keeps_the_growth_of_the_others) {
+  use_state_dir();
+  nlohmann::json j = load_fixture("healthy_8x_h100");
+  use_fixture_json(j);
+  ASSERT_EQ(run(make_nvml_nvlink_check()).status, Status::kPass);  // baselines recorded
+  j["gpus"][2]["nvlink"] = {{"link_count", 18},
+                            {"counters", {{"1", {{"replay", 7}}}}},
+                            {"counter_errors", {{"3", 999}}}};  // NVML_ERROR_UNKNOWN, link 3
+  use_fixture_json(j);
+  const CheckResult failed = run(make_nvml_nvlink_check());
+  EXPECT_EQ(find(failed, "nvlink_replay_delta", 2), nullptr) << failed.message;
+  j["gpus"][2]["nvlink"].erase("counter_errors");
+  use_fixture_json(j);
+  const CheckResult next = run(make_nvml_nvlink_check());
+  const Measurement* m = find(next, "nvlink_replay_delta", 2);
+  ASSERT_NE(m, nullptr) << next.message;
+  EXPECT_EQ(m->value, 7) << next.message;
+}
+
 }  // namespace vigil::testing
