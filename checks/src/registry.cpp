@@ -49,13 +49,16 @@ std::vector<std::unique_ptr<Check>> fabric_checks(const std::string& min_bytes,
 
 std::vector<std::unique_ptr<Check>> passive_checks(PassiveSelection selection) {
   std::vector<std::unique_ptr<Check>> out;
+  // kmsg_xid first: it needs neither NVML nor the SKU, and a GPU with GSP trouble (Xid 119/120,
+  // "Timeout after 6s of waiting for RPC response") can make every NVML call block until the
+  // hook's time box ends. The fatal XID must be reported before that (review F14).
+  out.push_back(make_kmsg_xid_check());
   out.push_back(make_gpu_count_check());
   out.push_back(make_nvml_ecc_check());
   out.push_back(make_nvml_row_remap_check());
   out.push_back(make_nvml_retired_pages_check());
   out.push_back(make_nvml_clock_events_check());
   out.push_back(make_nvml_nvlink_check());
-  out.push_back(make_kmsg_xid_check());
   if (selection.after_job) out.push_back(make_gpu_leftovers_check());
   out.push_back(make_ib_port_check());
   if (selection.cuda_sanity) out.push_back(make_gpu_sanity_check());

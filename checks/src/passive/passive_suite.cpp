@@ -16,6 +16,18 @@ using SteadyClock = std::chrono::steady_clock;
 // The child: pin NVML, detect the SKU, run every check in-process, one JSON line each.
 std::string run_in_suite_child(const CheckContext& ctx, const SkuSet* skus,
                                PassiveSelection selection, const ChildSend& send) {
+  RunOptions opts;
+  opts.isolate = false;  // this child is the isolation
+  opts.on_result = [&](const CheckResult& r) { send(to_json(r).dump() + "\n"); };
+  // Checks that need neither NVML nor the SKU run before anything attaches to the driver: a
+  // wedged GPU can block the attach itself (review F14, passive_checks).
+  auto checks = passive_checks(selection);
+  std::vector<std::unique_ptr<Check>> first;
+  for (auto& check : checks)
+    if (check && check->name() == "kmsg_xid") first.push_back(std::move(check));
+  std::erase(checks, nullptr);
+  run_checks(first, ctx, opts);
+
   CheckContext c = ctx;
   auto pinned = nvml::Library::open(c.nvml_library);  // failures: the NVML checks report them
   nlohmann::json head{{"sku", c.sku ? c.sku->name : ""}, {"note", ""}};
@@ -37,10 +49,6 @@ std::string run_in_suite_child(const CheckContext& ctx, const SkuSet* skus,
     head["note"] = "SKU unknown: " + pinned.error().to_string();
   }
   send(head.dump() + "\n");
-  auto checks = passive_checks(selection);
-  RunOptions opts;
-  opts.isolate = false;  // this child is the isolation
-  opts.on_result = [&](const CheckResult& r) { send(to_json(r).dump() + "\n"); };
   run_checks(checks, c, opts);
   return "";
 }
@@ -61,12 +69,10 @@ PassiveRun run_passive_suite(const CheckContext& ctx, const SkuSet* skus,
 
   std::istringstream lines(partial);
   std::string line;
-  bool head = true;
   while (std::getline(lines, line)) {
     auto j = nlohmann::json::parse(line, nullptr, false);
-    if (j.is_discarded()) continue;  // a line cut by the kill
-    if (head) {
-      head = false;
+    if (j.is_discarded() || !j.is_object()) continue;  // a line cut by the kill
+    if (!j.contains("check")) {  // the SKU line, sent after the driver attach
       const std::string name = j.value("sku", "");
       if (!name.empty() && skus) run.sku = skus->by_name(name);
       run.sku_note = j.value("note", "");

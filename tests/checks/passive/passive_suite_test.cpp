@@ -108,7 +108,8 @@ TEST_F(PassiveSuite, a_hung_nvml_call_is_cut_by_the_time_box_into_errors_never_f
   const CheckResult* count = find(r, "gpu_count");
   ASSERT_NE(count, nullptr);
   EXPECT_EQ(count->status, Status::kPass);  // finished before the hang: kept
-  for (const char* stopped : {"nvml_ecc", "nvml_row_remap", "kmsg_xid", "ib_port"}) {
+  EXPECT_EQ(find(r, "kmsg_xid")->status, Status::kPass);  // runs before the driver attach
+  for (const char* stopped : {"nvml_ecc", "nvml_row_remap", "ib_port"}) {
     const CheckResult* c = find(r, stopped);
     ASSERT_NE(c, nullptr) << stopped;
     EXPECT_EQ(c->status, Status::kError) << stopped;
@@ -116,6 +117,26 @@ TEST_F(PassiveSuite, a_hung_nvml_call_is_cut_by_the_time_box_into_errors_never_f
     EXPECT_NE(c->message.find("time box"), std::string::npos) << c->message;
   }
   for (const auto& c : r.results) EXPECT_NE(c.status, Status::kFail) << c.check;
+}
+
+// Review F14: a GPU with GSP trouble (Xid 119 "Timeout after 6s of waiting for RPC response")
+// can block NVML from the first device query on. The fatal XID in the kernel log must still be
+// reported: kmsg_xid runs before the suite attaches to the driver, so the time box cannot take it.
+TEST_F(PassiveSuite, a_fatal_xid_is_reported_even_when_the_driver_blocks_every_query) {
+  ctx_.kmsg_path = dir_.write(
+      "kmsg", "3,7,100,-;NVRM: Xid (PCI:0000:18:00): 119, pid=1, name=python, Timeout after 6s "
+              "of waiting for RPC response from GPU0 GSP!\n");
+  auto r = run(fixture({{"hang_calls", {"nvmlDeviceGetName", "nvmlDeviceGetPciInfo_v3"}}}), {},
+               std::chrono::milliseconds(1500));
+  ASSERT_FALSE(r.results.empty());
+  EXPECT_EQ(r.results.front().check, "kmsg_xid");
+  const CheckResult* xid = find(r, "kmsg_xid");
+  ASSERT_NE(xid, nullptr);
+  EXPECT_EQ(xid->status, Status::kFail) << xid->message;
+  EXPECT_NE(xid->message.find("XID 119"), std::string::npos) << xid->message;
+  const CheckResult* count = find(r, "gpu_count");
+  ASSERT_NE(count, nullptr);
+  EXPECT_EQ(count->status, Status::kError) << count->message;  // stopped by the box, not failed
 }
 
 TEST_F(PassiveSuite, job_gpus_limit_leftovers_to_the_jobs_own_gpus) {
