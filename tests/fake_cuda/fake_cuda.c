@@ -16,9 +16,13 @@ CUresult cuDriverGetVersion(int* v) {
   return kSuccess;
 }
 
+/* VIGIL_FAKE_CUDA_INIT_RESULT: what cuInit answers, e.g. 802 CUDA_ERROR_SYSTEM_NOT_READY (cuda.h:
+ * "the system is not yet ready to start any CUDA work ... all required driver daemons are
+ * actively running"), which an NVSwitch system gives while its Fabric Manager is down. */
 CUresult cuInit(unsigned flags) {
   (void)flags;
-  return kSuccess;
+  const char* e = getenv("VIGIL_FAKE_CUDA_INIT_RESULT");
+  return e ? atoi(e) : kSuccess;
 }
 
 CUresult cuDeviceGetCount(int* n) {

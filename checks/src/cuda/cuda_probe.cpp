@@ -62,7 +62,23 @@ CheckResult run_on_each_gpu(const CheckContext& ctx, std::string_view check,
   if (auto too_old = skip_if_driver_too_old(check)) return *too_old;
 
   int count = 0;
-  if (cudaError_t e = cudaGetDeviceCount(&count); e != cudaSuccess) {
+  if (cudaError_t e = cudaGetDeviceCount(&count); e == cudaErrorSystemNotReady) {
+    // 802 (CUDA 13 driver_types.h:954: "the system is not yet ready to start any CUDA work ... verify the
+    // system configuration is in a valid state and all required driver daemons are actively
+    // running"). On an NVSwitch board (HGX H100/H200/B200) that is a Fabric Manager that is down
+    // or failed to train the fabric: no CUDA job can start on this node, so it is a finding of
+    // the node, not of Vigil (review F12). Not fatal: a node checked while Fabric Manager is still
+    // starting passes its next run, so the check's drain_after applies.
+    CheckResult r;
+    r.check = std::string(check);
+    r.status = Status::kFail;
+    r.fault_code = "VIGIL-CUDA-SYSTEM-NOT-READY";
+    r.message =
+        "cudaGetDeviceCount: cudaErrorSystemNotReady (802): no CUDA work can start on this node; "
+        "on an NVSwitch system Fabric Manager is down or has not trained the fabric (systemctl "
+        "status nvidia-fabricmanager; nvidia-smi -q, section Fabric)";
+    return r;
+  } else if (e != cudaSuccess) {
     int runtime = 0;
     cudaRuntimeGetVersion(&runtime);
     return error(check,
