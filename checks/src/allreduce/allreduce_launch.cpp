@@ -203,12 +203,8 @@ CheckResult launch_and_confirm(const CheckContext& ctx, const AllreduceSpec& spe
   for (int k = 0; k < repeats; ++k) {
     // Another run must fit in the check's limit with room for one 1.5x slower than the slowest
     // so far; else the runner would kill the check and every figure would be lost.
-    if (ctx.time_limit.count() > 0 &&
-        Steady::now() - start + longest * 3 / 2 > Steady::duration(ctx.time_limit)) {
-      stopped = "repeats stopped after " + std::to_string(k) + " of " + std::to_string(repeats) +
-                ": another run might pass the check's " +
-                seconds_text(std::chrono::duration_cast<std::chrono::seconds>(ctx.time_limit)) +
-                " limit";
+    if (!another_run_fits(Steady::now() - start, longest, ctx.time_limit)) {
+      stopped = repeats_stopped_note(k, repeats, ctx.time_limit);
       break;
     }
     const Steady::time_point run_start = Steady::now();

@@ -51,6 +51,18 @@ CheckResult skipped(std::string_view check, std::string why) {
   return r;
 }
 
+bool another_run_fits(std::chrono::steady_clock::duration elapsed,
+                      std::chrono::steady_clock::duration longest, std::chrono::milliseconds limit) {
+  return limit.count() <= 0 || elapsed + longest * 3 / 2 <= limit;
+}
+
+std::string repeats_stopped_note(int done, int planned, std::chrono::milliseconds limit) {
+  return "repeats stopped after " + std::to_string(done) + " of " + std::to_string(planned) +
+         ": another might pass the check's " +
+         std::to_string(std::chrono::duration_cast<std::chrono::seconds>(limit).count()) +
+         " s limit";
+}
+
 CheckResult error(std::string_view check, std::string why, std::string fault_code) {
   CheckResult r;
   r.check = std::string(check);

@@ -1,5 +1,7 @@
 #include "cuda/cuda_probe.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <string>
 #include <utility>
@@ -46,6 +48,8 @@ Applies probe_applies(const CheckContext& ctx) {
 
 CheckResult run_on_each_gpu(const CheckContext& ctx, std::string_view check,
                             const PerGpuProbe& probe) {
+  using Steady = std::chrono::steady_clock;
+  const Steady::time_point start = Steady::now();
   // Before any CUDA call (this process has no context yet, so every compute process NVML lists
   // is someone else's): a GPU shared with other work measures slow without being faulty, and
   // allocating on it could take memory from that work. Any busy GPU -> the whole check is
@@ -99,11 +103,14 @@ CheckResult run_on_each_gpu(const CheckContext& ctx, std::string_view check,
   std::vector<GpuFailure> failures;
   std::vector<std::string> notes;
   if (!others.unknown.empty()) notes.push_back(others.unknown);
+  Steady::duration longest{0};  // the slowest one-GPU probe so far
   for (int gpu = 0; gpu < count; ++gpu) {
+    const Steady::time_point gpu_start = Steady::now();
     VoidResult done = [&]() -> VoidResult {
       VIGIL_CUDA_CHECK(cudaSetDevice(gpu));
       return probe(gpu, r, notes);
     }();
+    longest = std::max(longest, Steady::now() - gpu_start);
     if (done) continue;
     failures.push_back({gpu, done.error()});
     cudaGetLastError();  // clear a non-sticky error before the next GPU
@@ -119,8 +126,23 @@ CheckResult run_on_each_gpu(const CheckContext& ctx, std::string_view check,
     const auto& recent = state.recent_figures(gpu_history_key(m.name, *m.gpu));
     if (!recent.empty()) history[{m.name, *m.gpu}] = recent;
   }
-  for (const auto& [gpu, times] : plan_repeats(r, cfg, history)) {
-    for (int k = 0; k < times; ++k) {
+  const auto repeats = plan_repeats(r, cfg, history);
+  int planned = 0, done_repeats = 0;
+  for (const auto& [gpu, times] : repeats) planned += times;
+  bool out_of_time = false;
+  for (const auto& [gpu, times] : repeats) {
+    for (int k = 0; k < times && !out_of_time; ++k) {
+      // Review F15: a repeat must fit in the check's time limit with room for one 1.5x slower
+      // than the slowest probe so far. A slow node (every GPU below its bound, every GPU
+      // repeated twice) would otherwise outrun the limit, the runner would kill the check and
+      // its fail would be reported as error VIGIL-CHECK-TIMEOUT. The first figures then stand,
+      // unconfirmed (the drainer's unconfirmed_drain_after applies).
+      if (!another_run_fits(Steady::now() - start, longest, ctx.time_limit)) {
+        out_of_time = true;
+        notes.push_back(repeats_stopped_note(done_repeats, planned, ctx.time_limit));
+        break;
+      }
+      const Steady::time_point again_start = Steady::now();
       CheckResult again;
       again.check = r.check;
       std::vector<std::string> ignored;
@@ -128,10 +150,12 @@ CheckResult run_on_each_gpu(const CheckContext& ctx, std::string_view check,
         VIGIL_CUDA_CHECK(cudaSetDevice(gpu));
         return probe(gpu, again, ignored);
       }();
+      longest = std::max(longest, Steady::now() - again_start);
       if (!done) {
         cudaGetLastError();
         break;  // the first run's figure stands unconfirmed
       }
+      ++done_repeats;
       add_repeats(r, again, gpu);
     }
   }
