@@ -363,6 +363,7 @@ struct HookArgs {
   int drain_wait_ms = 5000;
   std::string kmsg = "/dev/kmsg";
   std::string slurm_conf;
+  std::vector<std::string> gpu_residents;  // besides nvidia-cuda-mps-server
 };
 
 // `vigil-check hook MODE`: the passive suite, then post / drain (docs/hooks.md). Exit 1 only on a
@@ -388,6 +389,9 @@ int cmd_hook(HookArgs& h) {
   ctx.kmsg_path = h.kmsg;
   if (*mode == vigil::hook::Mode::kEpilog) {
     ctx.job_gpus = vigil::hook::parse_job_gpus(env_or("SLURM_JOB_GPUS", ""));
+    ctx.job_id = env_or("SLURM_JOB_ID", "");
+    ctx.resident_gpu_processes.insert(ctx.resident_gpu_processes.end(), h.gpu_residents.begin(),
+                                      h.gpu_residents.end());
   }
   if (h.no_post) ctx.state_dir.clear();  // act on nothing: not even the XID cursor moves
   const int64_t start = now_unix();
@@ -544,6 +548,12 @@ int main(int argc, char** argv) {
                        "How long to wait for the drainer's drain before draining here");
   hook_cmd->add_flag("--cuda-sanity", hook.cuda_sanity, "Also run a tiny CUDA kernel per idle GPU")
       ->envname("VIGIL_HOOK_CUDA_SANITY");
+  hook_cmd
+      ->add_option("--gpu-resident", hook.gpu_residents,
+                   "A process name (as in /proc/PID/comm) that lives on the GPUs between jobs "
+                   "and is never a job's leftover; repeatable (nvidia-cuda-mps-server always is)")
+      ->delimiter(',')
+      ->envname("VIGIL_HOOK_GPU_RESIDENTS");
   hook_cmd->add_flag("--no-post", hook.no_post,
                      "Print the result only: post nothing, drain nothing");
   hook_cmd->add_flag("!--progress", hook.run.quiet, "Progress lines on stderr");

@@ -56,13 +56,6 @@ std::string memory_text(unsigned long long bytes) {
   return buf;
 }
 
-// "pid 1234 python 40 GiB"
-std::string process_text(const GpuProcess& p) {
-  std::string s = "pid " + std::to_string(p.pid);
-  if (!p.name.empty()) s += " " + p.name;
-  if (p.used_memory_bytes) s += " " + memory_text(*p.used_memory_bytes);
-  return s;
-}
 
 // "gpu3", "gpu0-7" (a contiguous run), "gpu1, gpu4".
 std::string gpus_text(const std::vector<int>& gpus) {
@@ -147,6 +140,13 @@ void sample_utilization(const Session& s, GpuActivity& a) {
 }
 
 }  // namespace
+
+std::string process_text(const GpuProcess& p) {
+  std::string s = "pid " + std::to_string(p.pid);
+  if (!p.name.empty()) s += " " + p.name;
+  if (p.used_memory_bytes) s += " " + memory_text(*p.used_memory_bytes);
+  return s;
+}
 
 std::vector<GpuBusy> judge_gpu_activity(const std::vector<GpuActivity>& gpus,
                                         const BusyRules& rules) {

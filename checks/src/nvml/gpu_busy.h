@@ -37,6 +37,9 @@ struct GpuActivity {
   std::string utilization_error;              // why utilization_percent is empty
 };
 
+// "pid 1234 python 40 GiB"
+std::string process_text(const GpuProcess& p);
+
 struct BusyRules {
   // Utilization above this in every sample, with no compute process visible, is someone
   // else's work (a process in another container / PID namespace is invisible to us).

@@ -4,5 +4,6 @@ target_sources(vigil_checks PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/kmsg_reader.cpp
   ${CMAKE_CURRENT_LIST_DIR}/kmsg_xid.cpp
   ${CMAKE_CURRENT_LIST_DIR}/gpu_leftovers.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/leftovers.cpp
   ${CMAKE_CURRENT_LIST_DIR}/passive_suite.cpp
 )

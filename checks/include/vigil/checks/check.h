@@ -28,6 +28,12 @@ struct CheckContext {
   // NVML indices of the GPUs the job that just ended had (SLURM_JOB_GPUS in an epilog);
   // nullopt when unknown. gpu_leftovers judges only these.
   std::optional<std::vector<int>> job_gpus;
+  std::string job_id;  // SLURM_JOB_ID in an epilog: gpu_leftovers proves ownership by cgroup
+  // Processes that live on GPUs between jobs by design (an MPS server, a site's monitoring
+  // agent with a CUDA context): never a job's leftover. Names as in /proc/<pid>/comm.
+  std::vector<std::string> resident_gpu_processes{"nvidia-cuda-mps-server"};
+  // A process still listed after this long is stuck, not one in teardown (gpu_leftovers).
+  std::chrono::milliseconds leftover_grace{2000};
   std::string state_dir;                 // previous readings for delta counters; empty = none
   std::string allreduce_binary;          // vigil-allreduce or nccl-tests all_reduce_perf
   std::string mpirun = "mpirun";
