@@ -1,5 +1,6 @@
 #include "cli_util.h"
 
+
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -12,6 +13,7 @@
 #include <sstream>
 
 #include "allreduce/fabric_job.h"
+#include "passive/kmsg_reader.h"
 #include "vigil/checks/registry.h"
 #include "vigil/report/output.h"
 #include "vigil/slurm/slurm_topology.h"
@@ -154,6 +156,27 @@ int cmd_report_table(const std::vector<std::string>& files) {
   }
   std::cout << vigil::format_fleet_table(reports);
   return rc;
+}
+
+int cmd_xid_clear(const std::string& state_dir, const std::string& node, const std::string& gpu) {
+  if (state_dir.empty()) {
+    std::cerr << "vigil-check xid-clear: --state-dir (or VIGIL_HOOK_STATE_DIR) is required: it "
+                 "is where the hooks keep the XIDs they remember; nothing changed\n";
+    return kExitError;
+  }
+  const std::string name = node.empty() ? env_or("SLURMD_NODENAME", hostname()) : node;
+  const std::string path = vigil::kmsg::cursor_path(state_dir, name);
+  auto done = vigil::kmsg::clear_after_gpu_reset(path, gpu);
+  if (!done) {
+    std::cerr << "vigil-check xid-clear: " << done.error().to_string() << "; nothing changed\n";
+    return kExitError;
+  }
+  for (const auto& item : done->cleared) std::cout << "cleared: " << item << "\n";
+  for (const auto& item : done->kept)
+    std::cout << "kept: " << item << " (a GPU reset does not clear it: reboot or replace)\n";
+  if (done->cleared.empty() && done->kept.empty())
+    std::cout << "nothing remembered for " << gpu << " in " << path << "\n";
+  return 0;
 }
 
 int cmd_list() {

@@ -22,6 +22,10 @@ inline constexpr int kExitError = 3;  // vigil-check's exit code for "could not 
 int cmd_thresholds_validate(const std::string& dir);
 int cmd_report_table(const std::vector<std::string>& files);
 int cmd_list();
+// `xid-clear --gpu BUS`: after a GPU reset, forget the XIDs kmsg_xid remembers for that GPU that
+// a reset clears (docs/hooks.md). 0: done (also when there was nothing to clear); 3: bad input or
+// an unreadable state file, nothing changed.
+int cmd_xid_clear(const std::string& state_dir, const std::string& node, const std::string& gpu);
 
 std::string env_or(const char* name, std::string fallback);
 // The short host name (up to the first dot).

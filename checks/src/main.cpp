@@ -571,6 +571,15 @@ int main(int argc, char** argv) {
   auto* table_cmd = report_cmd->add_subcommand("table", "Print a per-node table of report files");
   table_cmd->add_option("files", report_files, "NodeReport JSON files")->required();
 
+  std::string xid_state_dir, xid_node, xid_gpu;
+  auto* xid_clear_cmd = app.add_subcommand(
+      "xid-clear", "After a GPU reset: forget the fatal XIDs the hooks remember for that GPU");
+  xid_clear_cmd->add_option("--gpu", xid_gpu, "PCI bus id of the reset GPU, e.g. 0000:18:00")
+      ->required();
+  xid_clear_cmd->add_option("--state-dir", xid_state_dir, "The hooks' --state-dir")
+      ->envname("VIGIL_HOOK_STATE_DIR");
+  xid_clear_cmd->add_option("--node", xid_node,
+                            "Node name (default: $SLURMD_NODENAME or hostname)");
   auto* list_cmd = app.add_subcommand("list", "List the checks (name, short name, suite, timeout)");
 
   try {
@@ -585,5 +594,6 @@ int main(int argc, char** argv) {
   if (*validate_cmd) return cmd_thresholds_validate(validate_dir);
   if (*table_cmd) return cmd_report_table(report_files);
   if (*list_cmd) return cmd_list();
+  if (*xid_clear_cmd) return cmd_xid_clear(xid_state_dir, xid_node, xid_gpu);
   return kExitError;
 }

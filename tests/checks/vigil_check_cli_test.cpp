@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -291,6 +292,32 @@ TEST_F(VigilCheckCli,
   auto b = run_command(argv, o);
   EXPECT_EQ(b.exit_code, 3);
   EXPECT_NE(b.err.find("bad-topo.txt:2: expected '<node> <switch>'"), std::string::npos) << b.err;
+}
+
+// `vigil-check xid-clear` after a GPU reset (review F07): the remembered Xid 48 goes, Xid 79 on
+// the same GPU stays (it needs a reboot); bad input changes nothing and exits 3.
+TEST_F(VigilCheckCli, xid_clear_forgets_what_a_gpu_reset_remedies_and_rejects_bad_input) {
+  const std::string state = dir_ + "/state";
+  const std::string cursor = write(
+      "state/kmsg_xid.gpu-0.json",
+      R"({"boot_id": "b", "last_seq": 9, "fatal": ["XID 48 0000:18:00", "XID 79 0000:18:00"]})");
+  auto bad = run_command({kBinary, "xid-clear", "--gpu", "18", "--state-dir", state, "--node",
+                          "gpu-0"});
+  EXPECT_EQ(bad.exit_code, 3) << bad.describe();
+  EXPECT_NE(bad.err.find("--gpu"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("nothing changed"), std::string::npos) << bad.err;
+  auto none = run_command({kBinary, "xid-clear", "--gpu", "0000:18:00"});
+  EXPECT_EQ(none.exit_code, 3) << none.describe();  // no --state-dir
+  auto ok = run_command({kBinary, "xid-clear", "--gpu", "0000:18:00.0", "--state-dir", state,
+                         "--node", "gpu-0"});
+  ASSERT_EQ(ok.exit_code, 0) << ok.describe();
+  EXPECT_NE(ok.out.find("cleared: XID 48 0000:18:00"), std::string::npos) << ok.out;
+  EXPECT_NE(ok.out.find("kept: XID 79 0000:18:00"), std::string::npos) << ok.out;
+  std::ifstream in(cursor);
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_EQ(text.str().find("XID 48"), std::string::npos) << text.str();
+  EXPECT_NE(text.str().find("XID 79"), std::string::npos) << text.str();
 }
 
 TEST_F(VigilCheckCli, report_table_lists_each_node_and_rejects_a_malformed_report) {

@@ -23,6 +23,8 @@ std::int64_t now_unix() {
       .count();
 }
 
+}  // namespace
+
 std::string file_safe(std::string_view s) {
   std::string out(s.empty() ? "local" : s);
   for (char& c : out) {
@@ -32,8 +34,6 @@ std::string file_safe(std::string_view s) {
   }
   return out;
 }
-
-}  // namespace
 
 CounterState::CounterState(std::string state_dir, std::string_view check, std::string_view node)
     : dir_(std::move(state_dir)), check_(check) {

@@ -16,6 +16,9 @@
 
 namespace vigil {
 
+// A node name made safe for a file name ("local" when empty).
+std::string file_safe(std::string_view s);
+
 class CounterState {
  public:
   // Reads the previous file; an empty state_dir disables the store. A missing file means

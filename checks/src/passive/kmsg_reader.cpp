@@ -1,5 +1,7 @@
 #include "kmsg_reader.h"
 
+#include <cctype>
+
 #include <fcntl.h>
 #include <sys/file.h>
 #include <unistd.h>
@@ -11,6 +13,9 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+
+#include "core/counter_state.h"
+#include "core/xid_classes.h"
 
 namespace vigil::kmsg {
 
@@ -114,6 +119,42 @@ Result<Scan> read_records(const std::string& path, std::uint64_t after_seq) {
   ::close(fd);
   // `pending` is a record still being written (no '\n' yet): left for the next run.
   return scan;
+}
+
+std::string cursor_path(const std::string& state_dir, const std::string& node) {
+  if (state_dir.empty()) return "";
+  return (fs::path(state_dir) / ("kmsg_xid." + file_safe(node) + ".json")).string();
+}
+
+Result<ResetCleared> clear_after_gpu_reset(const std::string& path, std::string device) {
+  for (char& c : device) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (device.size() == 12 && device[10] == '.') device.resize(10);  // "0000:18:00.0"
+  if (device.size() != 10 || device[4] != ':' || device[7] != ':')
+    return Error{"expected a PCI address like 0000:18:00 (nvidia-smi's bus id without the "
+                 "function), got '" + device + "'", "--gpu"};
+  auto lock = CursorLock::acquire(path);
+  if (!lock) return lock.error();
+  auto cursor = load_cursor(path);
+  if (!cursor) return cursor.error();
+  ResetCleared out;
+  std::vector<std::string> remaining;
+  for (const std::string& item : cursor->fatal) {
+    // "XID 48 0000:18:00" / "XID 154 0000:18:00 (gpu reset required)"; the device as the driver
+    // wrote it, compared without case.
+    std::string lower = item;
+    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    const bool this_gpu = lower.find(" " + device) != std::string::npos;
+    if (this_gpu && cleared_by_gpu_reset(item)) {
+      out.cleared.push_back(item);
+      continue;
+    }
+    if (this_gpu) out.kept.push_back(item);
+    remaining.push_back(item);
+  }
+  if (out.cleared.empty()) return out;
+  cursor->fatal = std::move(remaining);
+  if (auto saved = save_cursor(path, *cursor); !saved) return saved.error();
+  return out;
 }
 
 Result<Cursor> load_cursor(const std::string& path) {

@@ -55,9 +55,22 @@ struct Cursor {
   std::string boot_id;                    // /proc/sys/kernel/random/boot_id of that run
   std::optional<std::uint64_t> last_seq;  // nullopt: no run yet in this boot
   // Fatal XIDs seen in this boot ("XID 79 0000:18:00"): they need a GPU reset or reboot, so
-  // they keep failing until the boot id changes (or an operator deletes the file).
+  // they keep failing until the boot id changes, or, for those a reset clears, until
+  // clear_after_gpu_reset is told the GPU was reset (`vigil-check xid-clear`).
   std::vector<std::string> fatal;
 };
+
+// <state_dir>/kmsg_xid.<node>.json ("" when state_dir is empty: no cursor).
+std::string cursor_path(const std::string& state_dir, const std::string& node);
+
+// After a GPU reset (nvidia-smi -r, the repair ladder): forget the remembered fatal XIDs of
+// `device` ("0000:18:00"; "0000:18:00.0" and upper case are accepted) that a reset clears
+// (cleared_by_gpu_reset, core/xid_classes.h); those needing a reboot or a new part are kept.
+// Takes the cursor's lock. A cursor from an earlier boot holds nothing to clear.
+struct ResetCleared {
+  std::vector<std::string> cleared, kept;  // kept: this device's, a reset does not clear them
+};
+Result<ResetCleared> clear_after_gpu_reset(const std::string& cursor_path, std::string device);
 
 // The saved cursor; a missing file is a first run (empty cursor). A malformed file is an error
 // naming it (the check then reads the whole log, as on a first run, and says why).

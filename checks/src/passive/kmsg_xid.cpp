@@ -2,7 +2,9 @@
 // read from ctx.kmsg_path after a cursor kept in <state_dir>/kmsg_xid.<node>.json. nvml_xid only
 // hears events raised while it listens; this sees what happened during the job that just ended.
 //   fatal XID (core/xid_classes.h) -> fail, and it keeps failing for the rest of this boot
-//     (those XIDs need a GPU reset or a reboot; a quiet log afterwards proves nothing);
+//     (those XIDs need a GPU reset or a reboot; a quiet log afterwards proves nothing), or, for
+//     those a reset clears, until `vigil-check xid-clear --gpu BUS` says the GPU was reset
+//     (review F07: a reset keeps the boot id); Xid 154 by the recovery action it states;
 //   warn XID -> warn; other XIDs -> reported;
 //   records the ring buffer overwrote before we read them -> warn (their XIDs are unknown);
 //   an unreadable log -> error. Without a state dir every run reads the whole log (no cursor).
@@ -20,15 +22,6 @@ namespace vigil {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string file_safe(std::string s) {
-  for (char& c : s) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                    c == '-' || c == '_' || c == '.';
-    if (!ok) c = '_';
-  }
-  return s.empty() ? "local" : s;
-}
 
 std::string read_boot_id(const std::string& proc_root) {
   std::ifstream in(fs::path(proc_root) / "sys/kernel/random/boot_id");
@@ -57,10 +50,7 @@ class KmsgXidCheck final : public Check {
     CheckResult r;
     r.check = std::string(name());
     std::vector<std::string> notes;
-    const std::string cursor_path =
-        ctx.state_dir.empty()
-            ? std::string()
-            : (fs::path(ctx.state_dir) / ("kmsg_xid." + file_safe(ctx.node) + ".json")).string();
+    const std::string cursor_path = kmsg::cursor_path(ctx.state_dir, ctx.node);
     std::optional<kmsg::CursorLock> lock;
     kmsg::Cursor cursor;
     if (!cursor_path.empty()) {
@@ -100,8 +90,14 @@ class KmsgXidCheck final : public Check {
     for (const auto& rec : scan->records) {
       auto x = kmsg::parse_xid(rec.message);
       if (!x) continue;
-      const std::string item = "XID " + std::to_string(x->xid) + " " + x->device;
-      switch (classify_xid(x->xid)) {
+      std::string item = "XID " + std::to_string(x->xid) + " " + x->device;
+      XidClass cls = classify_xid(x->xid);
+      if (x->xid == 154) {  // judged by the recovery action its text states
+        const std::optional<unsigned> action = xid154_recovery_action(x->detail);
+        cls = classify_xid154(action);
+        item += " (" + (action ? recovery_action_text(*action) : std::string("action unread")) + ")";
+      }
+      switch (cls) {
         case XidClass::kFatal:
           ++new_fatal;
           if (std::find(cursor.fatal.begin(), cursor.fatal.end(), item) == cursor.fatal.end())
@@ -128,7 +124,8 @@ class KmsgXidCheck final : public Check {
     fatal.value = static_cast<double>(cursor.fatal.size());
     fatal.unit = "count";
     fatal.threshold = Threshold{Op::kLe, 0, std::nullopt, "count",
-                                std::string("built-in: fatal XIDs ") + kFatalXidList};
+                                std::string("built-in: fatal XIDs ") + kFatalXidList +
+                                    ", and 154 stating a reset or reboot"};
     int warn_n = 0, other_n = 0;
     for (const auto& [k, n] : warn_seen) warn_n += n;
     for (const auto& [k, n] : other_seen) other_n += n;
@@ -146,6 +143,10 @@ class KmsgXidCheck final : public Check {
       r.status = Status::kFail;
       r.fault_code = "VIGIL-KMSG-XID-FATAL";
       r.message = join(cursor.fatal) + (new_fatal == 0 ? " (earlier in this boot)" : "");
+      bool resettable = false;
+      for (const auto& item : cursor.fatal) resettable = resettable || cleared_by_gpu_reset(item);
+      if (resettable)
+        r.message += "; after resetting the GPU: vigil-check xid-clear --gpu <bus id>";
     } else if (!warn_seen.empty()) {
       r.status = Status::kWarn;
       r.fault_code = "VIGIL-KMSG-XID";

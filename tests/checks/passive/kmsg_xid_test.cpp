@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "check_factories.h"
+#include "passive/kmsg_reader.h"
 #include "temp_dir.h"
 
 namespace vigil {
@@ -124,6 +125,66 @@ TEST_F(KmsgXid, an_unreadable_log_or_cursor_is_an_error_or_a_note_never_a_fail) 
   auto noted = run();
   EXPECT_EQ(noted.status, Status::kPass);
   EXPECT_NE(noted.message.find("malformed cursor"), std::string::npos) << noted.message;
+}
+
+}  // namespace vigil
+
+namespace vigil {
+
+// Review F07. Genuine driver lines (sources in each comment): Xid 154 states the driver's own
+// recovery action; NVIDIA's catalogue clears 48/74/95/119/120/140 with a GPU reset, which keeps
+// the boot id, so `vigil-check xid-clear` must be able to forget them, and only them.
+TEST_F(KmsgXid, xid_154_is_judged_by_the_recovery_action_it_states) {
+  // NVIDIA/NVSentinel syslog-health-monitor XID parser tests ("XID 154" case).
+  log("3,20,100,-;NVRM: Xid (PCI:0008:01:00): 154, GPU recovery action changed from 0x0 (None) "
+      "to 0x1 (GPU Reset Required)\n");
+  auto reset = run();
+  EXPECT_EQ(reset.status, Status::kFail) << reset.message;
+  EXPECT_NE(reset.message.find("XID 154 0008:01:00 (gpu reset required)"), std::string::npos)
+      << reset.message;
+  boot("boot-2");
+  // An eGPU report quoting its kernel log after Xid 79 (public issue text, 2026):
+  // "... 154, GPU recovery action changed from 0x0 (None) to 0x2 (Node Reboot Required)".
+  log("3,21,100,-;NVRM: Xid (PCI:0000:01:00): 154, GPU recovery action changed from 0x0 (None) "
+      "to 0x2 (Node Reboot Required)\n");
+  auto reboot = run();
+  EXPECT_EQ(reboot.status, Status::kFail);
+  EXPECT_NE(reboot.message.find("(node reboot required)"), std::string::npos) << reboot.message;
+  EXPECT_EQ(reboot.message.find("xid-clear"), std::string::npos);  // a reset does not help
+  boot("boot-3");
+  log("3,22,100,-;NVRM: Xid (PCI:0000:01:00): 154, GPU recovery action changed from 0x1 (GPU "
+      "Reset Required) to 0x0 (None)\n");
+  EXPECT_EQ(run().status, Status::kPass);  // back to none: nothing to do
+  boot("boot-4");
+  log("3,23,100,-;NVRM: Xid (PCI:0000:01:00): 154, GPU recovery action changed from 0x0 (None) "
+      "to 0x3 (Drain P2P)\n");
+  EXPECT_EQ(run().status, Status::kWarn);
+}
+
+TEST_F(KmsgXid, a_gpu_reset_clears_only_the_xids_a_reset_remedies_on_that_gpu) {
+  log("3,30,100,-;NVRM: Xid (PCI:0000:18:00): 48, pid=1, name=python, An uncorrectable double "
+      "bit error (DBE) has been detected on GPU in the framebuffer at partition 6, subpartition "
+      "0.\n" +
+      std::string(kXid79).replace(0, 8, "4,31,500") +  // 79 on the same GPU: needs a reboot
+      "3,32,600,-;NVRM: Xid (PCI:0000:3b:00): 95, pid=2, name=python, Uncontained: FBHUB. RST: "
+      "Yes, D-RST: No\n");
+  auto before = run();
+  ASSERT_EQ(before.status, Status::kFail);
+  EXPECT_NE(before.message.find("vigil-check xid-clear --gpu"), std::string::npos)
+      << before.message;
+  const std::string cursor = kmsg::cursor_path(ctx_.state_dir, ctx_.node);
+  auto cleared = kmsg::clear_after_gpu_reset(cursor, "0000:18:00.0");  // nvidia-smi's spelling
+  ASSERT_TRUE(cleared) << cleared.error().to_string();
+  EXPECT_EQ(cleared->cleared, std::vector<std::string>{"XID 48 0000:18:00"});
+  EXPECT_EQ(cleared->kept, std::vector<std::string>{"XID 79 0000:18:00"});
+  auto after = run();
+  EXPECT_EQ(after.status, Status::kFail);  // 79 and the other GPU's 95 remain
+  EXPECT_EQ(after.message.find("XID 48"), std::string::npos) << after.message;
+  EXPECT_NE(after.message.find("XID 95 0000:3b:00"), std::string::npos) << after.message;
+  ASSERT_TRUE(kmsg::clear_after_gpu_reset(cursor, "0000:3B:00"));
+  auto last = run();
+  EXPECT_EQ(last.message.find("XID 95"), std::string::npos) << last.message;
+  EXPECT_FALSE(kmsg::clear_after_gpu_reset(cursor, "18:00"));  // not a bus id: an error
 }
 
 }  // namespace vigil
