@@ -53,6 +53,37 @@ TEST(SkuFile, valid_file_loads_with_thresholds) {
   EXPECT_EQ(s.find("nvml_ecc", "nope"), nullptr);
 }
 
+// Calibration flags (docs/thresholds.md): `unconfirmed` is a boolean; `calibrated` says when and
+// from what data, and a bound cannot be both.
+TEST(SkuFile, unconfirmed_and_calibrated_flags_load_and_contradictions_are_errors) {
+  TempDir d;
+  std::string yaml = kH100;
+  yaml +=
+      "  gpu_hbm:\n"
+      "    hbm_bandwidth: {op: \">=\", fail: 1905, warn: 2400, unit: GB/s, unconfirmed: true}\n"
+      "  gpu_gemm:\n"
+      "    gemm_bf16_tflops: {op: \">=\", fail: 580, warn: 610, unit: TFLOP/s, calibrated: "
+      "\"2026-11-26 from 40 nodes\"}\n";
+  auto loaded = load_sku_file(d.write("h100.yaml", yaml), known_check_names());
+  ASSERT_TRUE(loaded) << (loaded.errors.empty() ? "" : loaded.errors[0].to_string());
+  EXPECT_TRUE(loaded.value->find("gpu_hbm", "hbm_bandwidth")->unconfirmed);
+  EXPECT_FALSE(loaded.value->find("gpu_gemm", "gemm_bf16_tflops")->unconfirmed);
+  EXPECT_EQ(loaded.value->find("gpu_gemm", "gemm_bf16_tflops")->calibrated, "2026-11-26 from 40 nodes");
+  EXPECT_FALSE(loaded.value->find("nvml_ecc", "volatile_uncorrected_ecc")->unconfirmed);
+
+  std::string both = kH100;
+  both += "  gpu_hbm:\n    hbm_bandwidth: {op: \">=\", fail: 1, unit: GB/s, unconfirmed: true, "
+          "calibrated: \"x\"}\n";
+  EXPECT_NE(first_error(both).find("hbm_bandwidth.calibrated: a calibrated bound is confirmed"),
+            std::string::npos)
+      << first_error(both);
+  std::string not_bool = kH100;
+  not_bool += "  gpu_hbm:\n    hbm_bandwidth: {op: \">=\", fail: 1, unit: GB/s, unconfirmed: yes}\n";
+  EXPECT_NE(first_error(not_bool).find("hbm_bandwidth.unconfirmed: must be true or false"),
+            std::string::npos)
+      << first_error(not_bool);
+}
+
 TEST(SkuFile, errors_name_file_line_and_field) {
   std::string yaml = kH100;
   yaml += "    aggregate_corrected_ecc: {op: \"<=\", fail: 10, warn: 20, unit: count}\n";

@@ -160,8 +160,21 @@ TEST_F(VigilCheckCli, bad_arguments_exit_3_with_a_message) {
 
 // vigil-check fabric: one run across the pair, one report per node, each spooled. The
 // launcher and all_reduce_perf are stand-ins replaying a genuine 2-node nccl-tests log.
+// The shipped floors are unconfirmed (warn-only until calibrated); this site has calibrated its
+// fabric floor, so the copy of the thresholds it uses has the flag removed.
 TEST_F(VigilCheckCli, fabric_gives_each_node_of_the_pair_a_report_and_fails_a_slow_pair) {
   const std::string ar = std::string(VIGIL_SOURCE_DIR) + "/tests/checks/allreduce/";
+  const std::string confirmed = dir_ + "/thresholds";
+  fs::create_directories(confirmed);
+  for (const auto& e : fs::directory_iterator(kThresholds)) {
+    std::ifstream in(e.path());
+    std::stringstream text;
+    text << in.rdbuf();
+    std::string yaml = text.str();
+    for (size_t at; (at = yaml.find(", unconfirmed: true")) != std::string::npos;)
+      yaml.erase(at, std::string(", unconfirmed: true").size());
+    std::ofstream(confirmed + "/" + e.path().filename().string()) << yaml;
+  }
   std::vector<std::string> argv = {kBinary,
                                    "fabric",
                                    "--quiet",
@@ -178,7 +191,7 @@ TEST_F(VigilCheckCli, fabric_gives_each_node_of_the_pair_a_report_and_fails_a_sl
                                    "--sku",
                                    "H100-SXM5-80GB",
                                    "--thresholds",
-                                   kThresholds,
+                                   confirmed,
                                    "--run-id",
                                    "r7-fabric",
                                    "--format",
@@ -207,6 +220,19 @@ TEST_F(VigilCheckCli, fabric_gives_each_node_of_the_pair_a_report_and_fails_a_sl
     EXPECT_EQ(c.at("message").get<std::string>().rfind("pair gpu-0+gpu-1: ", 0), 0u) << c.dump();
   }
   EXPECT_EQ(nodes, (std::set<std::string>{"gpu-0", "gpu-1"}));
+  // With the shipped, unconfirmed floor the same slow pair only warns: nothing to drain yet.
+  std::vector<std::string> shipped = argv;
+  *std::find(shipped.begin(), shipped.end(), confirmed) = kThresholds;
+  *std::find(shipped.begin(), shipped.end(), dir_ + "/spool") = dir_ + "/spool2";
+  auto unconfirmed = run_command(shipped, o);
+  ASSERT_EQ(unconfirmed.exit_code, 2) << unconfirmed.describe();  // a warning, no failure
+  for (const auto& rep : nlohmann::json::parse(unconfirmed.out)) {
+    const auto& c = rep.at("checks")[0];
+    EXPECT_EQ(c.at("status"), "warn") << c.dump();
+    EXPECT_NE(c.at("message").get<std::string>().find("unconfirmed floor"), std::string::npos)
+        << c.dump();
+    EXPECT_EQ(c.at("measurements")[0].at("threshold").at("unconfirmed"), true) << c.dump();
+  }
   size_t spooled = 0;
   for (const auto& e : fs::directory_iterator(dir_ + "/spool")) spooled += e.is_regular_file();
   EXPECT_EQ(spooled, 2u);

@@ -145,6 +145,24 @@ TEST(ReasonDetail, shows_the_figure_that_breaks_its_bound_furthest) {
   EXPECT_EQ(reason_name(p.value->checks[0]), "nccl_allreduce_ib");
 }
 
+// An unconfirmed floor travels with the report, so the drainer judges what the check judged.
+TEST(NodeReport, an_unconfirmed_threshold_round_trips_and_only_warns) {
+  json j = valid_report();
+  j["checks"][0]["status"] = "warn";
+  j["checks"][0]["measurements"][0]["threshold"]["unconfirmed"] = true;
+  auto p = parse_node_report(j);
+  ASSERT_TRUE(p) << p.error;
+  const Measurement& m = p.value->checks[0].measurements[0];
+  ASSERT_TRUE(m.threshold);
+  EXPECT_TRUE(m.threshold->unconfirmed);
+  EXPECT_EQ(m.status(), Status::kWarn);
+  EXPECT_EQ(reason_detail(p.value->checks[0]), "busbw 151.2<180GB/s (unconfirmed floor)");
+  EXPECT_EQ(to_json(*p.value)["checks"][0]["measurements"][0]["threshold"]["unconfirmed"], true);
+  j["checks"][0]["measurements"][0]["threshold"]["unconfirmed"] = "yes";
+  EXPECT_NE(error_of(j).find("/threshold/unconfirmed: must be true or false"), std::string::npos)
+      << error_of(j);
+}
+
 TEST(ReasonDetail, uses_the_check_message_for_counts) {
   CheckResult r;
   r.check = "nvml_row_remap";

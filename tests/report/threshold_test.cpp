@@ -27,6 +27,21 @@ TEST(Threshold, non_finite_values_fail) {
   EXPECT_EQ(t.evaluate(INFINITY), Status::kFail);
 }
 
+// An unconfirmed performance floor (docs/thresholds.md, "Calibration") never fails: breaking it
+// warns, and breaks_fail() still tells that the floor itself was broken.
+TEST(Threshold, an_unconfirmed_floor_only_warns) {
+  Threshold t{Op::kGe, 460, 483, "GB/s", {}};
+  t.unconfirmed = true;
+  EXPECT_EQ(t.evaluate(500), Status::kPass);
+  EXPECT_EQ(t.evaluate(470), Status::kWarn);
+  EXPECT_EQ(t.evaluate(100), Status::kWarn);
+  EXPECT_EQ(t.evaluate(std::nan("")), Status::kWarn);
+  EXPECT_TRUE(t.breaks_fail(100));
+  EXPECT_FALSE(t.breaks_fail(470));
+  t.unconfirmed = false;
+  EXPECT_EQ(t.evaluate(100), Status::kFail);
+}
+
 TEST(Threshold, validate_rejects_warn_on_the_wrong_side) {
   EXPECT_EQ(Threshold({Op::kGe, 460, 483, "GB/s", {}}).validate(), "");
   EXPECT_NE(Threshold({Op::kGe, 460, 400, "GB/s", {}}).validate(), "");

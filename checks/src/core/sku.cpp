@@ -125,7 +125,7 @@ class Walker {
 
 void parse_threshold(Walker& w, const YAML::Node& n, const std::string& field, SkuConfig& sku,
                      const std::string& check, const std::string& measurement) {
-  if (!w.only_keys(n, field, {"op", "fail", "warn", "unit"})) return;
+  if (!w.only_keys(n, field, {"op", "fail", "warn", "unit", "unconfirmed", "calibrated"})) return;
   Threshold t;
   bool ok = true;
   if (!n["op"]) {
@@ -157,6 +157,29 @@ void parse_threshold(Walker& w, const YAML::Node& n, const std::string& field, S
     t.unit = *u;
   } else {
     ok = false;
+  }
+  if (const YAML::Node u = n["unconfirmed"]) {
+    // Performance floors ship unconfirmed: warn-only until `vigil-drainer calibrate` replaces the
+    // flag with `calibrated` (docs/thresholds.md, "Calibration").
+    if (u.IsScalar() && (u.Scalar() == "true" || u.Scalar() == "false")) {
+      t.unconfirmed = u.Scalar() == "true";
+    } else {
+      w.error(u, field + ".unconfirmed", "must be true or false");
+      ok = false;
+    }
+  }
+  if (const YAML::Node c = n["calibrated"]) {
+    if (auto text = w.string(c, field + ".calibrated"); text && !text->empty()) {
+      t.calibrated = *text;
+    } else {
+      if (text) w.error(c, field + ".calibrated", "must say when and from what data");
+      ok = false;
+    }
+    if (ok && t.unconfirmed) {
+      w.error(c, field + ".calibrated",
+              "a calibrated bound is confirmed: remove `unconfirmed: true` (or this line)");
+      ok = false;
+    }
   }
   if (!ok) return;
   if (!is_known_unit(t.unit)) {

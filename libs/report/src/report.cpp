@@ -27,6 +27,7 @@ Status NodeReport::overall() const {
 static json threshold_json(const Threshold& t) {
   json j = {{"op", std::string(to_string(t.op))}, {"fail", t.fail}, {"unit", t.unit}};
   if (t.warn) j["warn"] = *t.warn;
+  if (t.unconfirmed) j["unconfirmed"] = true;
   return j;
 }
 
@@ -130,7 +131,7 @@ bool name_chars_ok(std::string_view s, const char* extra) {
 }
 
 Threshold parse_threshold(const json& j, const std::string& path, const std::string& unit) {
-  only_keys(j, path, {"op", "fail", "warn", "unit"});
+  only_keys(j, path, {"op", "fail", "warn", "unit", "unconfirmed"});
   Threshold t;
   auto op = op_from_string(need_string(j, path, "op"));
   if (!op) fail_at(path + "/op", "must be \">=\" or \"<=\"");
@@ -138,6 +139,10 @@ Threshold parse_threshold(const json& j, const std::string& path, const std::str
   t.fail = need_number(j, path, "fail");
   if (j.contains("warn")) t.warn = need_number(j, path, "warn");
   t.unit = need_string(j, path, "unit");
+  if (auto it = j.find("unconfirmed"); it != j.end()) {
+    if (!it->is_boolean()) fail_at(path + "/unconfirmed", "must be true or false");
+    t.unconfirmed = it->get<bool>();
+  }
   if (t.unit != unit) fail_at(path + "/unit", "'" + t.unit + "' differs from the measurement unit '" + unit + "'");
   if (std::string why = t.validate(); !why.empty()) fail_at(path, why);
   return t;
@@ -349,9 +354,11 @@ std::string figure_of(const Measurement& m) {
   if (m.port) out += *m.port + " ";
   out += m.name + " " + compact_number(m.value);
   const Threshold& t = *m.threshold;
-  double bound = m.status() == Status::kFail ? t.fail : t.warn.value_or(t.fail);
+  const bool below_floor = t.breaks_fail(m.value);
+  double bound = below_floor ? t.fail : t.warn.value_or(t.fail);
   out += (t.op == Op::kGe ? "<" : ">") + compact_number(bound);
   if (m.unit != "count" && m.unit != "bool") out += m.unit;
+  if (below_floor && t.unconfirmed) out += " (unconfirmed floor)";
   return out;
 }
 

@@ -24,9 +24,13 @@ std::string fmt(double v) {
 }
 }  // namespace
 
+bool Threshold::breaks_fail(double value) const {
+  return !std::isfinite(value) || !holds(op, value, fail);
+}
+
 Status Threshold::evaluate(double value) const {
-  if (!std::isfinite(value)) return Status::kFail;
-  if (!holds(op, value, fail)) return Status::kFail;
+  if (!std::isfinite(value) || !holds(op, value, fail))
+    return unconfirmed ? Status::kWarn : Status::kFail;
   if (warn && !holds(op, value, *warn)) return Status::kWarn;
   return Status::kPass;
 }

@@ -20,9 +20,17 @@ struct Threshold {
   std::optional<double> warn;
   std::string unit;
   std::string source;  // where a built-in default comes from (not serialised); may be empty
+  // A performance floor not yet confirmed by this site's own healthy figures (docs/thresholds.md,
+  // "Calibration"): breaking its fail bound is a warning, never a fail, so an unconfirmed floor
+  // cannot drain a node. Serialised in reports ("unconfirmed": true) so the drainer sees it.
+  bool unconfirmed = false;
+  // When and from what data `vigil-drainer calibrate` set the bounds (SKU files only).
+  std::string calibrated;
 
-  // pass, warn or fail for `value`.
+  // pass, warn or fail for `value` (warn where an unconfirmed floor's fail bound is broken).
   Status evaluate(double value) const;
+  // The value breaks the fail bound itself, confirmed or not.
+  bool breaks_fail(double value) const;
   // Empty when consistent, else a message (e.g. "warn 400 must be >= fail 460 for op >=").
   std::string validate() const;
 };
