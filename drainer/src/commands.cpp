@@ -16,6 +16,9 @@
 #include <sstream>
 #include <thread>
 
+#include "vigil/base/files.h"
+#include "vigil/base/time.h"
+#include "vigil/drainer/calibrate.h"
 #include "vigil/drainer/drainer.h"
 #include "vigil/drainer/http_server.h"
 #include "vigil/kube/kube_api.h"
@@ -443,6 +446,74 @@ int run_resume(const CommandOptions& o, const std::string& node) {
                   << (left ? " (Slurm unreachable: pending, retried by the next run)" : "") << "\n";
         return left ? 1 : 0;
       });
+}
+
+int run_calibrate(const CommandOptions& o, const CalibrateOptions& c) {
+  std::ifstream in(c.thresholds_file);
+  std::stringstream text;
+  text << in.rdbuf();
+  if (!in) {
+    std::cerr << "vigil-drainer calibrate: cannot read " << c.thresholds_file
+              << "; nothing changed\n";
+    return 2;
+  }
+  auto cfg = resolve_config(o);
+  if (!cfg.ok()) {
+    std::cerr << "vigil-drainer: " << cfg.error().to_string() << "\n";
+    return 2;
+  }
+  std::vector<detect::HealthyFigures> figures;
+  const int rc = with_service_or_state(
+      o, /*with_slurm=*/false,
+      [&](ServiceClient& sc) {
+        const std::string path = "/v1/calibration/" + c.sku;
+        auto h = sc.for_request("GET", path, "");
+        if (!h.ok()) return munge_fail(h.error(), "GET " + path);
+        auto r = sc.cli->Get(path.c_str(), *h);
+        if (!r || r->status != 200) return http_fail(r, "GET " + path);
+        auto parsed = healthy_figures_from_json(nlohmann::json::parse(r->body, nullptr, false));
+        if (!parsed.ok()) {
+          std::cerr << "vigil-drainer calibrate: " << parsed.error().to_string() << "\n";
+          return 1;
+        }
+        figures = std::move(parsed.value());
+        return 0;
+      },
+      [&](Drainer& d, const DrainerConfig&) {
+        figures = d.healthy_figures(c.sku);
+        return 0;
+      });
+  if (rc != 0) return rc;
+  CalibrationOptions opt;
+  opt.min_nodes = c.min_nodes;
+  opt.min_figures = c.min_figures;
+  opt.date = rfc3339_utc(std::time(nullptr)).substr(0, 10);
+  auto plan = plan_calibration(text.str(), c.thresholds_file, c.sku, figures,
+                               cfg.value().detection.engine, opt);
+  if (!plan.ok()) {
+    std::cerr << "vigil-drainer calibrate: " << plan.error().to_string() << "; nothing changed\n";
+    return 2;
+  }
+  if (!cfg.value().detection.enabled)
+    std::cout << "detection is off in this configuration: the drainer keeps no healthy figures\n";
+  std::cout << "calibration of " << c.sku << " from the drainer's healthy figures:\n";
+  for (const auto& n : plan.value().notes) std::cout << "  " << n << "\n";
+  if (plan.value().changes.empty()) {
+    std::cout << "nothing to propose; " << c.thresholds_file << " unchanged\n";
+    return 1;
+  }
+  std::cout << "\n" << plan.value().diff;
+  if (!c.write) {
+    std::cout << "\nreview, then apply with --write (or patch the file yourself)\n";
+    return 0;
+  }
+  if (auto w = replace_file_atomically(c.thresholds_file, plan.value().text); !w.ok()) {
+    std::cerr << "vigil-drainer calibrate: " << w.error().to_string() << "; nothing changed\n";
+    return 2;
+  }
+  std::cout << "\nwritten: " << c.thresholds_file << " (" << plan.value().changes.size()
+            << " bounds calibrated; copy it to every node's thresholds directory)\n";
+  return 0;
 }
 
 int run_breaker_reset(const CommandOptions& o) {

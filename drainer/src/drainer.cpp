@@ -71,6 +71,14 @@ std::optional<NodeState> Drainer::node(const std::string& name) const {
   return it->second;
 }
 
+std::vector<detect::HealthyFigures> Drainer::healthy_figures(const std::string& sku) const {
+  // The engine learns inside decision passes (decide_mu_) and forgets a resumed node's figures
+  // under mu_: hold both, in the lock order.
+  std::scoped_lock lk(decide_mu_, mu_);
+  if (!slow_) return {};
+  return slow_->healthy_figures(sku);
+}
+
 BreakerState Drainer::breaker() const {
   std::lock_guard lk(mu_);
   return breaker_;

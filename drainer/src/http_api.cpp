@@ -1,6 +1,8 @@
 // The HTTP API's routes and answers; see http_api.h.
 #include "http_api.h"
 
+#include "vigil/drainer/calibrate.h"
+
 #include <charconv>
 #include <nlohmann/json.hpp>
 
@@ -205,6 +207,11 @@ HttpReply HttpApi::handle(const HttpRequest& req) const {
       return d_.ready() ? text_reply(200, "ready\n") : text_reply(503, "not ready\n");
     case Route::kMetrics:
       return text_reply(200, d_.metrics_text(), "text/plain; version=0.0.4; charset=utf-8");
+    case Route::kCalibration: {
+      nlohmann::json figures = nlohmann::json::array();
+      for (const auto& f : d_.healthy_figures(route.node)) figures.push_back(to_json(f));
+      return json_reply(200, {{"sku", route.node}, {"figures", figures}});
+    }
   }
   return error_reply(500, "unrouted request");
 }

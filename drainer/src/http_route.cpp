@@ -18,6 +18,11 @@ std::optional<Route> match_route(const std::string& method, const std::string& p
   if (path == "/healthz") return want("GET", {Route::kHealthz, ""});
   if (path == "/readyz") return want("GET", {Route::kReadyz, ""});
   if (path == "/metrics") return want("GET", {Route::kMetrics, ""});
+  constexpr std::string_view kCalibration = "/v1/calibration/";
+  if (path.size() > kCalibration.size() &&
+      path.compare(0, kCalibration.size(), kCalibration) == 0 &&
+      path.find('/', kCalibration.size()) == std::string::npos)
+    return want("GET", {Route::kCalibration, path.substr(kCalibration.size())});
   constexpr std::string_view kNodes = "/v1/nodes/";
   if (path.size() > kNodes.size() && path.compare(0, kNodes.size(), kNodes) == 0) {
     std::string rest = path.substr(kNodes.size());

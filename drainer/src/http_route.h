@@ -7,7 +7,8 @@
 namespace vigil::drainer {
 
 // The route a method and path name, or nullopt with *status_if_none 404 (no such path) or 405
-// (wrong method). `node` is the {node} of /v1/nodes/{node} and /v1/nodes/{node}/resume.
+// (wrong method). `node` is the {node} of /v1/nodes/{node} and /v1/nodes/{node}/resume, and
+// the {sku} of /v1/calibration/{sku}.
 struct Route {
   enum Kind {
     kReports,
@@ -18,9 +19,10 @@ struct Route {
     kBreakerReset,
     kHealthz,
     kReadyz,
-    kMetrics
+    kMetrics,
+    kCalibration
   } kind;
-  std::string node;
+  std::string node;  // or the {sku} of /v1/calibration/{sku}
 };
 std::optional<Route> match_route(const std::string& method, const std::string& path,
                                  int* status_if_none);

@@ -37,11 +37,28 @@ int main(int argc, char** argv) {
   auto* breaker_reset = breaker->add_subcommand("reset", "close the circuit breaker");
   breaker->require_subcommand(1);
   for (auto* sc : {status, resume, breaker_reset}) {
-    sc->add_option("--config", o.config, "YAML config file")->default_val(default_config);
+    sc->add_option("--config", o.config, "YAML config file (default " + default_config + ")");
     sc->add_option("--state-dir", o.state_dir, "state dir; overrides the config");
     sc->add_option("--slurm-conf", o.slurm_conf, "slurm.conf to use");
   }
   status->add_flag("--json", o.json, "JSON output");
+
+  CalibrateOptions cal;
+  auto* calibrate = app.add_subcommand(
+      "calibrate",
+      "propose a SKU's performance floors from the fleet's healthy figures, as a diff of its "
+      "thresholds file (docs/thresholds.md, Calibration)");
+  calibrate->add_option("--sku", cal.sku, "SKU name, as in the file's `sku:`")->required();
+  calibrate->add_option("--thresholds", cal.thresholds_file, "the SKU's thresholds YAML file")
+      ->required();
+  calibrate->add_flag("--write", cal.write, "apply the proposal to the file (atomically)");
+  calibrate->add_option("--min-nodes", cal.min_nodes, "nodes needed behind a floor (default 10)");
+  calibrate->add_option("--min-figures", cal.min_figures,
+                        "healthy figures needed behind a floor (default 50)");
+  calibrate->add_option("--config", o.config,
+                        "YAML config file (default " + default_config +
+                            "; '' for built-in defaults with --state-dir)");
+  calibrate->add_option("--state-dir", o.state_dir, "state dir; overrides the config");
 
   auto* config = app.add_subcommand("config", "configuration helpers");
   std::string validate_path;
@@ -50,7 +67,13 @@ int main(int argc, char** argv) {
   config->require_subcommand(1);
 
   CLI11_PARSE(app, argc, argv);
+  // The service's commands read its config unless told otherwise. Set after parsing: a
+  // default_val on the shared `o.config` would also become apply's config, whose default is the
+  // built-in one.
+  for (auto* sc : {status, resume, breaker_reset, calibrate})
+    if (sc->parsed() && sc->get_option("--config")->count() == 0) o.config = default_config;
   if (serve->parsed()) return run_serve(o);
+  if (calibrate->parsed()) return run_calibrate(o, cal);
   if (apply->parsed()) {
     if (files.empty() && reports_dir.empty()) {
       std::fprintf(stderr, "vigil-drainer apply: give REPORT files or --reports-dir DIR\n");

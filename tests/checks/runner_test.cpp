@@ -51,7 +51,7 @@ class FakeCheck final : public Check {
 SkuConfig sku_with_busbw_threshold() {
   SkuConfig s;
   s.name = "TEST";
-  s.thresholds["measure"]["busbw"] = Threshold{Op::kGe, 180, 189, "GB/s", {}};
+  s.thresholds["measure"]["busbw"] = Threshold{Op::kGe, 180, 189, "GB/s", {}, false, {}};
   return s;
 }
 

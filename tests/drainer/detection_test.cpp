@@ -37,7 +37,7 @@ CheckResult gemm(double gpu3, int repeats = 0) {
     m.unit = "TFLOP/s";
     m.gpu = g;
     m.value = g == 3 ? gpu3 : healthy[g];
-    m.threshold = Threshold{Op::kGe, 640, 700, "TFLOP/s", {}};
+    m.threshold = Threshold{Op::kGe, 640, 700, "TFLOP/s", {}, false, {}};
     if (g == 3) m.repeats.assign(repeats, gpu3);
     c.measurements.push_back(m);
   }

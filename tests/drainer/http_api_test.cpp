@@ -15,6 +15,7 @@
 #include "fakes.h"
 #include "slow_clients.h"
 #include "temp_dir.h"
+#include "vigil/drainer/calibrate.h"
 #include "vigil/drainer/http_server.h"
 
 namespace vigil::drainer {
@@ -203,6 +204,42 @@ TEST(HttpApi, node_views_and_operator_endpoints) {
   EXPECT_FALSE(s.slurm->get("gpu-2").drain);
   EXPECT_EQ(s.cli->Post("/v1/nodes/gpu-2/resume", h, "", "application/json")->status, 409);
   EXPECT_EQ(s.cli->Post("/v1/breaker/reset", h, "", "application/json")->status, 200);
+}
+
+// GET /v1/calibration/{sku}: the healthy figures `vigil-drainer calibrate` proposes floors from.
+TEST(HttpApi, calibration_serves_the_healthy_figures_of_a_sku) {
+  Server s;
+  for (int n = 0; n < 4; ++n) {
+    CheckResult gemm;
+    gemm.check = "gpu_gemm";
+    for (int g = 0; g < 8; ++g) {
+      Measurement m;
+      m.name = "gemm_bf16_tflops";
+      m.unit = "TFLOP/s";
+      m.gpu = g;
+      m.value = 640 + g;
+      gemm.measurements.push_back(m);
+    }
+    const std::string node = "gpu-" + std::to_string(n);
+    ASSERT_EQ(s.post(to_json(make_report(node, "c1", {gemm}, "H100-SXM5-80GB")).dump())->status,
+              202);
+  }
+  s.d->process_pending();
+  httplib::Headers h{{"Authorization", "Bearer " + kToken}};
+  EXPECT_EQ(s.cli->Get("/v1/calibration/H100-SXM5-80GB")->status, 401);
+  auto r = s.cli->Get("/v1/calibration/H100-SXM5-80GB", h);
+  ASSERT_EQ(r->status, 200) << r->body;
+  auto figures = healthy_figures_from_json(nlohmann::json::parse(r->body));
+  ASSERT_TRUE(figures.ok()) << figures.error().to_string();
+  ASSERT_EQ(figures.value().size(), 1u) << r->body;
+  EXPECT_EQ(figures.value()[0].nodes, 4u);
+  EXPECT_EQ(figures.value()[0].runs, 32u);
+  EXPECT_DOUBLE_EQ(figures.value()[0].centre, 643.5);
+  auto other = s.cli->Get("/v1/calibration/B200-SXM-180GB", h);
+  ASSERT_EQ(other->status, 200);
+  EXPECT_TRUE(nlohmann::json::parse(other->body)["figures"].empty());
+  EXPECT_EQ(s.cli->Get("/v1/calibration/", h)->status, 404);
+  EXPECT_EQ(s.cli->Post("/v1/calibration/H100-SXM5-80GB", h, "", "application/json")->status, 405);
 }
 
 TEST(HttpApi, with_an_admin_token_operator_endpoints_refuse_the_ingest_token) {

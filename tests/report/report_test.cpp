@@ -169,7 +169,7 @@ TEST(ReasonDetail, uses_the_check_message_for_counts) {
   r.status = Status::kFail;
   r.message = "gpu3 row remap pending (1)";
   r.measurements.push_back(
-      {"row_remap_pending", 1, "count", 3, {}, Threshold{Op::kLe, 0, {}, "count", {}}, {}});
+      {"row_remap_pending", 1, "count", 3, {}, Threshold{Op::kLe, 0, {}, "count", {}, false, {}}, {}});
   EXPECT_EQ(reason_detail(r), "gpu3 row remap pending (1)");
 }
 

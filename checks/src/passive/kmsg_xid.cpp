@@ -125,7 +125,8 @@ class KmsgXidCheck final : public Check {
     fatal.unit = "count";
     fatal.threshold = Threshold{Op::kLe, 0, std::nullopt, "count",
                                 std::string("built-in: fatal XIDs ") + kFatalXidList +
-                                    ", and 154 stating a reset or reboot"};
+                                    ", and 154 stating a reset or reboot",
+                                false, {}};
     int warn_n = 0, other_n = 0;
     for (const auto& [k, n] : warn_seen) warn_n += n;
     for (const auto& [k, n] : other_seen) other_n += n;

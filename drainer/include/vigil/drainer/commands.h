@@ -26,4 +26,16 @@ int run_resume(const CommandOptions& o, const std::string& node);
 int run_breaker_reset(const CommandOptions& o);
 int run_config_validate(const std::string& path);
 
+// calibrate: propose a SKU's performance floors from the healthy figures the drainer keeps
+// (service over HTTP, else the state dir), print them and the diff of `thresholds_file`;
+// `write` applies it. 0: proposals made; 1: nothing to propose; 2: bad input, nothing changed.
+struct CalibrateOptions {
+  std::string sku;
+  std::string thresholds_file;
+  bool write = false;
+  std::size_t min_nodes = 10;
+  std::size_t min_figures = 50;
+};
+int run_calibrate(const CommandOptions& o, const CalibrateOptions& c);
+
 }  // namespace vigil::drainer

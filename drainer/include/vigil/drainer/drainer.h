@@ -97,6 +97,9 @@ class Drainer {
   std::vector<NodeState> nodes() const;
   std::optional<NodeState> node(const std::string& name) const;
   BreakerState breaker() const;
+  // The detection engine's healthy figures of `sku` (vigil-drainer calibrate); empty when
+  // detection is off or nothing was learned.
+  std::vector<detect::HealthyFigures> healthy_figures(const std::string& sku) const;
   size_t pending(SinkKind sink) const;
   size_t undecided() const;  // accepted reports not yet decided
   std::vector<Intent> pending_intents() const;
@@ -186,7 +189,7 @@ class Drainer {
   std::set<uint64_t> in_flight_;
   uint64_t next_intent_id_ = 1;
 
-  std::mutex decide_mu_;  // one decision batch at a time
+  mutable std::mutex decide_mu_;  // one decision batch at a time
   // One process_pending pass at a time, held until its intents are enqueued: a caller that has
   // just ingested must not return while the processor thread is still deciding those reports.
   std::mutex pass_mu_;

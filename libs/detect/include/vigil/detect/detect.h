@@ -113,6 +113,35 @@ struct ReportVerdicts {
 // kNo: judge without learning, for reports of drained nodes and rechecks.
 enum class Learn { kYes, kNo };
 
+// The healthy figures the engine keeps for one SKU, per judged figure: what `vigil-drainer
+// calibrate` proposes absolute floors from (docs/thresholds.md, "Calibration"). Only figures the
+// engine learned (never a failed run's, never a drained node's re-check) are in the rings.
+struct HealthyFigures {
+  std::string check;
+  std::string measurement;
+  std::string unit;
+  UnitKind kind = UnitKind::kNode;
+  std::size_t nodes = 0;  // nodes with at least one healthy figure of it
+  std::size_t runs = 0;   // healthy figures behind it: every unit's ring, every node
+  double centre = 0;      // median of those figures
+  double spread = 0;      // 1.4826 x MAD of those figures
+  double lowest = 0;
+};
+
+// A proposed floor for a higher-is-better figure (>= bounds), or why there is none.
+struct ProposedFloor {
+  double fail = 0;
+  double warn = 0;
+  std::string refused;  // non-empty: not enough data, and why
+};
+// fail = centre x (1 - f), warn = centre x (1 - w), f = max(2 x the kind's fail margin,
+// 5 x spread / centre), w = max(2 x the warn margin, 3 x spread / centre): never tighter than
+// twice what the relative engine already drains on, and five robust sigmas below the fleet's
+// centre, so a healthy tail is not cut (docs/thresholds.md). Refused below min_nodes nodes or
+// min_runs figures.
+ProposedFloor propose_floor(const HealthyFigures& f, const Margins& margins, std::size_t min_nodes,
+                            std::size_t min_runs);
+
 struct EngineSize {
   std::size_t nodes = 0;
   std::size_t history_units = 0;
@@ -150,6 +179,8 @@ class Engine {
 
   const DetectConfig& config() const { return config_; }
   EngineSize size() const;
+  // Every judged figure of `sku` with at least one healthy figure, in (check, measurement) order.
+  std::vector<HealthyFigures> healthy_figures(std::string_view sku) const;
 
  private:
   DetectConfig config_;
