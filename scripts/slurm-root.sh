@@ -44,7 +44,7 @@ readonly ROOT_FORMAT=1
 # topology/tree cluster, the drainer's drain / resume / ownership tests and vigil-submit's REST
 # reader against the real cluster. `--set full`: every test of the VIGIL_SLURM_ONLY build.
 readonly LEAN_TARGETS="slurm_test slurm_client_test slurm_topology_test drainer_slurm_test submit_rest_test"
-readonly LEAN_TESTS='^(Hostlist|Reason|Ownership|SlurmTopology|SlurmTopologyText)\.|SlurmClient\.|^RestClient\.|^LibslurmClient\.a_second|^DrainerSlurm\.(failing_report|resume_after|over_slurmrestd|a_node_an_admin|an_admin_drain_after|a_down_node)|^SubmitRest\.'
+readonly LEAN_TESTS='^(Hostlist|Reason|Ownership|SlurmTopology|SlurmTopologyText|ScontrolText)\.|SlurmClient\.|^RestClient\.|^LibslurmClient\.a_second|^DrainerSlurm\.(failing_report|resume_after|over_slurmrestd|a_node_an_admin|an_admin_drain_after|a_down_node)|^SubmitRest\.'
 
 log() { echo "$PROG: $*" >&2; }
 die() {

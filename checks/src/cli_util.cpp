@@ -16,7 +16,7 @@
 #include "passive/kmsg_reader.h"
 #include "vigil/checks/registry.h"
 #include "vigil/report/output.h"
-#include "vigil/slurm/slurm_topology.h"
+#include "vigil/slurm/scontrol.h"
 
 namespace vigil_cli {
 
@@ -85,7 +85,7 @@ vigil::Result<std::map<std::string, std::string>> fabric_topology(const std::str
     note = "no topology";
     return std::map<std::string, std::string>{};
   }
-  auto tree = vigil::slurm::load_leaf_switches();
+  auto tree = vigil::slurm::load_leaf_switches_scontrol();
   if (option.empty() && (!tree.ok() || tree->empty())) {
     note = tree.ok() ? "no topology (Slurm has no tree topology)"
                      : "no topology (Slurm: " + tree.error().to_string() + ")";

@@ -26,7 +26,7 @@
 #include "vigil/hook/hook.h"
 #include "vigil/report/output.h"
 #include "vigil/report/report_client.h"
-#include "vigil/slurm/slurm_api.h"
+#include "vigil/slurm/scontrol.h"
 
 namespace fs = std::filesystem;
 
@@ -418,7 +418,7 @@ int cmd_hook(HookArgs& h) {
   // The drainer's policy as it last sent it, for when it cannot be reached (docs/hooks.md).
   if (!ctx.state_dir.empty()) act.policy_cache = ctx.state_dir + "/drainer-policy.json";
   const std::string conf = h.slurm_conf;
-  act.slurm = [conf] { return vigil::slurm::make_libslurm_api(conf); };
+  act.slurm = [conf] { return vigil::slurm::make_scontrol_api(conf); };
   const vigil::hook::Outcome out = vigil::hook::act(report, act);
 
   RunArgs print = a;

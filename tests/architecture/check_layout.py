@@ -61,6 +61,10 @@ TARGET_COMPONENT = {
     "vigil-allreduce": "ncclbench_mpi",
     "report_client": "report_client",
     "ncclbench_mpi": "ncclbench_mpi",
+    # The libslurm-free half of libs/slurm (scontrol backend, reasons): the same component.
+    # That vigil-check links no libslurm is checked by its own test
+    # (vigil_check_does_not_link_libslurm), on the binary.
+    "slurm_cli": "slurm",
 }
 # Targets other components may never link, whatever ALLOWED says: nothing depends on the check
 # runner but the vigil-check program (tests excepted).
@@ -132,6 +136,7 @@ def check(repo):
                 for dep in VIGIL_TARGET_RE.findall(m.group(2)):
                     if dep.endswith("_external"):
                         continue
+                    dep = TARGET_COMPONENT.get(dep, dep)
                     if dep not in allowed:
                         problems.append(
                             f"{rel}: target {target} ({tcomp}) may not link vigil::{dep} "

@@ -54,8 +54,10 @@ Result<std::vector<SlurmNodeInfo>> SlurmApi::load_nodes_named(
   return all;
 }
 
-Error unknown_nodes_error(const KnownSplit& split, std::string where) {
-  return Error{"node(s) " + abbreviate(to_hostlist(split.unknown), split.unknown.size()) +
+
+Error unknown_nodes_error(const KnownSplit& split, const std::string& unknown_list,
+                          std::string where) {
+  return Error{"node(s) " + abbreviate(unknown_list, split.unknown.size()) +
                    " unknown to slurmctld (check the node names in the reports); applied to the "
                    "other " +
                    std::to_string(split.known.size()) + " node(s)",

@@ -27,7 +27,9 @@ struct KnownSplit {
 // Both backends then apply the action to the known nodes and name the unknown ones.
 KnownSplit split_known(const std::vector<std::string>& nodes,
                        const std::vector<SlurmNodeInfo>& in_slurm);
-// where: the backend's own call, e.g. "slurm_update_node(node_state=DRAIN)".
-Error unknown_nodes_error(const KnownSplit& split, std::string where);
+// unknown_list: split.unknown as the backend names them (a hostlist, or a comma list); where: the
+// backend's own call, e.g. "slurm_update_node(node_state=DRAIN)".
+Error unknown_nodes_error(const KnownSplit& split, const std::string& unknown_list,
+                          std::string where);
 
 }  // namespace vigil::slurm

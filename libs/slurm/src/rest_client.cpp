@@ -254,7 +254,7 @@ class RestSlurmApi final : public SlurmApi {
         return e;
       }
     }
-    return unknown_nodes_error(split,
+    return unknown_nodes_error(split, to_hostlist(split.unknown),
                                std::string("slurmrestd POST node (state=") + state_name + ")");
   }
 

@@ -182,7 +182,7 @@ class LibslurmApi final : public SlurmApi {
                          ")"};
       }
     }
-    return unknown_nodes_error(split,
+    return unknown_nodes_error(split, to_hostlist(split.unknown),
                                std::string("slurm_update_node(node_state=") + state_name + ")");
   }
 

@@ -6,6 +6,8 @@
 // Built and tested against: 22.05 (Debian bookworm) and 24.11 (Debian trixie, through
 // scripts/slurm-root.sh).
 #include <slurm/slurm.h>
+
+#include "topology_text.h"
 #include <slurm/slurm_errno.h>
 #include <slurm/slurm_version.h>
 
@@ -39,11 +41,7 @@ inline int last_error() {
 
 // One switch of Slurm's tree topology (topology/tree): its level (leaf = 0), name and the
 // hostlist expression of the nodes directly under it.
-struct SwitchRecord {
-  int level = 0;
-  std::string name;
-  std::string nodes;
-};
+using SwitchRecord = slurm::SwitchRecord;  // topology_text.h
 
 // 24.11 sends the switch tree as the topology plugin's own data (topo_info, a
 // dynamic_plugin_data_t), and libslurm unpacks it by loading the plugin. topology_tree.so needs

@@ -13,6 +13,7 @@
 #include "hostlist.h"
 #include "libslurm_init.h"
 #include "slurm_compat.h"
+#include "topology_text.h"
 #include "vigil/base/process.h"
 #include "vigil/base/strings.h"
 #include "vigil/slurm/slurm_topology.h"
@@ -23,25 +24,7 @@ namespace {
 
 constexpr const char* kWhere = "load_leaf_switches";
 
-// The lines `scontrol show topology` prints: "SwitchName=s0 Level=0 LinkSpeed=1 Nodes=n[0-1]".
-std::vector<compat::SwitchRecord> parse_switch_lines(const std::string& text) {
-  std::vector<compat::SwitchRecord> out;
-  std::istringstream lines(text);
-  for (std::string line; std::getline(lines, line);) {
-    std::istringstream words(line);
-    compat::SwitchRecord r;
-    r.level = -1;
-    for (std::string w; words >> w;) {
-      if (w.starts_with("SwitchName=")) r.name = w.substr(11);
-      if (w.starts_with("Level=")) r.level = std::atoi(w.c_str() + 6);
-      if (w.starts_with("Nodes=")) r.nodes = w.substr(6);
-    }
-    if (!r.name.empty() && r.level >= 0) out.push_back(std::move(r));
-  }
-  return out;
-}
-
-Result<std::vector<compat::SwitchRecord>> records_from_scontrol(const std::string& conf_path) {
+Result<std::vector<SwitchRecord>> records_from_scontrol(const std::string& conf_path) {
   LaunchOptions o;
   o.timeout = std::chrono::seconds(30);
   if (!conf_path.empty()) o.env.emplace_back("SLURM_CONF", conf_path);
@@ -56,7 +39,7 @@ Result<std::vector<compat::SwitchRecord>> records_from_scontrol(const std::strin
   return parse_switch_lines(run->out);
 }
 
-Result<std::vector<compat::SwitchRecord>> records_from_libslurm(const std::string& conf_path) {
+Result<std::vector<SwitchRecord>> records_from_libslurm(const std::string& conf_path) {
 #if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(24, 11, 0)
   (void)conf_path;
   return Error{"slurm_load_topo is not used on this release", kWhere};
@@ -78,19 +61,13 @@ Result<std::vector<compat::SwitchRecord>> records_from_libslurm(const std::strin
 #endif
 }
 
-Result<std::map<std::string, std::string>> leaves_of(const std::vector<compat::SwitchRecord>& records) {
-  std::map<std::string, std::string> leaf_of;
-  for (const compat::SwitchRecord& s : records) {
-    if (s.level != 0) continue;
-    for (const std::string& node : expand_hostlist(s.nodes.c_str())) {
-      auto [it, added] = leaf_of.emplace(node, s.name);
-      if (!added && it->second != s.name)
-        return Error{
-            "node " + node + " hangs from two leaf switches (" + it->second + ", " + s.name + ")",
-            kWhere};
-    }
-  }
-  return leaf_of;
+Result<std::map<std::string, std::string>> leaves_of(const std::vector<SwitchRecord>& records) {
+  return slurm::leaves_of(
+      records,
+      [](const std::string& expr) -> Result<std::vector<std::string>> {
+        return expand_hostlist(expr.c_str());
+      },
+      kWhere);
 }
 
 }  // namespace
