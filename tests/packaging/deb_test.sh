@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# The Debian packages (cmake/VigilPackaging.cmake, docs/deploy.md "Packages") install and run on
+# a bare Debian bookworm root with nothing but what they declare: minbase + python3 (the root the
+# GPU bundle test uses, made by scripts/slurm-root.sh bootstrap and cached), seen through an
+# overlay so the cached root stays bare. apt-get installs each .deb with the dependencies its
+# Depends names, from the Debian mirror the root was made from; then every program starts, the
+# hook runs (no GPU, no Slurm here: `error`s, exit 0, never a drain), the shipped thresholds
+# validate, and vigil-check's Depends names no libslurm (it works with any Slurm release).
+#   deb_test.sh BUILD_DIR
+set -euo pipefail
+build=$(cd "$1" && pwd)
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cache=${VIGIL_ROOT_CACHE:-${XDG_CACHE_HOME:-/var/cache}/vigil}
+root=$cache/gpu-bundle-root-bookworm
+fail() {
+  echo "deb_test: FAIL: $*" >&2
+  exit 1
+}
+[[ $(id -u) -eq 0 ]] || fail "needs root (chroot, unshare, overlay), as scripts/test.sh runs"
+
+tmp=$(mktemp -d)
+trap 'rm -rf -- "$tmp"' EXIT
+mkdir -p "$tmp/debs"
+(cd "$tmp/debs" && cpack -G DEB --config "$build/CPackConfig.cmake" >"$tmp/cpack.log" 2>&1) ||
+  { cat "$tmp/cpack.log"; fail "cpack failed"; }
+check_deb=$(ls "$tmp"/debs/vigil-check_*.deb) || fail "no vigil-check .deb"
+drainer_deb=$(ls "$tmp"/debs/vigil-drainer_*.deb) || fail "no vigil-drainer .deb"
+depends=$(dpkg-deb -f "$check_deb" Depends)
+echo "vigil-check Depends: $depends"
+[[ $depends != *libslurm* ]] || fail "vigil-check depends on a libslurm: $depends"
+for lib in libyaml-cpp libmunge2; do
+  [[ $depends == *$lib* ]] || fail "vigil-check's Depends misses $lib: $depends"
+done
+
+if [[ ! -f $root/.vigil-bare-root ]]; then
+  rm -rf -- "$root"
+  mkdir -p "$cache"
+  bash "$repo/scripts/slurm-root.sh" bootstrap --suite bookworm "$root" python3 ||
+    fail "could not make the bare root at $root"
+  touch "$root/.vigil-bare-root"
+fi
+chroot "$root" dpkg-query -W -f='${Status}' libyaml-cpp0.7 2>/dev/null | grep -q "install ok" &&
+  fail "the bare root has libyaml-cpp0.7: it would hide a missing Depends"
+
+mkdir -p "$tmp/upper" "$tmp/work" "$tmp/merged"
+cat >"$tmp/debs/in-root.sh" <<'SH'
+set -euo pipefail
+export DEBIAN_FRONTEND=noninteractive
+apt-get -qq update >/dev/null
+apt-get install -y -qq --no-install-recommends /debs/vigil-check_*.deb /debs/vigil-drainer_*.deb >/dev/null
+dpkg-query -W -f='${Package} ${Status}\n' vigil-check vigil-drainer
+vigil-check --help >/dev/null
+vigil-check thresholds validate /usr/share/vigil/thresholds
+vigil-drainer --help >/dev/null
+echo "6,1,100,-;quiet" >/tmp/kmsg
+rc=0
+SLURMD_NODENAME=bare-0 VIGIL_HOOK_LOG=/tmp/hook.log vigil-hook healthcheck --no-post \
+  --kmsg /tmp/kmsg --state-dir /tmp/state >/tmp/hook.out 2>&1 || rc=$?
+echo "vigil-hook healthcheck exit $rc"; head -12 /tmp/hook.out
+[ "$rc" = 0 ] || { cat /tmp/hook.out /tmp/hook.log 2>/dev/null; exit 1; }
+grep -q "kmsg_xid" /tmp/hook.out || { cat /tmp/hook.out; exit 1; }
+if grep -q "not found\|error while loading" /tmp/hook.out /tmp/hook.log 2>/dev/null; then
+  cat /tmp/hook.out /tmp/hook.log; exit 1
+fi
+echo "in-root: ok"
+SH
+unshare --mount --pid --fork --propagation private -- bash -euc '
+  r=$1 t=$2
+  mount -t overlay overlay -o "lowerdir=$r,upperdir=$t/upper,workdir=$t/work" "$t/merged"
+  mkdir -p "$t/merged/debs"
+  mount --bind "$t/debs" "$t/merged/debs"
+  mount -t proc proc "$t/merged/proc"
+  mount --rbind /dev "$t/merged/dev"
+  cp /etc/resolv.conf "$t/merged/etc/resolv.conf"
+  exec chroot "$t/merged" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
+    bash /debs/in-root.sh
+' deb-root "$root" "$tmp" 2>&1 | tee "$tmp/root.log" || true
+grep -q "^in-root: ok" "$tmp/root.log" || fail "the packages did not install and run in the bare root"
+echo "ok: vigil-check and vigil-drainer installed with their declared Depends only and ran"
