@@ -188,6 +188,11 @@ TEST_P(SlurmClient, drain_three_nodes_is_one_rpc_over_a_hostlist) {
 }
 
 TEST_P(SlurmClient, undrain_returns_drained_nodes_to_idle) {
+  if (GetParam() == Backend::kScontrol) {
+    // It refuses (scontrol_client.cpp): on 24.11 this sequence through scontrol left gpu-2 IDLE.
+    EXPECT_FALSE(api_->undrain({"gpu-0"}).ok());
+    GTEST_SKIP() << "the scontrol backend does not lift drains";
+  }
   ASSERT_TRUE(api_->drain({"gpu-0", "gpu-1"}, "vigil: ecc gpu3 dbe 1>0count").ok());
   ASSERT_TRUE(node("gpu-0").drain);
   auto r = api_->undrain({"gpu-0", "gpu-1"});
@@ -201,6 +206,11 @@ TEST_P(SlurmClient, undrain_returns_drained_nodes_to_idle) {
 }
 
 TEST_P(SlurmClient, undrain_leaves_a_down_node_down) {
+  if (GetParam() == Backend::kScontrol) {
+    // It refuses (scontrol_client.cpp): on 24.11 this sequence through scontrol left gpu-2 IDLE.
+    EXPECT_FALSE(api_->undrain({"gpu-0"}).ok());
+    GTEST_SKIP() << "the scontrol backend does not lift drains";
+  }
   ASSERT_TRUE(api_->drain({"gpu-2"}, "vigil: ib port_active 0<1bool").ok());
   // The node then goes DOWN for another reason (an admin, a dead slurmd).
   int rc = 0;

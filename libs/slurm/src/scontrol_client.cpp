@@ -94,9 +94,16 @@ class ScontrolApi final : public SlurmApi {
     return update(nodes, {"State=DRAIN", "Reason=" + reason}, "drain");
   }
 
+  // vigil-check never lifts a drain (the drainer does, through libslurm or slurmrestd), and
+  // scontrol's node updates are not one behaviour across releases: on 24.11, slurm_client_test's
+  // drain, DOWN, drain again, undrain through scontrol left the node IDLE, where libslurm's and
+  // slurmrestd's UNDRAIN leave it DOWN. So this backend refuses rather than risk resuming a DOWN
+  // node. (The hook drains only nodes that are not DOWN, FAIL or MAINT.)
   VoidResult undrain(const std::vector<std::string>& nodes) override {
     if (auto ok = validate_names(nodes, "undrain"); !ok.ok()) return ok.error();
-    return update(nodes, {"State=UNDRAIN"}, "undrain");
+    return Error{"the scontrol backend does not lift drains (vigil-check never does; the drainer "
+                 "uses libslurm or slurmrestd)",
+                 "undrain"};
   }
 
  private:

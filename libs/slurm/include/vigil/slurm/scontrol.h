@@ -7,8 +7,9 @@
 //
 // Node table: `scontrol -o show node` (one line per node, stable across 22.05-26.05; the JSON
 // output's schema changes with every data_parser version). Drain: `scontrol update
-// NodeName=a,b State=DRAIN Reason=...`. Topology: `scontrol show topology`, node ranges expanded
-// with `scontrol show hostnames`.
+// NodeName=a,b State=DRAIN Reason=...`; it never lifts a drain (undrain is an error: see
+// scontrol_client.cpp). Topology: `scontrol show topology`, node ranges expanded with
+// `scontrol show hostnames`.
 #include <map>
 #include <memory>
 #include <string>
