@@ -156,6 +156,8 @@ nlohmann::json to_json(const BenchRun& run) {
   j["nccl_version"] = run.nccl_version;
   j["mpi_version"] = run.mpi_version;
   j["nccl_env"] = run.nccl_env;
+  if (!run.nccl_env_removed.empty()) j["nccl_env_removed"] = run.nccl_env_removed;
+  if (!run.nccl_conf_tuning.empty()) j["nccl_conf_tuning"] = run.nccl_conf_tuning;
   put_optional(j, "warmup_iters", run.warmup_iters);
   put_optional(j, "iters", run.iters);
   put_optional(j, "check", run.check);
@@ -213,6 +215,10 @@ Result<BenchRun> bench_run_from_json(const nlohmann::json& j) {
   run.mpi_version = r.opt<std::string>("mpi_version").value_or("");
   run.nccl_env = r.opt<std::map<std::string, std::string>>("nccl_env")
                      .value_or(std::map<std::string, std::string>{});
+  run.nccl_env_removed =
+      r.opt<std::vector<std::string>>("nccl_env_removed").value_or(std::vector<std::string>{});
+  run.nccl_conf_tuning =
+      r.opt<std::vector<std::string>>("nccl_conf_tuning").value_or(std::vector<std::string>{});
   run.warmup_iters = r.opt<int>("warmup_iters");
   run.iters = r.opt<int>("iters");
   run.check = r.opt<bool>("check");

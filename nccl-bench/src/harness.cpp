@@ -16,6 +16,7 @@
 #include <iostream>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <set>
 #include <thread>
 #include <vector>
@@ -345,9 +346,13 @@ Result<BenchRun> run_allreduce(const BenchOptions& opts, std::ostream* table) {
   run.start_time = rfc3339_now();
   std::ostream* out = info.rank == 0 ? table : nullptr;
 
-  // NCCL reads its environment once, at its first call: set the transport mode before any.
-  if (opts.backend == Backend::kNccl)
+  // NCCL reads its environment once, at its first call: remove inherited tuning and set the
+  // transport mode before any (review F06, options.h).
+  if (opts.backend == Backend::kNccl) {
+    run.nccl_env_removed = remove_tuning_env();
     for (const auto& [k, v] : transport_env(opts.transport)) setenv(k.c_str(), v.c_str(), 1);
+    run.nccl_conf_tuning = conf_tuning_in_effect();
+  }
   run.nccl_env = nccl_environment();
 
   std::unique_ptr<CommBackend> backend =

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <limits>
 
 namespace vigil::ncclbench {
@@ -104,6 +107,75 @@ std::vector<std::pair<std::string, std::string>> transport_env(Transport t) {
   if (t == Transport::kIb)
     return {{"NCCL_P2P_DISABLE", "1"}, {"NCCL_SHM_DISABLE", "1"}, {"NCCL_ALGO", "Ring"}};
   return {{"NCCL_P2P_DISABLE", "0"}, {"NCCL_SHM_DISABLE", "0"}};
+}
+
+const std::vector<std::string>& tuning_env_names() {
+  static const std::vector<std::string> names = {
+      "NCCL_ALGO",        "NCCL_PROTO",       "NCCL_NVLS_ENABLE",   "NCCL_NVLSTREE_MAX_CHUNKSIZE",
+      "NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL",   "NCCL_SHM_DISABLE",   "NCCL_MIN_NCHANNELS",
+      "NCCL_MAX_NCHANNELS", "NCCL_MIN_CTAS",  "NCCL_MAX_CTAS",      "NCCL_NTHREADS",
+      "NCCL_BUFFSIZE",    "NCCL_COLLNET_ENABLE", "NCCL_TUNER_PLUGIN", "NCCL_CROSS_NIC",
+  };
+  return names;
+}
+
+std::vector<std::string> conf_file_tuning(const std::string& text, const std::string& file) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    std::string line = text.substr(start, end - start);
+    start = end + 1;
+    while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+    const std::size_t first = line.find_first_not_of(' ');
+    if (first == std::string::npos || line[first] == '#') continue;
+    line = line.substr(first);
+    const std::size_t eq = line.find('=');
+    if (eq == std::string::npos) continue;
+    const std::string name = line.substr(0, eq);
+    for (const auto& t : tuning_env_names())
+      if (name == t) out.push_back(line + " (" + file + ")");
+    if (end == text.size()) break;
+  }
+  return out;
+}
+
+std::vector<std::string> remove_tuning_env() {
+  std::vector<std::string> removed;
+  for (const std::string& name : tuning_env_names()) {
+    if (const char* v = std::getenv(name.c_str())) {
+      removed.push_back(name + "=" + v);
+      unsetenv(name.c_str());
+    }
+  }
+  return removed;
+}
+
+std::vector<std::string> conf_tuning_in_effect(const std::string& etc_conf) {
+  std::vector<std::string> files;
+  if (const char* f = std::getenv("NCCL_CONF_FILE"); f && *f) {
+    files.push_back(f);
+  } else if (const char* home = std::getenv("HOME"); home && *home) {
+    files.push_back(std::string(home) + "/.nccl.conf");
+  }
+  files.push_back(etc_conf);
+  std::vector<std::string> out;
+  for (const std::string& f : files) {
+    std::ifstream in(f);
+    if (!in) continue;
+    std::stringstream text;
+    text << in.rdbuf();
+    for (std::string& t : conf_file_tuning(text.str(), f)) {
+      // A value already in the environment wins over the file's (NCCL's rule), e.g. the
+      // transport mode's NCCL_P2P_DISABLE; the first file to set a variable wins too.
+      const std::string name = t.substr(0, t.find('='));
+      bool seen = std::getenv(name.c_str()) != nullptr;
+      for (const auto& o : out) seen = seen || o.rfind(name + "=", 0) == 0;
+      if (!seen) out.push_back(std::move(t));
+    }
+  }
+  return out;
 }
 
 std::optional<int> select_device(int visible_devices, int local_rank, int local_ranks) {

@@ -64,6 +64,8 @@ TEST(BenchJson, round_trips_every_field) {
   run.hostnames = std::vector<std::string>(8, "gpu-0");
   run.nccl_version = "2.28.9";
   run.nccl_env = {{"NCCL_ALGO", "Ring"}, {"NCCL_P2P_DISABLE", "1"}};
+  run.nccl_env_removed = {"NCCL_PROTO=Simple"};
+  run.nccl_conf_tuning = {"NCCL_ALGO=Ring (/etc/nccl.conf)"};
   run.warmup_iters = 5;
   run.iters = 20;
   run.check = true;
@@ -94,6 +96,8 @@ TEST(BenchJson, round_trips_every_field) {
   EXPECT_EQ(back->outcome, run.outcome);
   EXPECT_EQ(back->message, run.message);
   EXPECT_EQ(back->nccl_env, run.nccl_env);
+  EXPECT_EQ(back->nccl_env_removed, run.nccl_env_removed);
+  EXPECT_EQ(back->nccl_conf_tuning, run.nccl_conf_tuning);
   EXPECT_EQ(back->hostnames, run.hostnames);
   EXPECT_EQ(back->min_busbw_gb_s, run.min_busbw_gb_s);
   EXPECT_EQ(back->avg_busbw_gb_s, run.avg_busbw_gb_s);

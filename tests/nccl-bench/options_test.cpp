@@ -1,6 +1,11 @@
 #include "vigil/ncclbench/options.h"
 
 #include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 
 namespace nb = vigil::ncclbench;
 
@@ -74,3 +79,40 @@ TEST(Options, device_is_the_local_rank_or_the_one_gpu_bound_to_the_rank) {
   EXPECT_EQ(nb::select_device(0, 0, 1), std::nullopt);  // no GPU
   EXPECT_EQ(nb::select_device(8, 8, 8), std::nullopt);  // inconsistent rank info
 }
+
+namespace vigil::ncclbench {
+
+// Review F06: what a job or site can set to change the mode NCCL measures in.
+TEST(NcclTuningEnv, inherited_tuning_is_removed_and_network_settings_stay) {
+  setenv("NCCL_ALGO", "Ring", 1);
+  setenv("NCCL_NVLS_ENABLE", "0", 1);
+  setenv("NCCL_IB_HCA", "mlx5_0,mlx5_1", 1);
+  const auto removed = remove_tuning_env();
+  EXPECT_EQ(removed, (std::vector<std::string>{"NCCL_ALGO=Ring", "NCCL_NVLS_ENABLE=0"}));
+  EXPECT_EQ(std::getenv("NCCL_ALGO"), nullptr);
+  EXPECT_EQ(std::getenv("NCCL_NVLS_ENABLE"), nullptr);
+  ASSERT_NE(std::getenv("NCCL_IB_HCA"), nullptr);
+  unsetenv("NCCL_IB_HCA");
+}
+
+TEST(NcclTuningEnv, conf_files_are_read_as_nccl_reads_them) {
+  EXPECT_EQ(conf_file_tuning("# site\nNCCL_ALGO=Ring\nNCCL_SOCKET_IFNAME=eth0\n  NCCL_PROTO=Simple\r\n",
+                             "/etc/nccl.conf"),
+            (std::vector<std::string>{"NCCL_ALGO=Ring (/etc/nccl.conf)",
+                                      "NCCL_PROTO=Simple (/etc/nccl.conf)"}));
+  char tmpl[] = "/tmp/nccl-conf-XXXXXX";
+  const std::string dir = ::mkdtemp(tmpl);
+  std::ofstream(dir + "/user.conf") << "NCCL_ALGO=Tree\n";
+  std::ofstream(dir + "/etc.conf") << "NCCL_ALGO=Ring\nNCCL_P2P_DISABLE=1\nNCCL_MAX_NCHANNELS=4\n";
+  setenv("NCCL_CONF_FILE", (dir + "/user.conf").c_str(), 1);
+  setenv("NCCL_P2P_DISABLE", "0", 1);  // the transport mode's own value wins over the file
+  const auto in_effect = conf_tuning_in_effect(dir + "/etc.conf");
+  // The first file to set a variable wins, as in NCCL (it never overwrites a set variable).
+  EXPECT_EQ(in_effect, (std::vector<std::string>{"NCCL_ALGO=Tree (" + dir + "/user.conf)",
+                                                 "NCCL_MAX_NCHANNELS=4 (" + dir + "/etc.conf)"}));
+  unsetenv("NCCL_CONF_FILE");
+  unsetenv("NCCL_P2P_DISABLE");
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace vigil::ncclbench

@@ -58,6 +58,20 @@ CheckResult verdict(const CheckContext& ctx, const AllreduceSpec& spec, const nb
                 std::to_string(run.ranks.value_or(spec.ranks)) + " ranks, " +
                 std::to_string(run.rows.size()) + " sizes (slowest rank per size)";
   }
+  // Review F06: the figure is only the SKU floor's if NCCL chose its own algorithms. Inherited
+  // settings were removed (said so); a NCCL configuration file's cannot be, and a figure measured
+  // under them is not judged against the floor: never a fail.
+  if (!run.nccl_conf_tuning.empty()) {
+    if (r.status == Status::kFail) {
+      r.status = Status::kWarn;
+      r.fault_code = std::string(spec.fault_prefix) + "-SITE-TUNING";
+    }
+    r.message += "; measured under the site's NCCL settings " +
+                 short_list(run.nccl_conf_tuning, 3) +
+                 ", not the mode the SKU floor describes (remove them to judge this node)";
+  }
+  if (!run.nccl_env_removed.empty())
+    r.message += "; ignored the job's " + short_list(run.nccl_env_removed, 3);
   return r;
 }
 

@@ -97,6 +97,29 @@ TEST(AllreduceChecks, site_all_reduce_perf_below_sku_threshold_fails_with_figure
   EXPECT_DOUBLE_EQ(m->threshold->fail, 20);
 }
 
+// Review F06: a figure measured under a NCCL configuration file's algorithm or protocol is not the
+// mode the SKU floor describes: reported, never failed. Inherited job settings were removed by
+// vigil-allreduce and are named.
+TEST(AllreduceChecks, a_site_nccl_conf_setting_turns_a_below_floor_figure_into_a_warning) {
+  auto sku = sku_with_busbw("nccl_allreduce_nvlink", 420);
+  auto ctx = site_ctx();
+  ctx.sku = &sku;
+  ctx.allreduce_binary = kDir + "/vigil-allreduce-fake.sh";
+  ScopedEnv busbw("FAKE_BUSBW", "380");
+  {
+    auto r = vigil::make_nccl_allreduce_nvlink_check()->run(ctx);
+    EXPECT_EQ(r.status, vigil::Status::kFail) << r.message;  // no site setting: the floor holds
+  }
+  ScopedEnv conf("FAKE_CONF_TUNING", "NCCL_ALGO=Ring (/etc/nccl.conf)");
+  ScopedEnv removed("FAKE_ENV_REMOVED", "NCCL_NVLS_ENABLE=0");
+  auto r = vigil::make_nccl_allreduce_nvlink_check()->run(ctx);
+  EXPECT_EQ(r.status, vigil::Status::kWarn) << r.message;
+  EXPECT_EQ(r.fault_code, "VIGIL-NCCL-SITE-TUNING");
+  EXPECT_NE(r.message.find("NCCL_ALGO=Ring (/etc/nccl.conf)"), std::string::npos) << r.message;
+  EXPECT_NE(r.message.find("ignored the job's NCCL_NVLS_ENABLE=0"), std::string::npos)
+      << r.message;
+}
+
 TEST(AllreduceChecks, site_all_reduce_perf_above_threshold_passes) {
   ScopedEnv mode("FAKE_PERF_MODE", "log:" + kLogs + "01-dgx2-v100x12-old-format-allreduce.txt");
   auto sku = sku_with_busbw("nccl_allreduce_nvlink", 40);

@@ -74,6 +74,10 @@ struct BenchRun {
   std::string nccl_version;            // "2.28.9"; empty for the host backend / unknown
   std::string mpi_version;
   std::map<std::string, std::string> nccl_env;  // NCCL_* variables seen at init
+  // Inherited tuning settings vigil-allreduce removed ("NCCL_ALGO=Ring"), and those a NCCL
+  // configuration file still applies ("NCCL_ALGO=Ring (/etc/nccl.conf)"): options.h.
+  std::vector<std::string> nccl_env_removed;
+  std::vector<std::string> nccl_conf_tuning;
   std::optional<int> warmup_iters;
   std::optional<int> iters;
   std::optional<bool> check;

@@ -51,6 +51,28 @@ std::optional<std::vector<std::uint64_t>> parse_size_list(std::string_view s);
 // environment cannot turn the NVLink test into a network test without anyone noticing.
 std::vector<std::pair<std::string, std::string>> transport_env(Transport t);
 
+// NCCL settings that choose the algorithm, protocol, channels or intra-node transports, so that a
+// job or site carrying them (sbatch --export=ALL, a module file) would make the check measure
+// another mode than the one its SKU floor describes: the H100/H200 NVLink floors are reached with
+// NVLS (NVLink SHARP) only (review F06; NCCL's environment variable documentation names each).
+// vigil-allreduce removes them from its environment before NCCL's first call and reports what it
+// removed. Network selection (NCCL_SOCKET_IFNAME, NCCL_IB_HCA, NCCL_IB_GID_INDEX, ...), GPUDirect
+// and debug settings are the site's and stay.
+const std::vector<std::string>& tuning_env_names();
+
+// The tuning settings (tuning_env_names) a NCCL configuration file sets, as "NAME=value (file)".
+// NCCL reads $NCCL_CONF_FILE (else ~/.nccl.conf), then /etc/nccl.conf, one NAME=value per line,
+// and applies a value only when the variable is not already in the environment, so vigil-allreduce
+// cannot take these back: the check reports them and never fails a figure measured under them.
+std::vector<std::string> conf_file_tuning(const std::string& text, const std::string& file);
+
+// Unsets every tuning_env_names() variable of this process; returns them as "NAME=value".
+std::vector<std::string> remove_tuning_env();
+// The tuning settings NCCL's configuration files will apply to this process: those of
+// $NCCL_CONF_FILE (else $HOME/.nccl.conf) and `etc_conf` whose variable is not in the
+// environment (conf_file_tuning).
+std::vector<std::string> conf_tuning_in_effect(const std::string& etc_conf = "/etc/nccl.conf");
+
 // The CUDA device a rank uses, given how many devices it sees and its place on the node:
 // its node-local rank when it sees at least one GPU per local rank (nccl-tests' rule);
 // device 0 when it sees exactly one (srun --gpus-per-task=1 or --gpu-bind gave each rank its
