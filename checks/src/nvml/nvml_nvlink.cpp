@@ -1,5 +1,6 @@
 // nvml_nvlink: NVLink state and error counters of every link of every GPU. A link that exists
-// but is down fails without a SKU (DCGM health watch). Replay, recovery and CRC flit/data
+// but is down fails under a SKU file (DCGM health watch) and warns without one (the board's
+// link count is unknown: review F17). Replay, recovery and CRC flit/data
 // counters are reported as their growth since the previous run (state in ctx.state_dir),
 // summed per GPU; the message names the links that moved. Links NVML reports as not
 // supported / invalid do not exist on this board and are not counted.
@@ -130,8 +131,18 @@ class NvmlNvlinkCheck final : public NvmlCheck {
       if (failed) continue;  // the query failure is reported; partial counts would mislead
       links_up += present - down;
       Measurement& m = add_measurement(r, ctx, "nvlink_links_down", down, "count", g);
-      default_threshold(m, Op::kLe, 0, std::nullopt,
-                        "built-in: NVLink down fails (DCGM health watch)");
+      if (!m.threshold) {
+        // Without a SKU bound Vigil does not know how many links this board wires: on PCIe
+        // boards with NVLink bridge connectors (H100 PCIe, H100/H200 NVL) a missing or partial
+        // bridge leaves links that NVML may report inactive, and DCGM only judges the links
+        // NVML_FI_DEV_NVLINK_LINK_COUNT says exist (DcgmCacheManager InitializeNvLinkCount).
+        // So an inactive link of an unknown board warns (review F17); the SKU files of the
+        // NVSwitch boards (every link wired) fail it, as DCGM's health watch does.
+        default_threshold(m, Op::kLe, 0, std::nullopt,
+                          "built-in: NVLink down warns on a board without a SKU file (its link "
+                          "count is unknown); SKU files fail it (DCGM health watch)");
+        m.threshold->unconfirmed = true;
+      }
       if (state.enabled() && !counters_failed) {
         for (const Counter& c : kCounters) {
           if (!deltas.count(c.measurement)) continue;  // not answered on any link
