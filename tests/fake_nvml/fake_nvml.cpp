@@ -49,7 +49,8 @@ struct nvmlDevice_st {
     nvmlReturn_t counter_error = NVML_SUCCESS;     // what nvmlDeviceGetNvLinkErrorCounter answers
   };
   std::vector<Link> nvlinks;  // empty: NVLink not supported
-  std::optional<unsigned> temperature_c, temperature_slowdown_c, temperature_shutdown_c;
+  std::optional<unsigned> temperature_c, temperature_slowdown_c, temperature_shutdown_c,
+      temperature_gpu_max_c;
   bool temperature_v = false;  // nvmlDeviceGetTemperatureV answers (else: not supported)
   std::optional<unsigned> power_mw;
   struct Process {
@@ -140,7 +141,8 @@ nvmlDevice_st parse_gpu(const json& j, const std::string& at) {
   check_keys(j,
              {"name", "pci", "lost", "ecc", "remapped_rows", "retired_pages_pending",
               "clocks_event_reasons", "pcie", "nvlink", "temperature_c", "temperature_v",
-              "temperature_slowdown_c", "temperature_shutdown_c", "power_mw", "processes",
+              "temperature_slowdown_c", "temperature_shutdown_c", "temperature_gpu_max_c",
+              "power_mw", "processes",
               "utilization", "mig", "errors"},
              at);
   nvmlDevice_st g;
@@ -260,6 +262,9 @@ nvmlDevice_st parse_gpu(const json& j, const std::string& at) {
   }
   if (j.contains("temperature_shutdown_c")) {
     g.temperature_shutdown_c = to_u32(j["temperature_shutdown_c"], at);
+  }
+  if (j.contains("temperature_gpu_max_c")) {
+    g.temperature_gpu_max_c = to_u32(j["temperature_gpu_max_c"], at);
   }
   if (j.contains("power_mw")) g.power_mw = to_u32(j["power_mw"], at + "/power_mw");
   if (j.contains("processes")) {
@@ -667,6 +672,9 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetTemperatureThreshold(nvmlDevice_t han
   }
   if (threshold_type == NVML_TEMPERATURE_THRESHOLD_SLOWDOWN) {
     return answer(d->temperature_slowdown_c, temp);
+  }
+  if (threshold_type == NVML_TEMPERATURE_THRESHOLD_GPU_MAX) {
+    return answer(d->temperature_gpu_max_c, temp);
   }
   return NVML_ERROR_NOT_SUPPORTED;
 }

@@ -49,7 +49,11 @@ enum : int {
 };
 // nvmlTemperatureSensors_t / nvmlTemperatureThresholds_t
 enum : int { NVML_TEMPERATURE_GPU = 0 };
-enum : int { NVML_TEMPERATURE_THRESHOLD_SHUTDOWN = 0, NVML_TEMPERATURE_THRESHOLD_SLOWDOWN = 1 };
+enum : int {
+  NVML_TEMPERATURE_THRESHOLD_SHUTDOWN = 0,
+  NVML_TEMPERATURE_THRESHOLD_SLOWDOWN = 1,
+  NVML_TEMPERATURE_THRESHOLD_GPU_MAX = 3,
+};
 
 // nvmlPciInfo_t as returned by nvmlDeviceGetPciInfo_v3.
 struct nvmlPciInfo_t {

@@ -1,7 +1,9 @@
 // nvml_temperature: GPU core temperature, plus board power as a figure for the operator.
 // Without a SKU threshold each GPU is judged against its own limits from the driver
-// (nvmlDeviceGetTemperatureThreshold): above the slowdown temperature warns, above the
-// shutdown temperature fails. gpu_power has no threshold; it is reported for dashboards.
+// (nvmlDeviceGetTemperatureThreshold), warn only: above the max operating or the slowdown
+// temperature warns. gpu_power has no threshold; it is reported for dashboards.
+#include <optional>
+
 #include "check_factories.h"
 #include "nvml_common.h"
 
@@ -44,16 +46,27 @@ class NvmlTemperatureCheck final : public NvmlCheck {
       } else {
         hottest = std::max(hottest, temp);
         Measurement& m = add_measurement(r, ctx, "gpu_temperature", temp, "celsius", g);
-        unsigned slowdown = 0, shutdown = 0;
+        // Without a SKU bound, the GPU's own limits from the driver, warn-only (review F23):
+        // the shutdown temperature can never be observed (the GPU powers off first), so a
+        // built-in fail would be a bound that cannot fire. Warn above the "max operating"
+        // temperature ("GPU Temperature at which the GPU can be throttled below base clock",
+        // nvml.h NVML_TEMPERATURE_THRESHOLD_GPU_MAX) and above the HW slowdown temperature; a
+        // fail needs a SKU bound. nvml.h also says these thresholds leave this API on Ada and
+        // later (NVML_FI_DEV_TEMPERATURE_* fields): there, only a SKU bound judges.
+        unsigned slowdown = 0, gpu_max = 0;
         if (!m.threshold &&
             call(api.device_get_temperature_threshold, dev,
                  int{NVML_TEMPERATURE_THRESHOLD_SLOWDOWN}, &slowdown) == NVML_SUCCESS &&
-            call(api.device_get_temperature_threshold, dev,
-                 int{NVML_TEMPERATURE_THRESHOLD_SHUTDOWN}, &shutdown) == NVML_SUCCESS &&
-            slowdown > 0 && shutdown >= slowdown) {
-          default_threshold(m, Op::kLe, shutdown, slowdown,
-                            "built-in: the GPU's own slowdown (warn) / shutdown (fail) "
+            slowdown > 0) {
+          std::optional<double> warn;
+          if (call(api.device_get_temperature_threshold, dev,
+                   int{NVML_TEMPERATURE_THRESHOLD_GPU_MAX}, &gpu_max) == NVML_SUCCESS &&
+              gpu_max > 0 && gpu_max < slowdown)
+            warn = gpu_max;
+          default_threshold(m, Op::kLe, slowdown, warn,
+                            "built-in, warn only: the GPU's own max operating / HW slowdown "
                             "temperature from the driver");
+          m.threshold->unconfirmed = true;
         }
       }
       unsigned milliwatts = 0;

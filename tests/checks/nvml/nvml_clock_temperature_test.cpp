@@ -104,6 +104,24 @@ TEST_F(nvml_temperature, above_the_gpus_own_slowdown_temperature_warns) {
   EXPECT_EQ(r.fault_code, "VIGIL-NVML-TEMP");
 }
 
+// Review F23: without a SKU bound the driver's limits only warn. The shutdown temperature
+// cannot be observed (the GPU powers off first), so the old built-in fail could never fire; the
+// "max operating" temperature (nvml.h NVML_TEMPERATURE_THRESHOLD_GPU_MAX) warns earlier.
+TEST_F(nvml_temperature, the_drivers_limits_only_warn_from_the_max_operating_temperature) {
+  nlohmann::json j = load_fixture("thermal_slowdown");
+  j["gpus"][2]["temperature_gpu_max_c"] = 87;
+  j["gpus"][2]["temperature_c"] = 88;
+  use_fixture_json(j);
+  CheckResult r = run(make_nvml_temperature_check());
+  EXPECT_EQ(r.status, Status::kWarn) << r.message;
+  EXPECT_EQ(r.message, "gpu2 88C (>87C)");
+  j["gpus"][2]["temperature_c"] = 95;  // past its shutdown temperature: still no built-in fail
+  use_fixture_json(j);
+  r = run(make_nvml_temperature_check());
+  EXPECT_EQ(r.status, Status::kWarn) << r.message;
+  EXPECT_TRUE(find(r, "gpu_temperature", 2)->threshold->unconfirmed);
+}
+
 TEST_F(nvml_temperature, sku_threshold_replaces_the_driver_limits) {
   use_fixture("thermal_slowdown");
   use_sku({{"nvml_temperature", {{"gpu_temperature", le(85, 80, "celsius")}}}});
