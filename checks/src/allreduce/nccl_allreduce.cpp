@@ -34,6 +34,17 @@ bool has_infiniband(const CheckContext& ctx) {
   return std::filesystem::is_directory(dir, ec) && !std::filesystem::is_empty(dir, ec);
 }
 
+// GPUDirect RDMA lets the NIC read and write GPU memory; NCCL uses it through the nvidia_peermem
+// kernel module or through dma-buf (kernel >= 5.12 with the open GPU kernel modules,
+// NCCL_DMABUF_ENABLE; NCCL's environment variable documentation), and without either it stages
+// every byte through host memory: the IB loopback figure then drops although the fabric is fine
+// (review F19). Whether peermem is loaded is in sysfs; dma-buf use is not visible there.
+bool peermem_loaded(const CheckContext& ctx) {
+  std::error_code ec;
+  return std::filesystem::is_directory(
+      std::filesystem::path(ctx.sysfs_root) / "sys/module/nvidia_peermem", ec);
+}
+
 class NcclAllreduceCheck final : public Check {
  public:
   NcclAllreduceCheck(const NcclVariant& v, AllreduceTuning tuning)
@@ -69,7 +80,16 @@ class NcclAllreduceCheck final : public Check {
     spec.max_bytes = std::string(full ? v_.full_max : v_.quick_max);
     spec.timeout = std::chrono::seconds(full ? 300 : 120);
     apply_tuning(spec, tuning_);
-    return run_allreduce_check(ctx, spec);
+    CheckResult r = run_allreduce_check(ctx, spec);
+    if (v_.needs_infiniband && r.status == Status::kFail &&
+        r.fault_code == "VIGIL-NCCL-BUSBW" && !peermem_loaded(ctx)) {
+      // The cause named, not hidden: a node whose NICs cannot reach GPU memory runs every job's
+      // network traffic this slowly too, so it still fails, with the fix in the reason.
+      r.fault_code = "VIGIL-NCCL-IB-NO-PEERMEM";
+      r.message += "; nvidia_peermem is not loaded, so GPUDirect RDMA works only if this site "
+                   "uses dma-buf (else NCCL stages through host memory): modprobe nvidia_peermem";
+    }
+    return r;
   }
 
  private:

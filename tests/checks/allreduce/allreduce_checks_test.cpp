@@ -1,6 +1,8 @@
 // The all_reduce checks against a site's all_reduce_perf (stand-in printing genuine nccl-tests
 // logs), their applies() rules, and the command lines they build.
 #include <gtest/gtest.h>
+
+#include <filesystem>
 #include <unistd.h>
 
 #include <chrono>
@@ -118,6 +120,27 @@ TEST(AllreduceChecks, a_site_nccl_conf_setting_turns_a_below_floor_figure_into_a
   EXPECT_NE(r.message.find("NCCL_ALGO=Ring (/etc/nccl.conf)"), std::string::npos) << r.message;
   EXPECT_NE(r.message.find("ignored the job's NCCL_NVLS_ENABLE=0"), std::string::npos)
       << r.message;
+}
+
+// Review F19: a slow IB loopback on a node without nvidia_peermem names that cause and its fix.
+TEST(AllreduceChecks, a_slow_ib_loopback_without_peermem_names_the_missing_gpudirect_module) {
+  char tmpl[] = "/tmp/vigil-peermem-XXXXXX";
+  const std::string root = ::mkdtemp(tmpl);
+  std::filesystem::create_directories(root + "/sys/class/infiniband/mlx5_0");
+  auto sku = sku_with_busbw("nccl_allreduce_ib", 36);
+  auto ctx = site_ctx();
+  ctx.sku = &sku;
+  ctx.sysfs_root = root;
+  ctx.allreduce_binary = kDir + "/vigil-allreduce-fake.sh";
+  ScopedEnv busbw("FAKE_BUSBW", "12");
+  auto r = vigil::make_nccl_allreduce_ib_check()->run(ctx);
+  EXPECT_EQ(r.status, vigil::Status::kFail) << r.message;
+  EXPECT_EQ(r.fault_code, "VIGIL-NCCL-IB-NO-PEERMEM");
+  EXPECT_NE(r.message.find("modprobe nvidia_peermem"), std::string::npos) << r.message;
+  std::filesystem::create_directories(root + "/sys/module/nvidia_peermem");
+  r = vigil::make_nccl_allreduce_ib_check()->run(ctx);
+  EXPECT_EQ(r.fault_code, "VIGIL-NCCL-BUSBW") << r.message;  // GPUDirect present: the fabric
+  std::filesystem::remove_all(root);
 }
 
 TEST(AllreduceChecks, site_all_reduce_perf_above_threshold_passes) {
