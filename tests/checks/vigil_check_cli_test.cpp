@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "confirmed_thresholds.h"
 #include "run_command.h"
 
 namespace vigil {
@@ -164,17 +165,7 @@ TEST_F(VigilCheckCli, bad_arguments_exit_3_with_a_message) {
 // fabric floor, so the copy of the thresholds it uses has the flag removed.
 TEST_F(VigilCheckCli, fabric_gives_each_node_of_the_pair_a_report_and_fails_a_slow_pair) {
   const std::string ar = std::string(VIGIL_SOURCE_DIR) + "/tests/checks/allreduce/";
-  const std::string confirmed = dir_ + "/thresholds";
-  fs::create_directories(confirmed);
-  for (const auto& e : fs::directory_iterator(kThresholds)) {
-    std::ifstream in(e.path());
-    std::stringstream text;
-    text << in.rdbuf();
-    std::string yaml = text.str();
-    for (size_t at; (at = yaml.find(", unconfirmed: true")) != std::string::npos;)
-      yaml.erase(at, std::string(", unconfirmed: true").size());
-    std::ofstream(confirmed + "/" + e.path().filename().string()) << yaml;
-  }
+  const std::string confirmed = testing::confirmed_thresholds(kThresholds, dir_ + "/thresholds");
   std::vector<std::string> argv = {kBinary,
                                    "fabric",
                                    "--quiet",

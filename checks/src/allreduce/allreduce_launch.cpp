@@ -106,8 +106,14 @@ bool is_nccl_tests_binary(const std::string& binary) {
 std::vector<std::string> allreduce_command(const CheckContext& ctx, const AllreduceSpec& spec,
                                            const std::string& binary,
                                            const std::string& json_path) {
-  std::vector<std::string> argv = {ctx.mpirun, "--allow-run-as-root", "--oversubscribe", "-np",
-                                   std::to_string(spec.ranks)};
+  // --bind-to none (review F21): OpenMPI binds to a socket by default for more than 2 ranks,
+  // round-robin, so about half the ranks would sit on the socket away from their GPU and NIC.
+  // Unbound, each rank's NCCL pins its own threads to its GPU's local CPUs (NCCL uses the
+  // intersection of the process's affinity and the GPU's; NCCL_IGNORE_CPU_AFFINITY, NCCL's
+  // environment variable documentation).
+  std::vector<std::string> argv = {ctx.mpirun,    "--allow-run-as-root",       "--oversubscribe",
+                                   "--bind-to",   "none",
+                                   "-np",         std::to_string(spec.ranks)};
   if (!spec.hosts.empty()) {
     const int slots = std::max(1, spec.ranks / static_cast<int>(spec.hosts.size()));
     std::string list;

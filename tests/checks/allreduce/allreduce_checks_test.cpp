@@ -245,7 +245,8 @@ TEST(AllreduceChecks, command_for_vigil_allreduce_uses_json_timeout_and_one_rank
   std::string joined;
   for (const auto& a : argv) joined += a + " ";
   EXPECT_EQ(joined,
-            "mpirun --allow-run-as-root --oversubscribe -np 8 /opt/vigil/bin/vigil-allreduce -b 1G "
+            "mpirun --allow-run-as-root --oversubscribe --bind-to none -np 8 "
+            "/opt/vigil/bin/vigil-allreduce -b 1G "
             "-e 4G -f 2 -w 5 -n 20 -c 1 --backend nccl --transport ib --json /tmp/x.json "
             "--timeout 120 ");
   EXPECT_FALSE(vigil::is_nccl_tests_binary("/opt/vigil/bin/vigil-allreduce"));
@@ -256,7 +257,8 @@ TEST(AllreduceChecks, command_for_vigil_allreduce_uses_json_timeout_and_one_rank
   joined.clear();
   for (const auto& a : vigil::allreduce_command(ctx, spec, "vigil-allreduce", "/tmp/x.json"))
     joined += a + " ";
-  EXPECT_EQ(joined.rfind("mpirun --allow-run-as-root --oversubscribe -np 16 --map-by node "
+  EXPECT_EQ(joined.rfind("mpirun --allow-run-as-root --oversubscribe --bind-to none -np 16 "
+                         "--map-by node "
                          "vigil-allreduce -b 1G ",
                          0),
             0u)

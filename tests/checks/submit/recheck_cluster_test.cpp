@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "confirmed_thresholds.h"
 #include "background_process.h"
 #include "local_slurm_cluster.h"
 #include "run_command.h"
@@ -109,7 +110,10 @@ class RecheckTest : public ::testing::Test {
              {"VIGIL_FAKE_CHECK", VIGIL_CHECK_BINARY},
              {"VIGIL_FAKE_NVML_LIB", VIGIL_FAKE_NVML_LIBRARY},
              {"VIGIL_FIXTURES_DIR", fixtures_},
-             {"VIGIL_THRESHOLDS", std::string(VIGIL_SOURCE_DIR) + "/checks/thresholds"},
+             // Floors confirmed, as after calibration: these tests are about what a fail does.
+             {"VIGIL_THRESHOLDS",
+              vigil::testing::confirmed_thresholds(std::string(VIGIL_SOURCE_DIR) + "/checks/thresholds",
+                                            scratch_.path() + "/thresholds")},
              {"VIGIL_STATE_DIR", scratch_.path() + "/node-state/%n"},
              {"VIGIL_SPOOL_DIR", scratch_.path() + "/spool"},
              {"VIGIL_REPORT_URL", "http://127.0.0.1:" + std::to_string(port_) + "/v1/reports"},
