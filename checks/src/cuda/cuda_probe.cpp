@@ -8,6 +8,7 @@
 
 #include "core/counter_state.h"
 #include "cuda/cuda_driver.h"
+#include "cuda/cuda_labels.h"
 #include "cuda/probe_result.h"
 #include "nvml/gpu_busy.h"
 
@@ -103,6 +104,19 @@ CheckResult run_on_each_gpu(const CheckContext& ctx, std::string_view check,
   std::vector<GpuFailure> failures;
   std::vector<std::string> notes;
   if (!others.unknown.empty()) notes.push_back(others.unknown);
+  // Reports and histories name GPUs by NVML index (review F18, cuda_labels.h).
+  std::vector<std::string> cuda_bus_ids;
+  for (int ordinal = 0; ordinal < count; ++ordinal) {
+    char id[32] = {};
+    cuda_bus_ids.push_back(cudaDeviceGetPCIBusId(id, sizeof id, ordinal) == cudaSuccess ? id : "");
+  }
+  const CudaLabels labels = cuda_labels(others.bus_ids, cuda_bus_ids);
+  if (!labels.matched)
+    notes.push_back("GPU numbers are CUDA ordinals: their PCI bus ids did not match NVML's");
+  auto relabel = [&](CheckResult& res) {
+    for (auto& m : res.measurements)
+      if (m.gpu && *m.gpu >= 0 && *m.gpu < count) m.gpu = labels.label[*m.gpu];
+  };
   Steady::duration longest{0};  // the slowest one-GPU probe so far
   for (int gpu = 0; gpu < count; ++gpu) {
     const Steady::time_point gpu_start = Steady::now();
@@ -112,9 +126,10 @@ CheckResult run_on_each_gpu(const CheckContext& ctx, std::string_view check,
     }();
     longest = std::max(longest, Steady::now() - gpu_start);
     if (done) continue;
-    failures.push_back({gpu, done.error()});
+    failures.push_back({labels.label[gpu], done.error()});
     cudaGetLastError();  // clear a non-sticky error before the next GPU
   }
+  relabel(r);
   // Confirmation: a GPU slower than its peers or than its own recent healthy figures (kept in
   // the probe's state file) is measured again, so the drainer can tell a slow GPU (its repeats
   // are slow too) from a transient dip (docs/detection.md).
@@ -130,7 +145,9 @@ CheckResult run_on_each_gpu(const CheckContext& ctx, std::string_view check,
   int planned = 0, done_repeats = 0;
   for (const auto& [gpu, times] : repeats) planned += times;
   bool out_of_time = false;
-  for (const auto& [gpu, times] : repeats) {
+  for (const auto& [label, times] : repeats) {
+    const int gpu = labels.ordinal_of(label);  // the CUDA device to measure again
+    if (gpu < 0) continue;
     for (int k = 0; k < times && !out_of_time; ++k) {
       // Review F15: a repeat must fit in the check's time limit with room for one 1.5x slower
       // than the slowest probe so far. A slow node (every GPU below its bound, every GPU
@@ -156,7 +173,8 @@ CheckResult run_on_each_gpu(const CheckContext& ctx, std::string_view check,
         break;  // the first run's figure stands unconfirmed
       }
       ++done_repeats;
-      add_repeats(r, again, gpu);
+      relabel(again);
+      add_repeats(r, again, label);
     }
   }
   if (state.enabled()) {

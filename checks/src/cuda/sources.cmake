@@ -5,6 +5,7 @@
 if(VIGIL_CUDA_ENABLED)
   target_sources(vigil_checks PRIVATE
     ${CMAKE_CURRENT_LIST_DIR}/probe_result.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/cuda_labels.cpp
     ${CMAKE_CURRENT_LIST_DIR}/cuda_probe.cpp
     ${CMAKE_CURRENT_LIST_DIR}/cuda_driver.cpp
     ${CMAKE_CURRENT_LIST_DIR}/cublaslt_loader.cpp
@@ -26,6 +27,7 @@ else()
   # probe_result.cpp is pure C++; built here too so its unit tests run in every build.
   target_sources(vigil_checks PRIVATE
     ${CMAKE_CURRENT_LIST_DIR}/probe_result.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/cuda_labels.cpp
     ${CMAKE_CURRENT_LIST_DIR}/cuda_driver.cpp
     ${CMAKE_CURRENT_LIST_DIR}/cuda_unavailable.cpp)
 endif()

@@ -253,6 +253,8 @@ BusyScan scan_gpus_for_other_work(const CheckContext& ctx, const BusySampling& s
   scan.busy = judge_gpu_activity(activity, rules);
   const Session& s = session.value();
   for (int g = 0; g < s.count(); ++g) {
+    const std::string key = gpu_key(s, g);
+    scan.bus_ids.push_back(key.rfind("gpu", 0) == 0 ? "" : key);  // gpu_key falls back to "gpuN"
     unsigned current = 0, pending = 0;
     if (s.gpus[g] &&
         call(s.api().device_get_mig_mode, s.gpus[g], &current, &pending) == NVML_SUCCESS &&
