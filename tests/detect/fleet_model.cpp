@@ -150,14 +150,38 @@ double FleetModel::fault_factor(const SimNode& node, std::size_t figure, int uni
   return 1 - f.size;
 }
 
+double FleetModel::interference_factor(std::size_t figure, int unit) const {
+  if (!interference_.active || at_s_ >= interference_.duration_s) return 1;
+  const std::string_view check = models_[figure].check;
+  if (interference_.heat) {
+    const bool gpu_figure = check == "gpu_gemm" || check == "gpu_hbm";
+    return gpu_figure && unit == interference_.gpu ? 1 - interference_.size : 1;
+  }
+  const bool host_figure = check == "gpu_pcie_bw" || check == "nccl_allreduce_ib";
+  return host_figure ? 1 - interference_.size : 1;
+}
+
 double FleetModel::measure(const SimNode& node, std::size_t figure, int unit, int cycle) {
   const FigureModel& f = models_[figure];
   return f.healthy * node.bias[figure][unit] * fault_factor(node, figure, unit, cycle) *
-         (1 + f.noise * normal());
+         interference_factor(figure, unit) * (1 + f.noise * normal());
 }
 
 Run FleetModel::run(SimNode& node, int cycle, std::int64_t now, const DetectConfig& config) {
   const auto& models = figure_models();
+  interference_ = {};
+  if (interference_rate_ > 0) {
+    std::uniform_real_distribution<double> u(0, 1);
+    if (u(rng_) < interference_rate_) {
+      interference_.active = true;
+      interference_.heat = u(rng_) < 0.5;
+      interference_.gpu = std::uniform_int_distribution<int>(0, kGpus - 1)(rng_);
+      interference_.size = 0.04 + 0.08 * u(rng_);
+      interference_.duration_s =
+          std::exponential_distribution<double>(1.0 / interference_mean_s_)(rng_);
+    }
+  }
+  at_s_ = 0;
   std::vector<std::vector<double>> values(models.size());
   int instances = 0;
   for (std::size_t f = 0; f < models.size(); ++f) {
@@ -166,6 +190,7 @@ Run FleetModel::run(SimNode& node, int cycle, std::int64_t now, const DetectConf
   }
   Run out;
   std::uniform_real_distribution<double> u01(0, 1);
+  out.interfered = interference_.active;
   if (u01(rng_) < dip_rate_) {  // one probe of one unit 8-12% low; a re-run does not repeat it
     int pick = std::uniform_int_distribution<int>(0, instances - 1)(rng_);
     std::size_t f = 0;
@@ -174,6 +199,16 @@ Run FleetModel::run(SimNode& node, int cycle, std::int64_t now, const DetectConf
     out.dipped = true;
   }
   out.report = build_report(node, now, values, node.fatal_onset && cycle >= *node.fatal_onset);
+  if (unconfirmed_floors_) {  // as shipped: a broken performance floor only warns
+    for (CheckResult& c : out.report.checks) {
+      if (c.check == "nvml_ecc") continue;
+      c.status = Status::kPass;
+      for (Measurement& m : c.measurements) {
+        if (m.threshold) m.threshold->unconfirmed = true;
+        c.status = combine(c.status, m.status());
+      }
+    }
+  }
   for (const CheckResult& c : out.report.checks) {
     if (c.check == "nvml_ecc") continue;  // a count, not a performance figure
     if (!c.measurements.empty() && c.measurements.front().gpu) {
@@ -185,7 +220,11 @@ Run FleetModel::run(SimNode& node, int cycle, std::int64_t now, const DetectConf
         for (std::size_t f = 0; f < models.size(); ++f) {
           if (std::string_view(models[f].check) != c.check) continue;
           Repeat rep{c.check, models[f].measurement, "gpu" + std::to_string(gpu), {}};
-          for (int k = 0; k < times; ++k) rep.values.push_back(measure(node, f, gpu, cycle));
+          for (int k = 0; k < times; ++k) {
+            at_s_ = repeat_spacing_s_ + 5.0 * (k + 1);
+            rep.values.push_back(measure(node, f, gpu, cycle));
+          }
+          at_s_ = 0;
           for (auto& m : judged.measurements)
             if (m.gpu == gpu && m.name == rep.measurement) m.repeats = rep.values;
           out.repeats.push_back(std::move(rep));
@@ -206,7 +245,11 @@ Run FleetModel::run(SimNode& node, int cycle, std::int64_t now, const DetectConf
     CheckResult judged = c;
     const int times = plan_allreduce_repeats(judged, recent, config);
     for (int k = 0; k < times; ++k)
+    {
+      at_s_ = repeat_spacing_s_ + 5.0 * (k + 1);
       judged.measurements.front().repeats.push_back(measure(node, f, 0, cycle));
+      at_s_ = 0;
+    }
     if (times > 0)
       out.repeats.push_back(
           {c.check, models[f].measurement, "node", judged.measurements.front().repeats});

@@ -8,6 +8,11 @@
 //                    [--noise FIGURE=F ...]   (sensitivity: e.g. --noise ib=0.01)
 //                    [--kinds K,K...]   (only these fault kinds: gemm,hbm,h2d,nvlink,ib,gemm8)
 //                    [--dip-rate F]   (share of node-cycles with a transient dip; default 0.005)
+//                    [--interference F]   (share of node-cycles slowed 4-12% for a whole run,
+//                                          repeats included: a neighbour's heat, a noisy host)
+//                    [--interference-mean-s S]   (its mean duration, exponential; default 60)
+//                    [--repeat-spacing-s S]   (the checker's pause before repeats; default 0)
+//                    [--unconfirmed-floors]   (the SKU floors as shipped: warn-only)
 //                    [--check-goals]   (exit 1 when a goal is missed; default: report only)
 #include <algorithm>
 #include <chrono>
@@ -45,6 +50,10 @@ struct Options {
   double faulty_share = 0.20;  // of the nodes of an episode
   double fatal_share = 0.01;   // of the nodes: an uncorrectable ECC error from cycle `onset`
   double dip_rate = 0.005;     // of node-cycles: one probe 8-12% low, not repeated on re-run
+  double interference = 0;     // of node-cycles: 4-12% slow for a whole run, repeats included
+  double interference_mean_s = 60;  // its mean duration
+  double repeat_spacing_s = 0;      // the checker's pause before its repeats
+  bool unconfirmed_floors = false;  // the SKU floors as shipped: warn-only until calibrated
   int timing_reports = 10000;
   double warn = 0, fail = 0;  // > 0: override every kind's margins (for tuning)
   double cross_scale = 0;     // > 0: override DetectConfig::cross_margin_scale
@@ -61,6 +70,7 @@ struct Totals {
   Cell cells[kKindCount][kSizeCount][2];  // [kind][size][0 after history, 1 from first report]
   long healthy_node_cycles = 0, false_drains = 0, misattributed = 0, healthy_warn_cycles = 0;
   long dips = 0, dip_drains = 0, healthy_nodes = 0, healthy_nodes_drained = 0;
+  long interfered = 0, interference_drains = 0;
   long drained_before_onset = 0;
   long healthy_allreduce_repeat_cycles = 0, healthy_gpu_repeat_cycles = 0;
   long fatal_n = 0, fatal_first = 0;  // fatal faults; drained in their first cycle, naming nvml_ecc
@@ -173,6 +183,7 @@ void account(const SimNode& node, Track& t, int cycle, const ReportVerdicts& rv,
     ++totals.healthy_node_cycles;
     if (rv.worst() != Status::kPass) ++totals.healthy_warn_cycles;
     if (dipped) ++totals.dips;
+    if (run.interfered) ++totals.interfered;
     // The cost of confirmation on healthy nodes: node-cycles whose checker ran repeats.
     const auto repeated = [&](bool node_figure) {
       return std::any_of(run.repeats.begin(), run.repeats.end(),
@@ -180,7 +191,9 @@ void account(const SimNode& node, Track& t, int cycle, const ReportVerdicts& rv,
     };
     totals.healthy_allreduce_repeat_cycles += repeated(true);
     totals.healthy_gpu_repeat_cycles += repeated(false);
-    if (!drained.empty()) ++totals.false_drains, totals.dip_drains += dipped;
+    if (!drained.empty())
+      ++totals.false_drains, totals.dip_drains += dipped,
+          totals.interference_drains += run.interfered;
   } else {
     const Verdict* v = rv.worst_for(fault_check);
     if (v && v->status != Status::kPass) t.warned = true;
@@ -232,6 +245,8 @@ void record_cells(const std::vector<SimNode>& nodes, const std::vector<Track>& t
 
 void run_episode(const Options& o, const DetectConfig& config, int episode, Totals& totals) {
   FleetModel model(o.seed + static_cast<std::uint64_t>(episode) * 7919, o.dip_rate, o.models);
+  model.set_interference(o.interference, o.interference_mean_s, o.repeat_spacing_s);
+  model.set_unconfirmed_floors(o.unconfirmed_floors);
   Engine engine(config);
   std::vector<SimNode> nodes = make_nodes(model, o, episode);
   std::vector<Track> tracks(nodes.size());
@@ -425,6 +440,10 @@ Options parse_args(int argc, char** argv) {
       o.check_goals = true;
       continue;
     }
+    if (a == "--unconfirmed-floors") {
+      o.unconfirmed_floors = true;
+      continue;
+    }
     const char* next = i + 1 < argc ? argv[i + 1] : nullptr;
     if (!next) {
       std::fprintf(stderr, "%s needs a value\n", a.c_str());
@@ -450,6 +469,12 @@ Options parse_args(int argc, char** argv) {
       o.cross_scale = std::atof(next);
     } else if (a == "--dip-rate") {
       o.dip_rate = std::atof(next);
+    } else if (a == "--interference") {
+      o.interference = std::atof(next);
+    } else if (a == "--interference-mean-s") {
+      o.interference_mean_s = std::atof(next);
+    } else if (a == "--repeat-spacing-s") {
+      o.repeat_spacing_s = std::atof(next);
     } else if (a == "--kinds") {
       o.kinds = parse_kinds(next);
     } else if (a == "--noise") {
@@ -458,7 +483,8 @@ Options parse_args(int argc, char** argv) {
       std::fprintf(
           stderr,
           "unknown flag %s (flags: --seed --nodes --episodes --cycles --onset "
-          "--faulty-share --warn --fail --cross-scale --noise --kinds --dip-rate --check-goals)\n",
+          "--faulty-share --warn --fail --cross-scale --noise --kinds --dip-rate --interference "
+          "--interference-mean-s --repeat-spacing-s --unconfirmed-floors --check-goals)\n",
           a.c_str());
       std::exit(2);
     }
@@ -510,6 +536,13 @@ int main(int argc, char** argv) {
   }
   std::fprintf(stderr, "\n");
   print_cells(totals);
+  if (o.interference > 0 || o.unconfirmed_floors)
+    std::printf("\nmodel: interference in %.2f%% of node-cycles, mean %.0f s, repeats %.0f s after "
+                "the first figure (%ld healthy node-cycles hit, %ld of them drained); SKU floors "
+                "%s\n",
+                100 * o.interference, o.interference_mean_s, o.repeat_spacing_s, totals.interfered,
+                totals.interference_drains,
+                o.unconfirmed_floors ? "unconfirmed (as shipped)" : "confirmed (calibrated)");
   std::printf(
       "\nhealthy node-cycles %ld: false drains %ld (%.4f%%), of them after a dip %ld; "
       "healthy nodes ever drained %ld of %ld (%.3f%%); node-cycles with a warn %.2f%%; "
