@@ -171,11 +171,14 @@ int cmd_xid_clear(const std::string& state_dir, const std::string& node, const s
     std::cerr << "vigil-check xid-clear: " << done.error().to_string() << "; nothing changed\n";
     return kExitError;
   }
+  std::cout << "state: " << path << "\n";
   for (const auto& item : done->cleared) std::cout << "cleared: " << item << "\n";
   for (const auto& item : done->kept)
     std::cout << "kept: " << item << " (a GPU reset does not clear it: reboot or replace)\n";
   if (done->cleared.empty() && done->kept.empty())
-    std::cout << "nothing remembered for " << gpu << " in " << path << "\n";
+    std::cout << "nothing remembered for " << gpu << " in " << path
+              << " (if the hooks did remember it, check --node: it must be the Slurm node name "
+                 "the hooks ran as)\n";
   return 0;
 }
 

@@ -571,15 +571,16 @@ int main(int argc, char** argv) {
   auto* table_cmd = report_cmd->add_subcommand("table", "Print a per-node table of report files");
   table_cmd->add_option("files", report_files, "NodeReport JSON files")->required();
 
-  std::string xid_state_dir, xid_node, xid_gpu;
+  std::string xid_state_dir = hook.run.state_dir, xid_node, xid_gpu;  // the hook's default
   auto* xid_clear_cmd = app.add_subcommand(
       "xid-clear", "After a GPU reset: forget the fatal XIDs the hooks remember for that GPU");
   xid_clear_cmd->add_option("--gpu", xid_gpu, "PCI bus id of the reset GPU, e.g. 0000:18:00")
       ->required();
-  xid_clear_cmd->add_option("--state-dir", xid_state_dir, "The hooks' --state-dir")
+  xid_clear_cmd->add_option("--state-dir", xid_state_dir, "The hooks' --state-dir (theirs)")
       ->envname("VIGIL_HOOK_STATE_DIR");
   xid_clear_cmd->add_option("--node", xid_node,
-                            "Node name (default: $SLURMD_NODENAME or hostname)");
+                            "Slurm node name as the hooks saw it (default: $SLURMD_NODENAME or "
+                            "the short hostname)");
   auto* list_cmd = app.add_subcommand("list", "List the checks (name, short name, suite, timeout)");
 
   try {

@@ -100,9 +100,14 @@ Result<CalibrationPlan> plan_calibration(const std::string& sku_text, const std:
   static const std::regex kBound(R"re(^(    ([A-Za-z0-9_]+):\s*)\{([^}]*)\}\s*(#\s*(.*))?$)re");
   CalibrationPlan plan;
   std::vector<std::string> lines;
+  std::vector<bool> crlf;  // a CRLF file keeps its line ends (std::regex's . stops at \r)
   {
     std::istringstream in(sku_text);
-    for (std::string l; std::getline(in, l);) lines.push_back(l);
+    for (std::string l; std::getline(in, l);) {
+      crlf.push_back(!l.empty() && l.back() == '\r');
+      if (crlf.back()) l.pop_back();
+      lines.push_back(l);
+    }
   }
   std::string file_sku, check;
   bool in_thresholds = false, saw_thresholds = false;
@@ -171,7 +176,7 @@ Result<CalibrationPlan> plan_calibration(const std::string& sku_text, const std:
   if (file_sku != sku)
     return Error{"the file is for SKU '" + file_sku + "', not '" + sku + "'", file};
   if (!saw_thresholds) return Error{"no thresholds: section", file};
-  for (const auto& l : lines) plan.text += l + "\n";
+  for (std::size_t i = 0; i < lines.size(); ++i) plan.text += lines[i] + (crlf[i] ? "\r\n" : "\n");
   if (!plan.changes.empty()) {
     plan.diff = "--- " + file + "\n+++ " + file + "\n";
     for (const auto& c : plan.changes)

@@ -53,12 +53,12 @@ kubernetes: {enabled: false}
 YAML
 "$drainer" serve --config "$t/drainer.yaml" >"$t/serve.log" 2>&1 &
 pid=$!
-for _ in $(seq 100); do grep -q 'ready' "$t/serve.log" && break; sleep 0.1; done
-grep -q 'ready' "$t/serve.log" || fail "serve did not start: $(cat "$t/serve.log")"
+for _ in $(seq 100); do grep -q ': ready' "$t/serve.log" && break; sleep 0.1; done
+grep -q ': ready' "$t/serve.log" || fail "serve did not start: $(cat "$t/serve.log")"
 rc=0; out=$(cal --config "$t/drainer.yaml" --write) || rc=$?
 [[ $rc == 0 ]] || fail "calibrate --write against the service exited $rc: $out"
 grep -q '^written: ' <<<"$out" || fail "not written: $out"
-kill "$pid"; wait "$pid" 2>/dev/null || true; pid=
+kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; pid=
 
 n=$(grep -c 'calibrated: "' "$t/th/h100.yaml" || true)
 [[ $n == 6 ]] || fail "want 6 calibrated floors (GEMM, HBM, H2D, D2H, NVLink and IB all_reduce), got $n"

@@ -83,6 +83,27 @@ TEST(Calibrate, proposes_floors_from_the_fleet_and_the_file_still_loads) {
   EXPECT_EQ(loaded.value->find("nvml_ecc", "volatile_uncorrected_ecc")->fail, 0);
 }
 
+TEST(Calibrate, a_crlf_file_is_calibrated_and_keeps_its_line_ends) {
+  std::string text = read(kH100File);
+  std::string crlf;
+  for (char c : text) crlf += c == '\n' ? std::string("\r\n") : std::string(1, c);
+  CalibrationOptions opt;
+  opt.date = "2026-11-26";
+  auto plan = plan_calibration(
+      crlf, "h100.yaml", "H100-SXM5-80GB",
+      {figure("gpu_gemm", "gemm_bf16_tflops", "TFLOP/s", detect::UnitKind::kGpu, 650, 6.5)},
+      detect::DetectConfig::defaults(), opt);
+  ASSERT_TRUE(plan.ok()) << plan.error().to_string();
+  EXPECT_EQ(plan.value().changes.size(), 1u);
+  EXPECT_EQ(plan.value().text.find("\r\r"), std::string::npos);
+  std::size_t lf = 0, cr = 0;
+  for (std::size_t i = 0; i < plan.value().text.size(); ++i) {
+    lf += plan.value().text[i] == '\n';
+    cr += plan.value().text[i] == '\n' && i > 0 && plan.value().text[i - 1] == '\r';
+  }
+  EXPECT_EQ(lf, cr);  // every line still ends in CRLF
+}
+
 TEST(Calibrate, the_wrong_sku_file_is_an_error_naming_it) {
   auto plan = plan_calibration(read(kH100File), "h100-sxm5-80gb.yaml", "H200-SXM-141GB", {},
                                detect::DetectConfig::defaults(), {});

@@ -79,7 +79,9 @@ TEST(SlurmTopology, leaf_switches_of_a_tree_topology_come_from_slurmctld) {
   const auto r = testing::run_command(argv, o);
   EXPECT_NE(r.err.find("topology from Slurm: 4 nodes under 2 leaf switches"), std::string::npos)
       << r.describe();
-  EXPECT_EQ(r.exit_code, 2) << r.describe();  // every pair below the H100 floor: warn
+  // Every pair replays the same figure: all good against each other. The shipped H100 fabric
+  // floor is unconfirmed (docs/thresholds.md, "Calibration"), so it does not mark them slow.
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
 #endif
 }
 

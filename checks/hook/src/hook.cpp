@@ -69,7 +69,7 @@ std::optional<slurm::SlurmNodeInfo> wait_for_vigil_drain(slurm::SlurmApi& api,
   if (!sleep) sleep = [](std::chrono::milliseconds d) { std::this_thread::sleep_for(d); };
   const auto until = SteadyClock::now() + opts.drain_wait;
   for (;;) {
-    auto nodes = api.load_nodes();
+    auto nodes = api.load_nodes_named({node});  // this node only: every poll reaches slurmctld
     std::optional<slurm::SlurmNodeInfo> n;
     if (nodes) {
       n = find_node(*nodes, node, why);

@@ -113,8 +113,11 @@ std::map<std::string, CheckResult> run_fabric_job(const CheckContext& ctx, int r
       std::max(1, ctx.fabric_ranks / std::max<int>(1, static_cast<int>(ctx.fabric_nodes.size())));
   plan.seed = seed;
   plan.leaf_of = leaf_of;
+  // The floor raises the "slow pair" line only once the site has confirmed it: an unconfirmed
+  // floor (docs/thresholds.md, "Calibration") must not make healthy pairs count as slow, which
+  // localization would then turn into a fatal VIGIL-FABRIC-LOCALIZED (review of 2026-11-26).
   if (const Threshold* t = ctx.sku ? ctx.sku->find(kCheck, "busbw") : nullptr) {
-    plan.judge.floor = t->fail;
+    if (!t->unconfirmed) plan.judge.floor = t->fail;
   }
   return fabric_job_results(run_fabric_rounds(ctx, spec, plan), leaf_of);
 }

@@ -81,7 +81,9 @@ class NcclAllreduceCheck final : public Check {
     spec.timeout = std::chrono::seconds(full ? 300 : 120);
     apply_tuning(spec, tuning_);
     CheckResult r = run_allreduce_check(ctx, spec);
-    if (v_.needs_infiniband && r.status == Status::kFail &&
+    // Also on a warn: shipped floors are unconfirmed (a broken one warns), and the cause is the
+    // same before the site calibrates.
+    if (v_.needs_infiniband && (r.status == Status::kFail || r.status == Status::kWarn) &&
         r.fault_code == "VIGIL-NCCL-BUSBW" && !peermem_loaded(ctx)) {
       // The cause named, not hidden: a node whose NICs cannot reach GPU memory runs every job's
       // network traffic this slowly too, so it still fails, with the fix in the reason.

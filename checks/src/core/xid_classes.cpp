@@ -1,6 +1,7 @@
 #include "core/xid_classes.h"
 
 #include <charconv>
+#include <cstdio>
 
 namespace vigil {
 
@@ -28,7 +29,11 @@ std::string recovery_action_text(unsigned action) {
     case 2: return "node reboot required";
     case 3: return "drain p2p";
     case 4: return "drain and reset";
-    default: return "recovery action 0x" + std::to_string(action);
+    default: {
+      char hex[16];
+      std::snprintf(hex, sizeof hex, "0x%x", action);
+      return std::string("recovery action ") + hex;
+    }
   }
 }
 

@@ -8,6 +8,7 @@
 
 #include "core/counter_state.h"
 #include "cuda/cuda_driver.h"
+#include "vigil/report/drain_decision.h"
 #include "cuda/cuda_labels.h"
 #include "cuda/probe_result.h"
 #include "nvml/gpu_busy.h"
@@ -76,7 +77,10 @@ CheckResult run_on_each_gpu(const CheckContext& ctx, std::string_view check,
     // starting passes its next run, so the check's drain_after applies.
     CheckResult r;
     r.check = std::string(check);
-    r.status = Status::kFail;
+    // gpu_sanity and gpu_memtest are fatal checks (drain at once, drain_decision.h): a node
+    // checked while Fabric Manager is still starting must not be drained by one run, so those
+    // two report it as error; the performance probes carry the fail, under drain_after.
+    r.status = default_fatal_checks().count(std::string(check)) ? Status::kError : Status::kFail;
     r.fault_code = "VIGIL-CUDA-SYSTEM-NOT-READY";
     r.message =
         "cudaGetDeviceCount: cudaErrorSystemNotReady (802): no CUDA work can start on this node; "

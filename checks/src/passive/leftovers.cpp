@@ -50,7 +50,12 @@ Verdict judge(const std::vector<nvml::GpuActivity>& first,
       if (contains(rules.own_pids, p.pid) || !listed_in(first, a.gpu, p.pid)) continue;
       const std::string text = "gpu" + std::to_string(a.gpu) + " " + nvml::process_text(p);
       const bool job_gpu = !rules.job_gpus || contains(*rules.job_gpus, a.gpu);
-      if (contains(rules.residents, p.name)) {
+      // /proc/PID/comm holds at most 15 characters (TASK_COMM_LEN 16): nvidia-cuda-mps-server
+      // reads "nvidia-cuda-mps", so names are compared as comm shows them.
+      const bool resident = std::any_of(
+          rules.residents.begin(), rules.residents.end(),
+          [&](const std::string& r) { return !r.empty() && r.substr(0, 15) == p.name.substr(0, 15); });
+      if (resident) {
         v.ignored.push_back(text + " (resident)");
         continue;
       }
@@ -63,7 +68,13 @@ Verdict judge(const std::vector<nvml::GpuActivity>& first,
         else
           v.ignored.push_back(text + " (another job's GPU)");
       } else if (job.empty()) {
-        v.ignored.push_back(text + " (in no job's cgroup)");
+        // Outside any job's cgroup: a system service, or a site whose proctrack plugin keeps no
+        // job cgroups (proctrack/linuxproc, pgid). On one of the job's GPUs it is unproven, not
+        // nothing: warn; elsewhere it is not this job's.
+        if (job_gpu)
+          v.unproven.push_back(text + " (in no job's cgroup)");
+        else
+          v.ignored.push_back(text + " (in no job's cgroup)");
       } else if (job == rules.job_id) {
         v.ours.push_back(text);
       } else {

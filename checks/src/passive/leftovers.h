@@ -5,8 +5,9 @@
 //   - A resident process (an MPS server, a site's monitoring agent) lives there by design.
 //   - Ownership is proven by the process's cgroup: Slurm's cgroup plugins put every task of job
 //     N under a ".../job_N/..." directory (cgroup v1 and v2: slurm.schedmd.com/cgroups.html),
-//     and a process that survives the job's kill stays there. Another job's process, or one
-//     outside any job's cgroup (a system service), is not this job's leftover.
+//     and a process that survives the job's kill stays there. Another job's process is not this
+//     job's leftover; one outside any job's cgroup (a system service, or a site whose proctrack
+//     plugin keeps none) on one of the job's GPUs is unproven (warn).
 //   - SLURM_JOB_GPUS are Slurm's GRES indices, which equal NVML's indices only when gres.conf
 //     lists the GPUs in NVML (PCI bus) order; a process whose owner cannot be read is judged by
 //     that index only as a warning, never a drain.

@@ -1,6 +1,7 @@
 // make_scontrol_api, nodes_from_scontrol, load_leaf_switches_scontrol: see scontrol.h.
 #include "vigil/slurm/scontrol.h"
 
+#include <cstdlib>
 #include <ctime>
 #include <regex>
 #include <sstream>
@@ -15,6 +16,21 @@ namespace vigil::slurm {
 namespace {
 
 constexpr auto kTimeout = std::chrono::seconds(15);
+
+// How every scontrol here runs. SLURM_TIME_FORMAT=standard: a site's setting in the hook's
+// environment would change the "[user@time]" stamp nodes_from_scontrol reads reason_time from.
+// PATH: slurmd gives a hook a near-empty environment, and sites install Slurm under /usr,
+// /usr/local or /opt/slurm: those follow the caller's own PATH.
+LaunchOptions scontrol_options(const std::string& conf) {
+  LaunchOptions o;
+  o.timeout = kTimeout;
+  if (!conf.empty()) o.env.emplace_back("SLURM_CONF", conf);
+  o.env.emplace_back("SLURM_TIME_FORMAT", "standard");
+  const char* path = std::getenv("PATH");
+  o.env.emplace_back("PATH", std::string(path && *path ? path : "/usr/bin:/bin") +
+                                 ":/usr/local/bin:/usr/bin:/bin:/opt/slurm/bin");
+  return o;
+}
 
 // The value of `key` ("State") in a one-line record: up to the next blank. "" when absent.
 std::string field(const std::string& line, const std::string& key) {
@@ -108,9 +124,7 @@ class ScontrolApi final : public SlurmApi {
 
  private:
   Result<LaunchResult> run(std::vector<std::string> args) {
-    LaunchOptions o;
-    o.timeout = kTimeout;
-    if (!conf_.empty()) o.env.emplace_back("SLURM_CONF", conf_);
+    LaunchOptions o = scontrol_options(conf_);
     args.insert(args.begin(), "scontrol");
     auto r = run_command(args, o);
     if (!r.ok()) return Error{r.error().message, "scontrol"};
@@ -138,7 +152,7 @@ class ScontrolApi final : public SlurmApi {
   VoidResult update(const std::vector<std::string>& nodes, std::vector<std::string> set,
                     const std::string& what) {
     if (nodes.empty()) return ok_result();
-    VIGIL_TRY(auto table, load_nodes());
+    VIGIL_TRY(auto table, load_nodes_named(nodes));  // one `show node` per name, not the table
     const KnownSplit split = split_known(nodes, table);
     if (!split.known.empty()) {
       const std::string names = comma_list(split.known);
@@ -196,9 +210,7 @@ Result<std::vector<SlurmNodeInfo>> nodes_from_scontrol(const std::string& text) 
 Result<std::map<std::string, std::string>> load_leaf_switches_scontrol(
     const std::string& conf_path) {
   constexpr const char* kWhere = "load_leaf_switches";
-  LaunchOptions o;
-  o.timeout = kTimeout;
-  if (!conf_path.empty()) o.env.emplace_back("SLURM_CONF", conf_path);
+  const LaunchOptions o = scontrol_options(conf_path);
   auto ask = [&](std::vector<std::string> args) -> Result<std::string> {
     args.insert(args.begin(), "scontrol");
     auto r = run_command(args, o);

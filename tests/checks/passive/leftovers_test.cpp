@@ -41,19 +41,32 @@ TEST(Leftovers, only_a_process_proven_this_jobs_by_its_cgroup_fails) {
   Cgroups cg{{{4242, "0::/system.slice/slurmstepd.scope/job_77/step_0/user/task_0\n"},
               {5000, "0::/system.slice/slurmstepd.scope/job_78/step_0/user/task_0\n"},
               {6000, "0::/system.slice/nvidia-dcgm.service\n"}}};
+  // The MPS server as /proc/PID/comm names it: cut to 15 characters by the kernel.
   const auto reads = std::vector<nvml::GpuActivity>{
-      gpu(2, {{4242, "python"}}), gpu(3, {{5000, "python"}, {6000, "dcgm"}}),
-      gpu(1, {{7000, "nvidia-cuda-mps-server"}})};
+      gpu(2, {{4242, "python"}}), gpu(3, {{5000, "python"}}), gpu(5, {{6000, "dcgm"}}),
+      gpu(1, {{7000, "nvidia-cuda-mps"}})};
   const Verdict v = judge(reads, reads, rules, cg);
   ASSERT_EQ(v.ours.size(), 1u);
   EXPECT_EQ(v.ours[0], "gpu2 pid 4242 python 40 GiB");
   EXPECT_TRUE(v.unproven.empty());
-  // Another job's process (a mismatched GRES index put it on "our" gpu3), a system service and
-  // the MPS server are reported, never blamed on this job.
+  // Another job's process (a mismatched GRES index put it on "our" gpu3), a system service on
+  // another GPU and the MPS server are reported, never blamed on this job.
   ASSERT_EQ(v.ignored.size(), 3u);
   EXPECT_NE(v.ignored[0].find("(job 78)"), std::string::npos) << v.ignored[0];
   EXPECT_NE(v.ignored[1].find("in no job's cgroup"), std::string::npos) << v.ignored[1];
   EXPECT_NE(v.ignored[2].find("resident"), std::string::npos) << v.ignored[2];
+}
+
+// A site whose proctrack plugin keeps no job cgroups (proctrack/linuxproc): a stuck process on
+// a job GPU is not in any job's cgroup. Unproven: warned, never passed silently.
+TEST(Leftovers, a_process_in_no_job_cgroup_on_a_job_gpu_warns) {
+  Rules rules{std::vector<int>{0}, "77", {"nvidia-cuda-mps-server"}, {}};
+  Cgroups cg{{{4242, "0::/user.slice/user-1000.slice/session-3.scope\n"}}};
+  const auto reads = std::vector<nvml::GpuActivity>{gpu(0, {{4242, "python"}})};
+  const Verdict v = judge(reads, reads, rules, cg);
+  EXPECT_TRUE(v.ours.empty());
+  ASSERT_EQ(v.unproven.size(), 1u);
+  EXPECT_NE(v.unproven[0].find("in no job's cgroup"), std::string::npos) << v.unproven[0];
 }
 
 TEST(Leftovers, a_process_gone_by_the_second_read_was_tearing_down) {

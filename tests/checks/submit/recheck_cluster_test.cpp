@@ -113,7 +113,7 @@ class RecheckTest : public ::testing::Test {
              // Floors confirmed, as after calibration: these tests are about what a fail does.
              {"VIGIL_THRESHOLDS",
               vigil::testing::confirmed_thresholds(std::string(VIGIL_SOURCE_DIR) + "/checks/thresholds",
-                                            scratch_.path() + "/thresholds")},
+                                            scratch_.path() + "/confirmed-thresholds")},
              {"VIGIL_STATE_DIR", scratch_.path() + "/node-state/%n"},
              {"VIGIL_SPOOL_DIR", scratch_.path() + "/spool"},
              {"VIGIL_REPORT_URL", "http://127.0.0.1:" + std::to_string(port_) + "/v1/reports"},
