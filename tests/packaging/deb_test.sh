@@ -10,8 +10,6 @@
 set -euo pipefail
 build=$(cd "$1" && pwd)
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-cache=${VIGIL_ROOT_CACHE:-${XDG_CACHE_HOME:-/var/cache}/vigil}
-root=$cache/gpu-bundle-root-bookworm
 fail() {
   echo "deb_test: FAIL: $*" >&2
   exit 1
@@ -28,17 +26,12 @@ drainer_deb=$(ls "$tmp"/debs/vigil-drainer_*.deb) || fail "no vigil-drainer .deb
 depends=$(dpkg-deb -f "$check_deb" Depends)
 echo "vigil-check Depends: $depends"
 [[ $depends != *libslurm* ]] || fail "vigil-check depends on a libslurm: $depends"
+echo "vigil-drainer Depends: $(dpkg-deb -f "$drainer_deb" Depends)"
 for lib in libyaml-cpp libmunge2; do
   [[ $depends == *$lib* ]] || fail "vigil-check's Depends misses $lib: $depends"
 done
 
-if [[ ! -f $root/.vigil-bare-root ]]; then
-  rm -rf -- "$root"
-  mkdir -p "$cache"
-  bash "$repo/scripts/slurm-root.sh" bootstrap --suite bookworm "$root" python3 ||
-    fail "could not make the bare root at $root"
-  touch "$root/.vigil-bare-root"
-fi
+root=$(bash "$repo/tests/support/bare_root.sh" "$repo") || fail "could not make the bare root"
 chroot "$root" dpkg-query -W -f='${Status}' libyaml-cpp0.7 2>/dev/null | grep -q "install ok" &&
   fail "the bare root has libyaml-cpp0.7: it would hide a missing Depends"
 

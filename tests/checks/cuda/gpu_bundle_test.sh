@@ -12,8 +12,6 @@ set -euo pipefail
 
 build=$(cd "$1" && pwd)
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
-cache=${VIGIL_ROOT_CACHE:-${XDG_CACHE_HOME:-/var/cache}/vigil}
-root=$cache/gpu-bundle-root-bookworm
 
 fail() {
   echo "gpu_bundle_test: FAIL: $*" >&2
@@ -31,14 +29,8 @@ size=$(du -sb "$tmp/bundle" | cut -f1)
 echo "bundle: $((size / 1048576)) MiB, $(find "$tmp/bundle" -type f | wc -l) files"
 [[ -f $tmp/bundle/MANIFEST.tsv ]] || fail "no MANIFEST.tsv"
 
-# The bare root, made once and kept (a stamp file says it is complete).
-if [[ ! -f $root/.vigil-bare-root ]]; then
-  rm -rf -- "$root"
-  mkdir -p "$cache"
-  bash "$repo/scripts/slurm-root.sh" bootstrap --suite bookworm "$root" python3 ||
-    fail "could not make the bare root at $root"
-  touch "$root/.vigil-bare-root"
-fi
+# The bare root, made once and kept (tests/support/bare_root.sh).
+root=$(bash "$repo/tests/support/bare_root.sh" "$repo") || fail "could not make the bare root"
 for pkg in libyaml-cpp0.7 libslurm38 libmunge2 libopenmpi3 libcpp-httplib0.11; do
   if chroot "$root" dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok"; then
     fail "the bare root has $pkg: it would hide a library missing from the bundle"
