@@ -42,6 +42,26 @@ set(CPACK_DEBIAN_SUBMIT_PACKAGE_NAME vigil-submit)
 set(CPACK_COMPONENT_SUBMIT_DESCRIPTION "Vigil check submitter (vigil-submit)")
 set(CPACK_DEBIAN_SUBMIT_PACKAGE_RECOMMENDS "slurm-client")
 
+# What the packages add beside the programs (packaging/): the node package's slurm.conf hook
+# scripts (/usr/share/vigil/hooks, active once slurm.conf names them) with their settings file
+# /etc/vigil/hook.env and a slurm.conf example; the drainer package's systemd unit and its
+# default /etc/vigil/drainer.yaml (dry_run until the admin turns it off). Files under /etc are
+# conffiles: an upgrade keeps the site's edits.
+set(_vigil_pkg ${PROJECT_SOURCE_DIR}/packaging)
+if(NOT VIGIL_SLURM_ONLY)
+  install(PROGRAMS ${_vigil_pkg}/node/prolog ${_vigil_pkg}/node/epilog
+                   ${_vigil_pkg}/node/healthcheck
+          DESTINATION share/vigil/hooks COMPONENT check)
+  install(FILES ${_vigil_pkg}/node/hook.env DESTINATION /etc/vigil COMPONENT check)
+  install(FILES ${_vigil_pkg}/node/slurm.conf.example
+          DESTINATION share/doc/vigil-check/examples COMPONENT check)
+  set(CPACK_DEBIAN_CHECK_PACKAGE_CONTROL_EXTRA ${_vigil_pkg}/node/conffiles)
+endif()
+install(FILES ${_vigil_pkg}/drainer/vigil-drainer.service DESTINATION lib/systemd/system
+        COMPONENT drainer)
+install(FILES ${_vigil_pkg}/drainer/drainer.yaml DESTINATION /etc/vigil COMPONENT drainer)
+set(CPACK_DEBIAN_DRAINER_PACKAGE_CONTROL_EXTRA ${_vigil_pkg}/drainer/conffiles)
+
 if(VIGIL_SLURM_ONLY)
   set(CPACK_COMPONENTS_ALL drainer submit)
 else()

@@ -55,6 +55,17 @@ grep -q "kmsg_xid" /tmp/hook.out || { cat /tmp/hook.out; exit 1; }
 if grep -q "not found\|error while loading" /tmp/hook.out /tmp/hook.log 2>/dev/null; then
   cat /tmp/hook.out /tmp/hook.log; exit 1
 fi
+# The packaged defaults: the drainer's config validates once a token exists; the node package's
+# slurm.conf hook script runs with its /etc/vigil/hook.env (no report URL: check and print only).
+[ -f /usr/lib/systemd/system/vigil-drainer.service ] || { echo "no systemd unit"; exit 1; }
+head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' >/etc/vigil/token
+vigil-drainer config validate /etc/vigil/drainer.yaml
+echo "6,2,100,-;quiet" >/tmp/kmsg2
+rc=0
+SLURMD_NODENAME=bare-0 VIGIL_HOOK_LOG=/tmp/hook2.log VIGIL_KMSG=/tmp/kmsg2 \
+  /usr/share/vigil/hooks/healthcheck >/tmp/hook2.out 2>&1 || rc=$?
+echo "slurm.conf hook script exit $rc"
+[ "$rc" = 0 ] && grep -q "kmsg_xid" /tmp/hook2.out || { cat /tmp/hook2.out /tmp/hook2.log; exit 1; }
 echo "in-root: ok"
 SH
 unshare --mount --pid --fork --propagation private -- bash -euc '
