@@ -207,7 +207,7 @@ if [[ $mode == gpu ]]; then
   trap 'kill "$dmon" ${holder:+"$holder"} 2>/dev/null; rm -rf -- "$work"' EXIT
   echo "== NVML next to nvidia-smi (shipped thresholds, then the machine's)"
   nvidia-smi -q -x >"$raw/nvidia-smi.xml" 2>&1
-  timed nvml-shipped 120 "${v[@]}" "$vc" run --only gpu_count,nvml_ecc,nvml_row_remap,nvml_retired_pages,nvml_clock_events,nvml_pcie,nvml_nvlink,nvml_temperature \
+  timed nvml-shipped 120 "${v[@]}" "$vc" run --only gpu_count,nvml_ecc,nvml_row_remap,nvml_retired_pages,nvml_clock_events,nvml_pcie,nvml_nvlink,nvml_temperature,nvml_fabric,nvml_recovery \
     --thresholds "$th" --format json --state-dir "$raw/state-shipped" -o "$raw/nvml-shipped.json"
   nvidia-smi -q -x >"$raw/nvidia-smi-after.xml" 2>&1
   echo "== suites (quick, then full; the quick run records counter baselines)"

@@ -14,6 +14,8 @@ std::unique_ptr<Check> make_nvml_retired_pages_check();
 std::unique_ptr<Check> make_nvml_clock_events_check();
 std::unique_ptr<Check> make_nvml_pcie_check();
 std::unique_ptr<Check> make_nvml_nvlink_check();
+std::unique_ptr<Check> make_nvml_fabric_check();
+std::unique_ptr<Check> make_nvml_recovery_check();
 std::unique_ptr<Check> make_nvml_temperature_check();
 std::unique_ptr<Check> make_nvml_xid_check();
 // Passive checks of the Slurm hooks (src/passive/)

@@ -17,6 +17,8 @@ std::vector<std::unique_ptr<Check>> all_checks() {
       make_nvml_clock_events_check,
       make_nvml_pcie_check,
       make_nvml_nvlink_check,
+      make_nvml_fabric_check,
+      make_nvml_recovery_check,
       make_nvml_temperature_check,
       make_nvml_xid_check,
       // --- InfiniBand ---
@@ -59,6 +61,8 @@ std::vector<std::unique_ptr<Check>> passive_checks(PassiveSelection selection) {
   out.push_back(make_nvml_retired_pages_check());
   out.push_back(make_nvml_clock_events_check());
   out.push_back(make_nvml_nvlink_check());
+  out.push_back(make_nvml_fabric_check());
+  out.push_back(make_nvml_recovery_check());
   if (selection.after_job) out.push_back(make_gpu_leftovers_check());
   out.push_back(make_ib_port_check());
   if (selection.cuda_sanity) out.push_back(make_gpu_sanity_check());

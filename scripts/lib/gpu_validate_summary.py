@@ -411,6 +411,12 @@ def nvml_vs_smi(s):
     if uncompared:
         detail += " (no nvidia-smi counterpart: " + ", ".join(sorted(uncompared)) + ")"
     s.goal(compared > 0 and not differ, item, detail)
+    # Fabric registration and the recovery action have no figure to compare: their verdicts are
+    # recorded next to nvidia-smi's own <fabric> block (nvidia-smi.xml) for a reader to check.
+    for name in ("nvml_fabric", "nvml_recovery"):
+        c = next((c for c in checks_of(report) if c.get("check") == name), None)
+        s.add("info", f"{name} on a real driver",
+              f"{c.get('status')}: {c.get('message', '')}" if c else "not in the report")
     sku = report.get("sku") or "unknown"
     count = next((c for c in checks_of(report) if c.get("check") == "gpu_count"), {})
     s.add("info", "SKU detected with the shipped thresholds",

@@ -61,6 +61,19 @@ struct nvmlDevice_st {
   std::optional<std::vector<Process>> processes;  // compute processes
   std::optional<nvmlUtilization_t> utilization;
   std::optional<bool> mig;            // nvmlDeviceGetMigMode current (= pending) mode
+  struct Fabric {
+    unsigned char state = kNvmlGpuFabricStateCompleted;
+    nvmlReturn_t status = NVML_SUCCESS;
+    unsigned clique_id = 0;
+    unsigned health_mask = 0;
+    unsigned char health_summary = kNvmlGpuFabricHealthSummaryNotSupported;
+    // Newest struct version the "driver" knows: 3 (CUDA 13 era), 2 (R550/R560), or 1: only the
+    // unversioned nvmlDeviceGetGpuFabricInfo (R535), the versioned call answers
+    // NVML_ERROR_FUNCTION_NOT_FOUND as if the symbol were missing.
+    unsigned version = 3;
+  };
+  std::optional<Fabric> fabric;              // absent: NVML_ERROR_NOT_SUPPORTED (no NVSwitch)
+  std::optional<unsigned> recovery_action;   // NVML_FI_DEV_GET_GPU_RECOVERY_ACTION
   std::map<std::string, int> errors;  // entry point -> forced nvmlReturn_t
 };
 
@@ -143,7 +156,7 @@ nvmlDevice_st parse_gpu(const json& j, const std::string& at) {
               "clocks_event_reasons", "pcie", "nvlink", "temperature_c", "temperature_v",
               "temperature_slowdown_c", "temperature_shutdown_c", "temperature_gpu_max_c",
               "power_mw", "processes",
-              "utilization", "mig", "errors"},
+              "utilization", "mig", "fabric", "recovery_action", "errors"},
              at);
   nvmlDevice_st g;
   g.name = j.contains("name") ? to_string(j["name"], at + "/name") : "NVIDIA Fake GPU";
@@ -299,6 +312,35 @@ nvmlDevice_st parse_gpu(const json& j, const std::string& at) {
     g.utilization = rates;
   }
   if (j.contains("mig")) g.mig = to_bool(j["mig"], at + "/mig");
+  if (j.contains("fabric")) {
+    const json& f = j["fabric"];
+    const std::string a = at + "/fabric";
+    check_keys(f, {"state", "status", "clique_id", "health_mask", "health_summary", "version"},
+               a);
+    nvmlDevice_st::Fabric fab;
+    if (f.contains("state")) {
+      const unsigned v = to_u32(f["state"], a + "/state");
+      if (v > kNvmlGpuFabricStateCompleted) throw FixtureError{a + "/state: 0..3"};
+      fab.state = static_cast<unsigned char>(v);
+    }
+    if (f.contains("status")) fab.status = static_cast<int>(to_u32(f["status"], a + "/status"));
+    if (f.contains("clique_id")) fab.clique_id = to_u32(f["clique_id"], a + "/clique_id");
+    if (f.contains("health_mask")) fab.health_mask = to_u32(f["health_mask"], a + "/health_mask");
+    if (f.contains("health_summary")) {
+      const unsigned v = to_u32(f["health_summary"], a + "/health_summary");
+      if (v > kNvmlGpuFabricHealthSummaryLimitedCapacity)
+        throw FixtureError{a + "/health_summary: 0..3"};
+      fab.health_summary = static_cast<unsigned char>(v);
+    }
+    if (f.contains("version")) {
+      fab.version = to_u32(f["version"], a + "/version");
+      if (fab.version < 1 || fab.version > 3) throw FixtureError{a + "/version: 1, 2 or 3"};
+    }
+    g.fabric = fab;
+  }
+  if (j.contains("recovery_action")) {
+    g.recovery_action = to_u32(j["recovery_action"], at + "/recovery_action");
+  }
   if (j.contains("errors")) {
     if (!j["errors"].is_object()) throw FixtureError{at + "/errors: expected an object"};
     for (const auto& [fn, code] : j["errors"].items()) {
@@ -718,6 +760,60 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t handle, unsigned
   if (!current || !pending) return NVML_ERROR_INVALID_ARGUMENT;
   if (!d->mig) return NVML_ERROR_NOT_SUPPORTED;
   *current = *pending = *d->mig ? kNvmlDeviceMigEnable : 0;
+  return NVML_SUCCESS;
+}
+
+// Like the real calls: no fabric (PCIe boards, pre-Hopper) is NVML_ERROR_NOT_SUPPORTED; the
+// versioned call checks the struct version and writes only that version's fields.
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetGpuFabricInfo(nvmlDevice_t handle,
+                                                         nvmlGpuFabricInfo_t* info) {
+  DEVICE_QUERY(handle);
+  if (!info) return NVML_ERROR_INVALID_ARGUMENT;
+  if (!d->fabric) return NVML_ERROR_NOT_SUPPORTED;
+  *info = nvmlGpuFabricInfo_t{};
+  info->status = d->fabric->status;
+  info->cliqueId = d->fabric->clique_id;
+  info->state = d->fabric->state;
+  return NVML_SUCCESS;
+}
+
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetGpuFabricInfoV(nvmlDevice_t handle,
+                                                          nvmlGpuFabricInfoV_t* info) {
+  DEVICE_QUERY(handle);
+  if (!info) return NVML_ERROR_INVALID_ARGUMENT;
+  const unsigned max_version = d->fabric ? d->fabric->version : 3;
+  if (max_version < 2) return NVML_ERROR_FUNCTION_NOT_FOUND;
+  const bool v3 = info->version == kNvmlGpuFabricInfoV3;
+  if (!v3 && info->version != kNvmlGpuFabricInfoV2) return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+  if (v3 && max_version < 3) return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+  if (!d->fabric) return NVML_ERROR_NOT_SUPPORTED;
+  info->status = d->fabric->status;
+  info->cliqueId = d->fabric->clique_id;
+  info->state = d->fabric->state;
+  info->healthMask = d->fabric->health_mask;
+  if (v3) info->healthSummary = d->fabric->health_summary;
+  return NVML_SUCCESS;
+}
+
+// Answers NVML_FI_DEV_GET_GPU_RECOVERY_ACTION (as an unsigned int, NVML_VALUE_TYPE_UNSIGNED_INT);
+// every other field, and the action when the fixture has none, is NOT_SUPPORTED per field. The
+// call itself succeeds, as the real one does when it could look at the fields.
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t handle, int count,
+                                                       nvmlFieldValue_t* values) {
+  DEVICE_QUERY(handle);
+  if (!values || count <= 0) return NVML_ERROR_INVALID_ARGUMENT;
+  for (int i = 0; i < count; ++i) {
+    nvmlFieldValue_t& v = values[i];
+    v.timestamp = 0;
+    v.latencyUsec = 0;
+    if (v.fieldId == kNvmlFieldGpuRecoveryAction && d->recovery_action) {
+      v.valueType = kNvmlValueTypeUnsignedInt;
+      v.nvmlReturn = NVML_SUCCESS;
+      v.value.uiVal = *d->recovery_action;
+    } else {
+      v.nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
+    }
+  }
   return NVML_SUCCESS;
 }
 

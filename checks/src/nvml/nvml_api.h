@@ -99,6 +99,56 @@ struct nvmlTemperature_t {
 };
 typedef nvmlTemperature_t nvmlTemperature_v1_t;
 
+// nvmlGpuFabricInfo_t, the unversioned struct of nvmlDeviceGetGpuFabricInfo (DEPRECATED(13.0),
+// but the only fabric call of R535-era drivers). `state` is nvmlGpuFabricState_t (unsigned char).
+struct nvmlGpuFabricInfo_t {
+  unsigned char clusterUuid[16];  // NVML_GPU_FABRIC_UUID_LEN
+  nvmlReturn_t status;            // the probe's error; only meaningful once state is COMPLETED
+  unsigned int cliqueId;
+  unsigned char state;            // NVML_GPU_FABRIC_STATE_*
+};
+// nvmlGpuFabricInfo_v2_t: version first, healthMask last (nvmlDeviceGetGpuFabricInfoV).
+struct nvmlGpuFabricInfo_v2_t {
+  unsigned int version;
+  unsigned char clusterUuid[16];
+  nvmlReturn_t status;
+  unsigned int cliqueId;
+  unsigned char state;
+  unsigned int healthMask;  // NVML_GPU_FABRIC_HEALTH_MASK_* fields
+};
+// nvmlGpuFabricInfo_v3_t (= nvmlGpuFabricInfoV_t in the CUDA 13 header): adds healthSummary.
+struct nvmlGpuFabricInfo_v3_t {
+  unsigned int version;
+  unsigned char clusterUuid[16];
+  nvmlReturn_t status;
+  unsigned int cliqueId;
+  unsigned char state;
+  unsigned int healthMask;
+  unsigned char healthSummary;  // NVML_GPU_FABRIC_HEALTH_SUMMARY_*
+};
+typedef nvmlGpuFabricInfo_v3_t nvmlGpuFabricInfoV_t;
+
+// nvmlValue_t: the value of one field sample; which member is valid is in valueType.
+union nvmlValue_t {
+  double dVal;
+  int siVal;
+  unsigned int uiVal;
+  unsigned long ulVal;
+  unsigned long long ullVal;
+  signed long long sllVal;
+  unsigned short usVal;
+};
+// nvmlFieldValue_t for nvmlDeviceGetFieldValues: fieldId (and scopeId) in, the rest out.
+struct nvmlFieldValue_t {
+  unsigned int fieldId;
+  unsigned int scopeId;
+  long long timestamp;
+  long long latencyUsec;
+  int valueType;  // nvmlValueType_t
+  nvmlReturn_t nvmlReturn;  // per field: value is undefined unless NVML_SUCCESS
+  nvmlValue_t value;
+};
+
 // Function signatures (pointer types), one per entry point Vigil resolves.
 typedef nvmlReturn_t (*nvmlInit_v2_fn)();
 typedef nvmlReturn_t (*nvmlShutdown_fn)();
@@ -133,6 +183,10 @@ typedef nvmlReturn_t (*nvmlDeviceGetUtilizationRates_fn)(nvmlDevice_t, nvmlUtili
 typedef nvmlReturn_t (*nvmlSystemGetProcessName_fn)(unsigned int, char*, unsigned int);
 // current and pending mode: NVML_DEVICE_MIG_ENABLE / _DISABLE
 typedef nvmlReturn_t (*nvmlDeviceGetMigMode_fn)(nvmlDevice_t, unsigned int*, unsigned int*);
+typedef nvmlReturn_t (*nvmlDeviceGetGpuFabricInfo_fn)(nvmlDevice_t, nvmlGpuFabricInfo_t*);
+// Takes the v2 or v3 struct, told apart by its version field (nvmlGpuFabricInfoV_t in nvml.h).
+typedef nvmlReturn_t (*nvmlDeviceGetGpuFabricInfoV_fn)(nvmlDevice_t, nvmlGpuFabricInfoV_t*);
+typedef nvmlReturn_t (*nvmlDeviceGetFieldValues_fn)(nvmlDevice_t, int, nvmlFieldValue_t*);
 
 }  // extern "C"
 
@@ -156,6 +210,46 @@ inline constexpr unsigned long long kNvmlValueNotAvailable = ~0ULL;
 inline constexpr unsigned kNvmlDeviceMigEnable = 1;  // NVML_DEVICE_MIG_ENABLE
 // nvmlTemperature_v1: NVML_STRUCT_VERSION(Temperature, 1) = sizeof | (1 << 24)
 inline constexpr unsigned kNvmlTemperatureV1 = sizeof(nvmlTemperature_v1_t) | (1u << 24);
+
+// nvmlGpuFabricInfo_v2 / _v3: NVML_STRUCT_VERSION(GpuFabricInfo, N) = sizeof | (N << 24).
+inline constexpr unsigned kNvmlGpuFabricInfoV2 = sizeof(nvmlGpuFabricInfo_v2_t) | (2u << 24);
+inline constexpr unsigned kNvmlGpuFabricInfoV3 = sizeof(nvmlGpuFabricInfo_v3_t) | (3u << 24);
+// NVML_GPU_FABRIC_STATE_* (the probe of the GPU's registration with Fabric Manager).
+inline constexpr unsigned char kNvmlGpuFabricStateNotSupported = 0;
+inline constexpr unsigned char kNvmlGpuFabricStateNotStarted = 1;
+inline constexpr unsigned char kNvmlGpuFabricStateInProgress = 2;
+inline constexpr unsigned char kNvmlGpuFabricStateCompleted = 3;
+// NVML_GPU_FABRIC_HEALTH_SUMMARY_* (v3 only).
+inline constexpr unsigned char kNvmlGpuFabricHealthSummaryNotSupported = 0;
+inline constexpr unsigned char kNvmlGpuFabricHealthSummaryHealthy = 1;
+inline constexpr unsigned char kNvmlGpuFabricHealthSummaryUnhealthy = 2;
+inline constexpr unsigned char kNvmlGpuFabricHealthSummaryLimitedCapacity = 3;
+// healthMask fields: NVML_GPU_FABRIC_HEALTH_GET(mask, type) = (mask >> SHIFT) & WIDTH. Every
+// two-bit field reads 0 not supported, 1 TRUE, 2 FALSE; INCORRECT_CONFIGURATION (4 bits) reads
+// 0 not supported, 1 NONE (correct), 2..8 the kind of misconfiguration.
+inline constexpr unsigned kNvmlGpuFabricHealthShiftDegradedBw = 0;
+inline constexpr unsigned kNvmlGpuFabricHealthShiftRouteRecovery = 2;
+inline constexpr unsigned kNvmlGpuFabricHealthShiftRouteUnhealthy = 4;
+inline constexpr unsigned kNvmlGpuFabricHealthShiftAccessTimeoutRecovery = 6;
+inline constexpr unsigned kNvmlGpuFabricHealthShiftIncorrectConfiguration = 8;
+inline constexpr unsigned kNvmlGpuFabricHealthWidthTwoBit = 0x3;
+inline constexpr unsigned kNvmlGpuFabricHealthWidthIncorrectConfiguration = 0xf;
+inline constexpr unsigned kNvmlGpuFabricHealthTrue = 1;  // NVML_GPU_FABRIC_HEALTH_MASK_*_TRUE
+inline constexpr unsigned kNvmlGpuFabricHealthConfigNone = 1;  // ..._INCORRECT_CONFIGURATION_NONE
+
+// NVML_FI_DEV_GET_GPU_RECOVERY_ACTION: the action the driver says this GPU needs, as
+// nvmlDeviceGpuRecoveryAction_t (NVML_GPU_RECOVERY_ACTION_*), read with nvmlDeviceGetFieldValues.
+inline constexpr unsigned kNvmlFieldGpuRecoveryAction = 230;
+inline constexpr unsigned kNvmlGpuRecoveryActionNone = 0;
+inline constexpr unsigned kNvmlGpuRecoveryActionGpuReset = 1;
+inline constexpr unsigned kNvmlGpuRecoveryActionNodeReboot = 2;
+inline constexpr unsigned kNvmlGpuRecoveryActionDrainP2p = 3;
+inline constexpr unsigned kNvmlGpuRecoveryActionDrainAndReset = 4;
+inline constexpr unsigned kNvmlGpuRecoveryActionRecoverImexDomain = 5;
+// nvmlValueType_t members the recovery action may arrive as.
+inline constexpr int kNvmlValueTypeUnsignedInt = 1;
+inline constexpr int kNvmlValueTypeUnsignedLongLong = 3;
+inline constexpr int kNvmlValueTypeSignedInt = 5;
 
 // nvmlEventType bit for critical XID errors.
 inline constexpr unsigned long long kNvmlEventTypeXidCriticalError = 0x8ULL;

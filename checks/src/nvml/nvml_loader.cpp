@@ -74,6 +74,9 @@ Result<std::unique_ptr<Library>> Library::open(const std::string& path) {
   resolve(handle, "nvmlDeviceGetUtilizationRates", a.device_get_utilization_rates);
   resolve(handle, "nvmlSystemGetProcessName", a.system_get_process_name);
   resolve(handle, "nvmlDeviceGetMigMode", a.device_get_mig_mode);
+  resolve(handle, "nvmlDeviceGetGpuFabricInfoV", a.device_get_gpu_fabric_info_v);
+  resolve(handle, "nvmlDeviceGetGpuFabricInfo", a.device_get_gpu_fabric_info);
+  resolve(handle, "nvmlDeviceGetFieldValues", a.device_get_field_values);
   dlerror();  // optional symbols that were not found leave an error behind; drop it
 
   const nvmlReturn_t rc = a.init();

@@ -51,6 +51,12 @@ struct Api {
   nvmlSystemGetProcessName_fn system_get_process_name = nullptr;
   // MIG mode (A100 and later): the CUDA probes measure whole GPUs, not MIG slices.
   nvmlDeviceGetMigMode_fn device_get_mig_mode = nullptr;
+  // NVLink fabric registration (Hopper and later on NVSwitch systems): the versioned call of
+  // R550+ drivers, and the unversioned one, which is all R535 drivers export.
+  nvmlDeviceGetGpuFabricInfoV_fn device_get_gpu_fabric_info_v = nullptr;
+  nvmlDeviceGetGpuFabricInfo_fn device_get_gpu_fabric_info = nullptr;
+  // Field values (here: NVML_FI_DEV_GET_GPU_RECOVERY_ACTION).
+  nvmlDeviceGetFieldValues_fn device_get_field_values = nullptr;
 };
 
 // An opened and initialised NVML. Destruction calls nvmlShutdown and dlclose.

@@ -12,7 +12,8 @@ namespace vigil {
 const std::set<std::string>& default_fatal_checks() {
   static const std::set<std::string> kFatal = {
       "gpu_count", "nvml_ecc",    "nvml_row_remap", "nvml_retired_pages", "nvml_xid",
-      "ib_port",   "gpu_memtest", "kmsg_xid",       "gpu_leftovers",      "gpu_sanity"};
+      "ib_port",   "gpu_memtest", "kmsg_xid",       "gpu_leftovers",      "gpu_sanity",
+      "nvml_fabric", "nvml_recovery"};
   return kFatal;
 }
 

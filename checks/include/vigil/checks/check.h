@@ -34,6 +34,9 @@ struct CheckContext {
   std::vector<std::string> resident_gpu_processes{"nvidia-cuda-mps-server"};
   // A process still listed after this long is stuck, not one in teardown (gpu_leftovers).
   std::chrono::milliseconds leftover_grace{2000};
+  // nvml_fabric: a GPU not yet registered in its NVLink fabric warns for this long after boot
+  // (Fabric Manager still starting) and fails after it (Fabric Manager down).
+  std::chrono::seconds fabric_grace{600};
   std::string state_dir;                 // previous readings for delta counters; empty = none
   std::string allreduce_binary;          // vigil-allreduce or nccl-tests all_reduce_perf
   std::string mpirun = "mpirun";

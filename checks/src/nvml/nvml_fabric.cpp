@@ -1,0 +1,251 @@
+// nvml_fabric: is each GPU registered in its NVLink fabric, and healthy there?
+// nvml_recovery: the recovery action the driver says a GPU needs.
+//
+// nvml_fabric (review F12). On NVSwitch systems (HGX/DGX H100, H200, B200; GB200 NVL72) a GPU
+// joins the NVLink fabric only after Fabric Manager (or, on NVL72, the NVLink subnet manager)
+// registers it; until then CUDA initialisation fails with cudaErrorSystemNotReady (802) and no
+// job can run. nvml.h "Fabric definitions" (CUDA 13.3 header, lines 3794-3950):
+//   - nvmlDeviceGetGpuFabricInfoV (v3 adds healthSummary; drivers that only know v2 answer
+//     NVML_ERROR_ARGUMENT_VERSION_MISMATCH) or, on R535 drivers, nvmlDeviceGetGpuFabricInfo;
+//     NVML_ERROR_NOT_SUPPORTED or state NOT_SUPPORTED: no fabric on this board (PCIe, pre-Hopper).
+//   - state COMPLETED: `status` is the registration's result ("must be checked only if state
+//     returns complete"); anything but NVML_SUCCESS fails.
+//   - state NOT_STARTED / IN_PROGRESS: not registered (yet). DCGM's diag fails both ("training
+//     not started" / "training in progress", NVIDIA/DCGM testing/python3, the software plugin's
+//     GpuFabricInfoV cases), but right after boot they are transient (NVIDIA's k8s device
+//     plugin treats them as "transitional, not fatal"). Vigil warns until ctx.fabric_grace after
+//     boot (the CLOCK_BOOTTIME in /proc/uptime) and fails after it: a Fabric Manager that has
+//     not registered a GPU ten minutes after boot is down, and every CUDA job fails there.
+//   - healthSummary (v3): UNHEALTHY fails, LIMITED_CAPACITY warns. Without a summary (v2), the
+//     healthMask decides: route unhealthy or an incorrect configuration fails, degraded
+//     bandwidth or a route / access-timeout recovery in progress warns.
+//
+// nvml_recovery (review F07, F12): NVML_FI_DEV_GET_GPU_RECOVERY_ACTION (nvml.h:2796, enum
+// nvmlDeviceGpuRecoveryAction_t at :2194) is the driver's own statement of what a GPU needs
+// before it may run work again (the action XID 154 announces in the kernel log). NONE passes;
+// GPU_RESET, NODE_REBOOT, DRAIN_P2P, DRAIN_AND_RESET and RECOVER_IMEX_DOMAIN fail with the
+// action in the reason; a value newer than this header warns. The field is NOT_SUPPORTED on
+// drivers before it existed: skipped.
+#include <fstream>
+
+#include "check_factories.h"
+#include "nvml_common.h"
+
+namespace vigil {
+namespace {
+
+using namespace nvml;
+
+constexpr const char* kFaultFabricFailed = "VIGIL-NVML-FABRIC-FAILED";
+constexpr const char* kFaultFabricNotRegistered = "VIGIL-NVML-FABRIC-NOT-REGISTERED";
+constexpr const char* kFaultFabricPending = "VIGIL-NVML-FABRIC-PENDING";
+constexpr const char* kFaultFabricUnhealthy = "VIGIL-NVML-FABRIC-UNHEALTHY";
+constexpr const char* kFaultFabricDegraded = "VIGIL-NVML-FABRIC-DEGRADED";
+constexpr const char* kFaultRecovery = "VIGIL-NVML-RECOVERY-ACTION";
+
+// Seconds since boot from <proc_root>/uptime (CLOCK_BOOTTIME), or nullopt.
+std::optional<double> uptime_s(const CheckContext& ctx) {
+  std::ifstream in(ctx.proc_root + "/uptime");
+  double up = 0;
+  if (in >> up && up >= 0) return up;
+  return std::nullopt;
+}
+
+unsigned health_field(unsigned mask, unsigned shift, unsigned width) {
+  return (mask >> shift) & width;
+}
+
+// The healthMask fields that are set, as words for the reason ("route unhealthy").
+std::vector<std::string> mask_problems(unsigned mask, bool& fail) {
+  std::vector<std::string> out;
+  fail = false;
+  const unsigned two = kNvmlGpuFabricHealthWidthTwoBit;
+  if (health_field(mask, kNvmlGpuFabricHealthShiftRouteUnhealthy, two) ==
+      kNvmlGpuFabricHealthTrue) {
+    out.push_back("route unhealthy");
+    fail = true;
+  }
+  const unsigned config = health_field(mask, kNvmlGpuFabricHealthShiftIncorrectConfiguration,
+                                       kNvmlGpuFabricHealthWidthIncorrectConfiguration);
+  if (config > kNvmlGpuFabricHealthConfigNone) {
+    // 2..8: incorrect SysGUID, chassis serial number, no partition, insufficient NVLinks,
+    // incompatible GPU firmware, invalid location, GPU state invalid (nvml.h:3866-3872).
+    static const char* kConfig[] = {"SysGUID",           "chassis serial number",
+                                    "no partition",      "insufficient NVLinks",
+                                    "incompatible GPU firmware", "invalid location",
+                                    "GPU state invalid"};
+    const unsigned i = config - 2;
+    out.push_back(std::string("incorrect configuration (") +
+                  (i < std::size(kConfig) ? kConfig[i] : "code " + std::to_string(config)) + ")");
+    fail = true;
+  }
+  if (health_field(mask, kNvmlGpuFabricHealthShiftDegradedBw, two) == kNvmlGpuFabricHealthTrue)
+    out.push_back("bandwidth degraded");
+  if (health_field(mask, kNvmlGpuFabricHealthShiftRouteRecovery, two) == kNvmlGpuFabricHealthTrue)
+    out.push_back("route recovery in progress");
+  if (health_field(mask, kNvmlGpuFabricHealthShiftAccessTimeoutRecovery, two) ==
+      kNvmlGpuFabricHealthTrue)
+    out.push_back("access timeout recovery in progress");
+  return out;
+}
+
+std::string joined(const std::vector<std::string>& parts) {
+  std::string s;
+  for (const std::string& p : parts) s += (s.empty() ? "" : ", ") + p;
+  return s;
+}
+
+class NvmlFabricCheck final : public NvmlCheck {
+ public:
+  std::string_view name() const override { return "nvml_fabric"; }
+  std::string_view short_name() const override { return "nvl-fabric"; }
+
+  CheckResult inspect(const CheckContext& ctx, const Session& s, CheckResult& r,
+                      Verdict& v) override {
+    int registered = 0;
+    for (int g = 0; g < s.count(); ++g) {
+      if (!s.gpus[g]) continue;
+      const std::string gs = "gpu" + std::to_string(g);
+      nvmlGpuFabricInfo_v3_t info{};
+      bool has_mask = false, has_summary = false;
+      info.version = kNvmlGpuFabricInfoV3;
+      nvmlReturn_t rc = call(s.api().device_get_gpu_fabric_info_v, s.gpus[g], &info);
+      if (rc == NVML_ERROR_ARGUMENT_VERSION_MISMATCH) {  // a driver that knows v2 only
+        info = {};
+        info.version = kNvmlGpuFabricInfoV2;
+        rc = call(s.api().device_get_gpu_fabric_info_v, s.gpus[g], &info);
+        has_mask = rc == NVML_SUCCESS;
+      } else {
+        has_mask = has_summary = rc == NVML_SUCCESS;
+      }
+      if (rc == NVML_ERROR_FUNCTION_NOT_FOUND) {  // R535: only the unversioned call
+        nvmlGpuFabricInfo_t old{};
+        rc = call(s.api().device_get_gpu_fabric_info, s.gpus[g], &old);
+        info.status = old.status;
+        info.state = old.state;
+      }
+      if (rc == NVML_ERROR_NOT_SUPPORTED || rc == NVML_ERROR_FUNCTION_NOT_FOUND ||
+          (rc == NVML_SUCCESS && info.state == kNvmlGpuFabricStateNotSupported)) {
+        v.not_supported(g, "NVLink fabric");
+        continue;
+      }
+      if (rc != NVML_SUCCESS) {
+        v.query_failed(s, g, "nvmlDeviceGetGpuFabricInfo", rc);
+        continue;
+      }
+      add_measurement(r, ctx, "fabric_state", info.state, "state", g);
+      if (info.state != kNvmlGpuFabricStateCompleted) {
+        const std::string what = gs + " not registered in the NVLink fabric (" +
+                                 (info.state == kNvmlGpuFabricStateInProgress ? "in progress"
+                                                                              : "not started") +
+                                 ")";
+        const std::optional<double> up = uptime_s(ctx);
+        const double grace = std::chrono::duration<double>(ctx.fabric_grace).count();
+        if (up && *up >= grace) {
+          v.add(Status::kFail,
+                what + " " + figure(*up / 60) + " min after boot: is Fabric Manager running?",
+                kFaultFabricNotRegistered);
+        } else {
+          v.add(Status::kWarn,
+                what + (up ? ", " + figure(*up) + " s after boot" : ", uptime unknown") +
+                    ": CUDA jobs fail with 802 until it is",
+                kFaultFabricPending);
+        }
+        continue;
+      }
+      if (info.status != NVML_SUCCESS) {
+        v.add(Status::kFail, gs + " NVLink fabric registration failed: " + s.err(info.status),
+              kFaultFabricFailed);
+        continue;
+      }
+      ++registered;
+      bool mask_fail = false;
+      const std::vector<std::string> problems =
+          has_mask ? mask_problems(info.healthMask, mask_fail) : std::vector<std::string>{};
+      const std::string detail = problems.empty() ? "" : " (" + joined(problems) + ")";
+      if (has_summary && info.healthSummary != kNvmlGpuFabricHealthSummaryNotSupported) {
+        add_measurement(r, ctx, "fabric_health_summary", info.healthSummary, "state", g);
+        if (info.healthSummary == kNvmlGpuFabricHealthSummaryUnhealthy) {
+          v.add(Status::kFail, gs + " NVLink fabric unhealthy" + detail, kFaultFabricUnhealthy);
+        } else if (info.healthSummary == kNvmlGpuFabricHealthSummaryLimitedCapacity) {
+          v.add(Status::kWarn, gs + " NVLink fabric at limited capacity" + detail,
+                kFaultFabricDegraded);
+        } else if (!problems.empty()) {
+          v.add(Status::kWarn, gs + " NVLink fabric healthy with" + detail, kFaultFabricDegraded);
+        }
+      } else if (!problems.empty()) {
+        v.add(mask_fail ? Status::kFail : Status::kWarn, gs + " NVLink fabric" + detail,
+              mask_fail ? kFaultFabricUnhealthy : kFaultFabricDegraded);
+      }
+    }
+    v.conclude(
+        r, [](const Measurement&, Status) { return Described{}; },
+        std::to_string(registered) + " GPUs registered in the NVLink fabric");
+    return r;
+  }
+};
+
+std::string recovery_action_name(unsigned a) {
+  switch (a) {
+    case kNvmlGpuRecoveryActionGpuReset: return "GPU reset";
+    case kNvmlGpuRecoveryActionNodeReboot: return "node reboot";
+    case kNvmlGpuRecoveryActionDrainP2p: return "drain P2P";
+    case kNvmlGpuRecoveryActionDrainAndReset: return "drain P2P and GPU reset";
+    case kNvmlGpuRecoveryActionRecoverImexDomain: return "recover the IMEX domain";
+    default: return "action " + std::to_string(a);
+  }
+}
+
+class NvmlRecoveryCheck final : public NvmlCheck {
+ public:
+  std::string_view name() const override { return "nvml_recovery"; }
+  std::string_view short_name() const override { return "recovery"; }
+
+  CheckResult inspect(const CheckContext& ctx, const Session& s, CheckResult& r,
+                      Verdict& v) override {
+    for (int g = 0; g < s.count(); ++g) {
+      if (!s.gpus[g]) continue;
+      nvmlFieldValue_t fv{};
+      fv.fieldId = kNvmlFieldGpuRecoveryAction;
+      const nvmlReturn_t rc = call(s.api().device_get_field_values, s.gpus[g], 1, &fv);
+      const nvmlReturn_t field_rc = rc == NVML_SUCCESS ? fv.nvmlReturn : rc;
+      if (field_rc == NVML_ERROR_NOT_SUPPORTED || field_rc == NVML_ERROR_FUNCTION_NOT_FOUND) {
+        v.not_supported(g, "GPU recovery action");
+        continue;
+      }
+      if (field_rc != NVML_SUCCESS) {
+        v.query_failed(s, g, "nvmlDeviceGetFieldValues(GPU_RECOVERY_ACTION)", field_rc);
+        continue;
+      }
+      unsigned action = 0;
+      switch (fv.valueType) {
+        case kNvmlValueTypeUnsignedLongLong: action = static_cast<unsigned>(fv.value.ullVal); break;
+        case kNvmlValueTypeSignedInt: action = static_cast<unsigned>(fv.value.siVal); break;
+        default: action = fv.value.uiVal; break;  // NVML_VALUE_TYPE_UNSIGNED_INT
+      }
+      add_measurement(r, ctx, "recovery_action", action, "action", g);
+      if (action == kNvmlGpuRecoveryActionNone) continue;
+      const std::string gs = "gpu" + std::to_string(g);
+      if (action <= kNvmlGpuRecoveryActionRecoverImexDomain) {
+        v.add(Status::kFail, gs + " driver asks for " + recovery_action_name(action),
+              kFaultRecovery);
+      } else {
+        v.add(Status::kWarn,
+              gs + " driver reports recovery action " + std::to_string(action) +
+                  ", unknown to this build (newer driver?)",
+              kFaultRecovery);
+      }
+    }
+    v.conclude(
+        r, [](const Measurement&, Status) { return Described{}; },
+        std::to_string(s.count()) + " GPUs: no recovery action pending");
+    return r;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Check> make_nvml_fabric_check() { return std::make_unique<NvmlFabricCheck>(); }
+std::unique_ptr<Check> make_nvml_recovery_check() { return std::make_unique<NvmlRecoveryCheck>(); }
+
+}  // namespace vigil

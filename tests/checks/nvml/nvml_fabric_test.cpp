@@ -1,0 +1,202 @@
+// nvml_fabric and nvml_recovery against the fake NVML: the NVLink fabric registration state
+// (nvmlDeviceGetGpuFabricInfoV v3 / v2, the unversioned call of R535) and the driver's GPU
+// recovery action field. Values and meanings: nvml.h (CUDA 13.3), "Fabric definitions" and
+// nvmlDeviceGpuRecoveryAction_t; the judgement and its sources are in nvml_fabric.cpp.
+#include "nvml_test_support.h"
+
+namespace vigil::testing {
+namespace {
+
+class nvml_fabric : public NvmlCheckTest {
+ protected:
+  // The node booted `seconds` ago (ctx.proc_root/uptime, as /proc/uptime reads).
+  void booted_ago(double seconds) {
+    std::filesystem::create_directories(tmp_ / "proc");
+    std::ofstream(tmp_ / "proc" / "uptime") << seconds << " 12345.67\n";
+    ctx_.proc_root = (tmp_ / "proc").string();
+  }
+  // healthy_8x_h100 with GPU `gpu`'s fabric replaced by `fabric`.
+  void fabric_on(int gpu, const nlohmann::json& fabric) {
+    nlohmann::json j = load_fixture("healthy_8x_h100");
+    j["gpus"][gpu]["fabric"] = fabric;
+    use_fixture_json(j);
+  }
+};
+using nvml_recovery = NvmlCheckTest;
+
+TEST_F(nvml_fabric, a_registered_healthy_fabric_passes_on_every_struct_version) {
+  booted_ago(3600);
+  // healthy_8x_h100 is an R550 driver: v3 is a version mismatch, v2 answers.
+  use_fixture("healthy_8x_h100");
+  CheckResult r = run(make_nvml_fabric_check());
+  EXPECT_EQ(r.status, Status::kPass) << r.message;
+  EXPECT_EQ(r.message, "8 GPUs registered in the NVLink fabric");
+  EXPECT_EQ(count(r, "fabric_state"), 8);
+  EXPECT_EQ(find(r, "fabric_state", 0)->value, 3);
+  EXPECT_EQ(count(r, "fabric_health_summary"), 0);  // v2 has no summary
+
+  nlohmann::json j = load_fixture("healthy_8x_h100");
+  j["gpu_defaults"]["fabric"] = {{"state", 3}, {"version", 3}, {"health_summary", 1}};
+  use_fixture_json(j);
+  r = run(make_nvml_fabric_check());
+  EXPECT_EQ(r.status, Status::kPass) << r.message;
+  EXPECT_EQ(find(r, "fabric_health_summary", 7)->value, 1);
+
+  j["gpu_defaults"]["fabric"] = {{"state", 3}, {"version", 1}};  // R535: unversioned call only
+  use_fixture_json(j);
+  r = run(make_nvml_fabric_check());
+  EXPECT_EQ(r.status, Status::kPass) << r.message;
+  EXPECT_EQ(count(r, "fabric_state"), 8);
+}
+
+// A board without an NVLink fabric (PCIe H100, H100 NVL, A100 PCIe): NOT_SUPPORTED, skipped.
+TEST_F(nvml_fabric, a_board_without_a_fabric_is_skipped) {
+  nlohmann::json j = load_fixture("healthy_8x_h100");
+  j["gpu_defaults"].erase("fabric");
+  use_fixture_json(j);
+  CheckResult r = run(make_nvml_fabric_check());
+  EXPECT_EQ(r.status, Status::kSkipped) << r.message;
+  EXPECT_NE(r.message.find("NVLink fabric not supported on 8 GPUs"), std::string::npos)
+      << r.message;
+
+  j["gpu_defaults"]["fabric"] = {{"state", 0}};  // the call answers, state NOT_SUPPORTED
+  use_fixture_json(j);
+  r = run(make_nvml_fabric_check());
+  EXPECT_EQ(r.status, Status::kSkipped) << r.message;
+}
+
+// Registration finished with an error: no CUDA job can use this GPU (DCGM diag: "Training
+// completed with an error").
+TEST_F(nvml_fabric, a_completed_registration_with_an_error_status_fails) {
+  booted_ago(30);  // even right after boot: a completed probe is final
+  fabric_on(5, {{"state", 3}, {"status", 999}, {"version", 2}});
+  const CheckResult r = run(make_nvml_fabric_check());
+  EXPECT_EQ(r.status, Status::kFail) << r.message;
+  EXPECT_EQ(r.fault_code, "VIGIL-NVML-FABRIC-FAILED");
+  EXPECT_EQ(r.message.rfind("gpu5 NVLink fabric registration failed: ", 0), 0u) << r.message;
+  EXPECT_NE(r.message.find("(999)"), std::string::npos) << r.message;
+}
+
+// Not registered: a warning while Fabric Manager may still be starting, a failure once the node
+// has been up longer than the grace.
+TEST_F(nvml_fabric, an_unregistered_gpu_warns_after_boot_and_fails_after_the_grace) {
+  fabric_on(2, {{"state", 2}, {"version", 3}});
+  booted_ago(45);
+  CheckResult r = run(make_nvml_fabric_check());
+  EXPECT_EQ(r.status, Status::kWarn) << r.message;
+  EXPECT_EQ(r.fault_code, "VIGIL-NVML-FABRIC-PENDING");
+  EXPECT_EQ(r.message,
+            "gpu2 not registered in the NVLink fabric (in progress), 45 s after boot: CUDA jobs "
+            "fail with 802 until it is");
+
+  fabric_on(2, {{"state", 1}, {"version", 3}});
+  booted_ago(1800);
+  r = run(make_nvml_fabric_check());
+  EXPECT_EQ(r.status, Status::kFail) << r.message;
+  EXPECT_EQ(r.fault_code, "VIGIL-NVML-FABRIC-NOT-REGISTERED");
+  EXPECT_EQ(r.message,
+            "gpu2 not registered in the NVLink fabric (not started) 30 min after boot: is Fabric "
+            "Manager running?");
+
+  ctx_.fabric_grace = std::chrono::seconds(3600);  // the setting moves the line
+  r = run(make_nvml_fabric_check());
+  EXPECT_EQ(r.status, Status::kWarn) << r.message;
+
+  ctx_.proc_root = (tmp_ / "no-such-proc").string();  // uptime unknown: never a drain
+  r = run(make_nvml_fabric_check());
+  EXPECT_EQ(r.status, Status::kWarn) << r.message;
+  EXPECT_NE(r.message.find("uptime unknown"), std::string::npos) << r.message;
+}
+
+TEST_F(nvml_fabric, the_health_summary_fails_unhealthy_and_warns_limited_capacity) {
+  booted_ago(3600);
+  // healthMask: route unhealthy TRUE (1 << 4), configuration NONE (1 << 8).
+  fabric_on(6, {{"state", 3}, {"version", 3}, {"health_summary", 2}, {"health_mask", 0x110}});
+  CheckResult r = run(make_nvml_fabric_check());
+  EXPECT_EQ(r.status, Status::kFail) << r.message;
+  EXPECT_EQ(r.fault_code, "VIGIL-NVML-FABRIC-UNHEALTHY");
+  EXPECT_EQ(r.message, "gpu6 NVLink fabric unhealthy (route unhealthy)");
+
+  // degraded bandwidth TRUE (1 << 0)
+  fabric_on(6, {{"state", 3}, {"version", 3}, {"health_summary", 3}, {"health_mask", 0x101}});
+  r = run(make_nvml_fabric_check());
+  EXPECT_EQ(r.status, Status::kWarn) << r.message;
+  EXPECT_EQ(r.fault_code, "VIGIL-NVML-FABRIC-DEGRADED");
+  EXPECT_EQ(r.message, "gpu6 NVLink fabric at limited capacity (bandwidth degraded)");
+}
+
+// v2 drivers have no summary: the mask alone decides.
+TEST_F(nvml_fabric, without_a_summary_the_health_mask_decides) {
+  booted_ago(3600);
+  // incorrect configuration 5 = insufficient NVLinks (5 << 8)
+  fabric_on(1, {{"state", 3}, {"version", 2}, {"health_mask", 0x500}});
+  CheckResult r = run(make_nvml_fabric_check());
+  EXPECT_EQ(r.status, Status::kFail) << r.message;
+  EXPECT_EQ(r.message, "gpu1 NVLink fabric (incorrect configuration (insufficient NVLinks))");
+
+  // a route recovery in progress (1 << 2) is transient: warn
+  fabric_on(1, {{"state", 3}, {"version", 2}, {"health_mask", 0x104}});
+  r = run(make_nvml_fabric_check());
+  EXPECT_EQ(r.status, Status::kWarn) << r.message;
+  EXPECT_EQ(r.message, "gpu1 NVLink fabric (route recovery in progress)");
+}
+
+TEST_F(nvml_fabric, a_failed_query_is_an_error_and_a_lost_gpu_fails) {
+  nlohmann::json j = load_fixture("healthy_8x_h100");
+  j["gpus"][4]["errors"] = {{"nvmlDeviceGetGpuFabricInfoV", 999}};
+  use_fixture_json(j);
+  CheckResult r = run(make_nvml_fabric_check());
+  EXPECT_EQ(r.status, Status::kError) << r.message;
+  EXPECT_EQ(r.fault_code, "VIGIL-NVML-QUERY");
+
+  j["gpus"][4]["errors"] = {{"nvmlDeviceGetGpuFabricInfoV", 15}};  // NVML_ERROR_GPU_IS_LOST
+  use_fixture_json(j);
+  r = run(make_nvml_fabric_check());
+  EXPECT_EQ(r.status, Status::kFail) << r.message;
+  EXPECT_EQ(r.fault_code, "VIGIL-NVML-GPU-LOST");
+}
+
+TEST_F(nvml_recovery, no_action_passes_and_a_driver_without_the_field_is_skipped) {
+  use_fixture("healthy_8x_h100");  // R550: the field does not exist yet
+  CheckResult r = run(make_nvml_recovery_check());
+  EXPECT_EQ(r.status, Status::kSkipped) << r.message;
+  EXPECT_NE(r.message.find("GPU recovery action not supported on 8 GPUs"), std::string::npos)
+      << r.message;
+
+  nlohmann::json j = load_fixture("healthy_8x_h100");
+  j["gpu_defaults"]["recovery_action"] = 0;
+  use_fixture_json(j);
+  r = run(make_nvml_recovery_check());
+  EXPECT_EQ(r.status, Status::kPass) << r.message;
+  EXPECT_EQ(r.message, "8 GPUs: no recovery action pending");
+  EXPECT_EQ(count(r, "recovery_action"), 8);
+}
+
+// Every action nvml.h defines fails with its name in the reason; a newer one warns.
+TEST_F(nvml_recovery, each_action_the_driver_asks_for_fails_with_its_name) {
+  const std::map<unsigned, std::string> actions = {{1, "GPU reset"},
+                                                   {2, "node reboot"},
+                                                   {3, "drain P2P"},
+                                                   {4, "drain P2P and GPU reset"},
+                                                   {5, "recover the IMEX domain"}};
+  for (const auto& [action, words] : actions) {
+    nlohmann::json j = load_fixture("healthy_8x_h100");
+    j["gpu_defaults"]["recovery_action"] = 0;
+    j["gpus"][3]["recovery_action"] = action;
+    use_fixture_json(j);
+    const CheckResult r = run(make_nvml_recovery_check());
+    EXPECT_EQ(r.status, Status::kFail) << action << ": " << r.message;
+    EXPECT_EQ(r.fault_code, "VIGIL-NVML-RECOVERY-ACTION");
+    EXPECT_EQ(r.message, "gpu3 driver asks for " + words);
+  }
+  nlohmann::json j = load_fixture("healthy_8x_h100");
+  j["gpu_defaults"]["recovery_action"] = 0;
+  j["gpus"][0]["recovery_action"] = 9;
+  use_fixture_json(j);
+  const CheckResult r = run(make_nvml_recovery_check());
+  EXPECT_EQ(r.status, Status::kWarn) << r.message;
+  EXPECT_NE(r.message.find("unknown to this build"), std::string::npos) << r.message;
+}
+
+}  // namespace
+}  // namespace vigil::testing
