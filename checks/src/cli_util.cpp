@@ -158,6 +158,17 @@ int cmd_report_table(const std::vector<std::string>& files) {
   return rc;
 }
 
+void add_xid_clear_command(CLI::App& app, XidClearArgs& x) {
+  x.cmd = app.add_subcommand(
+      "xid-clear", "After a GPU reset: forget the fatal XIDs the hooks remember for that GPU");
+  x.cmd->add_option("--gpu", x.gpu, "PCI bus id of the reset GPU, e.g. 0000:18:00")->required();
+  x.cmd->add_option("--state-dir", x.state_dir, "The hooks' --state-dir (theirs)")
+      ->envname("VIGIL_HOOK_STATE_DIR");
+  x.cmd->add_option("--node", x.node,
+                    "Slurm node name as the hooks saw it (default: $SLURMD_NODENAME or the short "
+                    "hostname)");
+}
+
 int cmd_xid_clear(const std::string& state_dir, const std::string& node, const std::string& gpu) {
   if (state_dir.empty()) {
     std::cerr << "vigil-check xid-clear: --state-dir (or VIGIL_HOOK_STATE_DIR) is required: it "

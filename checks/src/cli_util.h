@@ -26,6 +26,12 @@ int cmd_list();
 // a reset clears (docs/hooks.md). 0: done (also when there was nothing to clear); 3: bad input or
 // an unreadable state file, nothing changed.
 int cmd_xid_clear(const std::string& state_dir, const std::string& node, const std::string& gpu);
+// Adds the `xid-clear` subcommand to app; `state_dir` starts as the hooks' default.
+struct XidClearArgs {
+  std::string state_dir, node, gpu;
+  CLI::App* cmd = nullptr;
+};
+void add_xid_clear_command(CLI::App& app, XidClearArgs& x);
 
 std::string env_or(const char* name, std::string fallback);
 // The short host name (up to the first dot).

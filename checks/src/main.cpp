@@ -50,6 +50,7 @@ struct RunArgs {
   std::string allreduce_binary;
   std::string mpirun = "mpirun";
   int xid_wait_ms = 2000;
+  int repeat_spacing_s = 120;  // `run` only: the wait before confirmation repeats (detection.md)
   std::string report_url;
   std::string token_file;
   std::string ca_file;
@@ -87,9 +88,11 @@ int prepare(const RunArgs& a, vigil::Loaded<vigil::SkuSet>& skus, vigil::CheckCo
               << ") or pass --thresholds DIR.\n";
     return kExitError;
   }
-  if (a.xid_wait_ms < 0 || a.xid_wait_ms > 30000) {
-    // nvml_xid's own time box is 60 s; keep the listening window well inside it.
-    std::cerr << "vigil-check: --xid-wait-ms must be between 0 and 30000\n";
+  // nvml_xid's own time box is 60 s; keep the listening window well inside it.
+  if (a.xid_wait_ms < 0 || a.xid_wait_ms > 30000 || a.repeat_spacing_s < 0 ||
+      a.repeat_spacing_s > 600) {
+    std::cerr << "vigil-check: --xid-wait-ms must be between 0 and 30000, --repeat-spacing-s "
+                 "between 0 and 600\n";
     return kExitError;
   }
   ctx.node = !a.node.empty() ? a.node : env_or("SLURMD_NODENAME", hostname());
@@ -239,6 +242,7 @@ int cmd_run(const RunArgs& a) {
   vigil::CheckContext ctx;
   std::string sku_note;
   if (int rc = prepare(a, skus, ctx, sku_note); rc != 0) return rc;
+  ctx.repeat_spacing = std::chrono::seconds(a.repeat_spacing_s);  // fabric and hook: none
 
   auto checks = vigil::all_checks();
   size_t done = 0;
@@ -473,6 +477,8 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--k8s-node", run.k8s_node, "Kubernetes Node name of this node")
       ->envname("VIGIL_K8S_NODE");
   run_cmd->add_option("--xid-wait-ms", run.xid_wait_ms, "How long nvml_xid listens for XID events");
+  run_cmd->add_option("--repeat-spacing-s", run.repeat_spacing_s,
+                      "Seconds before confirmation repeats (0: at once)")->capture_default_str();
 
   RunArgs fabric;
   auto* fabric_cmd = app.add_subcommand(
@@ -571,16 +577,9 @@ int main(int argc, char** argv) {
   auto* table_cmd = report_cmd->add_subcommand("table", "Print a per-node table of report files");
   table_cmd->add_option("files", report_files, "NodeReport JSON files")->required();
 
-  std::string xid_state_dir = hook.run.state_dir, xid_node, xid_gpu;  // the hook's default
-  auto* xid_clear_cmd = app.add_subcommand(
-      "xid-clear", "After a GPU reset: forget the fatal XIDs the hooks remember for that GPU");
-  xid_clear_cmd->add_option("--gpu", xid_gpu, "PCI bus id of the reset GPU, e.g. 0000:18:00")
-      ->required();
-  xid_clear_cmd->add_option("--state-dir", xid_state_dir, "The hooks' --state-dir (theirs)")
-      ->envname("VIGIL_HOOK_STATE_DIR");
-  xid_clear_cmd->add_option("--node", xid_node,
-                            "Slurm node name as the hooks saw it (default: $SLURMD_NODENAME or "
-                            "the short hostname)");
+  XidClearArgs xid;
+  xid.state_dir = hook.run.state_dir;  // the hook's default
+  add_xid_clear_command(app, xid);
   auto* list_cmd = app.add_subcommand("list", "List the checks (name, short name, suite, timeout)");
 
   try {
@@ -595,6 +594,6 @@ int main(int argc, char** argv) {
   if (*validate_cmd) return cmd_thresholds_validate(validate_dir);
   if (*table_cmd) return cmd_report_table(report_files);
   if (*list_cmd) return cmd_list();
-  if (*xid_clear_cmd) return cmd_xid_clear(xid_state_dir, xid_node, xid_gpu);
+  if (*xid.cmd) return cmd_xid_clear(xid.state_dir, xid.node, xid.gpu);
   return kExitError;
 }

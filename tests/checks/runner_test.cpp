@@ -150,4 +150,62 @@ TEST(RepeatBudget, another_run_fits_only_with_room_for_one_half_again_slower) {
             "repeats stopped after 3 of 16: another might pass the check's 120 s limit");
 }
 
+// Spaced confirmation repeats (docs/detection.md, "Interference that lasts through the
+// repeats"): a check that spaces its repeats gets the wait added to its limit by the runner;
+// the wait itself happens only when it and another run still fit.
+namespace {
+class LimitReporter final : public Check {
+ public:
+  explicit LimitReporter(bool spaced) : spaced_(spaced) {}
+  std::string_view name() const override { return "limit"; }
+  std::string_view short_name() const override { return "limit"; }
+  std::chrono::seconds timeout() const override { return std::chrono::seconds(30); }
+  bool spaces_repeats() const override { return spaced_; }
+  Applies applies(const CheckContext&) const override { return {}; }
+  CheckResult run(const CheckContext& ctx) override {
+    CheckResult r;
+    r.check = "limit";
+    r.status = Status::kPass;
+    r.message = std::to_string(ctx.time_limit.count());
+    return r;
+  }
+
+ private:
+  bool spaced_;
+};
+}  // namespace
+
+TEST(RepeatSpacing, the_runner_adds_the_spacing_to_the_limit_of_checks_that_space_repeats) {
+  CheckContext ctx;
+  ctx.repeat_spacing = std::chrono::seconds(120);
+  LimitReporter spaced(true), plain(false);
+  EXPECT_EQ(run_isolated(spaced, ctx).message, "150000");
+  EXPECT_EQ(run_isolated(plain, ctx).message, "30000");
+  // A run's time box still caps it.
+  EXPECT_EQ(run_isolated(spaced, ctx, std::chrono::milliseconds(40000)).message, "40000");
+}
+
+TEST(RepeatSpacing, the_wait_happens_only_when_it_and_another_run_fit) {
+  using std::chrono::milliseconds;
+  using std::chrono::seconds;
+  CheckContext ctx;
+  std::string note;
+  EXPECT_TRUE(wait_before_repeats(ctx, seconds(100), seconds(5), note));  // no spacing: at once
+  EXPECT_TRUE(note.empty());
+
+  ctx.repeat_spacing = seconds(120);
+  ctx.time_limit = seconds(150);
+  // 20 s spent + 120 s wait + 1.5 x 10 s > 150 s: no wait, no repeats, and it says why.
+  EXPECT_FALSE(wait_before_repeats(ctx, seconds(20), seconds(10), note));
+  EXPECT_EQ(note, "repeats not run: waiting 120 s first would pass the check's 150 s limit");
+
+  ctx.repeat_spacing = seconds(1);
+  ctx.time_limit = seconds(10);
+  note.clear();
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_TRUE(wait_before_repeats(ctx, seconds(2), seconds(1), note));
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, milliseconds(1000));
+  EXPECT_TRUE(note.empty());
+}
+
 }  // namespace vigil

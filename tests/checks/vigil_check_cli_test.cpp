@@ -157,6 +157,10 @@ TEST_F(VigilCheckCli, bad_arguments_exit_3_with_a_message) {
   EXPECT_NE(unknown_check.err.find("unknown check 'nvml_typo'"), std::string::npos);
   auto bad_flag = run_command({kBinary, "run", "--suite", "medium"});
   EXPECT_EQ(bad_flag.exit_code, 3);
+  auto bad_spacing = run_command({kBinary, "run", "--repeat-spacing-s", "601"});
+  EXPECT_EQ(bad_spacing.exit_code, 3);
+  EXPECT_NE(bad_spacing.err.find("--repeat-spacing-s between 0 and 600"), std::string::npos)
+      << bad_spacing.err;
 }
 
 // vigil-check fabric: one run across the pair, one report per node, each spooled. The

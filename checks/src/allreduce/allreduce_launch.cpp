@@ -220,7 +220,9 @@ CheckResult launch_and_confirm(const CheckContext& ctx, const AllreduceSpec& spe
   const int repeats = plan_allreduce_repeats(r, recent, cfg);
   Measurement* busbw = busbw_measurement(r);
   std::string figures, stopped;  // the repeats' figures; why repeating stopped early
-  for (int k = 0; k < repeats; ++k) {
+  // Spaced repeats (docs/detection.md): a minute of a noisy host is gone, a slow link is not.
+  const bool waited = repeats > 0 && wait_before_repeats(ctx, Steady::now() - start, longest, stopped);
+  for (int k = 0; waited && k < repeats; ++k) {
     // Another run must fit in the check's limit with room for one 1.5x slower than the slowest
     // so far; else the runner would kill the check and every figure would be lost.
     if (!another_run_fits(Steady::now() - start, longest, ctx.time_limit)) {
@@ -238,7 +240,13 @@ CheckResult launch_and_confirm(const CheckContext& ctx, const AllreduceSpec& spe
     busbw->repeats.push_back(figure->value);
     figures += (figures.empty() ? "" : ", ") + fixed(figure->value, 2);
   }
-  if (!figures.empty()) r.message += "; repeated: " + figures + " GB/s";
+  if (!figures.empty()) {
+    r.message += "; repeated" +
+                 (ctx.repeat_spacing.count() > 0
+                      ? " " + std::to_string(ctx.repeat_spacing.count()) + " s later"
+                      : std::string()) +
+                 ": " + figures + " GB/s";
+  }
   if (!stopped.empty()) r.message += "; " + stopped;
   if (state.enabled() && learn_allreduce_figure(r, recent, cfg)) {
     std::vector<double> all = busbw->repeats;

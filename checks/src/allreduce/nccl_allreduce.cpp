@@ -53,6 +53,7 @@ class NcclAllreduceCheck final : public Check {
   std::string_view short_name() const override { return v_.short_name; }
   // NCCL init on 8 GPUs plus the full sweep fits well inside this.
   std::chrono::seconds timeout() const override { return std::chrono::seconds(330); }
+  bool spaces_repeats() const override { return true; }
 
   Applies applies(const CheckContext& ctx) const override {
     if (!cuda_built_in()) return {false, "built without CUDA/NCCL"};

@@ -1,6 +1,7 @@
 #include "vigil/checks/check.h"
 
 #include <cmath>
+#include <thread>
 
 namespace vigil {
 
@@ -61,6 +62,20 @@ std::string repeats_stopped_note(int done, int planned, std::chrono::millisecond
          ": another might pass the check's " +
          std::to_string(std::chrono::duration_cast<std::chrono::seconds>(limit).count()) +
          " s limit";
+}
+
+bool wait_before_repeats(const CheckContext& ctx, std::chrono::steady_clock::duration elapsed,
+                         std::chrono::steady_clock::duration longest, std::string& note) {
+  if (ctx.repeat_spacing.count() <= 0) return true;
+  if (!another_run_fits(elapsed + ctx.repeat_spacing, longest, ctx.time_limit)) {
+    note = "repeats not run: waiting " + std::to_string(ctx.repeat_spacing.count()) +
+           " s first would pass the check's " +
+           std::to_string(std::chrono::duration_cast<std::chrono::seconds>(ctx.time_limit).count()) +
+           " s limit";
+    return false;
+  }
+  std::this_thread::sleep_for(ctx.repeat_spacing);
+  return true;
 }
 
 CheckResult error(std::string_view check, std::string why, std::string fault_code) {

@@ -135,6 +135,7 @@ CheckResult run_isolated(Check& check, const CheckContext& ctx,
                          std::optional<std::chrono::milliseconds> timeout) {
   const auto t0 = Clock::now();
   std::chrono::milliseconds limit = check.timeout();
+  if (check.spaces_repeats()) limit += ctx.repeat_spacing;
   if (timeout && *timeout < limit) limit = *timeout;
   CheckContext limited = ctx;  // the check learns its limit, so its repeats can stay inside it
   limited.time_limit = limit;

@@ -149,6 +149,17 @@ CheckResult run_on_each_gpu(const CheckContext& ctx, std::string_view check,
   int planned = 0, done_repeats = 0;
   for (const auto& [gpu, times] : repeats) planned += times;
   bool out_of_time = false;
+  if (planned > 0) {
+    // Spaced repeats (docs/detection.md): a minute of interference is gone, a fault is not.
+    std::string why;
+    if (!wait_before_repeats(ctx, Steady::now() - start, longest, why)) {
+      notes.push_back(why);
+      out_of_time = true;
+    } else if (ctx.repeat_spacing.count() > 0) {
+      notes.push_back("repeated " + std::to_string(ctx.repeat_spacing.count()) +
+                      " s after the first figures");
+    }
+  }
   for (const auto& [label, times] : repeats) {
     const int gpu = labels.ordinal_of(label);  // the CUDA device to measure again
     if (gpu < 0) continue;

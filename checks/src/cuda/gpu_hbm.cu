@@ -40,6 +40,7 @@ class GpuHbmCheck final : public Check {
  public:
   std::string_view name() const override { return "gpu_hbm"; }
   std::string_view short_name() const override { return "hbm"; }
+  bool spaces_repeats() const override { return true; }
   Applies applies(const CheckContext& ctx) const override { return probe_applies(ctx); }
   CheckResult run(const CheckContext& ctx) override {
     return run_on_each_gpu(ctx, name(), [&](int gpu, CheckResult& r, std::vector<std::string>&) {

@@ -594,6 +594,39 @@ TEST(AllreduceRepeats, a_repeat_that_might_not_finish_inside_the_checks_limit_is
   EXPECT_LT(took, std::chrono::seconds(4)) << r.message;
 }
 
+// The repeats of a suspicious figure start ctx.repeat_spacing after the first run (a minute of
+// a noisy host is gone by then); when the wait would not fit the limit, no repeat runs and the
+// figure stands unconfirmed for the drainer.
+TEST(AllreduceRepeats, spaced_repeats_wait_first_and_are_dropped_when_the_wait_does_not_fit) {
+  StateDir s;
+  s.write_recent({42.0, 42.5, 42.7});
+  ScopedEnv mode("FAKE_PERF_MODE", "logs:" + kSlow);
+  ScopedEnv calls("FAKE_PERF_CALLS", s.dir.path() + "/calls");
+  auto ctx = site_ctx();
+  ctx.state_dir = s.dir.path();
+  ctx.repeat_spacing = std::chrono::seconds(1);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = vigil::make_nccl_allreduce_nvlink_check()->run(ctx);
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, std::chrono::seconds(1));
+  EXPECT_EQ(s.calls(), 4);
+  EXPECT_NE(r.message.find("repeated 1 s later: 15.00, 15.00, 15.00 GB/s"), std::string::npos)
+      << r.message;
+
+  StateDir tight;
+  tight.write_recent({42.0, 42.5, 42.7});
+  ScopedEnv calls2("FAKE_PERF_CALLS", tight.dir.path() + "/calls");
+  ctx.state_dir = tight.dir.path();
+  ctx.repeat_spacing = std::chrono::seconds(120);
+  ctx.time_limit = std::chrono::seconds(60);
+  r = vigil::make_nccl_allreduce_nvlink_check()->run(ctx);
+  EXPECT_EQ(tight.calls(), 1);
+  ASSERT_NE(busbw_of(r), nullptr);
+  EXPECT_TRUE(busbw_of(r)->repeats.empty());
+  EXPECT_NE(r.message.find("repeats not run: waiting 120 s first would pass the check's 60 s limit"),
+            std::string::npos)
+      << r.message;
+}
+
 TEST(AllreduceRepeats, wrong_results_are_not_repeated) {
   StateDir s;
   auto r = run_sequence(s, kLogs + "02-dgx2-v100x12-old-format-allgather-FAILED.txt");

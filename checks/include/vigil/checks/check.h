@@ -50,6 +50,11 @@ struct CheckContext {
   // Set by the runner: how long this check may take before it is killed (its timeout(), or less
   // when the run's time box has less left); 0 = no limit. Repeats that would not fit skip.
   std::chrono::milliseconds time_limit{0};
+  // Confirmation repeats of a suspicious figure (CUDA probes, all_reduce) start this long after
+  // the first run: interference that lasts a minute (a neighbour's heat, a noisy host) is gone
+  // by then, a fault is not (docs/detection.md, "Interference that lasts through the repeats").
+  // 0 = repeat at once. Checks that space their repeats get this much more time (runner).
+  std::chrono::seconds repeat_spacing{0};
 
   // Threshold for (check, measurement) under the detected SKU, or nullptr.
   const Threshold* threshold(std::string_view check, std::string_view measurement) const {
@@ -73,6 +78,9 @@ class Check {
   virtual Suite min_suite() const { return Suite::kQuick; }
   // Overrun budget for the runner (it kills the check's process and reports error).
   virtual std::chrono::seconds timeout() const { return std::chrono::seconds(60); }
+  // Whether the check waits ctx.repeat_spacing before confirmation repeats (the runner then
+  // adds that wait to its timeout).
+  virtual bool spaces_repeats() const { return false; }
   virtual Applies applies(const CheckContext& ctx) const = 0;
   virtual CheckResult run(const CheckContext& ctx) = 0;
 };
@@ -94,6 +102,12 @@ bool another_run_fits(std::chrono::steady_clock::duration elapsed,
                       std::chrono::steady_clock::duration longest, std::chrono::milliseconds limit);
 // "repeats stopped after 1 of 4: another might pass the check's 120 s limit"
 std::string repeats_stopped_note(int done, int planned, std::chrono::milliseconds limit);
+// Before the first confirmation repeat: waits ctx.repeat_spacing when that wait and another run
+// still fit the check's time limit (another_run_fits) and returns true; else returns false
+// without waiting and sets `note` ("repeats not run: ..."), and the first figures stand
+// unconfirmed (the drainer's unconfirmed_drain_after applies: confirmed by the next cycle).
+bool wait_before_repeats(const CheckContext& ctx, std::chrono::steady_clock::duration elapsed,
+                         std::chrono::steady_clock::duration longest, std::string& note);
 
 CheckResult skipped(std::string_view check, std::string why);
 CheckResult error(std::string_view check, std::string why, std::string fault_code = "");
