@@ -128,8 +128,9 @@ Result<CalibrationPlan> plan_calibration(const std::string& sku_text, const std:
     }
     if (check.empty() || !std::regex_match(l, m, kBound)) continue;
     const std::string measurement = m[2];
-    std::string op, unit, fail, warn;
+    std::string op, unit, fail, warn, algorithm;
     for (const auto& [k, v] : flow_items(m[3])) {
+      if (k == "nccl_algorithm") algorithm = unquote(v);  // the floor's mode stays with it
       if (k == "op") op = unquote(v);
       if (k == "unit") unit = unquote(v);
       if (k == "fail") fail = v;
@@ -164,7 +165,9 @@ Result<CalibrationPlan> plan_calibration(const std::string& sku_text, const std:
     }
     const std::string fail_text = significant(p.fail), warn_text = significant(p.warn);
     std::string after = std::string(m[1]) + "{op: \">=\", fail: " + fail_text + ", warn: " +
-                        warn_text + ", unit: " + unit + ", calibrated: \"" + opt.date +
+                        warn_text + ", unit: " + unit +
+                        (algorithm.empty() ? "" : ", nccl_algorithm: " + algorithm) +
+                        ", calibrated: \"" + opt.date +
                         " from " + data + "\"}  # shipped: fail " + fail +
                         (warn.empty() ? "" : ", warn " + warn);
     if (m[5].matched && m[5].length() > 0) after += "; " + std::string(m[5]);

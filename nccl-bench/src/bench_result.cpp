@@ -158,6 +158,13 @@ nlohmann::json to_json(const BenchRun& run) {
   j["nccl_env"] = run.nccl_env;
   if (!run.nccl_env_removed.empty()) j["nccl_env_removed"] = run.nccl_env_removed;
   if (!run.nccl_conf_tuning.empty()) j["nccl_conf_tuning"] = run.nccl_conf_tuning;
+  if (!run.nccl_algorithms.empty()) {
+    nlohmann::json algos = nlohmann::json::array();
+    for (const AlgoChoice& c : run.nccl_algorithms)
+      algos.push_back(
+          {{"size_bytes", c.size_bytes}, {"algorithm", c.algorithm}, {"protocol", c.protocol}});
+    j["nccl_algorithms"] = std::move(algos);
+  }
   put_optional(j, "warmup_iters", run.warmup_iters);
   put_optional(j, "iters", run.iters);
   put_optional(j, "check", run.check);
@@ -232,6 +239,21 @@ Result<BenchRun> bench_run_from_json(const nlohmann::json& j) {
   if (!r.err.empty()) return fail(r.err);
   if (!j.contains("rows") || !j.at("rows").is_array())
     return fail("/rows: missing or not an array");
+  if (j.contains("nccl_algorithms")) {
+    const auto& algos = j.at("nccl_algorithms");
+    if (!algos.is_array()) return fail("/nccl_algorithms: not an array");
+    for (std::size_t i = 0; i < algos.size(); ++i) {
+      const std::string path = "/nccl_algorithms/" + std::to_string(i);
+      if (!algos[i].is_object()) return fail(path + ": not an object");
+      Reader ar{algos[i], path, {}};
+      AlgoChoice c;
+      c.size_bytes = ar.req<std::uint64_t>("size_bytes");
+      c.algorithm = ar.req<std::string>("algorithm");
+      c.protocol = ar.req<std::string>("protocol");
+      if (!ar.err.empty()) return fail(ar.err);
+      run.nccl_algorithms.push_back(std::move(c));
+    }
+  }
   const auto& rows = j.at("rows");
   for (std::size_t i = 0; i < rows.size(); ++i) {
     std::string path = "/rows/" + std::to_string(i);

@@ -348,10 +348,21 @@ Result<BenchRun> run_allreduce(const BenchOptions& opts, std::ostream* table) {
 
   // NCCL reads its environment once, at its first call: remove inherited tuning and set the
   // transport mode before any (review F06, options.h).
+  // NCCL's choice of algorithm and protocol is only in its TUNING log (review F06, issue 22:
+  // "the algorithm NCCL chose is recorded"): each process logs to its own file, read after the
+  // sweep (options.h tuning_log_env / parse_tuning_log).
+  std::string tuning_log;
   if (opts.backend == Backend::kNccl) {
     run.nccl_env_removed = remove_tuning_env();
     for (const auto& [k, v] : transport_env(opts.transport)) setenv(k.c_str(), v.c_str(), 1);
     run.nccl_conf_tuning = conf_tuning_in_effect();
+    const char* tmp = std::getenv("TMPDIR");
+    const std::string path = std::string(tmp && *tmp ? tmp : "/tmp") +
+                             "/vigil-allreduce-nccl-tuning." + std::to_string(::getpid()) + ".log";
+    for (const auto& [k, v] : tuning_log_env(path)) {
+      setenv(k.c_str(), v.c_str(), 1);
+      tuning_log = path;
+    }
   }
   run.nccl_env = nccl_environment();
 
@@ -374,6 +385,7 @@ Result<BenchRun> run_allreduce(const BenchOptions& opts, std::ostream* table) {
   auto finish_setup_error = [&](std::string msg) {
     if (watchdog) watchdog->stop();
     backend->finalize();
+    if (!tuning_log.empty()) std::remove(tuning_log.c_str());
     std::lock_guard lock(state.mu);
     run.outcome = Outcome::kSetupError;
     run.message = std::move(msg);
@@ -431,6 +443,15 @@ Result<BenchRun> run_allreduce(const BenchOptions& opts, std::ostream* table) {
   }
   if (watchdog) watchdog->stop();
   backend->finalize();
+  if (!tuning_log.empty()) {
+    std::ifstream in(tuning_log);
+    std::stringstream text;
+    text << in.rdbuf();
+    std::vector<AlgoChoice> choices = parse_tuning_log(text.str());
+    std::remove(tuning_log.c_str());
+    std::lock_guard lock(state.mu);
+    run.nccl_algorithms = std::move(choices);
+  }
 
   std::lock_guard lock(state.mu);
   run.out_of_bounds = run.total_wrong();

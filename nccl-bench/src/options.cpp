@@ -1,11 +1,13 @@
 #include "vigil/ncclbench/options.h"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <limits>
+#include <map>
 
 namespace vigil::ncclbench {
 
@@ -175,6 +177,62 @@ std::vector<std::string> conf_tuning_in_effect(const std::string& etc_conf) {
       if (!seen) out.push_back(std::move(t));
     }
   }
+  return out;
+}
+
+std::vector<std::pair<std::string, std::string>> tuning_log_env(const std::string& path) {
+  if (const char* d = std::getenv("NCCL_DEBUG"); d && *d) return {};
+  return {{"NCCL_DEBUG", "INFO"}, {"NCCL_DEBUG_SUBSYS", "TUNING"}, {"NCCL_DEBUG_FILE", path}};
+}
+
+namespace {
+
+// NCCL's src/init.cc: ncclAlgoStr and ncclProtoStr, indexed by NCCL_ALGO_* / NCCL_PROTO_*.
+constexpr std::array<std::string_view, 7> kNcclAlgorithms = {
+    "Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT"};
+constexpr std::array<std::string_view, 3> kNcclProtocols = {"LL", "LL128", "Simple"};
+
+// A name as NCCL 2.26+ prints it, or a number (older releases) turned into that name; empty
+// when neither.
+template <std::size_t N>
+std::string nccl_name(std::string_view word, const std::array<std::string_view, N>& table) {
+  for (std::string_view name : table)
+    if (word == name) return std::string(name);
+  unsigned index = 0;
+  const auto [end, ec] = std::from_chars(word.data(), word.data() + word.size(), index);
+  if (ec == std::errc() && end == word.data() + word.size() && index < N)
+    return std::string(table[index]);
+  return {};
+}
+
+}  // namespace
+
+std::vector<AlgoChoice> parse_tuning_log(std::string_view text) {
+  std::map<std::uint64_t, AlgoChoice> by_size;
+  std::istringstream in{std::string(text)};
+  std::string line;
+  while (std::getline(in, line)) {
+    const auto info = line.find("NCCL INFO ");
+    if (info == std::string::npos) continue;
+    std::istringstream words(line.substr(info + 10));
+    std::string w, bytes_word, arrow, algo_kw, algo, proto_kw, proto;
+    if (!(words >> w)) continue;
+    if (w.back() == ':') {  // "AllReduce:" (2.23+); 2.21-2.22 start with the size
+      if (w != "AllReduce:") continue;
+      if (!(words >> w)) continue;
+    }
+    if (!(words >> bytes_word >> arrow >> algo_kw >> algo >> proto_kw >> proto)) continue;
+    if (bytes_word != "Bytes" || arrow != "->" || algo_kw != "Algo" || proto_kw != "proto")
+      continue;
+    std::uint64_t size = 0;
+    const auto [end, ec] = std::from_chars(w.data(), w.data() + w.size(), size);
+    if (ec != std::errc() || end != w.data() + w.size()) continue;
+    AlgoChoice c{size, nccl_name(algo, kNcclAlgorithms), nccl_name(proto, kNcclProtocols)};
+    if (c.algorithm.empty() || c.protocol.empty()) continue;
+    by_size[size] = std::move(c);
+  }
+  std::vector<AlgoChoice> out;
+  for (auto& [size, c] : by_size) out.push_back(std::move(c));
   return out;
 }
 

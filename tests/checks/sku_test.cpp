@@ -84,6 +84,23 @@ TEST(SkuFile, unconfirmed_and_calibrated_flags_load_and_contradictions_are_error
       << first_error(not_bool);
 }
 
+// The NCCL algorithm an all_reduce floor was measured with: one of NCCL's names, or an error.
+TEST(SkuFile, an_allreduce_floor_names_the_nccl_algorithm_it_was_measured_with) {
+  TempDir d;
+  std::string yaml = kH100;
+  yaml += "  nccl_allreduce_nvlink:\n    busbw: {op: \">=\", fail: 420, unit: GB/s, "
+          "nccl_algorithm: NVLS}\n";
+  auto loaded = load_sku_file(d.write("h100.yaml", yaml), known_check_names());
+  ASSERT_TRUE(loaded) << (loaded.errors.empty() ? "" : loaded.errors[0].to_string());
+  EXPECT_EQ(loaded.value->find("nccl_allreduce_nvlink", "busbw")->nccl_algorithm, "NVLS");
+  std::string bad = kH100;
+  bad += "  nccl_allreduce_nvlink:\n    busbw: {op: \">=\", fail: 420, unit: GB/s, "
+         "nccl_algorithm: nvls}\n";
+  EXPECT_NE(first_error(bad).find("busbw.nccl_algorithm: unknown NCCL algorithm 'nvls'"),
+            std::string::npos)
+      << first_error(bad);
+}
+
 TEST(SkuFile, errors_name_file_line_and_field) {
   std::string yaml = kH100;
   yaml += "    aggregate_corrected_ecc: {op: \"<=\", fail: 10, warn: 20, unit: count}\n";

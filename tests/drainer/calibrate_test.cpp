@@ -83,6 +83,24 @@ TEST(Calibrate, proposes_floors_from_the_fleet_and_the_file_still_loads) {
   EXPECT_EQ(loaded.value->find("nvml_ecc", "volatile_uncorrected_ecc")->fail, 0);
 }
 
+// The NVLink floor states the NCCL algorithm it was measured with; calibrating keeps that.
+TEST(Calibrate, a_floors_nccl_algorithm_survives_calibration) {
+  CalibrationOptions opt;
+  opt.date = "2026-11-26";
+  auto plan = plan_calibration(
+      read(kH100File), "h100-sxm5-80gb.yaml", "H100-SXM5-80GB",
+      {figure("nccl_allreduce_nvlink", "busbw", "GB/s", detect::UnitKind::kNode, 470, 4.7)},
+      detect::DetectConfig::defaults(), opt);
+  ASSERT_TRUE(plan.ok()) << plan.error().to_string();
+  ASSERT_EQ(plan.value().changes.size(), 1u) << plan.value().diff;
+  testing::TempDir d;
+  auto loaded = load_sku_file(d.write("h100.yaml", plan.value().text), known_check_names());
+  ASSERT_TRUE(loaded) << (loaded.errors.empty() ? "" : loaded.errors[0].to_string());
+  const Threshold* nvlink = loaded.value->find("nccl_allreduce_nvlink", "busbw");
+  EXPECT_FALSE(nvlink->calibrated.empty());
+  EXPECT_EQ(nvlink->nccl_algorithm, "NVLS");
+}
+
 TEST(Calibrate, a_crlf_file_is_calibrated_and_keeps_its_line_ends) {
   std::string text = read(kH100File);
   std::string crlf;

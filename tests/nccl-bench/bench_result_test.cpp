@@ -66,6 +66,7 @@ TEST(BenchJson, round_trips_every_field) {
   run.nccl_env = {{"NCCL_ALGO", "Ring"}, {"NCCL_P2P_DISABLE", "1"}};
   run.nccl_env_removed = {"NCCL_PROTO=Simple"};
   run.nccl_conf_tuning = {"NCCL_ALGO=Ring (/etc/nccl.conf)"};
+  run.nccl_algorithms = {{1ull << 30, "NVLS", "Simple"}, {1ull << 33, "Ring", "LL128"}};
   run.warmup_iters = 5;
   run.iters = 20;
   run.check = true;
@@ -98,6 +99,7 @@ TEST(BenchJson, round_trips_every_field) {
   EXPECT_EQ(back->nccl_env, run.nccl_env);
   EXPECT_EQ(back->nccl_env_removed, run.nccl_env_removed);
   EXPECT_EQ(back->nccl_conf_tuning, run.nccl_conf_tuning);
+  EXPECT_EQ(back->nccl_algorithms, run.nccl_algorithms);
   EXPECT_EQ(back->hostnames, run.hostnames);
   EXPECT_EQ(back->min_busbw_gb_s, run.min_busbw_gb_s);
   EXPECT_EQ(back->avg_busbw_gb_s, run.avg_busbw_gb_s);
@@ -117,4 +119,9 @@ TEST(BenchJson, errors_name_the_field) {
   ASSERT_FALSE(o.ok());
   EXPECT_NE(o.error().message.find("/result"), std::string::npos);
   EXPECT_FALSE(nb::parse_bench_json("{not json").ok());
+  auto a = nb::parse_bench_json(
+      R"({"schema_version":1,"result":"ok","rows":[],"nccl_algorithms":[{"size_bytes":1}]})");
+  ASSERT_FALSE(a.ok());
+  EXPECT_NE(a.error().message.find("/nccl_algorithms/0/algorithm"), std::string::npos)
+      << a.error().message;
 }

@@ -115,4 +115,46 @@ TEST(NcclTuningEnv, conf_files_are_read_as_nccl_reads_them) {
   std::filesystem::remove_all(dir);
 }
 
+// NCCL's TUNING log lines, written as NCCL's own format strings print them (src/enqueue.cc at
+// v2.28.9-1 line 741, v2.23.4-1 line 1855, v2.21.5-1 line 1534; prefix from src/debug.cc
+// "%s:%d:%d " and "[%d] NCCL INFO "). Not captured from a GPU run: none was available.
+TEST(NcclTuningLog, each_release_format_gives_the_algorithm_and_protocol_per_size) {
+  const std::string log =
+      "gpu-0:4242:4250 [0] NCCL INFO NCCL version 2.28.9+cuda13.0\n"
+      "gpu-0:4242:4250 [0] NCCL INFO AllReduce: 1073741824 Bytes -> Algo NVLS proto Simple "
+      "channel{Lo..Hi}={0..15}\n"
+      "gpu-0:4242:4250 [0] NCCL INFO AllReduce: 1048576 Bytes -> Algo Ring proto LL128 "
+      "channel{Lo..Hi}={0..31}\n"
+      "gpu-0:4242:4250 [0] NCCL INFO AllGather: 1048576 Bytes -> Algo Ring proto Simple "
+      "channel{Lo..Hi}={0..31}\n"  // another collective: not ours
+      "gpu-0:4242:4250 [0] NCCL INFO AllReduce: 1073741824 Bytes -> Algo NVLSTree proto Simple "
+      "channel{Lo..Hi}={0..15}\n";  // the last one logged for a size wins
+  EXPECT_EQ(parse_tuning_log(log),
+            (std::vector<AlgoChoice>{{1048576, "Ring", "LL128"}, {1073741824, "NVLSTree", "Simple"}}));
+  // 2.23-2.25: numbers indexing ncclAlgoStr / ncclProtoStr (src/init.cc).
+  EXPECT_EQ(parse_tuning_log("h:1:2 [3] NCCL INFO AllReduce: 4096 Bytes -> Algo 4 proto 2 time "
+                             "12.500000\n"),
+            (std::vector<AlgoChoice>{{4096, "NVLS", "Simple"}}));
+  // 2.21-2.22: no collective name.
+  EXPECT_EQ(parse_tuning_log("h:1:2 [3] NCCL INFO 4096 Bytes -> Algo 1 proto 0 time 3.000000\n"),
+            (std::vector<AlgoChoice>{{4096, "Ring", "LL"}}));
+  // Unknown numbers and malformed lines are skipped, not guessed.
+  EXPECT_TRUE(parse_tuning_log("h:1:2 [3] NCCL INFO AllReduce: 4096 Bytes -> Algo 9 proto 2 time 1\n"
+                               "h:1:2 [3] NCCL INFO AllReduce: x Bytes -> Algo 1 proto 2\n"
+                               "h:1:2 [3] NCCL WARN AllReduce: 4096 Bytes -> Algo 1 proto 2\n")
+                  .empty());
+}
+
+TEST(NcclTuningLog, a_job_that_sets_nccl_debug_keeps_it_and_nothing_is_recorded) {
+  unsetenv("NCCL_DEBUG");
+  EXPECT_EQ(tuning_log_env("/tmp/t.log"),
+            (std::vector<std::pair<std::string, std::string>>{
+                {"NCCL_DEBUG", "INFO"}, {"NCCL_DEBUG_SUBSYS", "TUNING"},
+                {"NCCL_DEBUG_FILE", "/tmp/t.log"}}));
+  setenv("NCCL_DEBUG", "WARN", 1);
+  EXPECT_TRUE(tuning_log_env("/tmp/t.log").empty());
+  unsetenv("NCCL_DEBUG");
+}
+
 }  // namespace vigil::ncclbench
+

@@ -125,7 +125,9 @@ class Walker {
 
 void parse_threshold(Walker& w, const YAML::Node& n, const std::string& field, SkuConfig& sku,
                      const std::string& check, const std::string& measurement) {
-  if (!w.only_keys(n, field, {"op", "fail", "warn", "unit", "unconfirmed", "calibrated"})) return;
+  if (!w.only_keys(n, field, {"op", "fail", "warn", "unit", "unconfirmed", "calibrated",
+                                 "nccl_algorithm"}))
+    return;
   Threshold t;
   bool ok = true;
   if (!n["op"]) {
@@ -178,6 +180,20 @@ void parse_threshold(Walker& w, const YAML::Node& n, const std::string& field, S
     if (ok && t.unconfirmed) {
       w.error(c, field + ".calibrated",
               "a calibrated bound is confirmed: remove `unconfirmed: true` (or this line)");
+      ok = false;
+    }
+  }
+  if (const YAML::Node a = n["nccl_algorithm"]) {
+    // NCCL's algorithm names (src/init.cc ncclAlgoStr), as vigil-allreduce records them.
+    static const std::set<std::string> kAlgorithms = {"Tree", "Ring", "CollNetDirect",
+                                                      "CollNetChain", "NVLS", "NVLSTree", "PAT"};
+    if (auto s = w.string(a, field + ".nccl_algorithm"); s && kAlgorithms.count(*s)) {
+      t.nccl_algorithm = *s;
+    } else {
+      if (s)
+        w.error(a, field + ".nccl_algorithm",
+                "unknown NCCL algorithm '" + *s +
+                    "' (Tree, Ring, CollNetDirect, CollNetChain, NVLS, NVLSTree, PAT)");
       ok = false;
     }
   }

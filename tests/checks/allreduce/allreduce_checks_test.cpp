@@ -122,6 +122,33 @@ TEST(AllreduceChecks, a_site_nccl_conf_setting_turns_a_below_floor_figure_into_a
       << r.message;
 }
 
+// Issue 22 item 4: the report says which algorithm NCCL chose, and a floor measured with NVLS
+// (Threshold::nccl_algorithm) does not fail a figure NCCL measured with another algorithm.
+TEST(AllreduceChecks, the_algorithm_nccl_chose_is_reported_and_judged_against_the_floors_mode) {
+  auto sku = sku_with_busbw("nccl_allreduce_nvlink", 420);
+  sku.thresholds["nccl_allreduce_nvlink"]["busbw"].nccl_algorithm = "NVLS";
+  auto ctx = site_ctx();
+  ctx.sku = &sku;
+  ctx.allreduce_binary = kDir + "/vigil-allreduce-fake.sh";
+  ScopedEnv busbw("FAKE_BUSBW", "380");
+  {
+    ScopedEnv algo("FAKE_ALGO", "NVLS/Simple");  // the floor's own mode: the floor holds
+    auto r = vigil::make_nccl_allreduce_nvlink_check()->run(ctx);
+    EXPECT_EQ(r.status, vigil::Status::kFail) << r.message;
+    EXPECT_NE(r.message.find("NCCL chose NVLS/Simple at 1 GiB"), std::string::npos) << r.message;
+  }
+  ScopedEnv algo("FAKE_ALGO", "Ring/LL128");
+  auto r = vigil::make_nccl_allreduce_nvlink_check()->run(ctx);
+  EXPECT_EQ(r.status, vigil::Status::kWarn) << r.message;
+  EXPECT_EQ(r.fault_code, "VIGIL-NCCL-ALGORITHM");
+  EXPECT_NE(r.message.find("NCCL chose Ring/LL128 at 1 GiB, not NVLS as the SKU floor assumes"),
+            std::string::npos)
+      << r.message;
+  sku.thresholds["nccl_allreduce_nvlink"]["busbw"].nccl_algorithm.clear();  // no stated mode
+  r = vigil::make_nccl_allreduce_nvlink_check()->run(ctx);
+  EXPECT_EQ(r.status, vigil::Status::kFail) << r.message;
+}
+
 // Review F19: a slow IB loopback on a node without nvidia_peermem names that cause and its fix.
 TEST(AllreduceChecks, a_slow_ib_loopback_without_peermem_names_the_missing_gpudirect_module) {
   char tmpl[] = "/tmp/vigil-peermem-XXXXXX";

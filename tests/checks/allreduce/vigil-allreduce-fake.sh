@@ -2,7 +2,7 @@
 # Test stand-in for vigil-allreduce (its name starts with "vigil-allreduce", so the checks treat
 # it as Vigil's own and read --json): writes a one-row result at FAKE_BUSBW GB/s with the NCCL
 # configuration-file settings in FAKE_CONF_TUNING ("NAME=value (file)", one) and the removed
-# inherited ones in FAKE_ENV_REMOVED.
+# inherited ones in FAKE_ENV_REMOVED, and NCCL's choice at 1 GiB in FAKE_ALGO ("NVLS/Simple").
 json=
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -13,9 +13,10 @@ done
 [ -n "$json" ] || { echo "no --json" >&2; exit 2; }
 conf=; [ -n "${FAKE_CONF_TUNING:-}" ] && conf=", \"nccl_conf_tuning\": [\"$FAKE_CONF_TUNING\"]"
 removed=; [ -n "${FAKE_ENV_REMOVED:-}" ] && removed=", \"nccl_env_removed\": [\"$FAKE_ENV_REMOVED\"]"
+algos=; [ -n "${FAKE_ALGO:-}" ] && algos=", \"nccl_algorithms\": [{\"size_bytes\": 1073741824, \"algorithm\": \"${FAKE_ALGO%/*}\", \"protocol\": \"${FAKE_ALGO#*/}\"}]"
 cat >"$json" <<JSON
 {"schema_version": 1, "tool": "vigil-allreduce", "result": "ok", "backend": "nccl",
- "transport": "nvlink", "ranks": 8, "nccl_env": {}$conf$removed,
+ "transport": "nvlink", "ranks": 8, "nccl_env": {}$conf$removed$algos,
  "rows": [{"size_bytes": 1073741824, "count": 268435456, "type": "float", "redop": "sum",
    "out_of_place": {"time_us": 1, "algbw_gb_s": 1, "busbw_gb_s": ${FAKE_BUSBW}, "wrong": 0},
    "in_place": {"time_us": 1, "algbw_gb_s": 1, "busbw_gb_s": ${FAKE_BUSBW}, "wrong": 0}}]}

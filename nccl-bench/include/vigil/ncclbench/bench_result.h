@@ -58,6 +58,15 @@ struct BenchRow {
   bool operator==(const BenchRow&) const = default;
 };
 
+// What NCCL chose for one message size: the algorithm (NCCL's ncclAlgoStr: Tree, Ring,
+// CollNetDirect, CollNetChain, NVLS, NVLSTree, PAT) and the protocol (LL, LL128, Simple).
+struct AlgoChoice {
+  std::uint64_t size_bytes = 0;
+  std::string algorithm;
+  std::string protocol;
+  bool operator==(const AlgoChoice&) const = default;
+};
+
 // A whole run: metadata, rows, footer. Fields a text log does not carry stay empty.
 struct BenchRun {
   int schema_version = kBenchJsonSchemaVersion;
@@ -78,6 +87,9 @@ struct BenchRun {
   // configuration file still applies ("NCCL_ALGO=Ring (/etc/nccl.conf)"): options.h.
   std::vector<std::string> nccl_env_removed;
   std::vector<std::string> nccl_conf_tuning;
+  // What NCCL chose per size, from its TUNING log (options.h parse_tuning_log); empty when not
+  // known (host backend, a nccl-tests log, or a job that set NCCL_DEBUG itself).
+  std::vector<AlgoChoice> nccl_algorithms;
   std::optional<int> warmup_iters;
   std::optional<int> iters;
   std::optional<bool> check;

@@ -6,6 +6,8 @@
 #include <string_view>
 #include <vector>
 
+#include "vigil/ncclbench/bench_result.h"
+
 namespace vigil::ncclbench {
 
 enum class Backend { kHost, kNccl };
@@ -72,6 +74,20 @@ std::vector<std::string> remove_tuning_env();
 // $NCCL_CONF_FILE (else $HOME/.nccl.conf) and `etc_conf` whose variable is not in the
 // environment (conf_file_tuning).
 std::vector<std::string> conf_tuning_in_effect(const std::string& etc_conf = "/etc/nccl.conf");
+
+// NCCL states its choice only in its debug log: with NCCL_DEBUG=INFO and NCCL_DEBUG_SUBSYS=TUNING,
+// communicator rank 0 logs every collective it enqueues. The settings that write that log to
+// `path` (NCCL_DEBUG_FILE), or none when the job set NCCL_DEBUG itself (the job's debugging
+// stays as it asked; the choice is then not recorded).
+std::vector<std::pair<std::string, std::string>> tuning_log_env(const std::string& path);
+// The AllReduce choices in such a log, one per size (the last one logged for it), by size.
+// Lines, after NCCL's "host:pid:tid [dev] NCCL INFO " prefix (NCCL src/enqueue.cc):
+//   2.26 and later  "AllReduce: 1048576 Bytes -> Algo NVLS proto Simple channel{Lo..Hi}={0..15}"
+//   2.23 - 2.25     "AllReduce: 1048576 Bytes -> Algo 4 proto 2 time 12.345000"
+//   2.21 - 2.22     "1048576 Bytes -> Algo 4 proto 2 time 12.345000"
+// Numbers index NCCL's ncclAlgoStr / ncclProtoStr tables (src/init.cc, same order since 2.21).
+// Other lines, other collectives and unknown numbers are skipped.
+std::vector<AlgoChoice> parse_tuning_log(std::string_view text);
 
 // The CUDA device a rank uses, given how many devices it sees and its place on the node:
 // its node-local rank when it sees at least one GPU per local rank (nccl-tests' rule);

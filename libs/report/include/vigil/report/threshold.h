@@ -26,6 +26,10 @@ struct Threshold {
   bool unconfirmed = false;
   // When and from what data `vigil-drainer calibrate` set the bounds (SKU files only).
   std::string calibrated;
+  // The NCCL algorithm the floor was measured with ("NVLS", "Ring", ...: NCCL's ncclAlgoStr), for
+  // the all_reduce checks (SKU files only). A figure measured under another algorithm is not
+  // judged against it: below the floor it warns (VIGIL-NCCL-ALGORITHM), never fails.
+  std::string nccl_algorithm = {};
 
   // pass, warn or fail for `value` (warn where an unconfirmed floor's fail bound is broken).
   Status evaluate(double value) const;
