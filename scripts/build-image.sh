@@ -2,10 +2,13 @@
 # Builds the Vigil image without a container engine or a base image from a registry
 # (docs/slurm-compat.md, "The image"): the runtime root is a minbase Debian root made by
 # `slurm-root.sh bootstrap` (mmdebstrap, else debootstrap) from the mirror the host's apt uses,
-# Vigil is built (CPU-only, Release) and installed into it, the result is packed as an OCI image
-# with umoci, and the image is checked by unpacking it again and running `vigil-check --help`,
-# `vigil-drainer --help`, `vigil-submit --help` in a chroot of its root (in private mount + PID
-# namespaces), with ldd finding every library. The same layout as cronjobs/Dockerfile.
+# Vigil is built (CPU-only, Release) and packed as the project's Debian packages (cpack,
+# cmake/VigilPackaging.cmake), the packages are installed into the root with apt-get (which
+# pulls exactly their Depends), the result is packed as an OCI image with umoci, and the image
+# is checked by unpacking it again and running `vigil-check --help`, `vigil-drainer --help`,
+# `vigil-submit --help` in a chroot of its root (in private mount + PID namespaces), with ldd
+# finding every library. The same layout as cronjobs/Dockerfile. The packages stay in
+# <DIR>/<suite>/debs: for trixie they are the Debian 13 build (tests/packaging/deb_test.sh).
 #
 #   build-image.sh [--suite bookworm|trixie] [--out DIR]   # default DIR: build-image/ (ignored by git)
 #
@@ -34,7 +37,9 @@ declare -rA RUNTIME=(
 )
 # What a build inside the Slurm root needs on top of its packages (it builds only the Slurm
 # parts: vigil-check and vigil-allreduce also need MPI). The -dev names are the same in every suite.
-readonly BUILD_EXTRA=(libopenmpi-dev)
+# cpack's DEB generator computes Depends with dpkg-shlibdeps (dpkg-dev) and finds ELF files with
+# `file`.
+readonly BUILD_EXTRA=(libopenmpi-dev dpkg-dev file)
 readonly PATH_IN_ROOT=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 
 log() { echo "$PROG: $*" >&2; }
@@ -128,7 +133,7 @@ build_overlay() {
   echo "$lower $dir/upper $dir/work $dir/merged"
 }
 
-# CPU-only Release build of SUITE installed under WORK/install: on the host for the host's
+# CPU-only Release build of SUITE packed as .debs under WORK/debs: on the host for the host's
 # suite, else in the suite's build overlay (repository at /vigil, WORK at /out). An image for
 # GPU nodes starts from a CUDA runtime instead (cronjobs/Dockerfile, docs/deploy.md).
 build_vigil() {
@@ -151,8 +156,11 @@ build_vigil() {
       -DVIGIL_BUILD_TESTS=OFF -DVIGIL_BUILD_BENCH=OFF $launcher $CMAKE_ARGS >"$OUT/cmake.log"
     grep -E "libslurm|MPI " "$OUT/cmake.log" | sed "s/^-- */build-image.sh: /" >&2
     cmake --build "$OUT/build" -j"$JOBS" --target vigil-check vigil-drainer vigil-submit vigil-allreduce
-    rm -rf -- "$OUT/install"
-    cmake --install "$OUT/build" --prefix "$OUT/install" >/dev/null
+    rm -rf -- "$OUT/debs"
+    mkdir -p "$OUT/debs"
+    (cd "$OUT/debs" && cpack -G DEB --config "$OUT/build/CPackConfig.cmake" >"$OUT/cpack.log" 2>&1) ||
+      { cat "$OUT/cpack.log" >&2; exit 1; }
+    rm -rf -- "$OUT/debs/_CPack_Packages"
   '
 }
 
@@ -182,8 +190,18 @@ main() {
   rm -rf -- "$stage"
   cp -a "$root" "$stage"
   rm -f "$stage/.vigil-stamp"
-  mkdir -p "$stage/usr/local"
-  cp -a "$work/install/." "$stage/usr/local/"
+  # The image is the packages: apt-get installs them with their Depends from the suite's mirror.
+  local debs=()
+  mapfile -t debs < <(cd "$work/debs" && ls vigil-*.deb)
+  [[ ${#debs[@]} -eq 4 ]] || die "expected 4 packages in $work/debs, found: ${debs[*]}"
+  log "installing ${debs[*]}"
+  cp /etc/resolv.conf "$stage/etc/resolv.conf"
+  in_chroot "$stage" --bind "$work/debs" /debs -- env DEBIAN_FRONTEND=noninteractive bash -c '
+    apt-get update -qq && apt-get install -y -qq --no-install-recommends "${@/#//debs/}" >/dev/null &&
+      apt-get clean && rm -rf /var/lib/apt/lists/*' apt "${debs[@]}" >"$work/apt.log" 2>&1 ||
+    die "apt-get install of the packages failed; see $work/apt.log"
+  : >"$stage/etc/resolv.conf"
+  rmdir "$stage/debs" 2>/dev/null || true
   install -D -m 0644 "$REPO/cronjobs/vigil-check.sbatch" "$stage/etc/vigil/job/vigil-check.sbatch"
   mkdir -p "$stage/etc/vigil/thresholds"
   cp -a "$REPO/checks/thresholds/." "$stage/etc/vigil/thresholds/"
@@ -210,7 +228,11 @@ main() {
       die "$prog --help failed in the image: $(head -c 400 "$work/$prog.help")"
     log "$prog --help in the image: ok ($(head -n 1 "$work/$prog.help"))"
   done
-  if in_chroot "$check/rootfs" -- sh -c 'ldd /usr/local/bin/vigil-* | grep "not found"'; then
+  in_chroot "$check/rootfs" -- dpkg-query -W -f='${Package} ${Version} ${Status}\n' \
+    vigil-check vigil-allreduce vigil-drainer vigil-submit >"$work/packages.txt" ||
+    die "the image lacks a Vigil package: $(cat "$work/packages.txt")"
+  log "packages in the image: $(cut -d' ' -f1,2 "$work/packages.txt" | tr '\n' ' ')"
+  if in_chroot "$check/rootfs" -- sh -c 'ldd /usr/bin/vigil-* | grep "not found"'; then
     die "a shared library is missing in the image (above)"
   fi
   rm -rf -- "$check"

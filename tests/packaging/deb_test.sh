@@ -1,15 +1,23 @@
 #!/usr/bin/env bash
 # The Debian packages (cmake/VigilPackaging.cmake, docs/deploy.md "Packages") install and run on
-# a bare Debian bookworm root with nothing but what they declare: minbase + python3 (the root the
-# GPU bundle test uses, made by scripts/slurm-root.sh bootstrap and cached), seen through an
-# overlay so the cached root stays bare. apt-get installs each .deb with the dependencies its
-# Depends names, from the Debian mirror the root was made from; then every program starts, the
-# hook runs (no GPU, no Slurm here: `error`s, exit 0, never a drain), the shipped thresholds
-# validate, and vigil-check's Depends names no libslurm (it works with any Slurm release).
-#   deb_test.sh BUILD_DIR
+# a bare Debian root with nothing but what they declare: minbase + python3 (tests/support/
+# bare_root.sh, made by scripts/slurm-root.sh bootstrap and cached), seen through an overlay so
+# the cached root stays bare. apt-get installs each .deb with the dependencies its Depends names,
+# from the Debian mirror the root was made from; then every program starts, the hook runs (no
+# GPU, no Slurm here: `error`s, exit 0, never a drain), the shipped thresholds validate, and
+# vigil-check's Depends names no libslurm (it works with any Slurm release).
+#   deb_test.sh BUILD_DIR                      bookworm: packs this (host, bookworm) build
+#   deb_test.sh --debs DIR --suite trixie      packages built for that suite (build-image.sh)
 set -euo pipefail
-build=$(cd "$1" && pwd)
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+suite=bookworm build="" debs_in=""
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --debs) debs_in=$(cd "$2" && pwd); shift 2 ;;
+    --suite) suite=$2; shift 2 ;;
+    *) build=$(cd "$1" && pwd); shift ;;
+  esac
+done
 fail() {
   echo "deb_test: FAIL: $*" >&2
   exit 1
@@ -19,8 +27,13 @@ fail() {
 tmp=$(mktemp -d)
 trap 'rm -rf -- "$tmp"' EXIT
 mkdir -p "$tmp/debs"
-(cd "$tmp/debs" && cpack -G DEB --config "$build/CPackConfig.cmake" >"$tmp/cpack.log" 2>&1) ||
-  { cat "$tmp/cpack.log"; fail "cpack failed"; }
+if [[ -n $debs_in ]]; then
+  cp "$debs_in"/vigil-*.deb "$tmp/debs/"
+else
+  [[ -n $build ]] || fail "give BUILD_DIR or --debs DIR"
+  (cd "$tmp/debs" && cpack -G DEB --config "$build/CPackConfig.cmake" >"$tmp/cpack.log" 2>&1) ||
+    { cat "$tmp/cpack.log"; fail "cpack failed"; }
+fi
 check_deb=$(ls "$tmp"/debs/vigil-check_*.deb) || fail "no vigil-check .deb"
 drainer_deb=$(ls "$tmp"/debs/vigil-drainer_*.deb) || fail "no vigil-drainer .deb"
 depends=$(dpkg-deb -f "$check_deb" Depends)
@@ -31,9 +44,11 @@ for lib in libyaml-cpp libmunge2; do
   [[ $depends == *$lib* ]] || fail "vigil-check's Depends misses $lib: $depends"
 done
 
-root=$(bash "$repo/tests/support/bare_root.sh" "$repo") || fail "could not make the bare root"
-chroot "$root" dpkg-query -W -f='${Status}' libyaml-cpp0.7 2>/dev/null | grep -q "install ok" &&
-  fail "the bare root has libyaml-cpp0.7: it would hide a missing Depends"
+root=$(bash "$repo/tests/support/bare_root.sh" "$repo" "$suite") ||
+  fail "could not make the bare $suite root"
+grep -q "VERSION_CODENAME=$suite" "$root/etc/os-release" || fail "$root is not $suite"
+chroot "$root" dpkg-query -W -f='${Package} ${Status}\n' 'libyaml-cpp*' 2>/dev/null |
+  grep -q "install ok" && fail "the bare root has a libyaml-cpp: it would hide a missing Depends"
 
 mkdir -p "$tmp/upper" "$tmp/work" "$tmp/merged"
 cat >"$tmp/debs/in-root.sh" <<'SH'
@@ -80,4 +95,4 @@ unshare --mount --pid --fork --propagation private -- bash -euc '
     bash /debs/in-root.sh
 ' deb-root "$root" "$tmp" 2>&1 | tee "$tmp/root.log" || true
 grep -q "^in-root: ok" "$tmp/root.log" || fail "the packages did not install and run in the bare root"
-echo "ok: vigil-check and vigil-drainer installed with their declared Depends only and ran"
+echo "ok: vigil-check and vigil-drainer installed on bare $suite with their declared Depends only and ran"
