@@ -11,7 +11,8 @@
 //                    [--interference F]   (share of node-cycles slowed 4-12% for a whole run,
 //                                          repeats included: a neighbour's heat, a noisy host)
 //                    [--interference-mean-s S]   (its mean duration, exponential; default 60)
-//                    [--repeat-spacing-s S]   (the checker's pause before repeats; default 0)
+//                    [--repeat-spacing-s S]   (the checker's pause before repeats; default 120,
+//                                              as vigil-check run)
 //                    [--unconfirmed-floors]   (the SKU floors as shipped: warn-only)
 //                    [--check-goals]   (exit 1 when a goal is missed; default: report only)
 #include <algorithm>
@@ -52,7 +53,7 @@ struct Options {
   double dip_rate = 0.005;     // of node-cycles: one probe 8-12% low, not repeated on re-run
   double interference = 0;     // of node-cycles: 4-12% slow for a whole run, repeats included
   double interference_mean_s = 60;  // its mean duration
-  double repeat_spacing_s = 0;      // the checker's pause before its repeats
+  double repeat_spacing_s = 120;    // the checker's pause before its repeats (vigil-check run default)
   bool unconfirmed_floors = false;  // the SKU floors as shipped: warn-only until calibrated
   int timing_reports = 10000;
   double warn = 0, fail = 0;  // > 0: override every kind's margins (for tuning)

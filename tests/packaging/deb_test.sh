@@ -83,16 +83,7 @@ echo "slurm.conf hook script exit $rc"
 [ "$rc" = 0 ] && grep -q "kmsg_xid" /tmp/hook2.out || { cat /tmp/hook2.out /tmp/hook2.log; exit 1; }
 echo "in-root: ok"
 SH
-unshare --mount --pid --fork --propagation private -- bash -euc '
-  r=$1 t=$2
-  mount -t overlay overlay -o "lowerdir=$r,upperdir=$t/upper,workdir=$t/work" "$t/merged"
-  mkdir -p "$t/merged/debs"
-  mount --bind "$t/debs" "$t/merged/debs"
-  mount -t proc proc "$t/merged/proc"
-  mount --rbind /dev "$t/merged/dev"
-  cp /etc/resolv.conf "$t/merged/etc/resolv.conf"
-  exec chroot "$t/merged" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
-    bash /debs/in-root.sh
-' deb-root "$root" "$tmp" 2>&1 | tee "$tmp/root.log" || true
+bash "$repo/tests/support/overlay_chroot.sh" "$root" "$tmp" "$tmp/debs" in-root.sh 2>&1 |
+  tee "$tmp/root.log" || true
 grep -q "^in-root: ok" "$tmp/root.log" || fail "the packages did not install and run in the bare root"
 echo "ok: vigil-check and vigil-drainer installed on bare $suite with their declared Depends only and ran"

@@ -63,17 +63,8 @@ systemctl stop vigil-drainer
 systemctl show vigil-drainer -p ActiveState -p Result -p ExecMainStatus >"$out/stopped"
 systemctl poweroff --no-block
 SH
-unshare --mount --pid --fork --propagation private -- bash -euc '
-  r=$1 t=$2
-  mount -t overlay overlay -o "lowerdir=$r,upperdir=$t/upper,workdir=$t/work" "$t/merged"
-  mkdir -p "$t/merged/debs"
-  mount --bind "$t/debs" "$t/merged/debs"
-  mount -t proc proc "$t/merged/proc"
-  mount --rbind /dev "$t/merged/dev"
-  cp /etc/resolv.conf "$t/merged/etc/resolv.conf"
-  exec chroot "$t/merged" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
-    bash /debs/install.sh
-' sd-install "$root" "$tmp" >"$tmp/install.log" 2>&1 || { cat "$tmp/install.log"; fail "install"; }
+bash "$repo/tests/support/overlay_chroot.sh" "$root" "$tmp" "$tmp/debs" install.sh \
+  >"$tmp/install.log" 2>&1 || { cat "$tmp/install.log"; fail "install"; }
 grep -q "^install: ok" "$tmp/install.log" || { cat "$tmp/install.log"; fail "install"; }
 
 # 2. Boot systemd as PID 1 (at most 120 s; the probe powers off in seconds).
