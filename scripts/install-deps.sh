@@ -21,8 +21,10 @@ PACKAGES=(
   googletest libgtest-dev libgmock-dev libbenchmark-dev
   # Prometheus server + promtool for metric/rule/dashboard tests
   prometheus
-  # misc tools used by scripts and tests
-  procps iproute2 python3 jq shellcheck
+  # misc tools used by scripts and tests; ccache: repeated builds (scripts/test.sh) reuse objects
+  procps iproute2 python3 jq shellcheck ccache
+  # cpack's DEB generator (packages, the image): dpkg-shlibdeps computes Depends, `file` finds ELFs
+  dpkg-dev file
   # openssl CLI: test CAs and server certificates made at test time (tests/support/test_pki.h)
   openssl
   # Node.js: validates cronjobs/ against the upstream Kubernetes schemas (tests/k8s-validate)

@@ -15,7 +15,10 @@ BUILD_DIR=${VIGIL_BUILD_DIR:-build}
 JOBS=${VIGIL_JOBS:-2}
 
 bash scripts/install-deps.sh
-cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo ${VIGIL_CMAKE_ARGS:-}
+# ccache (when installed) lets a second clone's build reuse the first one's objects.
+launcher=()
+if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
+cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo "${launcher[@]}" ${VIGIL_CMAKE_ARGS:-}
 cmake --build "$BUILD_DIR" -j"$JOBS"
 # Unit tests in parallel, then integration tests (real Slurm, MPI, Prometheus) one at a time.
 ctest --test-dir "$BUILD_DIR" --output-on-failure -LE "integration|bench" -j"$JOBS" --timeout 300

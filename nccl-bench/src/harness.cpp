@@ -2,6 +2,7 @@
 #include "vigil/base/time.h"
 #include "vigil/ncclbench/harness.h"
 
+#include <fcntl.h>
 #include <mpi.h>
 #include <unistd.h>
 
@@ -319,6 +320,54 @@ std::string agree(const VoidResult& r, const RankInfo& info) {
   return first;
 }
 
+// NCCL's TUNING log of this process (options.h tuning_log_env): written in a private directory
+// (mkdtemp, 0700; nothing predictable in /tmp), opened and unlinked as soon as NCCL has created
+// it, so a run that ends in MPI_Abort or its watchdog leaves nothing behind; read at the end.
+class TuningLog {
+ public:
+  // Sets NCCL's debug variables unless the job set NCCL_DEBUG; false when nothing will be logged.
+  bool start() {
+    const char* tmp = std::getenv("TMPDIR");
+    std::string tmpl = std::string(tmp && *tmp ? tmp : "/tmp") + "/vigil-allreduce-XXXXXX";
+    if (!::mkdtemp(tmpl.data())) return false;
+    dir_ = tmpl;
+    path_ = dir_ + "/nccl-tuning.log";
+    const auto env = tuning_log_env(path_);
+    for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
+    if (env.empty()) discard();
+    return !env.empty();
+  }
+  // After NCCL's init (it opens the file then): keep a descriptor, remove the names.
+  void detach() {
+    if (path_.empty()) return;
+    fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+    discard();
+  }
+  void discard() {
+    if (!path_.empty()) ::unlink(path_.c_str());
+    if (!dir_.empty()) ::rmdir(dir_.c_str());
+    path_.clear();
+    dir_.clear();
+  }
+  // Everything NCCL wrote (line-buffered: complete once its communicator is destroyed).
+  std::string read_all() {
+    if (fd_ < 0) return {};
+    std::string text;
+    char buf[65536];
+    off_t at = 0;
+    for (ssize_t n; (n = ::pread(fd_, buf, sizeof buf, at)) > 0; at += n) text.append(buf, n);
+    return text;
+  }
+  ~TuningLog() {
+    discard();
+    if (fd_ >= 0) ::close(fd_);
+  }
+
+ private:
+  std::string dir_, path_;
+  int fd_ = -1;
+};
+
 }  // namespace
 
 Result<BenchRun> run_allreduce(const BenchOptions& opts, std::ostream* table) {
@@ -351,18 +400,13 @@ Result<BenchRun> run_allreduce(const BenchOptions& opts, std::ostream* table) {
   // NCCL's choice of algorithm and protocol is only in its TUNING log (review F06, issue 22:
   // "the algorithm NCCL chose is recorded"): each process logs to its own file, read after the
   // sweep (options.h tuning_log_env / parse_tuning_log).
-  std::string tuning_log;
+  TuningLog tuning_log;
+  bool logging_tuning = false;
   if (opts.backend == Backend::kNccl) {
     run.nccl_env_removed = remove_tuning_env();
     for (const auto& [k, v] : transport_env(opts.transport)) setenv(k.c_str(), v.c_str(), 1);
     run.nccl_conf_tuning = conf_tuning_in_effect();
-    const char* tmp = std::getenv("TMPDIR");
-    const std::string path = std::string(tmp && *tmp ? tmp : "/tmp") +
-                             "/vigil-allreduce-nccl-tuning." + std::to_string(::getpid()) + ".log";
-    for (const auto& [k, v] : tuning_log_env(path)) {
-      setenv(k.c_str(), v.c_str(), 1);
-      tuning_log = path;
-    }
+    logging_tuning = tuning_log.start();
   }
   run.nccl_env = nccl_environment();
 
@@ -385,7 +429,7 @@ Result<BenchRun> run_allreduce(const BenchOptions& opts, std::ostream* table) {
   auto finish_setup_error = [&](std::string msg) {
     if (watchdog) watchdog->stop();
     backend->finalize();
-    if (!tuning_log.empty()) std::remove(tuning_log.c_str());
+    tuning_log.discard();
     std::lock_guard lock(state.mu);
     run.outcome = Outcome::kSetupError;
     run.message = std::move(msg);
@@ -404,6 +448,7 @@ Result<BenchRun> run_allreduce(const BenchOptions& opts, std::ostream* table) {
     state.phase = "communicator setup";
   }
   if (auto e = agree(backend->init_comm(info), info); !e.empty()) return finish_setup_error(e);
+  tuning_log.detach();
   run.nccl_version = backend->nccl_version();
 
   const auto device_lines = allgather_strings(backend->device_line(info));
@@ -443,12 +488,8 @@ Result<BenchRun> run_allreduce(const BenchOptions& opts, std::ostream* table) {
   }
   if (watchdog) watchdog->stop();
   backend->finalize();
-  if (!tuning_log.empty()) {
-    std::ifstream in(tuning_log);
-    std::stringstream text;
-    text << in.rdbuf();
-    std::vector<AlgoChoice> choices = parse_tuning_log(text.str());
-    std::remove(tuning_log.c_str());
+  if (logging_tuning) {
+    std::vector<AlgoChoice> choices = parse_tuning_log(tuning_log.read_all());
     std::lock_guard lock(state.mu);
     run.nccl_algorithms = std::move(choices);
   }

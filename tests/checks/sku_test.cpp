@@ -99,6 +99,12 @@ TEST(SkuFile, an_allreduce_floor_names_the_nccl_algorithm_it_was_measured_with) 
   EXPECT_NE(first_error(bad).find("busbw.nccl_algorithm: unknown NCCL algorithm 'nvls'"),
             std::string::npos)
       << first_error(bad);
+  std::string elsewhere = kH100;
+  elsewhere += "  gpu_hbm:\n    hbm_bandwidth: {op: \">=\", fail: 1, unit: GB/s, "
+               "nccl_algorithm: Ring}\n";
+  EXPECT_NE(first_error(elsewhere).find("only an all_reduce check's busbw names an NCCL algorithm"),
+            std::string::npos)
+      << first_error(elsewhere);
 }
 
 TEST(SkuFile, errors_name_file_line_and_field) {

@@ -74,6 +74,7 @@ struct nvmlDevice_st {
   };
   std::optional<Fabric> fabric;              // absent: NVML_ERROR_NOT_SUPPORTED (no NVSwitch)
   std::optional<unsigned> recovery_action;   // NVML_FI_DEV_GET_GPU_RECOVERY_ACTION
+  int recovery_action_type = kNvmlValueTypeUnsignedInt;  // the nvmlValue_t member it arrives in
   std::map<std::string, int> errors;  // entry point -> forced nvmlReturn_t
 };
 
@@ -156,7 +157,7 @@ nvmlDevice_st parse_gpu(const json& j, const std::string& at) {
               "clocks_event_reasons", "pcie", "nvlink", "temperature_c", "temperature_v",
               "temperature_slowdown_c", "temperature_shutdown_c", "temperature_gpu_max_c",
               "power_mw", "processes",
-              "utilization", "mig", "fabric", "recovery_action", "errors"},
+              "utilization", "mig", "fabric", "recovery_action", "recovery_action_type", "errors"},
              at);
   nvmlDevice_st g;
   g.name = j.contains("name") ? to_string(j["name"], at + "/name") : "NVIDIA Fake GPU";
@@ -340,6 +341,11 @@ nvmlDevice_st parse_gpu(const json& j, const std::string& at) {
   }
   if (j.contains("recovery_action")) {
     g.recovery_action = to_u32(j["recovery_action"], at + "/recovery_action");
+  }
+  if (j.contains("recovery_action_type")) {
+    const unsigned t = to_u32(j["recovery_action_type"], at + "/recovery_action_type");
+    if (t > 7) throw FixtureError{at + "/recovery_action_type: an nvmlValueType_t, 0..6 (7: none)"};
+    g.recovery_action_type = static_cast<int>(t);
   }
   if (j.contains("errors")) {
     if (!j["errors"].is_object()) throw FixtureError{at + "/errors: expected an object"};
@@ -807,9 +813,19 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t handle, int 
     v.timestamp = 0;
     v.latencyUsec = 0;
     if (v.fieldId == kNvmlFieldGpuRecoveryAction && d->recovery_action) {
-      v.valueType = kNvmlValueTypeUnsignedInt;
+      const unsigned a = *d->recovery_action;
+      v.valueType = d->recovery_action_type;
       v.nvmlReturn = NVML_SUCCESS;
-      v.value.uiVal = *d->recovery_action;
+      v.value = nvmlValue_t{};
+      switch (v.valueType) {
+        case kNvmlValueTypeDouble: v.value.dVal = a; break;
+        case kNvmlValueTypeUnsignedLong: v.value.ulVal = a; break;
+        case kNvmlValueTypeUnsignedLongLong: v.value.ullVal = a; break;
+        case kNvmlValueTypeSignedLongLong: v.value.sllVal = a; break;
+        case kNvmlValueTypeSignedInt: v.value.siVal = static_cast<int>(a); break;
+        case kNvmlValueTypeUnsignedShort: v.value.usVal = static_cast<unsigned short>(a); break;
+        default: v.value.uiVal = a; break;  // unsigned int, and 7 (not a type) as garbage
+      }
     } else {
       v.nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
     }

@@ -131,7 +131,7 @@ TEST(NcclTuningLog, each_release_format_gives_the_algorithm_and_protocol_per_siz
       "channel{Lo..Hi}={0..15}\n";  // the last one logged for a size wins
   EXPECT_EQ(parse_tuning_log(log),
             (std::vector<AlgoChoice>{{1048576, "Ring", "LL128"}, {1073741824, "NVLSTree", "Simple"}}));
-  // 2.23-2.25: numbers indexing ncclAlgoStr / ncclProtoStr (src/init.cc).
+  // 2.23: numbers indexing ncclAlgoStr / ncclProtoStr (src/init.cc).
   EXPECT_EQ(parse_tuning_log("h:1:2 [3] NCCL INFO AllReduce: 4096 Bytes -> Algo 4 proto 2 time "
                              "12.500000\n"),
             (std::vector<AlgoChoice>{{4096, "NVLS", "Simple"}}));

@@ -69,7 +69,10 @@ grep -q "^install: ok" "$tmp/install.log" || { cat "$tmp/install.log"; fail "ins
 
 # 2. Boot systemd as PID 1 (at most 120 s; the probe powers off in seconds).
 rc=0
-timeout 120 unshare --mount --pid --net --uts --ipc --fork --propagation private -- bash -euc '
+# -k: systemd as PID 1 answers SIGTERM by re-executing itself; --kill-child: when unshare dies,
+# its child (systemd, and with it the whole PID namespace) is killed too.
+timeout -k 10 120 unshare --mount --pid --net --uts --ipc --fork --kill-child \
+  --propagation private -- bash -euc '
   r=$1 t=$2
   mount -t overlay overlay -o "lowerdir=$r,upperdir=$t/upper,workdir=$t/work" "$t/merged"
   mkdir -p "$t/merged/debs" "$t/merged/out"

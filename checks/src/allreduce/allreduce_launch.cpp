@@ -82,18 +82,20 @@ CheckResult verdict(const CheckContext& ctx, const AllreduceSpec& spec, const nb
   if (!run.nccl_env_removed.empty())
     r.message += "; ignored the job's " + short_list(run.nccl_env_removed, 3);
   // What NCCL chose at the largest size (the bytes that dominate busbw), and whether it is the
-  // algorithm the SKU floor was measured with (Threshold::nccl_algorithm).
+  // algorithm the SKU floor was measured with (Threshold::nccl_algorithm). The verdict stays:
+  // NCCL falling back from NVLS is itself a node problem (no NVSwitch multicast, an unregistered
+  // fabric: nvml_fabric names the latter), every job there is as slow, and the floor's own
+  // `unconfirmed` flag is what keeps an unproven floor from draining. The cause goes into the
+  // fault code and the reason.
   if (!run.nccl_algorithms.empty()) {
     const nb::AlgoChoice& big = run.nccl_algorithms.back();
     r.message += "; NCCL chose " + big.algorithm + "/" + big.protocol + " at " +
                  size_text(big.size_bytes);
     const Threshold* t = ctx.threshold(spec.check, "busbw");
     if (t && !t->nccl_algorithm.empty() && t->nccl_algorithm != big.algorithm) {
-      if (r.status == Status::kFail) {
-        r.status = Status::kWarn;
-        r.fault_code = std::string(spec.fault_prefix) + "-ALGORITHM";
-      }
       r.message += ", not " + t->nccl_algorithm + " as the SKU floor assumes";
+      if (r.status == Status::kFail || r.status == Status::kWarn)
+        r.fault_code = std::string(spec.fault_prefix) + "-ALGORITHM";
     }
   }
   return r;

@@ -187,7 +187,11 @@ void parse_threshold(Walker& w, const YAML::Node& n, const std::string& field, S
     // NCCL's algorithm names (src/init.cc ncclAlgoStr), as vigil-allreduce records them.
     static const std::set<std::string> kAlgorithms = {"Tree", "Ring", "CollNetDirect",
                                                       "CollNetChain", "NVLS", "NVLSTree", "PAT"};
-    if (auto s = w.string(a, field + ".nccl_algorithm"); s && kAlgorithms.count(*s)) {
+    const bool allreduce = measurement == "busbw" && check.find("allreduce") != std::string::npos;
+    if (!allreduce) {
+      w.error(a, field + ".nccl_algorithm", "only an all_reduce check's busbw names an NCCL algorithm");
+      ok = false;
+    } else if (auto s = w.string(a, field + ".nccl_algorithm"); s && kAlgorithms.count(*s)) {
       t.nccl_algorithm = *s;
     } else {
       if (s)

@@ -246,10 +246,14 @@ inline constexpr unsigned kNvmlGpuRecoveryActionNodeReboot = 2;
 inline constexpr unsigned kNvmlGpuRecoveryActionDrainP2p = 3;
 inline constexpr unsigned kNvmlGpuRecoveryActionDrainAndReset = 4;
 inline constexpr unsigned kNvmlGpuRecoveryActionRecoverImexDomain = 5;
-// nvmlValueType_t members the recovery action may arrive as.
+// nvmlValueType_t: which nvmlValue_t member a field value arrived in.
+inline constexpr int kNvmlValueTypeDouble = 0;
 inline constexpr int kNvmlValueTypeUnsignedInt = 1;
+inline constexpr int kNvmlValueTypeUnsignedLong = 2;
 inline constexpr int kNvmlValueTypeUnsignedLongLong = 3;
+inline constexpr int kNvmlValueTypeSignedLongLong = 4;
 inline constexpr int kNvmlValueTypeSignedInt = 5;
+inline constexpr int kNvmlValueTypeUnsignedShort = 6;
 
 // nvmlEventType bit for critical XID errors.
 inline constexpr unsigned long long kNvmlEventTypeXidCriticalError = 0x8ULL;

@@ -26,7 +26,10 @@
 // GPU_RESET, NODE_REBOOT, DRAIN_P2P, DRAIN_AND_RESET and RECOVER_IMEX_DOMAIN fail with the
 // action in the reason; a value newer than this header warns. The field is NOT_SUPPORTED on
 // drivers before it existed: skipped.
+#include <cmath>
 #include <fstream>
+#include <optional>
+#include <thread>
 
 #include "check_factories.h"
 #include "nvml_common.h"
@@ -69,15 +72,26 @@ std::vector<std::string> mask_problems(unsigned mask, bool& fail) {
                                        kNvmlGpuFabricHealthWidthIncorrectConfiguration);
   if (config > kNvmlGpuFabricHealthConfigNone) {
     // 2..8: incorrect SysGUID, chassis serial number, no partition, insufficient NVLinks,
-    // incompatible GPU firmware, invalid location, GPU state invalid (nvml.h:3866-3872).
-    static const char* kConfig[] = {"SysGUID",           "chassis serial number",
-                                    "no partition",      "insufficient NVLinks",
-                                    "incompatible GPU firmware", "invalid location",
-                                    "GPU state invalid"};
+    // incompatible GPU firmware, invalid location, GPU state invalid (nvml.h:3866-3872). The
+    // GPU's own ones fail (links missing, firmware, state); the domain's set-up ones (SysGUID,
+    // chassis serial, partition, location) are the site's configuration and warn, as does a
+    // code newer than this header. The driver's healthSummary, when it has one, decides first.
+    struct Config {
+      const char* what;
+      bool gpu_fault;
+    };
+    static const Config kConfig[] = {{"SysGUID", false},
+                                     {"chassis serial number", false},
+                                     {"no partition", false},
+                                     {"insufficient NVLinks", true},
+                                     {"incompatible GPU firmware", true},
+                                     {"invalid location", false},
+                                     {"GPU state invalid", true}};
     const unsigned i = config - 2;
+    const bool known = i < std::size(kConfig);
     out.push_back(std::string("incorrect configuration (") +
-                  (i < std::size(kConfig) ? kConfig[i] : "code " + std::to_string(config)) + ")");
-    fail = true;
+                  (known ? kConfig[i].what : "code " + std::to_string(config)) + ")");
+    fail = fail || (known && kConfig[i].gpu_fault);
   }
   if (health_field(mask, kNvmlGpuFabricHealthShiftDegradedBw, two) == kNvmlGpuFabricHealthTrue)
     out.push_back("bandwidth degraded");
@@ -95,6 +109,40 @@ std::string joined(const std::vector<std::string>& parts) {
   return s;
 }
 
+// One read of a GPU's fabric info: the v3 struct, v2 when the driver answers a version mismatch
+// or NOT_SUPPORTED for v3 (a driver that knows v2 only may answer either), the unversioned call
+// when the versioned one is missing (R535).
+struct FabricRead {
+  nvmlReturn_t rc = NVML_SUCCESS;
+  nvmlGpuFabricInfo_v3_t info{};
+  bool has_mask = false, has_summary = false;
+};
+
+FabricRead read_fabric(const Session& s, int g) {
+  FabricRead f;
+  f.info.version = kNvmlGpuFabricInfoV3;
+  f.rc = call(s.api().device_get_gpu_fabric_info_v, s.gpus[g], &f.info);
+  f.has_mask = f.has_summary = f.rc == NVML_SUCCESS;
+  if (f.rc == NVML_ERROR_ARGUMENT_VERSION_MISMATCH || f.rc == NVML_ERROR_NOT_SUPPORTED) {
+    nvmlGpuFabricInfo_v3_t v2{};
+    v2.version = kNvmlGpuFabricInfoV2;  // the driver writes the v2 fields only
+    const nvmlReturn_t rc = call(s.api().device_get_gpu_fabric_info_v, s.gpus[g], &v2);
+    if (rc == NVML_SUCCESS || f.rc == NVML_ERROR_ARGUMENT_VERSION_MISMATCH) {
+      f.rc = rc;
+      f.info = v2;
+      f.has_mask = rc == NVML_SUCCESS;
+      f.has_summary = false;
+    }
+  }
+  if (f.rc == NVML_ERROR_FUNCTION_NOT_FOUND) {
+    nvmlGpuFabricInfo_t old{};
+    f.rc = call(s.api().device_get_gpu_fabric_info, s.gpus[g], &old);
+    f.info.status = old.status;
+    f.info.state = old.state;
+  }
+  return f;
+}
+
 class NvmlFabricCheck final : public NvmlCheck {
  public:
   std::string_view name() const override { return "nvml_fabric"; }
@@ -106,76 +154,85 @@ class NvmlFabricCheck final : public NvmlCheck {
     for (int g = 0; g < s.count(); ++g) {
       if (!s.gpus[g]) continue;
       const std::string gs = "gpu" + std::to_string(g);
-      nvmlGpuFabricInfo_v3_t info{};
-      bool has_mask = false, has_summary = false;
-      info.version = kNvmlGpuFabricInfoV3;
-      nvmlReturn_t rc = call(s.api().device_get_gpu_fabric_info_v, s.gpus[g], &info);
-      if (rc == NVML_ERROR_ARGUMENT_VERSION_MISMATCH) {  // a driver that knows v2 only
-        info = {};
-        info.version = kNvmlGpuFabricInfoV2;
-        rc = call(s.api().device_get_gpu_fabric_info_v, s.gpus[g], &info);
-        has_mask = rc == NVML_SUCCESS;
-      } else {
-        has_mask = has_summary = rc == NVML_SUCCESS;
-      }
-      if (rc == NVML_ERROR_FUNCTION_NOT_FOUND) {  // R535: only the unversioned call
-        nvmlGpuFabricInfo_t old{};
-        rc = call(s.api().device_get_gpu_fabric_info, s.gpus[g], &old);
-        info.status = old.status;
-        info.state = old.state;
-      }
-      if (rc == NVML_ERROR_NOT_SUPPORTED || rc == NVML_ERROR_FUNCTION_NOT_FOUND ||
-          (rc == NVML_SUCCESS && info.state == kNvmlGpuFabricStateNotSupported)) {
+      // Fabric state under MIG is not verified on hardware (NVML's NVLink state is wrong there,
+      // review F02): a MIG-enabled GPU's findings only warn, and say so.
+      unsigned mig_current = 0, mig_pending = 0;
+      const bool mig = call(s.api().device_get_mig_mode, s.gpus[g], &mig_current, &mig_pending) ==
+                           NVML_SUCCESS &&
+                       mig_current == kNvmlDeviceMigEnable;
+      auto finding = [&](Status st, const std::string& text, const char* code) {
+        if (mig && st == Status::kFail)
+          v.add(Status::kWarn, text + " (MIG enabled: not judged further)", code);
+        else
+          v.add(st, text, code);
+      };
+      FabricRead f = read_fabric(s, g);
+      if (f.rc == NVML_ERROR_NOT_SUPPORTED || f.rc == NVML_ERROR_FUNCTION_NOT_FOUND ||
+          (f.rc == NVML_SUCCESS && f.info.state == kNvmlGpuFabricStateNotSupported)) {
         v.not_supported(g, "NVLink fabric");
         continue;
       }
-      if (rc != NVML_SUCCESS) {
-        v.query_failed(s, g, "nvmlDeviceGetGpuFabricInfo", rc);
+      if (f.rc != NVML_SUCCESS) {
+        v.query_failed(s, g, "nvmlDeviceGetGpuFabricInfo", f.rc);
         continue;
       }
-      add_measurement(r, ctx, "fabric_state", info.state, "state", g);
-      if (info.state != kNvmlGpuFabricStateCompleted) {
-        const std::string what = gs + " not registered in the NVLink fabric (" +
-                                 (info.state == kNvmlGpuFabricStateInProgress ? "in progress"
-                                                                              : "not started") +
-                                 ")";
-        const std::optional<double> up = uptime_s(ctx);
-        const double grace = std::chrono::duration<double>(ctx.fabric_grace).count();
-        if (up && *up >= grace) {
-          v.add(Status::kFail,
-                what + " " + figure(*up / 60) + " min after boot: is Fabric Manager running?",
-                kFaultFabricNotRegistered);
-        } else {
-          v.add(Status::kWarn,
-                what + (up ? ", " + figure(*up) + " s after boot" : ", uptime unknown") +
-                    ": CUDA jobs fail with 802 until it is",
+      const std::optional<double> up = uptime_s(ctx);
+      const double grace = std::chrono::duration<double>(ctx.fabric_grace).count();
+      if (f.info.state == kNvmlGpuFabricStateNotStarted && up && *up >= grace) {
+        // Past the boot grace, one more look before a fatal verdict: a Fabric Manager restart
+        // or a GPU reset may be re-registering the GPU right now.
+        std::this_thread::sleep_for(ctx.fabric_recheck);
+        if (FabricRead again = read_fabric(s, g); again.rc == NVML_SUCCESS) f = again;
+      }
+      const nvmlGpuFabricInfo_v3_t& info = f.info;
+      add_measurement(r, ctx, "fabric_state", info.state, "enum", g);
+      if (info.state == kNvmlGpuFabricStateInProgress) {
+        // Registration under way (boot, a Fabric Manager restart, a GPU reset): transient by its
+        // own name, so it only ever warns; a stuck one stays visible as this warning.
+        finding(Status::kWarn,
+                gs + " NVLink fabric registration in progress: CUDA jobs fail with 802 until it "
+                     "completes",
                 kFaultFabricPending);
+        continue;
+      }
+      if (info.state != kNvmlGpuFabricStateCompleted) {  // NOT_STARTED
+        const std::string what = gs + " not registered in the NVLink fabric";
+        if (up && *up >= grace) {
+          finding(Status::kFail,
+                  what + " " + figure(*up / 60) + " min after boot: is Fabric Manager running?",
+                  kFaultFabricNotRegistered);
+        } else {
+          finding(Status::kWarn,
+                  what + (up ? ", " + figure(*up) + " s after boot" : ", uptime unknown") +
+                      ": CUDA jobs fail with 802 until it is",
+                  kFaultFabricPending);
         }
         continue;
       }
       if (info.status != NVML_SUCCESS) {
-        v.add(Status::kFail, gs + " NVLink fabric registration failed: " + s.err(info.status),
-              kFaultFabricFailed);
+        finding(Status::kFail, gs + " NVLink fabric registration failed: " + s.err(info.status),
+                kFaultFabricFailed);
         continue;
       }
       ++registered;
       bool mask_fail = false;
       const std::vector<std::string> problems =
-          has_mask ? mask_problems(info.healthMask, mask_fail) : std::vector<std::string>{};
+          f.has_mask ? mask_problems(info.healthMask, mask_fail) : std::vector<std::string>{};
       const std::string detail = problems.empty() ? "" : " (" + joined(problems) + ")";
-      if (has_summary && info.healthSummary != kNvmlGpuFabricHealthSummaryNotSupported) {
-        add_measurement(r, ctx, "fabric_health_summary", info.healthSummary, "state", g);
+      if (f.has_summary && info.healthSummary != kNvmlGpuFabricHealthSummaryNotSupported) {
+        add_measurement(r, ctx, "fabric_health_summary", info.healthSummary, "enum", g);
         if (info.healthSummary == kNvmlGpuFabricHealthSummaryUnhealthy) {
-          v.add(Status::kFail, gs + " NVLink fabric unhealthy" + detail, kFaultFabricUnhealthy);
+          finding(Status::kFail, gs + " NVLink fabric unhealthy" + detail, kFaultFabricUnhealthy);
         } else if (info.healthSummary == kNvmlGpuFabricHealthSummaryLimitedCapacity) {
-          v.add(Status::kWarn, gs + " NVLink fabric at limited capacity" + detail,
-                kFaultFabricDegraded);
+          finding(Status::kWarn, gs + " NVLink fabric at limited capacity" + detail,
+                  kFaultFabricDegraded);
         } else if (!problems.empty()) {
-          v.add(Status::kWarn, gs + " NVLink fabric healthy with" + detail, kFaultFabricDegraded);
+          finding(Status::kWarn, gs + " NVLink fabric healthy with" + detail,
+                  kFaultFabricDegraded);
         }
       } else if (!problems.empty()) {
-        v.add(mask_fail ? Status::kFail : Status::kWarn, gs + " NVLink fabric" + detail,
-              mask_fail ? kFaultFabricUnhealthy : kFaultFabricDegraded);
+        finding(mask_fail ? Status::kFail : Status::kWarn, gs + " NVLink fabric" + detail,
+                mask_fail ? kFaultFabricUnhealthy : kFaultFabricDegraded);
       }
     }
     v.conclude(
@@ -185,7 +242,30 @@ class NvmlFabricCheck final : public NvmlCheck {
   }
 };
 
-std::string recovery_action_name(unsigned a) {
+// A field value as a whole number, whatever nvmlValueType_t member carries it (nvml.h
+// NVML_VALUE_TYPE_*); nullopt for a negative or fractional one, or an unknown type.
+std::optional<unsigned long long> field_value(const nvmlFieldValue_t& fv) {
+  switch (fv.valueType) {
+    case kNvmlValueTypeDouble: {
+      const double d = fv.value.dVal;
+      if (!(d >= 0) || d != std::floor(d) || d > 1e18) return std::nullopt;
+      return static_cast<unsigned long long>(d);
+    }
+    case kNvmlValueTypeUnsignedInt: return fv.value.uiVal;
+    case kNvmlValueTypeUnsignedLong: return fv.value.ulVal;
+    case kNvmlValueTypeUnsignedLongLong: return fv.value.ullVal;
+    case kNvmlValueTypeSignedLongLong:
+      if (fv.value.sllVal < 0) return std::nullopt;
+      return static_cast<unsigned long long>(fv.value.sllVal);
+    case kNvmlValueTypeSignedInt:
+      if (fv.value.siVal < 0) return std::nullopt;
+      return static_cast<unsigned long long>(fv.value.siVal);
+    case kNvmlValueTypeUnsignedShort: return fv.value.usVal;
+    default: return std::nullopt;
+  }
+}
+
+std::string recovery_action_name(unsigned long long a) {
   switch (a) {
     case kNvmlGpuRecoveryActionGpuReset: return "GPU reset";
     case kNvmlGpuRecoveryActionNodeReboot: return "node reboot";
@@ -217,13 +297,16 @@ class NvmlRecoveryCheck final : public NvmlCheck {
         v.query_failed(s, g, "nvmlDeviceGetFieldValues(GPU_RECOVERY_ACTION)", field_rc);
         continue;
       }
-      unsigned action = 0;
-      switch (fv.valueType) {
-        case kNvmlValueTypeUnsignedLongLong: action = static_cast<unsigned>(fv.value.ullVal); break;
-        case kNvmlValueTypeSignedInt: action = static_cast<unsigned>(fv.value.siVal); break;
-        default: action = fv.value.uiVal; break;  // NVML_VALUE_TYPE_UNSIGNED_INT
+      const std::optional<unsigned long long> value = field_value(fv);
+      if (!value) {
+        v.add(Status::kError,
+              "gpu" + std::to_string(g) + " GPU recovery action arrived as value type " +
+                  std::to_string(fv.valueType) + ", which this build cannot read",
+              kFaultQuery);
+        continue;
       }
-      add_measurement(r, ctx, "recovery_action", action, "action", g);
+      const unsigned long long action = *value;
+      add_measurement(r, ctx, "recovery_action", action, "enum", g);
       if (action == kNvmlGpuRecoveryActionNone) continue;
       const std::string gs = "gpu" + std::to_string(g);
       if (action <= kNvmlGpuRecoveryActionRecoverImexDomain) {

@@ -1,3 +1,4 @@
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -67,6 +68,7 @@ PassiveRun run_passive_suite(const CheckContext& ctx, const SkuSet* skus,
       [&](const ChildSend& send) { return run_in_suite_child(ctx, skus, selection, send); },
       std::max(left, std::chrono::milliseconds(1)), &partial);
 
+  std::map<std::string, std::string> unparsed;  // check -> why its result did not parse
   std::istringstream lines(partial);
   std::string line;
   while (std::getline(lines, line)) {
@@ -79,7 +81,10 @@ PassiveRun run_passive_suite(const CheckContext& ctx, const SkuSet* skus,
       continue;
     }
     auto parsed = parse_check_result(j);
-    if (!parsed) continue;
+    if (!parsed) {  // said, not dropped: a check whose result does not parse is Vigil's bug
+      if (j["check"].is_string()) unparsed[j["check"].get<std::string>()] = parsed.error;
+      continue;
+    }
     if (progress) progress(*parsed.value);
     run.results.push_back(std::move(*parsed.value));
   }
@@ -96,6 +101,14 @@ PassiveRun run_passive_suite(const CheckContext& ctx, const SkuSet* skus,
       break;
     }
     if (have) continue;
+    if (auto bad = unparsed.find(std::string(check->name())); bad != unparsed.end()) {
+      CheckResult r = error(check->name(), "check produced no valid result (" + bad->second + ")",
+                            "VIGIL-CHECK-CRASH");
+      r.short_name = std::string(check->short_name());
+      if (progress) progress(r);
+      ordered.push_back(std::move(r));
+      continue;
+    }
     CheckResult r = error(check->name(),
                           timed_out ? "not finished: the hook's time box was spent (suite " + why +
                                           "); a slow check is not a node fault"

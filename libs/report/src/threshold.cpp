@@ -52,9 +52,12 @@ std::string Threshold::validate() const {
 }
 
 namespace {
-constexpr std::array<std::string_view, 12> kUnits = {"GB/s", "Gb/s",  "TFLOP/s", "count",
+// "enum": a member of an NVML enumeration (a fabric state, a recovery action), named in the
+// check's message; added 2026-11-26 (older drainers reject it: upgrade the drainer first).
+constexpr std::array<std::string_view, 13> kUnits = {"GB/s", "Gb/s",  "TFLOP/s", "count",
                                                      "bool", "celsius", "W",     "s",
-                                                     "gen",  "lanes", "MiB",     "percent"};
+                                                     "gen",  "lanes", "MiB",     "percent",
+                                                     "enum"};
 }  // namespace
 
 bool is_known_unit(std::string_view unit) {

@@ -122,8 +122,9 @@ TEST(AllreduceChecks, a_site_nccl_conf_setting_turns_a_below_floor_figure_into_a
       << r.message;
 }
 
-// Issue 22 item 4: the report says which algorithm NCCL chose, and a floor measured with NVLS
-// (Threshold::nccl_algorithm) does not fail a figure NCCL measured with another algorithm.
+// Issue 22 item 4: the report says which algorithm NCCL chose; when it is not the one the floor
+// was measured with (Threshold::nccl_algorithm), a below-floor figure keeps its verdict (the
+// fallback from NVLS is a node problem too) and says why in its fault code and reason.
 TEST(AllreduceChecks, the_algorithm_nccl_chose_is_reported_and_judged_against_the_floors_mode) {
   auto sku = sku_with_busbw("nccl_allreduce_nvlink", 420);
   sku.thresholds["nccl_allreduce_nvlink"]["busbw"].nccl_algorithm = "NVLS";
@@ -139,7 +140,7 @@ TEST(AllreduceChecks, the_algorithm_nccl_chose_is_reported_and_judged_against_th
   }
   ScopedEnv algo("FAKE_ALGO", "Ring/LL128");
   auto r = vigil::make_nccl_allreduce_nvlink_check()->run(ctx);
-  EXPECT_EQ(r.status, vigil::Status::kWarn) << r.message;
+  EXPECT_EQ(r.status, vigil::Status::kFail) << r.message;
   EXPECT_EQ(r.fault_code, "VIGIL-NCCL-ALGORITHM");
   EXPECT_NE(r.message.find("NCCL chose Ring/LL128 at 1 GiB, not NVLS as the SKU floor assumes"),
             std::string::npos)
@@ -147,6 +148,12 @@ TEST(AllreduceChecks, the_algorithm_nccl_chose_is_reported_and_judged_against_th
   sku.thresholds["nccl_allreduce_nvlink"]["busbw"].nccl_algorithm.clear();  // no stated mode
   r = vigil::make_nccl_allreduce_nvlink_check()->run(ctx);
   EXPECT_EQ(r.status, vigil::Status::kFail) << r.message;
+  EXPECT_NE(r.fault_code, "VIGIL-NCCL-ALGORITHM");
+  ScopedEnv fast("FAKE_BUSBW", "480");  // above the floor: a pass says what NCCL chose, no more
+  sku.thresholds["nccl_allreduce_nvlink"]["busbw"].nccl_algorithm = "NVLS";
+  r = vigil::make_nccl_allreduce_nvlink_check()->run(ctx);
+  EXPECT_EQ(r.status, vigil::Status::kPass) << r.message;
+  EXPECT_TRUE(r.fault_code.empty()) << r.fault_code;
 }
 
 // Review F19: a slow IB loopback on a node without nvidia_peermem names that cause and its fix.

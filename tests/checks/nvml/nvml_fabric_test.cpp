@@ -14,6 +14,7 @@ class nvml_fabric : public NvmlCheckTest {
     std::filesystem::create_directories(tmp_ / "proc");
     std::ofstream(tmp_ / "proc" / "uptime") << seconds << " 12345.67\n";
     ctx_.proc_root = (tmp_ / "proc").string();
+    ctx_.fabric_recheck = std::chrono::milliseconds(20);
   }
   // healthy_8x_h100 with GPU `gpu`'s fabric replaced by `fabric`.
   void fabric_on(int gpu, const nlohmann::json& fabric) {
@@ -78,27 +79,27 @@ TEST_F(nvml_fabric, a_completed_registration_with_an_error_status_fails) {
 }
 
 // Not registered: a warning while Fabric Manager may still be starting, a failure once the node
-// has been up longer than the grace.
+// has been up longer than the grace. Registration in progress (boot, a Fabric Manager restart, a
+// GPU reset) is transient by its name: it only ever warns.
 TEST_F(nvml_fabric, an_unregistered_gpu_warns_after_boot_and_fails_after_the_grace) {
-  fabric_on(2, {{"state", 2}, {"version", 3}});
+  fabric_on(2, {{"state", 1}, {"version", 3}});
   booted_ago(45);
   CheckResult r = run(make_nvml_fabric_check());
   EXPECT_EQ(r.status, Status::kWarn) << r.message;
   EXPECT_EQ(r.fault_code, "VIGIL-NVML-FABRIC-PENDING");
   EXPECT_EQ(r.message,
-            "gpu2 not registered in the NVLink fabric (in progress), 45 s after boot: CUDA jobs "
-            "fail with 802 until it is");
+            "gpu2 not registered in the NVLink fabric, 45 s after boot: CUDA jobs fail with 802 "
+            "until it is");
 
-  fabric_on(2, {{"state", 1}, {"version", 3}});
   booted_ago(1800);
   r = run(make_nvml_fabric_check());
   EXPECT_EQ(r.status, Status::kFail) << r.message;
   EXPECT_EQ(r.fault_code, "VIGIL-NVML-FABRIC-NOT-REGISTERED");
   EXPECT_EQ(r.message,
-            "gpu2 not registered in the NVLink fabric (not started) 30 min after boot: is Fabric "
-            "Manager running?");
+            "gpu2 not registered in the NVLink fabric 30 min after boot: is Fabric Manager "
+            "running?");
 
-  ctx_.fabric_grace = std::chrono::seconds(3600);  // the setting moves the line
+  ctx_.fabric_grace = std::chrono::seconds(3600);  // the grace moves the line
   r = run(make_nvml_fabric_check());
   EXPECT_EQ(r.status, Status::kWarn) << r.message;
 
@@ -106,6 +107,27 @@ TEST_F(nvml_fabric, an_unregistered_gpu_warns_after_boot_and_fails_after_the_gra
   r = run(make_nvml_fabric_check());
   EXPECT_EQ(r.status, Status::kWarn) << r.message;
   EXPECT_NE(r.message.find("uptime unknown"), std::string::npos) << r.message;
+
+  fabric_on(2, {{"state", 2}, {"version", 3}});  // in progress, hours after boot: still a warning
+  booted_ago(7200);
+  ctx_.fabric_grace = std::chrono::seconds(600);
+  r = run(make_nvml_fabric_check());
+  EXPECT_EQ(r.status, Status::kWarn) << r.message;
+  EXPECT_EQ(r.message,
+            "gpu2 NVLink fabric registration in progress: CUDA jobs fail with 802 until it "
+            "completes");
+}
+
+// Fabric findings on a MIG-enabled GPU are not verified on hardware: they warn, and say so.
+TEST_F(nvml_fabric, a_mig_enabled_gpus_fabric_findings_only_warn) {
+  booted_ago(3600);
+  nlohmann::json j = load_fixture("healthy_8x_h100");
+  j["gpus"][4]["fabric"] = {{"state", 3}, {"status", 999}, {"version", 2}};
+  j["gpus"][4]["mig"] = true;
+  use_fixture_json(j);
+  const CheckResult r = run(make_nvml_fabric_check());
+  EXPECT_EQ(r.status, Status::kWarn) << r.message;
+  EXPECT_NE(r.message.find("(MIG enabled: not judged further)"), std::string::npos) << r.message;
 }
 
 TEST_F(nvml_fabric, the_health_summary_fails_unhealthy_and_warns_limited_capacity) {
@@ -139,6 +161,14 @@ TEST_F(nvml_fabric, without_a_summary_the_health_mask_decides) {
   r = run(make_nvml_fabric_check());
   EXPECT_EQ(r.status, Status::kWarn) << r.message;
   EXPECT_EQ(r.message, "gpu1 NVLink fabric (route recovery in progress)");
+
+  // the NVLink domain's own set-up (SysGUID, 2 << 8) and a code newer than nvml.h (12 << 8) are
+  // the site's configuration or unknown: warn
+  for (unsigned mask : {0x200u, 0xC00u}) {
+    fabric_on(1, {{"state", 3}, {"version", 2}, {"health_mask", mask}});
+    r = run(make_nvml_fabric_check());
+    EXPECT_EQ(r.status, Status::kWarn) << mask << ": " << r.message;
+  }
 }
 
 TEST_F(nvml_fabric, a_failed_query_is_an_error_and_a_lost_gpu_fails) {
@@ -196,6 +226,28 @@ TEST_F(nvml_recovery, each_action_the_driver_asks_for_fails_with_its_name) {
   const CheckResult r = run(make_nvml_recovery_check());
   EXPECT_EQ(r.status, Status::kWarn) << r.message;
   EXPECT_NE(r.message.find("unknown to this build"), std::string::npos) << r.message;
+}
+
+// The field may arrive in any nvmlValue_t member (nvmlValueType_t): each is read as the whole
+// number it carries; a type this build does not know is an error, never a silent NONE.
+TEST_F(nvml_recovery, the_action_is_read_from_whichever_value_member_carries_it) {
+  for (int type : {0, 1, 2, 3, 4, 5, 6}) {  // double ... unsigned short
+    nlohmann::json j = load_fixture("healthy_8x_h100");
+    j["gpu_defaults"]["recovery_action"] = 0;
+    j["gpus"][6]["recovery_action"] = 2;
+    j["gpus"][6]["recovery_action_type"] = type;
+    use_fixture_json(j);
+    const CheckResult r = run(make_nvml_recovery_check());
+    EXPECT_EQ(r.status, Status::kFail) << type << ": " << r.message;
+    EXPECT_EQ(r.message, "gpu6 driver asks for node reboot") << type;
+  }
+  nlohmann::json j = load_fixture("healthy_8x_h100");
+  j["gpu_defaults"]["recovery_action"] = 0;
+  j["gpus"][6]["recovery_action_type"] = 7;  // not an nvmlValueType_t
+  use_fixture_json(j);
+  const CheckResult r = run(make_nvml_recovery_check());
+  EXPECT_EQ(r.status, Status::kError) << r.message;
+  EXPECT_NE(r.message.find("value type 7"), std::string::npos) << r.message;
 }
 
 }  // namespace

@@ -77,6 +77,24 @@ TEST_F(PassiveSuite, healthy_node_detects_its_sku_in_the_child_and_reports_every
   EXPECT_NE(find(epilog, "gpu_leftovers"), nullptr);
 }
 
+// nvml_fabric and nvml_recovery report through the hook's child like every check: their
+// measurements ("enum" unit) parse on the way back, and a driver-stated recovery action fails.
+TEST_F(PassiveSuite, fabric_and_recovery_verdicts_cross_the_child_boundary) {
+  auto r = run(fixture({{"gpu_defaults", {{"recovery_action", 0}}}}), {}, std::chrono::seconds(30));
+  const CheckResult* fabric = find(r, "nvml_fabric");
+  const CheckResult* recovery = find(r, "nvml_recovery");
+  ASSERT_NE(fabric, nullptr);
+  ASSERT_NE(recovery, nullptr);
+  EXPECT_EQ(fabric->status, Status::kPass) << fabric->message;
+  EXPECT_EQ(fabric->measurements.size(), 8u);
+  EXPECT_EQ(recovery->status, Status::kPass) << recovery->message;
+  r = run(fixture({{"gpu_defaults", {{"recovery_action", 2}}}}), {}, std::chrono::seconds(30));
+  recovery = find(r, "nvml_recovery");
+  ASSERT_NE(recovery, nullptr);
+  EXPECT_EQ(recovery->status, Status::kFail) << recovery->message;
+  EXPECT_EQ(recovery->fault_code, "VIGIL-NVML-RECOVERY-ACTION");
+}
+
 // --cuda-sanity adds gpu_sanity last. This machine has no CUDA device (NVML is the fake's 8
 // GPUs): the check must be an error, or not applicable in a build without CUDA, never a fail.
 TEST_F(PassiveSuite, cuda_sanity_without_a_usable_cuda_device_is_an_error_never_a_fail) {

@@ -37,6 +37,8 @@ struct CheckContext {
   // nvml_fabric: a GPU not yet registered in its NVLink fabric warns for this long after boot
   // (Fabric Manager still starting) and fails after it (Fabric Manager down).
   std::chrono::seconds fabric_grace{600};
+  // ... and is read once more this long later before that fail (a re-registration under way).
+  std::chrono::milliseconds fabric_recheck{3000};
   std::string state_dir;                 // previous readings for delta counters; empty = none
   std::string allreduce_binary;          // vigil-allreduce or nccl-tests all_reduce_perf
   std::string mpirun = "mpirun";

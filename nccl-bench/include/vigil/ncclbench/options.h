@@ -82,8 +82,8 @@ std::vector<std::string> conf_tuning_in_effect(const std::string& etc_conf = "/e
 std::vector<std::pair<std::string, std::string>> tuning_log_env(const std::string& path);
 // The AllReduce choices in such a log, one per size (the last one logged for it), by size.
 // Lines, after NCCL's "host:pid:tid [dev] NCCL INFO " prefix (NCCL src/enqueue.cc):
-//   2.26 and later  "AllReduce: 1048576 Bytes -> Algo NVLS proto Simple channel{Lo..Hi}={0..15}"
-//   2.23 - 2.25     "AllReduce: 1048576 Bytes -> Algo 4 proto 2 time 12.345000"
+//   2.24 and later  "AllReduce: 1048576 Bytes -> Algo NVLS proto Simple channel{Lo..Hi}={0..15}"
+//   2.23            "AllReduce: 1048576 Bytes -> Algo 4 proto 2 time 12.345000"
 //   2.21 - 2.22     "1048576 Bytes -> Algo 4 proto 2 time 12.345000"
 // Numbers index NCCL's ncclAlgoStr / ncclProtoStr tables (src/init.cc, same order since 2.21).
 // Other lines, other collectives and unknown numbers are skipped.

@@ -27,8 +27,8 @@ struct Threshold {
   // When and from what data `vigil-drainer calibrate` set the bounds (SKU files only).
   std::string calibrated;
   // The NCCL algorithm the floor was measured with ("NVLS", "Ring", ...: NCCL's ncclAlgoStr), for
-  // the all_reduce checks (SKU files only). A figure measured under another algorithm is not
-  // judged against it: below the floor it warns (VIGIL-NCCL-ALGORITHM), never fails.
+  // the all_reduce checks' busbw (SKU files only). A below-floor figure NCCL measured with another
+  // algorithm keeps its verdict and carries fault code VIGIL-NCCL-ALGORITHM.
   std::string nccl_algorithm = {};
 
   // pass, warn or fail for `value` (warn where an unconfirmed floor's fail bound is broken).
