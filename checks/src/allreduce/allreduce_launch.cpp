@@ -38,15 +38,6 @@ CheckResult timeout_result(const AllreduceSpec& spec, std::chrono::seconds t, st
   return r;
 }
 
-// "4 GiB", "512 MiB", "1048577 B".
-std::string size_text(std::uint64_t bytes) {
-  if (bytes >= (1ULL << 30) && bytes % (1ULL << 30) == 0)
-    return std::to_string(bytes >> 30) + " GiB";
-  if (bytes >= (1ULL << 20) && bytes % (1ULL << 20) == 0)
-    return std::to_string(bytes >> 20) + " MiB";
-  return std::to_string(bytes) + " B";
-}
-
 // Turns a parsed run into the check's verdict.
 CheckResult verdict(const CheckContext& ctx, const AllreduceSpec& spec, const nb::BenchRun& run) {
   CheckResult r;
@@ -90,7 +81,7 @@ CheckResult verdict(const CheckContext& ctx, const AllreduceSpec& spec, const nb
   if (!run.nccl_algorithms.empty()) {
     const nb::AlgoChoice& big = run.nccl_algorithms.back();
     r.message += "; NCCL chose " + big.algorithm + "/" + big.protocol + " at " +
-                 size_text(big.size_bytes);
+                 bytes_text(big.size_bytes);
     const Threshold* t = ctx.threshold(spec.check, "busbw");
     if (t && !t->nccl_algorithm.empty() && t->nccl_algorithm != big.algorithm) {
       r.message += ", not " + t->nccl_algorithm + " as the SKU floor assumes";

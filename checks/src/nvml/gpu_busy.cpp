@@ -41,20 +41,6 @@ bool busy_by_utilization(const GpuActivity& a, const BusyRules& rules) {
   return lowest && *lowest > rules.max_idle_utilization_percent;
 }
 
-// "40 GiB", "2.5 GiB", "512 MiB".
-std::string memory_text(unsigned long long bytes) {
-  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-  const double gib = static_cast<double>(bytes) / kGiB;
-  char buf[32];
-  if (gib < 1.0) {
-    std::snprintf(buf, sizeof buf, "%.0f MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
-  } else if (gib >= 10.0 || gib == static_cast<double>(static_cast<unsigned long long>(gib))) {
-    std::snprintf(buf, sizeof buf, "%.0f GiB", gib);
-  } else {
-    std::snprintf(buf, sizeof buf, "%.1f GiB", gib);
-  }
-  return buf;
-}
 
 
 // "gpu3", "gpu0-7" (a contiguous run), "gpu1, gpu4".
@@ -144,7 +130,7 @@ void sample_utilization(const Session& s, GpuActivity& a) {
 std::string process_text(const GpuProcess& p) {
   std::string s = "pid " + std::to_string(p.pid);
   if (!p.name.empty()) s += " " + p.name;
-  if (p.used_memory_bytes) s += " " + memory_text(*p.used_memory_bytes);
+  if (p.used_memory_bytes) s += " " + bytes_text(*p.used_memory_bytes);
   return s;
 }
 

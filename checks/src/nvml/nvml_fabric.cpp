@@ -103,11 +103,6 @@ std::vector<std::string> mask_problems(unsigned mask, bool& fail) {
   return out;
 }
 
-std::string joined(const std::vector<std::string>& parts) {
-  std::string s;
-  for (const std::string& p : parts) s += (s.empty() ? "" : ", ") + p;
-  return s;
-}
 
 // One read of a GPU's fabric info: the v3 struct, v2 when the driver answers a version mismatch
 // or NOT_SUPPORTED for v3 (a driver that knows v2 only may answer either), the unversioned call
@@ -218,7 +213,7 @@ class NvmlFabricCheck final : public NvmlCheck {
       bool mask_fail = false;
       const std::vector<std::string> problems =
           f.has_mask ? mask_problems(info.healthMask, mask_fail) : std::vector<std::string>{};
-      const std::string detail = problems.empty() ? "" : " (" + joined(problems) + ")";
+      const std::string detail = problems.empty() ? "" : " (" + short_list(problems, problems.size()) + ")";
       if (f.has_summary && info.healthSummary != kNvmlGpuFabricHealthSummaryNotSupported) {
         add_measurement(r, ctx, "fabric_health_summary", info.healthSummary, "enum", g);
         if (info.healthSummary == kNvmlGpuFabricHealthSummaryUnhealthy) {

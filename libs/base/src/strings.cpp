@@ -6,6 +6,20 @@
 
 namespace vigil {
 
+std::string bytes_text(unsigned long long bytes) {
+  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+  const double gib = static_cast<double>(bytes) / kGiB;
+  char buf[32];
+  if (gib < 1.0) {
+    std::snprintf(buf, sizeof buf, "%.0f MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
+  } else if (gib >= 10.0 || gib == static_cast<double>(static_cast<unsigned long long>(gib))) {
+    std::snprintf(buf, sizeof buf, "%.0f GiB", gib);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.1f GiB", gib);
+  }
+  return buf;
+}
+
 std::string fixed(double v, int decimals) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.*f", decimals, v);

@@ -11,6 +11,9 @@ namespace vigil {
 std::string short_list(const std::vector<std::string>& items, size_t max_shown,
                        std::string_view sep = ", ", std::string_view more_sep = " ");
 
+// A byte count in binary units for messages: "40 GiB", "2.5 GiB", "512 MiB".
+std::string bytes_text(unsigned long long bytes);
+
 // `v` with `decimals` digits after the point ("%.<decimals>f"), for figures in messages.
 std::string fixed(double v, int decimals);
 
