@@ -1,6 +1,5 @@
 #include "cli_util.h"
 
-
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -195,10 +194,11 @@ int cmd_xid_clear(const std::string& state_dir, const std::string& node, const s
 
 int cmd_list() {
   auto print = [](const vigil::Check& c, const char* suite) {
-    std::cout << c.name() << "\t" << c.short_name() << "\t" << suite << "\t"
-              << c.timeout().count() << "s\n";
+    std::cout << c.name() << "\t" << c.short_name() << "\t" << suite << "\t" << c.timeout().count()
+              << "s\n";
   };
-  for (const auto& c : vigil::all_checks()) print(*c, c->min_suite() == vigil::Suite::kFull ? "full" : "quick");
+  for (const auto& c : vigil::all_checks())
+    print(*c, c->min_suite() == vigil::Suite::kFull ? "full" : "quick");
   for (const auto& c : vigil::fabric_checks()) print(*c, "fabric");  // vigil-check fabric only
   return 0;
 }

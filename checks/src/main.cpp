@@ -477,8 +477,8 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--k8s-node", run.k8s_node, "Kubernetes Node name of this node")
       ->envname("VIGIL_K8S_NODE");
   run_cmd->add_option("--xid-wait-ms", run.xid_wait_ms, "How long nvml_xid listens for XID events");
-  run_cmd->add_option("--repeat-spacing-s", run.repeat_spacing_s,
-                      "Seconds before confirmation repeats (0: at once)")->capture_default_str();
+  run_cmd->add_option("--repeat-spacing-s", run.repeat_spacing_s, "Delay before repeats, seconds")
+      ->capture_default_str();
 
   RunArgs fabric;
   auto* fabric_cmd = app.add_subcommand(

@@ -57,9 +57,11 @@ std::string unquote(std::string s) {
 }  // namespace
 
 nlohmann::json to_json(const detect::HealthyFigures& f) {
-  return {{"check", f.check},   {"measurement", f.measurement}, {"unit", f.unit},
-          {"kind", kind_text(f.kind)}, {"nodes", f.nodes},     {"figures", f.runs},
-          {"centre", f.centre}, {"spread", f.spread},            {"lowest", f.lowest}};
+  return {{"check", f.check},   {"measurement", f.measurement},
+          {"unit", f.unit},     {"kind", kind_text(f.kind)},
+          {"nodes", f.nodes},   {"figures", f.runs},
+          {"centre", f.centre}, {"spread", f.spread},
+          {"lowest", f.lowest}};
 }
 
 Result<std::vector<detect::HealthyFigures>> healthy_figures_from_json(const nlohmann::json& j) {
@@ -164,12 +166,11 @@ Result<CalibrationPlan> plan_calibration(const std::string& sku_text, const std:
       continue;
     }
     const std::string fail_text = significant(p.fail), warn_text = significant(p.warn);
-    std::string after = std::string(m[1]) + "{op: \">=\", fail: " + fail_text + ", warn: " +
-                        warn_text + ", unit: " + unit +
+    std::string after = std::string(m[1]) + "{op: \">=\", fail: " + fail_text +
+                        ", warn: " + warn_text + ", unit: " + unit +
                         (algorithm.empty() ? "" : ", nccl_algorithm: " + algorithm) +
-                        ", calibrated: \"" + opt.date +
-                        " from " + data + "\"}  # shipped: fail " + fail +
-                        (warn.empty() ? "" : ", warn " + warn);
+                        ", calibrated: \"" + opt.date + " from " + data + "\"}  # shipped: fail " +
+                        fail + (warn.empty() ? "" : ", warn " + warn);
     if (m[5].matched && m[5].length() > 0) after += "; " + std::string(m[5]);
     plan.notes.push_back(name + ": fail " + fail + " -> " + fail_text + ", warn " +
                          (warn.empty() ? "-" : warn) + " -> " + warn_text + " (" + data + ")");

@@ -185,9 +185,8 @@ int run_config_validate(const std::string& path) {
   }
   const auto& v = c.value();
   std::printf("%s: ok\n  listen %s://%s:%d, auth %s, state_dir %s, dry_run %s\n", path.c_str(),
-              v.tls ? "https" : "http", v.listen_address.c_str(), v.listen_port,
-              auth_word(v), v.state_dir.c_str(),
-              v.dry_run ? "true" : "false");
+              v.tls ? "https" : "http", v.listen_address.c_str(), v.listen_port, auth_word(v),
+              v.state_dir.c_str(), v.dry_run ? "true" : "false");
   std::printf("  defaults drain_after %d resume_after %d, %zu fatal checks, staleness %llds\n",
               v.policy.defaults.drain_after, v.policy.defaults.resume_after,
               v.policy.fatal_checks.size(), static_cast<long long>(v.policy.staleness_s));

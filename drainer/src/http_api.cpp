@@ -1,11 +1,10 @@
 // The HTTP API's routes and answers; see http_api.h.
 #include "http_api.h"
 
-#include "vigil/drainer/calibrate.h"
-
 #include <charconv>
 #include <nlohmann/json.hpp>
 
+#include "vigil/drainer/calibrate.h"
 #include "vigil/drainer/http_server.h"
 #include "vigil/drainer/munge_auth.h"
 

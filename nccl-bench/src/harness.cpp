@@ -1,5 +1,4 @@
 // The one timing harness for every collective and backend. See harness.h.
-#include "vigil/base/time.h"
 #include "vigil/ncclbench/harness.h"
 
 #include <fcntl.h>
@@ -17,13 +16,14 @@
 #include <iostream>
 #include <mutex>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <set>
+#include <sstream>
 #include <thread>
 #include <vector>
 
 #include "backend.h"
 #include "collective.h"
+#include "vigil/base/time.h"
 #include "vigil/ncclbench/text_format.h"
 #include "watchdog.h"
 
@@ -52,7 +52,6 @@ constexpr std::size_t kLine = 512;
 // Set once the watchdog fired: the main thread then stops reporting its own errors (the
 // watchdog is about to MPI_Abort with the timeout exit code).
 std::atomic<bool> g_timed_out{false};
-
 
 std::string seconds_text(double s) {
   char buf[32];

@@ -5,9 +5,9 @@
 #include <charconv>
 #include <cstdlib>
 #include <fstream>
-#include <sstream>
 #include <limits>
 #include <map>
+#include <sstream>
 
 namespace vigil::ncclbench {
 
@@ -113,10 +113,14 @@ std::vector<std::pair<std::string, std::string>> transport_env(Transport t) {
 
 const std::vector<std::string>& tuning_env_names() {
   static const std::vector<std::string> names = {
-      "NCCL_ALGO",        "NCCL_PROTO",       "NCCL_NVLS_ENABLE",   "NCCL_NVLSTREE_MAX_CHUNKSIZE",
-      "NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL",   "NCCL_SHM_DISABLE",   "NCCL_MIN_NCHANNELS",
-      "NCCL_MAX_NCHANNELS", "NCCL_MIN_CTAS",  "NCCL_MAX_CTAS",      "NCCL_NTHREADS",
-      "NCCL_BUFFSIZE",    "NCCL_COLLNET_ENABLE", "NCCL_TUNER_PLUGIN", "NCCL_CROSS_NIC",
+      "NCCL_ALGO",          "NCCL_PROTO",
+      "NCCL_NVLS_ENABLE",   "NCCL_NVLSTREE_MAX_CHUNKSIZE",
+      "NCCL_P2P_DISABLE",   "NCCL_P2P_LEVEL",
+      "NCCL_SHM_DISABLE",   "NCCL_MIN_NCHANNELS",
+      "NCCL_MAX_NCHANNELS", "NCCL_MIN_CTAS",
+      "NCCL_MAX_CTAS",      "NCCL_NTHREADS",
+      "NCCL_BUFFSIZE",      "NCCL_COLLNET_ENABLE",
+      "NCCL_TUNER_PLUGIN",  "NCCL_CROSS_NIC",
   };
   return names;
 }

@@ -2,7 +2,6 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
-
 #include <unistd.h>
 
 #include <algorithm>

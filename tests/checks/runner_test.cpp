@@ -143,8 +143,8 @@ TEST(RepeatBudget, another_run_fits_only_with_room_for_one_half_again_slower) {
   using std::chrono::seconds;
   // 8 slow GPUs at ~5.5 s each (review F15's example): 44 s spent, 120 s limit.
   EXPECT_TRUE(another_run_fits(seconds(44), milliseconds(5500), seconds(120)));
-  EXPECT_TRUE(another_run_fits(seconds(111), seconds(6), seconds(120)));   // 111 + 9 = 120
-  EXPECT_FALSE(another_run_fits(seconds(112), seconds(6), seconds(120)));  // 112 + 9 > 120
+  EXPECT_TRUE(another_run_fits(seconds(111), seconds(6), seconds(120)));      // 111 + 9 = 120
+  EXPECT_FALSE(another_run_fits(seconds(112), seconds(6), seconds(120)));     // 112 + 9 > 120
   EXPECT_TRUE(another_run_fits(seconds(1000), seconds(6), milliseconds(0)));  // no limit
   EXPECT_EQ(repeats_stopped_note(3, 16, seconds(120)),
             "repeats stopped after 3 of 16: another might pass the check's 120 s limit");

@@ -1,12 +1,12 @@
-#include "temp_dir.h"
 #include "vigil/checks/sku.h"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
-
-#include "vigil/checks/registry.h"
 #include <fstream>
+
+#include "temp_dir.h"
+#include "vigil/checks/registry.h"
 
 namespace vigil {
 
@@ -68,17 +68,20 @@ TEST(SkuFile, unconfirmed_and_calibrated_flags_load_and_contradictions_are_error
   ASSERT_TRUE(loaded) << (loaded.errors.empty() ? "" : loaded.errors[0].to_string());
   EXPECT_TRUE(loaded.value->find("gpu_hbm", "hbm_bandwidth")->unconfirmed);
   EXPECT_FALSE(loaded.value->find("gpu_gemm", "gemm_bf16_tflops")->unconfirmed);
-  EXPECT_EQ(loaded.value->find("gpu_gemm", "gemm_bf16_tflops")->calibrated, "2026-11-26 from 40 nodes");
+  EXPECT_EQ(loaded.value->find("gpu_gemm", "gemm_bf16_tflops")->calibrated,
+            "2026-11-26 from 40 nodes");
   EXPECT_FALSE(loaded.value->find("nvml_ecc", "volatile_uncorrected_ecc")->unconfirmed);
 
   std::string both = kH100;
-  both += "  gpu_hbm:\n    hbm_bandwidth: {op: \">=\", fail: 1, unit: GB/s, unconfirmed: true, "
-          "calibrated: \"x\"}\n";
+  both +=
+      "  gpu_hbm:\n    hbm_bandwidth: {op: \">=\", fail: 1, unit: GB/s, unconfirmed: true, "
+      "calibrated: \"x\"}\n";
   EXPECT_NE(first_error(both).find("hbm_bandwidth.calibrated: a calibrated bound is confirmed"),
             std::string::npos)
       << first_error(both);
   std::string not_bool = kH100;
-  not_bool += "  gpu_hbm:\n    hbm_bandwidth: {op: \">=\", fail: 1, unit: GB/s, unconfirmed: yes}\n";
+  not_bool +=
+      "  gpu_hbm:\n    hbm_bandwidth: {op: \">=\", fail: 1, unit: GB/s, unconfirmed: yes}\n";
   EXPECT_NE(first_error(not_bool).find("hbm_bandwidth.unconfirmed: must be true or false"),
             std::string::npos)
       << first_error(not_bool);
@@ -88,20 +91,23 @@ TEST(SkuFile, unconfirmed_and_calibrated_flags_load_and_contradictions_are_error
 TEST(SkuFile, an_allreduce_floor_names_the_nccl_algorithm_it_was_measured_with) {
   TempDir d;
   std::string yaml = kH100;
-  yaml += "  nccl_allreduce_nvlink:\n    busbw: {op: \">=\", fail: 420, unit: GB/s, "
-          "nccl_algorithm: NVLS}\n";
+  yaml +=
+      "  nccl_allreduce_nvlink:\n    busbw: {op: \">=\", fail: 420, unit: GB/s, "
+      "nccl_algorithm: NVLS}\n";
   auto loaded = load_sku_file(d.write("h100.yaml", yaml), known_check_names());
   ASSERT_TRUE(loaded) << (loaded.errors.empty() ? "" : loaded.errors[0].to_string());
   EXPECT_EQ(loaded.value->find("nccl_allreduce_nvlink", "busbw")->nccl_algorithm, "NVLS");
   std::string bad = kH100;
-  bad += "  nccl_allreduce_nvlink:\n    busbw: {op: \">=\", fail: 420, unit: GB/s, "
-         "nccl_algorithm: nvls}\n";
+  bad +=
+      "  nccl_allreduce_nvlink:\n    busbw: {op: \">=\", fail: 420, unit: GB/s, "
+      "nccl_algorithm: nvls}\n";
   EXPECT_NE(first_error(bad).find("busbw.nccl_algorithm: unknown NCCL algorithm 'nvls'"),
             std::string::npos)
       << first_error(bad);
   std::string elsewhere = kH100;
-  elsewhere += "  gpu_hbm:\n    hbm_bandwidth: {op: \">=\", fail: 1, unit: GB/s, "
-               "nccl_algorithm: Ring}\n";
+  elsewhere +=
+      "  gpu_hbm:\n    hbm_bandwidth: {op: \">=\", fail: 1, unit: GB/s, "
+      "nccl_algorithm: Ring}\n";
   EXPECT_NE(first_error(elsewhere).find("only an all_reduce check's busbw names an NCCL algorithm"),
             std::string::npos)
       << first_error(elsewhere);
@@ -110,17 +116,23 @@ TEST(SkuFile, an_allreduce_floor_names_the_nccl_algorithm_it_was_measured_with) 
 TEST(SkuFile, errors_name_file_line_and_field) {
   std::string yaml = kH100;
   yaml += "    aggregate_corrected_ecc: {op: \"<=\", fail: 10, warn: 20, unit: count}\n";
-  EXPECT_EQ(first_error(yaml), "x.yaml:14: thresholds.nvml_ecc.aggregate_corrected_ecc.warn: warn 20 must be <= fail 10 for op <=");
+  EXPECT_EQ(first_error(yaml),
+            "x.yaml:14: thresholds.nvml_ecc.aggregate_corrected_ecc.warn: warn 20 must be <= fail "
+            "10 for op <=");
 }
 
 TEST(SkuFile, unknown_keys_missing_unit_and_unknown_checks_are_errors) {
-  EXPECT_EQ(first_error(std::string(kH100) + "colour: blue\n").rfind("x.yaml:14: colour: unknown key", 0), 0u);
+  EXPECT_EQ(
+      first_error(std::string(kH100) + "colour: blue\n").rfind("x.yaml:14: colour: unknown key", 0),
+      0u);
   std::string no_unit = kH100;
   no_unit.replace(no_unit.find(", unit: count}\n  nvml_ecc"), 14, "}");
-  EXPECT_NE(first_error(no_unit).find("thresholds.gpu_count.gpu_count.unit: missing"), std::string::npos);
-  EXPECT_NE(first_error(std::string(kH100) + "  nvml_ecco:\n    x: {op: \">=\", fail: 1, unit: count}\n")
-                .find("thresholds.nvml_ecco: unknown check"),
+  EXPECT_NE(first_error(no_unit).find("thresholds.gpu_count.gpu_count.unit: missing"),
             std::string::npos);
+  EXPECT_NE(
+      first_error(std::string(kH100) + "  nvml_ecco:\n    x: {op: \">=\", fail: 1, unit: count}\n")
+          .find("thresholds.nvml_ecco: unknown check"),
+      std::string::npos);
   EXPECT_NE(first_error("sku: [unclosed\n").find("YAML syntax error"), std::string::npos);
 }
 
@@ -143,7 +155,8 @@ TEST(SkuFile, values_that_are_lists_or_mappings_are_errors_not_crashes) {
   std::string op_list = kH100;
   const std::string op = "{op: \">=\"";
   op_list.replace(op_list.find(op), op.size(), "{op: [\">=\"]");
-  EXPECT_EQ(first_error(op_list), "x.yaml:11: thresholds.gpu_count.gpu_count.op: must be a non-empty string");
+  EXPECT_EQ(first_error(op_list),
+            "x.yaml:11: thresholds.gpu_count.gpu_count.op: must be a non-empty string");
   EXPECT_EQ(first_error(std::string(kH100) + "description: {a: b}\n"),
             "x.yaml:14: description: must be a string");
   TempDir d;
@@ -163,9 +176,11 @@ TEST(SkuDir, duplicate_sku_names_are_an_error) {
 }
 
 TEST(SkuDir, shipped_threshold_files_are_valid) {
-  auto set = load_sku_dir(std::string(VIGIL_SOURCE_DIR) + "/checks/thresholds", known_check_names());
+  auto set =
+      load_sku_dir(std::string(VIGIL_SOURCE_DIR) + "/checks/thresholds", known_check_names());
   ASSERT_TRUE(set) << (set.errors.empty() ? "" : set.errors[0].to_string());
-  for (const char* name : {"A100-SXM4-80GB", "H100-SXM5-80GB", "H200-SXM-141GB", "B200-SXM-180GB"}) {
+  for (const char* name :
+       {"A100-SXM4-80GB", "H100-SXM5-80GB", "H200-SXM-141GB", "B200-SXM-180GB"}) {
     EXPECT_NE(set.value->by_name(name), nullptr) << name;
   }
 }
@@ -175,13 +190,16 @@ TEST(SkuDetect, matches_by_name_or_device_id_and_keeps_sku_when_a_gpu_is_missing
   d.write("h100.yaml", kH100);
   auto set = load_sku_dir(d.path(), known_check_names());
   ASSERT_TRUE(set);
-  GpuInventory eight{std::vector<std::string>(8, "NVIDIA H100 80GB HBM3"), std::vector<unsigned>(8, 0x2330)};
+  GpuInventory eight{std::vector<std::string>(8, "NVIDIA H100 80GB HBM3"),
+                     std::vector<unsigned>(8, 0x2330)};
   EXPECT_NE(detect_sku(*set.value, eight), nullptr);
   GpuInventory by_id{std::vector<std::string>(8, "Renamed GPU"), std::vector<unsigned>(8, 0x2330)};
   EXPECT_NE(detect_sku(*set.value, by_id), nullptr);
-  GpuInventory seven{std::vector<std::string>(7, "NVIDIA H100 80GB HBM3"), std::vector<unsigned>(7, 0x2330)};
+  GpuInventory seven{std::vector<std::string>(7, "NVIDIA H100 80GB HBM3"),
+                     std::vector<unsigned>(7, 0x2330)};
   EXPECT_NE(detect_sku(*set.value, seven), nullptr) << "a node that lost a GPU keeps its SKU";
-  GpuInventory a100{std::vector<std::string>(8, "NVIDIA A100-SXM4-80GB"), std::vector<unsigned>(8, 0x20B2)};
+  GpuInventory a100{std::vector<std::string>(8, "NVIDIA A100-SXM4-80GB"),
+                    std::vector<unsigned>(8, 0x20B2)};
   EXPECT_EQ(detect_sku(*set.value, a100), nullptr);
   EXPECT_EQ(detect_sku(*set.value, GpuInventory{}), nullptr);
 }
@@ -194,7 +212,8 @@ GpuInventory gpus(int n, const char* name, unsigned id) {
 }
 
 TEST(SkuDetect, lookalike_products_never_match_by_a_substring_of_their_name) {
-  auto set = load_sku_dir(std::string(VIGIL_SOURCE_DIR) + "/checks/thresholds", known_check_names());
+  auto set =
+      load_sku_dir(std::string(VIGIL_SOURCE_DIR) + "/checks/thresholds", known_check_names());
   ASSERT_TRUE(set);
   // Grace Hopper superchip: one GPU, "H200" in its name.
   EXPECT_EQ(detect_sku(*set.value, gpus(1, "NVIDIA GH200 480GB", 0x2342)), nullptr);
@@ -236,10 +255,14 @@ TEST(SkuDetect, a_four_gpu_board_is_judged_by_the_file_that_says_four) {
   d.write("h100x4.yaml", four);
   auto set = load_sku_dir(d.path(), known_check_names());
   ASSERT_TRUE(set) << (set.errors.empty() ? "" : set.errors[0].to_string());
-  EXPECT_EQ(detect_sku(*set.value, gpus(4, "NVIDIA H100 80GB HBM3", 0x2330))->name, "H100-SXM5-80GB-x4");
-  EXPECT_EQ(detect_sku(*set.value, gpus(8, "NVIDIA H100 80GB HBM3", 0x2330))->name, "H100-SXM5-80GB");
-  EXPECT_EQ(detect_sku(*set.value, gpus(7, "NVIDIA H100 80GB HBM3", 0x2330))->name, "H100-SXM5-80GB");
-  EXPECT_EQ(detect_sku(*set.value, gpus(3, "NVIDIA H100 80GB HBM3", 0x2330))->name, "H100-SXM5-80GB-x4")
+  EXPECT_EQ(detect_sku(*set.value, gpus(4, "NVIDIA H100 80GB HBM3", 0x2330))->name,
+            "H100-SXM5-80GB-x4");
+  EXPECT_EQ(detect_sku(*set.value, gpus(8, "NVIDIA H100 80GB HBM3", 0x2330))->name,
+            "H100-SXM5-80GB");
+  EXPECT_EQ(detect_sku(*set.value, gpus(7, "NVIDIA H100 80GB HBM3", 0x2330))->name,
+            "H100-SXM5-80GB");
+  EXPECT_EQ(detect_sku(*set.value, gpus(3, "NVIDIA H100 80GB HBM3", 0x2330))->name,
+            "H100-SXM5-80GB-x4")
       << "the closest board above the count seen";
 }
 

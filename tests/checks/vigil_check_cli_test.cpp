@@ -4,9 +4,9 @@
 
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 
 #include "confirmed_thresholds.h"
 #include "run_command.h"
@@ -257,9 +257,9 @@ TEST_F(VigilCheckCli, fabric_gives_each_node_of_the_pair_a_report_and_fails_a_sl
 
 // vigil-check fabric with more than two nodes: rounds of pairs, one report per node with every
 // pair it took part in (docs/fabric.md). Every pair replays the same genuine log here (15 GB/s,
-// below the H100 fabric floor of 330, confirmed in this test's copy): every pair is slow and no partner is fine elsewhere, so
-// no node is blamed and every node warns. The namespace test (tests/checks/fabric) slows a real
-// link and sees the node named.
+// below the H100 fabric floor of 330, confirmed in this test's copy): every pair is slow and no
+// partner is fine elsewhere, so no node is blamed and every node warns. The namespace test
+// (tests/checks/fabric) slows a real link and sees the node named.
 TEST_F(VigilCheckCli,
        fabric_with_four_nodes_reports_each_pair_and_blames_no_node_when_all_are_slow) {
   const std::string ar = std::string(VIGIL_SOURCE_DIR) + "/tests/checks/allreduce/";
@@ -324,16 +324,16 @@ TEST_F(VigilCheckCli, xid_clear_forgets_what_a_gpu_reset_remedies_and_rejects_ba
   const std::string cursor = write(
       "state/kmsg_xid.gpu-0.json",
       R"({"boot_id": "b", "last_seq": 9, "fatal": ["XID 48 0000:18:00", "XID 79 0000:18:00"]})");
-  auto bad = run_command({kBinary, "xid-clear", "--gpu", "18", "--state-dir", state, "--node",
-                          "gpu-0"});
+  auto bad =
+      run_command({kBinary, "xid-clear", "--gpu", "18", "--state-dir", state, "--node", "gpu-0"});
   EXPECT_EQ(bad.exit_code, 3) << bad.describe();
   EXPECT_NE(bad.err.find("--gpu"), std::string::npos) << bad.err;
   EXPECT_NE(bad.err.find("nothing changed"), std::string::npos) << bad.err;
   auto none = run_command({kBinary, "xid-clear", "--gpu", "0000:18:00", "--state-dir", ""});
   EXPECT_EQ(none.exit_code, 3) << none.describe();  // no state dir
   // nvidia-smi's spelling of the bus id (8-digit domain) is accepted.
-  auto ok = run_command({kBinary, "xid-clear", "--gpu", "00000000:18:00.0", "--state-dir", state,
-                         "--node", "gpu-0"});
+  auto ok = run_command(
+      {kBinary, "xid-clear", "--gpu", "00000000:18:00.0", "--state-dir", state, "--node", "gpu-0"});
   ASSERT_EQ(ok.exit_code, 0) << ok.describe();
   EXPECT_NE(ok.out.find("cleared: XID 48 0000:18:00"), std::string::npos) << ok.out;
   EXPECT_NE(ok.out.find("kept: XID 79 0000:18:00"), std::string::npos) << ok.out;

@@ -186,8 +186,8 @@ json reports_for(int seq, bool include_stale_node) {
                        {check("nvml_row_remap", "fail", {remap}, "gpu3 row remap pending (1)",
                               "VIGIL-NVML-REMAP-PENDING", "remap")}));
   const json dbe = meas("volatile_uncorrected_ecc", 2, "count", "<=", 0, {}, 1);
-  out.push_back(
-      report("gpu-3", seq, {check("nvml_ecc", "fail", {dbe}, "gpu1 2 DBE", "VIGIL-NVML-DBE", "ecc")}));
+  out.push_back(report("gpu-3", seq,
+                       {check("nvml_ecc", "fail", {dbe}, "gpu1 2 DBE", "VIGIL-NVML-DBE", "ecc")}));
   out.push_back(
       report("cpu-err", seq, {check("gpu_count", "error", json::array(), "NVML not available")}));
   out.push_back(report("cpu-unknown", seq, json::array()));

@@ -1,12 +1,12 @@
 #pragma once
 // Builders for NodeReports carrying performance figures, shared by the vigil::detect tests.
+#include <gtest/gtest.h>
+
 #include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "vigil/detect/detect.h"
 #include "vigil/report/report.h"

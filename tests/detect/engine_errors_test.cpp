@@ -2,7 +2,6 @@
 #include <gtest/gtest.h>
 
 #include <limits>
-
 #include <nlohmann/json.hpp>
 
 #include "detect_test_support.h"

@@ -244,8 +244,7 @@ Run FleetModel::run(SimNode& node, int cycle, std::int64_t now, const DetectConf
     std::vector<double>& recent = node.recent[f];
     CheckResult judged = c;
     const int times = plan_allreduce_repeats(judged, recent, config);
-    for (int k = 0; k < times; ++k)
-    {
+    for (int k = 0; k < times; ++k) {
       at_s_ = repeat_spacing_s_ + 5.0 * (k + 1);
       judged.measurements.front().repeats.push_back(measure(node, f, 0, cycle));
       at_s_ = 0;

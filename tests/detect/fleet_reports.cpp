@@ -8,9 +8,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "fleet_model.h"
 #include "vigil/report/report.h"
@@ -30,11 +29,16 @@ int main(int argc, char** argv) {
       }
       return argv[++i];
     };
-    if (a == "--out") out = next();
-    else if (a == "--nodes") nodes = std::atoi(next().c_str());
-    else if (a == "--cycles") cycles = std::atoi(next().c_str());
-    else if (a == "--seed") seed = std::strtoull(next().c_str(), nullptr, 10);
-    else if (a == "--slow-nodes") slow = std::atoi(next().c_str());
+    if (a == "--out")
+      out = next();
+    else if (a == "--nodes")
+      nodes = std::atoi(next().c_str());
+    else if (a == "--cycles")
+      cycles = std::atoi(next().c_str());
+    else if (a == "--seed")
+      seed = std::strtoull(next().c_str(), nullptr, 10);
+    else if (a == "--slow-nodes")
+      slow = std::atoi(next().c_str());
     else {
       std::fprintf(stderr, "unknown flag %s (flags: --out --nodes --cycles --seed --slow-nodes)\n",
                    a.c_str());
@@ -42,7 +46,8 @@ int main(int argc, char** argv) {
     }
   }
   if (out.empty() || nodes < 1 || cycles < 1 || slow < 0 || slow > nodes) {
-    std::fprintf(stderr, "need --out DIR, --nodes >= 1, --cycles >= 1, 0 <= --slow-nodes <= nodes\n");
+    std::fprintf(stderr,
+                 "need --out DIR, --nodes >= 1, --cycles >= 1, 0 <= --slow-nodes <= nodes\n");
     return 2;
   }
   std::filesystem::create_directories(out);
@@ -57,7 +62,8 @@ int main(int argc, char** argv) {
   const std::int64_t t0 = 1'795'000'000;  // 2026-11-18
   for (int c = 0; c < cycles; ++c) {
     nlohmann::json batch = nlohmann::json::array();
-    for (SimNode& node : fleet) batch.push_back(vigil::to_json(model.run(node, c, t0 + c * 3600, config).report));
+    for (SimNode& node : fleet)
+      batch.push_back(vigil::to_json(model.run(node, c, t0 + c * 3600, config).report));
     std::ofstream(out + "/cycle-" + std::to_string(c) + ".json") << batch.dump() << "\n";
   }
   std::printf("%d nodes x %d cycles written to %s\n", nodes, cycles, out.c_str());

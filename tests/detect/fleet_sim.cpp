@@ -47,13 +47,14 @@ struct Options {
   int nodes = 1000;
   int episodes = 40;
   int cycles = 12;
-  int onset = 6;               // cycle in which faults "after history" appear
-  double faulty_share = 0.20;  // of the nodes of an episode
-  double fatal_share = 0.01;   // of the nodes: an uncorrectable ECC error from cycle `onset`
-  double dip_rate = 0.005;     // of node-cycles: one probe 8-12% low, not repeated on re-run
-  double interference = 0;     // of node-cycles: 4-12% slow for a whole run, repeats included
+  int onset = 6;                    // cycle in which faults "after history" appear
+  double faulty_share = 0.20;       // of the nodes of an episode
+  double fatal_share = 0.01;        // of the nodes: an uncorrectable ECC error from cycle `onset`
+  double dip_rate = 0.005;          // of node-cycles: one probe 8-12% low, not repeated on re-run
+  double interference = 0;          // of node-cycles: 4-12% slow for a whole run, repeats included
   double interference_mean_s = 60;  // its mean duration
-  double repeat_spacing_s = 120;    // the checker's pause before its repeats (vigil-check run default)
+  double repeat_spacing_s =
+      120;  // the checker's pause before its repeats (vigil-check run default)
   bool unconfirmed_floors = false;  // the SKU floors as shipped: warn-only until calibrated
   int timing_reports = 10000;
   double warn = 0, fail = 0;  // > 0: override every kind's margins (for tuning)
@@ -538,12 +539,13 @@ int main(int argc, char** argv) {
   std::fprintf(stderr, "\n");
   print_cells(totals);
   if (o.interference > 0 || o.unconfirmed_floors)
-    std::printf("\nmodel: interference in %.2f%% of node-cycles, mean %.0f s, repeats %.0f s after "
-                "the first figure (%ld healthy node-cycles hit, %ld of them drained); SKU floors "
-                "%s\n",
-                100 * o.interference, o.interference_mean_s, o.repeat_spacing_s, totals.interfered,
-                totals.interference_drains,
-                o.unconfirmed_floors ? "unconfirmed (as shipped)" : "confirmed (calibrated)");
+    std::printf(
+        "\nmodel: interference in %.2f%% of node-cycles, mean %.0f s, repeats %.0f s after "
+        "the first figure (%ld healthy node-cycles hit, %ld of them drained); SKU floors "
+        "%s\n",
+        100 * o.interference, o.interference_mean_s, o.repeat_spacing_s, totals.interfered,
+        totals.interference_drains,
+        o.unconfirmed_floors ? "unconfirmed (as shipped)" : "confirmed (calibrated)");
   std::printf(
       "\nhealthy node-cycles %ld: false drains %ld (%.4f%%), of them after a dip %ld; "
       "healthy nodes ever drained %ld of %ld (%.3f%%); node-cycles with a warn %.2f%%; "

@@ -15,7 +15,8 @@ namespace vigil::drainer {
 
 namespace {
 
-const std::string kH100File = std::string(VIGIL_SOURCE_DIR) + "/checks/thresholds/h100-sxm5-80gb.yaml";
+const std::string kH100File =
+    std::string(VIGIL_SOURCE_DIR) + "/checks/thresholds/h100-sxm5-80gb.yaml";
 
 std::string read(const std::string& path) {
   std::ifstream in(path);
@@ -70,7 +71,7 @@ TEST(Calibrate, proposes_floors_from_the_fleet_and_the_file_still_loads) {
   const Threshold* gemm = loaded.value->find("gpu_gemm", "gemm_bf16_tflops");
   ASSERT_NE(gemm, nullptr);
   EXPECT_FALSE(gemm->unconfirmed);
-  EXPECT_DOUBLE_EQ(gemm->fail, 572);  // 650 x (1 - 2 x 0.06)
+  EXPECT_DOUBLE_EQ(gemm->fail, 572);   // 650 x (1 - 2 x 0.06)
   EXPECT_DOUBLE_EQ(*gemm->warn, 598);  // 650 x (1 - 2 x 0.04)
   EXPECT_EQ(gemm->calibrated,
             "2026-11-26 from 40 nodes, 900 figures, median 650 TFLOP/s, spread 1.0%");

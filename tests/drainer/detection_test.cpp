@@ -3,8 +3,8 @@
 // restart; a resumed node starts a new history.
 #include <gtest/gtest.h>
 
-#include "fake_clock.h"
 #include "drainer_fixtures.h"
+#include "fake_clock.h"
 #include "fakes.h"
 #include "temp_dir.h"
 #include "vigil/drainer/drainer.h"
@@ -131,8 +131,8 @@ TEST(Detection, history_survives_a_restart_and_catches_a_whole_node_step) {
   auto node_report = [](const std::string& run, int hour, double scale) {
     auto r = make_report("gpu-2", run, {gemm(800 * scale)});
     for (auto& m : r.checks[0].measurements) m.value = m.gpu == 3 ? m.value : m.value * scale;
-    r.start_time = "2026-11-21T" + std::string(hour < 10 ? "0" : "") + std::to_string(hour) +
-                   ":00:00Z";
+    r.start_time =
+        "2026-11-21T" + std::string(hour < 10 ? "0" : "") + std::to_string(hour) + ":00:00Z";
     r.end_time = r.start_time;
     return r;
   };

@@ -6,8 +6,8 @@
 #include <regex>
 #include <thread>
 
-#include "fake_clock.h"
 #include "drainer_fixtures.h"
+#include "fake_clock.h"
 #include "fakes.h"
 #include "temp_dir.h"
 #include "vigil/drainer/drainer.h"

@@ -60,7 +60,7 @@ struct nvmlDevice_st {
   };
   std::optional<std::vector<Process>> processes;  // compute processes
   std::optional<nvmlUtilization_t> utilization;
-  std::optional<bool> mig;            // nvmlDeviceGetMigMode current (= pending) mode
+  std::optional<bool> mig;  // nvmlDeviceGetMigMode current (= pending) mode
   struct Fabric {
     unsigned char state = kNvmlGpuFabricStateCompleted;
     nvmlReturn_t status = NVML_SUCCESS;
@@ -72,10 +72,10 @@ struct nvmlDevice_st {
     // NVML_ERROR_FUNCTION_NOT_FOUND as if the symbol were missing.
     unsigned version = 3;
   };
-  std::optional<Fabric> fabric;              // absent: NVML_ERROR_NOT_SUPPORTED (no NVSwitch)
-  std::optional<unsigned> recovery_action;   // NVML_FI_DEV_GET_GPU_RECOVERY_ACTION
+  std::optional<Fabric> fabric;             // absent: NVML_ERROR_NOT_SUPPORTED (no NVSwitch)
+  std::optional<unsigned> recovery_action;  // NVML_FI_DEV_GET_GPU_RECOVERY_ACTION
   int recovery_action_type = kNvmlValueTypeUnsignedInt;  // the nvmlValue_t member it arrives in
-  std::map<std::string, int> errors;  // entry point -> forced nvmlReturn_t
+  std::map<std::string, int> errors;                     // entry point -> forced nvmlReturn_t
 };
 
 struct nvmlEventSet_st {
@@ -153,11 +153,28 @@ const std::map<std::string, int> kLinkCounters = {
 
 nvmlDevice_st parse_gpu(const json& j, const std::string& at) {
   check_keys(j,
-             {"name", "pci", "lost", "ecc", "remapped_rows", "retired_pages_pending",
-              "clocks_event_reasons", "pcie", "nvlink", "temperature_c", "temperature_v",
-              "temperature_slowdown_c", "temperature_shutdown_c", "temperature_gpu_max_c",
-              "power_mw", "processes",
-              "utilization", "mig", "fabric", "recovery_action", "recovery_action_type", "errors"},
+             {"name",
+              "pci",
+              "lost",
+              "ecc",
+              "remapped_rows",
+              "retired_pages_pending",
+              "clocks_event_reasons",
+              "pcie",
+              "nvlink",
+              "temperature_c",
+              "temperature_v",
+              "temperature_slowdown_c",
+              "temperature_shutdown_c",
+              "temperature_gpu_max_c",
+              "power_mw",
+              "processes",
+              "utilization",
+              "mig",
+              "fabric",
+              "recovery_action",
+              "recovery_action_type",
+              "errors"},
              at);
   nvmlDevice_st g;
   g.name = j.contains("name") ? to_string(j["name"], at + "/name") : "NVIDIA Fake GPU";
@@ -316,8 +333,7 @@ nvmlDevice_st parse_gpu(const json& j, const std::string& at) {
   if (j.contains("fabric")) {
     const json& f = j["fabric"];
     const std::string a = at + "/fabric";
-    check_keys(f, {"state", "status", "clique_id", "health_mask", "health_summary", "version"},
-               a);
+    check_keys(f, {"state", "status", "clique_id", "health_mask", "health_summary", "version"}, a);
     nvmlDevice_st::Fabric fab;
     if (f.contains("state")) {
       const unsigned v = to_u32(f["state"], a + "/state");
@@ -818,13 +834,27 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t handle, int 
       v.nvmlReturn = NVML_SUCCESS;
       v.value = nvmlValue_t{};
       switch (v.valueType) {
-        case kNvmlValueTypeDouble: v.value.dVal = a; break;
-        case kNvmlValueTypeUnsignedLong: v.value.ulVal = a; break;
-        case kNvmlValueTypeUnsignedLongLong: v.value.ullVal = a; break;
-        case kNvmlValueTypeSignedLongLong: v.value.sllVal = a; break;
-        case kNvmlValueTypeSignedInt: v.value.siVal = static_cast<int>(a); break;
-        case kNvmlValueTypeUnsignedShort: v.value.usVal = static_cast<unsigned short>(a); break;
-        default: v.value.uiVal = a; break;  // unsigned int, and 7 (not a type) as garbage
+        case kNvmlValueTypeDouble:
+          v.value.dVal = a;
+          break;
+        case kNvmlValueTypeUnsignedLong:
+          v.value.ulVal = a;
+          break;
+        case kNvmlValueTypeUnsignedLongLong:
+          v.value.ullVal = a;
+          break;
+        case kNvmlValueTypeSignedLongLong:
+          v.value.sllVal = a;
+          break;
+        case kNvmlValueTypeSignedInt:
+          v.value.siVal = static_cast<int>(a);
+          break;
+        case kNvmlValueTypeUnsignedShort:
+          v.value.usVal = static_cast<unsigned short>(a);
+          break;
+        default:
+          v.value.uiVal = a;
+          break;  // unsigned int, and 7 (not a type) as garbage
       }
     } else {
       v.nvmlReturn = NVML_ERROR_NOT_SUPPORTED;

@@ -302,8 +302,9 @@ TEST_F(HookOnCluster, healthcheck_drains_an_idle_node_within_one_interval) {
   fs::remove(w() + "/healthcheck.on");
   // A health check slurmd started before the file went away may still be running: let it end
   // here, not in the next test (it would drain gpu-1 again there, after that test's resume).
-  cluster_->shell("for i in $(seq 150); do pgrep -f 'vigil-check hook healthcheck' >/dev/null || "
-                  "exit 0; sleep 0.2; done");
+  cluster_->shell(
+      "for i in $(seq 150); do pgrep -f 'vigil-check hook healthcheck' >/dev/null || "
+      "exit 0; sleep 0.2; done");
   ASSERT_TRUE(took) << hook_log("gpu-1");
   EXPECT_EQ(drain_reason("gpu-1").rfind("vigil: remap", 0), 0u);
   EXPECT_EQ(drain_reason("gpu-0"), "");

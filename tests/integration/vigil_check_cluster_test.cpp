@@ -14,8 +14,8 @@
 #include <string_view>
 #include <vector>
 
-#include "temp_dir.h"
 #include "local_slurm_cluster.h"
+#include "temp_dir.h"
 #include "vigil/report/report.h"
 #include "vigil/report/status.h"
 
@@ -65,10 +65,11 @@ TEST(VigilCheckOnCluster, sbatch_on_every_node_reports_only_gpu2_failing_with_ro
   std::vector<long> ids;
   for (const auto& node : cluster.node_names()) {
     std::string failure;
-    const auto id = cluster.submit({"--nodelist=" + node, "--job-name=vigil-check-" + node,
-                                    "--output=" + run.path() + "/" + node + ".log",
-                                    std::string(VIGIL_SOURCE_DIR) + "/tests/integration/node-check-job.sh"},
-                                   job_env, &failure);
+    const auto id =
+        cluster.submit({"--nodelist=" + node, "--job-name=vigil-check-" + node,
+                        "--output=" + run.path() + "/" + node + ".log",
+                        std::string(VIGIL_SOURCE_DIR) + "/tests/integration/node-check-job.sh"},
+                       job_env, &failure);
     ASSERT_TRUE(id) << failure;
     job_of[node] = *id;
     ids.push_back(*id);

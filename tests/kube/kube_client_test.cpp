@@ -1,5 +1,5 @@
-// The Kubernetes REST client (kube::make_kube_api) against the fake API server: TLS + token, merge-patch
-// semantics, conditions merged by type, pod lookup, and the error/retry policy.
+// The Kubernetes REST client (kube::make_kube_api) against the fake API server: TLS + token,
+// merge-patch semantics, conditions merged by type, pod lookup, and the error/retry policy.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -15,9 +15,9 @@ namespace {
 
 using json = nlohmann::json;
 using testing::FakeKubeApiServer;
+using ::testing::HasSubstr;
 using testing::TempDir;
 using testing::TestPki;
-using ::testing::HasSubstr;
 
 class KubeClientTest : public ::testing::Test {
  protected:
@@ -166,7 +166,7 @@ TEST_F(KubeClientTest, taint_is_set_replaced_and_removed_keeping_other_taints) {
                                                        {"effect", "NoSchedule"}}})}}}});
   auto api = kube::make_kube_api(config());
   auto r = api->set_node_taint("gpu-3", "vigil.io/unhealthy",
-                          kube::NodeTaint{"vigil.io/unhealthy", "ecc", "NoSchedule"});
+                               kube::NodeTaint{"vigil.io/unhealthy", "ecc", "NoSchedule"});
   ASSERT_TRUE(r.ok()) << r.error().to_string();
   json taints = server.node("gpu-3")["spec"]["taints"];
   ASSERT_EQ(taints.size(), 2u);
@@ -177,13 +177,13 @@ TEST_F(KubeClientTest, taint_is_set_replaced_and_removed_keeping_other_taints) {
   // The same taint again changes nothing and writes nothing (GET only).
   server.clear_requests();
   ASSERT_TRUE(api->set_node_taint("gpu-3", "vigil.io/unhealthy",
-                             kube::NodeTaint{"vigil.io/unhealthy", "ecc", "NoSchedule"})
+                                  kube::NodeTaint{"vigil.io/unhealthy", "ecc", "NoSchedule"})
                   .ok());
   ASSERT_EQ(server.request_count(), 1u);
   EXPECT_EQ(server.requests()[0].method, "GET");
 
   ASSERT_TRUE(api->set_node_taint("gpu-3", "vigil.io/unhealthy",
-                             kube::NodeTaint{"vigil.io/unhealthy", "nvlink", "NoExecute"})
+                                  kube::NodeTaint{"vigil.io/unhealthy", "nvlink", "NoExecute"})
                   .ok());
   taints = server.node("gpu-3")["spec"]["taints"];
   ASSERT_EQ(taints.size(), 2u);
@@ -204,7 +204,7 @@ TEST_F(KubeClientTest, taint_is_set_replaced_and_removed_keeping_other_taints) {
   EXPECT_FALSE(server.node("gpu-4")["spec"].contains("taints"));
 
   auto bad = api->set_node_taint("gpu-3", "vigil.io/unhealthy",
-                            kube::NodeTaint{"vigil.io/unhealthy", "x", "Sometimes"});
+                                 kube::NodeTaint{"vigil.io/unhealthy", "x", "Sometimes"});
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(bad.error().message, HasSubstr("NoSchedule, PreferNoSchedule or NoExecute"));
 }

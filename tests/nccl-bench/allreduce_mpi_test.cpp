@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "temp_dir.h"
-#include "vigil/ncclbench/bench_result.h"
 #include "vigil/base/process.h"
+#include "vigil/ncclbench/bench_result.h"
 #include "vigil/ncclbench/parser.h"
 
 namespace nb = vigil::ncclbench;

@@ -96,10 +96,11 @@ TEST(NcclTuningEnv, inherited_tuning_is_removed_and_network_settings_stay) {
 }
 
 TEST(NcclTuningEnv, conf_files_are_read_as_nccl_reads_them) {
-  EXPECT_EQ(conf_file_tuning("# site\nNCCL_ALGO=Ring\nNCCL_SOCKET_IFNAME=eth0\n  NCCL_PROTO=Simple\r\n",
-                             "/etc/nccl.conf"),
-            (std::vector<std::string>{"NCCL_ALGO=Ring (/etc/nccl.conf)",
-                                      "NCCL_PROTO=Simple (/etc/nccl.conf)"}));
+  EXPECT_EQ(
+      conf_file_tuning("# site\nNCCL_ALGO=Ring\nNCCL_SOCKET_IFNAME=eth0\n  NCCL_PROTO=Simple\r\n",
+                       "/etc/nccl.conf"),
+      (std::vector<std::string>{"NCCL_ALGO=Ring (/etc/nccl.conf)",
+                                "NCCL_PROTO=Simple (/etc/nccl.conf)"}));
   char tmpl[] = "/tmp/nccl-conf-XXXXXX";
   const std::string dir = ::mkdtemp(tmpl);
   std::ofstream(dir + "/user.conf") << "NCCL_ALGO=Tree\n";
@@ -129,8 +130,8 @@ TEST(NcclTuningLog, each_release_format_gives_the_algorithm_and_protocol_per_siz
       "channel{Lo..Hi}={0..31}\n"  // another collective: not ours
       "gpu-0:4242:4250 [0] NCCL INFO AllReduce: 1073741824 Bytes -> Algo NVLSTree proto Simple "
       "channel{Lo..Hi}={0..15}\n";  // the last one logged for a size wins
-  EXPECT_EQ(parse_tuning_log(log),
-            (std::vector<AlgoChoice>{{1048576, "Ring", "LL128"}, {1073741824, "NVLSTree", "Simple"}}));
+  EXPECT_EQ(parse_tuning_log(log), (std::vector<AlgoChoice>{{1048576, "Ring", "LL128"},
+                                                            {1073741824, "NVLSTree", "Simple"}}));
   // 2.23: numbers indexing ncclAlgoStr / ncclProtoStr (src/init.cc).
   EXPECT_EQ(parse_tuning_log("h:1:2 [3] NCCL INFO AllReduce: 4096 Bytes -> Algo 4 proto 2 time "
                              "12.500000\n"),
@@ -139,22 +140,22 @@ TEST(NcclTuningLog, each_release_format_gives_the_algorithm_and_protocol_per_siz
   EXPECT_EQ(parse_tuning_log("h:1:2 [3] NCCL INFO 4096 Bytes -> Algo 1 proto 0 time 3.000000\n"),
             (std::vector<AlgoChoice>{{4096, "Ring", "LL"}}));
   // Unknown numbers and malformed lines are skipped, not guessed.
-  EXPECT_TRUE(parse_tuning_log("h:1:2 [3] NCCL INFO AllReduce: 4096 Bytes -> Algo 9 proto 2 time 1\n"
-                               "h:1:2 [3] NCCL INFO AllReduce: x Bytes -> Algo 1 proto 2\n"
-                               "h:1:2 [3] NCCL WARN AllReduce: 4096 Bytes -> Algo 1 proto 2\n")
-                  .empty());
+  EXPECT_TRUE(
+      parse_tuning_log("h:1:2 [3] NCCL INFO AllReduce: 4096 Bytes -> Algo 9 proto 2 time 1\n"
+                       "h:1:2 [3] NCCL INFO AllReduce: x Bytes -> Algo 1 proto 2\n"
+                       "h:1:2 [3] NCCL WARN AllReduce: 4096 Bytes -> Algo 1 proto 2\n")
+          .empty());
 }
 
 TEST(NcclTuningLog, a_job_that_sets_nccl_debug_keeps_it_and_nothing_is_recorded) {
   unsetenv("NCCL_DEBUG");
   EXPECT_EQ(tuning_log_env("/tmp/t.log"),
-            (std::vector<std::pair<std::string, std::string>>{
-                {"NCCL_DEBUG", "INFO"}, {"NCCL_DEBUG_SUBSYS", "TUNING"},
-                {"NCCL_DEBUG_FILE", "/tmp/t.log"}}));
+            (std::vector<std::pair<std::string, std::string>>{{"NCCL_DEBUG", "INFO"},
+                                                              {"NCCL_DEBUG_SUBSYS", "TUNING"},
+                                                              {"NCCL_DEBUG_FILE", "/tmp/t.log"}}));
   setenv("NCCL_DEBUG", "WARN", 1);
   EXPECT_TRUE(tuning_log_env("/tmp/t.log").empty());
   unsetenv("NCCL_DEBUG");
 }
 
 }  // namespace vigil::ncclbench
-

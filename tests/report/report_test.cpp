@@ -108,8 +108,7 @@ TEST(NodeReport, unknown_fields_status_and_bad_times_are_rejected) {
 
 TEST(NodeReport, node_names_slurm_would_expand_are_refused) {
   for (const char* bad : {"ALL", "all", "All", "DEFAULT", "default", "gpu-[0-3]", "gpu-1,gpu-2",
-                          "gpu-1 gpu-2", "", "gpu^1", "gpu-1\\n",
-                          "u222222222222222222207"}) {
+                          "gpu-1 gpu-2", "", "gpu^1", "gpu-1\\n", "u222222222222222222207"}) {
     SCOPED_TRACE(bad);
     EXPECT_TRUE(node_name_problem(bad));
     json j = valid_report();
@@ -168,8 +167,13 @@ TEST(ReasonDetail, uses_the_check_message_for_counts) {
   r.check = "nvml_row_remap";
   r.status = Status::kFail;
   r.message = "gpu3 row remap pending (1)";
-  r.measurements.push_back(
-      {"row_remap_pending", 1, "count", 3, {}, Threshold{Op::kLe, 0, {}, "count", {}, false, {}}, {}});
+  r.measurements.push_back({"row_remap_pending",
+                            1,
+                            "count",
+                            3,
+                            {},
+                            Threshold{Op::kLe, 0, {}, "count", {}, false, {}},
+                            {}});
   EXPECT_EQ(reason_detail(r), "gpu3 row remap pending (1)");
 }
 
@@ -179,7 +183,8 @@ TEST(NodeReport, repeats_round_trip_and_bad_repeats_are_named) {
   auto p = parse_node_report(j);
   ASSERT_TRUE(p) << p.error;
   EXPECT_EQ(p.value->checks[0].measurements[0].repeats, (std::vector<double>{150.0, 149.5}));
-  EXPECT_EQ(to_json(*p.value)["checks"][0]["measurements"][0]["repeats"], j["checks"][0]["measurements"][0]["repeats"]);
+  EXPECT_EQ(to_json(*p.value)["checks"][0]["measurements"][0]["repeats"],
+            j["checks"][0]["measurements"][0]["repeats"]);
   j["checks"][0]["measurements"][0]["repeats"] = {150.0, -1.0};
   auto neg = parse_node_report(j);
   ASSERT_FALSE(neg);

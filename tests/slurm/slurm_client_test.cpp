@@ -124,8 +124,7 @@ class SlurmClient : public SlurmClientBase, public ::testing::TestWithParam<Back
 };
 
 INSTANTIATE_TEST_SUITE_P(Backends, SlurmClient,
-                         ::testing::Values(Backend::kLibslurm, Backend::kRest,
-                                           Backend::kScontrol),
+                         ::testing::Values(Backend::kLibslurm, Backend::kRest, Backend::kScontrol),
                          [](const auto& info) {
                            return info.param == Backend::kLibslurm ? "libslurm"
                                   : info.param == Backend::kRest   ? "rest"

@@ -16,8 +16,10 @@ TEST(SlurmTopologyText, leaves_expand_their_nodes_and_upper_levels_are_skipped) 
       "SwitchName=leaf1 Level=0 LinkSpeed=1 Nodes=gpu-[2-3],cpu-7\n"
       "SwitchName=spine Level=1 LinkSpeed=1 Nodes=gpu-[0-3],cpu-7 Switches=leaf[0-1]\n");
   ASSERT_TRUE(m.ok()) << m.error().to_string();
-  const std::map<std::string, std::string> expected = {{"gpu-0", "leaf0"}, {"gpu-1", "leaf0"},
-                                                       {"gpu-2", "leaf1"}, {"gpu-3", "leaf1"},
+  const std::map<std::string, std::string> expected = {{"gpu-0", "leaf0"},
+                                                       {"gpu-1", "leaf0"},
+                                                       {"gpu-2", "leaf1"},
+                                                       {"gpu-3", "leaf1"},
                                                        {"cpu-7", "leaf1"}};
   EXPECT_EQ(*m, expected);
 }

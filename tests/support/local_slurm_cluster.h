@@ -30,7 +30,7 @@ class LocalSlurmCluster {
     // Files written into DIR/etc before the daemons start, by name: e.g. topology.conf, which
     // Slurm reads from slurm.conf's directory.
     std::map<std::string, std::string> etc_files{};
-    bool rest = false;                        // JWT auth + slurmrestd (local-cluster.sh --rest)
+    bool rest = false;  // JWT auth + slurmrestd (local-cluster.sh --rest)
     // gpu-i gets NodeAddr 127.0.1.(i+1) and its own munged with that origin
     // (local-cluster.sh --node-addrs): credentials say which node encoded them.
     bool node_addresses = false;

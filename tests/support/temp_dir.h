@@ -12,8 +12,7 @@ namespace vigil::testing {
 class TempDir {
  public:
   TempDir() {
-    std::string templ =
-        (std::filesystem::temp_directory_path() / "vigil-test-XXXXXX").string();
+    std::string templ = (std::filesystem::temp_directory_path() / "vigil-test-XXXXXX").string();
     if (::mkdtemp(templ.data()) == nullptr) throw std::runtime_error("mkdtemp failed: " + templ);
     path_ = templ;
   }

@@ -324,8 +324,8 @@ Outcome act(const NodeReport& report, const ActOptions& opts) {
       // drainer's view of Slurm may be seconds old (an operator may just have resumed it).
       std::string why;
       slurm::SlurmApi* a = o.fatal ? slurm_api() : nullptr;
-      auto nodes = a ? a->load_nodes() : Result<std::vector<slurm::SlurmNodeInfo>>(
-                                             Error{"not fatal", "hook"});
+      auto nodes = a ? a->load_nodes()
+                     : Result<std::vector<slurm::SlurmNodeInfo>>(Error{"not fatal", "hook"});
       auto n = nodes ? find_node(*nodes, report.node, why) : std::nullopt;
       if (n && slurm::drained_by_vigil(*n)) {
         o.action = "already drained by vigil (" + n->reason + ")";
@@ -363,9 +363,10 @@ Outcome act(const NodeReport& report, const ActOptions& opts) {
     if (policy.dry_run)
       return hold("dry-run (policy from " + policy.source + "): would drain: " + o.reason);
     if (policy.breaker_open)
-      return hold("drain held: vigil-drainer's circuit breaker was open when it last answered "
-                  "(policy from " +
-                  policy.source + ")");
+      return hold(
+          "drain held: vigil-drainer's circuit breaker was open when it last answered "
+          "(policy from " +
+          policy.source + ")");
   }
   if (!slurm_api()) {
     o.action = "not drained: no Slurm client";

@@ -80,8 +80,8 @@ CheckResult verdict(const CheckContext& ctx, const AllreduceSpec& spec, const nb
   // fault code and the reason.
   if (!run.nccl_algorithms.empty()) {
     const nb::AlgoChoice& big = run.nccl_algorithms.back();
-    r.message += "; NCCL chose " + big.algorithm + "/" + big.protocol + " at " +
-                 bytes_text(big.size_bytes);
+    r.message +=
+        "; NCCL chose " + big.algorithm + "/" + big.protocol + " at " + bytes_text(big.size_bytes);
     const Threshold* t = ctx.threshold(spec.check, "busbw");
     if (t && !t->nccl_algorithm.empty() && t->nccl_algorithm != big.algorithm) {
       r.message += ", not " + t->nccl_algorithm + " as the SKU floor assumes";
@@ -128,9 +128,9 @@ std::vector<std::string> allreduce_command(const CheckContext& ctx, const Allred
   // Unbound, each rank's NCCL pins its own threads to its GPU's local CPUs (NCCL uses the
   // intersection of the process's affinity and the GPU's; NCCL_IGNORE_CPU_AFFINITY, NCCL's
   // environment variable documentation).
-  std::vector<std::string> argv = {ctx.mpirun,    "--allow-run-as-root",       "--oversubscribe",
-                                   "--bind-to",   "none",
-                                   "-np",         std::to_string(spec.ranks)};
+  std::vector<std::string> argv = {
+      ctx.mpirun, "--allow-run-as-root",     "--oversubscribe", "--bind-to", "none",
+      "-np",      std::to_string(spec.ranks)};
   if (!spec.hosts.empty()) {
     const int slots = std::max(1, spec.ranks / static_cast<int>(spec.hosts.size()));
     std::string list;
@@ -238,7 +238,8 @@ CheckResult launch_and_confirm(const CheckContext& ctx, const AllreduceSpec& spe
   Measurement* busbw = busbw_measurement(r);
   std::string figures, stopped;  // the repeats' figures; why repeating stopped early
   // Spaced repeats (docs/detection.md): a minute of a noisy host is gone, a slow link is not.
-  const bool waited = repeats > 0 && wait_before_repeats(ctx, Steady::now() - start, longest, stopped);
+  const bool waited =
+      repeats > 0 && wait_before_repeats(ctx, Steady::now() - start, longest, stopped);
   for (int k = 0; waited && k < repeats; ++k) {
     // Another run must fit in the check's limit with room for one 1.5x slower than the slowest
     // so far; else the runner would kill the check and every figure would be lost.

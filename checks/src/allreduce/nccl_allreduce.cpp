@@ -89,8 +89,9 @@ class NcclAllreduceCheck final : public Check {
       // The cause named, not hidden: a node whose NICs cannot reach GPU memory runs every job's
       // network traffic this slowly too, so it still fails, with the fix in the reason.
       r.fault_code = "VIGIL-NCCL-IB-NO-PEERMEM";
-      r.message += "; nvidia_peermem is not loaded, so GPUDirect RDMA works only if this site "
-                   "uses dma-buf (else NCCL stages through host memory): modprobe nvidia_peermem";
+      r.message +=
+          "; nvidia_peermem is not loaded, so GPUDirect RDMA works only if this site "
+          "uses dma-buf (else NCCL stages through host memory): modprobe nvidia_peermem";
     }
     return r;
   }

@@ -5,8 +5,9 @@
 
 namespace vigil {
 
-Measurement& add_measurement(CheckResult& r, const CheckContext& ctx, std::string name, double value,
-                             std::string unit, std::optional<int> gpu, std::optional<std::string> port) {
+Measurement& add_measurement(CheckResult& r, const CheckContext& ctx, std::string name,
+                             double value, std::string unit, std::optional<int> gpu,
+                             std::optional<std::string> port) {
   Measurement m;
   if (const Threshold* t = ctx.threshold(r.check, name)) m.threshold = *t;
   m.name = std::move(name);
@@ -33,7 +34,8 @@ void finalize(CheckResult& r, std::string_view fault_prefix) {
   if (r.status == Status::kPass || !culprit) return;
   if (r.message.empty()) {
     // Same compact figure the Slurm reason uses, e.g. "gpu3 hbm_bandwidth 1500<1905GB/s".
-    r.message = culprit->threshold ? measurement_figure(*culprit) : std::string(to_string(r.status));
+    r.message =
+        culprit->threshold ? measurement_figure(*culprit) : std::string(to_string(r.status));
   }
   if (r.fault_code.empty()) {
     std::string code(fault_prefix);
@@ -42,7 +44,6 @@ void finalize(CheckResult& r, std::string_view fault_prefix) {
     r.fault_code = code;
   }
 }
-
 
 CheckResult skipped(std::string_view check, std::string why) {
   CheckResult r;
@@ -53,7 +54,8 @@ CheckResult skipped(std::string_view check, std::string why) {
 }
 
 bool another_run_fits(std::chrono::steady_clock::duration elapsed,
-                      std::chrono::steady_clock::duration longest, std::chrono::milliseconds limit) {
+                      std::chrono::steady_clock::duration longest,
+                      std::chrono::milliseconds limit) {
   return limit.count() <= 0 || elapsed + longest * 3 / 2 <= limit;
 }
 
@@ -68,10 +70,11 @@ bool wait_before_repeats(const CheckContext& ctx, std::chrono::steady_clock::dur
                          std::chrono::steady_clock::duration longest, std::string& note) {
   if (ctx.repeat_spacing.count() <= 0) return true;
   if (!another_run_fits(elapsed + ctx.repeat_spacing, longest, ctx.time_limit)) {
-    note = "repeats not run: waiting " + std::to_string(ctx.repeat_spacing.count()) +
-           " s first would pass the check's " +
-           std::to_string(std::chrono::duration_cast<std::chrono::seconds>(ctx.time_limit).count()) +
-           " s limit";
+    note =
+        "repeats not run: waiting " + std::to_string(ctx.repeat_spacing.count()) +
+        " s first would pass the check's " +
+        std::to_string(std::chrono::duration_cast<std::chrono::seconds>(ctx.time_limit).count()) +
+        " s limit";
     return false;
   }
   std::this_thread::sleep_for(ctx.repeat_spacing);

@@ -19,7 +19,8 @@ CudaDriverProbe probe_cuda_driver(const std::string& library) {
         if (!init || !count) return "EcuInit/cuDeviceGetCount not exported by " + library;
         if (int rc = init(0); rc != 0) return "EcuInit failed with CUresult " + std::to_string(rc);
         int n = 0;
-        if (int rc = count(&n); rc != 0) return "EcuDeviceGetCount failed with CUresult " + std::to_string(rc);
+        if (int rc = count(&n); rc != 0)
+          return "EcuDeviceGetCount failed with CUresult " + std::to_string(rc);
         return "N" + std::to_string(n);
       },
       std::chrono::seconds(30));

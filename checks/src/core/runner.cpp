@@ -28,7 +28,8 @@ CheckResult run_guarded(Check& check, const CheckContext& ctx) {
   try {
     r = check.run(ctx);
   } catch (const std::exception& e) {
-    r = error(check.name(), std::string("check threw an exception: ") + e.what(), "VIGIL-CHECK-CRASH");
+    r = error(check.name(), std::string("check threw an exception: ") + e.what(),
+              "VIGIL-CHECK-CRASH");
   } catch (...) {
     r = error(check.name(), "check threw an unknown exception", "VIGIL-CHECK-CRASH");
   }
@@ -101,7 +102,8 @@ Result<std::string> run_in_child(const std::function<std::string(const ChildSend
   const auto deadline = t0 + timeout;
   char buf[65536];
   for (;;) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
     if (left <= 0) {
       timed_out = true;
       break;
@@ -127,7 +129,8 @@ Result<std::string> run_in_child(const std::function<std::string(const ChildSend
     int sig = WTERMSIG(wstatus);
     return Error{"crashed (signal " + std::to_string(sig) + ", " + strsignal(sig) + ")", "child"};
   }
-  if (WEXITSTATUS(wstatus) != 0) return Error{"exited " + std::to_string(WEXITSTATUS(wstatus)), "child"};
+  if (WEXITSTATUS(wstatus) != 0)
+    return Error{"exited " + std::to_string(WEXITSTATUS(wstatus)), "child"};
   return data;
 }
 
@@ -147,11 +150,13 @@ CheckResult run_isolated(Check& check, const CheckContext& ctx,
               why.rfind("timed out", 0) == 0 ? "VIGIL-CHECK-TIMEOUT" : "VIGIL-CHECK-CRASH");
   } else {
     auto j = nlohmann::json::parse(*out, nullptr, false);
-    auto parsed = j.is_discarded() ? Parsed<CheckResult>{std::nullopt, "not JSON"} : parse_check_result(j);
+    auto parsed =
+        j.is_discarded() ? Parsed<CheckResult>{std::nullopt, "not JSON"} : parse_check_result(j);
     if (parsed) {
       r = std::move(*parsed.value);
     } else {
-      r = error(check.name(), "check produced no valid result (" + parsed.error + ")", "VIGIL-CHECK-CRASH");
+      r = error(check.name(), "check produced no valid result (" + parsed.error + ")",
+                "VIGIL-CHECK-CRASH");
     }
   }
   r.check = std::string(check.name());
@@ -160,15 +165,16 @@ CheckResult run_isolated(Check& check, const CheckContext& ctx,
   return r;
 }
 
-std::vector<CheckResult> run_checks(std::vector<std::unique_ptr<Check>>& checks, const CheckContext& ctx,
-                                    const RunOptions& opts) {
+std::vector<CheckResult> run_checks(std::vector<std::unique_ptr<Check>>& checks,
+                                    const CheckContext& ctx, const RunOptions& opts) {
   auto listed = [](const std::vector<std::string>& list, std::string_view name) {
     return std::find(list.begin(), list.end(), name) != list.end();
   };
   std::vector<CheckResult> results;
   for (auto& check : checks) {
     if (!opts.only.empty() && !listed(opts.only, check->name())) continue;
-    if (check->min_suite() == Suite::kFull && ctx.suite == Suite::kQuick && opts.only.empty()) continue;
+    if (check->min_suite() == Suite::kFull && ctx.suite == Suite::kQuick && opts.only.empty())
+      continue;
     CheckResult r;
     if (listed(opts.exclude, check->name())) {
       r = skipped(check->name(), "excluded by --exclude");

@@ -1,5 +1,7 @@
 #include "vigil/checks/sku.h"
 
+#include <yaml-cpp/yaml.h>
+
 #include <algorithm>
 #include <cctype>
 #include <charconv>
@@ -7,9 +9,6 @@
 #include <filesystem>
 #include <set>
 #include <string_view>
-
-#include <yaml-cpp/yaml.h>
-
 
 namespace vigil {
 
@@ -48,7 +47,8 @@ class Walker {
     errors.push_back({file_, line, field, msg});
   }
 
-  bool only_keys(const YAML::Node& n, const std::string& field, const std::set<std::string>& allowed) {
+  bool only_keys(const YAML::Node& n, const std::string& field,
+                 const std::set<std::string>& allowed) {
     if (!n.IsMap()) {
       error(n, field, "must be a mapping");
       return false;
@@ -116,17 +116,18 @@ class Walker {
     return v;
   }
 
-  static std::string join(const std::string& a, const std::string& b) { return a.empty() ? b : a + "." + b; }
+  static std::string join(const std::string& a, const std::string& b) {
+    return a.empty() ? b : a + "." + b;
+  }
 
  private:
   std::string file_;
 };
 
-
 void parse_threshold(Walker& w, const YAML::Node& n, const std::string& field, SkuConfig& sku,
                      const std::string& check, const std::string& measurement) {
-  if (!w.only_keys(n, field, {"op", "fail", "warn", "unit", "unconfirmed", "calibrated",
-                                 "nccl_algorithm"}))
+  if (!w.only_keys(n, field,
+                   {"op", "fail", "warn", "unit", "unconfirmed", "calibrated", "nccl_algorithm"}))
     return;
   Threshold t;
   bool ok = true;
@@ -150,7 +151,10 @@ void parse_threshold(Walker& w, const YAML::Node& n, const std::string& field, S
     ok = false;
   }
   if (n["warn"]) {
-    if (auto v = w.number(n["warn"], field + ".warn")) t.warn = *v; else ok = false;
+    if (auto v = w.number(n["warn"], field + ".warn"))
+      t.warn = *v;
+    else
+      ok = false;
   }
   if (!n["unit"]) {
     w.error(n, field + ".unit", "missing (e.g. GB/s, Gb/s, count)");
@@ -185,11 +189,12 @@ void parse_threshold(Walker& w, const YAML::Node& n, const std::string& field, S
   }
   if (const YAML::Node a = n["nccl_algorithm"]) {
     // NCCL's algorithm names (src/init.cc ncclAlgoStr), as vigil-allreduce records them.
-    static const std::set<std::string> kAlgorithms = {"Tree", "Ring", "CollNetDirect",
-                                                      "CollNetChain", "NVLS", "NVLSTree", "PAT"};
+    static const std::set<std::string> kAlgorithms = {
+        "Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT"};
     const bool allreduce = measurement == "busbw" && check.find("allreduce") != std::string::npos;
     if (!allreduce) {
-      w.error(a, field + ".nccl_algorithm", "only an all_reduce check's busbw names an NCCL algorithm");
+      w.error(a, field + ".nccl_algorithm",
+              "only an all_reduce check's busbw names an NCCL algorithm");
       ok = false;
     } else if (auto s = w.string(a, field + ".nccl_algorithm"); s && kAlgorithms.count(*s)) {
       t.nccl_algorithm = *s;
@@ -214,38 +219,57 @@ void parse_threshold(Walker& w, const YAML::Node& n, const std::string& field, S
   sku.thresholds[check][measurement] = t;
 }
 
-void walk_sku(Walker& w, const YAML::Node& root, const std::set<std::string>& known, SkuConfig& sku) {
+void walk_sku(Walker& w, const YAML::Node& root, const std::set<std::string>& known,
+              SkuConfig& sku) {
   if (!w.only_keys(root, "", {"sku", "description", "match", "infiniband", "thresholds"})) return;
-  if (!root["sku"]) w.error(root, "sku", "missing (the SKU name, e.g. H100-SXM5-80GB)");
-  else if (auto s = w.string(root["sku"], "sku")) sku.name = *s;
+  if (!root["sku"])
+    w.error(root, "sku", "missing (the SKU name, e.g. H100-SXM5-80GB)");
+  else if (auto s = w.string(root["sku"], "sku"))
+    sku.name = *s;
   if (const YAML::Node d = root["description"]) {
-    if (d.IsScalar()) sku.description = d.as<std::string>();
-    else w.error(d, "description", "must be a string");
+    if (d.IsScalar())
+      sku.description = d.as<std::string>();
+    else
+      w.error(d, "description", "must be a string");
   }
 
   if (!root["match"]) {
     w.error(root, "match", "missing (gpu_names / pci_device_ids and gpu_count)");
-  } else if (const YAML::Node m = root["match"]; w.only_keys(m, "match", {"gpu_names", "pci_device_ids", "gpu_count"})) {
+  } else if (const YAML::Node m = root["match"];
+             w.only_keys(m, "match", {"gpu_names", "pci_device_ids", "gpu_count"})) {
     if (m["gpu_names"]) {
-      if (!m["gpu_names"].IsSequence()) w.error(m["gpu_names"], "match.gpu_names", "must be a list");
-      else for (const auto& n : m["gpu_names"]) if (auto s = w.string(n, "match.gpu_names")) sku.match.gpu_names.push_back(*s);
+      if (!m["gpu_names"].IsSequence())
+        w.error(m["gpu_names"], "match.gpu_names", "must be a list");
+      else
+        for (const auto& n : m["gpu_names"])
+          if (auto s = w.string(n, "match.gpu_names")) sku.match.gpu_names.push_back(*s);
     }
     if (m["pci_device_ids"]) {
-      if (!m["pci_device_ids"].IsSequence()) w.error(m["pci_device_ids"], "match.pci_device_ids", "must be a list");
-      else for (const auto& n : m["pci_device_ids"]) if (auto v = w.integer(n, "match.pci_device_ids", 0)) sku.match.pci_device_ids.push_back(static_cast<unsigned>(*v));
+      if (!m["pci_device_ids"].IsSequence())
+        w.error(m["pci_device_ids"], "match.pci_device_ids", "must be a list");
+      else
+        for (const auto& n : m["pci_device_ids"])
+          if (auto v = w.integer(n, "match.pci_device_ids", 0))
+            sku.match.pci_device_ids.push_back(static_cast<unsigned>(*v));
     }
     if (sku.match.gpu_names.empty() && sku.match.pci_device_ids.empty()) {
       w.error(m, "match", "needs gpu_names or pci_device_ids");
     }
-    if (!m["gpu_count"]) w.error(m, "match.gpu_count", "missing");
-    else if (auto v = w.integer(m["gpu_count"], "match.gpu_count", 1)) sku.match.gpu_count = static_cast<int>(*v);
+    if (!m["gpu_count"])
+      w.error(m, "match.gpu_count", "missing");
+    else if (auto v = w.integer(m["gpu_count"], "match.gpu_count", 1))
+      sku.match.gpu_count = static_cast<int>(*v);
   }
 
   if (root["infiniband"]) {
     const YAML::Node ib = root["infiniband"];
     if (w.only_keys(ib, "infiniband", {"ports", "rate_gbps"})) {
-      if (ib["ports"]) if (auto v = w.integer(ib["ports"], "infiniband.ports", 0)) sku.infiniband.ports = static_cast<int>(*v);
-      if (ib["rate_gbps"]) if (auto v = w.number(ib["rate_gbps"], "infiniband.rate_gbps")) sku.infiniband.rate_gbps = *v;
+      if (ib["ports"])
+        if (auto v = w.integer(ib["ports"], "infiniband.ports", 0))
+          sku.infiniband.ports = static_cast<int>(*v);
+      if (ib["rate_gbps"])
+        if (auto v = w.number(ib["rate_gbps"], "infiniband.rate_gbps"))
+          sku.infiniband.rate_gbps = *v;
       if (sku.infiniband.ports > 0 && sku.infiniband.rate_gbps <= 0) {
         w.error(ib, "infiniband.rate_gbps", "required and > 0 when ports > 0");
       }
@@ -285,7 +309,6 @@ void walk_sku(Walker& w, const YAML::Node& root, const std::set<std::string>& kn
   }
 }
 
-
 }  // namespace
 
 Loaded<SkuConfig> load_sku_file(const std::string& path, const std::set<std::string>& known) {
@@ -321,7 +344,8 @@ Loaded<SkuSet> load_sku_dir(const std::string& dir, const std::set<std::string>&
   std::vector<std::string> files;
   for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
     auto ext = e.path().extension().string();
-    if (e.is_regular_file() && (ext == ".yaml" || ext == ".yml")) files.push_back(e.path().string());
+    if (e.is_regular_file() && (ext == ".yaml" || ext == ".yml"))
+      files.push_back(e.path().string());
   }
   if (ec) {
     out.errors.push_back({dir, 0, "", "cannot read thresholds directory: " + ec.message()});
@@ -338,7 +362,8 @@ Loaded<SkuSet> load_sku_dir(const std::string& dir, const std::set<std::string>&
     out.errors.insert(out.errors.end(), one.errors.begin(), one.errors.end());
     if (!one.value) continue;
     if (const SkuConfig* prev = set.by_name(one.value->name)) {
-      out.errors.push_back({f, 0, "sku", "duplicate SKU '" + one.value->name + "' (also in " + prev->file + ")"});
+      out.errors.push_back(
+          {f, 0, "sku", "duplicate SKU '" + one.value->name + "' (also in " + prev->file + ")"});
       continue;
     }
     set.skus.push_back(std::move(*one.value));
@@ -362,13 +387,15 @@ bool same_name(std::string_view a, std::string_view b) {
   a = trim(a);
   b = trim(b);
   return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
          });
 }
 
 bool gpu_matches(const SkuMatch& m, const std::string& name, std::optional<unsigned> device_id) {
   if (device_id && *device_id != 0 && !m.pci_device_ids.empty()) {
-    return std::find(m.pci_device_ids.begin(), m.pci_device_ids.end(), *device_id) != m.pci_device_ids.end();
+    return std::find(m.pci_device_ids.begin(), m.pci_device_ids.end(), *device_id) !=
+           m.pci_device_ids.end();
   }
   return std::any_of(m.gpu_names.begin(), m.gpu_names.end(),
                      [&](const std::string& n) { return same_name(n, name); });
@@ -392,7 +419,8 @@ const SkuConfig* detect_sku(const SkuSet& set, const GpuInventory& inv) {
     // going unknown, and with files for a 4- and an 8-GPU board a 4-GPU node that lost one is
     // judged as the 4-GPU board.
     if (sku.match.gpu_count == seen) return &sku;
-    if (sku.match.gpu_count > seen && (!best || sku.match.gpu_count < best->match.gpu_count)) best = &sku;
+    if (sku.match.gpu_count > seen && (!best || sku.match.gpu_count < best->match.gpu_count))
+      best = &sku;
   }
   return best;
 }

@@ -24,11 +24,16 @@ XidClass classify_xid154(std::optional<unsigned> action) {
 
 std::string recovery_action_text(unsigned action) {
   switch (action) {
-    case 0: return "none";
-    case 1: return "gpu reset required";
-    case 2: return "node reboot required";
-    case 3: return "drain p2p";
-    case 4: return "drain and reset";
+    case 0:
+      return "none";
+    case 1:
+      return "gpu reset required";
+    case 2:
+      return "node reboot required";
+    case 3:
+      return "drain p2p";
+    case 4:
+      return "drain and reset";
     default: {
       char hex[16];
       std::snprintf(hex, sizeof hex, "0x%x", action);
@@ -44,7 +49,12 @@ bool cleared_by_gpu_reset(std::string_view item) {
   auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), xid);
   if (ec != std::errc()) return false;
   switch (xid) {
-    case 48: case 74: case 95: case 119: case 120: case 140:
+    case 48:
+    case 74:
+    case 95:
+    case 119:
+    case 120:
+    case 140:
       return true;
     case 154:
       return item.find("reset") != std::string_view::npos;

@@ -29,8 +29,7 @@ CudaLabels cuda_labels(const std::vector<std::string>& nvml_bus_ids,
     int found = -1;
     for (std::size_t n = 0; n < nvml_bus_ids.size() && !want.empty(); ++n)
       if (normal_bus_id(nvml_bus_ids[n]) == want) found = static_cast<int>(n);
-    if (found < 0 ||
-        std::find(out.label.begin(), out.label.end(), found) != out.label.end())
+    if (found < 0 || std::find(out.label.begin(), out.label.end(), found) != out.label.end())
       out.matched = false;
     out.label.push_back(found);
   }

@@ -8,10 +8,10 @@
 
 #include "core/counter_state.h"
 #include "cuda/cuda_driver.h"
-#include "vigil/report/drain_decision.h"
 #include "cuda/cuda_labels.h"
 #include "cuda/probe_result.h"
 #include "nvml/gpu_busy.h"
+#include "vigil/report/drain_decision.h"
 
 namespace vigil::cuda_probe {
 
@@ -69,12 +69,12 @@ CheckResult run_on_each_gpu(const CheckContext& ctx, std::string_view check,
 
   int count = 0;
   if (cudaError_t e = cudaGetDeviceCount(&count); e == cudaErrorSystemNotReady) {
-    // 802 (CUDA 13 driver_types.h:954: "the system is not yet ready to start any CUDA work ... verify the
-    // system configuration is in a valid state and all required driver daemons are actively
-    // running"). On an NVSwitch board (HGX H100/H200/B200) that is a Fabric Manager that is down
-    // or failed to train the fabric: no CUDA job can start on this node, so it is a finding of
-    // the node, not of Vigil (review F12). Not fatal: a node checked while Fabric Manager is still
-    // starting passes its next run, so the check's drain_after applies.
+    // 802 (CUDA 13 driver_types.h:954: "the system is not yet ready to start any CUDA work ...
+    // verify the system configuration is in a valid state and all required driver daemons are
+    // actively running"). On an NVSwitch board (HGX H100/H200/B200) that is a Fabric Manager that
+    // is down or failed to train the fabric: no CUDA job can start on this node, so it is a finding
+    // of the node, not of Vigil (review F12). Not fatal: a node checked while Fabric Manager is
+    // still starting passes its next run, so the check's drain_after applies.
     CheckResult r;
     r.check = std::string(check);
     // gpu_sanity and gpu_memtest are fatal checks (drain at once, drain_decision.h): a node

@@ -25,8 +25,8 @@ VoidResult measure_hbm(const CheckContext& ctx, int gpu, CheckResult& r) {
   VIGIL_CUDA_CHECK(cudaMemsetAsync(src.get(), 0x5A, plan.bytes, stream.get()));
 
   auto launch = [&]() -> VoidResult {
-    VIGIL_CUDA_CHECK(cudaMemcpyAsync(dst.get(), src.get(), plan.bytes, cudaMemcpyDeviceToDevice,
-                                     stream.get()));
+    VIGIL_CUDA_CHECK(
+        cudaMemcpyAsync(dst.get(), src.get(), plan.bytes, cudaMemcpyDeviceToDevice, stream.get()));
     return ok_result();
   };
   VIGIL_TRY(std::vector<double> seconds, time_batches(stream.get(), plan.timing, launch));

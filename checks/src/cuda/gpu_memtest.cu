@@ -118,8 +118,7 @@ VoidResult measure_memtest(const CheckContext& ctx, int gpu, CheckResult& r) {
   add_measurement(r, ctx, "memtest_coverage",
                   100.0 * static_cast<double>(region.second) / static_cast<double>(total_bytes),
                   "percent", gpu);
-  add_measurement(r, ctx, "memtest_tested",
-                  static_cast<double>(region.second / kMiB), "MiB", gpu);
+  add_measurement(r, ctx, "memtest_tested", static_cast<double>(region.second / kMiB), "MiB", gpu);
   return ok_result();
 }
 

@@ -40,7 +40,8 @@ class IbCountersCheck final : public Check {
 
   CheckResult run(const CheckContext& ctx) override {
     auto scan = ib::scan_ports(ctx.sysfs_root);
-    if (!scan) return error(kName, scan.error().to_string(), std::string(ib::kFaultSysfsUnreadable));
+    if (!scan)
+      return error(kName, scan.error().to_string(), std::string(ib::kFaultSysfsUnreadable));
     // Missing ports are ib_port's finding (VIGIL-IB-PORTS-MISSING); no need to report it twice.
     if (scan->ports.empty() && scan->errors.empty()) return skipped(kName, "no InfiniBand ports");
 
@@ -167,7 +168,6 @@ class IbCountersCheck final : public Check {
     ib::merge_read_errors(r, errors);
     return r;
   }
-
 };
 
 }  // namespace

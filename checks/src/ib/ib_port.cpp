@@ -60,7 +60,8 @@ class IbPortCheck final : public Check {
     const double want_rate = ctx.sku ? ctx.sku->infiniband.rate_gbps : 0;
 
     auto scan = ib::scan_ports(ctx.sysfs_root);
-    if (!scan) return error(kName, scan.error().to_string(), std::string(ib::kFaultSysfsUnreadable));
+    if (!scan)
+      return error(kName, scan.error().to_string(), std::string(ib::kFaultSysfsUnreadable));
 
     CheckResult r;
     r.check = std::string(kName);

@@ -15,8 +15,8 @@
 #include <string_view>
 #include <vector>
 
-#include "vigil/report/report.h"
 #include "vigil/base/result.h"
+#include "vigil/report/report.h"
 
 namespace vigil::ib {
 

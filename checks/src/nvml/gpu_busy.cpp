@@ -41,8 +41,6 @@ bool busy_by_utilization(const GpuActivity& a, const BusyRules& rules) {
   return lowest && *lowest > rules.max_idle_utilization_percent;
 }
 
-
-
 // "gpu3", "gpu0-7" (a contiguous run), "gpu1, gpu4".
 std::string gpus_text(const std::vector<int>& gpus) {
   if (gpus.size() == 1) return "gpu" + std::to_string(gpus[0]);
@@ -202,7 +200,8 @@ std::vector<GpuActivity> read_gpu_activity(const Session& s, const std::string& 
                                            const BusyRules& rules, const BusySampling& sampling) {
   std::vector<GpuActivity> out;
   for (int i = 0; i < s.count(); ++i) {
-    if (!s.gpus[i]) continue;  // no handle: the probe reports it, and scan_gpus_for_other_work notes it
+    if (!s.gpus[i])
+      continue;  // no handle: the probe reports it, and scan_gpus_for_other_work notes it
     GpuActivity a;
     a.gpu = i;
     read_processes(s, proc_root, a);
@@ -258,7 +257,8 @@ BusyScan scan_gpus_for_other_work(const CheckContext& ctx, const BusySampling& s
 std::vector<std::string> no_handle_unknowns(const Session& s) {
   std::vector<std::string> out;
   for (const auto& [g, rc] : s.no_handle) {
-    out.push_back("work on gpu" + std::to_string(g) + " unknown (no NVML handle: " + s.err(rc) + ")");
+    out.push_back("work on gpu" + std::to_string(g) + " unknown (no NVML handle: " + s.err(rc) +
+                  ")");
   }
   return out;
 }

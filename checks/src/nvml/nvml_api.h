@@ -105,7 +105,7 @@ struct nvmlGpuFabricInfo_t {
   unsigned char clusterUuid[16];  // NVML_GPU_FABRIC_UUID_LEN
   nvmlReturn_t status;            // the probe's error; only meaningful once state is COMPLETED
   unsigned int cliqueId;
-  unsigned char state;            // NVML_GPU_FABRIC_STATE_*
+  unsigned char state;  // NVML_GPU_FABRIC_STATE_*
 };
 // nvmlGpuFabricInfo_v2_t: version first, healthMask last (nvmlDeviceGetGpuFabricInfoV).
 struct nvmlGpuFabricInfo_v2_t {
@@ -144,7 +144,7 @@ struct nvmlFieldValue_t {
   unsigned int scopeId;
   long long timestamp;
   long long latencyUsec;
-  int valueType;  // nvmlValueType_t
+  int valueType;            // nvmlValueType_t
   nvmlReturn_t nvmlReturn;  // per field: value is undefined unless NVML_SUCCESS
   nvmlValue_t value;
 };
@@ -234,7 +234,7 @@ inline constexpr unsigned kNvmlGpuFabricHealthShiftAccessTimeoutRecovery = 6;
 inline constexpr unsigned kNvmlGpuFabricHealthShiftIncorrectConfiguration = 8;
 inline constexpr unsigned kNvmlGpuFabricHealthWidthTwoBit = 0x3;
 inline constexpr unsigned kNvmlGpuFabricHealthWidthIncorrectConfiguration = 0xf;
-inline constexpr unsigned kNvmlGpuFabricHealthTrue = 1;  // NVML_GPU_FABRIC_HEALTH_MASK_*_TRUE
+inline constexpr unsigned kNvmlGpuFabricHealthTrue = 1;        // NVML_GPU_FABRIC_HEALTH_MASK_*_TRUE
 inline constexpr unsigned kNvmlGpuFabricHealthConfigNone = 1;  // ..._INCORRECT_CONFIGURATION_NONE
 
 // NVML_FI_DEV_GET_GPU_RECOVERY_ACTION: the action the driver says this GPU needs, as

@@ -103,7 +103,6 @@ std::vector<std::string> mask_problems(unsigned mask, bool& fail) {
   return out;
 }
 
-
 // One read of a GPU's fabric info: the v3 struct, v2 when the driver answers a version mismatch
 // or NOT_SUPPORTED for v3 (a driver that knows v2 only may answer either), the unversioned call
 // when the versioned one is missing (R535).
@@ -213,7 +212,8 @@ class NvmlFabricCheck final : public NvmlCheck {
       bool mask_fail = false;
       const std::vector<std::string> problems =
           f.has_mask ? mask_problems(info.healthMask, mask_fail) : std::vector<std::string>{};
-      const std::string detail = problems.empty() ? "" : " (" + short_list(problems, problems.size()) + ")";
+      const std::string detail =
+          problems.empty() ? "" : " (" + short_list(problems, problems.size()) + ")";
       if (f.has_summary && info.healthSummary != kNvmlGpuFabricHealthSummaryNotSupported) {
         add_measurement(r, ctx, "fabric_health_summary", info.healthSummary, "enum", g);
         if (info.healthSummary == kNvmlGpuFabricHealthSummaryUnhealthy) {
@@ -222,8 +222,7 @@ class NvmlFabricCheck final : public NvmlCheck {
           finding(Status::kWarn, gs + " NVLink fabric at limited capacity" + detail,
                   kFaultFabricDegraded);
         } else if (!problems.empty()) {
-          finding(Status::kWarn, gs + " NVLink fabric healthy with" + detail,
-                  kFaultFabricDegraded);
+          finding(Status::kWarn, gs + " NVLink fabric healthy with" + detail, kFaultFabricDegraded);
         }
       } else if (!problems.empty()) {
         finding(mask_fail ? Status::kFail : Status::kWarn, gs + " NVLink fabric" + detail,
@@ -246,28 +245,39 @@ std::optional<unsigned long long> field_value(const nvmlFieldValue_t& fv) {
       if (!(d >= 0) || d != std::floor(d) || d > 1e18) return std::nullopt;
       return static_cast<unsigned long long>(d);
     }
-    case kNvmlValueTypeUnsignedInt: return fv.value.uiVal;
-    case kNvmlValueTypeUnsignedLong: return fv.value.ulVal;
-    case kNvmlValueTypeUnsignedLongLong: return fv.value.ullVal;
+    case kNvmlValueTypeUnsignedInt:
+      return fv.value.uiVal;
+    case kNvmlValueTypeUnsignedLong:
+      return fv.value.ulVal;
+    case kNvmlValueTypeUnsignedLongLong:
+      return fv.value.ullVal;
     case kNvmlValueTypeSignedLongLong:
       if (fv.value.sllVal < 0) return std::nullopt;
       return static_cast<unsigned long long>(fv.value.sllVal);
     case kNvmlValueTypeSignedInt:
       if (fv.value.siVal < 0) return std::nullopt;
       return static_cast<unsigned long long>(fv.value.siVal);
-    case kNvmlValueTypeUnsignedShort: return fv.value.usVal;
-    default: return std::nullopt;
+    case kNvmlValueTypeUnsignedShort:
+      return fv.value.usVal;
+    default:
+      return std::nullopt;
   }
 }
 
 std::string recovery_action_name(unsigned long long a) {
   switch (a) {
-    case kNvmlGpuRecoveryActionGpuReset: return "GPU reset";
-    case kNvmlGpuRecoveryActionNodeReboot: return "node reboot";
-    case kNvmlGpuRecoveryActionDrainP2p: return "drain P2P";
-    case kNvmlGpuRecoveryActionDrainAndReset: return "drain P2P and GPU reset";
-    case kNvmlGpuRecoveryActionRecoverImexDomain: return "recover the IMEX domain";
-    default: return "action " + std::to_string(a);
+    case kNvmlGpuRecoveryActionGpuReset:
+      return "GPU reset";
+    case kNvmlGpuRecoveryActionNodeReboot:
+      return "node reboot";
+    case kNvmlGpuRecoveryActionDrainP2p:
+      return "drain P2P";
+    case kNvmlGpuRecoveryActionDrainAndReset:
+      return "drain P2P and GPU reset";
+    case kNvmlGpuRecoveryActionRecoverImexDomain:
+      return "recover the IMEX domain";
+    default:
+      return "action " + std::to_string(a);
   }
 }
 

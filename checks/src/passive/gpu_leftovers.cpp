@@ -55,8 +55,8 @@ class GpuLeftoversCheck final : public Check {
 
     CheckResult r;
     r.check = std::string(name());
-    r.measurements.push_back(count_measurement("leftover_processes_of_this_job",
-                                               static_cast<double>(v.ours.size())));
+    r.measurements.push_back(
+        count_measurement("leftover_processes_of_this_job", static_cast<double>(v.ours.size())));
     std::vector<std::string> unknowns = activity_unknowns(second);
     // A GPU without a handle was not looked at: "no process left" would be a claim about it.
     const std::vector<std::string> blind = no_handle_unknowns(*session);

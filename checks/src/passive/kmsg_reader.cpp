@@ -1,11 +1,10 @@
 #include "kmsg_reader.h"
 
-#include <cctype>
-
 #include <fcntl.h>
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
@@ -129,10 +128,13 @@ std::string cursor_path(const std::string& state_dir, const std::string& node) {
 Result<ResetCleared> clear_after_gpu_reset(const std::string& path, std::string device) {
   for (char& c : device) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (device.size() == 16 && device.rfind("0000", 0) == 0) device.erase(0, 4);  // nvidia-smi
-  if (device.size() == 12 && device[10] == '.') device.resize(10);  // "0000:18:00.0"
+  if (device.size() == 12 && device[10] == '.') device.resize(10);              // "0000:18:00.0"
   if (device.size() != 10 || device[4] != ':' || device[7] != ':')
-    return Error{"expected a PCI bus id like 0000:18:00, 0000:18:00.0 or nvidia-smi's "
-                 "00000000:18:00.0, got '" + device + "'", "--gpu"};
+    return Error{
+        "expected a PCI bus id like 0000:18:00, 0000:18:00.0 or nvidia-smi's "
+        "00000000:18:00.0, got '" +
+            device + "'",
+        "--gpu"};
   auto lock = CursorLock::acquire(path);
   if (!lock) return lock.error();
   auto cursor = load_cursor(path);

@@ -95,7 +95,8 @@ class KmsgXidCheck final : public Check {
       if (x->xid == 154) {  // judged by the recovery action its text states
         const std::optional<unsigned> action = xid154_recovery_action(x->detail);
         cls = classify_xid154(action);
-        item += " (" + (action ? recovery_action_text(*action) : std::string("action unread")) + ")";
+        item +=
+            " (" + (action ? recovery_action_text(*action) : std::string("action unread")) + ")";
       }
       switch (cls) {
         case XidClass::kFatal:
@@ -123,10 +124,14 @@ class KmsgXidCheck final : public Check {
     fatal.name = "xid_fatal_this_boot";
     fatal.value = static_cast<double>(cursor.fatal.size());
     fatal.unit = "count";
-    fatal.threshold = Threshold{Op::kLe, 0, std::nullopt, "count",
+    fatal.threshold = Threshold{Op::kLe,
+                                0,
+                                std::nullopt,
+                                "count",
                                 std::string("built-in: fatal XIDs ") + kFatalXidList +
                                     ", and 154 stating a reset or reboot",
-                                false, {}};
+                                false,
+                                {}};
     int warn_n = 0, other_n = 0;
     for (const auto& [k, n] : warn_seen) warn_n += n;
     for (const auto& [k, n] : other_seen) other_n += n;

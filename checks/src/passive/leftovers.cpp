@@ -52,9 +52,10 @@ Verdict judge(const std::vector<nvml::GpuActivity>& first,
       const bool job_gpu = !rules.job_gpus || contains(*rules.job_gpus, a.gpu);
       // /proc/PID/comm holds at most 15 characters (TASK_COMM_LEN 16): nvidia-cuda-mps-server
       // reads "nvidia-cuda-mps", so names are compared as comm shows them.
-      const bool resident = std::any_of(
-          rules.residents.begin(), rules.residents.end(),
-          [&](const std::string& r) { return !r.empty() && r.substr(0, 15) == p.name.substr(0, 15); });
+      const bool resident =
+          std::any_of(rules.residents.begin(), rules.residents.end(), [&](const std::string& r) {
+            return !r.empty() && r.substr(0, 15) == p.name.substr(0, 15);
+          });
       if (resident) {
         v.ignored.push_back(text + " (resident)");
         continue;

@@ -74,7 +74,7 @@ PassiveRun run_passive_suite(const CheckContext& ctx, const SkuSet* skus,
   while (std::getline(lines, line)) {
     auto j = nlohmann::json::parse(line, nullptr, false);
     if (j.is_discarded() || !j.is_object()) continue;  // a line cut by the kill
-    if (!j.contains("check")) {  // the SKU line, sent after the driver attach
+    if (!j.contains("check")) {                        // the SKU line, sent after the driver attach
       const std::string name = j.value("sku", "");
       if (!name.empty() && skus) run.sku = skus->by_name(name);
       run.sku_note = j.value("note", "");

@@ -163,7 +163,8 @@ int supervise(pid_t pid, int out_fd, int err_fd, int in_fd, const LaunchOptions&
     for (int i = 0; i < n; ++i) {
       if (fds[i].revents == 0) continue;
       if (fds[i].fd == in_fd) {
-        const ssize_t w = write(in_fd, o.stdin_data.data() + written, o.stdin_data.size() - written);
+        const ssize_t w =
+            write(in_fd, o.stdin_data.data() + written, o.stdin_data.size() - written);
         if (w > 0) written += static_cast<std::size_t>(w);
         if ((w < 0 && errno != EAGAIN) || written == o.stdin_data.size()) close_fd(in_fd);
         continue;

@@ -61,7 +61,8 @@ std::optional<std::int64_t> parse_rfc3339(std::string_view s) {
     ++pos;
   } else if (pos < s.size() && (s[pos] == '+' || s[pos] == '-')) {
     int oh, om;
-    if (!digits(pos + 1, 2, oh) || pos + 3 >= s.size() || s[pos + 3] != ':' || !digits(pos + 4, 2, om)) {
+    if (!digits(pos + 1, 2, oh) || pos + 3 >= s.size() || s[pos + 3] != ':' ||
+        !digits(pos + 4, 2, om)) {
       return std::nullopt;
     }
     offset = (oh * 60 + om) * 60 * (s[pos] == '+' ? 1 : -1);

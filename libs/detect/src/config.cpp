@@ -1,10 +1,9 @@
 #include "vigil/detect/config.h"
 
 #include <cmath>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <stdexcept>
-
-#include <nlohmann/json.hpp>
 
 namespace vigil::detect {
 

@@ -1,8 +1,7 @@
 // DetectConfig <-> JSON. Every key optional (defaults fill the rest), unknown keys rejected,
 // every problem reported at once as "field: message".
-#include <set>
-
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "vigil/detect/config.h"
 

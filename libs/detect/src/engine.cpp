@@ -3,9 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <stdexcept>
-
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 
 #include "grade.h"
 #include "group_judge.h"

@@ -1,7 +1,6 @@
 // EngineState <-> JSON for the drainer's journal. Doubles are written with full precision
 // (nlohmann dumps 17 significant digits), so restore(snapshot()) is exact.
 #include <cmath>
-
 #include <nlohmann/json.hpp>
 
 #include "state.h"

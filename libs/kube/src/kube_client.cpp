@@ -110,7 +110,6 @@ bool is_dns_name(const std::string& s, size_t max_len, bool allow_dots) {
   return prev != '-' && prev != '.';
 }
 
-
 std::optional<int> parse_seconds(const std::string& s) {
   int v = 0;
   const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
@@ -482,8 +481,7 @@ class KubeClient final : public KubeApi {
     if (r.status == 0) {
       if (r.tls_failure) {
         return Error{"TLS verification of the API server " + cfg_.server + " failed (" +
-                         r.tls_failure->why +
-                         "); check the CA bundle (" +
+                         r.tls_failure->why + "); check the CA bundle (" +
                          (cfg_.ca_file.empty() ? "system default" : cfg_.ca_file) +
                          ") and the server address",
                      where};

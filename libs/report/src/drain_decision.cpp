@@ -4,16 +4,16 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
-#include <type_traits>
 #include <nlohmann/json.hpp>
+#include <type_traits>
 
 namespace vigil {
 
 const std::set<std::string>& default_fatal_checks() {
   static const std::set<std::string> kFatal = {
-      "gpu_count", "nvml_ecc",    "nvml_row_remap", "nvml_retired_pages", "nvml_xid",
-      "ib_port",   "gpu_memtest", "kmsg_xid",       "gpu_leftovers",      "gpu_sanity",
-      "nvml_fabric", "nvml_recovery"};
+      "gpu_count",     "nvml_ecc",   "nvml_row_remap", "nvml_retired_pages",
+      "nvml_xid",      "ib_port",    "gpu_memtest",    "kmsg_xid",
+      "gpu_leftovers", "gpu_sanity", "nvml_fabric",    "nvml_recovery"};
   return kFatal;
 }
 
@@ -61,7 +61,8 @@ std::optional<Error> take(const nlohmann::json& j, const char* key, const std::s
   } else if constexpr (std::is_same_v<T, std::string>) {
     ok = v.is_string();
   } else {  // std::set<std::string>
-    ok = v.is_array() && std::all_of(v.begin(), v.end(), [](const auto& e) { return e.is_string(); });
+    ok = v.is_array() &&
+         std::all_of(v.begin(), v.end(), [](const auto& e) { return e.is_string(); });
   }
   if (!ok) return Error{"wrong type or out of range", where + key};
   out = v.get<T>();

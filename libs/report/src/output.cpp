@@ -28,7 +28,8 @@ std::string render(const std::vector<std::vector<std::string>>& rows) {
 
 std::string upper(std::string_view s) {
   std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::toupper(c); });
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return std::toupper(c); });
   return out;
 }
 

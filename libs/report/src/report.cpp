@@ -5,15 +5,16 @@
 #include <cstdio>
 #include <ctime>
 #include <map>
-#include <set>
-
 #include <nlohmann/json.hpp>
+#include <set>
 
 namespace vigil {
 
 using nlohmann::json;
 
-Status Measurement::status() const { return threshold ? threshold->evaluate(value) : Status::kPass; }
+Status Measurement::status() const {
+  return threshold ? threshold->evaluate(value) : Status::kPass;
+}
 
 Status NodeReport::overall() const {
   if (checks.empty()) return Status::kError;  // a run that checked nothing proves nothing
@@ -43,8 +44,8 @@ json to_json(const Measurement& m) {
 json to_json(const CheckResult& r) {
   json ms = json::array();
   for (const auto& m : r.measurements) ms.push_back(to_json(m));
-  json j = {{"check", r.check},     {"status", std::string(to_string(r.status))},
-            {"measurements", ms},   {"message", r.message},
+  json j = {{"check", r.check},           {"status", std::string(to_string(r.status))},
+            {"measurements", ms},         {"message", r.message},
             {"fault_code", r.fault_code}, {"duration_s", r.duration_s}};
   if (!r.short_name.empty()) j["short_name"] = r.short_name;
   return j;
@@ -104,7 +105,8 @@ std::string need_string(const json& j, const std::string& path, const std::strin
   return s;
 }
 
-std::optional<std::string> opt_string(const json& j, const std::string& path, const std::string& key) {
+std::optional<std::string> opt_string(const json& j, const std::string& path,
+                                      const std::string& key) {
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return std::nullopt;
   if (!it->is_string()) fail_at(path + "/" + key, "must be a string");
@@ -143,7 +145,8 @@ Threshold parse_threshold(const json& j, const std::string& path, const std::str
     if (!it->is_boolean()) fail_at(path + "/unconfirmed", "must be true or false");
     t.unconfirmed = it->get<bool>();
   }
-  if (t.unit != unit) fail_at(path + "/unit", "'" + t.unit + "' differs from the measurement unit '" + unit + "'");
+  if (t.unit != unit)
+    fail_at(path + "/unit", "'" + t.unit + "' differs from the measurement unit '" + unit + "'");
   if (std::string why = t.validate(); !why.empty()) fail_at(path, why);
   return t;
 }
@@ -171,8 +174,8 @@ Measurement parse_measurement(const json& j, const std::string& path) {
   }
   if (auto it = j.find("repeats"); it != j.end()) {
     if (!it->is_array() || it->size() > kMaxRepeats)
-      fail_at(path + "/repeats", "must be an array of at most " + std::to_string(kMaxRepeats) +
-                                     " numbers");
+      fail_at(path + "/repeats",
+              "must be an array of at most " + std::to_string(kMaxRepeats) + " numbers");
     for (size_t i = 0; i < it->size(); ++i) {
       const std::string at = path + "/repeats/" + std::to_string(i);
       const json& v = (*it)[i];
@@ -186,8 +189,9 @@ Measurement parse_measurement(const json& j, const std::string& path) {
 }
 
 CheckResult parse_check(const json& j, const std::string& path) {
-  only_keys(j, path,
-            {"check", "short_name", "status", "measurements", "message", "fault_code", "duration_s"});
+  only_keys(
+      j, path,
+      {"check", "short_name", "status", "measurements", "message", "fault_code", "duration_s"});
   CheckResult r;
   r.check = need_string(j, path, "check");
   if (!name_chars_ok(r.check, "_")) fail_at(path + "/check", "must be snake_case [A-Za-z0-9_]");
@@ -227,7 +231,8 @@ NodeReport parse_report(const json& j, const std::string& path) {
   r.node = need_string(j, path, "node");
   if (auto why = node_name_problem(r.node)) fail_at(path + "/node", *why);
   r.k8s_node = opt_string(j, path, "k8s_node");
-  if (r.k8s_node && !name_chars_ok(*r.k8s_node, "._-")) fail_at(path + "/k8s_node", "not a valid node name");
+  if (r.k8s_node && !name_chars_ok(*r.k8s_node, "._-"))
+    fail_at(path + "/k8s_node", "not a valid node name");
   r.sku = need_string(j, path, "sku");
   r.job_id = opt_string(j, path, "job_id");
   r.context = opt_string(j, path, "context");
@@ -322,7 +327,8 @@ Parsed<std::vector<NodeReport>> parse_node_reports(std::string_view text) {
     std::vector<NodeReport> reports;
     if (j.is_array()) {
       if (j.empty()) fail_at("/", "empty batch");
-      for (size_t i = 0; i < j.size(); ++i) reports.push_back(parse_report(j[i], "/" + std::to_string(i)));
+      for (size_t i = 0; i < j.size(); ++i)
+        reports.push_back(parse_report(j[i], "/" + std::to_string(i)));
     } else {
       reports.push_back(parse_report(j, ""));
     }
@@ -362,7 +368,6 @@ std::string figure_of(const Measurement& m) {
   return out;
 }
 
-
 }  // namespace
 
 std::string measurement_figure(const Measurement& m) { return figure_of(m); }
@@ -374,7 +379,8 @@ std::string reason_detail(const CheckResult& r) {
   double worst_ratio = -1;
   for (const auto& m : r.measurements) {
     if (!m.threshold || m.status() != r.status || r.status == Status::kPass) continue;
-    double bound = m.status() == Status::kFail ? m.threshold->fail : m.threshold->warn.value_or(m.threshold->fail);
+    double bound = m.status() == Status::kFail ? m.threshold->fail
+                                               : m.threshold->warn.value_or(m.threshold->fail);
     double ratio = std::fabs(m.value - bound) / (std::fabs(bound) + 1.0);
     if (ratio > worst_ratio) {
       worst_ratio = ratio;

@@ -268,8 +268,7 @@ Result<PostOutcome> post_report(const NodeReport& report, const ReportClientOpti
   post_body(to_json(report).dump(), opts, opts.max_attempts, out);
   if (out.delivered) {
     if (opts.auth.mode == ReportAuthMode::kMunge && !opts.spool_dir.empty() &&
-        opts.resend_max_files > 0)
-    {
+        opts.resend_max_files > 0) {
       // Old spooled reports are only delivered: a verdict on stale evidence helps nobody and
       // costs the drainer a decision pass inside slurmd's time budget.
       ReportClientOptions resend = opts;

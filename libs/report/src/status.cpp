@@ -4,17 +4,23 @@ namespace vigil {
 
 std::string_view to_string(Status s) {
   switch (s) {
-    case Status::kPass: return "pass";
-    case Status::kWarn: return "warn";
-    case Status::kFail: return "fail";
-    case Status::kError: return "error";
-    case Status::kSkipped: return "skipped";
+    case Status::kPass:
+      return "pass";
+    case Status::kWarn:
+      return "warn";
+    case Status::kFail:
+      return "fail";
+    case Status::kError:
+      return "error";
+    case Status::kSkipped:
+      return "skipped";
   }
   return "error";
 }
 
 std::optional<Status> status_from_string(std::string_view s) {
-  for (Status st : {Status::kPass, Status::kWarn, Status::kFail, Status::kError, Status::kSkipped}) {
+  for (Status st :
+       {Status::kPass, Status::kWarn, Status::kFail, Status::kError, Status::kSkipped}) {
     if (to_string(st) == s) return st;
   }
   return std::nullopt;
@@ -25,10 +31,14 @@ namespace {
 int rank(Status s) {
   switch (s) {
     case Status::kPass:
-    case Status::kSkipped: return 0;
-    case Status::kWarn: return 1;
-    case Status::kError: return 2;
-    case Status::kFail: return 3;
+    case Status::kSkipped:
+      return 0;
+    case Status::kWarn:
+      return 1;
+    case Status::kError:
+      return 2;
+    case Status::kFail:
+      return 3;
   }
   return 2;
 }
@@ -43,10 +53,14 @@ Status combine(Status a, Status b) {
 int exit_code_for(Status overall) {
   switch (overall) {
     case Status::kPass:
-    case Status::kSkipped: return 0;
-    case Status::kFail: return 1;
-    case Status::kWarn: return 2;
-    case Status::kError: return 3;
+    case Status::kSkipped:
+      return 0;
+    case Status::kFail:
+      return 1;
+    case Status::kWarn:
+      return 2;
+    case Status::kError:
+      return 3;
   }
   return 3;
 }

@@ -15,7 +15,9 @@ std::optional<Op> op_from_string(std::string_view s) {
 }
 
 namespace {
-bool holds(Op op, double value, double bound) { return op == Op::kGe ? value >= bound : value <= bound; }
+bool holds(Op op, double value, double bound) {
+  return op == Op::kGe ? value >= bound : value <= bound;
+}
 
 std::string fmt(double v) {
   std::ostringstream os;
@@ -43,21 +45,21 @@ std::string Threshold::validate() const {
     if (!std::isfinite(*warn)) return "warn bound must be a finite number";
     // The warn band lies on the healthy side of fail.
     if (!holds(op, *warn, fail)) {
-      return "warn " + fmt(*warn) + " must be " + std::string(to_string(op)) + " fail " + fmt(fail) +
-             " for op " + std::string(to_string(op));
+      return "warn " + fmt(*warn) + " must be " + std::string(to_string(op)) + " fail " +
+             fmt(fail) + " for op " + std::string(to_string(op));
     }
   }
-  if (is_non_negative_unit(unit) && fail < 0) return "fail bound must not be negative for unit " + unit;
+  if (is_non_negative_unit(unit) && fail < 0)
+    return "fail bound must not be negative for unit " + unit;
   return "";
 }
 
 namespace {
 // "enum": a member of an NVML enumeration (a fabric state, a recovery action), named in the
 // check's message; added 2026-11-26 (older drainers reject it: upgrade the drainer first).
-constexpr std::array<std::string_view, 13> kUnits = {"GB/s", "Gb/s",  "TFLOP/s", "count",
-                                                     "bool", "celsius", "W",     "s",
-                                                     "gen",  "lanes", "MiB",     "percent",
-                                                     "enum"};
+constexpr std::array<std::string_view, 13> kUnits = {
+    "GB/s", "Gb/s", "TFLOP/s", "count", "bool",    "celsius", "W",
+    "s",    "gen",  "lanes",   "MiB",   "percent", "enum"};
 }  // namespace
 
 bool is_known_unit(std::string_view unit) {

@@ -54,7 +54,6 @@ Result<std::vector<SlurmNodeInfo>> SlurmApi::load_nodes_named(
   return all;
 }
 
-
 Error unknown_nodes_error(const KnownSplit& split, const std::string& unknown_list,
                           std::string where) {
   return Error{"node(s) " + abbreviate(unknown_list, split.unknown.size()) +

@@ -1,6 +1,4 @@
 // make_scontrol_api, nodes_from_scontrol, load_leaf_switches_scontrol: see scontrol.h.
-#include "vigil/slurm/scontrol.h"
-
 #include <cstdlib>
 #include <ctime>
 #include <regex>
@@ -10,6 +8,7 @@
 #include "topology_text.h"
 #include "vigil/base/process.h"
 #include "vigil/base/strings.h"
+#include "vigil/slurm/scontrol.h"
 
 namespace vigil::slurm {
 
@@ -51,7 +50,8 @@ void parse_state(const std::string& text, SlurmNodeInfo& n) {
   if (parts.empty()) return;
   std::string base = parts[0];
   // Suffix marks (scontrol/sinfo): * not responding, ~ powered off, # powering up, % powering
-  // down, ! pending power down, $ maintenance reservation, @ pending reboot, ^ rebooting, - planned.
+  // down, ! pending power down, $ maintenance reservation, @ pending reboot, ^ rebooting, -
+  // planned.
   while (!base.empty() && std::string("*~#%!$@^-").find(base.back()) != std::string::npos) {
     if (base.back() == '*') n.not_responding = true;
     base.pop_back();
@@ -117,9 +117,10 @@ class ScontrolApi final : public SlurmApi {
   // node. (The hook drains only nodes that are not DOWN, FAIL or MAINT.)
   VoidResult undrain(const std::vector<std::string>& nodes) override {
     if (auto ok = validate_names(nodes, "undrain"); !ok.ok()) return ok.error();
-    return Error{"the scontrol backend does not lift drains (vigil-check never does; the drainer "
-                 "uses libslurm or slurmrestd)",
-                 "undrain"};
+    return Error{
+        "the scontrol backend does not lift drains (vigil-check never does; the drainer "
+        "uses libslurm or slurmrestd)",
+        "undrain"};
   }
 
  private:
@@ -162,7 +163,8 @@ class ScontrolApi final : public SlurmApi {
       if (!r.ok()) return r.error();
     }
     if (!split.unknown.empty())
-      return unknown_nodes_error(split, comma_list(split.unknown), "scontrol update (" + what + ")");
+      return unknown_nodes_error(split, comma_list(split.unknown),
+                                 "scontrol update (" + what + ")");
     return ok_result();
   }
 
@@ -177,7 +179,8 @@ std::unique_ptr<SlurmApi> make_scontrol_api(const std::string& conf_path) {
 
 Result<std::vector<SlurmNodeInfo>> nodes_from_scontrol(const std::string& text) {
   // The reason runs to the bracket scontrol appends; fields may follow it in newer releases.
-  static const std::regex kReason(R"re( Reason=(.*) \[([^\]@ ]+)@(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)\])re");
+  static const std::regex kReason(
+      R"re( Reason=(.*) \[([^\]@ ]+)@(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)\])re");
   std::vector<SlurmNodeInfo> out;
   std::istringstream lines(text);
   int number = 0;
@@ -217,8 +220,8 @@ Result<std::map<std::string, std::string>> load_leaf_switches_scontrol(
     if (!r.ok()) return Error{r.error().message, kWhere};
     if (r->exit_code != 0 || r->timed_out)
       return Error{"`scontrol " + args[1] + " " + args[2] + "` failed (exit " +
-                       std::to_string(shell_status(*r)) + "): " +
-                       (r->timed_out ? "timed out" : tail_lines(r->err, 3)) +
+                       std::to_string(shell_status(*r)) +
+                       "): " + (r->timed_out ? "timed out" : tail_lines(r->err, 3)) +
                        " (is slurmctld running and reachable from this host?)",
                    kWhere};
     return r->out;

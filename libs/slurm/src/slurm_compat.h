@@ -6,14 +6,14 @@
 // Built and tested against: 22.05 (Debian bookworm) and 24.11 (Debian trixie, through
 // scripts/slurm-root.sh).
 #include <slurm/slurm.h>
-
-#include "topology_text.h"
 #include <slurm/slurm_errno.h>
 #include <slurm/slurm_version.h>
 
 #include <cerrno>
 #include <string>
 #include <vector>
+
+#include "topology_text.h"
 
 #if SLURM_VERSION_NUMBER < SLURM_VERSION_NUM(22, 5, 0)
 #error "Vigil's libslurm client needs Slurm 22.05 or newer (slurm_init(), docs/slurm-compat.md)"

@@ -5,9 +5,9 @@
 #include <cstdlib>
 #include <string>
 
-#include "scoped_env.h"
 #include "allreduce/allreduce_launch.h"
 #include "check_factories.h"
+#include "scoped_env.h"
 #include "vigil/checks/check.h"
 
 using namespace std::chrono_literals;

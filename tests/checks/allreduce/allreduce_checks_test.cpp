@@ -1,13 +1,12 @@
 // The all_reduce checks against a site's all_reduce_perf (stand-in printing genuine nccl-tests
 // logs), their applies() rules, and the command lines they build.
 #include <gtest/gtest.h>
-
-#include <filesystem>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -118,8 +117,7 @@ TEST(AllreduceChecks, a_site_nccl_conf_setting_turns_a_below_floor_figure_into_a
   EXPECT_EQ(r.status, vigil::Status::kWarn) << r.message;
   EXPECT_EQ(r.fault_code, "VIGIL-NCCL-SITE-TUNING");
   EXPECT_NE(r.message.find("NCCL_ALGO=Ring (/etc/nccl.conf)"), std::string::npos) << r.message;
-  EXPECT_NE(r.message.find("ignored the job's NCCL_NVLS_ENABLE=0"), std::string::npos)
-      << r.message;
+  EXPECT_NE(r.message.find("ignored the job's NCCL_NVLS_ENABLE=0"), std::string::npos) << r.message;
 }
 
 // Issue 22 item 4: the report says which algorithm NCCL chose; when it is not the one the floor
@@ -621,8 +619,7 @@ TEST(AllreduceRepeats, a_repeat_that_might_not_finish_inside_the_checks_limit_is
   ASSERT_NE(busbw_of(r), nullptr) << r.message;
   EXPECT_LE(s.calls(), 2) << r.message;
   EXPECT_EQ(busbw_of(r)->repeats.size(), static_cast<std::size_t>(s.calls() - 1));
-  EXPECT_NE(r.message.find(" of 3: another might pass the check's 3 s limit"),
-            std::string::npos)
+  EXPECT_NE(r.message.find(" of 3: another might pass the check's 3 s limit"), std::string::npos)
       << r.message;
   // Four runs (no guard) take >= 4 s; the guarded check ends near 2 s (up to the 3 s limit).
   EXPECT_LT(took, std::chrono::seconds(4)) << r.message;
@@ -656,8 +653,9 @@ TEST(AllreduceRepeats, spaced_repeats_wait_first_and_are_dropped_when_the_wait_d
   EXPECT_EQ(tight.calls(), 1);
   ASSERT_NE(busbw_of(r), nullptr);
   EXPECT_TRUE(busbw_of(r)->repeats.empty());
-  EXPECT_NE(r.message.find("repeats not run: waiting 120 s first would pass the check's 60 s limit"),
-            std::string::npos)
+  EXPECT_NE(
+      r.message.find("repeats not run: waiting 120 s first would pass the check's 60 s limit"),
+      std::string::npos)
       << r.message;
 }
 

@@ -61,11 +61,10 @@ TEST(FabricJob, a_node_without_a_measured_pair_is_an_error_naming_the_failed_run
 
 TEST(FabricJob, a_node_with_a_good_pair_and_a_failed_one_passes_and_names_the_failed_run) {
   // n10 must not pick up n1's failed pair.
-  FabricRoundsResult rounds =
-      rounds_of({"n1", "n2", "n3", "n10"}, {{"n1", "n2", 0, 40},
-                                            {"n3", "n10", 0, 40},
-                                            {"n1", "n3", 1, std::nullopt},
-                                            {"n2", "n10", 1, 41}});
+  FabricRoundsResult rounds = rounds_of({"n1", "n2", "n3", "n10"}, {{"n1", "n2", 0, 40},
+                                                                    {"n3", "n10", 0, 40},
+                                                                    {"n1", "n3", 1, std::nullopt},
+                                                                    {"n2", "n10", 1, 41}});
   rounds.pair_errors[2] = "mpirun: timed out";
   const auto r = fabric_job_results(rounds, {});
   EXPECT_EQ(r.at("n1").status, Status::kPass);

@@ -302,9 +302,9 @@ TEST_F(HookAct, a_drainer_reached_without_a_verdict_keeps_the_decision_and_the_h
   EXPECT_EQ(o.verdict, DrainVerdict::kUnknown);
   EXPECT_TRUE(o.held) << o.action;
   EXPECT_EQ(o.exit_code, 0);
-  EXPECT_EQ(o.action.rfind("not drained by the hook: vigil-drainer was reached but gave no verdict",
-                           0),
-            0u)
+  EXPECT_EQ(
+      o.action.rfind("not drained by the hook: vigil-drainer was reached but gave no verdict", 0),
+      0u)
       << o.action;
   EXPECT_EQ(drains(), 0);
 }
@@ -320,9 +320,7 @@ TEST_F(HookAct, drainer_down_its_last_open_breaker_or_an_unreadable_policy_holds
   EXPECT_EQ(o.exit_code, 0);
   EXPECT_EQ(o.action.rfind("drain held: vigil-drainer's circuit breaker was open", 0), 0u)
       << o.action;
-  {
-    std::ofstream(opts_.policy_cache) << "{\"dry_run\": ";
-  }
+  { std::ofstream(opts_.policy_cache) << "{\"dry_run\": "; }
   o = act(fatal_report("r2"), opts_);
   EXPECT_TRUE(o.held) << o.action;
   EXPECT_EQ(o.action.rfind("not drained by the hook: policy cache ", 0), 0u) << o.action;

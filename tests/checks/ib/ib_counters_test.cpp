@@ -61,7 +61,8 @@ TEST(ib_counters, first_run_records_a_baseline_with_zero_deltas) {
   EXPECT_EQ(j["schema_version"], 1);
   EXPECT_EQ(j["counters"]["mlx5_0/1 symbol_error"], 5);
   EXPECT_EQ(j["counters"]["mlx5_7/1 port_xmit_discards"], 0);
-  EXPECT_FALSE(j["counters"].contains("mlx5_8/1 symbol_error"));  // the Ethernet port is not tracked
+  EXPECT_FALSE(
+      j["counters"].contains("mlx5_8/1 symbol_error"));  // the Ethernet port is not tracked
 }
 
 TEST(ib_counters, climbing_symbol_errors_fail_on_the_second_run) {
@@ -158,7 +159,8 @@ TEST(ib_counters, a_malformed_state_file_is_replaced_by_a_new_baseline) {
   CheckResult r = run_counters(context(fixture("symbol_errors_after"), &sku, state.path()));
   EXPECT_EQ(r.status, Status::kPass) << r.message;
   EXPECT_EQ(r.message, "baseline recorded (previous state malformed)");
-  EXPECT_EQ(read_json(fs::path(state.path()) / "ib_counters.gpu-0.json")["counters"]["mlx5_0/1 symbol_error"],
+  EXPECT_EQ(read_json(fs::path(state.path()) /
+                      "ib_counters.gpu-0.json")["counters"]["mlx5_0/1 symbol_error"],
             125);
 }
 

@@ -300,7 +300,8 @@ using namespace ib_test;
 // The SKU files shipped in checks/thresholds also carry ib_port thresholds; the check's rules
 // (surplus ports, unreadable ports, no rate for down ports) must hold with them too.
 SkuConfig shipped_sku(const std::string& file) {
-  auto loaded = load_sku_file(std::string(VIGIL_SOURCE_DIR) + "/checks/thresholds/" + file, known_check_names());
+  auto loaded = load_sku_file(std::string(VIGIL_SOURCE_DIR) + "/checks/thresholds/" + file,
+                              known_check_names());
   std::string errors;
   for (const auto& e : loaded.errors) errors += e.to_string() + "\n";
   if (!loaded) ADD_FAILURE() << file << ": " << errors;

@@ -9,8 +9,8 @@
 #include <optional>
 #include <string>
 
-#include "temp_dir.h"
 #include "check_factories.h"
+#include "temp_dir.h"
 #include "vigil/checks/check.h"
 #include "vigil/checks/sku.h"
 

@@ -176,7 +176,8 @@ TEST_F(fake_nvml, a_gpu_without_a_handle_fails_and_the_others_are_still_checked)
     CheckResult r = run(make_nvml_ecc_check());
     EXPECT_EQ(r.status, Status::kFail) << code;
     EXPECT_NE(r.message.find("gpu6 unusable"), std::string::npos) << r.message;
-    EXPECT_NE(r.message.find("gpu2"), std::string::npos) << "the other GPUs are inspected: " << r.message;
+    EXPECT_NE(r.message.find("gpu2"), std::string::npos)
+        << "the other GPUs are inspected: " << r.message;
     r = run(make_gpu_count_check());
     EXPECT_EQ(r.status, Status::kFail) << code << " " << r.message;
     EXPECT_NE(r.message.find("gpu6 unusable"), std::string::npos) << r.message;
@@ -192,7 +193,8 @@ TEST_F(fake_nvml, a_handle_refused_for_permission_is_an_error_of_that_gpu_only) 
   CheckResult r = run(make_nvml_ecc_check());
   EXPECT_EQ(r.status, Status::kError) << r.message;
   EXPECT_NE(r.message.find("gpu6 nvmlDeviceGetHandleByIndex_v2: Insufficient Permissions"),
-            std::string::npos) << r.message;
+            std::string::npos)
+      << r.message;
   EXPECT_EQ(count(r, "volatile_uncorrected_ecc"), 7);
 }
 

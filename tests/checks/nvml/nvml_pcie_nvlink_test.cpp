@@ -116,7 +116,8 @@ TEST_F(nvml_nvlink, link_down_fails_under_a_sku_file_and_warns_without_one) {
   EXPECT_EQ(unknown.message, "gpu5 nvlink4 down");
   ASSERT_NE(find(unknown, "nvlink_links_down", 5), nullptr);
   EXPECT_TRUE(find(unknown, "nvlink_links_down", 5)->threshold->unconfirmed);
-  use_sku({{"nvml_nvlink", {{"nvlink_links_down", le(0, std::nullopt, "count")}}}});  // an NVSwitch board
+  use_sku({{"nvml_nvlink",
+            {{"nvlink_links_down", le(0, std::nullopt, "count")}}}});  // an NVSwitch board
   const CheckResult r = run(make_nvml_nvlink_check());
   EXPECT_EQ(r.status, Status::kFail);
   EXPECT_EQ(r.message, "gpu5 nvlink4 down");
@@ -126,7 +127,8 @@ TEST_F(nvml_nvlink, link_down_fails_under_a_sku_file_and_warns_without_one) {
 
 // nvml.h (CUDA 13.3) raised NVML_NVLINK_MAX_LINKS from 18 to 36; a link past 17 must be seen.
 TEST_F(nvml_nvlink, links_past_18_are_scanned) {
-  use_sku({{"nvml_nvlink", {{"nvlink_links_down", le(0, std::nullopt, "count")}}}});  // an NVSwitch board
+  use_sku({{"nvml_nvlink",
+            {{"nvlink_links_down", le(0, std::nullopt, "count")}}}});  // an NVSwitch board
   nlohmann::json j = load_fixture("healthy_8x_h100");
   j["gpus"][1]["nvlink"] = {{"link_count", 36}, {"down", {30}}};
   use_fixture_json(j);
@@ -195,7 +197,8 @@ TEST_F(nvml_nvlink, gpus_without_nvlink_are_skipped) {
 // Review F02: NVML reports every link of a MIG-enabled GPU as inactive (the fake does too, as
 // DCGM documents the driver's behaviour); those links are not judged, the others still are.
 TEST_F(nvml_nvlink, links_of_a_mig_enabled_gpu_are_not_judged_as_down) {
-  use_sku({{"nvml_nvlink", {{"nvlink_links_down", le(0, std::nullopt, "count")}}}});  // an NVSwitch board
+  use_sku({{"nvml_nvlink",
+            {{"nvlink_links_down", le(0, std::nullopt, "count")}}}});  // an NVSwitch board
   nlohmann::json j = load_fixture("healthy_8x_h100");
   j["gpus"][3]["mig"] = true;
   use_fixture_json(j);
@@ -238,7 +241,8 @@ TEST_F(nvml_nvlink, unsupported_error_counters_are_not_reported_as_zeros) {
 // A counter the driver cannot read (UNKNOWN) is an error of that query, but it must not hide
 // a link that is down on the same GPU (review F13's second half).
 TEST_F(nvml_nvlink, a_failed_counter_query_does_not_hide_a_down_link) {
-  use_sku({{"nvml_nvlink", {{"nvlink_links_down", le(0, std::nullopt, "count")}}}});  // an NVSwitch board
+  use_sku({{"nvml_nvlink",
+            {{"nvlink_links_down", le(0, std::nullopt, "count")}}}});  // an NVSwitch board
   use_state_dir();
   nlohmann::json j = load_fixture("healthy_8x_h100");
   j["gpus"][5]["nvlink"] = {{"down", {4}}};

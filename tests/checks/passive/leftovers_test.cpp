@@ -42,9 +42,9 @@ TEST(Leftovers, only_a_process_proven_this_jobs_by_its_cgroup_fails) {
               {5000, "0::/system.slice/slurmstepd.scope/job_78/step_0/user/task_0\n"},
               {6000, "0::/system.slice/nvidia-dcgm.service\n"}}};
   // The MPS server as /proc/PID/comm names it: cut to 15 characters by the kernel.
-  const auto reads = std::vector<nvml::GpuActivity>{
-      gpu(2, {{4242, "python"}}), gpu(3, {{5000, "python"}}), gpu(5, {{6000, "dcgm"}}),
-      gpu(1, {{7000, "nvidia-cuda-mps"}})};
+  const auto reads =
+      std::vector<nvml::GpuActivity>{gpu(2, {{4242, "python"}}), gpu(3, {{5000, "python"}}),
+                                     gpu(5, {{6000, "dcgm"}}), gpu(1, {{7000, "nvidia-cuda-mps"}})};
   const Verdict v = judge(reads, reads, rules, cg);
   ASSERT_EQ(v.ours.size(), 1u);
   EXPECT_EQ(v.ours[0], "gpu2 pid 4242 python 40 GiB");
@@ -72,8 +72,7 @@ TEST(Leftovers, a_process_in_no_job_cgroup_on_a_job_gpu_warns) {
 TEST(Leftovers, a_process_gone_by_the_second_read_was_tearing_down) {
   Rules rules{std::vector<int>{0}, "77", {}, {}};
   Cgroups cg{{{4242, "0::/slurm/job_77/step_0\n"}}};
-  const Verdict v =
-      judge({gpu(0, {{4242, "python"}})}, {gpu(0, {})}, rules, cg);
+  const Verdict v = judge({gpu(0, {{4242, "python"}})}, {gpu(0, {})}, rules, cg);
   EXPECT_TRUE(v.ours.empty());
   EXPECT_TRUE(v.unproven.empty());
   // A pid that appears only in the second read is new work, not a leftover either.

@@ -126,7 +126,7 @@ TEST_F(PassiveSuite, a_hung_nvml_call_is_cut_by_the_time_box_into_errors_never_f
   EXPECT_LT(took, 5.0);
   const CheckResult* count = find(r, "gpu_count");
   ASSERT_NE(count, nullptr);
-  EXPECT_EQ(count->status, Status::kPass);  // finished before the hang: kept
+  EXPECT_EQ(count->status, Status::kPass);                // finished before the hang: kept
   EXPECT_EQ(find(r, "kmsg_xid")->status, Status::kPass);  // runs before the driver attach
   for (const char* stopped : {"nvml_ecc", "nvml_row_remap", "ib_port"}) {
     const CheckResult* c = find(r, stopped);
@@ -142,9 +142,10 @@ TEST_F(PassiveSuite, a_hung_nvml_call_is_cut_by_the_time_box_into_errors_never_f
 // can block NVML from the first device query on. The fatal XID in the kernel log must still be
 // reported: kmsg_xid runs before the suite attaches to the driver, so the time box cannot take it.
 TEST_F(PassiveSuite, a_fatal_xid_is_reported_even_when_the_driver_blocks_every_query) {
-  ctx_.kmsg_path = dir_.write(
-      "kmsg", "3,7,100,-;NVRM: Xid (PCI:0000:18:00): 119, pid=1, name=python, Timeout after 6s "
-              "of waiting for RPC response from GPU0 GSP!\n");
+  ctx_.kmsg_path =
+      dir_.write("kmsg",
+                 "3,7,100,-;NVRM: Xid (PCI:0000:18:00): 119, pid=1, name=python, Timeout after 6s "
+                 "of waiting for RPC response from GPU0 GSP!\n");
   auto r = run(fixture({{"hang_calls", {"nvmlDeviceGetName", "nvmlDeviceGetPciInfo_v3"}}}), {},
                std::chrono::milliseconds(1500));
   ASSERT_FALSE(r.results.empty());

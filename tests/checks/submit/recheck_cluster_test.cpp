@@ -19,8 +19,8 @@
 #include <thread>
 #include <vector>
 
-#include "confirmed_thresholds.h"
 #include "background_process.h"
+#include "confirmed_thresholds.h"
 #include "local_slurm_cluster.h"
 #include "run_command.h"
 
@@ -111,9 +111,9 @@ class RecheckTest : public ::testing::Test {
              {"VIGIL_FAKE_NVML_LIB", VIGIL_FAKE_NVML_LIBRARY},
              {"VIGIL_FIXTURES_DIR", fixtures_},
              // Floors confirmed, as after calibration: these tests are about what a fail does.
-             {"VIGIL_THRESHOLDS",
-              vigil::testing::confirmed_thresholds(std::string(VIGIL_SOURCE_DIR) + "/checks/thresholds",
-                                            scratch_.path() + "/confirmed-thresholds")},
+             {"VIGIL_THRESHOLDS", vigil::testing::confirmed_thresholds(
+                                      std::string(VIGIL_SOURCE_DIR) + "/checks/thresholds",
+                                      scratch_.path() + "/confirmed-thresholds")},
              {"VIGIL_STATE_DIR", scratch_.path() + "/node-state/%n"},
              {"VIGIL_SPOOL_DIR", scratch_.path() + "/spool"},
              {"VIGIL_REPORT_URL", "http://127.0.0.1:" + std::to_string(port_) + "/v1/reports"},

@@ -18,13 +18,13 @@ enum class Suite { kQuick, kFull };
 
 // Everything a check may read. Every hardware/OS boundary is injectable for tests.
 struct CheckContext {
-  std::string node;                      // Slurm node name (SLURMD_NODENAME or hostname)
+  std::string node;  // Slurm node name (SLURMD_NODENAME or hostname)
   Suite suite = Suite::kQuick;
-  const SkuConfig* sku = nullptr;        // nullptr: unknown SKU
+  const SkuConfig* sku = nullptr;                  // nullptr: unknown SKU
   std::string nvml_library = "libnvidia-ml.so.1";  // dlopen()ed; tests point it at the fake
-  std::string sysfs_root = "/";          // InfiniBand sysfs is read below this root
-  std::string proc_root = "/proc";       // <pid>/comm names processes found on a busy GPU
-  std::string kmsg_path = "/dev/kmsg";   // kernel log kmsg_xid reads (tests: a plain file)
+  std::string sysfs_root = "/";                    // InfiniBand sysfs is read below this root
+  std::string proc_root = "/proc";                 // <pid>/comm names processes found on a busy GPU
+  std::string kmsg_path = "/dev/kmsg";  // kernel log kmsg_xid reads (tests: a plain file)
   // NVML indices of the GPUs the job that just ended had (SLURM_JOB_GPUS in an epilog);
   // nullopt when unknown. gpu_leftovers judges only these.
   std::optional<std::vector<int>> job_gpus;
@@ -39,16 +39,16 @@ struct CheckContext {
   std::chrono::seconds fabric_grace{600};
   // ... and is read once more this long later before that fail (a re-registration under way).
   std::chrono::milliseconds fabric_recheck{3000};
-  std::string state_dir;                 // previous readings for delta counters; empty = none
-  std::string allreduce_binary;          // vigil-allreduce or nccl-tests all_reduce_perf
+  std::string state_dir;         // previous readings for delta counters; empty = none
+  std::string allreduce_binary;  // vigil-allreduce or nccl-tests all_reduce_perf
   std::string mpirun = "mpirun";
   std::chrono::milliseconds xid_wait{2000};  // how long nvml_xid listens for events
-  bool has_gpu_runtime = false;          // set by the runner: CUDA built in and a device seen
-  int gpu_count = -1;                    // GPUs seen by NVML, -1 if NVML unavailable
+  bool has_gpu_runtime = false;              // set by the runner: CUDA built in and a device seen
+  int gpu_count = -1;                        // GPUs seen by NVML, -1 if NVML unavailable
   // Fabric jobs (`vigil-check fabric`): the allocation's nodes, MPI ranks across them, backend.
   std::vector<std::string> fabric_nodes;
   int fabric_ranks = 0;
-  std::string fabric_backend = "nccl";   // nccl | host (CPU-only test clusters)
+  std::string fabric_backend = "nccl";  // nccl | host (CPU-only test clusters)
   // Set by the runner: how long this check may take before it is killed (its timeout(), or less
   // when the run's time box has less left); 0 = no limit. Repeats that would not fit skip.
   std::chrono::milliseconds time_limit{0};
@@ -95,7 +95,6 @@ Measurement& add_measurement(CheckResult& r, const CheckContext& ctx, std::strin
 // Sets r.status from its measurements (worst of them) unless already error/skipped, and fills
 // r.message / r.fault_code for the worst failing measurement when the check left them empty.
 void finalize(CheckResult& r, std::string_view fault_prefix);
-
 
 // Confirmation repeats inside one check (CUDA probes, all_reduce): does another run fit in the
 // check's time limit, with room for one 1.5x slower than the slowest so far? Past the limit the

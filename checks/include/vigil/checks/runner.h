@@ -13,7 +13,7 @@
 namespace vigil {
 
 struct RunOptions {
-  bool isolate = true;  // fork per check (false: run in-process, for unit tests)
+  bool isolate = true;               // fork per check (false: run in-process, for unit tests)
   std::vector<std::string> only;     // run only these checks (others are left out of the report)
   std::vector<std::string> exclude;  // reported as skipped "excluded by --exclude"
   std::function<void(const CheckResult&)> on_result;  // progress callback, may be empty

@@ -13,9 +13,9 @@
 namespace vigil {
 
 struct SkuMatch {
-  std::vector<std::string> gpu_names;        // full nvmlDeviceGetName names, e.g. "NVIDIA H100 80GB HBM3"
-  std::vector<unsigned> pci_device_ids;      // PCI device id (upper 16 bits of pciDeviceId)
-  int gpu_count = 0;                         // GPUs per node
+  std::vector<std::string> gpu_names;  // full nvmlDeviceGetName names, e.g. "NVIDIA H100 80GB HBM3"
+  std::vector<unsigned> pci_device_ids;  // PCI device id (upper 16 bits of pciDeviceId)
+  int gpu_count = 0;                     // GPUs per node
 };
 
 struct InfinibandSpec {

@@ -5,10 +5,9 @@
 // without a drainer; the figures come from a running service (GET /v1/calibration/{sku}) or the
 // state dir.
 #include <cstddef>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "vigil/base/result.h"
 #include "vigil/detect/config.h"
@@ -32,10 +31,10 @@ struct CalibrationLine {
 };
 
 struct CalibrationPlan {
-  std::string text;                    // the file with every proposal applied
+  std::string text;  // the file with every proposal applied
   std::vector<CalibrationLine> changes;
-  std::vector<std::string> notes;      // per figure: what was proposed, or why not
-  std::string diff;                    // unified diff (zero context) of the changes
+  std::vector<std::string> notes;  // per figure: what was proposed, or why not
+  std::string diff;                // unified diff (zero context) of the changes
 };
 
 // Rewrites the `>=` bounds of `sku_text` (a thresholds file; `file` names it in the diff) for

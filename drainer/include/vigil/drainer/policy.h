@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "vigil/base/clock.h"
-#include "vigil/report/report.h"
 #include "vigil/drainer/config.h"
+#include "vigil/report/report.h"
 #include "vigil/slurm/slurm_api.h"
 
 namespace vigil::drainer {
@@ -107,8 +107,8 @@ class PolicyEngine {
   // node's partition (or SKU when the partition is unknown), for the breaker's percent cap.
   // unknown_to_slurm: Slurm's view was read and has no such node (a name mismatch): such a
   // node is never drained, so its reports cannot count towards the breaker.
-  Decision on_report(const NodeState* prev, const NodeReport& report, const slurm::SlurmNodeInfo* slurm,
-                     const BreakerState& breaker, int group_size,
+  Decision on_report(const NodeState* prev, const NodeReport& report,
+                     const slurm::SlurmNodeInfo* slurm, const BreakerState& breaker, int group_size,
                      bool unknown_to_slurm = false) const;
   // Staleness sweep: the new state when the node just became stale, else nullopt.
   std::optional<NodeState> on_tick(const NodeState& s) const;

@@ -13,7 +13,6 @@
 
 namespace vigil::submit {
 
-
 struct SubmitOptions {
   std::string job_script = "/etc/vigil/vigil-check.sbatch";  // sbatch script (cronjobs/)
   std::string run_id;                                        // --comment=vigil:<run_id>
@@ -65,8 +64,7 @@ struct SubmitPlan {
 // Why a node may not get a check now; empty when it may. Order matters: a node that is both
 // DOWN and drained reports DOWN (nothing can run on it, not even srun -Z).
 std::string skip_reason(const slurm::SlurmNodeInfo& node,
-                        const std::vector<slurm::SlurmJobInfo>& jobs,
-                        const SubmitOptions& options);
+                        const std::vector<slurm::SlurmJobInfo>& jobs, const SubmitOptions& options);
 
 // True for a node Vigil drained for the fabric (reason `vigil: fabric-ib ...`): its re-check is
 // a pair test against a known-good partner (docs/fabric.md "Fabric re-check").

@@ -38,7 +38,8 @@ std::optional<TlsVerifyFailure> tls_verify_failure(const Client& client, ErrorT 
 #pragma GCC diagnostic pop
   }
   if (!result) return TlsVerifyFailure{false, "certificate verification failed"};
-  if (*result == X509_V_OK) return TlsVerifyFailure{true, "the certificate does not name this host"};
+  if (*result == X509_V_OK)
+    return TlsVerifyFailure{true, "the certificate does not name this host"};
   return TlsVerifyFailure{false, X509_verify_cert_error_string(*result)};
 }
 

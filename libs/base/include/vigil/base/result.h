@@ -16,7 +16,7 @@ struct Error {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  Result(T value) : v_(std::move(value)) {}      // NOLINT(google-explicit-constructor)
   Result(Error error) : v_(std::move(error)) {}  // NOLINT(google-explicit-constructor)
 
   bool ok() const { return v_.index() == 0; }
@@ -42,12 +42,12 @@ inline VoidResult ok_result() { return std::monostate{}; }
 // function with `where` filled in when empty, else binds the value.
 #define VIGIL_CONCAT_INNER(a, b) a##b
 #define VIGIL_CONCAT(a, b) VIGIL_CONCAT_INNER(a, b)
-#define VIGIL_TRY_IMPL(tmp, decl, expr)              \
-  auto tmp = (expr);                                 \
-  if (!tmp.ok()) {                                   \
-    ::vigil::Error vigil_err_ = tmp.error();         \
+#define VIGIL_TRY_IMPL(tmp, decl, expr)                     \
+  auto tmp = (expr);                                        \
+  if (!tmp.ok()) {                                          \
+    ::vigil::Error vigil_err_ = tmp.error();                \
     if (vigil_err_.where.empty()) vigil_err_.where = #expr; \
-    return vigil_err_;                               \
-  }                                                  \
+    return vigil_err_;                                      \
+  }                                                         \
   decl = std::move(tmp).value()
 #define VIGIL_TRY(decl, expr) VIGIL_TRY_IMPL(VIGIL_CONCAT(vigil_try_, __LINE__), decl, expr)

@@ -5,11 +5,10 @@
 // docs/detection.md explains each default and the simulation that chose the margins.
 #include <cstdint>
 #include <map>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json_fwd.hpp>
 
 #include "vigil/base/result.h"
 

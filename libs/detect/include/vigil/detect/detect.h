@@ -10,12 +10,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json_fwd.hpp>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json_fwd.hpp>
 
 #include "vigil/base/result.h"
 #include "vigil/detect/config.h"
@@ -86,7 +85,7 @@ struct Verdict {
   int peers = 0;         // data behind each baseline (0 = not used)
   int history = 0;
   int fleet = 0;
-  bool drifting = false;   // warn from a monotone decline across the history window
+  bool drifting = false;  // warn from a monotone decline across the history window
   // fail, >= 2 repeats, and every repeat past the same baseline's threshold, or (history, >= 5
   // figures) the mean of all runs past it by one standard error (docs/detection.md)
   bool confirmed = false;

@@ -11,16 +11,16 @@
 namespace vigil::kube {
 
 struct KubeConfig {
-  std::string server;        // https://host:port
-  std::string token;         // bearer token
+  std::string server;  // https://host:port
+  std::string token;   // bearer token
   // When set, the token is re-read from this file before each request if the file changed:
   // kubelet rotates projected service-account tokens (about hourly) and a long-running
   // drainer must follow. in-cluster and kubeconfig `tokenFile` set it.
   std::string token_file;
-  std::string ca_file;       // PEM bundle to verify the server; empty = system default
+  std::string ca_file;  // PEM bundle to verify the server; empty = system default
   bool insecure_skip_verify = false;
   int timeout_ms = 5000;
-  int max_retries = 3;       // for 429 / 5xx / connection errors
+  int max_retries = 3;  // for 429 / 5xx / connection errors
 };
 
 // In-cluster: KUBERNETES_SERVICE_HOST/PORT + /var/run/secrets/kubernetes.io/serviceaccount.
@@ -31,9 +31,9 @@ Result<KubeConfig> kube_config_in_cluster(
 Result<KubeConfig> kube_config_from_file(const std::string& path);
 
 struct NodeCondition {
-  std::string type;     // e.g. "VigilHealthy"
-  std::string status;   // "True" | "False" | "Unknown"
-  std::string reason;   // CamelCase
+  std::string type;    // e.g. "VigilHealthy"
+  std::string status;  // "True" | "False" | "Unknown"
+  std::string reason;  // CamelCase
   std::string message;
 };
 

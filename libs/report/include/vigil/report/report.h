@@ -2,12 +2,11 @@
 // NodeReport: what one vigil-check run on one node found. Versioned JSON contract,
 // documented in docs/node-report.md. Parsing is strict: any problem is an error naming the
 // field (JSON pointer style, e.g. "/checks/2/measurements/0/value"); never a partial report.
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json_fwd.hpp>
 
 #include "vigil/base/time.h"
 #include "vigil/report/status.h"
@@ -51,9 +50,9 @@ struct NodeReport {
   // Where the checks ran: "job" (an sbatch check job), "prolog", "epilog", "healthcheck" (the
   // Slurm hooks, `vigil-check hook`). Optional; absent in reports from older checkers.
   std::optional<std::string> context;
-  std::string run_id;                   // unique per run; (node, run_id) identifies a report
-  std::string start_time;               // RFC 3339 UTC
-  std::string end_time;                 // RFC 3339 UTC
+  std::string run_id;      // unique per run; (node, run_id) identifies a report
+  std::string start_time;  // RFC 3339 UTC
+  std::string end_time;    // RFC 3339 UTC
   std::vector<CheckResult> checks;
 
   Status overall() const;

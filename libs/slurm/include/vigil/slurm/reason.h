@@ -15,8 +15,7 @@ inline constexpr std::string_view kReasonPrefix = "vigil:";
 
 // "vigil: <short_name> <detail>", sanitized (printable ASCII, runs of blanks and control
 // characters folded into one space), at most max_len characters.
-std::string make_reason(std::string_view short_name, std::string_view detail,
-                        size_t max_len = 200);
+std::string make_reason(std::string_view short_name, std::string_view detail, size_t max_len = 200);
 
 bool reason_is_vigil(std::string_view reason);
 bool untouchable(const SlurmNodeInfo& n);  // DOWN, FAIL or MAINT: never touched
