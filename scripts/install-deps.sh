@@ -23,6 +23,8 @@ PACKAGES=(
   prometheus
   # misc tools used by scripts and tests; ccache: repeated builds (scripts/test.sh) reuse objects
   procps iproute2 python3 jq shellcheck ccache
+  # clang-format: the formatting test (tests/architecture/check_hygiene.sh) uses .clang-format
+  clang-format
   # cpack's DEB generator (packages, the image): dpkg-shlibdeps computes Depends, `file` finds ELFs
   dpkg-dev file
   # openssl CLI: test CAs and server certificates made at test time (tests/support/test_pki.h)

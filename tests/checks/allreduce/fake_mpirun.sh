@@ -5,7 +5,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --allow-run-as-root|--oversubscribe) shift ;;
     -np|-n|--map-by|--host|--bind-to) shift 2 ;;
-    -x) export "$2"; shift 2 ;;
+    -x) export "${2?}"; shift 2 ;;
     *) break ;;
   esac
 done

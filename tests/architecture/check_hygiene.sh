@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Hygiene that the review found unenforced (docs/architecture.md, "Conventions"):
+#   check_hygiene.sh format SRC   every C++/CUDA source matches the repository's .clang-format
+#   check_hygiene.sh shell SRC    every shell script passes `shellcheck -S warning`
+#   check_hygiene.sh self-test    both checks fail on a planted violation
+# Files are the tracked ones (git ls-files) or, outside a git tree, a walk that skips build
+# directories, fixtures and node_modules.
+set -euo pipefail
+
+list_files() {  # SRC -> NUL-separated paths relative to SRC
+  local src=$1
+  if git -C "$src" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+    git -C "$src" ls-files -z
+  else
+    (cd "$src" && find . \( -name .git -o -name 'build*' -o -name node_modules \
+      -o -path ./tests/fixtures \) -prune -o -type f -print0 | sed -z 's|^\./||')
+  fi
+}
+
+cpp_files() {
+  list_files "$1" | grep -zE '\.(cpp|h|cu|cuh|hpp|cc)$' | grep -zv '^tests/fixtures/' || true
+}
+
+shell_files() {  # *.sh, and scripts whose first line names sh or bash
+  local src=$1 f
+  while IFS= read -r -d '' f; do
+    case $f in tests/fixtures/*|*/node_modules/*) continue ;; esac
+    if [[ $f == *.sh ]] || head -c 64 "$src/$f" 2>/dev/null | head -n1 | grep -qE '^#!.*\b(ba)?sh\b'
+    then printf '%s\0' "$f"; fi
+  done < <(list_files "$src")
+}
+
+check_format() {
+  local src=$1 bad=0 f
+  command -v clang-format >/dev/null || { echo "clang-format not installed" >&2; return 2; }
+  while IFS= read -r -d '' f; do
+    (cd "$src" && clang-format --dry-run -Werror "$f" >/dev/null 2>&1) || {
+      echo "$f: differs from .clang-format (clang-format -i $f)"; bad=1; }
+  done < <(cpp_files "$src")
+  return $bad
+}
+
+check_shell() {
+  local src=$1
+  command -v shellcheck >/dev/null || { echo "shellcheck not installed" >&2; return 2; }
+  local files=()
+  while IFS= read -r -d '' f; do files+=("$f"); done < <(shell_files "$src")
+  [ ${#files[@]} -gt 0 ] || { echo "no shell scripts found under $src" >&2; return 2; }
+  (cd "$src" && shellcheck -S warning -x "${files[@]}")
+}
+
+self_test() {
+  local here tmp rc
+  here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+  tmp=$(mktemp -d)
+  trap 'rm -rf "$tmp"' RETURN
+  cp "$here/../../.clang-format" "$tmp/"
+  printf 'int  f( ){return 1;}\n' > "$tmp/bad.cpp"
+  printf '#!/bin/bash\nx=$1\nexport "$x"\ncd $x\n' > "$tmp/bad"
+  printf 'int f() { return 1; }\n' > "$tmp/good.cpp"
+  printf '#!/bin/bash\necho "$1"\n' > "$tmp/good.sh"
+  rc=0; check_format "$tmp" >/dev/null || rc=$?
+  [ $rc -eq 1 ] || { echo "self-test: format check passed a misformatted file"; return 1; }
+  rc=0; check_shell "$tmp" >/dev/null || rc=$?
+  [ $rc -eq 1 ] || { echo "self-test: shell check passed a script with SC2163/SC2164"; return 1; }
+  rm "$tmp/bad.cpp" "$tmp/bad"
+  check_format "$tmp" && check_shell "$tmp" || { echo "self-test: clean files rejected"; return 1; }
+  echo "self-test ok: both checks fail on planted violations and pass clean files"
+}
+
+case ${1:-} in
+  format) check_format "${2:?SRC}" ;;
+  shell) check_shell "${2:?SRC}" ;;
+  self-test) self_test ;;
+  *) echo "usage: $0 format SRC | shell SRC | self-test" >&2; exit 2 ;;
+esac
