@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "audit_log.h"
+#include "records.h"
 #include "sink_worker.h"
 #include "slurm_view_cache.h"
 #include "vigil/base/time.h"
@@ -19,14 +20,27 @@ struct Drainer::PassView {
   std::map<std::string, int> partition_counts;
 };
 
+void Drainer::apply_locked(const Decided& d) {
+  // A resumed node was repaired: its old figures are no baseline for the new hardware.
+  if (slow_ && cfg_.detection.reset_on_resume && d.action == Action::kResume)
+    slow_->reset_node(d.state.node);
+  nodes_[d.state.node] = d.state;
+  if (d.breaker) {
+    breaker_ = *d.breaker;
+  } else if (d.breaker_drain) {
+    breaker_window(breaker_, d.breaker_drain->group, d.breaker_drain->at, cfg_.breaker.window_s)
+        .push_back(d.breaker_drain->at);
+  }
+}
+
 void Drainer::apply_decision_locked(const Decision& d, const NodeReport* r, uint64_t report_seq,
                                     std::vector<nlohmann::json>& records,
                                     std::vector<Intent>& intents) {
   const NodeState& s = d.state;
-  // A resumed node was repaired: its old figures are no baseline for the new hardware.
-  if (slow_ && cfg_.detection.reset_on_resume && d.action == Action::kResume)
-    slow_->reset_node(s.node);
-  std::vector<Intent> mine;
+  Decided rec;
+  rec.action = d.action;
+  rec.state = s;
+  rec.report_seq = report_seq;
   if (slurm_ && (d.action == Action::kDrain || d.action == Action::kResume)) {
     Intent i;
     i.id = next_intent_id_++;
@@ -35,7 +49,7 @@ void Drainer::apply_decision_locked(const Decision& d, const NodeReport* r, uint
     i.node = s.node;
     i.reason = d.reason;
     i.by_operator = !r;
-    mine.push_back(i);
+    rec.intents.push_back(i);
   }
   if (d.action == Action::kWouldDrain || d.action == Action::kWouldResume) {
     metrics_.on_action(d.action == Action::kWouldDrain ? "drain" : "resume", "slurm", "dry_run");
@@ -46,26 +60,15 @@ void Drainer::apply_decision_locked(const Decision& d, const NodeReport* r, uint
     i.sink = SinkKind::kKubernetes;
     i.action = IntentAction::kAnnotate;
     i.node = s.node;
-    mine.push_back(i);
+    rec.intents.push_back(i);
   }
-  nlohmann::json ij = nlohmann::json::array();
-  for (const auto& i : mine) ij.push_back(to_json(i));
-  nlohmann::json rec{{"t", "decision"},
-                     {"node", s.node},
-                     {"action", std::string(to_string(d.action))},
-                     {"state", to_json(s)},
-                     {"intents", ij}};
-  if (report_seq) rec["report_seq"] = report_seq;
-  // The breaker goes into the journal whole only when it opens or its reason changes; a counted
-  // drain is journaled as a delta. (The whole state holds every drain time in the window, so
-  // writing it with each of 1,000 drains made the journal grow quadratically.)
   if (d.breaker.open != breaker_.open || d.breaker.why != breaker_.why ||
       d.breaker.opened_at != breaker_.opened_at) {
-    rec["breaker"] = to_json(d.breaker);
+    rec.breaker = d.breaker;
   } else if (d.counted_drain) {
-    rec["breaker_drain"] = {{"group", d.counted_drain->group}, {"at", d.counted_drain->at}};
+    rec.breaker_drain = d.counted_drain;
   }
-  records.push_back(std::move(rec));
+  records.push_back(to_json(RecordBody{rec}));
   audit_->write({{"time", rfc3339_utc(clock_.now_unix())},
                  {"event", "decision"},
                  {"node", s.node},
@@ -78,8 +81,7 @@ void Drainer::apply_decision_locked(const Decision& d, const NodeReport* r, uint
                  {"why", d.why},
                  {"dry_run", cfg_.dry_run}});
   const bool breaker_changed = d.breaker.open != breaker_.open;
-  breaker_ = d.breaker;
-  nodes_[s.node] = s;
+  apply_locked(rec);
   metrics_.on_node(s, r);
   if (breaker_changed) {
     metrics_.set_breaker_open(breaker_.open);
@@ -87,7 +89,7 @@ void Drainer::apply_decision_locked(const Decision& d, const NodeReport* r, uint
                    {"event", breaker_.open ? "breaker_open" : "breaker_closed"},
                    {"why", breaker_.why}});
   }
-  for (auto& i : mine) intents.push_back(std::move(i));
+  for (auto& i : rec.intents) intents.push_back(std::move(i));
 }
 
 void Drainer::enqueue_intents_locked(const std::vector<Intent>& intents) {
@@ -289,7 +291,7 @@ VoidResult Drainer::reset_breaker() {
     std::lock_guard lk(mu_);
     const std::string was = breaker_.why;
     breaker_ = BreakerState{};
-    auto w = journal_->append({{{"t", "breaker_reset"}, {"breaker", to_json(breaker_)}}});
+    auto w = journal_->append({to_json(RecordBody{BreakerReset{breaker_}})});
     if (!w.ok()) return w.error();
     metrics_.set_breaker_open(false);
     audit_->write(

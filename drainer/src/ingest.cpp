@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "audit_log.h"
+#include "records.h"
 #include "vigil/base/time.h"
 #include "vigil/drainer/drainer.h"
 
@@ -20,12 +21,7 @@ Result<IngestOutcome> Drainer::ingest(const std::vector<NodeReport>& reports) {
   const int64_t now = clock_.now_unix();
   std::vector<nlohmann::json> all;  // serialised outside the lock
   all.reserve(reports.size());
-  for (const auto& r : reports)
-    all.push_back({{"t", "report"},
-                   {"node", r.node},
-                   {"run_id", r.run_id},
-                   {"received_unix_s", now},
-                   {"report", to_json(r)}});
+  for (const auto& r : reports) all.push_back(to_json(RecordBody{ReportAccepted{now, r}}));
   {
     std::lock_guard lk(ingest_mu_);
     std::vector<nlohmann::json> recs;

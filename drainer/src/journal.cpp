@@ -144,7 +144,11 @@ Result<Recovered> Journal::recover() {
       }
       uint64_t seq = j.at("seq").get<uint64_t>();
       max_seq = std::max(max_seq, seq);
-      if (seq > out.snapshot_seq) out.records.push_back(std::move(j));
+      if (seq > out.snapshot_seq) {
+        out.records.push_back(std::move(j));
+        out.positions.push_back(fs::path(path).filename().string() + " line " +
+                                std::to_string(line_no));
+      }
       pos = nl + 1;
       good_end = pos;
     }

@@ -101,6 +101,12 @@ std::string_view to_string(Action a) {
   return "none";
 }
 
+std::optional<Action> action_from_string(std::string_view s) {
+  for (Action a : kAllActions)
+    if (to_string(a) == s) return a;
+  return std::nullopt;
+}
+
 std::string drain_reason(const CheckResult& r, size_t max_len) {
   return slurm::make_reason(reason_name(r), reason_detail(r), max_len);
 }
@@ -433,8 +439,11 @@ Result<NodeState> node_state_from_json(const nlohmann::json& j) {
     if (j.contains("checks")) {
       for (const auto& [name, c] : j.at("checks").items()) {
         CheckState cs;
-        auto st = status_from_string(c.value("last_status", "skipped"));
-        cs.last_status = st ? *st : Status::kSkipped;
+        const std::string status = c.value("last_status", "skipped");
+        auto st = status_from_string(status);
+        if (!st)
+          return Error{"unknown status '" + status + "' of check " + name, "node_state_from_json"};
+        cs.last_status = *st;
         cs.consecutive_fails = c.value("consecutive_fails", 0);
         cs.consecutive_passes = c.value("consecutive_passes", 0);
         cs.last_reason = c.value("last_reason", "");

@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "records.h"
 #include "vigil/drainer/drainer.h"
 
 namespace vigil::drainer {
@@ -23,28 +24,16 @@ VoidResult Drainer::replay(const Recovered& rec) {
     VIGIL_TRY(auto r, replay_snapshot(*rec.snapshot));
     (void)r;
   }
-  uint64_t at_seq = 0;
-  try {
-    for (const auto& j : rec.records) {
-      const std::string t = j.value("t", "");
-      const uint64_t seq = j.at("seq").get<uint64_t>();
-      at_seq = seq;
-      if (t == "report") {
-        auto parsed = parse_node_report(j.at("report"));
-        if (!parsed) return Error{parsed.error, "replay(report seq " + std::to_string(seq) + ")"};
-        seen_runs_[parsed.value->node].add(RunIdWindow::digest(parsed.value->run_id));
-        undecided_.push_back({seq, std::move(*parsed.value)});
-      } else if (t == "decision") {
-        VIGIL_TRY(auto r, replay_decision(j));
-        (void)r;
-      } else if (t == "done") {
-        for (const auto& id : j.at("ids")) pending_.erase(id.get<uint64_t>());
-      } else if (t == "breaker_reset") {
-        VIGIL_TRY(breaker_, breaker_state_from_json(j.at("breaker")));
-      }
+  for (size_t k = 0; k < rec.records.size(); ++k) {
+    auto r = record_from_json(rec.records[k]);
+    // A record this build cannot read stops the replay: skipping it would rebuild a wrong
+    // table (a lost drain, a breaker that forgot its window) and act on it.
+    if (!r.ok()) {
+      const std::string at =
+          k < rec.positions.size() ? rec.positions[k] : "record " + std::to_string(k);
+      return Error{r.error().to_string(), "replay(" + journal_->dir() + "/" + at + ")"};
     }
-  } catch (const std::exception& e) {
-    return Error{e.what(), "replay(journal record seq " + std::to_string(at_seq) + ")"};
+    replay_record(*r);
   }
   for (const auto& [id, i] : pending_) next_intent_id_ = std::max(next_intent_id_, id + 1);
   return ok_result();
@@ -88,40 +77,38 @@ VoidResult Drainer::replay_snapshot(const nlohmann::json& s) {
   return ok_result();
 }
 
-// One decision record: the node's new state, the breaker (whole or one counted drain) and
-// the intents it created. Throws on a malformed record (replay() names its seq).
-VoidResult Drainer::replay_decision(const nlohmann::json& j) {
-  const uint64_t seq = j.at("seq").get<uint64_t>();
-  const uint64_t rs = j.value("report_seq", uint64_t{0});
-  VIGIL_TRY(auto ns, node_state_from_json(j.at("state")));
-  if (rs && slow_) {
-    // The detection engine learns from decided reports: judge them again, in journal order.
-    for (const auto& a : undecided_) {
-      if (a.seq != rs) continue;
-      auto prev = nodes_.find(a.report.node);
-      (void)judge_slow_locked(a.report, prev == nodes_.end() ? nullptr : &prev->second);
-      break;
-    }
-  }
-  if (slow_ && cfg_.detection.reset_on_resume && j.value("action", "") == "resume")
-    slow_->reset_node(ns.node);
-  if (rs) std::erase_if(undecided_, [&](const Accepted& a) { return a.seq == rs; });
-  nodes_[ns.node] = std::move(ns);
-  if (j.contains("breaker")) {
-    VIGIL_TRY(breaker_, breaker_state_from_json(j.at("breaker")));
-  } else if (j.contains("breaker_drain")) {
-    const auto& bd = j.at("breaker_drain");
-    const auto at = bd.at("at").get<int64_t>();
-    breaker_window(breaker_, bd.at("group").get<std::string>(), at, cfg_.breaker.window_s)
-        .push_back(at);
-  }
-  for (const auto& ij : j.value("intents", nlohmann::json::array())) {
-    VIGIL_TRY(Intent i,
-              replayed_intent(ij, "replay(journal record seq " + std::to_string(seq) + ")"));
-    pending_[i.id] = i;
-    next_intent_id_ = std::max(next_intent_id_, i.id + 1);
-  }
-  return ok_result();
+void Drainer::replay_record(const JournalRecord& rec) {
+  std::visit(
+      Overloaded{
+          [&](const ReportAccepted& a) {
+            seen_runs_[a.report.node].add(RunIdWindow::digest(a.report.run_id));
+            undecided_.push_back({rec.seq, a.report});
+          },
+          [&](const Decided& d) {
+            if (d.report_seq && slow_) {
+              // The detection engine learns from decided reports: judge them again, in
+              // journal order, so it rebuilds the same baselines.
+              for (const auto& a : undecided_) {
+                if (a.seq != d.report_seq) continue;
+                auto prev = nodes_.find(a.report.node);
+                (void)judge_slow_locked(a.report, prev == nodes_.end() ? nullptr : &prev->second);
+                break;
+              }
+            }
+            if (d.report_seq)
+              std::erase_if(undecided_, [&](const Accepted& a) { return a.seq == d.report_seq; });
+            apply_locked(d);
+            for (const auto& i : d.intents) {
+              pending_[i.id] = i;
+              next_intent_id_ = std::max(next_intent_id_, i.id + 1);
+            }
+          },
+          [&](const IntentsDone& d) {
+            for (uint64_t id : d.ids) pending_.erase(id);
+          },
+          [&](const BreakerReset& b) { breaker_ = b.breaker; },
+      },
+      rec.body);
 }
 
 nlohmann::json Drainer::snapshot_json_locked() const {

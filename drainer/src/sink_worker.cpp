@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "audit_log.h"
+#include "records.h"
 #include "vigil/drainer/drainer.h"
 
 namespace vigil::drainer {
@@ -43,7 +44,7 @@ std::vector<Intent> Drainer::pick(SinkLane& lane, std::map<std::string, NodeStat
       if (auto it = nodes_.find(node); it != nodes_.end()) states[node] = it->second;
     }
   }
-  record_done(superseded, "superseded");
+  record_done(superseded, DoneOutcome::kSuperseded);
   return batch;
 }
 
@@ -78,9 +79,9 @@ int Drainer::apply_outcomes(SinkLane& lane, const std::vector<Intent>& batch, co
     }
   }
   for (const auto& [id, i] : unanswered) retry.push_back(id);  // a sink that said nothing
-  record_done(ok, "ok");
-  record_done(skipped, "skipped");
-  record_done(gave_up, "error");
+  record_done(ok, DoneOutcome::kOk);
+  record_done(skipped, DoneOutcome::kSkipped);
+  record_done(gave_up, DoneOutcome::kError);
   correct_not_drained(not_drained);
   {
     std::lock_guard lk(mu_);
@@ -96,14 +97,14 @@ int Drainer::apply_outcomes(SinkLane& lane, const std::vector<Intent>& batch, co
   return static_cast<int>(retry.size());
 }
 
-void Drainer::record_done(const std::vector<uint64_t>& ids, const std::string& outcome) {
+void Drainer::record_done(const std::vector<uint64_t>& ids, DoneOutcome outcome) {
   if (ids.empty()) return;
   std::lock_guard lk(mu_);
   for (auto id : ids) {
     pending_.erase(id);
     in_flight_.erase(id);
   }
-  auto w = journal_->append({{{"t", "done"}, {"ids", ids}, {"outcome", outcome}}});
+  auto w = journal_->append({to_json(RecordBody{IntentsDone{ids, outcome}})});
   (void)w;
   refresh_gauges_locked();
 }

@@ -43,6 +43,9 @@ struct IngestOutcome {
 
 class AuditLog;
 class SlurmViewCache;
+struct Decided;
+struct JournalRecord;
+enum class DoneOutcome;
 struct SinkLane;
 struct SinkResult;
 
@@ -126,7 +129,11 @@ class Drainer {
   // replay.cpp
   VoidResult replay(const Recovered& rec);
   VoidResult replay_snapshot(const nlohmann::json& s);
-  VoidResult replay_decision(const nlohmann::json& j);
+  void replay_record(const JournalRecord& rec);
+  // The one state transition of a decision, live and in replay: the node's new state, the
+  // breaker (whole or the drain it counted), the detection engine's reset on a resume. The
+  // intents are the caller's: live enqueues them once durable, replay at once.
+  void apply_locked(const Decided& d);
   VoidResult maybe_snapshot();
   nlohmann::json snapshot_json_locked() const;
 
@@ -156,7 +163,7 @@ class Drainer {
   std::vector<Intent> pick(SinkLane& lane, std::map<std::string, NodeState>& states);
   // Records what the sink reported; returns how many intents are left to retry.
   int apply_outcomes(SinkLane& lane, const std::vector<Intent>& batch, const SinkResult& r);
-  void record_done(const std::vector<uint64_t>& ids, const std::string& outcome);
+  void record_done(const std::vector<uint64_t>& ids, DoneOutcome outcome);
   void correct_not_drained(const std::vector<NotDrained>& not_drained);
   bool has_work_locked(SinkKind k) const;
   void loop_sink(SinkLane& lane);

@@ -21,6 +21,7 @@ struct Recovered {
   std::optional<nlohmann::json> snapshot;  // as written by write_snapshot
   uint64_t snapshot_seq = 0;               // records with seq <= this are in the snapshot
   std::vector<nlohmann::json> records;     // records after the snapshot, in seq order
+  std::vector<std::string> positions;      // where each record is: "<segment file> line N"
   size_t dropped_torn_lines = 0;
 };
 

@@ -81,7 +81,11 @@ struct BreakerDrain {
 };
 
 enum class Action { kNone, kDrain, kResume, kWouldDrain, kWouldResume, kBreakerBlocked };
+inline constexpr Action kAllActions[] = {Action::kNone,        Action::kDrain,
+                                         Action::kResume,      Action::kWouldDrain,
+                                         Action::kWouldResume, Action::kBreakerBlocked};
 std::string_view to_string(Action a);
+std::optional<Action> action_from_string(std::string_view s);
 
 struct Decision {
   Action action = Action::kNone;

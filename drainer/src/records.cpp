@@ -1,0 +1,171 @@
+// The journal's records and their one strict codec; see records.h.
+#include "records.h"
+
+#include <initializer_list>
+#include <string_view>
+
+namespace vigil::drainer {
+namespace {
+
+using nlohmann::json;
+
+constexpr DoneOutcome kAllOutcomes[] = {DoneOutcome::kOk, DoneOutcome::kSkipped,
+                                        DoneOutcome::kError, DoneOutcome::kSuperseded};
+
+// The first field of `j` outside `known` (and the journal's own "seq" and "t"), if any.
+std::optional<std::string> stray_field(const json& j,
+                                       std::initializer_list<std::string_view> known) {
+  for (const auto& [k, v] : j.items()) {
+    bool ok = k == "seq" || k == "t";
+    for (auto n : known) ok = ok || k == n;
+    if (!ok) return k;
+  }
+  return std::nullopt;
+}
+
+Result<RecordBody> report_from_json(const json& j) {
+  auto parsed = parse_node_report(j.at("report"));
+  if (!parsed) return Error{parsed.error, "report.report"};
+  if (parsed.value->node != j.at("node").get<std::string>() ||
+      parsed.value->run_id != j.at("run_id").get<std::string>())
+    return Error{"node or run_id differs from the report's own", "report"};
+  return RecordBody{ReportAccepted{j.at("received_unix_s").get<int64_t>(), *parsed.value}};
+}
+
+Result<RecordBody> decision_from_json(const json& j) {
+  Decided d;
+  const auto action = j.at("action").get<std::string>();
+  auto a = action_from_string(action);
+  if (!a) return Error{"unknown action '" + action + "'", "decision.action"};
+  d.action = *a;
+  auto s = node_state_from_json(j.at("state"));
+  if (!s.ok()) return Error{s.error().to_string(), "decision.state"};
+  d.state = std::move(*s);
+  if (d.state.node != j.at("node").get<std::string>())
+    return Error{"differs from state.node", "decision.node"};
+  if (j.contains("intents")) {
+    for (const auto& ij : j.at("intents")) {
+      auto i = intent_from_json(ij);
+      if (!i.ok()) return Error{i.error().to_string(), "decision.intents"};
+      d.intents.push_back(*i);
+    }
+  }
+  d.report_seq = j.value("report_seq", uint64_t{0});
+  if (j.contains("breaker") && j.contains("breaker_drain"))
+    return Error{"both breaker and breaker_drain", "decision"};
+  if (j.contains("breaker")) {
+    auto b = breaker_state_from_json(j.at("breaker"));
+    if (!b.ok()) return Error{b.error().to_string(), "decision.breaker"};
+    d.breaker = std::move(*b);
+  } else if (j.contains("breaker_drain")) {
+    const auto& bd = j.at("breaker_drain");
+    if (auto k = stray_field(bd, {"group", "at"}))
+      return Error{"unknown field", "decision.breaker_drain." + *k};
+    d.breaker_drain = BreakerDrain{bd.at("group").get<std::string>(), bd.at("at").get<int64_t>()};
+  }
+  return RecordBody{std::move(d)};
+}
+
+Result<RecordBody> done_from_json(const json& j) {
+  IntentsDone d;
+  d.ids = j.at("ids").get<std::vector<uint64_t>>();
+  const auto outcome = j.at("outcome").get<std::string>();
+  bool known = false;
+  for (auto o : kAllOutcomes)
+    if (to_string(o) == outcome) d.outcome = o, known = true;
+  if (!known) return Error{"unknown outcome '" + outcome + "'", "done.outcome"};
+  return RecordBody{std::move(d)};
+}
+
+Result<RecordBody> reset_from_json(const json& j) {
+  auto b = breaker_state_from_json(j.at("breaker"));
+  if (!b.ok()) return Error{b.error().to_string(), "breaker_reset.breaker"};
+  return RecordBody{BreakerReset{std::move(*b)}};
+}
+
+struct Kind {
+  std::string_view t;
+  std::initializer_list<std::string_view> fields;  // "seq" and "t" besides
+  Result<RecordBody> (*decode)(const json&);
+};
+
+const Kind kKinds[] = {
+    {"report", {"node", "run_id", "received_unix_s", "report"}, report_from_json},
+    {"decision",
+     {"node", "action", "state", "intents", "report_seq", "breaker", "breaker_drain"},
+     decision_from_json},
+    {"done", {"ids", "outcome"}, done_from_json},
+    {"breaker_reset", {"breaker"}, reset_from_json},
+};
+
+}  // namespace
+
+std::string_view to_string(DoneOutcome o) {
+  switch (o) {
+    case DoneOutcome::kOk:
+      return "ok";
+    case DoneOutcome::kSkipped:
+      return "skipped";
+    case DoneOutcome::kError:
+      return "error";
+    case DoneOutcome::kSuperseded:
+      return "superseded";
+  }
+  return "error";
+}
+
+json to_json(const RecordBody& r) {
+  return std::visit(
+      Overloaded{
+          [](const ReportAccepted& a) -> json {
+            return {{"t", "report"},
+                    {"node", a.report.node},
+                    {"run_id", a.report.run_id},
+                    {"received_unix_s", a.received_unix_s},
+                    {"report", to_json(a.report)}};
+          },
+          [](const Decided& d) -> json {
+            json intents = json::array();
+            for (const auto& i : d.intents) intents.push_back(to_json(i));
+            json j{{"t", "decision"},
+                   {"node", d.state.node},
+                   {"action", std::string(to_string(d.action))},
+                   {"state", to_json(d.state)},
+                   {"intents", intents}};
+            if (d.report_seq) j["report_seq"] = d.report_seq;
+            if (d.breaker) j["breaker"] = to_json(*d.breaker);
+            if (d.breaker_drain)
+              j["breaker_drain"] = {{"group", d.breaker_drain->group}, {"at", d.breaker_drain->at}};
+            return j;
+          },
+          [](const IntentsDone& d) -> json {
+            return {{"t", "done"}, {"ids", d.ids}, {"outcome", std::string(to_string(d.outcome))}};
+          },
+          [](const BreakerReset& b) -> json {
+            return {{"t", "breaker_reset"}, {"breaker", to_json(b.breaker)}};
+          },
+      },
+      r);
+}
+
+Result<JournalRecord> record_from_json(const json& j) {
+  try {
+    if (!j.is_object()) return Error{"not a JSON object", "record"};
+    JournalRecord rec;
+    rec.seq = j.at("seq").get<uint64_t>();
+    const auto t = j.at("t").get<std::string>();
+    for (const auto& kind : kKinds) {
+      if (kind.t != t) continue;
+      if (auto k = stray_field(j, kind.fields)) return Error{"unknown field", t + "." + *k};
+      auto body = kind.decode(j);
+      if (!body.ok()) return body.error();
+      rec.body = std::move(*body);
+      return rec;
+    }
+    return Error{"unknown record type '" + t + "' (written by a newer vigil-drainer?)", "record.t"};
+  } catch (const std::exception& e) {
+    return Error{e.what(), "record"};
+  }
+}
+
+}  // namespace vigil::drainer

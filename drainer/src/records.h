@@ -1,0 +1,79 @@
+#pragma once
+// The journal's records, typed. Every record the drainer writes is one of four kinds, each with
+// one strict codec: a record this build cannot read (an unknown "t", an unknown or missing
+// field, an unknown action or outcome) is an error, never skipped or defaulted, so replay
+// stops and names where. Replay is a visit over these (replay.cpp); live decisions and replay
+// change the node table through the same Drainer::apply_locked(const Decided&).
+//
+// On disk (one JSON line each, "seq" spliced in by the journal):
+//   {"t":"report","node","run_id","received_unix_s","report"}
+//   {"t":"decision","node","action","state","intents"[,"report_seq"][,"breaker"|"breaker_drain"]}
+//   {"t":"done","ids","outcome"}
+//   {"t":"breaker_reset","breaker"}
+// The spelling is the one journals have had since the first release, so old journals replay.
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "vigil/base/result.h"
+#include "vigil/drainer/intent.h"
+#include "vigil/drainer/policy.h"
+#include "vigil/report/report.h"
+
+namespace vigil::drainer {
+
+// A report ingest accepted (durable before the reply).
+struct ReportAccepted {
+  int64_t received_unix_s = 0;
+  NodeReport report;
+};
+
+// One decision: the node's next state and the sink intents it created. The breaker goes in
+// whole when it opens or its reason changes, else as the one drain it counted (if any): the
+// whole state holds every drain time in the window, and writing it with each of 1,000 drains
+// made the journal grow quadratically.
+struct Decided {
+  Action action = Action::kNone;
+  NodeState state;
+  std::vector<Intent> intents;
+  uint64_t report_seq = 0;  // the ReportAccepted it decided; 0: staleness, operator, switch
+  std::optional<BreakerState> breaker;
+  std::optional<BreakerDrain> breaker_drain;
+};
+
+// Why intents left the outbox.
+enum class DoneOutcome { kOk, kSkipped, kError, kSuperseded };
+std::string_view to_string(DoneOutcome o);  // "ok" | "skipped" | "error" | "superseded"
+
+struct IntentsDone {
+  std::vector<uint64_t> ids;
+  DoneOutcome outcome = DoneOutcome::kOk;
+};
+
+// `vigil-drainer breaker reset`: the breaker as it is after the reset.
+struct BreakerReset {
+  BreakerState breaker;
+};
+
+using RecordBody = std::variant<ReportAccepted, Decided, IntentsDone, BreakerReset>;
+
+struct JournalRecord {
+  uint64_t seq = 0;
+  RecordBody body;
+};
+
+// std::visit(Overloaded{[](const ReportAccepted&) {...}, ...}, record.body)
+template <class... F>
+struct Overloaded : F... {
+  using F::operator()...;
+};
+
+// The journal form, without "seq" (Journal::append assigns it).
+nlohmann::json to_json(const RecordBody& r);
+// Strict: see the header comment. Errors name the field ("decision.state: ...").
+Result<JournalRecord> record_from_json(const nlohmann::json& j);
+
+}  // namespace vigil::drainer
