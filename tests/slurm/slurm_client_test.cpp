@@ -171,6 +171,20 @@ TEST_P(SlurmClient, drain_one_node_shows_vigil_reason_in_sinfo_R) {
   EXPECT_EQ(node("gpu-1").drain, false);
 }
 
+// "ALL" is every node to slurm_update_node and scontrol: every backend refuses it, in any
+// case, before any RPC, whoever the caller is.
+TEST_P(SlurmClient, the_keyword_all_is_refused_as_a_node_name_before_any_rpc) {
+  const int before = update_rpcs_seen();
+  for (const char* name : {"ALL", "all"}) {
+    auto r = api_->drain({"gpu-0", name}, "vigil: test");
+    ASSERT_FALSE(r.ok()) << name;
+    EXPECT_NE(r.error().to_string().find("Slurm keyword"), std::string::npos)
+        << r.error().to_string();
+  }
+  EXPECT_EQ(update_rpcs_seen(), before);
+  for (const char* n : {"gpu-0", "gpu-1", "gpu-2", "gpu-3"}) EXPECT_FALSE(node(n).drain) << n;
+}
+
 TEST_P(SlurmClient, drain_three_nodes_is_one_rpc_over_a_hostlist) {
   const int before = update_rpcs_seen();
   ASSERT_GE(before, 0) << cluster_->run("sdiag 2>&1");

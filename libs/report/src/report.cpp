@@ -8,6 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "vigil/base/slurm_names.h"
+
 namespace vigil {
 
 using nlohmann::json;
@@ -296,24 +298,7 @@ Parsed<NodeReport> parse_node_report(std::string_view text) {
 std::optional<std::string> node_name_problem(std::string_view name) {
   if (!name_chars_ok(name, "._-"))
     return "not a valid node name (1-253 characters of [A-Za-z0-9._-]; one node, no hostlist)";
-  // libslurm's hostlist reads a numeric suffix as an unsigned long: longer ones wrap to another
-  // name (found by fuzz_hostlist: "u222222222222222222207" came back "u018446744073709551615").
-  size_t digits = 0;
-  auto digit_at = [&](size_t k) {
-    return std::isdigit(static_cast<unsigned char>(name[name.size() - 1 - k])) != 0;
-  };
-  while (digits < name.size() && digit_at(digits)) ++digits;
-  if (digits > 18) return "numeric suffix of more than 18 digits (Slurm's hostlist cannot hold it)";
-  auto is = [&](std::string_view word) {
-    if (name.size() != word.size()) return false;
-    for (size_t i = 0; i < name.size(); ++i)
-      if (std::toupper(static_cast<unsigned char>(name[i])) != word[i]) return false;
-    return true;
-  };
-  if (is("ALL") || is("DEFAULT"))
-    return "'" + std::string(name) + "' is a Slurm keyword (selects " +
-           (is("ALL") ? "every node" : "node defaults") + "), not a node name";
-  return std::nullopt;
+  return slurm_name_problem(name);
 }
 
 Parsed<std::vector<NodeReport>> parse_node_reports(std::string_view text) {

@@ -2,6 +2,8 @@
 
 #include <unordered_set>
 
+#include "vigil/base/slurm_names.h"
+
 namespace vigil::slurm {
 
 VoidResult validate_names(const std::vector<std::string>& nodes, const char* where) {
@@ -15,6 +17,9 @@ VoidResult validate_names(const std::vector<std::string>& nodes, const char* whe
           "invalid node name '" + n + "' (empty, whitespace, control or hostlist character)",
           where};
     }
+    // Refused here, for every caller and backend: slurm_update_node and scontrol read "ALL"
+    // as every node of the cluster.
+    if (auto why = slurm_name_problem(n)) return Error{"invalid node name: " + *why, where};
   }
   return ok_result();
 }

@@ -77,9 +77,8 @@ Parsed<CheckResult> parse_check_result(const nlohmann::json& j);
 Parsed<std::vector<NodeReport>> parse_node_reports(std::string_view text);
 
 // Why `name` cannot name exactly one Slurm node, or nullopt when it can: 1-253 characters of
-// [A-Za-z0-9._-] (no hostlist brackets, commas or spaces, which Slurm expands) and not a word
-// Slurm treats as a keyword instead of a name ("ALL" selects every node in scontrol and
-// slurm_update_node, any case; "DEFAULT" sets defaults in slurm.conf).
+// [A-Za-z0-9._-] (no hostlist brackets, commas or spaces, which Slurm expands) and none of
+// Slurm's own readings of a name (vigil/base/slurm_names.h: "ALL", "DEFAULT", long suffixes).
 std::optional<std::string> node_name_problem(std::string_view name);
 
 // "gpu3 busbw 151<180GB/s": a measurement against the bound it breaks (needs a threshold).

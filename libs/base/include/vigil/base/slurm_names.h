@@ -1,0 +1,17 @@
+#pragma once
+// Slurm's rules for a string that must name exactly one node, shared by the report codec (a
+// report's node) and the Slurm clients (every name they send), so no caller can drain "ALL".
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace vigil {
+
+// Why Slurm would read `name` as something other than that one node, or nullopt: a keyword
+// ("ALL" selects every node in scontrol and slurm_update_node, any case; "DEFAULT" sets
+// defaults in slurm.conf), or a numeric suffix of more than 18 digits, which libslurm's
+// hostlist reads as an unsigned long and wraps to another name (found by fuzz_hostlist:
+// "u222222222222222222207" came back "u018446744073709551615").
+std::optional<std::string> slurm_name_problem(std::string_view name);
+
+}  // namespace vigil
