@@ -25,12 +25,10 @@ void Drainer::apply_locked(const Decided& d) {
   if (slow_ && cfg_.detection.reset_on_resume && d.action == Action::kResume)
     slow_->reset_node(d.state.node);
   nodes_[d.state.node] = d.state;
-  if (d.breaker) {
+  if (d.breaker)
     breaker_ = *d.breaker;
-  } else if (d.breaker_drain) {
-    breaker_window(breaker_, d.breaker_drain->group, d.breaker_drain->at, cfg_.breaker.window_s)
-        .push_back(d.breaker_drain->at);
-  }
+  else if (d.breaker_drain)
+    Breaker(cfg_.breaker).count(breaker_, *d.breaker_drain);
 }
 
 void Drainer::apply_decision_locked(const Decision& d, const NodeReport* r, uint64_t report_seq,
@@ -62,12 +60,9 @@ void Drainer::apply_decision_locked(const Decision& d, const NodeReport* r, uint
     i.node = s.node;
     rec.intents.push_back(i);
   }
-  if (d.breaker.open != breaker_.open || d.breaker.why != breaker_.why ||
-      d.breaker.opened_at != breaker_.opened_at) {
-    rec.breaker = d.breaker;
-  } else if (d.counted_drain) {
-    rec.breaker_drain = d.counted_drain;
-  }
+  auto delta = Breaker::delta(breaker_, d.breaker, d.counted_drain);
+  rec.breaker = std::move(delta.whole);
+  rec.breaker_drain = std::move(delta.drain);
   records.push_back(to_json(RecordBody{rec}));
   audit_->write({{"time", rfc3339_utc(clock_.now_unix())},
                  {"event", "decision"},
@@ -180,26 +175,19 @@ int Drainer::process_chunk(PassView& pass, std::vector<Intent>& intents) {
     std::lock_guard lk(mu_);
     std::vector<nlohmann::json> records;
     // Known nodes per breaker group, counted once per batch (not once per report).
-    std::map<std::string, int> group_counts;
-    for (const auto& [n, s] : nodes_) group_counts[PolicyEngine::group_key(s)]++;
+    std::map<std::string, int> known;
+    for (const auto& [n, s] : nodes_) known[PolicyEngine::group_key(s)]++;
+    BreakerGroups groups(partition_counts, !view.empty(), std::move(known));
     for (const auto& a : batch) {
       auto it = nodes_.find(a.report.node);
       const NodeState* prev = it == nodes_.end() ? nullptr : &it->second;
       auto sv = view.find(a.report.node);
       const slurm::SlurmNodeInfo* info = sv == view.end() ? nullptr : &sv->second;
-      // Group size for the breaker: the node's partition per Slurm, else the known nodes of
-      // its SKU (this node included).
-      NodeState probe = prev ? *prev : NodeState{};
-      probe.node = a.report.node;
-      probe.sku = a.report.sku;
-      if (info && !info->partitions.empty()) probe.partition = info->partitions.front();
-      int gsize = 0;
-      if (!probe.partition.empty() && !view.empty()) {
-        gsize = partition_counts[probe.partition];
-      } else {
-        gsize = group_counts[PolicyEngine::group_key(probe)] + (prev ? 0 : 1);
-      }
-      if (!prev) group_counts[PolicyEngine::group_key(probe)]++;
+      // The node's breaker group: its partition per Slurm (else as known), else its SKU.
+      std::string partition = prev ? prev->partition : "";
+      if (info && !info->partitions.empty()) partition = info->partitions.front();
+      const int gsize =
+          groups.size(partition, breaker_group(partition, a.report.sku), prev == nullptr);
       const bool unknown_to_slurm = !info && !view.empty();
       const NodeReport judged = judge_slow_locked(a.report, prev);
       Decision d = engine_.on_report(prev, judged, info, breaker_, gsize, unknown_to_slurm);
@@ -209,7 +197,9 @@ int Drainer::process_chunk(PassView& pass, std::vector<Intent>& intents) {
     }
     auto w = journal_->append(std::move(records));
     if (!w.ok()) {
-      audit_->write({{"event", "journal_error"}, {"error", w.error().to_string()}});
+      audit_->write({{"time", rfc3339_utc(clock_.now_unix())},
+                     {"event", "journal_error"},
+                     {"error", w.error().to_string()}});
       return 0;
     }
   }

@@ -142,16 +142,8 @@ PolicyEngine::PolicyEngine(PolicyConfig policy, BreakerConfig breaker, bool dry_
                            const Clock& clock)
     : policy_(std::move(policy)), breaker_(breaker), dry_run_(dry_run), clock_(clock) {}
 
-std::vector<int64_t>& breaker_window(BreakerState& b, const std::string& group, int64_t now,
-                                     int64_t window_s) {
-  auto& times = b.recent_drains[group];
-  std::erase_if(times, [&](int64_t t) { return t <= now - window_s; });
-  return times;
-}
-
 std::string PolicyEngine::group_key(const NodeState& s) {
-  if (!s.partition.empty()) return "partition:" + s.partition;
-  return "sku:" + (s.sku.empty() ? std::string("unknown") : s.sku);
+  return breaker_group(s.partition, s.sku);
 }
 
 Decision PolicyEngine::on_report(const NodeState* prev, const NodeReport& r,
@@ -275,23 +267,10 @@ Decision PolicyEngine::on_report(const NodeState* prev, const NodeReport& r,
                     "circuit breaker open: " + d.breaker.why);
     // Sliding window per group.
     const std::string group = group_key(s);
-    auto& times = breaker_window(d.breaker, group, now, breaker_.window_s);
-    const int next = static_cast<int>(times.size()) + 1;
-    const int gsize = std::max(group_size, 1);
-    const int cap = breaker_cap(breaker_.max_drains, breaker_.max_percent, gsize);
-    if (next > cap) {
-      d.breaker.open = true;
-      d.breaker.opened_at = now;
-      d.breaker.why = "drain #" + std::to_string(next) + " in " + group + " within " +
-                      std::to_string(breaker_.window_s) + "s exceeds cap (max_drains " +
-                      std::to_string(breaker_.max_drains) + ", max_percent " +
-                      std::to_string(static_cast<int>(breaker_.max_percent)) + "% of " +
-                      std::to_string(gsize) + " nodes: " + std::to_string(cap) + ")";
+    d.counted_drain = breaker_.try_count(d.breaker, group, group_size, now);
+    if (!d.counted_drain)
       return finish(Action::kBreakerBlocked, NodeHealth::kWouldDrain,
                     "circuit breaker opened: " + d.breaker.why);
-    }
-    times.push_back(now);
-    d.counted_drain = BreakerDrain{group, now};
     s.drained_by_vigil = true;
     return finish(Action::kDrain, NodeHealth::kDrained, "drain: " + reason);
   }
@@ -465,27 +444,6 @@ Result<NodeState> node_state_from_json(const nlohmann::json& j) {
     return s;
   } catch (const std::exception& e) {
     return Error{e.what(), "node_state_from_json"};
-  }
-}
-
-nlohmann::json to_json(const BreakerState& b) {
-  return {{"open", b.open},
-          {"why", b.why},
-          {"opened_at_unix_s", b.opened_at},
-          {"recent_drains", b.recent_drains}};
-}
-
-Result<BreakerState> breaker_state_from_json(const nlohmann::json& j) {
-  try {
-    BreakerState b;
-    b.open = j.value("open", false);
-    b.why = j.value("why", "");
-    b.opened_at = j.value("opened_at_unix_s", int64_t{0});
-    if (j.contains("recent_drains"))
-      b.recent_drains = j.at("recent_drains").get<std::map<std::string, std::vector<int64_t>>>();
-    return b;
-  } catch (const std::exception& e) {
-    return Error{e.what(), "breaker_state_from_json"};
   }
 }
 

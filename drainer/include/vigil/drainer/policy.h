@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "vigil/base/clock.h"
+#include "vigil/drainer/breaker.h"
 #include "vigil/drainer/config.h"
 #include "vigil/report/report.h"
 #include "vigil/slurm/slurm_api.h"
@@ -61,25 +62,6 @@ struct NodeState {
   bool switch_suspect = false;
 };
 
-struct BreakerState {
-  bool open = false;
-  std::string why;
-  int64_t opened_at = 0;
-  std::map<std::string, std::vector<int64_t>> recent_drains;  // group -> drain times
-};
-
-// The breaker's sliding window for `group`: drops drain times at or before now - window_s and
-// returns the rest. The engine counts a drain with it; journal replay re-counts one the same way.
-std::vector<int64_t>& breaker_window(BreakerState& b, const std::string& group, int64_t now,
-                                     int64_t window_s);
-
-// One drain counted in the breaker's window (journaled instead of the whole BreakerState, which
-// grows with every drain in the window).
-struct BreakerDrain {
-  std::string group;
-  int64_t at = 0;
-};
-
 enum class Action { kNone, kDrain, kResume, kWouldDrain, kWouldResume, kBreakerBlocked };
 inline constexpr Action kAllActions[] = {Action::kNone,        Action::kDrain,
                                          Action::kResume,      Action::kWouldDrain,
@@ -126,7 +108,7 @@ class PolicyEngine {
 
  private:
   PolicyConfig policy_;
-  BreakerConfig breaker_;
+  Breaker breaker_;
   bool dry_run_;
   const Clock& clock_;
 };
@@ -141,7 +123,5 @@ NodeHealth health_from_checks(const NodeState& s);
 
 nlohmann::json to_json(const NodeState& s);
 Result<NodeState> node_state_from_json(const nlohmann::json& j);
-nlohmann::json to_json(const BreakerState& b);
-Result<BreakerState> breaker_state_from_json(const nlohmann::json& j);
 
 }  // namespace vigil::drainer
