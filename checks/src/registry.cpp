@@ -2,8 +2,12 @@
 
 #include "allreduce/allreduce_launch.h"
 #include "check_factories.h"
+#include "vigil/report/check_catalog.h"
 
 namespace vigil {
+
+// Each list is the check catalog (vigil/report/check_catalog.h) filtered by its suite, in the
+// catalog's order; tests/checks/check_catalog_registry_test.cpp holds them to it.
 
 std::vector<std::unique_ptr<Check>> all_checks() {
   // Run order: cheap counter reads first, then link state, then bandwidth/compute probes.
@@ -70,11 +74,9 @@ std::vector<std::unique_ptr<Check>> passive_checks(PassiveSelection selection) {
 }
 
 std::set<std::string> known_check_names() {
+  // The catalog names exactly the checks of the three lists above (check_catalog_registry_test).
   std::set<std::string> names;
-  for (const auto& c : passive_checks({.after_job = true, .cuda_sanity = true}))
-    names.insert(std::string(c->name()));
-  for (const auto& c : all_checks()) names.insert(std::string(c->name()));
-  for (const auto& c : fabric_checks()) names.insert(std::string(c->name()));
+  for (const CheckSpec& c : check_catalog()) names.insert(std::string(c.name));
   return names;
 }
 

@@ -393,11 +393,8 @@ PolicyConfig default_policy() {
   // Noisy performance figures need repeated evidence before a drain.
   // fabric_allreduce_ib also needs it for another reason: one slow pair cannot say which of
   // its two nodes is at fault, and only a node that keeps failing with new partners is.
-  for (const char* c :
-       {"nccl_allreduce_nvlink", "nccl_allreduce_ib", "fabric_allreduce_ib", "gpu_gemm", "gpu_hbm",
-        "gpu_pcie_bw", "nvml_temperature", "nvml_clock_events"}) {
-    p.checks[c] = {3, 2};
-  }
+  // The catalog's noisy entries (vigil/report/check_catalog.h, through drain_decision.h).
+  for (const std::string& c : default_noisy_checks()) p.checks[c] = {3, 2};
   return p;
 }
 

@@ -1,8 +1,10 @@
 // Built instead of the CUDA probes when CUDA is off (VIGIL_WITH_CUDA=OFF or no nvcc found): the
-// five checks still exist, by the same names, and report themselves as not applicable.
-#include <string>
+// five checks still exist, by the same names and short names (the check catalog's), and report
+// themselves as not applicable.
+#include <string_view>
 
 #include "check_factories.h"
+#include "vigil/report/check_catalog.h"
 
 namespace vigil {
 namespace {
@@ -11,34 +13,36 @@ constexpr const char* kWhy = "built without CUDA (VIGIL_WITH_CUDA=OFF)";
 
 class CudaUnavailableCheck final : public Check {
  public:
-  CudaUnavailableCheck(std::string name, std::string short_name)
-      : name_(std::move(name)), short_name_(std::move(short_name)) {}
+  // Named as the catalog names the real probe (vigil/report/check_catalog.h).
+  explicit CudaUnavailableCheck(std::string_view name) : name_(name), short_name_(name) {
+    if (const CheckSpec* spec = find_check_spec(name)) short_name_ = spec->short_name;
+  }
   std::string_view name() const override { return name_; }
   std::string_view short_name() const override { return short_name_; }
   Applies applies(const CheckContext&) const override { return {false, kWhy}; }
   CheckResult run(const CheckContext&) override { return skipped(name_, kWhy); }
 
  private:
-  std::string name_;
-  std::string short_name_;
+  std::string_view name_;
+  std::string_view short_name_;
 };
 
 }  // namespace
 
 std::unique_ptr<Check> make_gpu_gemm_check() {
-  return std::make_unique<CudaUnavailableCheck>("gpu_gemm", "gemm");
+  return std::make_unique<CudaUnavailableCheck>("gpu_gemm");
 }
 std::unique_ptr<Check> make_gpu_hbm_check() {
-  return std::make_unique<CudaUnavailableCheck>("gpu_hbm", "hbm");
+  return std::make_unique<CudaUnavailableCheck>("gpu_hbm");
 }
 std::unique_ptr<Check> make_gpu_pcie_bw_check() {
-  return std::make_unique<CudaUnavailableCheck>("gpu_pcie_bw", "h2d");
+  return std::make_unique<CudaUnavailableCheck>("gpu_pcie_bw");
 }
 std::unique_ptr<Check> make_gpu_memtest_check() {
-  return std::make_unique<CudaUnavailableCheck>("gpu_memtest", "memtest");
+  return std::make_unique<CudaUnavailableCheck>("gpu_memtest");
 }
 std::unique_ptr<Check> make_gpu_sanity_check() {
-  return std::make_unique<CudaUnavailableCheck>("gpu_sanity", "sanity");
+  return std::make_unique<CudaUnavailableCheck>("gpu_sanity");
 }
 
 }  // namespace vigil

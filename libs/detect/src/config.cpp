@@ -5,6 +5,8 @@
 #include <set>
 #include <stdexcept>
 
+#include "vigil/report/check_catalog.h"
+
 namespace vigil::detect {
 
 using nlohmann::json;
@@ -15,18 +17,15 @@ std::string_view to_string(Direction d) {
 
 DetectConfig DetectConfig::defaults() {
   DetectConfig c;
-  const auto higher = Direction::kHigherIsBetter;
-  // Names as the checks emit them (checks/src: add_measurement calls, thresholds/*.yaml).
-  c.metrics = {
-      {"gpu_gemm", "*", "TFLOP/s", "gemm", higher},  // gemm_bf16_tflops and later precisions
-      {"gpu_hbm", "hbm_bandwidth", "GB/s", "hbm", higher},
-      {"gpu_pcie_bw", "h2d_bandwidth", "GB/s", "pcie", higher},
-      {"gpu_pcie_bw", "d2h_bandwidth", "GB/s", "pcie", higher},
-      {"nccl_allreduce_nvlink", "busbw", "GB/s", "allreduce", higher},
-      {"nccl_allreduce_ib", "busbw", "GB/s", "allreduce", higher},
-      {"host_allreduce", "busbw", "GB/s", "allreduce", higher},
-      {"fabric_allreduce_ib", "busbw", "GB/s", "allreduce", higher},
-  };
+  // The performance figures of the check catalog (vigil/report/check_catalog.h), in its order.
+  for (const CheckSpec& check : check_catalog()) {
+    for (const PerfMetric& m : check.metrics) {
+      c.metrics.push_back(
+          {std::string(check.name), std::string(m.measurement), std::string(m.unit),
+           std::string(m.kind),
+           m.higher_is_better ? Direction::kHigherIsBetter : Direction::kLowerIsBetter});
+    }
+  }
   // Chosen with tests/detect/fleet_sim.cpp; docs/detection.md has the table and the reasons.
   // all_reduce warns earlier: node figures have no peers, so the warn margin (vigil-check's
   // repeat trigger against the typical figure) is what gets them the repeats that confirm.

@@ -7,14 +7,24 @@
 #include <nlohmann/json.hpp>
 #include <type_traits>
 
+#include "vigil/report/check_catalog.h"
+
 namespace vigil {
 
 const std::set<std::string>& default_fatal_checks() {
-  static const std::set<std::string> kFatal = {
-      "gpu_count",     "nvml_ecc",   "nvml_row_remap", "nvml_retired_pages",
-      "nvml_xid",      "ib_port",    "gpu_memtest",    "kmsg_xid",
-      "gpu_leftovers", "gpu_sanity", "nvml_fabric",    "nvml_recovery"};
+  static const std::set<std::string> kFatal = [] {
+    const auto names = catalog_check_names(CheckSeverity::kFatal);
+    return std::set<std::string>(names.begin(), names.end());
+  }();
   return kFatal;
+}
+
+const std::set<std::string>& default_noisy_checks() {
+  static const std::set<std::string> kNoisy = [] {
+    const auto names = catalog_check_names(CheckSeverity::kNoisy);
+    return std::set<std::string>(names.begin(), names.end());
+  }();
+  return kNoisy;
 }
 
 bool SharedDrainPolicy::is_fatal(std::string_view check) const {

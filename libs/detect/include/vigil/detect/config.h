@@ -65,7 +65,7 @@ struct DetectConfig {
   double drift_tau = 0.6;
   std::int64_t forget_after_s = 7 * 24 * 3600;  // nodes not seen this long are dropped
 
-  // The default figures (real check and measurement names from checks/src) and margins.
+  // The default figures (the check catalog's metrics, vigil/report/check_catalog.h) and margins.
   static DetectConfig defaults();
   // Every problem as "field: message"; empty when valid.
   std::vector<std::string> validate() const;

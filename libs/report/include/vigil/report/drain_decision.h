@@ -1,6 +1,7 @@
 #pragma once
 // What the drainer and the Slurm hooks agree on about draining (docs/hooks.md "Who drains"):
-//   - the one default list of fatal checks (a fail drains after one report);
+//   - the one default list of fatal checks (a fail drains after one report), and the noisy
+//     ones (drain after 3), both derived from the check catalog (check_catalog.h);
 //   - the shared policy the drainer sends the hooks with every decision (fatal list, dry-run,
 //     circuit breaker) and the hooks keep for the times the drainer cannot be reached;
 //   - the verdict the drainer gives for one report when a hook asks for it (request header
@@ -28,8 +29,13 @@ inline constexpr std::string_view kDecisionHeader = "Vigil-Want-Decision";
 // uses it. (Each entry is a hard, self-confirming finding: a missing GPU, uncorrectable ECC,
 // row-remap failure or pending, retired pages over the limit, an XID whose catalogue action is
 // a reset or RMA, a port down, a memtest mismatch, a GPU left busy by a finished job, a CUDA
-// context that cannot be created; docs/checks.md gives each one's source.)
+// context that cannot be created; docs/checks-nvml.md, docs/checks-ib.md, docs/cuda-probes.md
+// and docs/hooks.md give each one's source.) The catalog's fatal entries (check_catalog.h).
 const std::set<std::string>& default_fatal_checks();
+
+// Checks whose fail is a noisy performance figure: the drainer's default policy drains after
+// 3 failing reports instead of 2 (docs/drainer.md). The catalog's noisy entries.
+const std::set<std::string>& default_noisy_checks();
 
 // The circuit breaker's defaults (drainer.yaml breaker.*; docs/drainer.md "Circuit breaker").
 inline constexpr int kDefaultBreakerMaxDrains = 10;      // new drains per window per group

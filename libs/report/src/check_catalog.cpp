@@ -1,0 +1,114 @@
+// The check catalog (check_catalog.h): one line per check, in run order.
+//
+// Fatal (one failing report drains; the drainer's policy.fatal_checks and the hooks' list):
+// hard, self-confirming hardware findings, which DCGM's health watch treats as FAIL too. Each
+// one's source is in docs/checks-nvml.md, docs/checks-ib.md, docs/cuda-probes.md and
+// docs/hooks.md ("What each mode checks").
+// Noisy (drain after 3 failing reports): performance figures that need repeated evidence
+// before a drain (docs/drainer.md, "Built-in defaults").
+// Metrics: names as the checks emit them (checks/src: add_measurement calls,
+// thresholds/*.yaml); docs/detection.md has the margins per kind.
+#include "vigil/report/check_catalog.h"
+
+#include <array>
+
+namespace vigil {
+namespace {
+
+using std::chrono::seconds;
+using enum CheckSuite;
+using enum CheckSeverity;
+
+constexpr unsigned kNode = kQuick | kFull;                       // vigil-check run, both suites
+constexpr unsigned kNodeAndHooks = kNode | kPassive;             // ... and the Slurm hooks
+constexpr unsigned kHooks = static_cast<unsigned>(kPassive);     // the Slurm hooks only
+constexpr unsigned kFabricJob = static_cast<unsigned>(kFabric);  // vigil-check fabric only
+
+constexpr std::array<PerfMetric, 1> kGemmMetrics{{
+    {"*", "TFLOP/s", "gemm"},  // gemm_bf16_tflops and later precisions
+}};
+constexpr std::array<PerfMetric, 1> kHbmMetrics{{{"hbm_bandwidth", "GB/s", "hbm"}}};
+constexpr std::array<PerfMetric, 2> kPcieMetrics{{
+    {"h2d_bandwidth", "GB/s", "pcie"},
+    {"d2h_bandwidth", "GB/s", "pcie"},
+}};
+constexpr std::array<PerfMetric, 1> kBusbwMetrics{{{"busbw", "GB/s", "allreduce"}}};
+
+constexpr CheckSpec kCatalog[] = {
+    // Hooks only, first: needs neither NVML nor the SKU, and a GPU with GSP trouble (Xid
+    // 119/120) can block every NVML call until the time box ends (review F14). Fatal: an XID
+    // whose catalogue action is a reset or RMA, remembered for the boot (docs/hooks.md).
+    {"kmsg_xid", "xid", kHooks, seconds(20), kFatal, {}},
+    // --- NVML (docs/checks-nvml.md) ---
+    // Fatal: fewer GPUs than the SKU has (a missing GPU).
+    {"gpu_count", "gpu-count", kNodeAndHooks, seconds(60), kFatal, {}},
+    // Fatal: a volatile uncorrectable (DBE) ECC error (DCGM health).
+    {"nvml_ecc", "ecc", kNodeAndHooks, seconds(60), kFatal, {}},
+    // Fatal: a row remap failed (out of spare rows) or pending (needs a GPU reset; aznhc).
+    {"nvml_row_remap", "remap", kNodeAndHooks, seconds(60), kFatal, {}},
+    // Fatal: retired pages over the bound or pending (pre-A100 GPUs).
+    {"nvml_retired_pages", "pages", kNodeAndHooks, seconds(60), kFatal, {}},
+    // Noisy: hardware slowdown, thermal and power-brake clock events.
+    {"nvml_clock_events", "clocks", kNodeAndHooks, seconds(60), kNoisy, {}},
+    // PCIe link width and generation, replay counter deltas.
+    {"nvml_pcie", "pcie", kNode, seconds(60), kDefault, {}},
+    // NVLink links down or error counters growing (drain_after applies).
+    {"nvml_nvlink", "nvlink", kNodeAndHooks, seconds(60), kDefault, {}},
+    // Fatal: NVLink fabric registration failed, unhealthy, or missing 10 min after boot
+    // (Fabric Manager down).
+    {"nvml_fabric", "nvl-fabric", kNodeAndHooks, seconds(60), kFatal, {}},
+    // Fatal: the driver states a recovery action (reset, reboot, drain P2P, IMEX domain).
+    {"nvml_recovery", "recovery", kNodeAndHooks, seconds(60), kFatal, {}},
+    // Noisy: GPU temperature against the SKU's bounds.
+    {"nvml_temperature", "temp", kNode, seconds(60), kNoisy, {}},
+    // Fatal: an XID event whose catalogue action is a reset or RMA, seen while listening.
+    {"nvml_xid", "xid", kNode, seconds(60), kFatal, {}},
+    // Hooks only, after a job (epilog): fatal, a GPU left busy by a finished job.
+    {"gpu_leftovers", "leftover", kHooks, seconds(20), kFatal, {}},
+    // --- InfiniBand (docs/checks-ib.md) ---
+    // Fatal: a compute-fabric port down or below its rate.
+    {"ib_port", "ib", kNodeAndHooks, seconds(30), kFatal, {}},
+    // InfiniBand error counter deltas.
+    {"ib_counters", "ib-err", kNode, seconds(30), kDefault, {}},
+    // --- CUDA probes (docs/cuda-probes.md) ---
+    // Noisy: GEMM throughput per GPU.
+    {"gpu_gemm", "gemm", kNode, seconds(120), kNoisy, kGemmMetrics},
+    // Noisy: HBM bandwidth per GPU.
+    {"gpu_hbm", "hbm", kNode, seconds(60), kNoisy, kHbmMetrics},
+    // Noisy: host-to-device and device-to-host copy bandwidth per GPU.
+    {"gpu_pcie_bw", "h2d", kNode, seconds(120), kNoisy, kPcieMetrics},
+    // Fatal: a memory pattern mismatch (stuck or flipping bits, address faults).
+    {"gpu_memtest", "memtest", kNode, seconds(180), kFatal, {}},
+    // Hooks only, with --cuda-sanity: fatal, a CUDA context that cannot be created or a tiny
+    // kernel's wrong output.
+    {"gpu_sanity", "sanity", kHooks, seconds(20), kFatal, {}},
+    // --- all_reduce through vigil-allreduce ---
+    // Noisy: NCCL all_reduce busbw over NVLink/NVSwitch.
+    {"nccl_allreduce_nvlink", "nccl-nvl", kNode, seconds(330), kNoisy, kBusbwMetrics},
+    // Noisy: NCCL all_reduce busbw over the node's own IB ports (loopback).
+    {"nccl_allreduce_ib", "nccl-ib", kNode, seconds(330), kNoisy, kBusbwMetrics},
+    // all_reduce on the host (CPU nodes, test clusters): judged by detect, default drain_after.
+    {"host_allreduce", "allreduce", kNode, seconds(90), kDefault, kBusbwMetrics},
+    // Fabric jobs only. Noisy, and for another reason too: one slow pair cannot say which of
+    // its two nodes is at fault; only a node that keeps failing with new partners is.
+    {"fabric_allreduce_ib", "fabric-ib", kFabricJob, seconds(660), kNoisy, kBusbwMetrics},
+};
+
+}  // namespace
+
+std::span<const CheckSpec> check_catalog() { return kCatalog; }
+
+const CheckSpec* find_check_spec(std::string_view name) {
+  for (const CheckSpec& s : kCatalog)
+    if (s.name == name) return &s;
+  return nullptr;
+}
+
+std::vector<std::string> catalog_check_names(CheckSeverity severity) {
+  std::vector<std::string> out;
+  for (const CheckSpec& s : kCatalog)
+    if (s.severity == severity) out.emplace_back(s.name);
+  return out;
+}
+
+}  // namespace vigil
