@@ -1,7 +1,8 @@
 #pragma once
 // The metrics sink. Every metric Vigil exports is declared once in kMetricTable (metrics.cpp)
 // with exactly the names in docs/drainer.md; /metrics serialises the registry in the
-// Prometheus text format (prometheus-cpp TextSerializer, served by our own httplib server).
+// Prometheus text format (prometheus-cpp TextSerializer, served by the drainer's libmicrohttpd
+// listener, http_server.cpp).
 #include <cstdint>
 #include <map>
 #include <memory>

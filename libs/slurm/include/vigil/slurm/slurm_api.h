@@ -1,7 +1,8 @@
 #pragma once
-// Thin interface over libslurm so the policy engine and tests can swap it. The real
-// implementation (slurm_client.cpp) calls slurm_load_node / slurm_update_node only; it never
-// shells out to scontrol.
+// The interface every Slurm backend implements, so the drainer, the hooks and tests can swap
+// them: libslurm (slurm_client.cpp: slurm_load_node / slurm_update_node), slurmrestd
+// (rest_client.cpp, slurm_rest.h) and scontrol (scontrol_client.cpp, scontrol.h; never lifts
+// drains). Every backend refuses a name Slurm would read as more than one node (validate_names).
 #include <cstdint>
 #include <memory>
 #include <string>
