@@ -256,13 +256,21 @@ Result<std::vector<uint64_t>> Journal::append(std::vector<nlohmann::json> record
   return write_locked(records, lk);
 }
 
-VoidResult Journal::write_snapshot(const nlohmann::json& snapshot) {
+Result<uint64_t> Journal::cut() {
   std::unique_lock lk(mu_);
   cv_.wait(lk, [&] { return !syncing_; });
   if (fsync_ && fd_ >= 0 && ::fdatasync(fd_) != 0) return sys_error("fdatasync", segment_path_);
   synced_ = written_;
-  nlohmann::json snap = snapshot;
   const uint64_t last = next_seq_ - 1;
+  // Later records go to a segment of their own, which the snapshot will not cover.
+  VIGIL_TRY(auto r, open_segment(last + 1));
+  (void)r;
+  since_snapshot_ = 0;
+  return last;
+}
+
+VoidResult Journal::write_snapshot(const nlohmann::json& snapshot, uint64_t last) {
+  nlohmann::json snap = snapshot;
   snap["last_seq"] = last;
   const std::string tmp = dir_ + "/snapshot.json.tmp", final_path = dir_ + "/snapshot.json";
   {
@@ -279,20 +287,21 @@ VoidResult Journal::write_snapshot(const nlohmann::json& snapshot) {
     VIGIL_TRY(auto r, fsync_dir(dir_));
     (void)r;
   }
-  // New segment; the old ones are fully covered by the snapshot.
-  const std::string old_path = segment_path_;
-  VIGIL_TRY(auto r2, open_segment(last + 1));
-  (void)r2;
+  // Segments that start at or before `last` hold only records the snapshot covers (cut()
+  // started a new one after them).
   for (const auto& e : fs::directory_iterator(dir_)) {
-    auto name = e.path().filename().string();
-    auto s = segment_first_seq(name);
-    if (s && *s <= last) {
+    auto first = segment_first_seq(e.path().filename().string());
+    if (first && *first <= last) {
       std::error_code ec;
       fs::remove(e.path(), ec);
     }
   }
-  since_snapshot_ = 0;
   return ok_result();
+}
+
+VoidResult Journal::write_snapshot(const nlohmann::json& snapshot) {
+  VIGIL_TRY(uint64_t last, cut());
+  return write_snapshot(snapshot, last);
 }
 
 uint64_t Journal::last_seq() const {

@@ -135,7 +135,9 @@ class Drainer {
   // intents are the caller's: live enqueues them once durable, replay at once.
   void apply_locked(const Decided& d);
   VoidResult maybe_snapshot();
-  nlohmann::json snapshot_json_locked() const;
+  struct StateCopy;  // replay.cpp
+  StateCopy copy_state_locked() const;
+  static nlohmann::json snapshot_json(const StateCopy& c);
 
   // decisions.cpp
   // Decides up to 256 reports and journals the decisions (not yet synced); their intents are
@@ -184,8 +186,9 @@ class Drainer {
   std::unique_ptr<SlurmViewCache> views_;  // Slurm's node table, shared with the Slurm sink
   std::array<std::unique_ptr<SinkLane>, 2> lanes_;  // by SinkKind; sinks created by open()
 
-  // Lock order: pass_mu_ -> decide_mu_ -> ingest_mu_ -> mu_. Every journal append happens under
-  // ingest_mu_ or mu_, so holding all three gives a consistent snapshot.
+  // Lock order: pass_mu_ or snapshot_mu_ (never both) -> decide_mu_ -> ingest_mu_ -> mu_. Every
+  // journal append happens under ingest_mu_ or mu_, so holding the last three gives a
+  // consistent snapshot.
   mutable std::mutex ingest_mu_;                  // guards seen_runs_, undecided_
   std::map<std::string, RunIdWindow> seen_runs_;  // node -> its recent run ids (run_ids.h)
   std::deque<Accepted> undecided_;
@@ -197,6 +200,7 @@ class Drainer {
   uint64_t next_intent_id_ = 1;
 
   mutable std::mutex decide_mu_;  // one decision batch at a time
+  std::mutex snapshot_mu_;        // one snapshot at a time (taken before the other locks)
   // One process_pending pass at a time, held until its intents are enqueued: a caller that has
   // just ingested must not return while the processor thread is still deciding those reports.
   std::mutex pass_mu_;

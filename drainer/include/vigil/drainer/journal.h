@@ -46,9 +46,15 @@ class Journal {
   // Waits until everything written so far is on stable storage (shared fdatasync).
   VoidResult sync();
 
-  // Writes the snapshot covering every record up to last_seq() and starts a new segment.
-  // The caller must make sure no record it has not folded into `snapshot` gets appended
-  // meanwhile (hold its own lock).
+  // A snapshot in two steps, so that writing it holds no lock of the caller's:
+  // cut() syncs, starts a new segment for later records and returns the last seq before it;
+  // the caller takes its state as of that seq under its own lock (no record it has not folded
+  // in may be appended between the two), then, after releasing it, calls
+  // write_snapshot(snapshot, last): tmp + fsync + rename, then the segments the snapshot
+  // covers are deleted. One snapshot at a time (the caller serialises them).
+  Result<uint64_t> cut();
+  VoidResult write_snapshot(const nlohmann::json& snapshot, uint64_t last);
+  // Both steps at once (the caller holds its lock throughout).
   VoidResult write_snapshot(const nlohmann::json& snapshot);
 
   uint64_t last_seq() const;
