@@ -63,7 +63,7 @@ void Drainer::apply_decision_locked(const Decision& d, const NodeReport* r, uint
   auto delta = Breaker::delta(breaker_, d.breaker, d.counted_drain);
   rec.breaker = std::move(delta.whole);
   rec.breaker_drain = std::move(delta.drain);
-  records.push_back(to_json(RecordBody{rec}));
+  records.push_back(to_json(rec));
   audit_->write({{"time", rfc3339_utc(clock_.now_unix())},
                  {"event", "decision"},
                  {"node", s.node},
@@ -187,7 +187,7 @@ int Drainer::process_chunk(PassView& pass, std::vector<Intent>& intents) {
       std::string partition = prev ? prev->partition : "";
       if (info && !info->partitions.empty()) partition = info->partitions.front();
       const int gsize =
-          groups.size(partition, breaker_group(partition, a.report.sku), prev == nullptr);
+          groups.size(partition, breaker_group(partition, next_sku(prev, a.report)), !prev);
       const bool unknown_to_slurm = !info && !view.empty();
       const NodeReport judged = judge_slow_locked(a.report, prev);
       Decision d = engine_.on_report(prev, judged, info, breaker_, gsize, unknown_to_slurm);

@@ -21,7 +21,7 @@ Result<IngestOutcome> Drainer::ingest(const std::vector<NodeReport>& reports) {
   const int64_t now = clock_.now_unix();
   std::vector<nlohmann::json> all;  // serialised outside the lock
   all.reserve(reports.size());
-  for (const auto& r : reports) all.push_back(to_json(RecordBody{ReportAccepted{now, r}}));
+  for (const auto& r : reports) all.push_back(report_record(now, r));
   {
     std::lock_guard lk(ingest_mu_);
     std::vector<nlohmann::json> recs;

@@ -142,6 +142,13 @@ PolicyEngine::PolicyEngine(PolicyConfig policy, BreakerConfig breaker, bool dry_
                            const Clock& clock)
     : policy_(std::move(policy)), breaker_(breaker), dry_run_(dry_run), clock_(clock) {}
 
+std::string next_sku(const NodeState* prev, const NodeReport& r) {
+  // A report that could not tell the SKU (NVML broken on the node, or a fabric job whose batch
+  // host could not detect it) keeps the node in its known SKU group.
+  if (r.sku == "unknown" && prev && !prev->sku.empty()) return prev->sku;
+  return r.sku;
+}
+
 std::string PolicyEngine::group_key(const NodeState& s) {
   return breaker_group(s.partition, s.sku);
 }
@@ -155,9 +162,7 @@ Decision PolicyEngine::on_report(const NodeState* prev, const NodeReport& r,
   NodeState s = prev ? *prev : NodeState{};
   d.before = prev ? prev->health : NodeHealth::kUnknown;
   s.node = r.node;
-  // A report that could not tell the SKU (NVML broken on the node, or a fabric job whose batch
-  // host could not detect it) keeps the node in its known SKU group.
-  if (r.sku != "unknown" || s.sku.empty()) s.sku = r.sku;
+  s.sku = next_sku(prev, r);
   if (r.k8s_node) s.k8s_node = r.k8s_node;
   if (slurm && !slurm->partitions.empty()) s.partition = slurm->partitions.front();
   s.last_report_unix = now;

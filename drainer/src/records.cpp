@@ -114,30 +114,34 @@ std::string_view to_string(DoneOutcome o) {
   return "error";
 }
 
+json report_record(int64_t received_unix_s, const NodeReport& report) {
+  return {{"t", "report"},
+          {"node", report.node},
+          {"run_id", report.run_id},
+          {"received_unix_s", received_unix_s},
+          {"report", to_json(report)}};
+}
+
+json to_json(const Decided& d) {
+  json intents = json::array();
+  for (const auto& i : d.intents) intents.push_back(to_json(i));
+  json j{{"t", "decision"},
+         {"node", d.state.node},
+         {"action", std::string(to_string(d.action))},
+         {"state", to_json(d.state)},
+         {"intents", intents}};
+  if (d.report_seq) j["report_seq"] = d.report_seq;
+  if (d.breaker) j["breaker"] = to_json(*d.breaker);
+  if (d.breaker_drain)
+    j["breaker_drain"] = {{"group", d.breaker_drain->group}, {"at", d.breaker_drain->at}};
+  return j;
+}
+
 json to_json(const RecordBody& r) {
   return std::visit(
       Overloaded{
-          [](const ReportAccepted& a) -> json {
-            return {{"t", "report"},
-                    {"node", a.report.node},
-                    {"run_id", a.report.run_id},
-                    {"received_unix_s", a.received_unix_s},
-                    {"report", to_json(a.report)}};
-          },
-          [](const Decided& d) -> json {
-            json intents = json::array();
-            for (const auto& i : d.intents) intents.push_back(to_json(i));
-            json j{{"t", "decision"},
-                   {"node", d.state.node},
-                   {"action", std::string(to_string(d.action))},
-                   {"state", to_json(d.state)},
-                   {"intents", intents}};
-            if (d.report_seq) j["report_seq"] = d.report_seq;
-            if (d.breaker) j["breaker"] = to_json(*d.breaker);
-            if (d.breaker_drain)
-              j["breaker_drain"] = {{"group", d.breaker_drain->group}, {"at", d.breaker_drain->at}};
-            return j;
-          },
+          [](const ReportAccepted& a) { return report_record(a.received_unix_s, a.report); },
+          [](const Decided& d) { return to_json(d); },
           [](const IntentsDone& d) -> json {
             return {{"t", "done"}, {"ids", d.ids}, {"outcome", std::string(to_string(d.outcome))}};
           },

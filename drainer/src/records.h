@@ -1,9 +1,12 @@
 #pragma once
 // The journal's records, typed. Every record the drainer writes is one of four kinds, each with
 // one strict codec: a record this build cannot read (an unknown "t", an unknown or missing
-// field, an unknown action or outcome) is an error, never skipped or defaulted, so replay
-// stops and names where. Replay is a visit over these (replay.cpp); live decisions and replay
-// change the node table through the same Drainer::apply_locked(const Decided&).
+// field of the record, an unknown action, outcome, sink, intent action, node health or check
+// status) is an error, never skipped or defaulted, so replay stops and names where. (The node
+// state and breaker inside a decision still read absent optional fields as their defaults and
+// ignore fields they do not know, as snapshots always have.) Replay is a visit over these
+// (replay.cpp); live decisions and replay change the node table through the same
+// Drainer::apply_locked(const Decided&).
 //
 // On disk (one JSON line each, "seq" spliced in by the journal):
 //   {"t":"report","node","run_id","received_unix_s","report"}
@@ -71,8 +74,11 @@ struct Overloaded : F... {
   using F::operator()...;
 };
 
-// The journal form, without "seq" (Journal::append assigns it).
+// The journal form, without "seq" (Journal::append assigns it). The per-kind overloads spare
+// the hot paths (ingest, decisions) a copy of the report or state into a RecordBody.
 nlohmann::json to_json(const RecordBody& r);
+nlohmann::json report_record(int64_t received_unix_s, const NodeReport& report);
+nlohmann::json to_json(const Decided& d);
 // Strict: see the header comment. Errors name the field ("decision.state: ...").
 Result<JournalRecord> record_from_json(const nlohmann::json& j);
 

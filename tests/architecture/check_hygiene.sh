@@ -9,10 +9,12 @@ set -euo pipefail
 
 list_files() {  # SRC -> NUL-separated paths relative to SRC
   local src=$1
-  if git -C "$src" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
-    git -C "$src" ls-files -z
+  # safe.directory: a CI checkout owned by another user is still this repository.
+  if [ -z "${HYGIENE_NO_GIT:-}" ] && [ -e "$src/.git" ] &&
+      git -c safe.directory='*' -C "$src" rev-parse --show-toplevel >/dev/null; then
+    git -c safe.directory='*' -C "$src" ls-files -z
   else
-    (cd "$src" && find . \( -name .git -o -name 'build*' -o -name node_modules \
+    (cd "$src" && find . \( -name .git -o -path './build*' -o -name node_modules \
       -o -path ./tests/fixtures \) -prune -o -type f -print0 | sed -z 's|^\./||')
   fi
 }
@@ -50,7 +52,11 @@ check_shell() {
 }
 
 self_test() {
-  local here tmp rc
+  local here tmp rc tool
+  for tool in clang-format shellcheck; do
+    command -v $tool >/dev/null || { echo "self-test: $tool not installed" >&2; return 2; }
+  done
+  export HYGIENE_NO_GIT=1  # the planted files are untracked (and TMPDIR may be in a git tree)
   here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
   tmp=$(mktemp -d)
   trap 'rm -rf "$tmp"' RETURN

@@ -390,6 +390,32 @@ TEST(Drainer, breaker_caps_a_bad_threshold_file_that_fails_every_node) {
   EXPECT_FALSE(dr.breaker().open);
 }
 
+// A node whose report cannot tell its SKU (NVML broken) stays in its SKU's breaker group, and
+// the group is sized as such: sized as the empty "unknown" group (one node, cap 1) while its
+// drain counted under the known SKU, the breaker opened for the whole fleet.
+TEST(Drainer, a_report_of_unknown_sku_is_sized_in_the_nodes_known_sku_group) {
+  TempDir d;
+  FakeClock clock;
+  auto cfg = test_config(d.str());
+  cfg.breaker = {10, 50, 3600};              // 50% of a group of 4: 2 drains
+  Drainer dr(cfg, nullptr, nullptr, clock);  // no Slurm view: groups by SKU
+  ASSERT_TRUE(dr.open().ok());
+  std::vector<NodeReport> rs;
+  for (int i = 0; i < 4; ++i) rs.push_back(good("gpu-" + std::to_string(i), "a"));
+  ASSERT_TRUE(dr.ingest(rs).ok());
+  dr.process_pending();
+  ASSERT_TRUE(dr.ingest({bad("gpu-0", "b")}).ok());
+  dr.process_pending();
+  ASSERT_EQ(dr.node("gpu-0")->last_action, "drain");
+  NodeReport unknown = bad("gpu-1", "b");
+  unknown.sku = "unknown";
+  ASSERT_TRUE(dr.ingest({unknown}).ok());
+  dr.process_pending();
+  EXPECT_EQ(dr.node("gpu-1")->sku, "h100-sxm-80gb");
+  EXPECT_EQ(dr.node("gpu-1")->last_action, "drain") << dr.node("gpu-1")->note;
+  EXPECT_FALSE(dr.breaker().open) << dr.breaker().why;
+}
+
 TEST(Drainer, breaker_state_survives_restart) {
   TempDir d;
   FakeClock clock;

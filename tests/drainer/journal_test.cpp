@@ -106,6 +106,38 @@ TEST(Journal, snapshot_covers_old_records_and_removes_old_segments) {
   EXPECT_EQ(r.records[0]["i"], 3);
 }
 
+// The drainer cuts the journal under its locks and writes the snapshot after releasing them:
+// records appended in between stay in the new segment, whether or not the snapshot made it.
+TEST(Journal, records_appended_between_cut_and_snapshot_survive_with_or_without_it) {
+  for (bool snapshot_written : {true, false}) {
+    TempDir d;
+    {
+      auto j = open_recovered(d.str());
+      ASSERT_TRUE(j->append_durable({{{"i", 1}}, {{"i", 2}}}).ok());
+      auto last = j->cut();
+      ASSERT_TRUE(last.ok());
+      EXPECT_EQ(*last, 2u);
+      ASSERT_TRUE(j->append_durable({{{"i", 3}}}).ok());  // while the snapshot is being built
+      if (snapshot_written) {
+        ASSERT_TRUE(j->write_snapshot({{"state", "after two"}}, *last).ok());
+      }
+      // else: a crash before the snapshot was written
+    }
+    Recovered r;
+    open_recovered(d.str(), &r);
+    std::vector<int> seen;
+    for (const auto& rec : r.records) seen.push_back(rec["i"].get<int>());
+    if (snapshot_written) {
+      ASSERT_TRUE(r.snapshot);
+      EXPECT_EQ(r.snapshot_seq, 2u);
+      EXPECT_EQ(seen, std::vector<int>({3}));
+    } else {
+      EXPECT_FALSE(r.snapshot);
+      EXPECT_EQ(seen, std::vector<int>({1, 2, 3}));
+    }
+  }
+}
+
 TEST(Journal, concurrent_durable_appends_share_syncs_and_lose_nothing) {
   TempDir d;
   {

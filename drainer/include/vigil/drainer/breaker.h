@@ -71,6 +71,8 @@ class BreakerGroups {
   BreakerGroups(const std::map<std::string, int>& partition_counts, bool have_view,
                 std::map<std::string, int> known_per_group)
       : partitions_(partition_counts), have_view_(have_view), known_(std::move(known_per_group)) {}
+  // Keeps a reference to the partition counts: a temporary would dangle.
+  BreakerGroups(std::map<std::string, int>&&, bool, std::map<std::string, int>) = delete;
   // The size of `group` for a node in `partition` ("" when Slurm shows none); a node not known
   // before counts itself, once.
   int size(const std::string& partition, const std::string& group, bool new_node);

@@ -118,6 +118,10 @@ class PolicyEngine {
 // the report carried any; a report without it leaves the node's switch verdict as it was.
 bool fold_switch_evidence(NodeState& s, const NodeReport& r);
 
+// The node's SKU after report `r`: the report's, unless it says "unknown" and the node's is
+// known. The breaker sizes the node's group and the policy counts its drain under this SKU.
+std::string next_sku(const NodeState* prev, const NodeReport& r);
+
 // Health of a node that is not drained, from the latest statuses of its checks.
 NodeHealth health_from_checks(const NodeState& s);
 
