@@ -153,14 +153,12 @@ std::string PolicyEngine::group_key(const NodeState& s) {
   return breaker_group(s.partition, s.sku);
 }
 
-Decision PolicyEngine::on_report(const NodeState* prev, const NodeReport& r,
-                                 const slurm::SlurmNodeInfo* slurm, const BreakerState& breaker,
-                                 int group_size, bool unknown_to_slurm) const {
-  const int64_t now = clock_.now_unix();
-  Decision d;
-  d.breaker = breaker;
+namespace {
+
+// The node's state carried over from `prev`, refreshed with what every report says.
+NodeState start_state(const NodeState* prev, const NodeReport& r, const slurm::SlurmNodeInfo* slurm,
+                      int64_t now) {
   NodeState s = prev ? *prev : NodeState{};
-  d.before = prev ? prev->health : NodeHealth::kUnknown;
   s.node = r.node;
   s.sku = next_sku(prev, r);
   if (r.k8s_node) s.k8s_node = r.k8s_node;
@@ -171,24 +169,28 @@ Decision PolicyEngine::on_report(const NodeState* prev, const NodeReport& r,
   s.failing = failing_summary(r);
   s.last_action.clear();
   s.note.clear();
+  return s;
+}
 
-  // 1. Slurm is the truth about who owns a drain.
-  if (slurm) {
-    if (s.drained_by_vigil && !slurm::drained_by_vigil(*slurm)) {
-      s.drained_by_vigil = false;
-      s.note = slurm->drain ? "drain taken over by another owner: " + slurm->reason
-                            : "vigil drain lifted outside vigil";
-      s.reason.clear();
-      s.driving_checks.clear();
-    } else if (!s.drained_by_vigil && slurm::drained_by_vigil(*slurm)) {
-      // Adopt a vigil drain we have no record of (state dir lost, one-shot runs, ...).
-      s.drained_by_vigil = true;
-      s.reason = slurm->reason;
-      s.driving_checks.clear();
-    }
+// Slurm is the truth about who owns a drain.
+void sync_ownership(NodeState& s, const slurm::SlurmNodeInfo* slurm) {
+  if (!slurm) return;
+  if (s.drained_by_vigil && !slurm::drained_by_vigil(*slurm)) {
+    s.drained_by_vigil = false;
+    s.note = slurm->drain ? "drain taken over by another owner: " + slurm->reason
+                          : "vigil drain lifted outside vigil";
+    s.reason.clear();
+    s.driving_checks.clear();
+  } else if (!s.drained_by_vigil && slurm::drained_by_vigil(*slurm)) {
+    // Adopt a vigil drain we have no record of (state dir lost, one-shot runs, ...).
+    s.drained_by_vigil = true;
+    s.reason = slurm->reason;
+    s.driving_checks.clear();
   }
+}
 
-  // 2. Counters.
+// The per-check and per-node counters; returns whether the report failed.
+bool count_report(NodeState& s, const NodeReport& r) {
   bool report_fail = false, report_ran = false;
   for (const auto& c : r.checks) {
     CheckState& cs = s.checks[c.check];
@@ -214,8 +216,42 @@ Decision PolicyEngine::on_report(const NodeState* prev, const NodeReport& r,
     s.clean_streak++;
     s.fail_streak = 0;
   }
+  return report_fail;
+}
 
-  // 3. Drain candidates: failing now and reached drain_after. Fatal ones first.
+}  // namespace
+
+Decision PolicyEngine::finish(Decision& d, NodeState& s, Step step) {
+  d.action = step.action;
+  s.health = step.health;
+  s.last_action =
+      step.action == Action::kNone ? std::string() : std::string(to_string(step.action));
+  if (!step.why.empty()) s.note = s.note.empty() ? step.why : s.note + "; " + step.why;
+  d.why = s.note;
+  d.after = step.health;
+  d.state = std::move(s);
+  return d;
+}
+
+Decision PolicyEngine::on_report(const NodeState* prev, const NodeReport& r,
+                                 const slurm::SlurmNodeInfo* slurm, const BreakerState& breaker,
+                                 int group_size, bool unknown_to_slurm) const {
+  const int64_t now = clock_.now_unix();
+  Decision d;
+  d.breaker = breaker;
+  d.before = prev ? prev->health : NodeHealth::kUnknown;
+  NodeState s = start_state(prev, r, slurm, now);
+  sync_ownership(s, slurm);
+  const bool report_fail = count_report(s, r);
+  const auto cands = drain_candidates(s, r);
+  if (!cands.empty())
+    return finish(d, s, drain_or_block(d, s, cands, slurm, group_size, unknown_to_slurm, now));
+  return finish(d, s, maybe_resume(s, r, report_fail, slurm));
+}
+
+std::vector<const CheckResult*> PolicyEngine::drain_candidates(NodeState& s,
+                                                               const NodeReport& r) const {
+  // Failing now and reached drain_after. Fatal ones (drain_after 1) first.
   std::vector<const CheckResult*> cands;
   for (const auto& c : r.checks) {
     if (c.status != Status::kFail) continue;
@@ -226,97 +262,81 @@ Decision PolicyEngine::on_report(const NodeState* prev, const NodeReport& r,
     return policy_.for_check(a->check, a->fault_code).drain_after <
            policy_.for_check(b->check, b->fault_code).drain_after;
   });
+  return cands;
+}
 
-  auto finish = [&](Action a, NodeHealth h, std::string why) {
-    d.action = a;
-    s.health = h;
-    s.last_action = a == Action::kNone ? std::string() : std::string(to_string(a));
-    if (!why.empty()) s.note = s.note.empty() ? why : s.note + "; " + why;
-    d.why = s.note;
-    d.after = h;
-    d.state = std::move(s);
-    return d;
-  };
-
-  if (!cands.empty()) {
-    std::string reason = drain_reason(*cands.front());
-    std::vector<std::string> driving;
-    for (const auto* c : cands) driving.push_back(c->check);
-    d.reason = reason;
-    d.driving_checks = driving;
-    if (s.drained_by_vigil) {
-      for (const auto& c : driving)
-        if (!contains(s.driving_checks, c)) s.driving_checks.push_back(c);
-      return finish(Action::kNone, NodeHealth::kDrained, "already drained by vigil");
-    }
-    if (unknown_to_slurm)
-      return finish(Action::kNone, NodeHealth::kError,
-                    "would drain but Slurm has no node '" + s.node +
-                        "' (does the report's node name match a Slurm NodeName?)");
-    if (slurm && slurm::untouchable(*slurm))
-      return finish(Action::kNone, NodeHealth::kWarn,
-                    "would drain but node is " +
-                        std::string(slurm->down   ? "DOWN"
-                                    : slurm->fail ? "FAIL"
-                                                  : "MAINT") +
-                        "; not touched");
-    if (slurm && slurm::drained_by_other(*slurm))
-      return finish(Action::kNone, NodeHealth::kDrained,
-                    "already drained by another owner: " + slurm->reason);
-    s.reason = reason;
-    s.driving_checks = driving;
-    if (dry_run_)
-      return finish(Action::kWouldDrain, NodeHealth::kWouldDrain, "dry-run: would drain");
-    if (d.breaker.open)
-      return finish(Action::kBreakerBlocked, NodeHealth::kWouldDrain,
-                    "circuit breaker open: " + d.breaker.why);
-    // Sliding window per group.
-    const std::string group = group_key(s);
-    d.counted_drain = breaker_.try_count(d.breaker, group, group_size, now);
-    if (!d.counted_drain)
-      return finish(Action::kBreakerBlocked, NodeHealth::kWouldDrain,
-                    "circuit breaker opened: " + d.breaker.why);
-    s.drained_by_vigil = true;
-    return finish(Action::kDrain, NodeHealth::kDrained, "drain: " + reason);
-  }
-
-  // 4. No drain candidate: maybe resume.
+PolicyEngine::Step PolicyEngine::drain_or_block(Decision& d, NodeState& s,
+                                                const std::vector<const CheckResult*>& cands,
+                                                const slurm::SlurmNodeInfo* slurm, int group_size,
+                                                bool unknown_to_slurm, int64_t now) const {
+  const std::string reason = drain_reason(*cands.front());
+  std::vector<std::string> driving;
+  for (const auto* c : cands) driving.push_back(c->check);
+  d.reason = reason;
+  d.driving_checks = driving;
   if (s.drained_by_vigil) {
-    bool ready = !report_fail;
-    if (ready) {
-      if (s.driving_checks.empty()) {
-        int need = policy_.defaults.resume_after;
-        for (const auto& c : r.checks)
-          need = std::max(need, policy_.for_check(c.check).resume_after);
-        ready = s.clean_streak >= need;
-      } else {
-        for (const auto& c : s.driving_checks) {
-          auto it = s.checks.find(c);
-          if (it == s.checks.end() ||
-              it->second.consecutive_passes < policy_.for_check(c).resume_after) {
-            ready = false;
-          }
-        }
-      }
-    }
-    if (!ready) return finish(Action::kNone, NodeHealth::kDrained, "");
-    if (slurm && slurm::untouchable(*slurm))
-      return finish(Action::kNone, NodeHealth::kDrained,
-                    "passes reached resume_after but node is DOWN/FAIL/MAINT; resume deferred");
-    if (dry_run_)
-      return finish(Action::kWouldResume, NodeHealth::kDrained, "dry-run: would resume");
-    s.drained_by_vigil = false;
+    for (const auto& c : driving)
+      if (!contains(s.driving_checks, c)) s.driving_checks.push_back(c);
+    return {Action::kNone, NodeHealth::kDrained, "already drained by vigil"};
+  }
+  if (unknown_to_slurm)
+    return {Action::kNone, NodeHealth::kError,
+            "would drain but Slurm has no node '" + s.node +
+                "' (does the report's node name match a Slurm NodeName?)"};
+  if (slurm && slurm::untouchable(*slurm))
+    return {Action::kNone, NodeHealth::kWarn,
+            "would drain but node is " +
+                std::string(slurm->down   ? "DOWN"
+                            : slurm->fail ? "FAIL"
+                                          : "MAINT") +
+                "; not touched"};
+  if (slurm && slurm::drained_by_other(*slurm))
+    return {Action::kNone, NodeHealth::kDrained,
+            "already drained by another owner: " + slurm->reason};
+  s.reason = reason;
+  s.driving_checks = driving;
+  if (dry_run_) return {Action::kWouldDrain, NodeHealth::kWouldDrain, "dry-run: would drain"};
+  if (d.breaker.open)
+    return {Action::kBreakerBlocked, NodeHealth::kWouldDrain,
+            "circuit breaker open: " + d.breaker.why};
+  d.counted_drain = breaker_.try_count(d.breaker, group_key(s), group_size, now);
+  if (!d.counted_drain)
+    return {Action::kBreakerBlocked, NodeHealth::kWouldDrain,
+            "circuit breaker opened: " + d.breaker.why};
+  s.drained_by_vigil = true;
+  return {Action::kDrain, NodeHealth::kDrained, "drain: " + reason};
+}
+
+PolicyEngine::Step PolicyEngine::maybe_resume(NodeState& s, const NodeReport& r, bool report_fail,
+                                              const slurm::SlurmNodeInfo* slurm) const {
+  if (!s.drained_by_vigil) {
+    if (slurm && slurm::drained_by_other(*slurm))
+      return {Action::kNone, NodeHealth::kDrained, "drained by another owner: " + slurm->reason};
     s.reason.clear();
     s.driving_checks.clear();
-    NodeHealth h = health_from_checks(s);
-    return finish(Action::kResume, h, "resume: checks passed resume_after times");
+    return {Action::kNone, health_from_checks(s), ""};
   }
-  if (slurm && slurm::drained_by_other(*slurm))
-    return finish(Action::kNone, NodeHealth::kDrained,
-                  "drained by another owner: " + slurm->reason);
+  bool ready = !report_fail;
+  if (ready && s.driving_checks.empty()) {
+    int need = policy_.defaults.resume_after;
+    for (const auto& c : r.checks) need = std::max(need, policy_.for_check(c.check).resume_after);
+    ready = s.clean_streak >= need;
+  } else if (ready) {
+    for (const auto& c : s.driving_checks) {
+      auto it = s.checks.find(c);
+      if (it == s.checks.end() || it->second.consecutive_passes < policy_.for_check(c).resume_after)
+        ready = false;
+    }
+  }
+  if (!ready) return {Action::kNone, NodeHealth::kDrained, ""};
+  if (slurm && slurm::untouchable(*slurm))
+    return {Action::kNone, NodeHealth::kDrained,
+            "passes reached resume_after but node is DOWN/FAIL/MAINT; resume deferred"};
+  if (dry_run_) return {Action::kWouldResume, NodeHealth::kDrained, "dry-run: would resume"};
+  s.drained_by_vigil = false;
   s.reason.clear();
   s.driving_checks.clear();
-  return finish(Action::kNone, health_from_checks(s), "");
+  return {Action::kResume, health_from_checks(s), "resume: checks passed resume_after times"};
 }
 
 std::optional<NodeState> PolicyEngine::on_tick(const NodeState& s) const {

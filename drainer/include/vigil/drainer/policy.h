@@ -107,6 +107,21 @@ class PolicyEngine {
   bool dry_run() const { return dry_run_; }
 
  private:
+  // on_report's steps (policy.cpp): which failing checks reached drain_after, fatal first;
+  // drain, or what stops the drain; with no candidate, resume when the checks passed enough.
+  struct Step {  // what a step concluded: the action, the node's health, why (into the note)
+    Action action;
+    NodeHealth health;
+    std::string why;
+  };
+  static Decision finish(Decision& d, NodeState& s, Step step);
+  std::vector<const CheckResult*> drain_candidates(NodeState& s, const NodeReport& r) const;
+  Step drain_or_block(Decision& d, NodeState& s, const std::vector<const CheckResult*>& cands,
+                      const slurm::SlurmNodeInfo* slurm, int group_size, bool unknown_to_slurm,
+                      int64_t now) const;
+  Step maybe_resume(NodeState& s, const NodeReport& r, bool report_fail,
+                    const slurm::SlurmNodeInfo* slurm) const;
+
   PolicyConfig policy_;
   Breaker breaker_;
   bool dry_run_;
