@@ -92,6 +92,47 @@ Result<std::vector<detect::HealthyFigures>> healthy_figures_from_json(const nloh
   return out;
 }
 
+namespace {
+
+// `text` as lines without their ends; crlf[i]: line i ended in \r\n.
+std::vector<std::string> split_lines(const std::string& text, std::vector<bool>& crlf) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string l; std::getline(in, l);) {
+    crlf.push_back(!l.empty() && l.back() == '\r');
+    if (crlf.back()) l.pop_back();
+    lines.push_back(l);
+  }
+  return lines;
+}
+
+struct BoundFields {
+  std::string op, unit, fail, warn, algorithm;
+};
+
+// The fields of one bound's flow mapping ("op: ">=", fail: 640, ...") that calibration reads.
+BoundFields bound_fields(const std::string& flow) {
+  BoundFields b;
+  for (const auto& [k, v] : flow_items(flow)) {
+    if (k == "nccl_algorithm") b.algorithm = unquote(v);  // the floor's mode stays with it
+    if (k == "op") b.op = unquote(v);
+    if (k == "unit") b.unit = unquote(v);
+    if (k == "fail") b.fail = v;
+    if (k == "warn") b.warn = v;
+  }
+  return b;
+}
+
+std::string unified_diff(const std::string& file, const std::vector<CalibrationLine>& changes) {
+  std::string diff = "--- " + file + "\n+++ " + file + "\n";
+  for (const auto& c : changes)
+    diff += "@@ -" + std::to_string(c.line) + ",1 +" + std::to_string(c.line) + ",1 @@\n-" +
+            c.before + "\n+" + c.after + "\n";
+  return diff;
+}
+
+}  // namespace
+
 Result<CalibrationPlan> plan_calibration(const std::string& sku_text, const std::string& file,
                                          const std::string& sku,
                                          const std::vector<detect::HealthyFigures>& figures,
@@ -101,16 +142,8 @@ Result<CalibrationPlan> plan_calibration(const std::string& sku_text, const std:
   static const std::regex kCheck(R"re(^  ([A-Za-z0-9_]+):\s*(#.*)?$)re");
   static const std::regex kBound(R"re(^(    ([A-Za-z0-9_]+):\s*)\{([^}]*)\}\s*(#\s*(.*))?$)re");
   CalibrationPlan plan;
-  std::vector<std::string> lines;
   std::vector<bool> crlf;  // a CRLF file keeps its line ends (std::regex's . stops at \r)
-  {
-    std::istringstream in(sku_text);
-    for (std::string l; std::getline(in, l);) {
-      crlf.push_back(!l.empty() && l.back() == '\r');
-      if (crlf.back()) l.pop_back();
-      lines.push_back(l);
-    }
-  }
+  std::vector<std::string> lines = split_lines(sku_text, crlf);
   std::string file_sku, check;
   bool in_thresholds = false, saw_thresholds = false;
   for (std::size_t i = 0; i < lines.size(); ++i) {
@@ -130,14 +163,7 @@ Result<CalibrationPlan> plan_calibration(const std::string& sku_text, const std:
     }
     if (check.empty() || !std::regex_match(l, m, kBound)) continue;
     const std::string measurement = m[2];
-    std::string op, unit, fail, warn, algorithm;
-    for (const auto& [k, v] : flow_items(m[3])) {
-      if (k == "nccl_algorithm") algorithm = unquote(v);  // the floor's mode stays with it
-      if (k == "op") op = unquote(v);
-      if (k == "unit") unit = unquote(v);
-      if (k == "fail") fail = v;
-      if (k == "warn") warn = v;
-    }
+    const auto [op, unit, fail, warn, algorithm] = bound_fields(m[3]);
     if (op != ">=") continue;  // floors only: counts and error bounds are not calibrated
     // Only the performance figures the detection engine judges (and learns) have healthy
     // figures; gpu_count, link widths and port counts are not calibrated.
@@ -181,12 +207,7 @@ Result<CalibrationPlan> plan_calibration(const std::string& sku_text, const std:
     return Error{"the file is for SKU '" + file_sku + "', not '" + sku + "'", file};
   if (!saw_thresholds) return Error{"no thresholds: section", file};
   for (std::size_t i = 0; i < lines.size(); ++i) plan.text += lines[i] + (crlf[i] ? "\r\n" : "\n");
-  if (!plan.changes.empty()) {
-    plan.diff = "--- " + file + "\n+++ " + file + "\n";
-    for (const auto& c : plan.changes)
-      plan.diff += "@@ -" + std::to_string(c.line) + ",1 +" + std::to_string(c.line) + ",1 @@\n-" +
-                   c.before + "\n+" + c.after + "\n";
-  }
+  if (!plan.changes.empty()) plan.diff = unified_diff(file, plan.changes);
   return plan;
 }
 

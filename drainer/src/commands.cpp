@@ -262,6 +262,25 @@ int run_serve(const CommandOptions& o) {
   return 0;
 }
 
+namespace {
+
+// The reports of `files` (one report or an array each); the error names the file.
+Result<std::vector<NodeReport>> read_report_files(const std::vector<std::string>& files) {
+  std::vector<NodeReport> reports;
+  for (const auto& f : files) {
+    std::ifstream in(f);
+    if (!in) return Error{"cannot read " + f, "apply"};
+    std::stringstream ss;
+    ss << in.rdbuf();
+    auto p = parse_node_reports(ss.str());
+    if (!p) return Error{f + ": " + p.error, "apply"};
+    for (auto& r : *p.value) reports.push_back(std::move(r));
+  }
+  return reports;
+}
+
+}  // namespace
+
 int run_apply(const CommandOptions& o, const std::vector<std::string>& report_files,
               const std::string& reports_dir) {
   auto cfg = resolve_config(o);
@@ -270,22 +289,12 @@ int run_apply(const CommandOptions& o, const std::vector<std::string>& report_fi
     return 2;
   }
   const DrainerConfig& c = cfg.value();
-  std::vector<NodeReport> reports;
-  for (const auto& f : report_files) {
-    std::ifstream in(f);
-    if (!in) {
-      std::cerr << "vigil-drainer: cannot read " << f << "\n";
-      return 2;
-    }
-    std::stringstream ss;
-    ss << in.rdbuf();
-    auto p = parse_node_reports(ss.str());
-    if (!p) {
-      std::cerr << "vigil-drainer: " << f << ": " << p.error << "\n";
-      return 2;
-    }
-    for (auto& r : *p.value) reports.push_back(std::move(r));
+  auto read = read_report_files(report_files);
+  if (!read.ok()) {
+    std::cerr << "vigil-drainer: " << read.error().message << "\n";
+    return 2;
   }
+  const std::vector<NodeReport>& reports = *read;
   int lock = lock_state_dir(c.state_dir);
   if (lock < 0) {
     std::cerr << "vigil-drainer: state dir " << c.state_dir

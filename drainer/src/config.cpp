@@ -398,6 +398,73 @@ PolicyConfig default_policy() {
   return p;
 }
 
+namespace {
+
+void read_listen(Reader& rd, const YAML::Node& l, DrainerConfig& c) {
+  rd.only_keys(l, "listen",
+               {"address", "port", "request_timeout_s", "max_connections",
+                "max_connections_per_source", "workers", "queue_depth", "tls"});
+  rd.get(l, "address", "listen.address", c.listen_address);
+  rd.get(l, "port", "listen.port", c.listen_port);
+  if (c.listen_port < 0 || c.listen_port > 65535)
+    rd.fail(l["port"], "listen.port", "must be in [0, 65535]");
+  if (c.listen_address.empty()) rd.fail(l["address"], "listen.address", "must not be empty");
+  auto& m = c.limits;
+  auto ranged = [&](const char* key, auto& v, long long lo, long long hi) {
+    const std::string field = std::string("listen.") + key;
+    rd.get(l, key, field, v);
+    if (v < lo || v > hi)
+      rd.fail(l[key], field, "must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  };
+  ranged("request_timeout_s", m.request_timeout_s, 1, 3600);
+  ranged("max_connections", m.max_connections, 16, 1000000);
+  ranged("max_connections_per_source", m.max_connections_per_source, 1, 1000000);
+  ranged("workers", m.workers, 1, 256);
+  ranged("queue_depth", m.queue_depth, 1, 1000000);
+  if (auto t = l["tls"]; t.IsDefined() && !t.IsNull()) read_tls(rd, t, c.tls);
+}
+
+// `auth`: required; a token file (the ingest token, and optionally an admin token), MUNGE, or
+// `disabled` for local demos.
+void read_auth(Reader& rd, const YAML::Node& root, DrainerConfig& c) {
+  YAML::Node auth = root["auth"];
+  if (!auth.IsDefined() || auth.IsNull()) {
+    rd.fail(root, "auth", "missing: set auth.token_file, or `auth: disabled` for local demos");
+  } else if (auth.IsScalar()) {
+    if (auth.Scalar() != "disabled")
+      rd.fail(auth, "auth", "must be a mapping with token_file, or the word 'disabled'");
+    c.auth_enabled = false;
+  } else {
+    rd.only_keys(auth, "auth", {"mode", "token_file", "admin_token_file", "munge"});
+    std::string mode = "token";
+    rd.get(auth, "mode", "auth.mode", mode);
+    if (mode == "munge") {
+      read_munge_auth(rd, auth, c.munge);
+      if (auth["token_file"].IsDefined())
+        rd.fail(auth["token_file"], "auth.token_file",
+                "not used with mode: munge (reports carry MUNGE credentials); remove it");
+    } else if (mode == "token") {
+      if (auth["munge"].IsDefined())
+        rd.fail(auth["munge"], "auth.munge", "only read with mode: munge");
+      rd.get(auth, "token_file", "auth.token_file", c.token_file);
+      if (c.token_file.empty())
+        rd.fail(auth, "auth.token_file", "required (or `auth: disabled`, or mode: munge)");
+      c.token = read_token(rd, auth["token_file"], c.token_file);
+    } else {
+      rd.fail(auth["mode"], "auth.mode", "must be token or munge");
+    }
+    rd.get(auth, "admin_token_file", "auth.admin_token_file", c.admin_token_file);
+    if (!c.admin_token_file.empty()) {
+      c.admin_token = read_token(rd, auth["admin_token_file"], c.admin_token_file);
+      if (!c.munge.enabled && c.admin_token == c.token)
+        rd.fail(auth["admin_token_file"], "auth.admin_token_file",
+                "must differ from the ingest token (the ingest token is on every node)");
+    }
+  }
+}
+
+}  // namespace
+
 Result<DrainerConfig> parse_config(std::string_view yaml, const std::string& source) {
   Reader rd(source);
   DrainerConfig c;
@@ -415,64 +482,8 @@ Result<DrainerConfig> parse_config(std::string_view yaml, const std::string& sou
         root, "",
         {"listen", "auth", "max_body_bytes", "state_dir", "spool_dir", "spool_scan_s", "dry_run",
          "snapshot_every", "audit", "policy", "breaker", "slurm", "kubernetes", "detection"});
-    if (auto l = root["listen"]; l.IsDefined()) {
-      rd.only_keys(l, "listen",
-                   {"address", "port", "request_timeout_s", "max_connections",
-                    "max_connections_per_source", "workers", "queue_depth", "tls"});
-      rd.get(l, "address", "listen.address", c.listen_address);
-      rd.get(l, "port", "listen.port", c.listen_port);
-      if (c.listen_port < 0 || c.listen_port > 65535)
-        rd.fail(l["port"], "listen.port", "must be in [0, 65535]");
-      if (c.listen_address.empty()) rd.fail(l["address"], "listen.address", "must not be empty");
-      auto& m = c.limits;
-      auto ranged = [&](const char* key, auto& v, long long lo, long long hi) {
-        const std::string field = std::string("listen.") + key;
-        rd.get(l, key, field, v);
-        if (v < lo || v > hi)
-          rd.fail(l[key], field,
-                  "must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
-      };
-      ranged("request_timeout_s", m.request_timeout_s, 1, 3600);
-      ranged("max_connections", m.max_connections, 16, 1000000);
-      ranged("max_connections_per_source", m.max_connections_per_source, 1, 1000000);
-      ranged("workers", m.workers, 1, 256);
-      ranged("queue_depth", m.queue_depth, 1, 1000000);
-      if (auto t = l["tls"]; t.IsDefined() && !t.IsNull()) read_tls(rd, t, c.tls);
-    }
-    YAML::Node auth = root["auth"];
-    if (!auth.IsDefined() || auth.IsNull()) {
-      rd.fail(root, "auth", "missing: set auth.token_file, or `auth: disabled` for local demos");
-    } else if (auth.IsScalar()) {
-      if (auth.Scalar() != "disabled")
-        rd.fail(auth, "auth", "must be a mapping with token_file, or the word 'disabled'");
-      c.auth_enabled = false;
-    } else {
-      rd.only_keys(auth, "auth", {"mode", "token_file", "admin_token_file", "munge"});
-      std::string mode = "token";
-      rd.get(auth, "mode", "auth.mode", mode);
-      if (mode == "munge") {
-        read_munge_auth(rd, auth, c.munge);
-        if (auth["token_file"].IsDefined())
-          rd.fail(auth["token_file"], "auth.token_file",
-                  "not used with mode: munge (reports carry MUNGE credentials); remove it");
-      } else if (mode == "token") {
-        if (auth["munge"].IsDefined())
-          rd.fail(auth["munge"], "auth.munge", "only read with mode: munge");
-        rd.get(auth, "token_file", "auth.token_file", c.token_file);
-        if (c.token_file.empty())
-          rd.fail(auth, "auth.token_file", "required (or `auth: disabled`, or mode: munge)");
-        c.token = read_token(rd, auth["token_file"], c.token_file);
-      } else {
-        rd.fail(auth["mode"], "auth.mode", "must be token or munge");
-      }
-      rd.get(auth, "admin_token_file", "auth.admin_token_file", c.admin_token_file);
-      if (!c.admin_token_file.empty()) {
-        c.admin_token = read_token(rd, auth["admin_token_file"], c.admin_token_file);
-        if (!c.munge.enabled && c.admin_token == c.token)
-          rd.fail(auth["admin_token_file"], "auth.admin_token_file",
-                  "must differ from the ingest token (the ingest token is on every node)");
-      }
-    }
+    if (auto l = root["listen"]; l.IsDefined()) read_listen(rd, l, c);
+    read_auth(rd, root, c);
     rd.get(root, "max_body_bytes", "max_body_bytes", c.max_body_bytes);
     if (c.max_body_bytes < 1024 || c.max_body_bytes > (int64_t{1} << 30))
       rd.fail(root["max_body_bytes"], "max_body_bytes", "must be in [1024, 1073741824]");

@@ -128,6 +128,45 @@ std::optional<HttpReply> HttpApi::before_body(const HttpRequest& req) const {
   return std::nullopt;
 }
 
+// POST /v1/reports: parse strictly, verify MUNGE credentials, journal (durable before the 202);
+// a Slurm hook also gets the drainer's verdict on each report.
+HttpReply HttpApi::post_reports(const HttpRequest& req) const {
+  if (!d_.ready()) {
+    auto r = error_reply(503, "not ready (replaying journal); retry");
+    r.headers.emplace_back("Retry-After", "5");
+    return r;
+  }
+  if (req.body.size() > static_cast<size_t>(cfg_.max_body_bytes)) return too_large(req.body.size());
+  auto parsed = parse_node_reports(req.body);
+  if (!parsed) {
+    d_.metrics().on_ingest("invalid");
+    const auto colon = parsed.error.find(": ");
+    return error_reply(400, parsed.error,
+                       colon == std::string::npos ? "" : parsed.error.substr(0, colon));
+  }
+  if (munge_) {
+    if (auto r = munge_->verify_reports(req.authorization, req.path, req.body, *parsed.value)) {
+      d_.metrics().on_ingest("unauthorized");
+      d_.metrics().on_rejected(r->reason);
+      return refusal_reply(*r);
+    }
+  }
+  auto out = d_.ingest(*parsed.value);
+  if (!out.ok()) {
+    auto r = error_reply(503, "not stored: " + out.error().to_string());
+    r.headers.emplace_back("Retry-After", "5");
+    return r;
+  }
+  ReportReply reply;
+  reply.accepted = out->accepted;
+  reply.duplicates = out->duplicates;
+  if (req.want_decision) {  // a Slurm hook: it obeys the verdict (docs/hooks.md)
+    reply.decisions = d_.decide_now(*parsed.value);
+    reply.policy = d_.shared_policy();
+  }
+  return json_reply(202, to_json(reply));
+}
+
 HttpReply HttpApi::handle(const HttpRequest& req) const {
   if (auto early = before_body(req)) return *early;
   int none = 404;
@@ -136,43 +175,8 @@ HttpReply HttpApi::handle(const HttpRequest& req) const {
   if (munge_ && v1 && route.kind != Route::kReports)
     if (auto refused = munge_refusal(req, route)) return *refused;
   switch (route.kind) {
-    case Route::kReports: {
-      if (!d_.ready()) {
-        auto r = error_reply(503, "not ready (replaying journal); retry");
-        r.headers.emplace_back("Retry-After", "5");
-        return r;
-      }
-      if (req.body.size() > static_cast<size_t>(cfg_.max_body_bytes))
-        return too_large(req.body.size());
-      auto parsed = parse_node_reports(req.body);
-      if (!parsed) {
-        d_.metrics().on_ingest("invalid");
-        const auto colon = parsed.error.find(": ");
-        return error_reply(400, parsed.error,
-                           colon == std::string::npos ? "" : parsed.error.substr(0, colon));
-      }
-      if (munge_) {
-        if (auto r = munge_->verify_reports(req.authorization, req.path, req.body, *parsed.value)) {
-          d_.metrics().on_ingest("unauthorized");
-          d_.metrics().on_rejected(r->reason);
-          return refusal_reply(*r);
-        }
-      }
-      auto out = d_.ingest(*parsed.value);
-      if (!out.ok()) {
-        auto r = error_reply(503, "not stored: " + out.error().to_string());
-        r.headers.emplace_back("Retry-After", "5");
-        return r;
-      }
-      ReportReply reply;
-      reply.accepted = out->accepted;
-      reply.duplicates = out->duplicates;
-      if (req.want_decision) {  // a Slurm hook: it obeys the verdict (docs/hooks.md)
-        reply.decisions = d_.decide_now(*parsed.value);
-        reply.policy = d_.shared_policy();
-      }
-      return json_reply(202, to_json(reply));
-    }
+    case Route::kReports:
+      return post_reports(req);
     case Route::kNodes: {
       nlohmann::json nodes = nlohmann::json::array();
       for (const auto& s : d_.nodes()) nodes.push_back(to_json(s));

@@ -54,6 +54,7 @@ class HttpApi {
  private:
   // Under auth mode munge: the refusal of a /v1 request other than a report, or nullopt.
   std::optional<HttpReply> munge_refusal(const HttpRequest& req, const Route& route) const;
+  HttpReply post_reports(const HttpRequest& req) const;
 
   Drainer& d_;
   const DrainerConfig& cfg_;

@@ -73,6 +73,24 @@ std::string segment_name(uint64_t first_seq) {
   return buf;
 }
 
+// The snapshot, if there is one, into `out`.
+VoidResult load_snapshot(const std::string& path, Recovered& out) {
+  if (!fs::exists(path)) return ok_result();
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  try {
+    auto j = nlohmann::json::parse(ss.str());
+    out.snapshot_seq = j.at("last_seq").get<uint64_t>();
+    out.snapshot = std::move(j);
+  } catch (const std::exception& e) {
+    return Error{std::string("corrupt snapshot: ") + e.what() +
+                     " (move it away to rebuild state from the journal segments)",
+                 "Journal::recover(" + path + ")"};
+  }
+  return ok_result();
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Journal>> Journal::open(const std::string& dir, bool fsync) {
@@ -92,21 +110,8 @@ Journal::~Journal() {
 Result<Recovered> Journal::recover() {
   std::unique_lock lk(mu_);
   Recovered out;
-  const std::string snap_path = dir_ + "/snapshot.json";
-  if (fs::exists(snap_path)) {
-    std::ifstream in(snap_path);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    try {
-      auto j = nlohmann::json::parse(ss.str());
-      out.snapshot_seq = j.at("last_seq").get<uint64_t>();
-      out.snapshot = std::move(j);
-    } catch (const std::exception& e) {
-      return Error{std::string("corrupt snapshot: ") + e.what() +
-                       " (move it away to rebuild state from the journal segments)",
-                   "Journal::recover(" + snap_path + ")"};
-    }
-  }
+  VIGIL_TRY(auto loaded, load_snapshot(dir_ + "/snapshot.json", out));
+  (void)loaded;
   std::vector<std::pair<uint64_t, std::string>> segs;
   for (const auto& e : fs::directory_iterator(dir_)) {
     auto name = e.path().filename().string();

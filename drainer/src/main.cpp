@@ -3,6 +3,32 @@
 
 #include "vigil/drainer/commands.h"
 
+namespace {
+
+// `vigil-drainer calibrate` (docs/thresholds.md, Calibration).
+CLI::App* add_calibrate(CLI::App& app, vigil::drainer::CommandOptions& o,
+                        vigil::drainer::CalibrateOptions& cal, const std::string& default_config) {
+  auto* calibrate = app.add_subcommand(
+      "calibrate",
+      "propose a SKU's performance floors from the fleet's healthy figures, as a diff of its "
+      "thresholds file (docs/thresholds.md, Calibration)");
+  calibrate->add_option("--sku", cal.sku, "SKU name, as in the file's `sku:`")->required();
+  calibrate->add_option("--thresholds", cal.thresholds_file, "the SKU's thresholds YAML file")
+      ->required();
+  calibrate->add_flag("--write", cal.write, "apply the proposal to the file (atomically)");
+  calibrate->add_option("--min-nodes", cal.min_nodes, "nodes needed behind a floor (default 10)");
+  calibrate->add_option("--min-figures", cal.min_figures,
+                        "healthy figures needed behind a floor (default 50)");
+  calibrate->add_option("--config", o.config,
+                        "YAML config file (default " + default_config +
+                            "; '' for built-in defaults with --state-dir)");
+  calibrate->add_option("--state-dir", o.state_dir, "state dir; overrides the config");
+
+  return calibrate;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   using namespace vigil::drainer;
   CLI::App app{
@@ -44,21 +70,7 @@ int main(int argc, char** argv) {
   status->add_flag("--json", o.json, "JSON output");
 
   CalibrateOptions cal;
-  auto* calibrate = app.add_subcommand(
-      "calibrate",
-      "propose a SKU's performance floors from the fleet's healthy figures, as a diff of its "
-      "thresholds file (docs/thresholds.md, Calibration)");
-  calibrate->add_option("--sku", cal.sku, "SKU name, as in the file's `sku:`")->required();
-  calibrate->add_option("--thresholds", cal.thresholds_file, "the SKU's thresholds YAML file")
-      ->required();
-  calibrate->add_flag("--write", cal.write, "apply the proposal to the file (atomically)");
-  calibrate->add_option("--min-nodes", cal.min_nodes, "nodes needed behind a floor (default 10)");
-  calibrate->add_option("--min-figures", cal.min_figures,
-                        "healthy figures needed behind a floor (default 50)");
-  calibrate->add_option("--config", o.config,
-                        "YAML config file (default " + default_config +
-                            "; '' for built-in defaults with --state-dir)");
-  calibrate->add_option("--state-dir", o.state_dir, "state dir; overrides the config");
+  auto* calibrate = add_calibrate(app, o, cal, default_config);
 
   auto* config = app.add_subcommand("config", "configuration helpers");
   std::string validate_path;
