@@ -23,8 +23,9 @@ PACKAGES=(
   prometheus
   # misc tools used by scripts and tests; ccache: repeated builds (scripts/test.sh) reuse objects
   procps iproute2 python3 jq shellcheck ccache
-  # clang-format: the formatting test (tests/architecture/check_hygiene.sh) uses .clang-format
-  clang-format
+  # clang-format and universal-ctags: the formatting and function-length tests
+  # (tests/architecture/check_hygiene.sh)
+  clang-format universal-ctags
   # cpack's DEB generator (packages, the image): dpkg-shlibdeps computes Depends, `file` finds ELFs
   dpkg-dev file
   # openssl CLI: test CAs and server certificates made at test time (tests/support/test_pki.h)

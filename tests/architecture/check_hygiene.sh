@@ -2,7 +2,9 @@
 # Hygiene that the review found unenforced (docs/architecture.md, "Conventions"):
 #   check_hygiene.sh format SRC   every C++/CUDA source matches the repository's .clang-format
 #   check_hygiene.sh shell SRC    every shell script passes `shellcheck -S warning`
-#   check_hygiene.sh self-test    both checks fail on a planted violation
+#   check_hygiene.sh length SRC DIR MAX
+#                                 no function in SRC/DIR's C++ files is over MAX lines (ctags)
+#   check_hygiene.sh self-test    each check fails on a planted violation
 # Files are the tracked ones (git ls-files) or, outside a git tree, a walk that skips build
 # directories, fixtures and node_modules.
 set -euo pipefail
@@ -51,9 +53,27 @@ check_shell() {
   (cd "$src" && shellcheck -S warning -x "${files[@]}")
 }
 
+check_length() {  # SRC DIR MAX: functions of DIR (relative to SRC) longer than MAX lines
+  local src=$1 dir=$2 max=$3
+  command -v ctags >/dev/null || { echo "ctags (universal-ctags) not installed" >&2; return 2; }
+  local files=()
+  while IFS= read -r -d '' f; do files+=("$f"); done < <(cpp_files "$src" | grep -z "^$dir/")
+  [ ${#files[@]} -gt 0 ] || { echo "no C++ files under $src/$dir" >&2; return 2; }
+  (cd "$src" && ctags --fields=+ne --kinds-c++=f -o - "${files[@]}") | awk -F'\t' -v max="$max" '
+    { line = ""; end = ""
+      for (i = 4; i <= NF; i++) {
+        if ($i ~ /^line:/) line = substr($i, 6)
+        if ($i ~ /^end:/) end = substr($i, 5)
+      }
+      if (line != "" && end != "" && end - line + 1 > max) {
+        printf "%s:%s: %s is %d lines (at most %d)\n", $2, line, $1, end - line + 1, max; bad = 1
+      } }
+    END { exit bad }'
+}
+
 self_test() {
   local here tmp rc tool
-  for tool in clang-format shellcheck; do
+  for tool in clang-format shellcheck ctags; do
     command -v $tool >/dev/null || { echo "self-test: $tool not installed" >&2; return 2; }
   done
   export HYGIENE_NO_GIT=1  # the planted files are untracked (and TMPDIR may be in a git tree)
@@ -69,14 +89,21 @@ self_test() {
   [ $rc -eq 1 ] || { echo "self-test: format check passed a misformatted file"; return 1; }
   rc=0; check_shell "$tmp" >/dev/null || rc=$?
   [ $rc -eq 1 ] || { echo "self-test: shell check passed a script with SC2163/SC2164"; return 1; }
-  rm "$tmp/bad.cpp" "$tmp/bad"
+  mkdir "$tmp/d"
+  { echo 'int long_one() {'; for _ in $(seq 1 12); do echo '  int x = 0;'; done; echo '  return 0;'
+    echo '}'; } > "$tmp/d/long.cpp"
+  rc=0; check_length "$tmp" d 10 >/dev/null || rc=$?
+  [ $rc -eq 1 ] || { echo "self-test: length check passed a 15-line function (max 10)"; return 1; }
+  check_length "$tmp" d 15 >/dev/null || { echo "self-test: a 15-line function over 15"; return 1; }
+  rm -r "$tmp/bad.cpp" "$tmp/bad" "$tmp/d"
   check_format "$tmp" && check_shell "$tmp" || { echo "self-test: clean files rejected"; return 1; }
-  echo "self-test ok: both checks fail on planted violations and pass clean files"
+  echo "self-test ok: every check fails on a planted violation and passes clean files"
 }
 
 case ${1:-} in
   format) check_format "${2:?SRC}" ;;
   shell) check_shell "${2:?SRC}" ;;
+  length) check_length "${2:?SRC}" "${3:?DIR}" "${4:?MAX}" ;;
   self-test) self_test ;;
-  *) echo "usage: $0 format SRC | shell SRC | self-test" >&2; exit 2 ;;
+  *) echo "usage: $0 format SRC | shell SRC | length SRC DIR MAX | self-test" >&2; exit 2 ;;
 esac
