@@ -409,15 +409,8 @@ int run_status(const CommandOptions& o) {
         body = nlohmann::json::parse(r->body, nullptr, false);
         return 0;
       },
-      [&](Drainer& d, const DrainerConfig& c) {
-        nlohmann::json nodes = nlohmann::json::array();
-        for (const auto& s : d.nodes()) nodes.push_back(to_json(s));
-        body = {{"nodes", nodes},
-                {"breaker", to_json(d.breaker())},
-                {"pending_actions",
-                 {{"slurm", d.pending(SinkKind::kSlurm)},
-                  {"kubernetes", d.pending(SinkKind::kKubernetes)}}},
-                {"dry_run", c.dry_run}};
+      [&](Drainer& d, const DrainerConfig&) {
+        body = d.nodes_view();
         return 0;
       });
   if (rc != 0) return rc;

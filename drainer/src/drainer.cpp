@@ -57,6 +57,17 @@ VoidResult Drainer::open() {
 
 // ---- views ----
 
+nlohmann::json Drainer::nodes_view() const {
+  nlohmann::json nodes = nlohmann::json::array();
+  for (const auto& s : this->nodes()) nodes.push_back(to_json(s));
+  nlohmann::json pending = nlohmann::json::object();
+  for (SinkKind k : kAllSinkKinds) pending[std::string(to_string(k))] = this->pending(k);
+  return {{"nodes", nodes},
+          {"breaker", to_json(breaker())},
+          {"pending_actions", pending},
+          {"dry_run", cfg_.dry_run}};
+}
+
 std::vector<NodeState> Drainer::nodes() const {
   std::lock_guard lk(mu_);
   std::vector<NodeState> v;

@@ -177,16 +177,8 @@ HttpReply HttpApi::handle(const HttpRequest& req) const {
   switch (route.kind) {
     case Route::kReports:
       return post_reports(req);
-    case Route::kNodes: {
-      nlohmann::json nodes = nlohmann::json::array();
-      for (const auto& s : d_.nodes()) nodes.push_back(to_json(s));
-      return json_reply(200, {{"nodes", nodes},
-                              {"breaker", to_json(d_.breaker())},
-                              {"pending_actions",
-                               {{"slurm", d_.pending(SinkKind::kSlurm)},
-                                {"kubernetes", d_.pending(SinkKind::kKubernetes)}}},
-                              {"dry_run", cfg_.dry_run}});
-    }
+    case Route::kNodes:
+      return json_reply(200, d_.nodes_view());
     case Route::kNode: {
       auto s = d_.node(route.node);
       if (!s) return error_reply(404, "no state for node '" + route.node + "'");
