@@ -23,26 +23,7 @@ DrainerConfig config(const std::string& dir) {
   return c;
 }
 
-// gpu_gemm with 8 GPUs at ~800 TFLOP/s (a floor of 640 passes them all); gpu3 at `gpu3`,
-// repeated `repeats` times at the same figure.
-CheckResult gemm(double gpu3, int repeats = 0) {
-  CheckResult c;
-  c.check = "gpu_gemm";
-  c.short_name = "gemm";
-  c.status = Status::kPass;
-  const double healthy[] = {801, 798, 803, 0, 799, 802, 800, 797};
-  for (int g = 0; g < 8; ++g) {
-    Measurement m;
-    m.name = "gemm_bf16_tflops";
-    m.unit = "TFLOP/s";
-    m.gpu = g;
-    m.value = g == 3 ? gpu3 : healthy[g];
-    m.threshold = Threshold{Op::kGe, 640, 700, "TFLOP/s", {}, false, {}};
-    if (g == 3) m.repeats.assign(repeats, gpu3);
-    c.measurements.push_back(m);
-  }
-  return c;
-}
+CheckResult gemm(double gpu3, int repeats = 0) { return testing::gemm_result(gpu3, repeats); }
 
 std::shared_ptr<FakeSlurm> cluster() { return testing::fake_cluster(4); }
 

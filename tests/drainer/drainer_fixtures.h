@@ -31,6 +31,27 @@ inline NodeReport ecc_fail_report(const std::string& node, const std::string& ru
                      {make_check("nvml_ecc", Status::kFail, 2, 0, "count", "VIGIL-NVML-DBE")});
 }
 
+// gpu_gemm with 8 GPUs at ~800 TFLOP/s (a floor of 640 passes them all); gpu3 at `gpu3`,
+// repeated `repeats` times at the same figure.
+inline CheckResult gemm_result(double gpu3, int repeats = 0) {
+  CheckResult c;
+  c.check = "gpu_gemm";
+  c.short_name = "gemm";
+  c.status = Status::kPass;
+  const double healthy[] = {801, 798, 803, 0, 799, 802, 800, 797};
+  for (int g = 0; g < 8; ++g) {
+    Measurement m;
+    m.name = "gemm_bf16_tflops";
+    m.unit = "TFLOP/s";
+    m.gpu = g;
+    m.value = g == 3 ? gpu3 : healthy[g];
+    m.threshold = Threshold{Op::kGe, 640, 700, "TFLOP/s", {}, false, {}};
+    if (g == 3) m.repeats.assign(repeats, gpu3);
+    c.measurements.push_back(m);
+  }
+  return c;
+}
+
 inline NodeReport ecc_pass_report(const std::string& node, const std::string& run) {
   return make_report(node, run, {make_check("nvml_ecc", Status::kPass, 0, 0)});
 }

@@ -22,26 +22,6 @@ inline drainer::DrainerConfig journal_fixture_config(const std::string& dir) {
   return c;
 }
 
-// gpu_gemm on 8 GPUs at ~800 TFLOP/s, gpu3 at `gpu3`, repeated `repeats` times.
-inline CheckResult fixture_gemm(double gpu3, int repeats) {
-  CheckResult c;
-  c.check = "gpu_gemm";
-  c.short_name = "gemm";
-  c.status = Status::kPass;
-  const double healthy[] = {801, 798, 803, 0, 799, 802, 800, 797};
-  for (int g = 0; g < 8; ++g) {
-    Measurement m;
-    m.name = "gemm_bf16_tflops";
-    m.unit = "TFLOP/s";
-    m.gpu = g;
-    m.value = g == 3 ? gpu3 : healthy[g];
-    m.threshold = Threshold{Op::kGe, 640, 700, "TFLOP/s", {}, false, {}};
-    if (g == 3) m.repeats.assign(repeats, gpu3);
-    c.measurements.push_back(m);
-  }
-  return c;
-}
-
 // Everything a replay must rebuild: nodes, breaker, pending intents, undecided reports.
 inline nlohmann::json table_json(const drainer::Drainer& dr) {
   nlohmann::json nodes = nlohmann::json::array();
@@ -58,7 +38,7 @@ inline NodeReport journal_scenario_report(const std::string& node, const std::st
                                           double gpu3, int repeats, bool ecc_fails) {
   auto r =
       make_report(node, run,
-                  {fixture_gemm(gpu3, repeats),
+                  {gemm_result(gpu3, repeats),
                    make_check("nvml_ecc", ecc_fails ? Status::kFail : Status::kPass,
                               ecc_fails ? 2 : 0, 0, "count", ecc_fails ? "VIGIL-NVML-DBE" : "")});
   r.k8s_node = node;
