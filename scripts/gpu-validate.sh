@@ -236,7 +236,9 @@ if [[ $mode == gpu ]]; then
   echo "== all_reduce: vigil-allreduce (NCCL, one process) next to all_reduce_perf"
   # One GPU: busbw = algbw x 2(n-1)/n is 0 by definition, so this validates the NCCL path,
   # the timing and the data check, not a bandwidth (docs/gpu-validation.md).
-  timed allreduce-vigil 120 "${v[@]}" NCCL_DEBUG=INFO NCCL_DEBUG_FILE="$raw/allreduce-vigil.nccl-debug.%h.%p" "$va" --backend nccl --transport nvlink -b 1M -e "$max_bytes" -f 2 \
+  # NCCL_DEBUG stays unset: vigil-allreduce then keeps NCCL's TUNING log itself and records the
+  # algorithm NCCL chose (review F06); a job's NCCL_DEBUG would switch that record off.
+  timed allreduce-vigil 120 "${v[@]}" "$va" --backend nccl --transport nvlink -b 1M -e "$max_bytes" -f 2 \
     -w 5 -n 20 --json "$raw/allreduce-vigil.json" --timeout 100
   if [[ -x $arp ]]; then
     timed allreduce-nccl-tests 120 "${v[@]}" "$arp" -b 1M -e "$max_bytes" -f 2 -w 5 -n 20 -g 1 -c 1

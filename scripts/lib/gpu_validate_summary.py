@@ -325,6 +325,19 @@ def allreduce(s, gpus):
                "data check, not a bus bandwidth")
     s.goal(not wrong, "all_reduce data check", "wrong elements at " + ", ".join(wrong) if wrong
            else f"0 wrong elements in both tools (NCCL {(vigil or {}).get('nccl_version', '?')})")
+    # vigil-allreduce's record of NCCL's choice, read from the TUNING log it keeps itself (a job's
+    # own NCCL_DEBUG switches that log off: the run leaves NCCL_DEBUG unset for this step).
+    algos = (vigil or {}).get("nccl_algorithms", [])
+    env = (vigil or {}).get("nccl_env", {})
+    if algos:
+        detail = ", ".join(f"{a['size_bytes'] >> 20} MiB {a['algorithm']}/{a['protocol']}"
+                           for a in algos)
+    elif env.get("NCCL_DEBUG_SUBSYS") == "TUNING":
+        detail = (f"none recorded from NCCL's TUNING log on {gpus} rank(s) (one rank: NCCL "
+                  "runs no collective algorithm)")
+    else:
+        detail = "not logged: NCCL_DEBUG was set for the run, so vigil-allreduce kept no TUNING log"
+    s.add("info", "NCCL algorithm recorded by vigil-allreduce", detail)
 
 
 def busy(s):

@@ -178,6 +178,19 @@ class FinalH200Run(unittest.TestCase):
         self.assertIn("H200-SXM-141GB", line(text, "SKU detected with the shipped thresholds")[1])
 
 
+class FirstH100Run(unittest.TestCase):
+    def test_the_h100_run_passes_with_its_one_pcie_warn_and_detects_the_h100(self):
+        rc, text = summary_of("2026-11-26-h100-run6.tar.gz")
+        self.assertEqual(rc, 0, text)
+        self.assertIn("H100-SXM5-80GB", line(text, "SKU detected with the shipped thresholds")[1])
+        # A warn is not a failure of the run: a below-warn figure on an unconfirmed floor.
+        self.assertEqual(line(text, "no fail, no error: suite full"),
+                         ("pass", "pass 11, skipped 8, warn 1"))
+        self.assertEqual(line(text, "gemm_bf16_tflops (quick) vs PyTorch")[1],
+                         "726.0 / 735.7 TFLOP/s = 0.987 (goal within 5%)")
+        self.assertIn("skipped: NVLink fabric not supported", line(text, "nvml_fabric on a real driver")[1])
+
+
 class EarlierH200Runs(unittest.TestCase):
     """Runs 1 and 2 found defects; their summaries must say so."""
 
