@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "tls_files.h"
+#include "vigil/base/http_url.h"
 
 namespace vigil::drainer {
 namespace {
@@ -86,17 +87,20 @@ std::set<std::string> read_string_set(const Reader& rd, const YAML::Node& n,
   return out;
 }
 
-std::string read_token(const Reader& rd, const YAML::Node& at, const std::string& path) {
+// A bearer token file (auth.token_file, webhook.token_file): at least 16 characters.
+std::string read_token(const Reader& rd, const YAML::Node& at, const std::string& field,
+                       const std::string& path) {
   std::ifstream in(path);
   if (!in)
-    rd.fail(at, "auth.token_file", "cannot read '" + path + "' (create it or set auth: disabled)");
+    rd.fail(at, field,
+            "cannot read '" + path + "'" +
+                (field == "auth.token_file" ? " (create it or set auth: disabled)" : ""));
   std::stringstream ss;
   ss << in.rdbuf();
   std::string t = ss.str();
   while (!t.empty() && (t.back() == '\n' || t.back() == '\r' || t.back() == ' ')) t.pop_back();
-  if (t.empty()) rd.fail(at, "auth.token_file", "'" + path + "' is empty");
-  if (t.size() < 16)
-    rd.fail(at, "auth.token_file", "token in '" + path + "' is shorter than 16 characters");
+  if (t.empty()) rd.fail(at, field, "'" + path + "' is empty");
+  if (t.size() < 16) rd.fail(at, field, "token in '" + path + "' is shorter than 16 characters");
   return t;
 }
 
@@ -347,6 +351,36 @@ void read_kubernetes(const Reader& rd, const YAML::Node& k, KubeSettings& kubern
   if (kubernetes.node_mapping == NodeMapping::kPodLookup && kubernetes.pod_namespace.empty())
     rd.fail(k, "kubernetes.pod_namespace", "required when node_mapping is pod-lookup");
 }
+void read_webhook(const Reader& rd, const YAML::Node& w, WebhookSettings& hook) {
+  rd.only_keys(w, "webhook",
+               {"enabled", "url", "ca_file", "token_file", "source", "timeout_ms",
+                "retry_initial_ms", "retry_max_ms", "max_attempts"});
+  rd.get(w, "enabled", "webhook.enabled", hook.enabled);
+  rd.get(w, "url", "webhook.url", hook.url);
+  rd.get(w, "ca_file", "webhook.ca_file", hook.ca_file);
+  rd.get(w, "token_file", "webhook.token_file", hook.token_file);
+  rd.get(w, "source", "webhook.source", hook.source);
+  rd.get(w, "timeout_ms", "webhook.timeout_ms", hook.timeout_ms);
+  rd.get(w, "retry_initial_ms", "webhook.retry_initial_ms", hook.retry_initial_ms);
+  rd.get(w, "retry_max_ms", "webhook.retry_max_ms", hook.retry_max_ms);
+  rd.get(w, "max_attempts", "webhook.max_attempts", hook.max_attempts);
+  if (!hook.enabled) return;
+  auto url = parse_http_url(hook.url);
+  if (!url.ok()) rd.fail(w["url"], "webhook.url", url.error().message);
+  if (!hook.ca_file.empty() && url.ok() && !url->https)
+    rd.fail(w["ca_file"], "webhook.ca_file", "set, but webhook.url is not https://");
+  if (!hook.ca_file.empty() && !std::ifstream(hook.ca_file))
+    rd.fail(w["ca_file"], "webhook.ca_file", "cannot read '" + hook.ca_file + "'");
+  if (!hook.token_file.empty())
+    hook.token = read_token(rd, w["token_file"], "webhook.token_file", hook.token_file);
+  if (hook.source.empty()) rd.fail(w["source"], "webhook.source", "must not be empty");
+  if (hook.timeout_ms < 1) rd.fail(w["timeout_ms"], "webhook.timeout_ms", "must be >= 1");
+  if (hook.retry_initial_ms < 1)
+    rd.fail(w["retry_initial_ms"], "webhook.retry_initial_ms", "must be >= 1");
+  if (hook.retry_max_ms < hook.retry_initial_ms)
+    rd.fail(w["retry_max_ms"], "webhook.retry_max_ms", "must be >= retry_initial_ms");
+  if (hook.max_attempts < 1) rd.fail(w["max_attempts"], "webhook.max_attempts", "must be >= 1");
+}
 }  // namespace
 
 std::string_view to_string(NodeMapping m) {
@@ -449,13 +483,14 @@ void read_auth(Reader& rd, const YAML::Node& root, DrainerConfig& c) {
       rd.get(auth, "token_file", "auth.token_file", c.token_file);
       if (c.token_file.empty())
         rd.fail(auth, "auth.token_file", "required (or `auth: disabled`, or mode: munge)");
-      c.token = read_token(rd, auth["token_file"], c.token_file);
+      c.token = read_token(rd, auth["token_file"], "auth.token_file", c.token_file);
     } else {
       rd.fail(auth["mode"], "auth.mode", "must be token or munge");
     }
     rd.get(auth, "admin_token_file", "auth.admin_token_file", c.admin_token_file);
     if (!c.admin_token_file.empty()) {
-      c.admin_token = read_token(rd, auth["admin_token_file"], c.admin_token_file);
+      c.admin_token =
+          read_token(rd, auth["admin_token_file"], "auth.admin_token_file", c.admin_token_file);
       if (!c.munge.enabled && c.admin_token == c.token)
         rd.fail(auth["admin_token_file"], "auth.admin_token_file",
                 "must differ from the ingest token (the ingest token is on every node)");
@@ -478,10 +513,10 @@ Result<DrainerConfig> parse_config(std::string_view yaml, const std::string& sou
       return Error{source + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg, "parse_config"};
     }
     if (!root.IsDefined() || root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
-    rd.only_keys(
-        root, "",
-        {"listen", "auth", "max_body_bytes", "state_dir", "spool_dir", "spool_scan_s", "dry_run",
-         "snapshot_every", "audit", "policy", "breaker", "slurm", "kubernetes", "detection"});
+    rd.only_keys(root, "",
+                 {"listen", "auth", "max_body_bytes", "state_dir", "spool_dir", "spool_scan_s",
+                  "dry_run", "snapshot_every", "audit", "policy", "breaker", "slurm", "kubernetes",
+                  "webhook", "detection"});
     if (auto l = root["listen"]; l.IsDefined()) read_listen(rd, l, c);
     read_auth(rd, root, c);
     rd.get(root, "max_body_bytes", "max_body_bytes", c.max_body_bytes);
@@ -514,6 +549,7 @@ Result<DrainerConfig> parse_config(std::string_view yaml, const std::string& sou
     c.policy.fault_code_drain_after[std::string(kSlowFaultCode)] =
         c.detection.unconfirmed_drain_after;
     if (auto k = root["kubernetes"]; k.IsDefined()) read_kubernetes(rd, k, c.kubernetes);
+    if (auto w = root["webhook"]; w.IsDefined()) read_webhook(rd, w, c.webhook);
     if (c.munge.enabled && !c.spool_dir.empty())
       rd.fail(root["spool_dir"], "spool_dir",
               "not read with auth mode munge: a spooled file carries no credential, so whoever "

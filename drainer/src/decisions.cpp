@@ -31,43 +31,64 @@ void Drainer::apply_locked(const Decided& d) {
     Breaker(cfg_.breaker).count(breaker_, *d.breaker_drain);
 }
 
+void Drainer::owe_intents_locked(const NodeEvent& e, const std::string& reason, bool by_operator,
+                                 std::vector<Intent>& out) {
+  for (const auto& l : lanes_) {
+    if (!l->sink) continue;
+    auto action = l->spec.owed(e);
+    if (!action) continue;
+    Intent i;
+    i.id = next_intent_id_++;
+    i.sink = l->spec.kind;
+    i.action = *action;
+    i.node = e.node;
+    // The journal has always held these for Slurm's drains and resumes only.
+    const bool slurm_action = *action == IntentAction::kDrain || *action == IntentAction::kResume;
+    i.reason = slurm_action ? reason : "";
+    i.by_operator = slurm_action && by_operator;
+    i.event = e;
+    out.push_back(std::move(i));
+  }
+}
+
 void Drainer::apply_decision_locked(const Decision& d, const NodeReport* r, uint64_t report_seq,
                                     std::vector<nlohmann::json>& records,
-                                    std::vector<Intent>& intents) {
+                                    std::vector<Intent>& intents, std::string_view event_type) {
   const NodeState& s = d.state;
+  const std::string now = rfc3339_utc(clock_.now_unix());
   Decided rec;
   rec.action = d.action;
   rec.state = s;
   rec.report_seq = report_seq;
-  if (slurm_ && (d.action == Action::kDrain || d.action == Action::kResume)) {
-    Intent i;
-    i.id = next_intent_id_++;
-    i.sink = SinkKind::kSlurm;
-    i.action = d.action == Action::kDrain ? IntentAction::kDrain : IntentAction::kResume;
-    i.node = s.node;
-    i.reason = d.reason;
-    i.by_operator = !r;
-    rec.intents.push_back(i);
-  }
+  NodeEvent e = state_event(
+      s, event_type.empty() ? std::string(to_string(d.action)) : std::string(event_type));
+  e.time = now;
+  e.before = d.before;
+  e.why = d.why;
+  e.checks = d.driving_checks;
+  e.run_id = r ? r->run_id : "";
+  e.dry_run = cfg_.dry_run;
+  owe_intents_locked(e, d.reason, !r, rec.intents);
   if (d.action == Action::kWouldDrain || d.action == Action::kWouldResume) {
     metrics_.on_action(d.action == Action::kWouldDrain ? "drain" : "resume", "slurm", "dry_run");
   }
-  if (kube_ && cfg_.kubernetes.enabled) {
-    Intent i;
-    i.id = next_intent_id_++;
-    i.sink = SinkKind::kKubernetes;
-    i.action = IntentAction::kAnnotate;
-    i.node = s.node;
-    rec.intents.push_back(i);
+  const bool breaker_changed = d.breaker.open != breaker_.open;
+  if (breaker_changed) {
+    NodeEvent b;
+    b.type = d.breaker.open ? "breaker_opened" : "breaker_closed";
+    b.time = now;
+    b.why = d.breaker.why;
+    b.dry_run = cfg_.dry_run;
+    owe_intents_locked(b, "", false, rec.intents);
   }
   auto delta = Breaker::delta(breaker_, d.breaker, d.counted_drain);
   rec.breaker = std::move(delta.whole);
   rec.breaker_drain = std::move(delta.drain);
   records.push_back(to_json(rec));
-  audit_->write({{"time", rfc3339_utc(clock_.now_unix())},
+  audit_->write({{"time", now},
                  {"event", "decision"},
                  {"node", s.node},
-                 {"run_id", r ? r->run_id : ""},
+                 {"run_id", e.run_id},
                  {"checks", d.driving_checks},
                  {"state_before", std::string(to_string(d.before))},
                  {"state_after", std::string(to_string(d.after))},
@@ -75,12 +96,11 @@ void Drainer::apply_decision_locked(const Decision& d, const NodeReport* r, uint
                  {"reason", d.reason},
                  {"why", d.why},
                  {"dry_run", cfg_.dry_run}});
-  const bool breaker_changed = d.breaker.open != breaker_.open;
   apply_locked(rec);
   metrics_.on_node(s, r);
   if (breaker_changed) {
     metrics_.set_breaker_open(breaker_.open);
-    audit_->write({{"time", rfc3339_utc(clock_.now_unix())},
+    audit_->write({{"time", now},
                    {"event", breaker_.open ? "breaker_open" : "breaker_closed"},
                    {"why", breaker_.why}});
   }
@@ -95,7 +115,8 @@ void Drainer::enqueue_intents_locked(const std::vector<Intent>& intents) {
 void Drainer::refresh_gauges_locked() {
   std::map<SinkKind, size_t> n;
   for (const auto& [id, i] : pending_) n[i.sink]++;
-  for (SinkKind k : kAllSinkKinds) metrics_.set_pending(to_string(k), static_cast<double>(n[k]));
+  for (const SinkSpec& k : sink_specs())
+    metrics_.set_pending(k.name, static_cast<double>(n[k.kind]));
   metrics_.set_breaker_open(breaker_.open);
 }
 
@@ -233,7 +254,7 @@ int Drainer::tick() {
     (void)journal_->sync();
     std::lock_guard lk(mu_);
     enqueue_intents_locked(intents);
-    lane(SinkKind::kKubernetes).cv.notify_one();
+    for (auto& l : lanes_) l->cv.notify_one();
   }
   return became_stale;
 }
@@ -277,17 +298,29 @@ Result<std::string> Drainer::resume(const std::string& node) {
 }
 
 VoidResult Drainer::reset_breaker() {
+  std::vector<Intent> intents;
   {
     std::lock_guard lk(mu_);
     const std::string was = breaker_.why;
     breaker_ = BreakerState{};
-    auto w = journal_->append({to_json(RecordBody{BreakerReset{breaker_}})});
+    const std::string now = rfc3339_utc(clock_.now_unix());
+    NodeEvent e;
+    e.type = "breaker_reset";
+    e.time = now;
+    e.why = "reset by an operator; it was: " + was;
+    e.dry_run = cfg_.dry_run;
+    owe_intents_locked(e, "", true, intents);
+    auto w = journal_->append({to_json(RecordBody{BreakerReset{breaker_, intents}})});
     if (!w.ok()) return w.error();
     metrics_.set_breaker_open(false);
-    audit_->write(
-        {{"time", rfc3339_utc(clock_.now_unix())}, {"event", "breaker_reset"}, {"was", was}});
+    audit_->write({{"time", now}, {"event", "breaker_reset"}, {"was", was}});
   }
-  return journal_->sync();
+  if (auto w = journal_->sync(); !w.ok()) return w.error();
+  if (intents.empty()) return ok_result();
+  std::lock_guard lk(mu_);
+  enqueue_intents_locked(intents);
+  for (auto& l : lanes_) l->cv.notify_one();
+  return ok_result();
 }
 
 // The verdict a node's latest decision gives on the report it decided.

@@ -6,9 +6,7 @@
 #include <chrono>
 
 #include "audit_log.h"
-#include "kube_sink.h"
 #include "sink_worker.h"
-#include "slurm_sink.h"
 #include "slurm_view_cache.h"
 
 namespace vigil::drainer {
@@ -23,13 +21,10 @@ Drainer::Drainer(DrainerConfig cfg, std::shared_ptr<slurm::SlurmApi> slurm,
       views_(std::make_unique<SlurmViewCache>(slurm_.get(), clock_, cfg_.slurm.view_max_age_s)) {
   // The configuration was validated when it was parsed (config.cpp), so this cannot throw.
   if (cfg_.detection.enabled) slow_ = std::make_unique<detect::Engine>(cfg_.detection.engine);
-  // Slurm: retried until slurmctld answers, never given up (the drain is owed).
-  lanes_[static_cast<size_t>(SinkKind::kSlurm)] = std::make_unique<SinkLane>(
-      SinkKind::kSlurm, RetryPolicy{cfg_.slurm.retry_initial_ms, cfg_.slurm.retry_max_ms, 0},
-      cfg_.slurm.batch_window_ms, /*sync_done=*/true);
-  // Kubernetes: given up after 8 attempts; the node's next decision annotates again.
-  lanes_[static_cast<size_t>(SinkKind::kKubernetes)] = std::make_unique<SinkLane>(
-      SinkKind::kKubernetes, RetryPolicy{500, 30000, 8}, 0, /*sync_done=*/false);
+  for (const SinkSpec& spec : sink_specs()) {
+    lanes_.push_back(std::make_unique<SinkLane>(spec, spec.lane(cfg_)));
+    metrics_.on_given_up(spec.name, 0);  // a series from the start: increase() sees the first
+  }
 }
 
 Drainer::~Drainer() { stop(); }
@@ -37,12 +32,8 @@ Drainer::~Drainer() { stop(); }
 VoidResult Drainer::open() {
   VIGIL_TRY(journal_, Journal::open(cfg_.state_dir));
   VIGIL_TRY(audit_, AuditLog::open(cfg_.state_dir + "/audit.jsonl", cfg_.audit));
-  if (slurm_)
-    lane(SinkKind::kSlurm).sink =
-        std::make_unique<SlurmSink>(slurm_, *views_, metrics_, *audit_, clock_);
-  if (kube_ && cfg_.kubernetes.enabled)
-    lane(SinkKind::kKubernetes).sink =
-        std::make_unique<KubeSink>(kube_, cfg_.kubernetes, metrics_, *audit_, clock_);
+  const SinkDeps deps{cfg_, slurm_, kube_, *views_, clock_};
+  for (auto& l : lanes_) l->sink = l->spec.make(deps);
   VIGIL_TRY(auto rec, journal_->recover());
   VIGIL_TRY(auto r, replay(rec));
   (void)r;
@@ -61,7 +52,7 @@ nlohmann::json Drainer::nodes_view() const {
   nlohmann::json nodes = nlohmann::json::array();
   for (const auto& s : this->nodes()) nodes.push_back(to_json(s));
   nlohmann::json pending = nlohmann::json::object();
-  for (SinkKind k : kAllSinkKinds) pending[std::string(to_string(k))] = this->pending(k);
+  for (const SinkSpec& k : sink_specs()) pending[std::string(k.name)] = this->pending(k.kind);
   return {{"nodes", nodes},
           {"breaker", to_json(breaker())},
           {"pending_actions", pending},

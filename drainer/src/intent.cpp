@@ -3,21 +3,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sinks.h"
+
 namespace vigil::drainer {
 
-std::string_view to_string(SinkKind k) {
-  switch (k) {
-    case SinkKind::kSlurm:
-      return "slurm";
-    case SinkKind::kKubernetes:
-      return "kubernetes";
-  }
-  return "slurm";
-}
+std::string_view to_string(SinkKind k) { return sink_spec(k).name; }
 
 std::optional<SinkKind> sink_kind_from_string(std::string_view s) {
-  for (SinkKind k : kAllSinkKinds)
-    if (to_string(k) == s) return k;
+  for (const SinkSpec& spec : sink_specs())
+    if (spec.name == s) return spec.kind;
   return std::nullopt;
 }
 
@@ -29,28 +23,90 @@ std::string_view to_string(IntentAction a) {
       return "resume";
     case IntentAction::kAnnotate:
       return "annotate";
+    case IntentAction::kNotify:
+      return "notify";
   }
   return "drain";
 }
 
 std::optional<IntentAction> intent_action_from_string(std::string_view s) {
-  for (IntentAction a : {IntentAction::kDrain, IntentAction::kResume, IntentAction::kAnnotate})
+  for (IntentAction a : kAllIntentActions)
     if (to_string(a) == s) return a;
   return std::nullopt;
 }
 
-bool sink_takes(SinkKind sink, IntentAction action) {
-  return sink == SinkKind::kSlurm ? action != IntentAction::kAnnotate
-                                  : action == IntentAction::kAnnotate;
+bool sink_takes(SinkKind sink, IntentAction action) { return sink_spec(sink).takes(action); }
+
+NodeEvent state_event(const NodeState& s, std::string type) {
+  NodeEvent e;
+  e.type = std::move(type);
+  e.node = s.node;
+  e.before = e.health = s.health;
+  e.reason = s.reason;
+  e.why = s.note;
+  e.checks = s.driving_checks;
+  e.failing = s.failing;
+  e.last_check_time = s.last_check_time;
+  e.run_id = s.last_run_id;
+  e.k8s_node = s.k8s_node;
+  if (s.switch_suspect) e.fabric_switch = s.fabric_switch;
+  return e;
+}
+
+nlohmann::json to_json(const NodeEvent& e) {
+  nlohmann::json j{{"type", e.type},
+                   {"time", e.time},
+                   {"node", e.node},
+                   {"before", std::string(to_string(e.before))},
+                   {"health", std::string(to_string(e.health))},
+                   {"reason", e.reason},
+                   {"why", e.why},
+                   {"checks", e.checks},
+                   {"failing", e.failing},
+                   {"last_check_time", e.last_check_time},
+                   {"run_id", e.run_id},
+                   {"fabric_switch", e.fabric_switch},
+                   {"dry_run", e.dry_run}};
+  if (e.k8s_node) j["k8s_node"] = *e.k8s_node;
+  return j;
+}
+
+Result<NodeEvent> node_event_from_json(const nlohmann::json& j) {
+  try {
+    NodeEvent e;
+    e.type = j.at("type").get<std::string>();
+    e.time = j.at("time").get<std::string>();
+    e.node = j.at("node").get<std::string>();
+    for (auto [field, out] : {std::pair{"before", &e.before}, std::pair{"health", &e.health}}) {
+      const std::string v = j.at(field).get<std::string>();
+      auto h = node_health_from_string(v);
+      if (!h) return Error{std::string(field) + ": unknown node health '" + v + "'", "event"};
+      *out = *h;
+    }
+    e.reason = j.at("reason").get<std::string>();
+    e.why = j.at("why").get<std::string>();
+    e.checks = j.at("checks").get<std::vector<std::string>>();
+    e.failing = j.at("failing").get<std::string>();
+    e.last_check_time = j.at("last_check_time").get<std::string>();
+    e.run_id = j.at("run_id").get<std::string>();
+    e.fabric_switch = j.at("fabric_switch").get<std::string>();
+    e.dry_run = j.at("dry_run").get<bool>();
+    if (j.contains("k8s_node")) e.k8s_node = j.at("k8s_node").get<std::string>();
+    return e;
+  } catch (const std::exception& ex) {
+    return Error{ex.what(), "event"};
+  }
 }
 
 nlohmann::json to_json(const Intent& i) {
-  return {{"id", i.id},
-          {"sink", std::string(to_string(i.sink))},
-          {"action", std::string(to_string(i.action))},
-          {"node", i.node},
-          {"reason", i.reason},
-          {"by_operator", i.by_operator}};
+  nlohmann::json j{{"id", i.id},
+                   {"sink", std::string(to_string(i.sink))},
+                   {"action", std::string(to_string(i.action))},
+                   {"node", i.node},
+                   {"reason", i.reason},
+                   {"by_operator", i.by_operator}};
+  if (sink_spec(i.sink).ordered) j["event"] = to_json(i.event);
+  return j;
 }
 
 Result<Intent> intent_from_json(const nlohmann::json& j) {
@@ -63,14 +119,14 @@ Result<Intent> intent_from_json(const nlohmann::json& j) {
     auto k = sink_kind_from_string(sink);
     if (!k)
       return Error{"unknown intent sink '" + sink +
-                       "' (this build knows slurm and kubernetes; was the state dir written by a "
-                       "newer vigil-drainer?)",
+                       "' (this build knows slurm, kubernetes and webhook; was the state dir "
+                       "written by a newer vigil-drainer?)",
                    where};
     auto a = intent_action_from_string(action);
     if (!a)
       return Error{"unknown intent action '" + action +
-                       "' (this build knows drain, resume and annotate; was the state dir written "
-                       "by a newer vigil-drainer?)",
+                       "' (this build knows drain, resume, annotate and notify; was the state dir "
+                       "written by a newer vigil-drainer?)",
                    where};
     if (!sink_takes(*k, *a))
       return Error{"the " + sink + " sink does not take '" + action + "' intents", where};
@@ -79,6 +135,13 @@ Result<Intent> intent_from_json(const nlohmann::json& j) {
     i.node = j.value("node", "");
     i.reason = j.value("reason", "");
     i.by_operator = j.value("by_operator", false);
+    if (sink_spec(*k).ordered) {
+      // The event is what such a sink delivers: it cannot be rebuilt from the node's state.
+      if (!j.contains("event")) return Error{"a " + sink + " intent without its event", where};
+      auto e = node_event_from_json(j.at("event"));
+      if (!e.ok()) return Error{"event." + e.error().to_string(), where};
+      i.event = std::move(*e);
+    }
     return i;
   } catch (const std::exception& e) {
     return Error{e.what(), "intent_from_json"};

@@ -1,10 +1,6 @@
 #include "kube_sink.h"
 
 #include <cctype>
-#include <nlohmann/json.hpp>
-
-#include "audit_log.h"
-#include "vigil/base/time.h"
 
 namespace vigil::drainer {
 namespace {
@@ -29,11 +25,10 @@ std::optional<std::string> unless_empty(const std::string& s) {
 
 }  // namespace
 
-KubeSink::KubeSink(std::shared_ptr<kube::KubeApi> kube, const KubeSettings& cfg, Metrics& metrics,
-                   AuditLog& audit, const Clock& clock)
-    : kube_(std::move(kube)), cfg_(cfg), metrics_(metrics), audit_(audit), clock_(clock) {}
+KubeSink::KubeSink(std::shared_ptr<kube::KubeApi> kube, const KubeSettings& cfg)
+    : kube_(std::move(kube)), cfg_(cfg) {}
 
-std::string KubeSink::node_name(const NodeState& s) {
+std::string KubeSink::node_name(const NodeEvent& s) {
   switch (cfg_.node_mapping) {
     case NodeMapping::kIdentity:
       return s.node;
@@ -47,7 +42,7 @@ std::string KubeSink::node_name(const NodeState& s) {
   return s.node;
 }
 
-VoidResult KubeSink::write_state(const std::string& k8s, const NodeState& s) {
+VoidResult KubeSink::write_state(const std::string& k8s, const NodeEvent& s) {
   if (k8s.empty())
     return Error{"no Kubernetes node for Slurm node " + s.node + " (mapping " +
                      std::string(to_string(cfg_.node_mapping)) + ")",
@@ -58,8 +53,7 @@ VoidResult KubeSink::write_state(const std::string& k8s, const NodeState& s) {
   a[pre + "reason"] = unless_empty(s.reason);
   a[pre + "last-check"] = unless_empty(s.last_check_time);
   a[pre + "failing"] = unless_empty(s.failing);
-  a[pre + "fabric-switch-suspect"] =
-      s.switch_suspect ? std::optional<std::string>(s.fabric_switch) : std::nullopt;
+  a[pre + "fabric-switch-suspect"] = unless_empty(s.fabric_switch);
   VoidResult res = kube_->annotate_node(k8s, a);
   if (res.ok() && cfg_.condition) {
     kube::NodeCondition c;
@@ -68,7 +62,7 @@ VoidResult KubeSink::write_state(const std::string& k8s, const NodeState& s) {
                : (s.health == NodeHealth::kStale || s.health == NodeHealth::kUnknown) ? "Unknown"
                                                                                       : "True";
     c.reason = "Vigil" + camel(to_string(s.health));
-    c.message = s.reason.empty() ? s.note : s.reason;
+    c.message = s.reason.empty() ? s.why : s.reason;
     res = kube_->set_node_condition(k8s, c);
   }
   if (res.ok() && cfg_.taint) {
@@ -81,32 +75,15 @@ VoidResult KubeSink::write_state(const std::string& k8s, const NodeState& s) {
   return res;
 }
 
-SinkResult KubeSink::apply(const std::vector<Intent>& batch,
-                           const std::map<std::string, NodeState>& states) {
+SinkResult KubeSink::apply(const std::vector<Intent>& batch) {
   SinkResult out;
   for (const auto& i : batch) {
-    auto st = states.find(i.node);
-    if (st == states.end()) {
-      out.outcomes.push_back(IntentOutcome::gave_up(i.id, "no state for node " + i.node));
-      continue;
-    }
-    const NodeState& s = st->second;
-    const std::string k8s = node_name(s);
-    const VoidResult res = write_state(k8s, s);
-    const std::string outcome = res.ok() ? "ok" : "error";
-    metrics_.on_action("annotate", "kubernetes", outcome);
-    nlohmann::json a{{"time", rfc3339_utc(clock_.now_unix())},
-                     {"event", "action"},
-                     {"sink", "kubernetes"},
-                     {"action", "annotate"},
-                     {"nodes", {s.node}},
-                     {"k8s_node", k8s},
-                     {"state", std::string(annotation_value(s.health))},
-                     {"outcome", outcome}};
-    if (!res.ok()) a["error"] = res.error().to_string();
-    audit_.write(a);
-    out.outcomes.push_back(res.ok() ? IntentOutcome::ok(i.id)
-                                    : IntentOutcome::retry(i.id, res.error().to_string()));
+    const std::string k8s = node_name(i.event);
+    const VoidResult res = write_state(k8s, i.event);
+    const std::string detail = "k8s node " + (k8s.empty() ? "(none)" : k8s) + ", state " +
+                               std::string(annotation_value(i.event.health));
+    out.outcomes.push_back(res.ok() ? IntentOutcome::ok(i.id, detail)
+                                    : IntentOutcome::retry(i.id, res.error().to_string(), detail));
     out.back_off = out.back_off || !res.ok();
   }
   return out;

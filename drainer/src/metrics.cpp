@@ -28,6 +28,8 @@ const std::vector<MetricDesc>& metric_table() {
        "action,sink,outcome"},
       {"vigil_pending_actions", "gauge", "Actions waiting for their sink (e.g. slurmctld down)",
        "sink"},
+      {"vigil_sink_given_up_total", "counter",
+       "Actions a sink gave up on after its attempts (the webhook's dead letters)", "sink"},
       {"vigil_circuit_breaker_open", "gauge", "1 while the drain circuit breaker is open", ""},
       {"vigil_reports_ingested_total", "counter", "Reports received, by outcome", "outcome"},
       {"vigil_reports_rejected_total", "counter",
@@ -79,6 +81,8 @@ struct Metrics::Impl {
       build(prometheus::BuildCounter(), *reg, "vigil_actions_total");
   prometheus::Family<prometheus::Gauge>& pending =
       build(prometheus::BuildGauge(), *reg, "vigil_pending_actions");
+  prometheus::Family<prometheus::Counter>& given_up =
+      build(prometheus::BuildCounter(), *reg, "vigil_sink_given_up_total");
   prometheus::Family<prometheus::Gauge>& breaker =
       build(prometheus::BuildGauge(), *reg, "vigil_circuit_breaker_open");
   prometheus::Family<prometheus::Counter>& ingested =
@@ -145,6 +149,11 @@ void Metrics::on_action(std::string_view action, std::string_view sink, std::str
             {"sink", std::string(sink)},
             {"outcome", std::string(outcome)}})
       .Increment(n);
+}
+
+void Metrics::on_given_up(std::string_view sink, double n) {
+  std::lock_guard lk(impl_->mu);
+  impl_->given_up.Add({{"sink", std::string(sink)}}).Increment(n);
 }
 
 void Metrics::set_pending(std::string_view sink, double n) {

@@ -4,6 +4,13 @@
 #include <initializer_list>
 #include <string_view>
 
+// GCC 12 warns that the vector inside a moved-from RecordBody "may be used uninitialized" when a
+// record kind is wrapped in Result<RecordBody>: a known false positive of -Wmaybe-uninitialized
+// with std::variant (GCC bugzilla 105562 and its duplicates); clang and GCC 13 do not warn.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
 namespace vigil::drainer {
 namespace {
 
@@ -32,6 +39,18 @@ Result<RecordBody> report_from_json(const json& j) {
   return RecordBody{ReportAccepted{j.at("received_unix_s").get<int64_t>(), *parsed.value}};
 }
 
+// The record's "intents", if any.
+Result<std::vector<Intent>> intents_from_json(const json& j, const std::string& where) {
+  std::vector<Intent> out;
+  if (!j.contains("intents")) return out;
+  for (const auto& ij : j.at("intents")) {
+    auto i = intent_from_json(ij);
+    if (!i.ok()) return Error{i.error().to_string(), where};
+    out.push_back(std::move(*i));
+  }
+  return out;
+}
+
 Result<RecordBody> decision_from_json(const json& j) {
   Decided d;
   const auto action = j.at("action").get<std::string>();
@@ -43,13 +62,7 @@ Result<RecordBody> decision_from_json(const json& j) {
   d.state = std::move(*s);
   if (d.state.node != j.at("node").get<std::string>())
     return Error{"differs from state.node", "decision.node"};
-  if (j.contains("intents")) {
-    for (const auto& ij : j.at("intents")) {
-      auto i = intent_from_json(ij);
-      if (!i.ok()) return Error{i.error().to_string(), "decision.intents"};
-      d.intents.push_back(*i);
-    }
-  }
+  VIGIL_TRY(d.intents, intents_from_json(j, "decision.intents"));
   d.report_seq = j.value("report_seq", uint64_t{0});
   if (j.contains("breaker") && j.contains("breaker_drain"))
     return Error{"both breaker and breaker_drain", "decision"};
@@ -80,7 +93,8 @@ Result<RecordBody> done_from_json(const json& j) {
 Result<RecordBody> reset_from_json(const json& j) {
   auto b = breaker_state_from_json(j.at("breaker"));
   if (!b.ok()) return Error{b.error().to_string(), "breaker_reset.breaker"};
-  return RecordBody{BreakerReset{std::move(*b)}};
+  VIGIL_TRY(auto intents, intents_from_json(j, "breaker_reset.intents"));
+  return RecordBody{BreakerReset{std::move(*b), std::move(intents)}};
 }
 
 struct Kind {
@@ -95,7 +109,7 @@ const Kind kKinds[] = {
      {"node", "action", "state", "intents", "report_seq", "breaker", "breaker_drain"},
      decision_from_json},
     {"done", {"ids", "outcome"}, done_from_json},
-    {"breaker_reset", {"breaker"}, reset_from_json},
+    {"breaker_reset", {"breaker", "intents"}, reset_from_json},
 };
 
 }  // namespace
@@ -146,7 +160,9 @@ json to_json(const RecordBody& r) {
             return {{"t", "done"}, {"ids", d.ids}, {"outcome", std::string(to_string(d.outcome))}};
           },
           [](const BreakerReset& b) -> json {
-            return {{"t", "breaker_reset"}, {"breaker", to_json(b.breaker)}};
+            json j{{"t", "breaker_reset"}, {"breaker", to_json(b.breaker)}};
+            for (const auto& i : b.intents) j["intents"].push_back(to_json(i));
+            return j;
           },
       },
       r);
@@ -155,16 +171,14 @@ json to_json(const RecordBody& r) {
 Result<JournalRecord> record_from_json(const json& j) {
   try {
     if (!j.is_object()) return Error{"not a JSON object", "record"};
-    JournalRecord rec;
-    rec.seq = j.at("seq").get<uint64_t>();
+    const auto seq = j.at("seq").get<uint64_t>();
     const auto t = j.at("t").get<std::string>();
     for (const auto& kind : kKinds) {
       if (kind.t != t) continue;
       if (auto k = stray_field(j, kind.fields)) return Error{"unknown field", t + "." + *k};
       auto body = kind.decode(j);
       if (!body.ok()) return body.error();
-      rec.body = std::move(*body);
-      return rec;
+      return JournalRecord{seq, std::move(*body)};
     }
     return Error{"unknown record type '" + t + "' (written by a newer vigil-drainer?)", "record.t"};
   } catch (const std::exception& e) {

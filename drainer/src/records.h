@@ -12,7 +12,7 @@
 //   {"t":"report","node","run_id","received_unix_s","report"}
 //   {"t":"decision","node","action","state","intents"[,"report_seq"][,"breaker"|"breaker_drain"]}
 //   {"t":"done","ids","outcome"}
-//   {"t":"breaker_reset","breaker"}
+//   {"t":"breaker_reset","breaker"[,"intents"]}
 // The spelling is the one journals have had since the first release, so old journals replay.
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -56,9 +56,11 @@ struct IntentsDone {
   DoneOutcome outcome = DoneOutcome::kOk;
 };
 
-// `vigil-drainer breaker reset`: the breaker as it is after the reset.
+// `vigil-drainer breaker reset`: the breaker as it is after the reset, and the intents the
+// reset owes (a webhook's breaker_reset event; journaled only when there are any).
 struct BreakerReset {
   BreakerState breaker;
+  std::vector<Intent> intents;
 };
 
 using RecordBody = std::variant<ReportAccepted, Decided, IntentsDone, BreakerReset>;

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "records.h"
+#include "sinks.h"
 #include "vigil/drainer/drainer.h"
 
 namespace vigil::drainer {
@@ -59,6 +60,9 @@ VoidResult Drainer::replay_snapshot(const nlohmann::json& s) {
     }
     for (const auto& ij : s.at("pending")) {
       VIGIL_TRY(Intent i, replayed_intent(ij, "replay(snapshot pending)"));
+      if (!sink_spec(i.sink).ordered)
+        if (auto n = nodes_.find(i.node); n != nodes_.end())
+          i.event = state_event(n->second, "none");
       pending_[i.id] = i;
     }
     next_intent_id_ = s.value("next_intent_id", uint64_t{1});
@@ -98,15 +102,25 @@ void Drainer::replay_record(const JournalRecord& rec) {
             if (d.report_seq)
               std::erase_if(undecided_, [&](const Accepted& a) { return a.seq == d.report_seq; });
             apply_locked(d);
-            for (const auto& i : d.intents) {
-              pending_[i.id] = i;
+            for (Intent i : d.intents) {
+              // A sink that converges to the node's state gets it from the decision; one that
+              // delivers events journaled its event with the intent.
+              if (!sink_spec(i.sink).ordered)
+                i.event = state_event(d.state, std::string(to_string(d.action)));
               next_intent_id_ = std::max(next_intent_id_, i.id + 1);
+              pending_[i.id] = std::move(i);
             }
           },
           [&](const IntentsDone& d) {
             for (uint64_t id : d.ids) pending_.erase(id);
           },
-          [&](const BreakerReset& b) { breaker_ = b.breaker; },
+          [&](const BreakerReset& b) {
+            breaker_ = b.breaker;
+            for (const auto& i : b.intents) {
+              next_intent_id_ = std::max(next_intent_id_, i.id + 1);
+              pending_[i.id] = i;
+            }
+          },
       },
       rec.body);
 }

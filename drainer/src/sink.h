@@ -1,11 +1,11 @@
 #pragma once
-// The drainer's sink interface. A sink gets the batch of intents its worker picked (the newest
-// one per node; the worker has already recorded the ones they superseded as done) and copies
-// of the node states it asked for, does its external calls, writes its own action metrics and
-// audit lines, and returns one typed outcome per intent. A sink never touches the drainer's
-// state: the Drainer applies the outcomes (done records, attempts, node-state corrections).
+// The drainer's sink interface. A sink gets the batch of intents its worker picked (for a sink
+// that converges to a state, the newest per node, the ones they superseded already recorded as
+// done; for one that delivers events, the oldest per node), does its external calls with what
+// the intents carry, and returns one typed outcome per intent. A sink never reads or touches the
+// drainer's state, and writes no metrics or audit lines: the Drainer applies the outcomes (done
+// records, attempts, node-state corrections) and records them (Drainer::observe_outcomes).
 #include <cstdint>
-#include <map>
 #include <string>
 #include <vector>
 
@@ -28,19 +28,22 @@ struct IntentOutcome {
   OutcomeKind kind = OutcomeKind::kOk;
   std::string why;
   NodeHealth health = NodeHealth::kUnknown;  // kNotDrained only
+  std::string detail;                        // for the audit line (e.g. the Kubernetes node)
 
-  static IntentOutcome ok(uint64_t id) { return {id, OutcomeKind::kOk, {}, {}}; }
-  static IntentOutcome skipped(uint64_t id, std::string why) {
-    return {id, OutcomeKind::kSkipped, std::move(why), {}};
+  static IntentOutcome ok(uint64_t id, std::string detail = {}) {
+    return {id, OutcomeKind::kOk, {}, {}, std::move(detail)};
   }
-  static IntentOutcome retry(uint64_t id, std::string error) {
-    return {id, OutcomeKind::kRetry, std::move(error), {}};
+  static IntentOutcome skipped(uint64_t id, std::string why) {
+    return {id, OutcomeKind::kSkipped, std::move(why), {}, {}};
+  }
+  static IntentOutcome retry(uint64_t id, std::string error, std::string detail = {}) {
+    return {id, OutcomeKind::kRetry, std::move(error), {}, std::move(detail)};
   }
   static IntentOutcome gave_up(uint64_t id, std::string why) {
-    return {id, OutcomeKind::kGaveUp, std::move(why), {}};
+    return {id, OutcomeKind::kGaveUp, std::move(why), {}, {}};
   }
   static IntentOutcome not_drained(uint64_t id, std::string why, NodeHealth health) {
-    return {id, OutcomeKind::kNotDrained, std::move(why), health};
+    return {id, OutcomeKind::kNotDrained, std::move(why), health, {}};
   }
 };
 
@@ -52,11 +55,7 @@ struct SinkResult {
 class Sink {
  public:
   virtual ~Sink() = default;
-  virtual SinkKind kind() const = 0;
-  // Whether apply() needs the node states of the batch's nodes (copied under the lock).
-  virtual bool wants_node_states() const = 0;
-  virtual SinkResult apply(const std::vector<Intent>& batch,
-                           const std::map<std::string, NodeState>& states) = 0;
+  virtual SinkResult apply(const std::vector<Intent>& batch) = 0;
 };
 
 }  // namespace vigil::drainer

@@ -6,42 +6,55 @@
 
 #include <chrono>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <thread>
+#include <tuple>
 
 #include "audit_log.h"
 #include "records.h"
+#include "vigil/base/time.h"
 #include "vigil/drainer/drainer.h"
 
 namespace vigil::drainer {
 
-int Drainer::run_slurm_sink_once() { return run_sink_once(lane(SinkKind::kSlurm)); }
-int Drainer::run_kube_sink_once() { return run_sink_once(lane(SinkKind::kKubernetes)); }
+int Drainer::run_slurm_sink_once() { return run_sink_once(SinkKind::kSlurm); }
+int Drainer::run_kube_sink_once() { return run_sink_once(SinkKind::kKubernetes); }
+int Drainer::run_sink_once(SinkKind k) { return run_lane_once(lane(k)); }
 
-int Drainer::run_sink_once(SinkLane& lane) {
+int Drainer::run_lane_once(SinkLane& lane) {
   if (!lane.sink) return 0;
-  std::map<std::string, NodeState> states;
-  const std::vector<Intent> batch = pick(lane, states);
+  const std::vector<Intent> batch = pick(lane);
   if (batch.empty()) return 0;
-  const SinkResult result = lane.sink->apply(batch, states);
+  const SinkResult result = lane.sink->apply(batch);
   return apply_outcomes(lane, batch, result);
 }
 
-std::vector<Intent> Drainer::pick(SinkLane& lane, std::map<std::string, NodeState>& states) {
+std::vector<Intent> Drainer::pick(SinkLane& lane) {
   std::vector<Intent> batch;
   std::vector<uint64_t> superseded;
   {
     std::lock_guard lk(mu_);
-    std::map<std::string, const Intent*> latest;  // only the newest intent per node matters
-    for (const auto& [id, i] : pending_)
-      if (i.sink == lane.kind && !in_flight_.count(id)) latest[i.node] = &i;
-    for (const auto& [id, i] : pending_)
-      if (i.sink == lane.kind && !in_flight_.count(id) && latest[i.node] != &i)
-        superseded.push_back(id);
-    for (const auto& [node, i] : latest) {
-      batch.push_back(*i);
-      in_flight_.insert(i->id);
-      if (!lane.sink->wants_node_states()) continue;
-      if (auto it = nodes_.find(node); it != nodes_.end()) states[node] = it->second;
+    const SinkKind kind = lane.spec.kind;
+    if (lane.spec.ordered) {
+      // Events: each node's oldest, and nothing of a node while one of its events is out.
+      std::set<std::string> seen;
+      for (const auto& [id, i] : pending_) {
+        if (i.sink != kind || !seen.insert(i.node).second || in_flight_.count(id)) continue;
+        batch.push_back(i);
+        in_flight_.insert(id);
+      }
+    } else {
+      // A state to converge to: only the newest intent per node matters.
+      std::map<std::string, const Intent*> latest;
+      for (const auto& [id, i] : pending_)
+        if (i.sink == kind && !in_flight_.count(id)) latest[i.node] = &i;
+      for (const auto& [id, i] : pending_)
+        if (i.sink == kind && !in_flight_.count(id) && latest[i.node] != &i)
+          superseded.push_back(id);
+      for (const auto& [node, i] : latest) {
+        batch.push_back(*i);
+        in_flight_.insert(i->id);
+      }
     }
   }
   record_done(superseded, DoneOutcome::kSuperseded);
@@ -71,7 +84,7 @@ int Drainer::apply_outcomes(SinkLane& lane, const std::vector<Intent>& batch, co
       case OutcomeKind::kRetry:
         // Out of attempts: given up (the sink reported the error; the node's next decision
         // makes a new intent).
-        (lane.retry.gives_up(i) ? gave_up : retry).push_back(i.id);
+        (lane.settings.retry.gives_up(i) ? gave_up : retry).push_back(i.id);
         break;
       case OutcomeKind::kGaveUp:
         gave_up.push_back(i.id);
@@ -79,6 +92,7 @@ int Drainer::apply_outcomes(SinkLane& lane, const std::vector<Intent>& batch, co
     }
   }
   for (const auto& [id, i] : unanswered) retry.push_back(id);  // a sink that said nothing
+  observe_outcomes(lane, batch, r, gave_up);
   record_done(ok, DoneOutcome::kOk);
   record_done(skipped, DoneOutcome::kSkipped);
   record_done(gave_up, DoneOutcome::kError);
@@ -91,9 +105,9 @@ int Drainer::apply_outcomes(SinkLane& lane, const std::vector<Intent>& batch, co
     }
     // Nothing left to retry: nothing to wait for.
     lane.backoff_ms =
-        r.back_off && !retry.empty() ? lane.retry.next_backoff_ms(lane.backoff_ms) : 0;
+        r.back_off && !retry.empty() ? lane.settings.retry.next_backoff_ms(lane.backoff_ms) : 0;
   }
-  if (lane.sync_done && !r.back_off) (void)journal_->sync();
+  if (lane.settings.sync_done && !r.back_off) (void)journal_->sync();
   return static_cast<int>(retry.size());
 }
 
@@ -136,7 +150,7 @@ void Drainer::correct_not_drained(const std::vector<NotDrained>& not_drained) {
       d.why = d.state.note;
       d.driving_checks = d.state.driving_checks;
       d.breaker = breaker_;
-      apply_decision_locked(d, nullptr, 0, records, intents);
+      apply_decision_locked(d, nullptr, 0, records, intents, "drain_skipped");
     }
     if (records.empty()) return;
     if (auto w = journal_->append(std::move(records)); !w.ok()) {
@@ -147,7 +161,50 @@ void Drainer::correct_not_drained(const std::vector<NotDrained>& not_drained) {
   if (intents.empty() || !journal_->sync().ok()) return;
   std::lock_guard lk(mu_);
   enqueue_intents_locked(intents);
-  lane(SinkKind::kKubernetes).cv.notify_one();
+  for (auto& l : lanes_) l->cv.notify_one();
+}
+
+// Every sink's outcomes are counted and audited here, in one form: one audit line per batch
+// and (action, outcome, reason, why, detail), listing its nodes; vigil_actions_total counts one
+// per intent tried.
+void Drainer::observe_outcomes(const SinkLane& lane, const std::vector<Intent>& batch,
+                               const SinkResult& r, const std::vector<uint64_t>& gave_up) {
+  std::map<uint64_t, const Intent*> by_id;
+  for (const auto& i : batch) by_id[i.id] = &i;
+  using Key = std::tuple<IntentAction, std::string, std::string, std::string, std::string>;
+  std::map<Key, std::vector<std::string>> lines;
+  const std::string sink(lane.spec.name);
+  for (const auto& o : r.outcomes) {
+    auto it = by_id.find(o.intent_id);
+    if (it == by_id.end()) continue;
+    const Intent& i = *it->second;
+    const char* outcome = o.kind == OutcomeKind::kOk ? "ok"
+                          : o.kind == OutcomeKind::kRetry || o.kind == OutcomeKind::kGaveUp
+                              ? "error"
+                              : "skipped";
+    metrics_.on_action(to_string(i.action), sink, outcome);
+    lines[{i.action, outcome, i.reason, o.why, o.detail}].push_back(i.node);
+  }
+  if (!gave_up.empty()) metrics_.on_given_up(sink, static_cast<double>(gave_up.size()));
+  const std::string now = rfc3339_utc(clock_.now_unix());
+  for (const auto& [k, nodes] : lines) {
+    const auto& [action, outcome, reason, why, detail] = k;
+    nlohmann::json a{{"time", now},    {"event", "action"},
+                     {"sink", sink},   {"action", std::string(to_string(action))},
+                     {"nodes", nodes}, {"outcome", outcome}};
+    if (!reason.empty()) a["reason"] = reason;
+    if (!why.empty()) a[outcome == "error" ? "error" : "why"] = why;
+    if (!detail.empty()) a["detail"] = detail;
+    audit_->write(a);
+  }
+  for (uint64_t id : gave_up)
+    if (auto it = by_id.find(id); it != by_id.end())
+      audit_->write({{"time", now},
+                     {"event", "given_up"},
+                     {"sink", sink},
+                     {"action", std::string(to_string(it->second->action))},
+                     {"node", it->second->node},
+                     {"intent", id}});
 }
 
 bool Drainer::has_work_locked(SinkKind k) const {
@@ -167,15 +224,15 @@ void Drainer::loop_sink(SinkLane& lane) {
                          [&] { return stopping_.load(); });
       } else {
         lane.cv.wait_for(lk, std::chrono::seconds(1),
-                         [&] { return stopping_ || has_work_locked(lane.kind); });
+                         [&] { return stopping_ || has_work_locked(lane.spec.kind); });
       }
       if (stopping_) break;
-      if (!has_work_locked(lane.kind)) continue;
+      if (!has_work_locked(lane.spec.kind)) continue;
     }
     // Let decisions arriving together pile up: for Slurm, one RPC per reason for all of them.
-    if (!backing_off && lane.batch_window_ms > 0)
-      std::this_thread::sleep_for(std::chrono::milliseconds(lane.batch_window_ms));
-    run_sink_once(lane);
+    if (!backing_off && lane.settings.batch_window_ms > 0)
+      std::this_thread::sleep_for(std::chrono::milliseconds(lane.settings.batch_window_ms));
+    run_lane_once(lane);
   }
 }
 

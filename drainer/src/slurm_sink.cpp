@@ -1,21 +1,13 @@
 #include "slurm_sink.h"
 
-#include <nlohmann/json.hpp>
-
-#include "audit_log.h"
-#include "vigil/base/time.h"
 #include "vigil/slurm/reason.h"
 
 namespace vigil::drainer {
 
-SlurmSink::SlurmSink(std::shared_ptr<slurm::SlurmApi> slurm, SlurmViewCache& views,
-                     Metrics& metrics, AuditLog& audit, const Clock& clock)
-    : slurm_(std::move(slurm)), views_(views), metrics_(metrics), audit_(audit), clock_(clock) {}
+SlurmSink::SlurmSink(std::shared_ptr<slurm::SlurmApi> slurm, SlurmViewCache& views)
+    : slurm_(std::move(slurm)), views_(views) {}
 
-std::string SlurmSink::now() const { return rfc3339_utc(clock_.now_unix()); }
-
-SinkResult SlurmSink::apply(const std::vector<Intent>& batch,
-                            const std::map<std::string, NodeState>& /*states*/) {
+SinkResult SlurmSink::apply(const std::vector<Intent>& batch) {
   // Re-read the batch's nodes right before acting (only those: a 10,000-node table over
   // slurmrestd takes seconds).
   std::vector<std::string> names;
@@ -44,17 +36,9 @@ SinkResult SlurmSink::apply(const std::vector<Intent>& batch,
 
 SinkResult SlurmSink::load_failed(const std::vector<Intent>& batch, const Error& e) {
   SinkResult out;
-  for (const auto& i : batch) {
-    metrics_.on_action(to_string(i.action), "slurm", "error");
-    out.outcomes.push_back(IntentOutcome::retry(i.id, e.to_string()));
-  }
-  audit_.write({{"time", now()},
-                {"event", "action"},
-                {"sink", "slurm"},
-                {"action", "load_nodes"},
-                {"outcome", "error"},
-                {"error", e.to_string()},
-                {"pending", batch.size()}});
+  for (const auto& i : batch)
+    out.outcomes.push_back(
+        IntentOutcome::retry(i.id, "reading Slurm's node table: " + e.to_string()));
   out.back_off = true;
   return out;
 }
@@ -62,21 +46,7 @@ SinkResult SlurmSink::load_failed(const std::vector<Intent>& batch, const Error&
 std::optional<IntentOutcome> SlurmSink::judge(const Intent& i, const SlurmView& view, Rpcs& rpcs) {
   auto it = view.find(i.node);
   const slurm::SlurmNodeInfo* n = it == view.end() ? nullptr : &it->second;
-  auto o = i.action == IntentAction::kDrain ? judge_drain(i, n, rpcs) : judge_resume(i, n, rpcs);
-  if (!o) return o;
-  if (o->kind == OutcomeKind::kOk) {
-    metrics_.on_action(to_string(i.action), "slurm", "ok");
-  } else {
-    metrics_.on_action(to_string(i.action), "slurm", "skipped");
-    audit_.write({{"time", now()},
-                  {"event", "action"},
-                  {"sink", "slurm"},
-                  {"action", std::string(to_string(i.action))},
-                  {"nodes", {i.node}},
-                  {"outcome", "skipped"},
-                  {"why", o->why}});
-  }
-  return o;
+  return i.action == IntentAction::kDrain ? judge_drain(i, n, rpcs) : judge_resume(i, n, rpcs);
 }
 
 std::optional<IntentOutcome> SlurmSink::judge_drain(const Intent& i, const slurm::SlurmNodeInfo* n,
@@ -88,7 +58,7 @@ std::optional<IntentOutcome> SlurmSink::judge_drain(const Intent& i, const slurm
     return IntentOutcome::not_drained(i.id, "drained by another owner: " + n->reason,
                                       NodeHealth::kDrained);
   // Already applied (e.g. before a crash): not repeated.
-  if (n->drain && n->reason == i.reason) return IntentOutcome::ok(i.id);
+  if (n->drain && n->reason == i.reason) return IntentOutcome::ok(i.id, "already drained");
   rpcs.drains[i.reason].push_back(&i);
   return std::nullopt;
 }
@@ -96,7 +66,7 @@ std::optional<IntentOutcome> SlurmSink::judge_drain(const Intent& i, const slurm
 std::optional<IntentOutcome> SlurmSink::judge_resume(const Intent& i, const slurm::SlurmNodeInfo* n,
                                                      Rpcs& rpcs) {
   if (!n) return IntentOutcome::skipped(i.id, "node unknown to Slurm");
-  if (!n->drain) return IntentOutcome::ok(i.id);  // already resumed
+  if (!n->drain) return IntentOutcome::ok(i.id, "already resumed");
   if (!slurm::drained_by_vigil(*n))
     return IntentOutcome::skipped(i.id, "drain reason not owned by vigil: " + n->reason);
   if (slurm::untouchable(*n) && !i.by_operator)
@@ -111,14 +81,6 @@ bool SlurmSink::call(IntentAction action, const std::vector<const Intent*>& batc
   for (const auto* i : batch) names.push_back(i->node);
   VoidResult res =
       action == IntentAction::kDrain ? slurm_->drain(names, reason) : slurm_->undrain(names);
-  const std::string outcome = res.ok() ? "ok" : "error";
-  metrics_.on_action(to_string(action), "slurm", outcome, static_cast<double>(batch.size()));
-  nlohmann::json a{{"time", now()},     {"event", "action"},
-                   {"sink", "slurm"},   {"action", std::string(to_string(action))},
-                   {"nodes", names},    {"reason", reason},
-                   {"outcome", outcome}};
-  if (!res.ok()) a["error"] = res.error().to_string();
-  audit_.write(a);
   for (const auto* i : batch)
     out.outcomes.push_back(res.ok() ? IntentOutcome::ok(i->id)
                                     : IntentOutcome::retry(i->id, res.error().to_string()));

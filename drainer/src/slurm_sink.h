@@ -9,24 +9,16 @@
 
 #include "sink.h"
 #include "slurm_view_cache.h"
-#include "vigil/base/clock.h"
-#include "vigil/drainer/metrics.h"
 #include "vigil/slurm/slurm_api.h"
 
 namespace vigil::drainer {
 
-class AuditLog;
-
 class SlurmSink final : public Sink {
  public:
   // Everything but `slurm` must outlive the sink.
-  SlurmSink(std::shared_ptr<slurm::SlurmApi> slurm, SlurmViewCache& views, Metrics& metrics,
-            AuditLog& audit, const Clock& clock);
+  SlurmSink(std::shared_ptr<slurm::SlurmApi> slurm, SlurmViewCache& views);
 
-  SinkKind kind() const override { return SinkKind::kSlurm; }
-  bool wants_node_states() const override { return false; }
-  SinkResult apply(const std::vector<Intent>& batch,
-                   const std::map<std::string, NodeState>& states) override;
+  SinkResult apply(const std::vector<Intent>& batch) override;
 
  private:
   // The RPCs a batch needs: drains grouped by reason, resumes in one call.
@@ -45,13 +37,9 @@ class SlurmSink final : public Sink {
   // One RPC for `batch`; appends its outcomes. Returns whether it went through.
   bool call(IntentAction action, const std::vector<const Intent*>& batch, const std::string& reason,
             SinkResult& out);
-  std::string now() const;
 
   std::shared_ptr<slurm::SlurmApi> slurm_;
   SlurmViewCache& views_;
-  Metrics& metrics_;
-  AuditLog& audit_;
-  const Clock& clock_;
 };
 
 }  // namespace vigil::drainer

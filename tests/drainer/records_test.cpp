@@ -43,7 +43,7 @@ Decided a_drain() {
 TEST(records, every_kind_round_trips_with_its_seq) {
   std::vector<RecordBody> bodies = {
       ReportAccepted{1'800'000'000, testing::make_report("gpu-3", "r1", {})}, a_drain(),
-      IntentsDone{{7, 8}, DoneOutcome::kSuperseded}, BreakerReset{BreakerState{}}};
+      IntentsDone{{7, 8}, DoneOutcome::kSuperseded}, BreakerReset{BreakerState{}, {}}};
   uint64_t seq = 1;
   for (const auto& b : bodies) {
     auto r = record_from_json(stored(b, seq));

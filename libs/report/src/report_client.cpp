@@ -14,6 +14,7 @@
 #include <sstream>
 #include <thread>
 
+#include "vigil/base/http_url.h"
 #include "vigil/base/httplib_tls.h"
 #include "vigil/munge/munge.h"
 #include "vigil/report/drain_decision.h"
@@ -21,25 +22,11 @@
 namespace vigil {
 namespace {
 
-struct Url {
-  std::string scheme_host_port;  // what httplib::Client takes
-  std::string path;
-  bool https = false;
-};
-
-Result<Url> parse_url(const std::string& url) {
-  auto sep = url.find("://");
-  if (sep == std::string::npos ||
-      (url.compare(0, sep, "http") != 0 && url.compare(0, sep, "https") != 0))
-    return Error{"report URL must start with http:// or https://: '" + url + "'", "parse_url"};
-  auto slash = url.find('/', sep + 3);
-  Url u;
-  u.https = url.compare(0, sep, "https") == 0;
-  u.scheme_host_port = url.substr(0, slash);
-  u.path = slash == std::string::npos ? "" : url.substr(slash);
-  if (u.path.empty() || u.path == "/") u.path = "/v1/reports";
-  if (u.scheme_host_port.size() <= sep + 3)
-    return Error{"report URL has no host: '" + url + "'", "parse_url"};
+// The report URL: a missing path means /v1/reports.
+Result<HttpUrl> parse_url(const std::string& url) {
+  auto u = parse_http_url(url);
+  if (!u.ok()) return Error{"report " + u.error().message, "parse_url"};
+  if (u->path.empty() || u->path == "/") u->path = "/v1/reports";
   return u;
 }
 
@@ -62,7 +49,7 @@ Result<std::string> read_token(const std::string& path) {
 }
 
 // Checks the TLS settings before anything is sent; empty when they are usable.
-std::string tls_setup_problem(const Url& u, const std::string& ca_file) {
+std::string tls_setup_problem(const HttpUrl& u, const std::string& ca_file) {
   if (ca_file.empty()) return "";
   if (!u.https)
     return "a CA file is set but the report URL is not https:// (the report would travel in "

@@ -129,6 +129,21 @@ struct AuditSettings {
   int keep = 5;  // rotated files kept besides the current one; 0: the full file is deleted
 };
 
+// The webhook sink (docs/drainer.md "Webhook sink"): every drain, resume, would-drain, breaker
+// and skipped-drain event POSTed as one CloudEvents 1.0 JSON document, in order per node.
+struct WebhookSettings {
+  bool enabled = false;
+  std::string url;                        // http(s)://host[:port]/path
+  std::string ca_file;                    // https: the CA the receiver must chain to
+  std::string token_file;                 // bearer token for the receiver; empty: none
+  std::string token;                      // loaded from token_file at validation
+  std::string source = "/vigil/drainer";  // the CloudEvents "source" attribute
+  int64_t timeout_ms = 5000;              // connect, write and read, per attempt
+  int64_t retry_initial_ms = 500;         // backoff after a failed attempt, doubled up to ...
+  int64_t retry_max_ms = 30000;
+  int max_attempts = 10;  // then the event is given up: vigil_sink_given_up_total{sink="webhook"}
+};
+
 struct DrainerConfig {
   std::string source;  // file the config came from ("<string>" for tests)
   std::string listen_address = "127.0.0.1";
@@ -154,6 +169,7 @@ struct DrainerConfig {
   BreakerConfig breaker;
   SlurmSettings slurm;
   KubeSettings kubernetes;
+  WebhookSettings webhook;
   DetectionSettings detection;
 };
 

@@ -1,6 +1,7 @@
 #pragma once
-// The drainer core: ingest (durable, idempotent) -> policy engine -> three equal sinks
-// (Slurm, Kubernetes, metrics). Used by `vigil-drainer serve` (background threads) and by the
+// The drainer core: ingest (durable, idempotent) -> policy engine -> the sinks of the sink
+// table (src/sinks.cpp: Slurm, Kubernetes, webhook), metrics and the audit log observing every
+// decision and every outcome. Used by `vigil-drainer serve` (background threads) and by the
 // one-shot commands (`apply`, `resume`, `breaker reset`), which drive the same steps by hand.
 //
 // Durability: every accepted report is journaled (fsync) before ingest() returns. Each policy
@@ -8,7 +9,6 @@
 // sink reports an intent completed, the drainer journals a *done* record. On restart, state =
 // snapshot + replay; reports without a decision are decided again; intents without done are
 // re-checked against Slurm (already applied -> marked done, not repeated) and then applied.
-#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <deque>
@@ -18,6 +18,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -46,12 +47,13 @@ class SlurmViewCache;
 struct Decided;
 struct JournalRecord;
 enum class DoneOutcome;
+struct NodeEvent;
 struct SinkLane;
 struct SinkResult;
 
 // Code layout (docs/drainer.md "Internal structure"): ingest.cpp, replay.cpp, decisions.cpp,
-// sink_worker.cpp (the one worker loop and the outcomes it applies), slurm_sink.cpp and
-// kube_sink.cpp (the sinks, behind src/sink.h), slurm_view_cache.cpp, drainer.cpp (the rest).
+// sink_worker.cpp (the one worker loop and the outcomes it applies), sinks.cpp (the sink table)
+// and one file per sink behind src/sink.h, slurm_view_cache.cpp, drainer.cpp (the rest).
 class Drainer {
  public:
   // slurm / kube may be null (sink disabled). clock must outlive the Drainer.
@@ -86,10 +88,11 @@ class Drainer {
   SharedDrainPolicy shared_policy() const;
 
   // ---- steps, driven by the threads or by hand (one-shot commands, tests) ----
-  int process_pending();      // decides every accepted report not yet decided; returns count
-  int run_slurm_sink_once();  // applies pending Slurm intents (one RPC per reason); returns left
-  int run_kube_sink_once();   // applies pending Kubernetes intents; returns left
-  int tick();                 // staleness sweep + report ages; returns nodes that became stale
+  int process_pending();          // decides every accepted report not yet decided; returns count
+  int run_sink_once(SinkKind k);  // applies the sink's pending intents; returns how many are left
+  int run_slurm_sink_once();      // run_sink_once(kSlurm): one RPC per reason
+  int run_kube_sink_once();       // run_sink_once(kKubernetes)
+  int tick();                     // staleness sweep + report ages; returns nodes that became stale
   VoidResult snapshot_now();
 
   // ---- operator actions ----
@@ -150,8 +153,13 @@ class Drainer {
   // enabled), after the detection engine judged it and learned from it (unless the node is
   // drained). Also used by replay to rebuild the engine's baselines.
   NodeReport judge_slow_locked(const NodeReport& r, const NodeState* prev);
+  // `event_type` overrides the event's type (default: the decision's action).
   void apply_decision_locked(const Decision& d, const NodeReport* r, uint64_t report_seq,
-                             std::vector<nlohmann::json>& records, std::vector<Intent>& intents);
+                             std::vector<nlohmann::json>& records, std::vector<Intent>& intents,
+                             std::string_view event_type = {});
+  // The intents `e` owes, one per enabled sink whose table row says so (sinks.h).
+  void owe_intents_locked(const NodeEvent& e, const std::string& reason, bool by_operator,
+                          std::vector<Intent>& out);
   void enqueue_intents_locked(const std::vector<Intent>& intents);
   // fabric_switches.cpp: `from` carries its switch's newest verdict; every other node known
   // under that switch takes it too (a journaled decision with no action, annotated again).
@@ -162,12 +170,15 @@ class Drainer {
 
   // sink_worker.cpp
   SinkLane& lane(SinkKind k) { return *lanes_[static_cast<size_t>(k)]; }
-  int run_sink_once(SinkLane& lane);
-  // Takes the newest pending intent per node (records the ones it supersedes as done) and
-  // copies the node states the sink wants.
-  std::vector<Intent> pick(SinkLane& lane, std::map<std::string, NodeState>& states);
+  int run_lane_once(SinkLane& lane);
+  // The batch for the lane's sink: the newest pending intent per node (the ones it supersedes
+  // recorded as done), or for an ordered sink each node's oldest.
+  std::vector<Intent> pick(SinkLane& lane);
   // Records what the sink reported; returns how many intents are left to retry.
   int apply_outcomes(SinkLane& lane, const std::vector<Intent>& batch, const SinkResult& r);
+  // Metrics and audit lines of a batch's outcomes: the one place every sink's are recorded.
+  void observe_outcomes(const SinkLane& lane, const std::vector<Intent>& batch, const SinkResult& r,
+                        const std::vector<uint64_t>& gave_up);
   void record_done(const std::vector<uint64_t>& ids, DoneOutcome outcome);
   void correct_not_drained(const std::vector<NotDrained>& not_drained);
   bool has_work_locked(SinkKind k) const;
@@ -185,9 +196,9 @@ class Drainer {
   Metrics metrics_;
   std::unique_ptr<Journal> journal_;
   std::unique_ptr<AuditLog> audit_;
-  std::unique_ptr<detect::Engine> slow_;   // null when detection.enabled is false
-  std::unique_ptr<SlurmViewCache> views_;  // Slurm's node table, shared with the Slurm sink
-  std::array<std::unique_ptr<SinkLane>, 2> lanes_;  // by SinkKind; sinks created by open()
+  std::unique_ptr<detect::Engine> slow_;          // null when detection.enabled is false
+  std::unique_ptr<SlurmViewCache> views_;         // Slurm's node table, shared with the Slurm sink
+  std::vector<std::unique_ptr<SinkLane>> lanes_;  // by SinkKind; sinks created by open()
 
   // Lock order: pass_mu_ or snapshot_mu_ (never both) -> decide_mu_ -> ingest_mu_ -> mu_. Every
   // journal append happens under ingest_mu_ or mu_, so holding the last three gives a

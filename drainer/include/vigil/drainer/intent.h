@@ -1,29 +1,64 @@
 #pragma once
 // Sink intents: one action a sink owes, created by a decision and journaled with it. The
-// journal spells sinks and actions as strings ("slurm" / "kubernetes", "drain" / "resume" /
-// "annotate"); in code they are typed, and a journal with a spelling this build does not know
-// is an error on replay, never a silent default.
+// journal spells sinks and actions as strings ("slurm" / "kubernetes" / "webhook", "drain" /
+// "resume" / "annotate" / "notify"); in code they are typed, and a journal with a spelling this
+// build does not know is an error on replay, never a silent default. The sinks themselves, and
+// which intent each one is owed, are one table: drainer/src/sinks.cpp.
 #include <cstdint>
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "vigil/base/result.h"
+#include "vigil/drainer/policy.h"
 
 namespace vigil::drainer {
 
-enum class SinkKind { kSlurm, kKubernetes };
-inline constexpr SinkKind kAllSinkKinds[] = {SinkKind::kSlurm, SinkKind::kKubernetes};
-std::string_view to_string(SinkKind k);  // "slurm" | "kubernetes" (journal, metrics, API)
+// One per row of the sink table (drainer/src/sinks.cpp), in its order.
+enum class SinkKind { kSlurm, kKubernetes, kWebhook };
+inline constexpr SinkKind kAllSinkKinds[] = {SinkKind::kSlurm, SinkKind::kKubernetes,
+                                             SinkKind::kWebhook};
+std::string_view to_string(
+    SinkKind k);  // "slurm" | "kubernetes" | "webhook" (journal, metrics, API)
 std::optional<SinkKind> sink_kind_from_string(std::string_view s);
 
-enum class IntentAction { kDrain, kResume, kAnnotate };
-std::string_view to_string(IntentAction a);  // "drain" | "resume" | "annotate"
+enum class IntentAction { kDrain, kResume, kAnnotate, kNotify };
+inline constexpr IntentAction kAllIntentActions[] = {
+    IntentAction::kDrain, IntentAction::kResume, IntentAction::kAnnotate, IntentAction::kNotify};
+std::string_view to_string(IntentAction a);  // "drain" | "resume" | "annotate" | "notify"
 std::optional<IntentAction> intent_action_from_string(std::string_view s);
 
-// Slurm drains and resumes; Kubernetes annotates (annotations, condition, taint).
+// Which actions a sink takes (the sink table's row).
 bool sink_takes(SinkKind sink, IntentAction action);
+
+// What a decision says, as the sinks see it: copied into every intent the decision creates, so
+// a sink acts on its intent alone and never reads the drainer's node table. `type` is the
+// decision's action ("drain", "resume", "would_drain", "would_resume", "breaker_blocked",
+// "drain_skipped", or "none" for a decision that only changed the node's state) or a breaker
+// event ("breaker_opened", "breaker_closed", "breaker_reset"; node empty).
+struct NodeEvent {
+  std::string type = "none";
+  std::string time;  // when it was decided, RFC 3339
+  std::string node;
+  NodeHealth before = NodeHealth::kUnknown;
+  NodeHealth health = NodeHealth::kUnknown;  // after the decision
+  std::string reason;                        // the Slurm drain reason, if any
+  std::string why;                           // the decision's explanation (the node's note)
+  std::vector<std::string> checks;           // the checks that drove it
+  std::string failing;                       // compact JSON array of failing measurements
+  std::string last_check_time;
+  std::string run_id;
+  std::optional<std::string> k8s_node;
+  std::string fabric_switch;  // set when the node's leaf switch is suspected
+  bool dry_run = false;
+};
+// A node's state as an event of `type` (replay rebuilds the events of sinks that do not journal
+// them from the decision's state).
+NodeEvent state_event(const NodeState& s, std::string type);
+nlohmann::json to_json(const NodeEvent& e);
+Result<NodeEvent> node_event_from_json(const nlohmann::json& j);
 
 // One action a sink owes. Drains with the same reason are applied in one Slurm RPC.
 struct Intent {
@@ -31,12 +66,14 @@ struct Intent {
   SinkKind sink = SinkKind::kSlurm;
   IntentAction action = IntentAction::kDrain;
   std::string node;
-  std::string reason;        // drain reason
+  std::string reason;        // drain reason (Slurm)
   bool by_operator = false;  // resume requested by `vigil-drainer resume`
   int attempts = 0;          // failed tries so far; not journaled
+  NodeEvent event;           // journaled only for sinks that deliver every event (webhook)
 };
 
-// The journal/snapshot form: {"id", "sink", "action", "node", "reason", "by_operator"}.
+// The journal/snapshot form: {"id", "sink", "action", "node", "reason", "by_operator"} and,
+// for a sink whose table row says it delivers every event, "event".
 nlohmann::json to_json(const Intent& i);
 // Rejects a missing or unknown sink or action, and an action its sink does not take.
 Result<Intent> intent_from_json(const nlohmann::json& j);

@@ -43,6 +43,7 @@ class Metrics {
   void on_node(const NodeState& s, const NodeReport* report);
   void on_action(std::string_view action, std::string_view sink, std::string_view outcome,
                  double n = 1);
+  void on_given_up(std::string_view sink, double n = 1);  // vigil_sink_given_up_total
   void set_pending(std::string_view sink, double n);
   void set_breaker_open(bool open);
   void set_report_age(const std::string& node, double age_s);

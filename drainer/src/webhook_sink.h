@@ -1,0 +1,44 @@
+#pragma once
+// The webhook sink: POSTs every event a decision owes it (drain, resume, would-drain,
+// would-resume, breaker-blocked, skipped drain, breaker opened / closed / reset) to one URL as a
+// CloudEvents 1.0 document in structured mode (github.com/cloudevents/spec, spec.md and
+// formats/json-format.md): Content-Type application/cloudevents+json, the attributes
+// specversion, id, source, type, subject, time and datacontenttype, the event in "data".
+// Delivery is at least once: the id is the intent's, stable across retries and restarts, so a
+// receiver can drop a repeat. The worker sends a node's events one at a time, oldest first.
+#include <memory>
+#include <nlohmann/json_fwd.hpp>
+#include <string>
+#include <vector>
+
+#include "sink.h"
+#include "vigil/drainer/config.h"
+
+namespace httplib {
+class Client;
+}
+
+namespace vigil::drainer {
+
+class WebhookSink final : public Sink {
+ public:
+  // `cfg` must outlive the sink; its URL was checked when the configuration was read.
+  explicit WebhookSink(const WebhookSettings& cfg);
+  ~WebhookSink() override;
+
+  SinkResult apply(const std::vector<Intent>& batch) override;
+
+  // The CloudEvents document of one intent (tests and docs/drainer.md show it).
+  static nlohmann::json cloud_event(const Intent& i, const std::string& source);
+  // "dev.vigil.node.drain", "dev.vigil.breaker.opened", ...
+  static std::string event_type(const NodeEvent& e);
+
+ private:
+  IntentOutcome post(const Intent& i);
+
+  const WebhookSettings& cfg_;
+  std::string path_;
+  std::unique_ptr<httplib::Client> http_;
+};
+
+}  // namespace vigil::drainer
