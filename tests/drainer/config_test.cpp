@@ -130,6 +130,16 @@ TEST(Config, errors_name_file_line_and_field) {
       {"auth: disabled\naudit:\n  keep: -1\n", "c.yaml:3: audit.keep: must be in [0, 1000]"},
       {"auth: disabled\naudit:\n  max_size: 5\n", "c.yaml:3: audit.max_size: unknown key"},
       {"auth: disabled\nlisten: [1, 2\n", "c.yaml:"},
+      {"auth: disabled\nwebhook:\n  enabled: true\n  url: ftp://x/events\n",
+       "c.yaml:4: webhook.url: URL must start with http:// or https://"},
+      {"auth: disabled\nwebhook:\n  enabled: true\n  url: http://\n", "c.yaml:4: webhook.url"},
+      {"auth: disabled\nwebhook:\n  enabled: true\n  url: http://h/e\n  ca_file: /etc/hosts\n",
+       "c.yaml:5: webhook.ca_file: set, but webhook.url is not https://"},
+      {"auth: disabled\nwebhook:\n  enabled: true\n  url: http://h/e\n  token_file: /nonexistent\n",
+       "c.yaml:5: webhook.token_file: cannot read '/nonexistent'"},
+      {"auth: disabled\nwebhook:\n  enabled: true\n  url: http://h/e\n  max_attempts: 0\n",
+       "c.yaml:5: webhook.max_attempts: must be >= 1"},
+      {"auth: disabled\nwebhook:\n  urls: [http://h/e]\n", "c.yaml:3: webhook.urls: unknown key"},
   };
   for (const auto& c : cases) {
     auto r = parse_config(c.yaml, "c.yaml");
@@ -345,5 +355,24 @@ TEST(Config, auth_mode_munge_errors_name_file_line_and_field) {
   }
 }
 
+}  // namespace
+}  // namespace vigil::drainer
+
+namespace vigil::drainer {
+namespace {
+TEST(Config, a_webhook_section_is_read_with_its_defaults) {
+  auto c = parse_config(
+      "auth: disabled\nwebhook:\n  enabled: true\n  url: https://hooks.example/v\n", "c.yaml");
+  ASSERT_TRUE(c.ok()) << c.error().to_string();
+  EXPECT_TRUE(c->webhook.enabled);
+  EXPECT_EQ(c->webhook.url, "https://hooks.example/v");
+  EXPECT_EQ(c->webhook.source, "/vigil/drainer");
+  EXPECT_EQ(c->webhook.max_attempts, 10);
+  EXPECT_EQ(c->webhook.timeout_ms, 5000);
+  // Off unless asked for; an unused section is not validated.
+  auto off = parse_config("auth: disabled\nwebhook:\n  url: not-a-url\n", "c.yaml");
+  ASSERT_TRUE(off.ok());
+  EXPECT_FALSE(off->webhook.enabled);
+}
 }  // namespace
 }  // namespace vigil::drainer
