@@ -4,23 +4,23 @@
 #include <nlohmann/json.hpp>
 
 #include "audit_log.h"
+#include "drainer_core.h"
 #include "records.h"
 #include "sink_worker.h"
 #include "slurm_view_cache.h"
 #include "vigil/base/time.h"
-#include "vigil/drainer/drainer.h"
 #include "vigil/drainer/slow_verdicts.h"
 
 namespace vigil::drainer {
 
 // Slurm's view for one decision pass, read (or reused) by its first chunk, and the node count
 // per partition derived from it once.
-struct Drainer::PassView {
+struct DrainerCore::PassView {
   std::shared_ptr<const SlurmView> view;
   std::map<std::string, int> partition_counts;
 };
 
-void Drainer::apply_locked(const Decided& d) {
+void DrainerCore::apply_locked(const Decided& d) {
   // A resumed node was repaired: its old figures are no baseline for the new hardware.
   if (slow_ && cfg_.detection.reset_on_resume && d.action == Action::kResume)
     slow_->reset_node(d.state.node);
@@ -31,8 +31,8 @@ void Drainer::apply_locked(const Decided& d) {
     Breaker(cfg_.breaker).count(breaker_, *d.breaker_drain);
 }
 
-void Drainer::owe_intents_locked(const NodeEvent& e, const std::string& reason, bool by_operator,
-                                 std::vector<Intent>& out) {
+void DrainerCore::owe_intents_locked(const NodeEvent& e, const std::string& reason,
+                                     bool by_operator, std::vector<Intent>& out) {
   for (const auto& l : lanes_) {
     if (!l->sink) continue;
     auto action = l->spec.owed(e);
@@ -51,9 +51,9 @@ void Drainer::owe_intents_locked(const NodeEvent& e, const std::string& reason, 
   }
 }
 
-void Drainer::apply_decision_locked(const Decision& d, const NodeReport* r, uint64_t report_seq,
-                                    std::vector<nlohmann::json>& records,
-                                    std::vector<Intent>& intents, std::string_view event_type) {
+void DrainerCore::apply_decision_locked(const Decision& d, const NodeReport* r, uint64_t report_seq,
+                                        std::vector<nlohmann::json>& records,
+                                        std::vector<Intent>& intents, std::string_view event_type) {
   const NodeState& s = d.state;
   const std::string now = rfc3339_utc(clock_.now_unix());
   Decided rec;
@@ -107,12 +107,12 @@ void Drainer::apply_decision_locked(const Decision& d, const NodeReport* r, uint
   for (auto& i : rec.intents) intents.push_back(std::move(i));
 }
 
-void Drainer::enqueue_intents_locked(const std::vector<Intent>& intents) {
+void DrainerCore::enqueue_intents_locked(const std::vector<Intent>& intents) {
   for (const auto& i : intents) pending_[i.id] = i;
   refresh_gauges_locked();
 }
 
-void Drainer::refresh_gauges_locked() {
+void DrainerCore::refresh_gauges_locked() {
   std::map<SinkKind, size_t> n;
   for (const auto& [id, i] : pending_) n[i.sink]++;
   for (const SinkSpec& k : sink_specs())
@@ -120,7 +120,7 @@ void Drainer::refresh_gauges_locked() {
   metrics_.set_breaker_open(breaker_.open);
 }
 
-int Drainer::process_pending() {
+int DrainerCore::process_pending() {
   // A pass already running (the processor thread) may hold reports this caller just ingested,
   // taken off the queue but not yet decided: wait for it, so that on return every report
   // accepted before the call is decided (found as a rare failure of the hook's spool tests).
@@ -149,7 +149,7 @@ int Drainer::process_pending() {
   return total;
 }
 
-NodeReport Drainer::judge_slow_locked(const NodeReport& r, const NodeState* prev) {
+NodeReport DrainerCore::judge_slow_locked(const NodeReport& r, const NodeState* prev) {
   if (!slow_) return r;
   // The report's own end time, not the clock: replay re-judges the same reports in the same
   // order and must rebuild the same baselines.
@@ -172,7 +172,7 @@ NodeReport Drainer::judge_slow_locked(const NodeReport& r, const NodeState* prev
   return judged;
 }
 
-int Drainer::process_chunk(PassView& pass, std::vector<Intent>& intents) {
+int DrainerCore::process_chunk(PassView& pass, std::vector<Intent>& intents) {
   std::lock_guard dl(decide_mu_);
   // Chunks keep mu_ (and with it ingest) free between a few hundred decisions.
   std::deque<Accepted> batch;
@@ -227,7 +227,7 @@ int Drainer::process_chunk(PassView& pass, std::vector<Intent>& intents) {
   return static_cast<int>(batch.size());
 }
 
-int Drainer::tick() {
+int DrainerCore::tick() {
   const int64_t now = clock_.now_unix();
   std::vector<nlohmann::json> records;
   std::vector<Intent> intents;
@@ -259,7 +259,7 @@ int Drainer::tick() {
   return became_stale;
 }
 
-Result<std::string> Drainer::resume(const std::string& node) {
+Result<std::string> DrainerCore::resume(const std::string& node) {
   std::lock_guard dl(decide_mu_);
   auto view_ptr = views_->get(true);  // an operator command reads Slurm now
   const SlurmView& view = *view_ptr;
@@ -297,7 +297,7 @@ Result<std::string> Drainer::resume(const std::string& node) {
   return why;
 }
 
-VoidResult Drainer::reset_breaker() {
+VoidResult DrainerCore::reset_breaker() {
   std::vector<Intent> intents;
   {
     std::lock_guard lk(mu_);
@@ -347,7 +347,7 @@ ReportDecision verdict_of(const NodeState& s, const NodeReport& r) {
   return d;
 }
 
-std::vector<ReportDecision> Drainer::decide_now(const std::vector<NodeReport>& reports) {
+std::vector<ReportDecision> DrainerCore::decide_now(const std::vector<NodeReport>& reports) {
   process_pending();
   std::vector<ReportDecision> out;
   std::lock_guard lk(mu_);
@@ -362,7 +362,7 @@ std::vector<ReportDecision> Drainer::decide_now(const std::vector<NodeReport>& r
   return out;
 }
 
-SharedDrainPolicy Drainer::shared_policy() const {
+SharedDrainPolicy DrainerCore::shared_policy() const {
   SharedDrainPolicy p;
   p.fatal_checks = cfg_.policy.fatal_checks;
   p.dry_run = cfg_.dry_run;

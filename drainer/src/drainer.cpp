@@ -1,176 +1,53 @@
-// Drainer core: construction, open, the background threads and the read-only views. The steps
-// live in ingest.cpp, replay.cpp, decisions.cpp and sink_worker.cpp; see drainer.h for the
-// durability model.
+// The public Drainer: every call goes to the core (drainer_core.h), which holds the state, the
+// locks and the threads.
 #include "vigil/drainer/drainer.h"
 
-#include <chrono>
+#include <nlohmann/json.hpp>
 
-#include "audit_log.h"
-#include "sink_worker.h"
-#include "slurm_view_cache.h"
+#include "drainer_core.h"
 
 namespace vigil::drainer {
 
 Drainer::Drainer(DrainerConfig cfg, std::shared_ptr<slurm::SlurmApi> slurm,
                  std::shared_ptr<kube::KubeApi> kube, const Clock& clock)
-    : cfg_(std::move(cfg)),
-      slurm_(std::move(slurm)),
-      kube_(std::move(kube)),
-      clock_(clock),
-      engine_(cfg_.policy, cfg_.breaker, cfg_.dry_run, clock),
-      views_(std::make_unique<SlurmViewCache>(slurm_.get(), clock_, cfg_.slurm.view_max_age_s)) {
-  // The configuration was validated when it was parsed (config.cpp), so this cannot throw.
-  if (cfg_.detection.enabled) slow_ = std::make_unique<detect::Engine>(cfg_.detection.engine);
-  for (const SinkSpec& spec : sink_specs()) {
-    lanes_.push_back(std::make_unique<SinkLane>(spec, spec.lane(cfg_)));
-    metrics_.on_given_up(spec.name, 0);  // a series from the start: increase() sees the first
-  }
+    : core_(std::make_unique<DrainerCore>(std::move(cfg), std::move(slurm), std::move(kube),
+                                          clock)) {}
+Drainer::~Drainer() = default;
+
+VoidResult Drainer::open() { return core_->open(); }
+bool Drainer::ready() const { return core_->ready(); }
+void Drainer::start() { core_->start(); }
+void Drainer::stop() { core_->stop(); }
+Result<IngestOutcome> Drainer::ingest(const std::vector<NodeReport>& reports) {
+  return core_->ingest(reports);
 }
-
-Drainer::~Drainer() { stop(); }
-
-VoidResult Drainer::open() {
-  VIGIL_TRY(journal_, Journal::open(cfg_.state_dir));
-  VIGIL_TRY(audit_, AuditLog::open(cfg_.state_dir + "/audit.jsonl", cfg_.audit));
-  const SinkDeps deps{cfg_, slurm_, kube_, *views_, clock_};
-  for (auto& l : lanes_) l->sink = l->spec.make(deps);
-  VIGIL_TRY(auto rec, journal_->recover());
-  VIGIL_TRY(auto r, replay(rec));
-  (void)r;
-  {
-    std::lock_guard lk(mu_);
-    for (const auto& [name, s] : nodes_) metrics_.on_node(s, nullptr);
-    refresh_gauges_locked();
-  }
-  ready_ = true;
-  return ok_result();
+Result<int> Drainer::ingest_dir(const std::string& dir) { return core_->ingest_dir(dir); }
+std::vector<ReportDecision> Drainer::decide_now(const std::vector<NodeReport>& reports) {
+  return core_->decide_now(reports);
 }
-
-// ---- views ----
-
-nlohmann::json Drainer::nodes_view() const {
-  nlohmann::json nodes = nlohmann::json::array();
-  for (const auto& s : this->nodes()) nodes.push_back(to_json(s));
-  nlohmann::json pending = nlohmann::json::object();
-  for (const SinkSpec& k : sink_specs()) pending[std::string(k.name)] = this->pending(k.kind);
-  return {{"nodes", nodes},
-          {"breaker", to_json(breaker())},
-          {"pending_actions", pending},
-          {"dry_run", cfg_.dry_run}};
-}
-
-std::vector<NodeState> Drainer::nodes() const {
-  std::lock_guard lk(mu_);
-  std::vector<NodeState> v;
-  for (const auto& [n, s] : nodes_) v.push_back(s);
-  return v;
-}
-
-std::optional<NodeState> Drainer::node(const std::string& name) const {
-  std::lock_guard lk(mu_);
-  auto it = nodes_.find(name);
-  if (it == nodes_.end()) return std::nullopt;
-  return it->second;
-}
-
+SharedDrainPolicy Drainer::shared_policy() const { return core_->shared_policy(); }
+int Drainer::process_pending() { return core_->process_pending(); }
+int Drainer::run_sink_once(SinkKind k) { return core_->run_sink_once(k); }
+int Drainer::run_slurm_sink_once() { return core_->run_sink_once(SinkKind::kSlurm); }
+int Drainer::run_kube_sink_once() { return core_->run_sink_once(SinkKind::kKubernetes); }
+int Drainer::tick() { return core_->tick(); }
+VoidResult Drainer::snapshot_now() { return core_->snapshot_now(); }
+Result<std::string> Drainer::resume(const std::string& node) { return core_->resume(node); }
+VoidResult Drainer::reset_breaker() { return core_->reset_breaker(); }
+std::vector<NodeState> Drainer::nodes() const { return core_->nodes(); }
+nlohmann::json Drainer::nodes_view() const { return core_->nodes_view(); }
+std::optional<NodeState> Drainer::node(const std::string& name) const { return core_->node(name); }
+BreakerState Drainer::breaker() const { return core_->breaker(); }
 std::vector<detect::HealthyFigures> Drainer::healthy_figures(const std::string& sku) const {
-  // The engine learns inside decision passes (decide_mu_) and forgets a resumed node's figures
-  // under mu_: hold both, in the lock order.
-  std::scoped_lock lk(decide_mu_, mu_);
-  if (!slow_) return {};
-  return slow_->healthy_figures(sku);
+  return core_->healthy_figures(sku);
 }
-
-BreakerState Drainer::breaker() const {
-  std::lock_guard lk(mu_);
-  return breaker_;
-}
-
-size_t Drainer::pending(SinkKind sink) const {
-  std::lock_guard lk(mu_);
-  size_t n = 0;
-  for (const auto& [id, i] : pending_) n += i.sink == sink;
-  return n;
-}
-
-size_t Drainer::undecided() const {
-  std::lock_guard lk(ingest_mu_);
-  return undecided_.size();
-}
-
-std::vector<Intent> Drainer::pending_intents() const {
-  std::lock_guard lk(mu_);
-  std::vector<Intent> v;
-  for (const auto& [id, i] : pending_) v.push_back(i);
-  return v;
-}
-
-std::string Drainer::metrics_text() {
-  const int64_t now = clock_.now_unix();
-  {
-    std::lock_guard lk(mu_);
-    for (const auto& [name, s] : nodes_)
-      if (s.last_report_unix)
-        metrics_.set_report_age(name, static_cast<double>(now - s.last_report_unix));
-  }
-  return metrics_.serialize();
-}
-
-// ---- background threads ----
-
-void Drainer::start() {
-  if (!threads_.empty()) return;
-  stopping_ = false;
-  threads_.emplace_back([this] { loop_processor(); });
-  // A disabled sink gets no worker: its pending intents (replayed from a run that had it)
-  // stay journaled for a run that has it again.
-  for (auto& l : lanes_)
-    if (l->sink) threads_.emplace_back([this, &l] { loop_sink(*l); });
-  threads_.emplace_back([this] { loop_tick(); });
-}
-
-void Drainer::stop() {
-  if (threads_.empty()) return;
-  {
-    std::scoped_lock lk(ingest_mu_, mu_);
-    stopping_ = true;
-  }
-  cv_work_.notify_all();
-  for (auto& l : lanes_) l->cv.notify_all();
-  cv_tick_.notify_all();
-  for (auto& t : threads_) t.join();
-  threads_.clear();
-  if (journal_) (void)snapshot_now();
-}
-
-void Drainer::loop_processor() {
-  while (!stopping_) {
-    {
-      std::unique_lock lk(ingest_mu_);
-      cv_work_.wait_for(lk, std::chrono::seconds(1),
-                        [&] { return stopping_ || !undecided_.empty(); });
-      if (stopping_) break;
-    }
-    process_pending();
-    (void)maybe_snapshot();
-  }
-}
-
-void Drainer::loop_tick() {
-  int64_t last_spool = 0;
-  while (!stopping_) {
-    {
-      std::unique_lock lk(mu_);
-      cv_tick_.wait_for(lk, std::chrono::seconds(1), [&] { return stopping_.load(); });
-      if (stopping_) break;
-    }
-    tick();
-    const int64_t now = clock_.now_unix();
-    if (!cfg_.spool_dir.empty() && now - last_spool >= cfg_.spool_scan_s) {
-      last_spool = now;
-      (void)ingest_dir(cfg_.spool_dir);
-    }
-  }
-}
+size_t Drainer::pending(SinkKind sink) const { return core_->pending(sink); }
+size_t Drainer::undecided() const { return core_->undecided(); }
+std::vector<Intent> Drainer::pending_intents() const { return core_->pending_intents(); }
+Metrics& Drainer::metrics() { return core_->metrics(); }
+const DrainerConfig& Drainer::config() const { return core_->config(); }
+std::shared_ptr<slurm::SlurmApi> Drainer::slurm_api() const { return core_->slurm_api(); }
+const Clock& Drainer::clock() const { return core_->clock(); }
+std::string Drainer::metrics_text() { return core_->metrics_text(); }
 
 }  // namespace vigil::drainer

@@ -4,7 +4,7 @@
 // those nodes, until a later job has a good pair leaving the switch.
 #include <nlohmann/json.hpp>
 
-#include "vigil/drainer/drainer.h"
+#include "drainer_core.h"
 
 namespace vigil::drainer {
 
@@ -27,9 +27,9 @@ bool fold_switch_evidence(NodeState& s, const NodeReport& r) {
   return found;
 }
 
-void Drainer::spread_switch_verdict_locked(const NodeState& from, const NodeReport& r,
-                                           std::vector<nlohmann::json>& records,
-                                           std::vector<Intent>& intents) {
+void DrainerCore::spread_switch_verdict_locked(const NodeState& from, const NodeReport& r,
+                                               std::vector<nlohmann::json>& records,
+                                               std::vector<Intent>& intents) {
   const std::string why = from.switch_suspect
                               ? "fabric switch " + from.fabric_switch +
                                     " suspected by the fabric job of " + from.node + " (run " +

@@ -7,16 +7,16 @@
 #include <sstream>
 
 #include "audit_log.h"
+#include "drainer_core.h"
 #include "records.h"
 #include "vigil/base/time.h"
-#include "vigil/drainer/drainer.h"
 
 namespace fs = std::filesystem;
 
 namespace vigil::drainer {
 
-Result<IngestOutcome> Drainer::ingest(const std::vector<NodeReport>& reports) {
-  if (!ready_) return Error{"drainer not ready", "Drainer::ingest"};
+Result<IngestOutcome> DrainerCore::ingest(const std::vector<NodeReport>& reports) {
+  if (!ready_) return Error{"drainer not ready", "DrainerCore::ingest"};
   IngestOutcome out;
   const int64_t now = clock_.now_unix();
   std::vector<nlohmann::json> all;  // serialised outside the lock
@@ -57,7 +57,7 @@ Result<IngestOutcome> Drainer::ingest(const std::vector<NodeReport>& reports) {
   return out;
 }
 
-Result<int> Drainer::ingest_dir(const std::string& dir) {
+Result<int> DrainerCore::ingest_dir(const std::string& dir) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return Error{"not a directory", "ingest_dir(" + dir + ")"};
   std::vector<fs::path> files;

@@ -3,9 +3,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "drainer_core.h"
 #include "records.h"
 #include "sinks.h"
-#include "vigil/drainer/drainer.h"
 
 namespace vigil::drainer {
 namespace {
@@ -19,7 +19,7 @@ Result<Intent> replayed_intent(const nlohmann::json& j, const std::string& where
 
 }  // namespace
 
-VoidResult Drainer::replay(const Recovered& rec) {
+VoidResult DrainerCore::replay(const Recovered& rec) {
   std::scoped_lock lk(ingest_mu_, mu_);
   if (rec.snapshot) {
     VIGIL_TRY(auto r, replay_snapshot(*rec.snapshot));
@@ -40,7 +40,7 @@ VoidResult Drainer::replay(const Recovered& rec) {
   return ok_result();
 }
 
-VoidResult Drainer::replay_snapshot(const nlohmann::json& s) {
+VoidResult DrainerCore::replay_snapshot(const nlohmann::json& s) {
   try {
     for (const auto& nj : s.at("nodes")) {
       VIGIL_TRY(auto ns, node_state_from_json(nj));
@@ -81,7 +81,7 @@ VoidResult Drainer::replay_snapshot(const nlohmann::json& s) {
   return ok_result();
 }
 
-void Drainer::replay_record(const JournalRecord& rec) {
+void DrainerCore::replay_record(const JournalRecord& rec) {
   std::visit(
       Overloaded{
           [&](const ReportAccepted& a) {
@@ -126,7 +126,7 @@ void Drainer::replay_record(const JournalRecord& rec) {
 }
 
 // The state a snapshot holds, copied under the locks; serialised after they are released.
-struct Drainer::StateCopy {
+struct DrainerCore::StateCopy {
   std::map<std::string, NodeState> nodes;
   std::map<std::string, RunIdWindow> seen_runs;
   std::map<uint64_t, Intent> pending;
@@ -136,13 +136,13 @@ struct Drainer::StateCopy {
   std::optional<nlohmann::json> detect;
 };
 
-Drainer::StateCopy Drainer::copy_state_locked() const {
+DrainerCore::StateCopy DrainerCore::copy_state_locked() const {
   StateCopy c{nodes_, seen_runs_, pending_, undecided_, breaker_, next_intent_id_, std::nullopt};
   if (slow_) c.detect = slow_->snapshot();
   return c;
 }
 
-nlohmann::json Drainer::snapshot_json(const StateCopy& c) {
+nlohmann::json DrainerCore::snapshot_json(const StateCopy& c) {
   nlohmann::json nodes = nlohmann::json::array();
   for (const auto& [n, s] : c.nodes) nodes.push_back(to_json(s));
   nlohmann::json seen = nlohmann::json::object();
@@ -162,7 +162,7 @@ nlohmann::json Drainer::snapshot_json(const StateCopy& c) {
   return out;
 }
 
-VoidResult Drainer::snapshot_now() {
+VoidResult DrainerCore::snapshot_now() {
   // One snapshot at a time; ingest and decisions wait only while the state is taken, not while
   // it is serialised, written and fsync'ed (they did, and it halved ingest throughput:
   // drainer_ingest_bench's "no snapshot during the run" variant, docs/drainer.md "Benchmark").
@@ -182,7 +182,7 @@ VoidResult Drainer::snapshot_now() {
   return written;
 }
 
-VoidResult Drainer::maybe_snapshot() {
+VoidResult DrainerCore::maybe_snapshot() {
   if (journal_->records_since_snapshot() < static_cast<uint64_t>(cfg_.snapshot_every))
     return ok_result();
   return snapshot_now();

@@ -11,17 +11,15 @@
 #include <tuple>
 
 #include "audit_log.h"
+#include "drainer_core.h"
 #include "records.h"
 #include "vigil/base/time.h"
-#include "vigil/drainer/drainer.h"
 
 namespace vigil::drainer {
 
-int Drainer::run_slurm_sink_once() { return run_sink_once(SinkKind::kSlurm); }
-int Drainer::run_kube_sink_once() { return run_sink_once(SinkKind::kKubernetes); }
-int Drainer::run_sink_once(SinkKind k) { return run_lane_once(lane(k)); }
+int DrainerCore::run_sink_once(SinkKind k) { return run_lane_once(lane(k)); }
 
-int Drainer::run_lane_once(SinkLane& lane) {
+int DrainerCore::run_lane_once(SinkLane& lane) {
   if (!lane.sink) return 0;
   const std::vector<Intent> batch = pick(lane);
   if (batch.empty()) return 0;
@@ -29,7 +27,7 @@ int Drainer::run_lane_once(SinkLane& lane) {
   return apply_outcomes(lane, batch, result);
 }
 
-std::vector<Intent> Drainer::pick(SinkLane& lane) {
+std::vector<Intent> DrainerCore::pick(SinkLane& lane) {
   std::vector<Intent> batch;
   std::vector<uint64_t> superseded;
   {
@@ -61,7 +59,8 @@ std::vector<Intent> Drainer::pick(SinkLane& lane) {
   return batch;
 }
 
-int Drainer::apply_outcomes(SinkLane& lane, const std::vector<Intent>& batch, const SinkResult& r) {
+int DrainerCore::apply_outcomes(SinkLane& lane, const std::vector<Intent>& batch,
+                                const SinkResult& r) {
   std::map<uint64_t, const Intent*> unanswered;
   for (const auto& i : batch) unanswered[i.id] = &i;
   std::vector<uint64_t> ok, skipped, gave_up, retry;
@@ -111,7 +110,7 @@ int Drainer::apply_outcomes(SinkLane& lane, const std::vector<Intent>& batch, co
   return static_cast<int>(retry.size());
 }
 
-void Drainer::record_done(const std::vector<uint64_t>& ids, DoneOutcome outcome) {
+void DrainerCore::record_done(const std::vector<uint64_t>& ids, DoneOutcome outcome) {
   if (ids.empty()) return;
   std::lock_guard lk(mu_);
   for (auto id : ids) {
@@ -123,7 +122,7 @@ void Drainer::record_done(const std::vector<uint64_t>& ids, DoneOutcome outcome)
   refresh_gauges_locked();
 }
 
-void Drainer::correct_not_drained(const std::vector<NotDrained>& not_drained) {
+void DrainerCore::correct_not_drained(const std::vector<NotDrained>& not_drained) {
   if (not_drained.empty()) return;
   std::vector<Intent> intents;
   {
@@ -167,8 +166,8 @@ void Drainer::correct_not_drained(const std::vector<NotDrained>& not_drained) {
 // Every sink's outcomes are counted and audited here, in one form: one audit line per batch
 // and (action, outcome, reason, why, detail), listing its nodes; vigil_actions_total counts one
 // per intent tried.
-void Drainer::observe_outcomes(const SinkLane& lane, const std::vector<Intent>& batch,
-                               const SinkResult& r, const std::vector<uint64_t>& gave_up) {
+void DrainerCore::observe_outcomes(const SinkLane& lane, const std::vector<Intent>& batch,
+                                   const SinkResult& r, const std::vector<uint64_t>& gave_up) {
   std::map<uint64_t, const Intent*> by_id;
   for (const auto& i : batch) by_id[i.id] = &i;
   using Key = std::tuple<IntentAction, std::string, std::string, std::string, std::string>;
@@ -207,13 +206,13 @@ void Drainer::observe_outcomes(const SinkLane& lane, const std::vector<Intent>& 
                      {"intent", id}});
 }
 
-bool Drainer::has_work_locked(SinkKind k) const {
+bool DrainerCore::has_work_locked(SinkKind k) const {
   for (const auto& [id, i] : pending_)
     if (i.sink == k && !in_flight_.count(id)) return true;
   return false;
 }
 
-void Drainer::loop_sink(SinkLane& lane) {
+void DrainerCore::loop_sink(SinkLane& lane) {
   while (!stopping_) {
     bool backing_off = false;
     {

@@ -9,12 +9,14 @@
 
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "drainer_fixtures.h"
 #include "fake_clock.h"
 #include "fakes.h"
 #include "temp_dir.h"
+#include "vigil/drainer/run_ids.h"
 
 namespace vigil::drainer {
 namespace {

@@ -17,6 +17,7 @@
 #include "temp_dir.h"
 #include "vigil/drainer/calibrate.h"
 #include "vigil/drainer/http_server.h"
+#include "vigil/drainer/journal.h"
 
 namespace vigil::drainer {
 namespace {

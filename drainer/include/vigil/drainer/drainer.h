@@ -1,35 +1,31 @@
 #pragma once
-// The drainer core: ingest (durable, idempotent) -> policy engine -> the sinks of the sink
-// table (src/sinks.cpp: Slurm, Kubernetes, webhook), metrics and the audit log observing every
-// decision and every outcome. Used by `vigil-drainer serve` (background threads) and by the
-// one-shot commands (`apply`, `resume`, `breaker reset`), which drive the same steps by hand.
+// vigil-drainer's core, as the program, the HTTP API, the one-shot commands and the tests use
+// it: ingest (durable, idempotent) -> decisions (the policy engine) -> the sinks of the sink
+// table (Slurm, Kubernetes, webhook), metrics and the audit log observing every decision and
+// outcome. Used by `vigil-drainer serve` (background threads) and by the one-shot commands
+// (`apply`, `resume`, `breaker reset`), which drive the same steps by hand.
 //
-// Durability: every accepted report is journaled (fsync) before ingest() returns. Each policy
-// decision is journaled as the node's new state plus the sink *intents* it creates; when a
-// sink reports an intent completed, the drainer journals a *done* record. On restart, state =
-// snapshot + replay; reports without a decision are decided again; intents without done are
-// re-checked against Slurm (already applied -> marked done, not repeated) and then applied.
-#include <atomic>
-#include <condition_variable>
-#include <deque>
-#include <map>
+// Durability: every accepted report is journaled (fsync) before ingest() returns. Each decision
+// is journaled as the node's new state plus the sink *intents* it creates; when a sink reports
+// an intent completed, the drainer journals a *done* record. On restart, state = snapshot +
+// replay; reports without a decision are decided again; intents without done are re-checked
+// (Slurm: already applied -> marked done, not repeated) and then applied.
+//
+// The state, locks and threads live in drainer/src/drainer_core.h; this class forwards to it.
+#include <cstddef>
 #include <memory>
-#include <mutex>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
-#include <set>
 #include <string>
-#include <string_view>
-#include <thread>
 #include <vector>
 
+#include "vigil/base/clock.h"
 #include "vigil/base/result.h"
 #include "vigil/detect/detect.h"
 #include "vigil/drainer/config.h"
 #include "vigil/drainer/intent.h"
-#include "vigil/drainer/journal.h"
 #include "vigil/drainer/metrics.h"
 #include "vigil/drainer/policy.h"
-#include "vigil/drainer/run_ids.h"
 #include "vigil/kube/kube_api.h"
 #include "vigil/report/drain_decision.h"
 #include "vigil/report/report.h"
@@ -42,35 +38,24 @@ struct IngestOutcome {
   int duplicates = 0;
 };
 
-class AuditLog;
-class SlurmViewCache;
-struct Decided;
-struct JournalRecord;
-enum class DoneOutcome;
-struct NodeEvent;
-struct SinkLane;
-struct SinkResult;
+class DrainerCore;
 
-// Code layout (docs/drainer.md "Internal structure"): ingest.cpp, replay.cpp, decisions.cpp,
-// sink_worker.cpp (the one worker loop and the outcomes it applies), sinks.cpp (the sink table)
-// and one file per sink behind src/sink.h, slurm_view_cache.cpp, drainer.cpp (the rest).
 class Drainer {
  public:
   // slurm / kube may be null (sink disabled). clock must outlive the Drainer.
   Drainer(DrainerConfig cfg, std::shared_ptr<slurm::SlurmApi> slurm,
           std::shared_ptr<kube::KubeApi> kube, const Clock& clock);
-  ~Drainer();
+  ~Drainer();  // stops the threads
   Drainer(const Drainer&) = delete;
   Drainer& operator=(const Drainer&) = delete;
 
   // Opens the journal in cfg.state_dir, rebuilds state (snapshot + replay). After this the
   // drainer is ready: ingest() works.
   VoidResult open();
-  bool ready() const { return ready_.load(); }
+  bool ready() const;
 
-  // Background threads: decisions, one worker per enabled sink (Slurm: batching window;
-  // both: retry with backoff), staleness + spool scan. stop() joins them (also done by the
-  // destructor).
+  // Background threads: decisions, one worker per enabled sink (batching window, retry with
+  // backoff), staleness + spool scan. stop() joins them (also done by the destructor).
   void start();
   void stop();
 
@@ -112,117 +97,14 @@ class Drainer {
   size_t pending(SinkKind sink) const;
   size_t undecided() const;  // accepted reports not yet decided
   std::vector<Intent> pending_intents() const;
-  Metrics& metrics() { return metrics_; }
-  const DrainerConfig& config() const { return cfg_; }
-  std::shared_ptr<slurm::SlurmApi> slurm_api() const { return slurm_; }  // null: disabled
-  const Clock& clock() const { return clock_; }
+  Metrics& metrics();
+  const DrainerConfig& config() const;
+  std::shared_ptr<slurm::SlurmApi> slurm_api() const;  // null: disabled
+  const Clock& clock() const;
   std::string metrics_text();  // refreshes report ages, then serialises
 
  private:
-  struct Accepted {
-    uint64_t seq;
-    NodeReport report;
-  };
-  struct PassView;  // decisions.cpp
-  // A drain the Slurm sink did not issue (node unknown, DOWN/FAIL/MAINT or someone else's
-  // drain by the time it acted): the node must not stay recorded as drained by vigil.
-  struct NotDrained {
-    Intent intent;
-    std::string why;
-    NodeHealth health;
-  };
-
-  // replay.cpp
-  VoidResult replay(const Recovered& rec);
-  VoidResult replay_snapshot(const nlohmann::json& s);
-  void replay_record(const JournalRecord& rec);
-  // The one state transition of a decision, live and in replay: the node's new state, the
-  // breaker (whole or the drain it counted), the detection engine's reset on a resume. The
-  // intents are the caller's: live enqueues them once durable, replay at once.
-  void apply_locked(const Decided& d);
-  VoidResult maybe_snapshot();
-  struct StateCopy;  // replay.cpp
-  StateCopy copy_state_locked() const;
-  static nlohmann::json snapshot_json(const StateCopy& c);
-
-  // decisions.cpp
-  // Decides up to 256 reports and journals the decisions (not yet synced); their intents are
-  // appended to `intents` for process_pending to enqueue after one sync.
-  int process_chunk(PassView& pass, std::vector<Intent>& intents);
-  // The report the policy decides on: `r` with the fail-slow verdicts folded in (detection
-  // enabled), after the detection engine judged it and learned from it (unless the node is
-  // drained). Also used by replay to rebuild the engine's baselines.
-  NodeReport judge_slow_locked(const NodeReport& r, const NodeState* prev);
-  // `event_type` overrides the event's type (default: the decision's action).
-  void apply_decision_locked(const Decision& d, const NodeReport* r, uint64_t report_seq,
-                             std::vector<nlohmann::json>& records, std::vector<Intent>& intents,
-                             std::string_view event_type = {});
-  // The intents `e` owes, one per enabled sink whose table row says so (sinks.h).
-  void owe_intents_locked(const NodeEvent& e, const std::string& reason, bool by_operator,
-                          std::vector<Intent>& out);
-  void enqueue_intents_locked(const std::vector<Intent>& intents);
-  // fabric_switches.cpp: `from` carries its switch's newest verdict; every other node known
-  // under that switch takes it too (a journaled decision with no action, annotated again).
-  void spread_switch_verdict_locked(const NodeState& from, const NodeReport& r,
-                                    std::vector<nlohmann::json>& records,
-                                    std::vector<Intent>& intents);
-  void refresh_gauges_locked();
-
-  // sink_worker.cpp
-  SinkLane& lane(SinkKind k) { return *lanes_[static_cast<size_t>(k)]; }
-  int run_lane_once(SinkLane& lane);
-  // The batch for the lane's sink: the newest pending intent per node (the ones it supersedes
-  // recorded as done), or for an ordered sink each node's oldest.
-  std::vector<Intent> pick(SinkLane& lane);
-  // Records what the sink reported; returns how many intents are left to retry.
-  int apply_outcomes(SinkLane& lane, const std::vector<Intent>& batch, const SinkResult& r);
-  // Metrics and audit lines of a batch's outcomes: the one place every sink's are recorded.
-  void observe_outcomes(const SinkLane& lane, const std::vector<Intent>& batch, const SinkResult& r,
-                        const std::vector<uint64_t>& gave_up);
-  void record_done(const std::vector<uint64_t>& ids, DoneOutcome outcome);
-  void correct_not_drained(const std::vector<NotDrained>& not_drained);
-  bool has_work_locked(SinkKind k) const;
-  void loop_sink(SinkLane& lane);
-
-  // drainer.cpp
-  void loop_processor();
-  void loop_tick();
-
-  DrainerConfig cfg_;
-  std::shared_ptr<slurm::SlurmApi> slurm_;
-  std::shared_ptr<kube::KubeApi> kube_;
-  const Clock& clock_;
-  PolicyEngine engine_;
-  Metrics metrics_;
-  std::unique_ptr<Journal> journal_;
-  std::unique_ptr<AuditLog> audit_;
-  std::unique_ptr<detect::Engine> slow_;          // null when detection.enabled is false
-  std::unique_ptr<SlurmViewCache> views_;         // Slurm's node table, shared with the Slurm sink
-  std::vector<std::unique_ptr<SinkLane>> lanes_;  // by SinkKind; sinks created by open()
-
-  // Lock order: pass_mu_ or snapshot_mu_ (never both) -> decide_mu_ -> ingest_mu_ -> mu_. Every
-  // journal append happens under ingest_mu_ or mu_, so holding the last three gives a
-  // consistent snapshot.
-  mutable std::mutex ingest_mu_;                  // guards seen_runs_, undecided_
-  std::map<std::string, RunIdWindow> seen_runs_;  // node -> its recent run ids (run_ids.h)
-  std::deque<Accepted> undecided_;
-  mutable std::mutex mu_;  // guards everything below, and each lane's backoff
-  std::map<std::string, NodeState> nodes_;
-  BreakerState breaker_;
-  std::map<uint64_t, Intent> pending_;  // by id
-  std::set<uint64_t> in_flight_;
-  uint64_t next_intent_id_ = 1;
-
-  mutable std::mutex decide_mu_;  // one decision batch at a time
-  std::mutex snapshot_mu_;        // one snapshot at a time (taken before the other locks)
-  // One process_pending pass at a time, held until its intents are enqueued: a caller that has
-  // just ingested must not return while the processor thread is still deciding those reports.
-  std::mutex pass_mu_;
-  std::atomic<bool> ready_{false};
-  std::atomic<bool> stopping_{false};
-  std::condition_variable cv_work_;
-  std::condition_variable cv_tick_;
-  std::vector<std::thread> threads_;
+  std::unique_ptr<DrainerCore> core_;
 };
 
 }  // namespace vigil::drainer

@@ -1,0 +1,176 @@
+// Drainer core: construction, open, the background threads and the read-only views. The steps
+// live in ingest.cpp, replay.cpp, decisions.cpp and sink_worker.cpp; see drainer_core.h for the
+// durability model.
+#include "drainer_core.h"
+
+#include <chrono>
+
+#include "audit_log.h"
+#include "sink_worker.h"
+#include "slurm_view_cache.h"
+
+namespace vigil::drainer {
+
+DrainerCore::DrainerCore(DrainerConfig cfg, std::shared_ptr<slurm::SlurmApi> slurm,
+                         std::shared_ptr<kube::KubeApi> kube, const Clock& clock)
+    : cfg_(std::move(cfg)),
+      slurm_(std::move(slurm)),
+      kube_(std::move(kube)),
+      clock_(clock),
+      engine_(cfg_.policy, cfg_.breaker, cfg_.dry_run, clock),
+      views_(std::make_unique<SlurmViewCache>(slurm_.get(), clock_, cfg_.slurm.view_max_age_s)) {
+  // The configuration was validated when it was parsed (config.cpp), so this cannot throw.
+  if (cfg_.detection.enabled) slow_ = std::make_unique<detect::Engine>(cfg_.detection.engine);
+  for (const SinkSpec& spec : sink_specs()) {
+    lanes_.push_back(std::make_unique<SinkLane>(spec, spec.lane(cfg_)));
+    metrics_.on_given_up(spec.name, 0);  // a series from the start: increase() sees the first
+  }
+}
+
+DrainerCore::~DrainerCore() { stop(); }
+
+VoidResult DrainerCore::open() {
+  VIGIL_TRY(journal_, Journal::open(cfg_.state_dir));
+  VIGIL_TRY(audit_, AuditLog::open(cfg_.state_dir + "/audit.jsonl", cfg_.audit));
+  const SinkDeps deps{cfg_, slurm_, kube_, *views_, clock_};
+  for (auto& l : lanes_) l->sink = l->spec.make(deps);
+  VIGIL_TRY(auto rec, journal_->recover());
+  VIGIL_TRY(auto r, replay(rec));
+  (void)r;
+  {
+    std::lock_guard lk(mu_);
+    for (const auto& [name, s] : nodes_) metrics_.on_node(s, nullptr);
+    refresh_gauges_locked();
+  }
+  ready_ = true;
+  return ok_result();
+}
+
+// ---- views ----
+
+nlohmann::json DrainerCore::nodes_view() const {
+  nlohmann::json nodes = nlohmann::json::array();
+  for (const auto& s : this->nodes()) nodes.push_back(to_json(s));
+  nlohmann::json pending = nlohmann::json::object();
+  for (const SinkSpec& k : sink_specs()) pending[std::string(k.name)] = this->pending(k.kind);
+  return {{"nodes", nodes},
+          {"breaker", to_json(breaker())},
+          {"pending_actions", pending},
+          {"dry_run", cfg_.dry_run}};
+}
+
+std::vector<NodeState> DrainerCore::nodes() const {
+  std::lock_guard lk(mu_);
+  std::vector<NodeState> v;
+  for (const auto& [n, s] : nodes_) v.push_back(s);
+  return v;
+}
+
+std::optional<NodeState> DrainerCore::node(const std::string& name) const {
+  std::lock_guard lk(mu_);
+  auto it = nodes_.find(name);
+  if (it == nodes_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::vector<detect::HealthyFigures> DrainerCore::healthy_figures(const std::string& sku) const {
+  // The engine learns inside decision passes (decide_mu_) and forgets a resumed node's figures
+  // under mu_: hold both, in the lock order.
+  std::scoped_lock lk(decide_mu_, mu_);
+  if (!slow_) return {};
+  return slow_->healthy_figures(sku);
+}
+
+BreakerState DrainerCore::breaker() const {
+  std::lock_guard lk(mu_);
+  return breaker_;
+}
+
+size_t DrainerCore::pending(SinkKind sink) const {
+  std::lock_guard lk(mu_);
+  size_t n = 0;
+  for (const auto& [id, i] : pending_) n += i.sink == sink;
+  return n;
+}
+
+size_t DrainerCore::undecided() const {
+  std::lock_guard lk(ingest_mu_);
+  return undecided_.size();
+}
+
+std::vector<Intent> DrainerCore::pending_intents() const {
+  std::lock_guard lk(mu_);
+  std::vector<Intent> v;
+  for (const auto& [id, i] : pending_) v.push_back(i);
+  return v;
+}
+
+std::string DrainerCore::metrics_text() {
+  const int64_t now = clock_.now_unix();
+  {
+    std::lock_guard lk(mu_);
+    for (const auto& [name, s] : nodes_)
+      if (s.last_report_unix)
+        metrics_.set_report_age(name, static_cast<double>(now - s.last_report_unix));
+  }
+  return metrics_.serialize();
+}
+
+// ---- background threads ----
+
+void DrainerCore::start() {
+  if (!threads_.empty()) return;
+  stopping_ = false;
+  threads_.emplace_back([this] { loop_processor(); });
+  // A disabled sink gets no worker: its pending intents (replayed from a run that had it)
+  // stay journaled for a run that has it again.
+  for (auto& l : lanes_)
+    if (l->sink) threads_.emplace_back([this, &l] { loop_sink(*l); });
+  threads_.emplace_back([this] { loop_tick(); });
+}
+
+void DrainerCore::stop() {
+  if (threads_.empty()) return;
+  {
+    std::scoped_lock lk(ingest_mu_, mu_);
+    stopping_ = true;
+  }
+  cv_work_.notify_all();
+  for (auto& l : lanes_) l->cv.notify_all();
+  cv_tick_.notify_all();
+  for (auto& t : threads_) t.join();
+  threads_.clear();
+  if (journal_) (void)snapshot_now();
+}
+
+void DrainerCore::loop_processor() {
+  while (!stopping_) {
+    {
+      std::unique_lock lk(ingest_mu_);
+      cv_work_.wait_for(lk, std::chrono::seconds(1),
+                        [&] { return stopping_ || !undecided_.empty(); });
+      if (stopping_) break;
+    }
+    process_pending();
+    (void)maybe_snapshot();
+  }
+}
+
+void DrainerCore::loop_tick() {
+  int64_t last_spool = 0;
+  while (!stopping_) {
+    {
+      std::unique_lock lk(mu_);
+      cv_tick_.wait_for(lk, std::chrono::seconds(1), [&] { return stopping_.load(); });
+      if (stopping_) break;
+    }
+    tick();
+    const int64_t now = clock_.now_unix();
+    if (!cfg_.spool_dir.empty() && now - last_spool >= cfg_.spool_scan_s) {
+      last_spool = now;
+      (void)ingest_dir(cfg_.spool_dir);
+    }
+  }
+}
+
+}  // namespace vigil::drainer
