@@ -1,6 +1,8 @@
 #pragma once
 // What the drainer's unit tests share: a test configuration, a fake cluster of gpu-N nodes and
 // one fatal-failing / passing report.
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
 
@@ -55,5 +57,38 @@ inline CheckResult gemm_result(double gpu3, int repeats = 0) {
 inline NodeReport ecc_pass_report(const std::string& node, const std::string& run) {
   return make_report(node, run, {make_check("nvml_ecc", Status::kPass, 0, 0)});
 }
+
+// Replaces `from` by `to` in every file of dir whose name starts with prefix; returns how often.
+inline int rewrite_state(const std::string& dir, const std::string& prefix, const std::string& from,
+                         const std::string& to) {
+  int n = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (!e.path().filename().string().starts_with(prefix)) continue;
+    std::string text;
+    {
+      std::ifstream in(e.path());
+      text.assign(std::istreambuf_iterator<char>(in), {});
+    }
+    for (size_t at = 0; (at = text.find(from, at)) != std::string::npos; at += to.size(), ++n)
+      text.replace(at, from.size(), to);
+    std::ofstream(e.path(), std::ios::trunc) << text;
+  }
+  return n;
+}
+
+// The short names the drainer's tests use: `using namespace testing::drainer_short;`.
+namespace drainer_short {
+inline drainer::DrainerConfig test_config(const std::string& dir) {
+  return drainer_test_config(dir);
+}
+inline std::shared_ptr<FakeSlurm> cluster(int n) { return fake_cluster(n); }
+inline NodeReport bad(const std::string& node, const std::string& run) {
+  return ecc_fail_report(node, run);
+}
+inline NodeReport good(const std::string& node, const std::string& run) {
+  return ecc_pass_report(node, run);
+}
+using testing::rewrite_state;
+}  // namespace drainer_short
 
 }  // namespace vigil::testing

@@ -15,21 +15,13 @@
 namespace vigil::drainer {
 namespace {
 
+using namespace testing::drainer_short;
 using testing::FakeClock;
 using testing::FakeKube;
 using testing::FakeSlurm;
 using testing::make_check;
 using testing::make_report;
 using testing::TempDir;
-
-DrainerConfig test_config(const std::string& dir) { return testing::drainer_test_config(dir); }
-std::shared_ptr<FakeSlurm> cluster(int n) { return testing::fake_cluster(n); }
-NodeReport bad(const std::string& node, const std::string& run) {
-  return testing::ecc_fail_report(node, run);
-}
-NodeReport good(const std::string& node, const std::string& run) {
-  return testing::ecc_pass_report(node, run);
-}
 
 // Failed Kubernetes attempts so far, one per intent tried.
 int kube_errors(Drainer& dr) {

@@ -1,0 +1,306 @@
+// Decision passes: a pass ends under a steady stream, unknown nodes never count towards the
+// breaker, the breaker caps and survives restarts as journaled deltas, dry run, staleness and
+// the operator's resume.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "drainer_fixtures.h"
+#include "fake_clock.h"
+#include "fakes.h"
+#include "temp_dir.h"
+#include "vigil/drainer/drainer.h"
+
+namespace vigil::drainer {
+namespace {
+
+using namespace testing::drainer_short;
+using testing::FakeClock;
+using testing::FakeKube;
+using testing::FakeSlurm;
+using testing::make_check;
+using testing::make_report;
+using testing::TempDir;
+
+// Under a steady stream of reports a decision pass still ends: it decides what waited when it
+// started, hands its intents to the sinks, and leaves later arrivals to the next pass. (A pass
+// that ran until the queue was empty never ended in the soak bench: no drain went out and no
+// snapshot was taken while reports kept coming.) The Slurm read of the pass is where 600 more
+// reports arrive here, after the pass took its first chunk.
+TEST(Drainer, a_pass_ends_under_a_steady_stream_of_reports_and_hands_over_its_intents) {
+  TempDir d;
+  FakeClock clock;
+  auto slurm = cluster(8);
+  Drainer dr(test_config(d.str()), slurm, nullptr, clock);
+  ASSERT_TRUE(dr.open().ok());
+  ASSERT_TRUE(dr.ingest({bad("gpu-0", "first"), bad("gpu-1", "first")}).ok());
+  slurm->after_read = [&] {
+    std::vector<NodeReport> more;
+    for (int i = 0; i < 600; ++i)
+      more.push_back(good("gpu-" + std::to_string(2 + i % 6), "later-" + std::to_string(i)));
+    ASSERT_TRUE(dr.ingest(more).ok());
+  };
+  EXPECT_EQ(dr.process_pending(), 2);
+  EXPECT_EQ(dr.undecided(), 600u);              // the next pass's work
+  EXPECT_EQ(dr.pending(SinkKind::kSlurm), 2u);  // the drains are with the sink already
+  EXPECT_EQ(dr.process_pending(), 600);
+  EXPECT_EQ(dr.undecided(), 0u);
+}
+
+// A report from a name Slurm does not know is never drained, so repeated reports cannot count
+// towards (and open) the breaker, which would block real drains everywhere.
+TEST(Drainer, reports_from_a_node_unknown_to_slurm_never_count_towards_the_breaker) {
+  TempDir d;
+  FakeClock clock;
+  auto slurm = cluster(2);
+  auto cfg = test_config(d.str());
+  cfg.breaker = {2, 100, 3600};
+  Drainer dr(cfg, slurm, nullptr, clock);
+  ASSERT_TRUE(dr.open().ok());
+  for (const char* run : {"a", "b", "c"}) {
+    ASSERT_TRUE(dr.ingest({bad("ghost-7", run)}).ok());
+    dr.process_pending();
+    dr.run_slurm_sink_once();
+  }
+  EXPECT_FALSE(dr.breaker().open);
+  EXPECT_EQ(dr.node("ghost-7")->health, NodeHealth::kError);
+  EXPECT_NE(dr.node("ghost-7")->note.find("Slurm has no node 'ghost-7'"), std::string::npos);
+  ASSERT_TRUE(dr.ingest({bad("gpu-1", "a")}).ok());
+  dr.process_pending();
+  dr.run_slurm_sink_once();
+  EXPECT_TRUE(slurm->get("gpu-1").drain);
+}
+
+TEST(Drainer, breaker_caps_a_bad_threshold_file_that_fails_every_node) {
+  TempDir d;
+  FakeClock clock;
+  auto slurm = cluster(100);
+  auto cfg = test_config(d.str());
+  cfg.breaker = {5, 10, 3600};
+  Drainer dr(cfg, slurm, nullptr, clock);
+  ASSERT_TRUE(dr.open().ok());
+  std::vector<NodeReport> rs;
+  for (int i = 0; i < 100; ++i) rs.push_back(bad("gpu-" + std::to_string(i), "a"));
+  ASSERT_TRUE(dr.ingest(rs).ok());
+  dr.process_pending();
+  dr.run_slurm_sink_once();
+  int drained = 0;
+  for (int i = 0; i < 100; ++i) drained += slurm->get("gpu-" + std::to_string(i)).drain;
+  EXPECT_EQ(drained, 5);
+  EXPECT_TRUE(dr.breaker().open);
+  EXPECT_NE(dr.metrics_text().find("vigil_circuit_breaker_open 1"), std::string::npos);
+  // Reset by the operator; survives restart as closed.
+  ASSERT_TRUE(dr.reset_breaker().ok());
+  EXPECT_FALSE(dr.breaker().open);
+}
+
+// A node whose report cannot tell its SKU (NVML broken) stays in its SKU's breaker group, and
+// the group is sized as such: sized as the empty "unknown" group (one node, cap 1) while its
+// drain counted under the known SKU, the breaker opened for the whole fleet.
+TEST(Drainer, a_report_of_unknown_sku_is_sized_in_the_nodes_known_sku_group) {
+  TempDir d;
+  FakeClock clock;
+  auto cfg = test_config(d.str());
+  cfg.breaker = {10, 50, 3600};              // 50% of a group of 4: 2 drains
+  Drainer dr(cfg, nullptr, nullptr, clock);  // no Slurm view: groups by SKU
+  ASSERT_TRUE(dr.open().ok());
+  std::vector<NodeReport> rs;
+  for (int i = 0; i < 4; ++i) rs.push_back(good("gpu-" + std::to_string(i), "a"));
+  ASSERT_TRUE(dr.ingest(rs).ok());
+  dr.process_pending();
+  ASSERT_TRUE(dr.ingest({bad("gpu-0", "b")}).ok());
+  dr.process_pending();
+  ASSERT_EQ(dr.node("gpu-0")->last_action, "drain");
+  NodeReport unknown = bad("gpu-1", "b");
+  unknown.sku = "unknown";
+  ASSERT_TRUE(dr.ingest({unknown}).ok());
+  dr.process_pending();
+  EXPECT_EQ(dr.node("gpu-1")->sku, "h100-sxm-80gb");
+  EXPECT_EQ(dr.node("gpu-1")->last_action, "drain") << dr.node("gpu-1")->note;
+  EXPECT_FALSE(dr.breaker().open) << dr.breaker().why;
+}
+
+TEST(Drainer, breaker_state_survives_restart) {
+  TempDir d;
+  FakeClock clock;
+  auto slurm = cluster(10);
+  auto cfg = test_config(d.str());
+  cfg.breaker = {1, 100, 3600};
+  {
+    Drainer dr(cfg, slurm, nullptr, clock);
+    ASSERT_TRUE(dr.open().ok());
+    ASSERT_TRUE(dr.ingest({bad("gpu-0", "a"), bad("gpu-1", "a")}).ok());
+    dr.process_pending();
+    ASSERT_TRUE(dr.breaker().open);
+  }
+  Drainer dr(cfg, slurm, nullptr, clock);
+  ASSERT_TRUE(dr.open().ok());
+  EXPECT_TRUE(dr.breaker().open);
+}
+
+// Journal lines that carry the breaker's whole state (with its list of drain times).
+int journal_lines_with(const std::string& dir, const std::string& needle) {
+  int n = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (!e.path().filename().string().starts_with("journal-")) continue;
+    std::ifstream in(e.path());
+    for (std::string line; std::getline(in, line);) n += line.find(needle) != std::string::npos;
+  }
+  return n;
+}
+
+TEST(Drainer, drains_counted_by_the_breaker_survive_restart_as_journaled_deltas) {
+  TempDir d;
+  FakeClock clock;
+  auto slurm = cluster(10);
+  auto cfg = test_config(d.str());
+  cfg.breaker = {3, 100, 3600};
+  {
+    Drainer dr(cfg, slurm, nullptr, clock);
+    ASSERT_TRUE(dr.open().ok());
+    ASSERT_TRUE(dr.ingest({bad("gpu-0", "a"), bad("gpu-1", "a")}).ok());
+    dr.process_pending();
+    ASSERT_FALSE(dr.breaker().open);
+    // Two drains counted, each journaled as one delta: no record repeats the window.
+    EXPECT_EQ(journal_lines_with(d.str(), "\"breaker_drain\""), 2);
+    EXPECT_EQ(journal_lines_with(d.str(), "recent_drains"), 0);
+  }
+  Drainer dr(cfg, slurm, nullptr, clock);
+  ASSERT_TRUE(dr.open().ok());
+  ASSERT_EQ(dr.breaker().recent_drains.size(), 1u);
+  EXPECT_EQ(dr.breaker().recent_drains.begin()->second.size(), 2u);
+  // The cap is 3: after the restart one more drain fits, the next one opens the breaker.
+  ASSERT_TRUE(dr.ingest({bad("gpu-2", "a"), bad("gpu-3", "a")}).ok());
+  dr.process_pending();
+  EXPECT_TRUE(dr.node("gpu-2")->drained_by_vigil);
+  EXPECT_FALSE(dr.node("gpu-3")->drained_by_vigil);
+  EXPECT_TRUE(dr.breaker().open);
+  EXPECT_EQ(journal_lines_with(d.str(), "recent_drains"), 1);  // the opening, whole
+}
+
+TEST(Drainer, replayed_breaker_drains_leave_the_window_when_they_age_out) {
+  TempDir d;
+  FakeClock clock;
+  auto slurm = cluster(10);
+  auto cfg = test_config(d.str());
+  cfg.breaker = {2, 100, 600};
+  {
+    Drainer dr(cfg, slurm, nullptr, clock);
+    ASSERT_TRUE(dr.open().ok());
+    ASSERT_TRUE(dr.ingest({bad("gpu-0", "a")}).ok());
+    dr.process_pending();
+    clock.advance(400);
+    ASSERT_TRUE(dr.ingest({bad("gpu-1", "a")}).ok());
+    dr.process_pending();
+    ASSERT_FALSE(dr.breaker().open);
+  }
+  clock.advance(300);  // gpu-0's drain is now outside the 600 s window, gpu-1's is not
+  Drainer dr(cfg, slurm, nullptr, clock);
+  ASSERT_TRUE(dr.open().ok());
+  ASSERT_TRUE(dr.ingest({bad("gpu-2", "a"), bad("gpu-3", "a")}).ok());
+  dr.process_pending();
+  EXPECT_TRUE(dr.node("gpu-2")->drained_by_vigil);
+  EXPECT_FALSE(dr.node("gpu-3")->drained_by_vigil);
+  EXPECT_TRUE(dr.breaker().open);
+}
+
+TEST(Drainer, dry_run_changes_nothing_in_slurm_but_annotates_would_drain) {
+  TempDir d;
+  FakeClock clock;
+  auto slurm = cluster(4);
+  auto kube = std::make_shared<FakeKube>();
+  auto cfg = test_config(d.str());
+  cfg.dry_run = true;
+  Drainer dr(cfg, slurm, kube, clock);
+  ASSERT_TRUE(dr.open().ok());
+  ASSERT_TRUE(dr.ingest({bad("gpu-2", "a")}).ok());
+  dr.process_pending();
+  EXPECT_EQ(dr.run_slurm_sink_once(), 0);
+  EXPECT_EQ(dr.run_kube_sink_once(), 0);
+  EXPECT_TRUE(slurm->calls_copy().empty());
+  EXPECT_EQ(kube->annotations_of("gpu-2")["vigil.dev/state"], "would-drain");
+  EXPECT_NE(dr.metrics_text().find(
+                R"(vigil_actions_total{action="drain",outcome="dry_run",sink="slurm"} 1)"),
+            std::string::npos);
+}
+
+TEST(Drainer, process_pending_returns_only_once_what_was_accepted_is_decided) {
+  // The processor thread (start) races a caller for the queue. Here it is caught holding the
+  // report, halfway through its pass (reading Slurm's node table): the caller's process_pending
+  // must wait for that pass, not return with the report undecided. Without the pass lock this
+  // was a rare failure of the hook's spool tests; here it fails every time.
+  TempDir d;
+  FakeClock clock;
+  auto slurm = cluster(4);
+  Drainer dr(test_config(d.str()), slurm, nullptr, clock);
+  ASSERT_TRUE(dr.open().ok());
+  dr.start();
+  std::atomic<bool> reading{false};
+  {
+    std::lock_guard lk(slurm->mu);  // the tick thread may read Slurm meanwhile
+    slurm->after_read = [&] {
+      reading = true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    };
+  }
+  ASSERT_TRUE(dr.ingest({bad("gpu-2", "a")}).ok());
+  for (int i = 0; i < 500 && !reading; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_TRUE(reading);
+  dr.process_pending();
+  auto st = dr.node("gpu-2");
+  ASSERT_TRUE(st);
+  EXPECT_EQ(st->last_run_id, "a");
+  dr.stop();
+}
+
+TEST(Drainer, stale_nodes_are_marked_not_drained) {
+  TempDir d;
+  FakeClock clock;
+  auto slurm = cluster(4);
+  auto kube = std::make_shared<FakeKube>();
+  auto cfg = test_config(d.str());
+  cfg.policy.staleness_s = 3600;
+  Drainer dr(cfg, slurm, kube, clock);
+  ASSERT_TRUE(dr.open().ok());
+  ASSERT_TRUE(dr.ingest({good("gpu-0", "a")}).ok());
+  dr.process_pending();
+  clock.advance(3601);
+  EXPECT_EQ(dr.tick(), 1);
+  dr.run_kube_sink_once();
+  EXPECT_EQ(dr.node("gpu-0")->health, NodeHealth::kStale);
+  EXPECT_EQ(kube->annotations_of("gpu-0")["vigil.dev/state"], "stale");
+  EXPECT_TRUE(slurm->calls_copy().empty());
+  EXPECT_NE(dr.metrics_text().find(R"(vigil_node_report_age_seconds{node="gpu-0"} 3601)"),
+            std::string::npos);
+}
+
+TEST(Drainer, operator_resume_and_snapshot_restart) {
+  TempDir d;
+  FakeClock clock;
+  auto slurm = cluster(4);
+  auto cfg = test_config(d.str());
+  cfg.snapshot_every = 3;
+  {
+    Drainer dr(cfg, slurm, nullptr, clock);
+    ASSERT_TRUE(dr.open().ok());
+    ASSERT_TRUE(dr.ingest({bad("gpu-2", "a")}).ok());
+    dr.process_pending();
+    dr.run_slurm_sink_once();
+    ASSERT_TRUE(dr.snapshot_now().ok());
+    EXPECT_FALSE(dr.resume("gpu-9").ok());
+    auto r = dr.resume("gpu-2");
+    ASSERT_TRUE(r.ok()) << r.error().to_string();
+    dr.run_slurm_sink_once();
+    EXPECT_FALSE(slurm->get("gpu-2").drain);
+  }
+  Drainer dr(cfg, slurm, nullptr, clock);
+  ASSERT_TRUE(dr.open().ok());
+  EXPECT_FALSE(dr.node("gpu-2")->drained_by_vigil);
+  EXPECT_EQ(dr.pending(SinkKind::kSlurm), 0u);
+}
+
+}  // namespace
+}  // namespace vigil::drainer
