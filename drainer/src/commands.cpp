@@ -19,8 +19,10 @@
 #include "vigil/base/files.h"
 #include "vigil/base/time.h"
 #include "vigil/drainer/calibrate.h"
+#include "vigil/drainer/config_file.h"
 #include "vigil/drainer/drainer.h"
 #include "vigil/drainer/http_server.h"
+#include "vigil/drainer/webhook_http.h"
 #include "vigil/kube/kube_api.h"
 #include "vigil/munge/munge.h"
 #include "vigil/slurm/slurm_api.h"
@@ -223,7 +225,7 @@ int run_serve(const CommandOptions& o) {
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
 
   SystemClock clock;
-  Drainer d(c, make_slurm(c), kube.value(), clock);
+  Drainer d(c, make_slurm(c), kube.value(), clock, make_http_webhook(c.webhook));
   HttpServer http(d, c);
   auto port = http.bind();
   if (!port.ok()) {
@@ -307,7 +309,7 @@ int run_apply(const CommandOptions& o, const std::vector<std::string>& report_fi
     return 2;
   }
   SystemClock clock;
-  Drainer d(c, make_slurm(c), kube.value(), clock);
+  Drainer d(c, make_slurm(c), kube.value(), clock, make_http_webhook(c.webhook));
   if (auto r = d.open(); !r.ok()) {
     std::cerr << "vigil-drainer: " << r.error().to_string() << "\n";
     return 1;
@@ -387,7 +389,7 @@ int with_service_or_state(const CommandOptions& o, bool with_slurm,
     ~Unlock() { ::close(fd); }
   } unlock{lock};
   SystemClock clock;
-  Drainer d(c, with_slurm ? make_slurm(c) : nullptr, nullptr, clock);
+  Drainer d(c, with_slurm ? make_slurm(c) : nullptr, nullptr, clock, make_http_webhook(c.webhook));
   if (auto r = d.open(); !r.ok()) {
     std::cerr << "vigil-drainer: " << r.error().to_string() << "\n";
     return 1;

@@ -9,9 +9,10 @@
 namespace vigil::drainer {
 
 Drainer::Drainer(DrainerConfig cfg, std::shared_ptr<slurm::SlurmApi> slurm,
-                 std::shared_ptr<kube::KubeApi> kube, const Clock& clock)
-    : core_(std::make_unique<DrainerCore>(std::move(cfg), std::move(slurm), std::move(kube),
-                                          clock)) {}
+                 std::shared_ptr<kube::KubeApi> kube, const Clock& clock,
+                 std::shared_ptr<WebhookPoster> webhook)
+    : core_(std::make_unique<DrainerCore>(std::move(cfg), std::move(slurm), std::move(kube), clock,
+                                          std::move(webhook))) {}
 Drainer::~Drainer() = default;
 
 VoidResult Drainer::open() { return core_->open(); }

@@ -12,10 +12,12 @@
 namespace vigil::drainer {
 
 DrainerCore::DrainerCore(DrainerConfig cfg, std::shared_ptr<slurm::SlurmApi> slurm,
-                         std::shared_ptr<kube::KubeApi> kube, const Clock& clock)
+                         std::shared_ptr<kube::KubeApi> kube, const Clock& clock,
+                         std::shared_ptr<WebhookPoster> webhook)
     : cfg_(std::move(cfg)),
       slurm_(std::move(slurm)),
       kube_(std::move(kube)),
+      webhook_(std::move(webhook)),
       clock_(clock),
       engine_(cfg_.policy, cfg_.breaker, cfg_.dry_run, clock),
       views_(std::make_unique<SlurmViewCache>(slurm_.get(), clock_, cfg_.slurm.view_max_age_s)) {
@@ -32,8 +34,11 @@ DrainerCore::~DrainerCore() { stop(); }
 VoidResult DrainerCore::open() {
   VIGIL_TRY(journal_, Journal::open(cfg_.state_dir));
   VIGIL_TRY(audit_, AuditLog::open(cfg_.state_dir + "/audit.jsonl", cfg_.audit));
-  const SinkDeps deps{cfg_, slurm_, kube_, *views_, clock_};
+  const SinkDeps deps{cfg_, slurm_, kube_, webhook_, *views_, clock_};
   for (auto& l : lanes_) l->sink = l->spec.make(deps);
+  if (cfg_.webhook.enabled && !lane(SinkKind::kWebhook).sink)
+    return Error{"webhook.enabled, but this drainer was given no webhook transport",
+                 "Drainer::open"};
   VIGIL_TRY(auto rec, journal_->recover());
   VIGIL_TRY(auto r, replay(rec));
   (void)r;

@@ -34,6 +34,7 @@
 #include "vigil/drainer/metrics.h"
 #include "vigil/drainer/policy.h"
 #include "vigil/drainer/run_ids.h"
+#include "vigil/drainer/webhook.h"
 #include "vigil/kube/kube_api.h"
 #include "vigil/report/drain_decision.h"
 #include "vigil/report/report.h"
@@ -55,9 +56,11 @@ struct SinkResult;
 // and one file per sink behind src/sink.h, slurm_view_cache.cpp, drainer_core.cpp (the rest).
 class DrainerCore {
  public:
-  // slurm / kube may be null (sink disabled). clock must outlive the Drainer.
+  // slurm / kube may be null (sink disabled); webhook is the transport webhook.enabled needs
+  // (make_http_webhook in the program). clock must outlive the Drainer.
   DrainerCore(DrainerConfig cfg, std::shared_ptr<slurm::SlurmApi> slurm,
-              std::shared_ptr<kube::KubeApi> kube, const Clock& clock);
+              std::shared_ptr<kube::KubeApi> kube, const Clock& clock,
+              std::shared_ptr<WebhookPoster> webhook = nullptr);
   ~DrainerCore();
   DrainerCore(const DrainerCore&) = delete;
   DrainerCore& operator=(const DrainerCore&) = delete;
@@ -188,6 +191,7 @@ class DrainerCore {
   DrainerConfig cfg_;
   std::shared_ptr<slurm::SlurmApi> slurm_;
   std::shared_ptr<kube::KubeApi> kube_;
+  std::shared_ptr<WebhookPoster> webhook_;
   const Clock& clock_;
   PolicyEngine engine_;
   Metrics metrics_;

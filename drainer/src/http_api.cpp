@@ -43,6 +43,8 @@ HttpReply refusal_reply(const AuthRefusal& r) {
 
 HttpApi::HttpApi(Drainer& d, const DrainerConfig& cfg, std::shared_ptr<MungeAuth> munge)
     : d_(d), cfg_(cfg), munge_(std::move(munge)) {
+  // Every refusal reason reads 0 from the start (also in token mode, where none occurs).
+  d_.metrics().declare_rejected(munge_refusal_reasons());
   if (cfg_.auth_enabled && cfg_.munge.enabled && !munge_)
     munge_ = make_munge_auth(cfg_, d_.slurm_api(), d_.clock());
 }

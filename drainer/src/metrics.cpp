@@ -7,8 +7,6 @@
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
 
-#include "vigil/drainer/munge_auth.h"
-
 namespace vigil::drainer {
 
 const std::vector<MetricDesc>& metric_table() {
@@ -118,8 +116,8 @@ Metrics::Metrics() : impl_(std::make_unique<Impl>()) {
       impl_->actions.Add({{"action", a}, {"sink", "slurm"}, {"outcome", o}});
     impl_->actions.Add({{"action", "annotate"}, {"sink", "kubernetes"}, {"outcome", o}});
   }
-  // Every refusal reason reads 0 from the start (also in token mode, where none occurs).
-  declare_rejected(munge_refusal_reasons());
+  // vigil_reports_rejected_total's reasons are declared by the HTTP API (declare_rejected),
+  // which does the refusing.
   impl_->pending.Add({{"sink", "slurm"}});
   impl_->pending.Add({{"sink", "kubernetes"}});
 }

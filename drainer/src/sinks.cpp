@@ -46,7 +46,8 @@ LaneSettings webhook_lane(const DrainerConfig& c) {
   return {{c.webhook.retry_initial_ms, c.webhook.retry_max_ms, c.webhook.max_attempts}, 0, false};
 }
 std::unique_ptr<Sink> make_webhook(const SinkDeps& d) {
-  return d.cfg.webhook.enabled ? std::make_unique<WebhookSink>(d.cfg.webhook) : nullptr;
+  if (!d.cfg.webhook.enabled || !d.webhook) return nullptr;
+  return std::make_unique<WebhookSink>(d.cfg.webhook, d.webhook);
 }
 
 template <IntentAction... A>

@@ -14,6 +14,7 @@
 #include "vigil/base/clock.h"
 #include "vigil/drainer/config.h"
 #include "vigil/drainer/intent.h"
+#include "vigil/drainer/webhook.h"
 #include "vigil/kube/kube_api.h"
 #include "vigil/slurm/slurm_api.h"
 
@@ -26,6 +27,7 @@ struct SinkDeps {
   const DrainerConfig& cfg;
   std::shared_ptr<slurm::SlurmApi> slurm;  // null: no Slurm
   std::shared_ptr<kube::KubeApi> kube;     // null: no Kubernetes API
+  std::shared_ptr<WebhookPoster> webhook;  // null: no webhook transport
   SlurmViewCache& views;
   const Clock& clock;
 };

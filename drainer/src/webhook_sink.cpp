@@ -1,31 +1,11 @@
 #include "webhook_sink.h"
 
-#include <httplib.h>
-
 #include <nlohmann/json.hpp>
-
-#include "vigil/base/http_url.h"
-#include "vigil/base/httplib_tls.h"
 
 namespace vigil::drainer {
 
-WebhookSink::WebhookSink(const WebhookSettings& cfg) : cfg_(cfg) {
-  const HttpUrl url = parse_http_url(cfg_.url).value();  // checked by read_webhook
-  path_ = url.path.empty() ? "/" : url.path;
-  http_ = std::make_unique<httplib::Client>(url.scheme_host_port);
-  if (url.https) {
-    http_->enable_server_certificate_verification(true);
-    if (!cfg_.ca_file.empty()) http_->set_ca_cert_path(cfg_.ca_file);
-  }
-  const auto s = static_cast<time_t>(cfg_.timeout_ms / 1000);
-  const auto us = static_cast<time_t>((cfg_.timeout_ms % 1000) * 1000);
-  http_->set_connection_timeout(s, us);
-  http_->set_read_timeout(s, us);
-  http_->set_write_timeout(s, us);
-  http_->set_keep_alive(true);
-}
-
-WebhookSink::~WebhookSink() = default;
+WebhookSink::WebhookSink(const WebhookSettings& cfg, std::shared_ptr<WebhookPoster> poster)
+    : cfg_(cfg), poster_(std::move(poster)) {}
 
 std::string WebhookSink::event_type(const NodeEvent& e) {
   // "breaker_opened" -> "dev.vigil.breaker.opened"; "would_drain" -> "dev.vigil.node.would_drain"
@@ -44,17 +24,11 @@ nlohmann::json WebhookSink::cloud_event(const Intent& i, const std::string& sour
 }
 
 IntentOutcome WebhookSink::post(const Intent& i) {
-  httplib::Headers headers;
-  if (!cfg_.token.empty()) headers.emplace("Authorization", "Bearer " + cfg_.token);
   const std::string body = cloud_event(i, cfg_.source).dump();
-  auto res = http_->Post(path_, headers, body, "application/cloudevents+json; charset=utf-8");
+  auto res = poster_->post(body, "application/cloudevents+json; charset=utf-8");
+  if (!res.ok()) return IntentOutcome::retry(i.id, res.error().message);
   const std::string to = " (" + cfg_.url + ")";
-  if (!res) {
-    std::string why = httplib::to_string(res.error());
-    if (auto tls = tls_verify_failure(*http_, res.error())) why = "TLS: " + tls->why;
-    return IntentOutcome::retry(i.id, "webhook unreachable: " + why + to);
-  }
-  const int st = res->status;
+  const int st = *res;
   if (st >= 200 && st < 300) return IntentOutcome::ok(i.id, "HTTP " + std::to_string(st));
   const std::string said = "webhook answered HTTP " + std::to_string(st) + to;
   // RFC 9110: a 4xx is the client's fault and repeating the same request will not help, except

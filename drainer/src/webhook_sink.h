@@ -13,18 +13,14 @@
 
 #include "sink.h"
 #include "vigil/drainer/config.h"
-
-namespace httplib {
-class Client;
-}
+#include "vigil/drainer/webhook.h"
 
 namespace vigil::drainer {
 
 class WebhookSink final : public Sink {
  public:
-  // `cfg` must outlive the sink; its URL was checked when the configuration was read.
-  explicit WebhookSink(const WebhookSettings& cfg);
-  ~WebhookSink() override;
+  // `cfg` must outlive the sink; `poster` is the transport (webhook.h).
+  WebhookSink(const WebhookSettings& cfg, std::shared_ptr<WebhookPoster> poster);
 
   SinkResult apply(const std::vector<Intent>& batch) override;
 
@@ -37,8 +33,7 @@ class WebhookSink final : public Sink {
   IntentOutcome post(const Intent& i);
 
   const WebhookSettings& cfg_;
-  std::string path_;
-  std::unique_ptr<httplib::Client> http_;
+  std::shared_ptr<WebhookPoster> poster_;
 };
 
 }  // namespace vigil::drainer

@@ -5,6 +5,9 @@ Fails (exit 1, one line per violation) when:
   - a source file includes a Vigil header of a component its component may not depend on;
   - a CMake target links a Vigil target its component may not depend on;
   - a production source file is longer than MAX_LINES;
+  - a source of the drainer core (the vigil_drainer_core target's sources, and the drainer
+    headers they include) includes a listener, an HTTP client library, a YAML parser or a header
+    of the drainer program, or the core target links one of those libraries;
   - anything in the repository reads a path outside it (../shared and the like).
 
   check_layout.py REPO         check the repository at REPO
@@ -51,7 +54,8 @@ ALLOWED = {
     "submit": {"slurm", "base", "report"},
     "hook": {"checks", "report", "report_client", "slurm", "base"},
     "check_program": {"checks", "hook", "report", "report_client", "slurm", "base"},
-    "drainer": {"report", "slurm", "kube", "base", "detect", "munge"},
+    "drainer_core": {"report", "slurm", "kube", "base", "detect"},
+    "drainer": {"drainer_core", "report", "slurm", "kube", "base", "detect", "munge"},
 }
 # Targets that belong to a component without being named after it.
 TARGET_COMPONENT = {
@@ -65,6 +69,7 @@ TARGET_COMPONENT = {
     # That vigil-check links no libslurm is checked by its own test
     # (vigil_check_does_not_link_libslurm), on the binary.
     "slurm_cli": "slurm",
+    "drainer_core": "drainer_core",
 }
 # Targets other components may never link, whatever ALLOWED says: nothing depends on the check
 # runner but the vigil-check program (tests excepted).
@@ -79,6 +84,67 @@ SKIP_DIRS = {".git", "build", "node_modules", ".vigil-tmp", "fixtures"}
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s*[<"]vigil/([a-z_]+)/')
 LINK_RE = re.compile(r"target_link_libraries\(\s*([\w\-]+)(.*?)\)", re.S)
 VIGIL_TARGET_RE = re.compile(r"\bvigil(?:::|_)([a-z_]+)\b")
+
+
+# The drainer core (issue 25): what it may not include or link, whatever ALLOWED says.
+CORE_CMAKE = "drainer/CMakeLists.txt"
+CORE_TARGET = "vigil_drainer_core"
+PROGRAM_TARGET = "vigil_drainer"
+CORE_FORBIDDEN_INCLUDE = re.compile(r'^\s*#\s*include\s*[<"](httplib\.h|microhttpd\.h|yaml-cpp/[^>"]*)[>"]')
+CORE_FORBIDDEN_LINK = ("httplib::httplib", "PkgConfig::MHD", "yaml-cpp::yaml-cpp")
+DRAINER_INCLUDE_RE = re.compile(r'^\s*#\s*include\s*"(vigil/drainer/[\w.]+|[\w.]+\.h)"')
+
+
+def target_sources(cmake_text, target):
+    m = re.search(r"add_library\(\s*" + re.escape(target) + r"\b(.*?)\)", cmake_text, re.S)
+    return re.findall(r"src/[\w.]+", m.group(1)) if m else []
+
+
+def drainer_header(repo, name):
+    """The path of a drainer header named in an #include, or None."""
+    for cand in ("drainer/include/" + name, "drainer/src/" + name):
+        if os.path.exists(os.path.join(repo, cand)):
+            return cand
+    return None
+
+
+def check_drainer_core(repo):
+    problems = []
+    try:
+        with open(os.path.join(repo, CORE_CMAKE)) as fh:
+            cmake = fh.read()
+    except OSError:
+        return problems
+    core = ["drainer/" + s for s in target_sources(cmake, CORE_TARGET)]
+    program = {os.path.basename(s)[:-len(".cpp")] for s in target_sources(cmake, PROGRAM_TARGET)}
+    seen, todo = set(), list(core)
+    while todo:
+        rel = todo.pop()
+        if rel in seen:
+            continue
+        seen.add(rel)
+        try:
+            with open(os.path.join(repo, rel), encoding="utf-8", errors="replace") as fh:
+                lines = fh.read().splitlines()
+        except OSError:
+            continue
+        for n, line in enumerate(lines, 1):
+            if m := CORE_FORBIDDEN_INCLUDE.match(line):
+                problems.append(f"{rel}:{n}: the drainer core may not include {m.group(1)} "
+                                "(listener, HTTP client and YAML belong to the program)")
+            if m := DRAINER_INCLUDE_RE.match(line):
+                stem = os.path.basename(m.group(1))[:-len(".h")]
+                if stem in program:
+                    problems.append(f"{rel}:{n}: the drainer core may not include the program's "
+                                    f"{m.group(1)}")
+                elif (h := drainer_header(repo, m.group(1))) is not None:
+                    todo.append(h)
+    for m in LINK_RE.finditer(cmake):
+        if m.group(1) == CORE_TARGET:
+            for lib in CORE_FORBIDDEN_LINK:
+                if lib in m.group(2):
+                    problems.append(f"{CORE_CMAKE}: target {CORE_TARGET} may not link {lib}")
+    return problems
 
 
 def component_of(rel):
@@ -141,7 +207,7 @@ def check(repo):
                         problems.append(
                             f"{rel}: target {target} ({tcomp}) may not link vigil::{dep} "
                             f"(allowed: {', '.join(sorted(allowed))})")
-    return problems
+    return problems + check_drainer_core(repo)
 
 
 def self_test():
@@ -153,6 +219,15 @@ def self_test():
         "nccl-bench/CMakeLists.txt": "target_link_libraries(vigil_ncclbench PUBLIC vigil::checks)\n",
         "tests/x/CMakeLists.txt": 'set(D "${PROJECT_SOURCE_DIR}/../shared")\n',
         "libs/slurm/src/ok.cpp": '#include "vigil/slurm/slurm_api.h"\n#include "vigil/base/result.h"\n',
+        "drainer/CMakeLists.txt": (
+            "add_library(vigil_drainer_core\n  src/core_a.cpp\n  src/core_b.cpp\n)\n"
+            "target_link_libraries(vigil_drainer_core PRIVATE yaml-cpp::yaml-cpp)\n"
+            "add_library(vigil_drainer\n  src/front.cpp\n)\n"),
+        "drainer/src/core_a.cpp": '#include "core_a.h"\n#include "front.h"\n',
+        "drainer/src/core_a.h": "#include <httplib.h>\n",
+        "drainer/src/core_b.cpp": "#include <nlohmann/json.hpp>\n",
+        "drainer/src/front.cpp": "#include <microhttpd.h>\n",
+        "drainer/src/front.h": "",
     }
     with tempfile.TemporaryDirectory() as tmp:
         for rel, text in planted.items():
@@ -162,9 +237,12 @@ def self_test():
                 fh.write(text)
         found = check(tmp)
     expected = ["libs/base/src/x.cpp:1", "drainer/src/y.cpp:1", "libs/report/src/long.cpp:",
-                "target vigil_submit", "target vigil_ncclbench", "tests/x/CMakeLists.txt"]
+                "target vigil_submit", "target vigil_ncclbench", "tests/x/CMakeLists.txt",
+                "drainer/src/core_a.h:1: the drainer core may not include httplib.h",
+                "drainer/src/core_a.cpp:2: the drainer core may not include the program's front.h",
+                "target vigil_drainer_core may not link yaml-cpp::yaml-cpp"]
     missing = [e for e in expected if not any(e in p for p in found)]
-    extra = [p for p in found if "ok.cpp" in p]
+    extra = [p for p in found if "ok.cpp" in p or "core_b" in p or "front.cpp" in p]
     for p in found:
         print("planted and found:", p)
     if missing or extra:

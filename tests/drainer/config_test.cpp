@@ -1,6 +1,4 @@
 // Config: parse -> defaults -> validate; errors name file, line and field.
-#include "vigil/drainer/config.h"
-
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -8,6 +6,7 @@
 
 #include "temp_dir.h"
 #include "test_pki.h"
+#include "vigil/drainer/config_file.h"
 
 namespace vigil::drainer {
 namespace {

@@ -55,6 +55,11 @@ TEST(SinkTable, each_sink_is_owed_what_its_row_says) {
   EXPECT_TRUE(hook.ordered);
 }
 
+// A webhook transport that is never called here.
+struct NoReceiver : WebhookPoster {
+  Result<int> post(const std::string&, const std::string&) override { return 200; }
+};
+
 TEST(SinkTable, a_sink_the_configuration_leaves_off_is_not_made) {
   testing::FakeClock clock;
   auto cfg = testing::drainer_test_config("/nonexistent");
@@ -62,12 +67,12 @@ TEST(SinkTable, a_sink_the_configuration_leaves_off_is_not_made) {
   auto kube = std::make_shared<testing::FakeKube>();
   SlurmViewCache views(slurm.get(), clock, 5);
   cfg.kubernetes.enabled = false;
-  const SinkDeps none{cfg, nullptr, kube, views, clock};
+  const SinkDeps none{cfg, nullptr, kube, nullptr, views, clock};
   for (const SinkSpec& s : sink_specs()) EXPECT_EQ(s.make(none), nullptr) << s.name;
   cfg.kubernetes.enabled = true;
   cfg.webhook.enabled = true;
   cfg.webhook.url = "http://127.0.0.1:9/events";
-  const SinkDeps all{cfg, slurm, kube, views, clock};
+  const SinkDeps all{cfg, slurm, kube, std::make_shared<NoReceiver>(), views, clock};
   for (const SinkSpec& s : sink_specs()) EXPECT_NE(s.make(all), nullptr) << s.name;
   EXPECT_EQ(sink_spec(SinkKind::kWebhook).lane(cfg).retry.max_attempts, 10);
   EXPECT_EQ(sink_spec(SinkKind::kSlurm).lane(cfg).retry.max_attempts, 0);  // a drain is owed

@@ -19,6 +19,7 @@
 #include "fakes.h"
 #include "temp_dir.h"
 #include "vigil/drainer/drainer.h"
+#include "vigil/drainer/webhook_http.h"
 
 namespace vigil::drainer {
 namespace {
@@ -117,7 +118,8 @@ TEST(WebhookSink, a_drain_arrives_as_a_cloudevent_with_its_required_attributes) 
   FakeClock clock;
   Receiver rx;
   auto slurm = testing::fake_cluster(2);
-  Drainer dr(webhook_config(d.str(), rx.url()), slurm, nullptr, clock);
+  const auto cfg = webhook_config(d.str(), rx.url());
+  Drainer dr(cfg, slurm, nullptr, clock, make_http_webhook(cfg.webhook));
   ASSERT_TRUE(dr.open().ok());
   ASSERT_TRUE(dr.ingest({testing::ecc_fail_report("gpu-1", "run-7")}).ok());
   dr.process_pending();
@@ -156,7 +158,7 @@ TEST(WebhookSink, a_nodes_events_arrive_in_order_through_retries) {
   auto slurm = testing::fake_cluster(2);
   auto cfg = webhook_config(d.str(), rx.url());
   cfg.webhook.max_attempts = 10;
-  Drainer dr(cfg, slurm, nullptr, clock);
+  Drainer dr(cfg, slurm, nullptr, clock, make_http_webhook(cfg.webhook));
   ASSERT_TRUE(dr.open().ok());
   rx.answer({503, 503});
   ASSERT_TRUE(dr.ingest({testing::ecc_fail_report("gpu-1", "a")}).ok());
@@ -179,7 +181,8 @@ TEST(WebhookSink, a_refused_or_undeliverable_event_is_given_up_and_counted) {
   FakeClock clock;
   Receiver rx;
   auto slurm = testing::fake_cluster(3);
-  Drainer dr(webhook_config(d.str(), rx.url()), slurm, nullptr, clock);
+  const auto cfg = webhook_config(d.str(), rx.url());
+  Drainer dr(cfg, slurm, nullptr, clock, make_http_webhook(cfg.webhook));
   ASSERT_TRUE(dr.open().ok());
   EXPECT_EQ(given_up(dr), 0);  // the series exists before anything went wrong
   rx.answer({400});
@@ -217,7 +220,8 @@ TEST(WebhookSink, an_event_undelivered_before_a_restart_is_delivered_after_it_wi
     url = gone.url();
   }
   {
-    Drainer dr(webhook_config(d.str(), url), slurm, nullptr, clock);
+    const auto cfg = webhook_config(d.str(), url);
+    Drainer dr(cfg, slurm, nullptr, clock, make_http_webhook(cfg.webhook));
     ASSERT_TRUE(dr.open().ok());
     ASSERT_TRUE(dr.ingest({testing::ecc_fail_report("gpu-1", "a")}).ok());
     dr.process_pending();
@@ -225,7 +229,7 @@ TEST(WebhookSink, an_event_undelivered_before_a_restart_is_delivered_after_it_wi
   }
   Receiver rx;
   auto cfg = webhook_config(d.str(), rx.url());
-  Drainer again(cfg, slurm, nullptr, clock);
+  Drainer again(cfg, slurm, nullptr, clock, make_http_webhook(cfg.webhook));
   ASSERT_TRUE(again.open().ok());
   ASSERT_EQ(again.pending(SinkKind::kWebhook), 1u);
   uint64_t id = 0;
@@ -246,7 +250,7 @@ TEST(WebhookSink, the_breaker_opening_and_its_reset_are_events) {
   auto slurm = testing::fake_cluster(10);
   auto cfg = webhook_config(d.str(), rx.url());
   cfg.breaker = {2, 100, 3600};
-  Drainer dr(cfg, slurm, nullptr, clock);
+  Drainer dr(cfg, slurm, nullptr, clock, make_http_webhook(cfg.webhook));
   ASSERT_TRUE(dr.open().ok());
   std::vector<NodeReport> rs;
   for (int i = 0; i < 4; ++i)
@@ -271,6 +275,19 @@ TEST(WebhookSink, the_breaker_opening_and_its_reset_are_events) {
       EXPECT_FALSE(r.event.contains("subject"));
       EXPECT_FALSE(r.event["data"]["why"].get<std::string>().empty());
     }
+}
+
+// The core has no HTTP client: a webhook the configuration enables needs the transport the
+// program hands it (make_http_webhook), and a drainer given none refuses to start.
+TEST(WebhookSink, an_enabled_webhook_without_a_transport_stops_open) {
+  TempDir d;
+  FakeClock clock;
+  Drainer dr(webhook_config(d.str(), "http://127.0.0.1:9/events"), testing::fake_cluster(1),
+             nullptr, clock);
+  auto r = dr.open();
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().to_string().find("no webhook transport"), std::string::npos)
+      << r.error().to_string();
 }
 
 // Without a webhook the journal holds no event: what the drainer writes is what it always wrote

@@ -1,7 +1,7 @@
 // vigil-drainer YAML configuration: parse -> defaults -> validate never crashes, and a refusal
 // names the source.
 #include "fuzz_support.h"
-#include "vigil/drainer/config.h"
+#include "vigil/drainer/config_file.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const auto text = vigil::fuzz::as_text(data, size);

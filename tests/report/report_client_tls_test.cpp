@@ -18,7 +18,7 @@
 #include "slow_clients.h"
 #include "temp_dir.h"
 #include "test_pki.h"
-#include "vigil/drainer/config.h"
+#include "vigil/drainer/config_file.h"
 #include "vigil/drainer/drainer.h"
 #include "vigil/drainer/http_server.h"
 #include "vigil/report/report_client.h"

@@ -1,7 +1,7 @@
 #pragma once
-// vigil-drainer configuration (YAML). Parse -> apply defaults -> validate; every error names
-// the file, line and field, e.g. "drainer.yaml:12: breaker.max_percent: must be in (0, 100]".
-// Reference: docs/drainer.md.
+// vigil-drainer configuration: the settings the core runs with and their defaults. The YAML file
+// is read by config_file.h (parse -> defaults -> validate, every error naming the file, line and
+// field). Reference: docs/drainer.md.
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -172,10 +172,6 @@ struct DrainerConfig {
   WebhookSettings webhook;
   DetectionSettings detection;
 };
-
-// Parses YAML text; `source` names the file in errors. Loads the token file when auth is on.
-Result<DrainerConfig> parse_config(std::string_view yaml, const std::string& source);
-Result<DrainerConfig> load_config(const std::string& path);
 
 // Built-in defaults for fatal checks and per-check overrides (documented in docs/drainer.md).
 PolicyConfig default_policy();

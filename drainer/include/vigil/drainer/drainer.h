@@ -26,6 +26,7 @@
 #include "vigil/drainer/intent.h"
 #include "vigil/drainer/metrics.h"
 #include "vigil/drainer/policy.h"
+#include "vigil/drainer/webhook.h"
 #include "vigil/kube/kube_api.h"
 #include "vigil/report/drain_decision.h"
 #include "vigil/report/report.h"
@@ -42,9 +43,11 @@ class DrainerCore;
 
 class Drainer {
  public:
-  // slurm / kube may be null (sink disabled). clock must outlive the Drainer.
+  // slurm / kube may be null (sink disabled); webhook is the transport webhook.enabled needs
+  // (make_http_webhook in the program). clock must outlive the Drainer.
   Drainer(DrainerConfig cfg, std::shared_ptr<slurm::SlurmApi> slurm,
-          std::shared_ptr<kube::KubeApi> kube, const Clock& clock);
+          std::shared_ptr<kube::KubeApi> kube, const Clock& clock,
+          std::shared_ptr<WebhookPoster> webhook = nullptr);
   ~Drainer();  // stops the threads
   Drainer(const Drainer&) = delete;
   Drainer& operator=(const Drainer&) = delete;
