@@ -19,6 +19,7 @@
 #include "allreduce/fabric_job.h"
 #include "cli_util.h"
 #include "inventory.h"
+#include "vigil/base/files.h"
 #include "vigil/checks/gpu_probe.h"
 #include "vigil/checks/passive.h"
 #include "vigil/checks/registry.h"
@@ -165,12 +166,9 @@ int emit(const RunArgs& a, const std::vector<vigil::NodeReport>& reports) {
   if (a.output.empty() || a.output == "-") {
     std::cout << text;
   } else {
-    std::string tmp = a.output + ".tmp";
-    std::ofstream out(tmp, std::ios::trunc);
-    out << text;
-    out.close();
-    if (!out || std::rename(tmp.c_str(), a.output.c_str()) != 0) {
-      std::cerr << "vigil-check: cannot write " << a.output << "\n";
+    if (auto w = vigil::replace_file_atomically(a.output, text); !w.ok()) {
+      std::cerr << "vigil-check: cannot write " << a.output << ": " << w.error().to_string()
+                << "\n";
       return kExitError;
     }
   }

@@ -13,6 +13,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "vigil/base/files.h"
+
 namespace fs = std::filesystem;
 
 namespace vigil::drainer {
@@ -277,21 +279,11 @@ Result<uint64_t> Journal::cut() {
 VoidResult Journal::write_snapshot(const nlohmann::json& snapshot, uint64_t last) {
   nlohmann::json snap = snapshot;
   snap["last_seq"] = last;
-  const std::string tmp = dir_ + "/snapshot.json.tmp", final_path = dir_ + "/snapshot.json";
-  {
-    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd < 0) return sys_error("open", tmp);
-    auto w =
-        write_all(fd, snap.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), tmp);
-    if (w.ok() && fsync_ && ::fsync(fd) != 0) w = sys_error("fsync", tmp);
-    ::close(fd);
-    if (!w.ok()) return w.error();
-  }
-  if (::rename(tmp.c_str(), final_path.c_str()) != 0) return sys_error("rename", final_path);
-  if (fsync_) {
-    VIGIL_TRY(auto r, fsync_dir(dir_));
-    (void)r;
-  }
+  VIGIL_TRY(auto w, replace_file_atomically(
+                        dir_ + "/snapshot.json",
+                        snap.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+                        {0600, fsync_}));
+  (void)w;
   // Segments that start at or before `last` hold only records the snapshot covers (cut()
   // started a new one after them).
   for (const auto& e : fs::directory_iterator(dir_)) {

@@ -23,6 +23,7 @@
 
 #include "backend.h"
 #include "collective.h"
+#include "vigil/base/files.h"
 #include "vigil/base/time.h"
 #include "vigil/ncclbench/text_format.h"
 #include "watchdog.h"
@@ -124,14 +125,7 @@ std::map<std::string, std::string> nccl_environment() {
 
 bool write_json_file(const std::string& path, const BenchRun& run) {
   if (path.empty()) return true;
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::trunc);
-    if (!f) return false;
-    f << to_json(run).dump(2) << "\n";
-    if (!f.flush()) return false;
-  }
-  return std::rename(tmp.c_str(), path.c_str()) == 0;
+  return replace_file_atomically(path, to_json(run).dump(2) + "\n").ok();
 }
 
 // What the watchdog needs to report a timeout: the rows so far and where the run is.

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "vigil/base/clock.h"
+#include "vigil/base/files.h"
 #include "vigil/base/time.h"
 #include "vigil/report/report_client.h"
 #include "vigil/slurm/reason.h"
@@ -141,22 +142,9 @@ VoidResult save_policy_cache(const std::string& path, SharedDrainPolicy p, int64
   p.source = "vigil-drainer at " + rfc3339_utc(now_unix);
   std::error_code ec;
   std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
-  // Hooks of one node can overlap (an Epilog and a HealthCheckProgram): a file of this
-  // process's own, synced, then renamed over the cache.
-  const std::string tmp = path + "." + std::to_string(::getpid()) + ".tmp";
-  const std::string text = to_json(p).dump() + "\n";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Error{std::strerror(errno), "open(" + tmp + ")"};
-  const bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
-                       ::fsync(fd) == 0;
-  const int err = errno;
-  ::close(fd);
-  if (!written || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string why = std::strerror(written ? errno : err);
-    std::remove(tmp.c_str());
-    return Error{why, "write " + path};
-  }
-  return ok_result();
+  // Hooks of one node can overlap (an Epilog and a HealthCheckProgram): each writes a file of
+  // its own process and renames it over the cache.
+  return replace_file_atomically(path, to_json(p).dump() + "\n");
 }
 
 std::optional<std::string> local_breaker_holds(const std::vector<slurm::SlurmNodeInfo>& nodes,

@@ -9,6 +9,8 @@
 #include <nlohmann/json.hpp>
 #include <system_error>
 
+#include "vigil/base/files.h"
+
 namespace vigil {
 
 namespace fs = std::filesystem;
@@ -112,22 +114,7 @@ VoidResult CounterState::save() const {
   for (const auto& [key, value] : previous_) j["counters"][key] = value;
   for (const auto& [key, value] : current_) j["counters"][key] = value;
   if (!figures_.empty()) j["figures"] = figures_;
-  const std::string tmp = path_ + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << j.dump(2) << '\n';
-    out.close();
-    if (!out) {
-      fs::remove(tmp, ec);
-      return Error{"cannot write state file", tmp};
-    }
-  }
-  fs::rename(tmp, path_, ec);
-  if (ec) {
-    std::error_code rm;
-    fs::remove(tmp, rm);
-    return Error{"cannot replace state file (" + ec.message() + ")", path_};
-  }
+  if (auto w = replace_file_atomically(path_, j.dump(2) + "\n"); !w.ok()) return w.error();
   return ok_result();
 }
 

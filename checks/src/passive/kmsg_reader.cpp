@@ -15,6 +15,7 @@
 
 #include "core/counter_state.h"
 #include "core/xid_classes.h"
+#include "vigil/base/files.h"
 
 namespace vigil::kmsg {
 
@@ -181,22 +182,7 @@ VoidResult save_cursor(const std::string& path, const Cursor& c) {
   if (ec) return Error{ec.message(), "create_directories for " + path};
   nlohmann::json j{{"boot_id", c.boot_id}, {"fatal", c.fatal}};
   if (c.last_seq) j["last_seq"] = *c.last_seq;
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << j.dump(2) << '\n';
-    out.close();
-    if (!out) {
-      fs::remove(tmp, ec);
-      return Error{"cannot write", tmp};
-    }
-  }
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    std::error_code rm;
-    fs::remove(tmp, rm);
-    return Error{"cannot replace (" + ec.message() + ")", path};
-  }
+  if (auto w = replace_file_atomically(path, j.dump(2) + "\n"); !w.ok()) return w.error();
   return ok_result();
 }
 

@@ -15,9 +15,10 @@ Error os_error(const char* what, const std::string& path) {
 }
 }  // namespace
 
-VoidResult replace_file_atomically(const std::string& path, const std::string& content) {
+VoidResult replace_file_atomically(const std::string& path, const std::string& content,
+                                   ReplaceOptions opts) {
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, opts.mode);
   if (fd < 0) return os_error("open", tmp);
   std::size_t done = 0;
   while (done < content.size()) {
@@ -31,7 +32,7 @@ VoidResult replace_file_atomically(const std::string& path, const std::string& c
     }
     done += static_cast<std::size_t>(n);
   }
-  if (::fsync(fd) != 0) {
+  if (opts.sync && ::fsync(fd) != 0) {
     Error e = os_error("fsync", tmp);
     ::close(fd);
     ::unlink(tmp.c_str());
@@ -43,6 +44,7 @@ VoidResult replace_file_atomically(const std::string& path, const std::string& c
     ::unlink(tmp.c_str());
     return e;
   }
+  if (!opts.sync) return ok_result();
   std::string dir = std::filesystem::path(path).parent_path().string();
   if (dir.empty()) dir = ".";
   if (const int d = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); d >= 0) {

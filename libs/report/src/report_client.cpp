@@ -14,6 +14,7 @@
 #include <sstream>
 #include <thread>
 
+#include "vigil/base/files.h"
 #include "vigil/base/http_url.h"
 #include "vigil/base/httplib_tls.h"
 #include "vigil/munge/munge.h"
@@ -85,35 +86,9 @@ Result<std::string> spool_report(const NodeReport& report, const std::string& di
   if (ec) return Error{ec.message(), "create_directories(" + dir + ")"};
   const std::string base = safe_name(report.node) + "-" + safe_name(report.run_id) + ".json";
   const std::string final_path = dir + "/" + base;
-  const std::string tmp = dir + "/." + base + ".tmp";
-  const std::string body = to_json(report).dump();
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
-  if (fd < 0) return Error{std::strerror(errno), "open(" + tmp + ")"};
-  size_t off = 0;
-  while (off < body.size()) {
-    ssize_t n = ::write(fd, body.data() + off, body.size() - off);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      std::string e = std::strerror(errno);
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      return Error{e, "write(" + tmp + ")"};
-    }
-    off += static_cast<size_t>(n);
-  }
-  if (::fsync(fd) != 0) {
-    std::string e = std::strerror(errno);
-    ::close(fd);
-    return Error{e, "fsync(" + tmp + ")"};
-  }
-  ::close(fd);
-  if (::rename(tmp.c_str(), final_path.c_str()) != 0)
-    return Error{std::strerror(errno), "rename(" + final_path + ")"};
-  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
-  if (dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
-  }
+  // The temporary's name does not end in .json: the drainer's spool scan never takes it.
+  VIGIL_TRY(auto w, replace_file_atomically(final_path, to_json(report).dump(), {0640, true}));
+  (void)w;
   return final_path;
 }
 

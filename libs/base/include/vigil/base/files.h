@@ -7,6 +7,14 @@
 
 namespace vigil {
 
-VoidResult replace_file_atomically(const std::string& path, const std::string& content);
+struct ReplaceOptions {
+  unsigned mode = 0644;  // of a new file
+  bool sync = true;      // fsync the file and its directory (off: tests that measure no disk)
+};
+
+// The one atomic file write of Vigil (reports, spooled reports, state and cursor files, caches,
+// the drainer's snapshot). Errors name the system call and the path.
+VoidResult replace_file_atomically(const std::string& path, const std::string& content,
+                                   ReplaceOptions opts = {});
 
 }  // namespace vigil
