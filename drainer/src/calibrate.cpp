@@ -28,12 +28,8 @@ std::vector<std::pair<std::string, std::string>> flow_items(const std::string& b
   auto flush = [&] {
     const auto colon = cur.find(':');
     if (colon != std::string::npos) {
-      auto trim = [](std::string s) {
-        s.erase(0, s.find_first_not_of(' '));
-        s.erase(s.find_last_not_of(' ') + 1);
-        return s;
-      };
-      out.emplace_back(trim(cur.substr(0, colon)), trim(cur.substr(colon + 1)));
+      out.emplace_back(std::string(trim(cur.substr(0, colon), " ")),
+                       std::string(trim(cur.substr(colon + 1), " ")));
     }
     cur.clear();
   };

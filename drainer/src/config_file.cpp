@@ -12,6 +12,7 @@
 
 #include "tls_files.h"
 #include "vigil/base/http_url.h"
+#include "vigil/base/strings.h"
 
 namespace vigil::drainer {
 namespace {
@@ -99,7 +100,7 @@ std::string read_token(const Reader& rd, const YAML::Node& at, const std::string
   std::stringstream ss;
   ss << in.rdbuf();
   std::string t = ss.str();
-  while (!t.empty() && (t.back() == '\n' || t.back() == '\r' || t.back() == ' ')) t.pop_back();
+  t = std::string(trim(t));
   if (t.empty()) rd.fail(at, field, "'" + path + "' is empty");
   if (t.size() < 16) rd.fail(at, field, "token in '" + path + "' is shorter than 16 characters");
   return t;

@@ -9,6 +9,8 @@
 #include <map>
 #include <sstream>
 
+#include "vigil/base/strings.h"
+
 namespace vigil::ncclbench {
 
 std::string_view to_string(Backend b) { return b == Backend::kNccl ? "nccl" : "host"; }
@@ -133,10 +135,8 @@ std::vector<std::string> conf_file_tuning(const std::string& text, const std::st
     if (end == std::string::npos) end = text.size();
     std::string line = text.substr(start, end - start);
     start = end + 1;
-    while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
-    const std::size_t first = line.find_first_not_of(' ');
-    if (first == std::string::npos || line[first] == '#') continue;
-    line = line.substr(first);
+    line = std::string(trim(line, " \r"));
+    if (line.empty() || line[0] == '#') continue;
     const std::size_t eq = line.find('=');
     if (eq == std::string::npos) continue;
     const std::string name = line.substr(0, eq);

@@ -36,3 +36,18 @@ TEST(Significant, keeps_three_digits_at_any_scale_without_an_exponent) {
   EXPECT_EQ(vigil::significant(1e-9), "0.000000");  // at most 6 decimals
   EXPECT_EQ(vigil::significant(-2.5, 2), "-2.5");
 }
+
+namespace vigil {
+namespace {
+
+TEST(Trim, drops_leading_and_trailing_characters_of_the_set_only) {
+  EXPECT_EQ(trim("  4: ACTIVE\n"), "4: ACTIVE");
+  EXPECT_EQ(trim("\t\r\n "), "");
+  EXPECT_EQ(trim(""), "");
+  EXPECT_EQ(trim("a b"), "a b");
+  EXPECT_EQ(trim(" key : value ", " "), "key : value");
+  EXPECT_EQ(trim(std::string_view("python3\n\0", 9), std::string_view(" \n\0", 3)), "python3");
+}
+
+}  // namespace
+}  // namespace vigil

@@ -9,17 +9,11 @@
 #include <cstring>
 #include <system_error>
 
+#include "vigil/base/strings.h"
+
 namespace vigil::ib {
 
 namespace fs = std::filesystem;
-
-std::string_view trim(std::string_view s) {
-  constexpr std::string_view kSpace = " \t\r\n";
-  const auto first = s.find_first_not_of(kSpace);
-  if (first == std::string_view::npos) return {};
-  const auto last = s.find_last_not_of(kSpace);
-  return s.substr(first, last - first + 1);
-}
 
 std::optional<NumberedState> parse_numbered_state(std::string_view s) {
   s = trim(s);

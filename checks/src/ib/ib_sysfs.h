@@ -53,7 +53,6 @@ struct NumberedState {
 };
 
 // Pure parsers (std::from_chars, no locale). nullopt on anything unexpected.
-std::string_view trim(std::string_view s);
 std::optional<NumberedState> parse_numbered_state(std::string_view s);
 // "400 Gb/sec (4X NDR)" -> 400; "2.5 Gb/sec (1X SDR)" -> 2.5.
 std::optional<double> parse_rate_gbps(std::string_view s);

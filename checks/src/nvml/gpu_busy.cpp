@@ -8,6 +8,8 @@
 #include <thread>
 #include <utility>
 
+#include "vigil/base/strings.h"
+
 namespace vigil::nvml {
 namespace {
 
@@ -54,9 +56,9 @@ std::string gpus_text(const std::vector<int>& gpus) {
   return short_list(names, 4);
 }
 
-std::string trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\0')) s.pop_back();
-  return s;
+// /proc/<pid>/comm ends in a newline; a cmdline read whole carries NULs.
+std::string trimmed(const std::string& s) {
+  return std::string(trim(s, std::string_view(" \n\0", 3)));
 }
 
 // The process's name as this PID namespace sees it (/proc/<pid>/comm), else NVML's
@@ -64,11 +66,11 @@ std::string trim(std::string s) {
 std::string process_name(const Session& s, const std::string& proc_root, unsigned pid) {
   std::ifstream comm(proc_root + "/" + std::to_string(pid) + "/comm");
   std::string name;
-  if (comm && std::getline(comm, name) && !trim(name).empty()) return trim(name);
+  if (comm && std::getline(comm, name) && !trimmed(name).empty()) return trimmed(name);
   char buf[256] = {};
   if (call(s.api().system_get_process_name, pid, buf, unsigned{sizeof buf}) == NVML_SUCCESS) {
     buf[sizeof buf - 1] = '\0';
-    name = trim(buf);
+    name = trimmed(buf);
     if (const size_t slash = name.rfind('/'); slash != std::string::npos) {
       name = name.substr(slash + 1);
     }

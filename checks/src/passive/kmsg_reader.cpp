@@ -16,6 +16,7 @@
 #include "core/counter_state.h"
 #include "core/xid_classes.h"
 #include "vigil/base/files.h"
+#include "vigil/base/strings.h"
 
 namespace vigil::kmsg {
 
@@ -28,13 +29,6 @@ bool parse_number(std::string_view s, T& out) {
   if (s.empty()) return false;
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
   return ec == std::errc() && p == s.data() + s.size();
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
-    s.remove_suffix(1);
-  return s;
 }
 
 }  // namespace

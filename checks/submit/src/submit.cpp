@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "vigil/base/process.h"
+#include "vigil/base/strings.h"
 #include "vigil/base/time.h"
 #include "vigil/slurm/slurm_api.h"
 #include "vigil/slurm/slurm_jobs.h"
@@ -58,13 +59,8 @@ std::string display_command(const PlannedCommand& c, const std::string& job_scri
   return line;
 }
 
-std::string trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\r')) s.pop_back();
-  return s;
-}
-
 std::string last_line(const std::string& s) {
-  std::string t = trim(s);
+  std::string t(trim(s));
   const auto pos = t.rfind('\n');
   return pos == std::string::npos ? t : t.substr(pos + 1);
 }

@@ -47,6 +47,12 @@ std::string short_list(const std::vector<std::string>& items, size_t max_shown,
   return out;
 }
 
+std::string_view trim(std::string_view s, std::string_view chars) {
+  const auto first = s.find_first_not_of(chars);
+  if (first == std::string_view::npos) return {};
+  return s.substr(first, s.find_last_not_of(chars) - first + 1);
+}
+
 std::string tail_lines(const std::string& text, int lines) {
   std::size_t pos = text.size();
   while (pos > 0 && (text[pos - 1] == '\n' || text[pos - 1] == ' ')) --pos;

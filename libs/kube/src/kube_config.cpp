@@ -22,6 +22,7 @@
 #include <sstream>
 #include <string>
 
+#include "vigil/base/strings.h"
 #include "vigil/kube/kube_api.h"
 
 namespace vigil::kube {
@@ -37,14 +38,6 @@ Result<std::string> read_text_file(const std::string& path, const std::string& w
   std::ostringstream ss;
   ss << in.rdbuf();
   return ss.str();
-}
-
-std::string trim(std::string s) {
-  const char* ws = " \t\r\n";
-  s.erase(0, s.find_first_not_of(ws));
-  const auto end = s.find_last_not_of(ws);
-  s.erase(end == std::string::npos ? 0 : end + 1);
-  return s;
 }
 
 std::optional<std::string> base64_decode(const std::string& in) {
@@ -255,14 +248,14 @@ Result<KubeConfig> parse_kubeconfig(const YAML::Node& root, const std::string& p
   if ((*user)["username"] || (*user)["password"]) {
     return fail(user_field + ".username/password (basic auth) is not supported; use a token");
   }
-  cfg.token = trim(scalar_or_empty(*user, "token"));
+  cfg.token = std::string(trim(scalar_or_empty(*user, "token")));
   if (cfg.token.empty()) {
     const std::string token_file = scalar_or_empty(*user, "tokenFile");
     if (!token_file.empty()) {
       const std::string resolved = resolve_relative(token_file, path);
       auto token = read_text_file(resolved, user_field + ".tokenFile");
       if (!token.ok()) return fail(token.error().message);
-      cfg.token = trim(token.value());
+      cfg.token = std::string(trim(token.value()));
       if (cfg.token.empty()) return fail(user_field + ".tokenFile " + resolved + " is empty");
       cfg.token_file = resolved;
     }
@@ -313,7 +306,7 @@ Result<KubeConfig> kube_config_in_cluster(const std::string& sa_dir) {
     return Error{
         token.error().message + " (is automountServiceAccountToken disabled for this pod?)", where};
   }
-  cfg.token = trim(token.value());
+  cfg.token = std::string(trim(token.value()));
   if (cfg.token.empty()) return Error{"service-account token " + token_path + " is empty", where};
   cfg.token_file = token_path;
 
@@ -330,7 +323,7 @@ Result<std::string> kube_in_cluster_namespace(const std::string& sa_dir) {
   const std::string path = (fs::path(sa_dir) / "namespace").string();
   auto ns = read_text_file(path, "service-account namespace");
   if (!ns.ok()) return Error{ns.error().message, "kube_in_cluster_namespace"};
-  std::string value = trim(ns.value());
+  std::string value(trim(ns.value()));
   if (value.empty()) return Error{path + " is empty", "kube_in_cluster_namespace"};
   return value;
 }

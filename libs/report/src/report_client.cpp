@@ -17,6 +17,7 @@
 #include "vigil/base/files.h"
 #include "vigil/base/http_url.h"
 #include "vigil/base/httplib_tls.h"
+#include "vigil/base/strings.h"
 #include "vigil/munge/munge.h"
 #include "vigil/report/drain_decision.h"
 
@@ -45,8 +46,7 @@ Result<std::string> read_token(const std::string& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   std::string t = ss.str();
-  while (!t.empty() && (t.back() == '\n' || t.back() == '\r' || t.back() == ' ')) t.pop_back();
-  return t;
+  return std::string(trim(t));
 }
 
 // Checks the TLS settings before anything is sent; empty when they are usable.

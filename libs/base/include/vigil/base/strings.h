@@ -22,6 +22,9 @@ std::string fixed(double v, int decimals);
 // ~40 GB/s on InfiniBand and ~0.05 GB/s on a test's shaped veth link).
 std::string significant(double v, int digits = 3);
 
+// `s` without the leading and trailing characters of `chars` (by default whitespace).
+std::string_view trim(std::string_view s, std::string_view chars = " \t\r\n");
+
 // The last `lines` lines of `text`, for error messages.
 std::string tail_lines(const std::string& text, int lines);
 
