@@ -330,11 +330,11 @@ ReportDecision verdict_of(const NodeState& s, const NodeReport& r) {
     d.why = "the node has decided a newer report since";
     return d;
   }
-  if (s.last_action == to_string(Action::kDrain)) {
+  if (s.last_action == LastAction::kDrain) {
     d.verdict = DrainVerdict::kDrain;
-  } else if (s.last_action == to_string(Action::kWouldDrain)) {
+  } else if (s.last_action == LastAction::kWouldDrain) {
     d.verdict = DrainVerdict::kDryRun;
-  } else if (s.last_action == to_string(Action::kBreakerBlocked)) {
+  } else if (s.last_action == LastAction::kBreakerBlocked) {
     d.verdict = DrainVerdict::kBreakerHeld;
   } else if (s.drained_by_vigil) {
     d.verdict = DrainVerdict::kAlreadyDrained;

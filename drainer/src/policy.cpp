@@ -101,6 +101,52 @@ std::string_view to_string(Action a) {
   return "none";
 }
 
+LastAction last_action_of(Action a) {
+  switch (a) {
+    case Action::kNone:
+      return LastAction::kNone;
+    case Action::kDrain:
+      return LastAction::kDrain;
+    case Action::kResume:
+      return LastAction::kResume;
+    case Action::kWouldDrain:
+      return LastAction::kWouldDrain;
+    case Action::kWouldResume:
+      return LastAction::kWouldResume;
+    case Action::kBreakerBlocked:
+      return LastAction::kBreakerBlocked;
+  }
+  return LastAction::kNone;
+}
+
+std::string_view to_string(LastAction a) {
+  switch (a) {
+    case LastAction::kNone:
+      return "";
+    case LastAction::kDrainSkipped:
+      return "drain_skipped";
+    case LastAction::kDrain:
+      return to_string(Action::kDrain);
+    case LastAction::kResume:
+      return to_string(Action::kResume);
+    case LastAction::kWouldDrain:
+      return to_string(Action::kWouldDrain);
+    case LastAction::kWouldResume:
+      return to_string(Action::kWouldResume);
+    case LastAction::kBreakerBlocked:
+      return to_string(Action::kBreakerBlocked);
+  }
+  return "";
+}
+
+std::optional<LastAction> last_action_from_string(std::string_view s) {
+  for (LastAction a :
+       {LastAction::kNone, LastAction::kDrain, LastAction::kResume, LastAction::kWouldDrain,
+        LastAction::kWouldResume, LastAction::kBreakerBlocked, LastAction::kDrainSkipped})
+    if (to_string(a) == s) return a;
+  return std::nullopt;
+}
+
 std::optional<Action> action_from_string(std::string_view s) {
   for (Action a : kAllActions)
     if (to_string(a) == s) return a;
@@ -167,7 +213,7 @@ NodeState start_state(const NodeState* prev, const NodeReport& r, const slurm::S
   s.last_check_time = r.end_time;
   s.last_run_id = r.run_id;
   s.failing = failing_summary(r);
-  s.last_action.clear();
+  s.last_action = LastAction::kNone;
   s.note.clear();
   return s;
 }
@@ -224,8 +270,7 @@ bool count_report(NodeState& s, const NodeReport& r) {
 Decision PolicyEngine::finish(Decision& d, NodeState& s, Step step) {
   d.action = step.action;
   s.health = step.health;
-  s.last_action =
-      step.action == Action::kNone ? std::string() : std::string(to_string(step.action));
+  s.last_action = last_action_of(step.action);
   if (!step.why.empty()) s.note = s.note.empty() ? step.why : s.note + "; " + step.why;
   d.why = s.note;
   d.after = step.health;
@@ -347,7 +392,7 @@ std::optional<NodeState> PolicyEngine::on_tick(const NodeState& s) const {
   NodeState n = s;
   n.health = NodeHealth::kStale;
   n.note = "no report for more than " + std::to_string(policy_.staleness_s) + "s";
-  n.last_action.clear();
+  n.last_action = LastAction::kNone;
   return n;
 }
 
@@ -385,7 +430,7 @@ Decision PolicyEngine::on_operator_resume(const NodeState& s,
       if (c.last_status == Status::kFail) c.last_status = Status::kSkipped;
     n.health = health_from_checks(n);
   }
-  n.last_action = std::string(to_string(d.action));
+  n.last_action = last_action_of(d.action);
   n.note = "operator resume";
   d.why = n.note;
   d.after = n.health;
@@ -417,7 +462,7 @@ nlohmann::json to_json(const NodeState& s) {
                    {"last_report_unix_s", s.last_report_unix},
                    {"last_check_time", s.last_check_time},
                    {"last_run_id", s.last_run_id},
-                   {"last_action", s.last_action},
+                   {"last_action", std::string(to_string(s.last_action))},
                    {"note", s.note},
                    {"failing", s.failing}};
   if (s.k8s_node) j["k8s_node"] = *s.k8s_node;
@@ -460,7 +505,11 @@ Result<NodeState> node_state_from_json(const nlohmann::json& j) {
     s.last_report_unix = j.value("last_report_unix_s", int64_t{0});
     s.last_check_time = j.value("last_check_time", "");
     s.last_run_id = j.value("last_run_id", "");
-    s.last_action = j.value("last_action", "");
+    const std::string last = j.value("last_action", "");
+    const auto la = last_action_from_string(last);
+    if (!la)
+      return Error{"unknown last_action '" + last + "'", "node_state_from_json(" + s.node + ")"};
+    s.last_action = *la;
     s.note = j.value("note", "");
     s.failing = j.value("failing", "");
     if (j.contains("k8s_node")) s.k8s_node = j.at("k8s_node").get<std::string>();

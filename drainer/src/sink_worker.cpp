@@ -144,12 +144,12 @@ void DrainerCore::correct_not_drained(const std::vector<NotDrained>& not_drained
       d.state.drained_by_vigil = false;
       d.state.reason.clear();
       d.state.health = d.after = k.health;
-      d.state.last_action = "drain_skipped";
+      d.state.last_action = LastAction::kDrainSkipped;
       d.state.note = "drain not applied: " + k.why;
       d.why = d.state.note;
       d.driving_checks = d.state.driving_checks;
       d.breaker = breaker_;
-      apply_decision_locked(d, nullptr, 0, records, intents, "drain_skipped");
+      apply_decision_locked(d, nullptr, 0, records, intents, to_string(LastAction::kDrainSkipped));
     }
     if (records.empty()) return;
     if (auto w = journal_->append(std::move(records)); !w.ok()) {

@@ -36,6 +36,22 @@ struct CheckState {
   std::string fault_code;
 };
 
+// What the latest decision about a node did. Spelled as its Action ("drain", "resume",
+// "would_drain", "would_resume", "breaker_blocked"), "drain_skipped" when the Slurm sink found
+// the node not Vigil's to drain after all, and "" when it changed nothing; snapshots and
+// /v1/nodes carry the spelling, and one this build does not know is an error.
+enum class LastAction {
+  kNone,
+  kDrain,
+  kResume,
+  kWouldDrain,
+  kWouldResume,
+  kBreakerBlocked,
+  kDrainSkipped
+};
+std::string_view to_string(LastAction a);
+std::optional<LastAction> last_action_from_string(std::string_view s);
+
 struct NodeState {
   std::string node;
   std::string sku;
@@ -51,10 +67,9 @@ struct NodeState {
   int64_t last_report_unix = 0;  // when the latest report was accepted
   std::string last_check_time;   // report end_time (RFC 3339)
   std::string last_run_id;
-  std::string last_action;  // drain | resume | would_drain | would_resume | breaker_blocked |
-                            // drain_skipped (the sink found the node not ours to drain) | ""
-  std::string note;         // why the last decision was what it was
-  std::string failing;      // compact JSON array of failing/warning measurements
+  LastAction last_action = LastAction::kNone;
+  std::string note;     // why the last decision was what it was
+  std::string failing;  // compact JSON array of failing/warning measurements
   // Switch verdict (docs/fabric.md): the node's leaf switch per its latest fabric job with a
   // topology, and whether that switch is suspected. Every node known under a switch carries
   // the same verdict: the newest job's evidence about the switch, from any of its nodes.
@@ -68,6 +83,7 @@ inline constexpr Action kAllActions[] = {Action::kNone,        Action::kDrain,
                                          Action::kWouldResume, Action::kBreakerBlocked};
 std::string_view to_string(Action a);
 std::optional<Action> action_from_string(std::string_view s);
+LastAction last_action_of(Action a);  // kNone for kNone
 
 struct Decision {
   Action action = Action::kNone;
