@@ -205,9 +205,9 @@ void read_munge_auth(const Reader& rd, const YAML::Node& auth, MungeAuthSettings
 }
 
 void read_detection(const Reader& rd, const YAML::Node& n, DetectionSettings& d) {
-  rd.only_keys(
-      n, "detection",
-      {"enabled", "confirmed_drain_after", "unconfirmed_drain_after", "reset_on_resume", "engine"});
+  rd.only_keys(n, "detection",
+               {"enabled", "confirmed_drain_after", "unconfirmed_drain_after", "reset_on_resume",
+                "engine", "engine_file"});
   rd.get(n, "enabled", "detection.enabled", d.enabled);
   rd.get(n, "confirmed_drain_after", "detection.confirmed_drain_after", d.confirmed_drain_after);
   rd.get(n, "unconfirmed_drain_after", "detection.unconfirmed_drain_after",
@@ -228,6 +228,17 @@ void read_detection(const Reader& rd, const YAML::Node& n, DetectionSettings& d)
               first.find(": ") == std::string::npos ? first : first.substr(first.find(": ") + 2));
     }
     d.engine = std::move(parsed).value();
+  }
+  // The file vigil-check plans its repeats with (detection.json beside the thresholds): one
+  // configuration for both sides (docs/detection.md).
+  if (const YAML::Node f = n["engine_file"]; f.IsDefined()) {
+    if (n["engine"].IsDefined())
+      rd.fail(f, "detection.engine_file", "give engine or engine_file, not both");
+    std::string path;
+    rd.get(n, "engine_file", "detection.engine_file", path);
+    auto c = detect::load_config_file(path);
+    if (!c.ok()) rd.fail(f, "detection.engine_file", c.error().message);
+    d.engine = std::move(c).value();
   }
 }
 void read_policy(const Reader& rd, const YAML::Node& p, PolicyConfig& policy) {

@@ -175,6 +175,27 @@ TEST(SkuDir, duplicate_sku_names_are_an_error) {
   EXPECT_NE(set.errors.back().message.find("duplicate SKU 'H100-SXM5-80GB'"), std::string::npos);
 }
 
+// detection.json beside the SKU files is the site's detection settings (the drainer's
+// detection.engine_file names the same file): loaded with them, and an error among theirs.
+TEST(SkuDir, detection_json_beside_the_thresholds_is_loaded_and_checked_with_them) {
+  TempDir d;
+  d.write("h100.yaml", kH100);
+  auto plain = load_sku_dir(d.path(), known_check_names());
+  ASSERT_TRUE(plain);
+  EXPECT_EQ(plain.value->detection, nullptr);  // none: the defaults
+  d.write("detection.json", R"({"margins": {"gemm": {"warn": 0.10, "fail": 0.20}}})");
+  auto with = load_sku_dir(d.path(), known_check_names());
+  ASSERT_TRUE(with) << with.errors[0].to_string();
+  ASSERT_NE(with.value->detection, nullptr);
+  EXPECT_DOUBLE_EQ(with.value->detection->margins.at("gemm").fail, 0.20);
+  d.write("detection.json", R"({"margins": {"gemm": {"warn": 0.10, "fial": 0.20}}})");
+  auto bad = load_sku_dir(d.path(), known_check_names());
+  ASSERT_FALSE(bad);
+  ASSERT_EQ(bad.errors.size(), 1u);
+  EXPECT_NE(bad.errors[0].file.find("detection.json"), std::string::npos);
+  EXPECT_NE(bad.errors[0].message.find("fial"), std::string::npos) << bad.errors[0].to_string();
+}
+
 TEST(SkuDir, shipped_threshold_files_are_valid) {
   auto set =
       load_sku_dir(std::string(VIGIL_SOURCE_DIR) + "/checks/thresholds", known_check_names());

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 namespace vigil::detect {
@@ -127,6 +129,24 @@ TEST(DetectConfig, to_json_round_trips) {
   ASSERT_TRUE(back.ok()) << back.error().to_string();
   EXPECT_EQ(to_json(*back), to_json(c));
   EXPECT_EQ(back->metrics.back().direction, Direction::kLowerIsBetter);
+}
+
+TEST(DetectConfigFile, the_shared_file_loads_and_its_errors_name_it) {
+  char dir[] = "/tmp/vigil-detect-XXXXXX";
+  ASSERT_TRUE(::mkdtemp(dir));
+  const std::string path = std::string(dir) + "/" + kDetectionFileName;
+  auto missing = load_config_file(path);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.error().to_string().find(path), std::string::npos);
+  std::ofstream(path) << R"({"min_peers": 5})";
+  auto ok = load_config_file(path);
+  ASSERT_TRUE(ok.ok()) << ok.error().to_string();
+  EXPECT_EQ(ok->min_peers, 5);
+  std::ofstream(path, std::ios::trunc) << "{not json";
+  auto bad = load_config_file(path);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find(path + ": not valid JSON"), std::string::npos);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace vigil::detect

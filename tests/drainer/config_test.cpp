@@ -359,6 +359,30 @@ TEST(Config, auth_mode_munge_errors_name_file_line_and_field) {
 
 namespace vigil::drainer {
 namespace {
+// detection.engine_file: the detection.json vigil-check reads beside its thresholds.
+TEST(Config, detection_engine_file_is_the_file_the_checks_read) {
+  char dir[] = "/tmp/vigil-cfg-XXXXXX";
+  ASSERT_TRUE(::mkdtemp(dir));
+  const std::string f = std::string(dir) + "/detection.json";
+  std::ofstream(f) << R"({"min_peers": 6})";
+  auto c = parse_config("auth: disabled\ndetection:\n  engine_file: " + f + "\n", "c.yaml");
+  ASSERT_TRUE(c.ok()) << c.error().to_string();
+  EXPECT_EQ(c->detection.engine.min_peers, 6);
+  auto both = parse_config(
+      "auth: disabled\ndetection:\n  engine: {min_peers: 4}\n  engine_file: " + f + "\n", "c.yaml");
+  ASSERT_FALSE(both.ok());
+  EXPECT_NE(both.error().message.find("c.yaml:4: detection.engine_file: give engine or "
+                                      "engine_file, not both"),
+            std::string::npos)
+      << both.error().message;
+  std::ofstream(f, std::ios::trunc) << R"({"min_peer": 6})";
+  auto bad = parse_config("auth: disabled\ndetection:\n  engine_file: " + f + "\n", "c.yaml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("c.yaml:3: detection.engine_file: " + f), std::string::npos)
+      << bad.error().message;
+  std::filesystem::remove_all(dir);
+}
+
 TEST(Config, a_webhook_section_is_read_with_its_defaults) {
   auto c = parse_config(
       "auth: disabled\nwebhook:\n  enabled: true\n  url: https://hooks.example/v\n", "c.yaml");

@@ -231,7 +231,7 @@ CheckResult launch_and_confirm(const CheckContext& ctx, const AllreduceSpec& spe
   const Steady::time_point start = Steady::now();
   CheckResult r = launch_and_judge(ctx, spec);
   Steady::duration longest = Steady::now() - start;
-  const detect::DetectConfig& cfg = detect::DetectConfig::defaults();
+  const detect::DetectConfig& cfg = ctx.detect_config();  // the site's, as the drainer's
   CounterState state(ctx.state_dir, spec.check, ctx.node);
   const std::vector<double> recent = state.recent_figures("busbw");
   const int repeats = plan_allreduce_repeats(r, recent, cfg);

@@ -368,6 +368,13 @@ Loaded<SkuSet> load_sku_dir(const std::string& dir, const std::set<std::string>&
     }
     set.skus.push_back(std::move(*one.value));
   }
+  const std::string det = dir + "/" + detect::kDetectionFileName;
+  if (std::filesystem::exists(det, ec)) {
+    if (auto c = detect::load_config_file(det); c.ok())
+      set.detection = std::make_shared<const detect::DetectConfig>(std::move(*c));
+    else
+      out.errors.push_back({det, 0, "", c.error().message.substr(det.size() + 2)});
+  }
   if (out.errors.empty()) out.value = std::move(set);
   return out;
 }

@@ -137,7 +137,7 @@ CheckResult run_on_each_gpu(const CheckContext& ctx, std::string_view check,
   // Confirmation: a GPU slower than its peers or than its own recent healthy figures (kept in
   // the probe's state file) is measured again, so the drainer can tell a slow GPU (its repeats
   // are slow too) from a transient dip (docs/detection.md).
-  const detect::DetectConfig& cfg = detect::DetectConfig::defaults();
+  const detect::DetectConfig& cfg = ctx.detect_config();  // the site's, as the drainer's
   CounterState state(ctx.state_dir, check, ctx.node);
   GpuHistory history;
   for (const auto& m : r.measurements) {

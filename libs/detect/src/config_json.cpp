@@ -1,5 +1,6 @@
 // DetectConfig <-> JSON. Every key optional (defaults fill the rest), unknown keys rejected,
 // every problem reported at once as "field: message".
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -130,6 +131,16 @@ Result<DetectConfig> config_from_json(const json& j) {
   std::string all;
   for (const std::string& e : r.errors) all += (all.empty() ? "" : "; ") + e;
   return Error{all, "detect::config_from_json"};
+}
+
+Result<DetectConfig> load_config_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Error{"cannot read " + path, "detect::load_config_file"};
+  json j = json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return Error{path + ": not valid JSON", "detect::load_config_file"};
+  auto c = config_from_json(j);
+  if (!c.ok()) return Error{path + ": " + c.error().message, "detect::load_config_file"};
+  return c;
 }
 
 json to_json(const DetectConfig& c) {

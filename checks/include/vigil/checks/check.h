@@ -10,6 +10,7 @@
 
 #include "vigil/base/strings.h"  // short_list() for check messages
 #include "vigil/checks/sku.h"
+#include "vigil/detect/config.h"
 #include "vigil/report/report.h"
 
 namespace vigil {
@@ -57,6 +58,13 @@ struct CheckContext {
   // by then, a fault is not (docs/detection.md, "Interference that lasts through the repeats").
   // 0 = repeat at once. Checks that space their repeats get this much more time (runner).
   std::chrono::seconds repeat_spacing{0};
+  // The site's detection settings (detection.json beside the thresholds; null: the defaults),
+  // which the confirmation repeats are planned with: the same the drainer judges with.
+  std::shared_ptr<const detect::DetectConfig> detection;
+  const detect::DetectConfig& detect_config() const {
+    static const detect::DetectConfig kDefaults = detect::DetectConfig::defaults();
+    return detection ? *detection : kDefaults;
+  }
 
   // Threshold for (check, measurement) under the detected SKU, or nullptr.
   const Threshold* threshold(std::string_view check, std::string_view measurement) const {

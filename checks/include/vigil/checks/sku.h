@@ -3,11 +3,13 @@
 // One YAML file per SKU in a thresholds directory (checks/thresholds/*.yaml), documented in
 // docs/thresholds.md. Loading is parse -> defaults -> validate; errors name file, line, field.
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "vigil/detect/config.h"
 #include "vigil/report/threshold.h"
 
 namespace vigil {
@@ -45,6 +47,10 @@ struct ConfigError {
 
 struct SkuSet {
   std::vector<SkuConfig> skus;
+  // The site's detection settings, `detection.json` beside the SKU files
+  // (detect::kDetectionFileName): what the confirmation repeats are planned with, the file the
+  // drainer's detection.engine_file names. Null when there is none: the defaults.
+  std::shared_ptr<const detect::DetectConfig> detection;
   const SkuConfig* by_name(std::string_view name) const;
 };
 
@@ -58,7 +64,8 @@ struct Loaded {
 // known_checks: the check names a threshold may name (registry.h known_check_names()); any
 // other name is an error, so a misspelt check cannot silently lose its bound.
 Loaded<SkuConfig> load_sku_file(const std::string& path, const std::set<std::string>& known_checks);
-// Every *.yaml / *.yml in dir; duplicate SKU names are an error.
+// Every *.yaml / *.yml in dir, and detection.json when there is one; duplicate SKU names and
+// an invalid detection.json are errors.
 Loaded<SkuSet> load_sku_dir(const std::string& dir, const std::set<std::string>& known_checks);
 
 // What the node looks like, for SKU matching.

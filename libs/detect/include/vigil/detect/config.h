@@ -87,4 +87,11 @@ struct DetectConfig {
 Result<DetectConfig> config_from_json(const nlohmann::json& j);
 nlohmann::json to_json(const DetectConfig& c);
 
+// The site's detection settings, one file both sides read (docs/detection.md "One detection
+// configuration"): `detection.json` beside the SKU threshold files, which vigil-check plans its
+// confirmation repeats with and the drainer's `detection.engine_file` names. Its JSON form is
+// config_from_json's; errors name the file.
+inline constexpr const char* kDetectionFileName = "detection.json";
+Result<DetectConfig> load_config_file(const std::string& path);
+
 }  // namespace vigil::detect
