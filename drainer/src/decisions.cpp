@@ -64,7 +64,6 @@ void DrainerCore::apply_decision_locked(const Decision& d, const NodeReport* r, 
       s, event_type.empty() ? std::string(to_string(d.action)) : std::string(event_type));
   e.time = now;
   e.before = d.before;
-  e.why = d.why;
   e.checks = d.driving_checks;
   e.run_id = r ? r->run_id : "";
   e.dry_run = cfg_.dry_run;
@@ -260,6 +259,9 @@ int DrainerCore::tick() {
 }
 
 Result<std::string> DrainerCore::resume(const std::string& node) {
+  // After any pass in flight has enqueued its intents: a node's events reach an ordered sink
+  // (the webhook) in the order they were decided, and its drain never lands after this resume.
+  std::lock_guard pl(pass_mu_);
   std::lock_guard dl(decide_mu_);
   auto view_ptr = views_->get(true);  // an operator command reads Slurm now
   const SlurmView& view = *view_ptr;
@@ -298,6 +300,10 @@ Result<std::string> DrainerCore::resume(const std::string& node) {
 }
 
 VoidResult DrainerCore::reset_breaker() {
+  // As resume(): after a pass in flight, and no snapshot between journaling the reset and
+  // enqueuing its intents (a snapshot then would drop them with the segment that holds them).
+  std::lock_guard pl(pass_mu_);
+  std::lock_guard dl(decide_mu_);
   std::vector<Intent> intents;
   {
     std::lock_guard lk(mu_);

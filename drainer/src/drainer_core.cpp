@@ -25,7 +25,13 @@ DrainerCore::DrainerCore(DrainerConfig cfg, std::shared_ptr<slurm::SlurmApi> slu
   if (cfg_.detection.enabled) slow_ = std::make_unique<detect::Engine>(cfg_.detection.engine);
   for (const SinkSpec& spec : sink_specs()) {
     lanes_.push_back(std::make_unique<SinkLane>(spec, spec.lane(cfg_)));
-    metrics_.on_given_up(spec.name, 0);  // a series from the start: increase() sees the first
+    // Every sink's series from the start, so that increase() sees its first event.
+    metrics_.on_given_up(spec.name, 0);
+    metrics_.set_pending(spec.name, 0);
+    for (IntentAction a : kAllIntentActions)
+      if (spec.takes(a))
+        for (const char* outcome : {"ok", "error", "skipped"})
+          metrics_.on_action(to_string(a), spec.name, outcome, 0);
   }
 }
 

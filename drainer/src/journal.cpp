@@ -115,9 +115,12 @@ Result<Recovered> Journal::recover() {
   VIGIL_TRY(auto loaded, load_snapshot(dir_ + "/snapshot.json", out));
   (void)loaded;
   std::vector<std::pair<uint64_t, std::string>> segs;
+  std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir_)) {
     auto name = e.path().filename().string();
     if (auto s = segment_first_seq(name)) segs.emplace_back(*s, e.path().string());
+    // A snapshot write a crash interrupted (replace_file_atomically's temporary): never read.
+    if (name.starts_with("snapshot.json.tmp")) fs::remove(e.path(), ec);
   }
   std::sort(segs.begin(), segs.end());
   uint64_t max_seq = out.snapshot_seq;
@@ -284,6 +287,12 @@ VoidResult Journal::write_snapshot(const nlohmann::json& snapshot, uint64_t last
                         snap.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
                         {0600, fsync_}));
   (void)w;
+  // The segments below go only once the rename is durable: a directory fsync that fails is an
+  // error here (replace_file_atomically tolerates one for its other callers).
+  if (fsync_) {
+    VIGIL_TRY(auto r, fsync_dir(dir_));
+    (void)r;
+  }
   // Segments that start at or before `last` hold only records the snapshot covers (cut()
   // started a new one after them).
   for (const auto& e : fs::directory_iterator(dir_)) {

@@ -188,9 +188,16 @@ void DrainerCore::observe_outcomes(const SinkLane& lane, const std::vector<Inten
   const std::string now = rfc3339_utc(clock_.now_unix());
   for (const auto& [k, nodes] : lines) {
     const auto& [action, outcome, reason, why, detail] = k;
-    nlohmann::json a{{"time", now},    {"event", "action"},
-                     {"sink", sink},   {"action", std::string(to_string(action))},
-                     {"nodes", nodes}, {"outcome", outcome}};
+    // At most 20 names a line: with slurmctld down every backoff retries every pending node.
+    constexpr size_t kShown = 20;
+    nlohmann::json a{{"time", now},
+                     {"event", "action"},
+                     {"sink", sink},
+                     {"action", std::string(to_string(action))},
+                     {"nodes", std::vector<std::string>(
+                                   nodes.begin(), nodes.begin() + std::min(nodes.size(), kShown))},
+                     {"outcome", outcome}};
+    if (nodes.size() > kShown) a["nodes_total"] = nodes.size();
     if (!reason.empty()) a["reason"] = reason;
     if (!why.empty()) a[outcome == "error" ? "error" : "why"] = why;
     if (!detail.empty()) a["detail"] = detail;

@@ -40,9 +40,20 @@ IntentOutcome WebhookSink::post(const Intent& i) {
 
 SinkResult WebhookSink::apply(const std::vector<Intent>& batch) {
   SinkResult out;
+  std::string failed;  // why the receiver failed earlier in this batch
   for (const auto& i : batch) {
+    // A receiver that is down would make every event of the batch wait out its timeout (1,000
+    // nodes x 5 s, and stop() waiting for all of it): after its first failure the rest wait for
+    // the backoff, untried.
+    if (!failed.empty()) {
+      out.outcomes.push_back(IntentOutcome::retry(i.id, "not sent: " + failed));
+      continue;
+    }
     IntentOutcome o = post(i);
-    out.back_off = out.back_off || o.kind == OutcomeKind::kRetry;
+    if (o.kind == OutcomeKind::kRetry) {
+      out.back_off = true;
+      failed = o.why;
+    }
     out.outcomes.push_back(std::move(o));
   }
   return out;

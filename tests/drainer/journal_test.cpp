@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <thread>
@@ -41,6 +42,16 @@ TEST(Journal, appends_are_recovered_in_order) {
     EXPECT_EQ(r.records[i]["seq"], i + 1);
   }
   EXPECT_EQ(j->last_seq(), 10u);
+}
+
+// A snapshot write a crash interrupted leaves replace_file_atomically's temporary: recovery
+// removes it (each such crash would otherwise leave one more, as large as the state).
+TEST(Journal, the_temporary_of_an_interrupted_snapshot_is_removed_on_recovery) {
+  TempDir d;
+  { auto j = open_recovered(d.str()); }
+  std::ofstream(d.str() + "/snapshot.json.tmp.4242") << "{\"nodes\": [";
+  auto j = open_recovered(d.str());
+  EXPECT_FALSE(std::filesystem::exists(d.str() + "/snapshot.json.tmp.4242"));
 }
 
 TEST(Journal, torn_tail_is_dropped_and_appends_continue) {

@@ -208,6 +208,30 @@ TEST(WebhookSink, a_refused_or_undeliverable_event_is_given_up_and_counted) {
   EXPECT_EQ(lines, 2);
 }
 
+// A receiver that fails is not tried again for every other node of the batch (each try could
+// wait out the timeout): the rest of the batch waits for the backoff, untried.
+TEST(WebhookSink, after_a_failure_the_rest_of_the_batch_waits_untried) {
+  TempDir d;
+  FakeClock clock;
+  Receiver rx;
+  auto slurm = testing::fake_cluster(4);
+  auto cfg = webhook_config(d.str(), rx.url());
+  cfg.webhook.max_attempts = 10;
+  Drainer dr(cfg, slurm, nullptr, clock, make_http_webhook(cfg.webhook));
+  ASSERT_TRUE(dr.open().ok());
+  std::vector<NodeReport> rs;
+  for (int i = 0; i < 4; ++i)
+    rs.push_back(testing::ecc_fail_report("gpu-" + std::to_string(i), "a"));
+  ASSERT_TRUE(dr.ingest(rs).ok());
+  dr.process_pending();
+  rx.answer({503});
+  EXPECT_EQ(dr.run_sink_once(SinkKind::kWebhook), 4);
+  EXPECT_EQ(rx.tries(), 1u);
+  drain_webhook(dr);
+  EXPECT_EQ(rx.got().size(), 4u);
+  EXPECT_EQ(rx.tries(), 5u);
+}
+
 // The receiver is down when the drain is decided and the drainer restarts: the event was
 // journaled with its intent, so the new process delivers it, with the same id.
 TEST(WebhookSink, an_event_undelivered_before_a_restart_is_delivered_after_it_with_its_id) {

@@ -372,8 +372,11 @@ Loaded<SkuSet> load_sku_dir(const std::string& dir, const std::set<std::string>&
   if (std::filesystem::exists(det, ec)) {
     if (auto c = detect::load_config_file(det); c.ok())
       set.detection = std::make_shared<const detect::DetectConfig>(std::move(*c));
-    else
-      out.errors.push_back({det, 0, "", c.error().message.substr(det.size() + 2)});
+    else {
+      std::string why = c.error().message;
+      if (why.rfind(det + ": ", 0) == 0) why.erase(0, det.size() + 2);
+      out.errors.push_back({det, 0, "", why});
+    }
   }
   if (out.errors.empty()) out.value = std::move(set);
   return out;
