@@ -65,58 +65,34 @@ class DrainerCore {
   DrainerCore(const DrainerCore&) = delete;
   DrainerCore& operator=(const DrainerCore&) = delete;
 
-  // Opens the journal in cfg.state_dir, rebuilds state (snapshot + replay). After this the
-  // drainer is ready: ingest() works.
+  // The public API; each call is documented in vigil/drainer/drainer.h, which forwards here.
   VoidResult open();
   bool ready() const { return ready_.load(); }
-
-  // Background threads: decisions, one worker per enabled sink (Slurm: batching window;
-  // both: retry with backoff), staleness + spool scan. stop() joins them (also done by the
-  // destructor).
   void start();
   void stop();
-
-  // Durable + idempotent on (node, run_id). Returns after the journal fsync.
   Result<IngestOutcome> ingest(const std::vector<NodeReport>& reports);
-  // Reads every *.json in dir (one report or an array per file), ingests, deletes the file
-  // once durable; unparsable files move to dir/rejected/. Returns the number of files taken.
   Result<int> ingest_dir(const std::string& dir);
-
-  // Decides every accepted report now (process_pending) and returns the verdict on each of
-  // `reports` (a Slurm hook waits for it: docs/hooks.md "Who drains"). kUnknown for a report
-  // whose node has decided a newer one since.
   std::vector<ReportDecision> decide_now(const std::vector<NodeReport>& reports);
-  // What a hook needs of this drainer's configuration to act alone when it cannot reach it.
   SharedDrainPolicy shared_policy() const;
-
-  // ---- steps, driven by the threads or by hand (one-shot commands, tests) ----
-  int process_pending();          // decides every accepted report not yet decided; returns count
-  int run_sink_once(SinkKind k);  // applies the sink's pending intents; returns how many are left
-  int tick();                     // staleness sweep + report ages; returns nodes that became stale
+  int process_pending();
+  int run_sink_once(SinkKind k);
+  int tick();
   VoidResult snapshot_now();
-
-  // ---- operator actions ----
-  Result<std::string> resume(const std::string& node);  // returns what happened
+  Result<std::string> resume(const std::string& node);
   VoidResult reset_breaker();
-
-  // ---- views ----
   std::vector<NodeState> nodes() const;
-  // GET /v1/nodes and `vigil-drainer status --json`: nodes, breaker, pending actions per sink,
-  // dry_run.
   nlohmann::json nodes_view() const;
   std::optional<NodeState> node(const std::string& name) const;
   BreakerState breaker() const;
-  // The detection engine's healthy figures of `sku` (vigil-drainer calibrate); empty when
-  // detection is off or nothing was learned.
   std::vector<detect::HealthyFigures> healthy_figures(const std::string& sku) const;
   size_t pending(SinkKind sink) const;
-  size_t undecided() const;  // accepted reports not yet decided
+  size_t undecided() const;
   std::vector<Intent> pending_intents() const;
   Metrics& metrics() { return metrics_; }
   const DrainerConfig& config() const { return cfg_; }
-  std::shared_ptr<slurm::SlurmApi> slurm_api() const { return slurm_; }  // null: disabled
+  std::shared_ptr<slurm::SlurmApi> slurm_api() const { return slurm_; }
   const Clock& clock() const { return clock_; }
-  std::string metrics_text();  // refreshes report ages, then serialises
+  std::string metrics_text();
 
  private:
   struct Accepted {

@@ -17,12 +17,6 @@ namespace vigil::drainer {
 namespace {
 
 using namespace testing::drainer_short;
-using testing::FakeClock;
-using testing::FakeKube;
-using testing::FakeSlurm;
-using testing::make_check;
-using testing::make_report;
-using testing::TempDir;
 
 // Under a steady stream of reports a decision pass still ends: it decides what waited when it
 // started, hands its intents to the sinks, and leaves later arrivals to the next pass. (A pass

@@ -6,7 +6,9 @@
 #include <memory>
 #include <string>
 
+#include "fake_clock.h"
 #include "fakes.h"
+#include "temp_dir.h"
 #include "vigil/drainer/config.h"
 
 namespace vigil::testing {
@@ -89,6 +91,13 @@ inline NodeReport good(const std::string& node, const std::string& run) {
   return ecc_pass_report(node, run);
 }
 using testing::rewrite_state;
+// The fakes and builders the drainer's tests name without a prefix.
+using testing::FakeClock;
+using testing::FakeKube;
+using testing::FakeSlurm;
+using testing::make_check;
+using testing::make_report;
+using testing::TempDir;
 }  // namespace drainer_short
 
 }  // namespace vigil::testing

@@ -20,12 +20,6 @@ namespace vigil::drainer {
 namespace {
 
 using namespace testing::drainer_short;
-using testing::FakeClock;
-using testing::FakeKube;
-using testing::FakeSlurm;
-using testing::make_check;
-using testing::make_report;
-using testing::TempDir;
 
 // The journal spells intents as strings; one this build does not know stops startup with an
 // error that names it and where it is, instead of being read as some default sink or action.

@@ -12,12 +12,6 @@ namespace vigil::drainer {
 namespace {
 
 using namespace testing::drainer_short;
-using testing::FakeClock;
-using testing::FakeKube;
-using testing::FakeSlurm;
-using testing::make_check;
-using testing::make_report;
-using testing::TempDir;
 
 // A fabric job's result with its switch evidence (checks/src/allreduce/fabric_job.h).
 NodeReport fabric_report(const std::string& node, const std::string& run, const std::string& leaf,

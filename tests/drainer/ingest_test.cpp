@@ -17,12 +17,6 @@ namespace vigil::drainer {
 namespace {
 
 using namespace testing::drainer_short;
-using testing::FakeClock;
-using testing::FakeKube;
-using testing::FakeSlurm;
-using testing::make_check;
-using testing::make_report;
-using testing::TempDir;
 
 TEST(Drainer, same_node_and_run_id_is_stored_once) {
   TempDir d;

@@ -15,12 +15,6 @@ namespace vigil::drainer {
 namespace {
 
 using namespace testing::drainer_short;
-using testing::FakeClock;
-using testing::FakeKube;
-using testing::FakeSlurm;
-using testing::make_check;
-using testing::make_report;
-using testing::TempDir;
 
 TEST(Drainer, kubernetes_annotations_follow_the_node_state) {
   TempDir d;

@@ -11,12 +11,6 @@ namespace vigil::drainer {
 namespace {
 
 using namespace testing::drainer_short;
-using testing::FakeClock;
-using testing::FakeKube;
-using testing::FakeSlurm;
-using testing::make_check;
-using testing::make_report;
-using testing::TempDir;
 
 // A fabric job's report carries only fabric_allreduce_ib; the node job's report the rest. Each
 // replaces the series of its own checks and leaves the other's.

@@ -16,12 +16,6 @@ namespace vigil::drainer {
 namespace {
 
 using namespace testing::drainer_short;
-using testing::FakeClock;
-using testing::FakeKube;
-using testing::FakeSlurm;
-using testing::make_check;
-using testing::make_report;
-using testing::TempDir;
 
 // Failed Kubernetes attempts so far, one per intent tried.
 int kube_errors(Drainer& dr) {

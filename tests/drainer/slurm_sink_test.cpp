@@ -13,12 +13,6 @@ namespace vigil::drainer {
 namespace {
 
 using namespace testing::drainer_short;
-using testing::FakeClock;
-using testing::FakeKube;
-using testing::FakeSlurm;
-using testing::make_check;
-using testing::make_report;
-using testing::TempDir;
 
 TEST(Drainer, drains_with_identical_reasons_go_out_in_one_call) {
   TempDir d;

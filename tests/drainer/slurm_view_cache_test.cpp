@@ -12,12 +12,6 @@ namespace vigil::drainer {
 namespace {
 
 using namespace testing::drainer_short;
-using testing::FakeClock;
-using testing::FakeKube;
-using testing::FakeSlurm;
-using testing::make_check;
-using testing::make_report;
-using testing::TempDir;
 
 TEST(Drainer, decisions_reuse_a_young_slurm_view_and_the_sink_always_rereads) {
   TempDir d;
