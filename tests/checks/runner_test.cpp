@@ -57,6 +57,27 @@ SkuConfig sku_with_busbw_threshold() {
 
 }  // namespace
 
+// A check's short name and time box are stated once, in the check catalog; one outside it (a
+// site's or a test's) is called by its name and gets 60 s.
+class NamedOnly final : public Check {
+ public:
+  explicit NamedOnly(std::string name) : name_(std::move(name)) {}
+  std::string_view name() const override { return name_; }
+  Applies applies(const CheckContext&) const override { return {}; }
+  CheckResult run(const CheckContext&) override { return {}; }
+
+ private:
+  std::string name_;
+};
+
+TEST(Runner, short_name_and_timeout_come_from_the_check_catalog) {
+  EXPECT_EQ(NamedOnly("nvml_row_remap").short_name(), "remap");
+  EXPECT_EQ(NamedOnly("gpu_memtest").timeout(), std::chrono::seconds(180));
+  EXPECT_EQ(NamedOnly("fabric_allreduce_ib").timeout(), std::chrono::seconds(660));
+  EXPECT_EQ(NamedOnly("site_widget").short_name(), "site_widget");
+  EXPECT_EQ(NamedOnly("site_widget").timeout(), std::chrono::seconds(60));
+}
+
 TEST(Runner, isolated_check_result_crosses_the_process_boundary) {
   SkuConfig sku = sku_with_busbw_threshold();
   CheckContext ctx;

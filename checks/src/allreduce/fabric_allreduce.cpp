@@ -20,9 +20,6 @@ class FabricAllreduceCheck final : public Check {
  public:
   explicit FabricAllreduceCheck(AllreduceTuning tuning) : tuning_(std::move(tuning)) {}
   std::string_view name() const override { return kName; }
-  std::string_view short_name() const override { return "fabric-ib"; }
-  // NCCL init across 16 ranks on two nodes plus the sweep.
-  std::chrono::seconds timeout() const override { return std::chrono::seconds(660); }
 
   Applies applies(const CheckContext& ctx) const override {
     if (ctx.fabric_nodes.size() < 2)

@@ -14,8 +14,6 @@ class HostAllreduceCheck final : public Check {
  public:
   explicit HostAllreduceCheck(AllreduceTuning tuning) : tuning_(std::move(tuning)) {}
   std::string_view name() const override { return kName; }
-  std::string_view short_name() const override { return "allreduce"; }
-  std::chrono::seconds timeout() const override { return std::chrono::seconds(90); }
 
   Applies applies(const CheckContext& ctx) const override {
     if (ctx.has_gpu_runtime) return {false, "GPU node: the nccl_allreduce checks run instead"};

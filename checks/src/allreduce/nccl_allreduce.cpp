@@ -16,17 +16,15 @@ namespace vigil {
 namespace {
 
 struct NcclVariant {
-  std::string_view name;
-  std::string_view short_name;  // Slurm reasons: "nccl-nvl", "nccl-ib"
+  std::string_view name;  // the check catalog's, which also gives its short name and timeout
   std::string_view transport;
   bool needs_infiniband;
   // Message sweep per suite: {min, max}.
   std::string_view quick_min, quick_max, full_min, full_max;
 };
 
-constexpr NcclVariant kNvlink{
-    "nccl_allreduce_nvlink", "nccl-nvl", "nvlink", false, "1G", "4G", "512M", "16G"};
-constexpr NcclVariant kIb{"nccl_allreduce_ib", "nccl-ib", "ib", true, "256M", "1G", "512M", "4G"};
+constexpr NcclVariant kNvlink{"nccl_allreduce_nvlink", "nvlink", false, "1G", "4G", "512M", "16G"};
+constexpr NcclVariant kIb{"nccl_allreduce_ib", "ib", true, "256M", "1G", "512M", "4G"};
 
 bool has_infiniband(const CheckContext& ctx) {
   std::error_code ec;
@@ -50,9 +48,6 @@ class NcclAllreduceCheck final : public Check {
   NcclAllreduceCheck(const NcclVariant& v, AllreduceTuning tuning)
       : v_(v), tuning_(std::move(tuning)) {}
   std::string_view name() const override { return v_.name; }
-  std::string_view short_name() const override { return v_.short_name; }
-  // NCCL init on 8 GPUs plus the full sweep fits well inside this.
-  std::chrono::seconds timeout() const override { return std::chrono::seconds(330); }
   bool spaces_repeats() const override { return true; }
 
   Applies applies(const CheckContext& ctx) const override {

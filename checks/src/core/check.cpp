@@ -3,7 +3,19 @@
 #include <cmath>
 #include <thread>
 
+#include "vigil/report/check_catalog.h"
+
 namespace vigil {
+
+std::string_view Check::short_name() const {
+  const CheckSpec* spec = find_check_spec(name());
+  return spec ? spec->short_name : name();
+}
+
+std::chrono::seconds Check::timeout() const {
+  const CheckSpec* spec = find_check_spec(name());
+  return spec ? spec->timeout : std::chrono::seconds(60);
+}
 
 Measurement& add_measurement(CheckResult& r, const CheckContext& ctx, std::string name,
                              double value, std::string unit, std::optional<int> gpu,

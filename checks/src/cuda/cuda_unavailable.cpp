@@ -14,17 +14,13 @@ constexpr const char* kWhy = "built without CUDA (VIGIL_WITH_CUDA=OFF)";
 class CudaUnavailableCheck final : public Check {
  public:
   // Named as the catalog names the real probe (vigil/report/check_catalog.h).
-  explicit CudaUnavailableCheck(std::string_view name) : name_(name), short_name_(name) {
-    if (const CheckSpec* spec = find_check_spec(name)) short_name_ = spec->short_name;
-  }
+  explicit CudaUnavailableCheck(std::string_view name) : name_(name) {}
   std::string_view name() const override { return name_; }
-  std::string_view short_name() const override { return short_name_; }
   Applies applies(const CheckContext&) const override { return {false, kWhy}; }
   CheckResult run(const CheckContext&) override { return skipped(name_, kWhy); }
 
  private:
   std::string_view name_;
-  std::string_view short_name_;
 };
 
 }  // namespace

@@ -133,8 +133,6 @@ VoidResult measure_gemm(const CheckContext& ctx, int gpu, CheckResult& r) {
 class GpuGemmCheck final : public Check {
  public:
   std::string_view name() const override { return "gpu_gemm"; }
-  std::string_view short_name() const override { return "gemm"; }
-  std::chrono::seconds timeout() const override { return std::chrono::seconds(120); }
   bool spaces_repeats() const override { return true; }
   Applies applies(const CheckContext& ctx) const override { return probe_applies(ctx); }
   CheckResult run(const CheckContext& ctx) override {

@@ -39,7 +39,6 @@ VoidResult measure_hbm(const CheckContext& ctx, int gpu, CheckResult& r) {
 class GpuHbmCheck final : public Check {
  public:
   std::string_view name() const override { return "gpu_hbm"; }
-  std::string_view short_name() const override { return "hbm"; }
   bool spaces_repeats() const override { return true; }
   Applies applies(const CheckContext& ctx) const override { return probe_applies(ctx); }
   CheckResult run(const CheckContext& ctx) override {

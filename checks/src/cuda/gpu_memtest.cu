@@ -125,8 +125,6 @@ VoidResult measure_memtest(const CheckContext& ctx, int gpu, CheckResult& r) {
 class GpuMemtestCheck final : public Check {
  public:
   std::string_view name() const override { return "gpu_memtest"; }
-  std::string_view short_name() const override { return "memtest"; }
-  std::chrono::seconds timeout() const override { return std::chrono::seconds(180); }
   Applies applies(const CheckContext& ctx) const override { return probe_applies(ctx); }
   CheckResult run(const CheckContext& ctx) override {
     return run_on_each_gpu(ctx, name(), [&](int gpu, CheckResult& r, std::vector<std::string>&) {

@@ -122,8 +122,6 @@ VoidResult measure_pcie(const CheckContext& ctx, int gpu, CheckResult& r,
 class GpuPcieBwCheck final : public Check {
  public:
   std::string_view name() const override { return "gpu_pcie_bw"; }
-  std::string_view short_name() const override { return "h2d"; }
-  std::chrono::seconds timeout() const override { return std::chrono::seconds(120); }
   bool spaces_repeats() const override { return true; }
   Applies applies(const CheckContext& ctx) const override { return probe_applies(ctx); }
   CheckResult run(const CheckContext& ctx) override {

@@ -53,8 +53,6 @@ VoidResult check_gpu(const CheckContext& ctx, int gpu, CheckResult& r) {
 class GpuSanityCheck final : public Check {
  public:
   std::string_view name() const override { return "gpu_sanity"; }
-  std::string_view short_name() const override { return "sanity"; }
-  std::chrono::seconds timeout() const override { return std::chrono::seconds(20); }
   Applies applies(const CheckContext& ctx) const override { return probe_applies(ctx); }
   CheckResult run(const CheckContext& ctx) override {
     return run_on_each_gpu(ctx, name(), [&](int gpu, CheckResult& r, std::vector<std::string>&) {

@@ -49,8 +49,6 @@ struct Problem {
 class IbPortCheck final : public Check {
  public:
   std::string_view name() const override { return kName; }
-  std::string_view short_name() const override { return "ib"; }
-  std::chrono::seconds timeout() const override { return std::chrono::seconds(30); }
   Applies applies(const CheckContext&) const override {
     return {};  // Whether IB exists is decided from sysfs in run() (skipped when none).
   }

@@ -13,7 +13,6 @@ using namespace nvml;
 class GpuCountCheck final : public Check {
  public:
   std::string_view name() const override { return "gpu_count"; }
-  std::string_view short_name() const override { return "gpu-count"; }
   Applies applies(const CheckContext&) const override { return {}; }
 
   CheckResult run(const CheckContext& ctx) override {

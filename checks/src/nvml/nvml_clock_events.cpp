@@ -45,7 +45,6 @@ const Reason* find_reason(std::string_view measurement) {
 class NvmlClockEventsCheck final : public NvmlCheck {
  public:
   std::string_view name() const override { return "nvml_clock_events"; }
-  std::string_view short_name() const override { return "clocks"; }
 
   CheckResult inspect(const CheckContext& ctx, const Session& s, CheckResult& r,
                       Verdict& v) override {

@@ -12,7 +12,6 @@ using namespace nvml;
 class NvmlEccCheck final : public NvmlCheck {
  public:
   std::string_view name() const override { return "nvml_ecc"; }
-  std::string_view short_name() const override { return "ecc"; }
 
   CheckResult inspect(const CheckContext& ctx, const Session& s, CheckResult& r,
                       Verdict& v) override {

@@ -140,7 +140,6 @@ FabricRead read_fabric(const Session& s, int g) {
 class NvmlFabricCheck final : public NvmlCheck {
  public:
   std::string_view name() const override { return "nvml_fabric"; }
-  std::string_view short_name() const override { return "nvl-fabric"; }
 
   CheckResult inspect(const CheckContext& ctx, const Session& s, CheckResult& r,
                       Verdict& v) override {
@@ -284,7 +283,6 @@ std::string recovery_action_name(unsigned long long a) {
 class NvmlRecoveryCheck final : public NvmlCheck {
  public:
   std::string_view name() const override { return "nvml_recovery"; }
-  std::string_view short_name() const override { return "recovery"; }
 
   CheckResult inspect(const CheckContext& ctx, const Session& s, CheckResult& r,
                       Verdict& v) override {

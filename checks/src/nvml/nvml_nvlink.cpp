@@ -39,7 +39,6 @@ constexpr Counter kCounters[] = {
 class NvmlNvlinkCheck final : public NvmlCheck {
  public:
   std::string_view name() const override { return "nvml_nvlink"; }
-  std::string_view short_name() const override { return "nvlink"; }
 
   CheckResult inspect(const CheckContext& ctx, const Session& s, CheckResult& r,
                       Verdict& v) override {

@@ -19,7 +19,6 @@ using namespace nvml;
 class NvmlPcieCheck final : public NvmlCheck {
  public:
   std::string_view name() const override { return "nvml_pcie"; }
-  std::string_view short_name() const override { return "pcie"; }
 
   CheckResult inspect(const CheckContext& ctx, const Session& s, CheckResult& r,
                       Verdict& v) override {

@@ -12,7 +12,6 @@ using namespace nvml;
 class NvmlRetiredPagesCheck final : public NvmlCheck {
  public:
   std::string_view name() const override { return "nvml_retired_pages"; }
-  std::string_view short_name() const override { return "pages"; }
 
   CheckResult inspect(const CheckContext& ctx, const Session& s, CheckResult& r,
                       Verdict& v) override {

@@ -13,7 +13,6 @@ using namespace nvml;
 class NvmlRowRemapCheck final : public NvmlCheck {
  public:
   std::string_view name() const override { return "nvml_row_remap"; }
-  std::string_view short_name() const override { return "remap"; }
 
   CheckResult inspect(const CheckContext& ctx, const Session& s, CheckResult& r,
                       Verdict& v) override {

@@ -28,7 +28,6 @@ nvmlReturn_t gpu_temperature(const Api& api, nvmlDevice_t dev, unsigned* celsius
 class NvmlTemperatureCheck final : public NvmlCheck {
  public:
   std::string_view name() const override { return "nvml_temperature"; }
-  std::string_view short_name() const override { return "temp"; }
 
   CheckResult inspect(const CheckContext& ctx, const Session& s, CheckResult& r,
                       Verdict& v) override {

@@ -24,7 +24,6 @@ using namespace nvml;
 class NvmlXidCheck final : public NvmlCheck {
  public:
   std::string_view name() const override { return "nvml_xid"; }
-  std::string_view short_name() const override { return "xid"; }
 
   CheckResult inspect(const CheckContext& ctx, const Session& s, CheckResult& r,
                       Verdict& v) override {

@@ -33,8 +33,6 @@ std::optional<std::string> read_cgroup(const std::string& proc_root, unsigned pi
 class GpuLeftoversCheck final : public Check {
  public:
   std::string_view name() const override { return "gpu_leftovers"; }
-  std::string_view short_name() const override { return "leftover"; }
-  std::chrono::seconds timeout() const override { return std::chrono::seconds(20); }
   Applies applies(const CheckContext&) const override { return {}; }
 
   CheckResult run(const CheckContext& ctx) override {

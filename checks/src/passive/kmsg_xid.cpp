@@ -39,8 +39,6 @@ std::string join(const std::vector<std::string>& items) {
 class KmsgXidCheck final : public Check {
  public:
   std::string_view name() const override { return "kmsg_xid"; }
-  std::string_view short_name() const override { return "xid"; }
-  std::chrono::seconds timeout() const override { return std::chrono::seconds(20); }
   Applies applies(const CheckContext& ctx) const override {
     if (ctx.kmsg_path.empty()) return {false, "no kernel log configured"};
     return {};

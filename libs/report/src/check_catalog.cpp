@@ -83,14 +83,16 @@ constexpr CheckSpec kCatalog[] = {
     // kernel's wrong output.
     {"gpu_sanity", "sanity", kHooks, seconds(20), kFatal, {}},
     // --- all_reduce through vigil-allreduce ---
-    // Noisy: NCCL all_reduce busbw over NVLink/NVSwitch.
+    // Noisy: NCCL all_reduce busbw over NVLink/NVSwitch. 330 s: NCCL init on 8 GPUs plus the
+    // full sweep fits well inside it.
     {"nccl_allreduce_nvlink", "nccl-nvl", kNode, seconds(330), kNoisy, kBusbwMetrics},
     // Noisy: NCCL all_reduce busbw over the node's own IB ports (loopback).
     {"nccl_allreduce_ib", "nccl-ib", kNode, seconds(330), kNoisy, kBusbwMetrics},
     // all_reduce on the host (CPU nodes, test clusters): judged by detect, default drain_after.
     {"host_allreduce", "allreduce", kNode, seconds(90), kDefault, kBusbwMetrics},
     // Fabric jobs only. Noisy, and for another reason too: one slow pair cannot say which of
-    // its two nodes is at fault; only a node that keeps failing with new partners is.
+    // its two nodes is at fault; only a node that keeps failing with new partners is. 660 s:
+    // NCCL init across 16 ranks on two nodes plus the sweep.
     {"fabric_allreduce_ib", "fabric-ib", kFabricJob, seconds(660), kNoisy, kBusbwMetrics},
 };
 

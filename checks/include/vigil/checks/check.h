@@ -82,12 +82,15 @@ class Check {
   virtual ~Check() = default;
   virtual std::string_view name() const = 0;
   // What Slurm reasons call it ("remap", "nccl-ib"): plain `sinfo -R` shows 20 characters, so
-  // it is short. The runner stamps it into every result this check returns.
-  virtual std::string_view short_name() const = 0;
+  // it is short. The runner stamps it into every result this check returns. Stated once, in the
+  // check catalog (vigil/report/check_catalog.h); a check outside it (a test's) says its own,
+  // or is called by its name.
+  virtual std::string_view short_name() const;
   // Which suites run this check. quick checks also run in full.
   virtual Suite min_suite() const { return Suite::kQuick; }
-  // Overrun budget for the runner (it kills the check's process and reports error).
-  virtual std::chrono::seconds timeout() const { return std::chrono::seconds(60); }
+  // Overrun budget for the runner (it kills the check's process and reports error): the
+  // catalog's; 60 s for a check outside it.
+  virtual std::chrono::seconds timeout() const;
   // Whether the check waits ctx.repeat_spacing before confirmation repeats (the runner then
   // adds that wait to its timeout).
   virtual bool spaces_repeats() const { return false; }
