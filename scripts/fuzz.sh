@@ -17,7 +17,7 @@ shift || true
 BUILD_DIR=${VIGIL_FUZZ_BUILD_DIR:-build-fuzz}
 JOBS=${VIGIL_JOBS:-2}
 ALL=(fuzz_node_report fuzz_drainer_config fuzz_thresholds fuzz_nccl_tests fuzz_kubeconfig
-     fuzz_hostlist fuzz_ib_sysfs fuzz_http_route)
+     fuzz_hostlist fuzz_ib_sysfs fuzz_http_route fuzz_xid_lines)
 TARGETS=("$@")
 [ "${#TARGETS[@]}" -gt 0 ] || TARGETS=("${ALL[@]}")
 
@@ -37,6 +37,7 @@ seeds_of() {
     fuzz_thresholds) echo checks/thresholds ;;
     fuzz_nccl_tests) echo tests/fixtures/nccl-tests-logs ;;
     fuzz_ib_sysfs) echo tests/fixtures/sysfs ;;
+    fuzz_xid_lines) echo tests/fixtures/kmsg ;;
     fuzz_drainer_config) echo cronjobs/config ;;
   esac
   local own="tests/fuzz/seeds/${1#fuzz_}"

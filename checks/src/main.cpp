@@ -90,6 +90,7 @@ int prepare(const RunArgs& a, vigil::Loaded<vigil::SkuSet>& skus, vigil::CheckCo
     return kExitError;
   }
   ctx.detection = skus.value->detection;  // detection.json, loaded (and checked) with them
+  ctx.xid = skus.value->xid;              // xid-policy.json, likewise
   // nvml_xid's own time box is 60 s; keep the listening window well inside it.
   if (a.xid_wait_ms < 0 || a.xid_wait_ms > 30000 || a.repeat_spacing_s < 0 ||
       a.repeat_spacing_s > 600) {

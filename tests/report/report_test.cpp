@@ -207,6 +207,27 @@ TEST(NodeReport, short_name_round_trips_and_is_validated) {
   EXPECT_NE(bad.error.find("/checks/0/short_name"), std::string::npos) << bad.error;
 }
 
+// What clears a fault (docs/xid.md): optional, one of three words, carried through unchanged.
+TEST(NodeReport, remedy_is_optional_round_trips_and_is_validated) {
+  auto plain = parse_node_report(valid_report());
+  ASSERT_TRUE(plain) << plain.error;
+  EXPECT_FALSE(plain.value->checks[0].remedy);
+  EXPECT_FALSE(to_json(*plain.value)["checks"][0].contains("remedy"));
+  for (const char* r : {"reset_gpu", "reboot", "service"}) {
+    json j = valid_report();
+    j["checks"][0]["remedy"] = r;
+    auto p = parse_node_report(j);
+    ASSERT_TRUE(p) << p.error;
+    EXPECT_EQ(to_string(*p.value->checks[0].remedy), r);
+    EXPECT_EQ(to_json(*p.value)["checks"][0]["remedy"], r);
+  }
+  json bad = valid_report();
+  bad["checks"][0]["remedy"] = "replace_node";
+  EXPECT_EQ(error_of(bad).rfind("/checks/0/remedy: must be one of reset_gpu, reboot, service", 0),
+            0u)
+      << error_of(bad);
+}
+
 TEST(NodeReport, context_is_optional_round_trips_and_is_validated) {
   auto plain = parse_node_report(valid_report());
   ASSERT_TRUE(plain) << plain.error;

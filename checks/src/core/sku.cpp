@@ -378,6 +378,13 @@ Loaded<SkuSet> load_sku_dir(const std::string& dir, const std::set<std::string>&
       out.errors.push_back({det, 0, "", why});
     }
   }
+  const std::string xid = dir + "/" + kXidPolicyFileName;
+  if (std::filesystem::exists(xid, ec)) {
+    if (auto c = XidCatalogue::builtin()->with_site_policy(xid); c.ok())
+      set.xid = std::make_shared<const XidCatalogue>(std::move(*c));
+    else
+      out.errors.push_back({xid, 0, "", c.error().message});
+  }
   if (out.errors.empty()) out.value = std::move(set);
   return out;
 }

@@ -24,8 +24,9 @@
 // nvmlDeviceGpuRecoveryAction_t at :2194) is the driver's own statement of what a GPU needs
 // before it may run work again (the action XID 154 announces in the kernel log). NONE passes;
 // GPU_RESET, NODE_REBOOT, DRAIN_P2P, DRAIN_AND_RESET and RECOVER_IMEX_DOMAIN fail with the
-// action in the reason; a value newer than this header warns. The field is NOT_SUPPORTED on
-// drivers before it existed: skipped.
+// action in the reason and as the report's remedy (recovery_action_verdict, XID 154's reading
+// too: vigil/checks/xid_catalogue.h); a value newer than this header warns. The field is
+// NOT_SUPPORTED on drivers before it existed: skipped.
 #include <cmath>
 #include <fstream>
 #include <optional>
@@ -263,29 +264,13 @@ std::optional<unsigned long long> field_value(const nvmlFieldValue_t& fv) {
   }
 }
 
-std::string recovery_action_name(unsigned long long a) {
-  switch (a) {
-    case kNvmlGpuRecoveryActionGpuReset:
-      return "GPU reset";
-    case kNvmlGpuRecoveryActionNodeReboot:
-      return "node reboot";
-    case kNvmlGpuRecoveryActionDrainP2p:
-      return "drain P2P";
-    case kNvmlGpuRecoveryActionDrainAndReset:
-      return "drain P2P and GPU reset";
-    case kNvmlGpuRecoveryActionRecoverImexDomain:
-      return "recover the IMEX domain";
-    default:
-      return "action " + std::to_string(a);
-  }
-}
-
 class NvmlRecoveryCheck final : public NvmlCheck {
  public:
   std::string_view name() const override { return "nvml_recovery"; }
 
   CheckResult inspect(const CheckContext& ctx, const Session& s, CheckResult& r,
                       Verdict& v) override {
+    std::optional<XidAction> worst;
     for (int g = 0; g < s.count(); ++g) {
       if (!s.gpus[g]) continue;
       nvmlFieldValue_t fv{};
@@ -312,19 +297,19 @@ class NvmlRecoveryCheck final : public NvmlCheck {
       add_measurement(r, ctx, "recovery_action", action, "enum", g);
       if (action == kNvmlGpuRecoveryActionNone) continue;
       const std::string gs = "gpu" + std::to_string(g);
-      if (action <= kNvmlGpuRecoveryActionRecoverImexDomain) {
-        v.add(Status::kFail, gs + " driver asks for " + recovery_action_name(action),
-              kFaultRecovery);
+      // One reading of the driver's recovery action, shared with kmsg_xid's XID 154.
+      const XidVerdict verdict = recovery_action_verdict(static_cast<unsigned>(action));
+      if (drains(verdict.action)) {
+        v.add(Status::kFail, gs + " driver asks for " + verdict.why, kFaultRecovery);
+        if (!worst || verdict.action > *worst) worst = verdict.action;
       } else {
-        v.add(Status::kWarn,
-              gs + " driver reports recovery action " + std::to_string(action) +
-                  ", unknown to this build (newer driver?)",
-              kFaultRecovery);
+        v.add(Status::kWarn, gs + " driver reports " + verdict.why, kFaultRecovery);
       }
     }
     v.conclude(
         r, [](const Measurement&, Status) { return Described{}; },
         std::to_string(s.count()) + " GPUs: no recovery action pending");
+    if (r.status == Status::kFail && worst) r.remedy = remedy_of(*worst);
     return r;
   }
 };

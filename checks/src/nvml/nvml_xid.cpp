@@ -2,18 +2,17 @@
 // delivers events that happen after registration, so this sees faults of the current moment,
 // not the kernel log's history: XIDs raised before the check started are covered by the hook
 // mode's kernel-log reader ("XIDs since last run", /dev/kmsg), not here.
-// Classification (DCGM health watch, anchors.md section 5):
-//   fatal -> xid_fatal_events, fails without a SKU: 48, 64, 74, 79, 95, 119, 120, 140;
-//   warn  -> xid_other_events, status warn: 31, 32, 43, 63, 67, 73, 94, 121, 137;
-//   other -> xid_other_events, reported only (e.g. 13, 45, 68, 109: usually the
-//            application's fault, gcm treats them as non-critical).
+// Each XID is judged by the XID catalogue (vigil/checks/xid_catalogue.h, docs/xid.md) from its
+// number alone (an NVML event carries no text, so XID 154 and 144-150 are watched here and
+// judged by kmsg_xid from the kernel log's line):
+//   reset_gpu / reboot / service -> xid_fatal_events, fails without a SKU, with that remedy;
+//   watch -> xid_other_events, status warn; none -> xid_other_events, reported only.
 #include <algorithm>
 #include <chrono>
 #include <map>
 #include <set>
 
 #include "check_factories.h"
-#include "core/xid_classes.h"
 #include "nvml_common.h"
 
 namespace vigil {
@@ -53,6 +52,7 @@ class NvmlXidCheck final : public NvmlCheck {
     // (gpu, xid) -> how often, in arrival order of first sight
     std::map<std::pair<int, unsigned long long>, int> seen;
     int fatal = 0, other = 0;
+    const XidCatalogue& catalogue = ctx.xid_catalogue();
     if (registered > 0) {
       using Clock = std::chrono::steady_clock;
       const auto deadline = Clock::now() + ctx.xid_wait;
@@ -71,7 +71,7 @@ class NvmlXidCheck final : public NvmlCheck {
           const auto it = std::find(s.gpus.begin(), s.gpus.end(), data.device);
           const int g = it == s.gpus.end() ? -1 : static_cast<int>(it - s.gpus.begin());
           ++seen[{g, data.eventData}];
-          if (classify_xid(data.eventData) == XidClass::kFatal) {
+          if (drains(catalogue.judge(data.eventData).action)) {
             ++fatal;
           } else {
             ++other;
@@ -93,21 +93,27 @@ class NvmlXidCheck final : public NvmlCheck {
     }
     Measurement& f = add_measurement(r, ctx, "xid_fatal_events", fatal, "count");
     default_threshold(f, Op::kLe, 0, std::nullopt,
-                      "built-in: fatal XIDs 48,64,74,79,95,119,120,140 fail (DCGM health watch)");
+                      "XID catalogue " + catalogue.version() +
+                          ": an XID whose action is reset_gpu, reboot or service");
     add_measurement(r, ctx, "xid_other_events", other, "count");
 
     std::string fatal_list, other_list;
+    std::optional<XidAction> worst;
     for (const auto& [key, n] : seen) {
       const auto& [g, xid] = key;
+      const XidAction action = catalogue.judge(xid).action;
       std::string item = "XID " + std::to_string(xid) + " gpu" + std::to_string(g);
+      if (action != XidAction::kNone) item += " (" + std::string(to_string(action)) + ")";
       if (n > 1) item += " x" + std::to_string(n);
-      if (classify_xid(xid) == XidClass::kFatal) {
+      if (drains(action)) {
         fatal_list += (fatal_list.empty() ? "" : ", ") + item;
+        if (!worst || action > *worst) worst = action;
       } else {
         other_list += (other_list.empty() ? "" : ", ") + item;
-        if (classify_xid(xid) == XidClass::kWarn) v.add(Status::kWarn, item, "VIGIL-NVML-XID");
+        if (action == XidAction::kWatch) v.add(Status::kWarn, item, "VIGIL-NVML-XID");
       }
     }
+    const std::string fatal_code = worst ? xid_fault_code("NVML", *worst) : "";
     const double waited_s = std::chrono::duration<double>(ctx.xid_wait).count();
     std::string summary =
         "no critical XID in " + figure(waited_s) + "s on " + std::to_string(registered) + " GPUs";
@@ -115,10 +121,11 @@ class NvmlXidCheck final : public NvmlCheck {
     v.conclude(
         r,
         [&](const Measurement& m, Status) {
-          if (m.name == "xid_fatal_events") return Described{fatal_list, "VIGIL-NVML-XID-FATAL"};
+          if (m.name == "xid_fatal_events") return Described{fatal_list, fatal_code};
           return Described{other_list, "VIGIL-NVML-XID"};
         },
         summary);
+    if (r.status == Status::kFail && worst) r.remedy = remedy_of(*worst);
     return r;
   }
 };

@@ -14,7 +14,6 @@
 #include <sstream>
 
 #include "core/counter_state.h"
-#include "core/xid_classes.h"
 #include "vigil/base/files.h"
 #include "vigil/base/strings.h"
 
@@ -54,22 +53,62 @@ std::optional<Record> parse_record(std::string_view line) {
   return Record{seq, std::string(line.substr(semi + 1))};
 }
 
-std::optional<Xid> parse_xid(std::string_view message) {
-  constexpr std::string_view kTag = "NVRM: Xid (";
-  const size_t at = message.find(kTag);
+namespace {
+
+// "(<device>): <number>, <rest>" after `tag`; device as written, rest trimmed.
+struct Tagged {
+  std::string_view device;
+  unsigned long long number = 0;
+  std::string_view rest;
+};
+std::optional<Tagged> after_tag(std::string_view message, std::string_view tag) {
+  const size_t at = message.find(tag);
   if (at == std::string_view::npos) return std::nullopt;
-  std::string_view rest = message.substr(at + kTag.size());
+  std::string_view rest = message.substr(at + tag.size());
   const size_t close = rest.find("):");
   if (close == std::string_view::npos) return std::nullopt;
-  std::string_view device = rest.substr(0, close);
-  if (device.substr(0, 4) == "PCI:") device.remove_prefix(4);
+  Tagged t;
+  t.device = rest.substr(0, close);
+  if (t.device.substr(0, 4) == "PCI:") t.device.remove_prefix(4);
+  t.device = t.device.substr(0, t.device.find(' '));  // MIG: "0000:01:00 GPU-I:05"
   rest = trim(rest.substr(close + 2));
   const size_t comma = rest.find(',');
-  Xid x;
-  if (!parse_number(trim(rest.substr(0, comma)), x.xid)) return std::nullopt;
-  x.device = std::string(device);
-  if (comma != std::string_view::npos) x.detail = std::string(trim(rest.substr(comma + 1)));
-  return x;
+  if (!parse_number(trim(rest.substr(0, comma)), t.number)) return std::nullopt;
+  if (comma != std::string_view::npos) t.rest = trim(rest.substr(comma + 1));
+  return t;
+}
+
+}  // namespace
+
+std::optional<Xid> parse_xid(std::string_view message) {
+  auto t = after_tag(message, "NVRM: Xid (");
+  if (!t) return std::nullopt;
+  return Xid{std::string(t->device), t->number, std::string(t->rest)};
+}
+
+std::optional<Sxid> parse_sxid(std::string_view message) {
+  auto t = after_tag(message, "SXid (");
+  if (!t || message.find("nvswitch") == std::string_view::npos) return std::nullopt;
+  const std::string_view severity = t->rest.substr(0, t->rest.find(','));
+  if (severity != "Fatal" && severity != "Non-fatal") return std::nullopt;  // Data / Severity N
+  return Sxid{std::string(t->device), t->number, severity == "Fatal"};
+}
+
+XidAction remembered_action(std::string_view item, const XidCatalogue& catalogue) {
+  const size_t open = item.rfind('(');
+  if (open != std::string_view::npos) {
+    std::string_view token = item.substr(open + 1);
+    token = token.substr(0, token.find_first_of(",:)"));
+    if (auto a = parse_xid_action(token)) return *a;
+  }
+  // Written before the catalogue: "XID 48 0000:18:00", "XID 154 0000:18:00 (gpu reset required)".
+  unsigned long long xid = 0;
+  std::string_view rest = item.starts_with("XID ") ? item.substr(4) : std::string_view{};
+  if (!parse_number(rest.substr(0, rest.find(' ')), xid)) return XidAction::kReboot;
+  if (xid == 154)
+    return item.find("reset") != std::string_view::npos ? XidAction::kResetGpu : XidAction::kReboot;
+  const XidAction a = catalogue.judge(xid).action;
+  return drains(a) ? a : XidAction::kReboot;  // it failed then: keep it until the boot ends
 }
 
 Result<Scan> read_records(const std::string& path, std::uint64_t after_seq) {
@@ -137,12 +176,12 @@ Result<ResetCleared> clear_after_gpu_reset(const std::string& path, std::string 
   ResetCleared out;
   std::vector<std::string> remaining;
   for (const std::string& item : cursor->fatal) {
-    // "XID 48 0000:18:00" / "XID 154 0000:18:00 (gpu reset required)"; the device as the driver
-    // wrote it, compared without case.
+    // "XID 48 0000:18:00 (reset_gpu)"; the device as the driver wrote it, compared without
+    // case.
     std::string lower = item;
     for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     const bool this_gpu = lower.find(" " + device) != std::string::npos;
-    if (this_gpu && cleared_by_gpu_reset(item)) {
+    if (this_gpu && remembered_action(item, *XidCatalogue::builtin()) == XidAction::kResetGpu) {
       out.cleared.push_back(item);
       continue;
     }

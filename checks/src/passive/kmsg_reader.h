@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "vigil/base/result.h"
+#include "vigil/checks/xid_catalogue.h"
 
 namespace vigil::kmsg {
 
@@ -29,14 +30,32 @@ struct Record {
 std::optional<Record> parse_record(std::string_view line);
 
 struct Xid {
-  std::string device;  // "0000:18:00" (from "PCI:0000:18:00")
+  std::string device;  // "0000:18:00" (from "PCI:0000:18:00"; a MIG line's " GPU-I:05" dropped)
   unsigned long long xid = 0;
   std::string detail;  // what the driver said after the number, may be empty
 };
 
-// "NVRM: Xid (PCI:0000:18:00): 79, pid=1234, name=python, GPU has fallen off the bus."
-// nullopt for any other message.
+// "NVRM: Xid (PCI:0000:18:00): 79, pid=1234, name=python, GPU has fallen off the bus." with
+// whatever a log put before it (dmesg's "[  219.470994] ", journald's "May 18 19:02:39 host
+// kernel: ", Talos's "kern: warning: [...]: "), and every driver era's form: "(0000:01:00)"
+// without "PCI:", "pid='<unknown>', name=<unknown>", "pid=N" alone, none at all. nullopt for
+// any other message. Genuine lines: tests/fixtures/kmsg/xid-lines.txt.
 std::optional<Xid> parse_xid(std::string_view message);
+
+// "nvidia-nvswitch3: SXid (PCI:0000:04:00.0): 22013, Non-fatal, Link 44 Minion Link DLREQ
+// interrupt": one NVSwitch error. The driver follows it with "Severity N Engine instance ..."
+// and "Data {...}" lines of the same SXid, which carry no severity: nullopt for those.
+struct Sxid {
+  std::string device;  // "0000:04:00.0", the switch's
+  unsigned long long sxid = 0;
+  bool fatal = false;  // "Fatal" (the driver's word) or "Non-fatal"
+};
+std::optional<Sxid> parse_sxid(std::string_view message);
+
+// The action a remembered item states: "XID 48 0000:18:00 (reset_gpu)". An item a Vigil
+// before the catalogue wrote ("XID 48 0000:18:00", "XID 154 0000:18:00 (gpu reset required)")
+// is judged again by `catalogue` from its number.
+XidAction remembered_action(std::string_view item, const XidCatalogue& catalogue);
 
 struct Scan {
   std::vector<Record> records;  // with seq > after_seq, in log order
@@ -54,8 +73,8 @@ Result<Scan> read_records(const std::string& path, std::uint64_t after_seq);
 struct Cursor {
   std::string boot_id;                    // /proc/sys/kernel/random/boot_id of that run
   std::optional<std::uint64_t> last_seq;  // nullopt: no run yet in this boot
-  // Fatal XIDs seen in this boot ("XID 79 0000:18:00"): they need a GPU reset or reboot, so
-  // they keep failing until the boot id changes, or, for those a reset clears, until
+  // XIDs and SXIDs seen in this boot whose action drains ("XID 79 0000:18:00 (reboot)"): they
+  // keep failing until the boot id changes, or, for those whose action is reset_gpu, until
   // clear_after_gpu_reset is told the GPU was reset (`vigil-check xid-clear`).
   std::vector<std::string> fatal;
 };
@@ -64,8 +83,8 @@ struct Cursor {
 std::string cursor_path(const std::string& state_dir, const std::string& node);
 
 // After a GPU reset (nvidia-smi -r, the repair ladder): forget the remembered fatal XIDs of
-// `device` ("0000:18:00"; "0000:18:00.0" and upper case are accepted) that a reset clears
-// (cleared_by_gpu_reset, core/xid_classes.h); those needing a reboot or a new part are kept.
+// `device` ("0000:18:00"; "0000:18:00.0" and upper case are accepted) whose action is reset_gpu
+// (remembered_action); those needing a reboot or a person are kept.
 // Takes the cursor's lock. A cursor from an earlier boot holds nothing to clear.
 struct ResetCleared {
   std::vector<std::string> cleared, kept;  // kept: this device's, a reset does not clear them

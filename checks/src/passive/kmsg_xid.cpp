@@ -1,20 +1,22 @@
-// kmsg_xid: XIDs the NVIDIA driver wrote to the kernel log ("NVRM: Xid ...") since the last run,
-// read from ctx.kmsg_path after a cursor kept in <state_dir>/kmsg_xid.<node>.json. nvml_xid only
-// hears events raised while it listens; this sees what happened during the job that just ended.
-//   fatal XID (core/xid_classes.h) -> fail, and it keeps failing for the rest of this boot
-//     (those XIDs need a GPU reset or a reboot; a quiet log afterwards proves nothing), or, for
-//     those a reset clears, until `vigil-check xid-clear --gpu BUS` says the GPU was reset
-//     (review F07: a reset keeps the boot id); Xid 154 by the recovery action it states;
-//   warn XID -> warn; other XIDs -> reported;
+// kmsg_xid: XIDs the NVIDIA driver wrote to the kernel log ("NVRM: Xid ...") and NVSwitch SXIDs
+// ("nvidia-nvswitchN: SXid ...") since the last run, read from ctx.kmsg_path after a cursor kept
+// in <state_dir>/kmsg_xid.<node>.json. nvml_xid only hears events raised while it listens; this
+// sees what happened during the job that just ended. Each is judged by the XID catalogue
+// (vigil/checks/xid_catalogue.h, docs/xid.md):
+//   action reset_gpu / reboot / service -> fail with that remedy, and it keeps failing for the
+//     rest of this boot (a quiet log afterwards proves nothing), or, for reset_gpu, until
+//     `vigil-check xid-clear --gpu BUS` says the GPU was reset (review F07: a reset keeps the
+//     boot id);
+//   watch -> warn; none -> reported; a later XID cancels earlier ones where the policy says so;
 //   records the ring buffer overwrote before we read them -> warn (their XIDs are unknown);
 //   an unreadable log -> error. Without a state dir every run reads the whole log (no cursor).
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 
 #include "check_factories.h"
-#include "core/xid_classes.h"
 #include "kmsg_reader.h"
 #include "passive/count_measurement.h"
 
@@ -35,6 +37,76 @@ std::string join(const std::vector<std::string>& items) {
   for (const auto& s : items) out += (out.empty() ? "" : ", ") + s;
   return out;
 }
+
+// A flood (one XID 95 storm was ~800k lines holding 29 distinct events, NVIDIA/NVSentinel
+// #1120) is counted per distinct item, and a message names at most kListed of them.
+constexpr std::size_t kListed = 8;
+constexpr std::size_t kRemembered = 64;  // distinct failing items kept for the boot
+std::string listed(const std::map<std::string, int>& items) {
+  std::vector<std::string> v;
+  for (const auto& [k, n] : items) {
+    if (v.size() == kListed) {
+      v.push_back("and " + std::to_string(items.size() - kListed) + " more");
+      break;
+    }
+    v.push_back(n > 1 ? k + " x" + std::to_string(n) : k);
+  }
+  return join(v);
+}
+
+// Forgets the items of `xid` on `device` ("XID 163 0000:18:00 ...").
+void cancel(std::map<std::string, int>& items, const std::string& prefix) {
+  std::erase_if(items, [&](const auto& kv) { return kv.first.starts_with(prefix); });
+}
+
+// What the new kernel log lines hold, judged by the catalogue: items that drain go to the
+// cursor's remembered list (for the rest of the boot), the others are counted.
+struct Seen {
+  std::map<std::string, int> watch, other;  // "XID 31 0000:18:00 (watch)" -> times
+  int new_fatal = 0, watch_n = 0, other_n = 0;
+
+  void take(const std::string& message, const XidCatalogue& catalogue,
+            std::vector<std::string>& fatal) {
+    std::string item;
+    XidVerdict v;
+    if (auto x = kmsg::parse_xid(message)) {
+      v = catalogue.judge(x->xid, x->detail);
+      const std::string head = "XID " + std::to_string(x->xid) + " " + x->device;
+      // A later XID cancels earlier ones of the same GPU where the policy says so; XID 154
+      // "to 0x0 (None)" is the driver withdrawing its own earlier recovery action.
+      std::set<unsigned long long> gone = catalogue.cancelled_by(x->xid);
+      if (x->xid == 154 && v.action == XidAction::kNone) gone.insert(154);
+      for (unsigned long long c : gone) {
+        const std::string prefix = "XID " + std::to_string(c) + " " + x->device + " ";
+        cancel(watch, prefix);
+        cancel(other, prefix);
+        std::erase_if(fatal, [&](const std::string& f) { return f.starts_with(prefix); });
+      }
+      item = head;
+      if (v.action != XidAction::kNone || x->xid == 154)
+        item += " (" + std::string(to_string(v.action)) +
+                (x->xid == 154 ? ": " + v.why : std::string()) + ")";
+    } else if (auto sx = kmsg::parse_sxid(message)) {
+      v = catalogue.judge_sxid(sx->fatal);
+      item = "SXID " + std::to_string(sx->sxid) + " " + sx->device;
+      if (v.action != XidAction::kNone) item += " (" + std::string(to_string(v.action)) + ")";
+    } else {
+      return;
+    }
+    if (drains(v.action)) {
+      ++new_fatal;
+      // Bounded: the cursor file is read by every hook; past the bound the check fails anyway.
+      if (fatal.size() < kRemembered && std::find(fatal.begin(), fatal.end(), item) == fatal.end())
+        fatal.push_back(item);
+    } else if (v.action == XidAction::kWatch) {
+      ++watch[item];
+      ++watch_n;
+    } else {
+      ++other[item];
+      ++other_n;
+    }
+  }
+};
 
 class KmsgXidCheck final : public Check {
  public:
@@ -83,33 +155,9 @@ class KmsgXidCheck final : public Check {
       lost += scan->first_seq - *cursor.last_seq - 1;  // overwritten between two runs
     }
 
-    std::map<std::string, int> warn_seen, other_seen;  // "XID 31 0000:18:00" -> times
-    int new_fatal = 0;
-    for (const auto& rec : scan->records) {
-      auto x = kmsg::parse_xid(rec.message);
-      if (!x) continue;
-      std::string item = "XID " + std::to_string(x->xid) + " " + x->device;
-      XidClass cls = classify_xid(x->xid);
-      if (x->xid == 154) {  // judged by the recovery action its text states
-        const std::optional<unsigned> action = xid154_recovery_action(x->detail);
-        cls = classify_xid154(action);
-        item +=
-            " (" + (action ? recovery_action_text(*action) : std::string("action unread")) + ")";
-      }
-      switch (cls) {
-        case XidClass::kFatal:
-          ++new_fatal;
-          if (std::find(cursor.fatal.begin(), cursor.fatal.end(), item) == cursor.fatal.end())
-            cursor.fatal.push_back(item);
-          break;
-        case XidClass::kWarn:
-          ++warn_seen[item];
-          break;
-        case XidClass::kOther:
-          ++other_seen[item];
-          break;
-      }
-    }
+    const XidCatalogue& catalogue = ctx.xid_catalogue();
+    Seen seen;
+    for (const auto& rec : scan->records) seen.take(rec.message, catalogue, cursor.fatal);
     if (scan->last_seq != 0)
       cursor.last_seq = std::max(cursor.last_seq.value_or(0), scan->last_seq);
     if (!cursor_path.empty()) {
@@ -126,35 +174,36 @@ class KmsgXidCheck final : public Check {
                                 0,
                                 std::nullopt,
                                 "count",
-                                std::string("built-in: fatal XIDs ") + kFatalXidList +
-                                    ", and 154 stating a reset or reboot",
+                                "XID catalogue " + catalogue.version() +
+                                    ": an XID or SXID whose action is reset_gpu, reboot or service",
                                 false,
                                 {}};
-    int warn_n = 0, other_n = 0;
-    for (const auto& [k, n] : warn_seen) warn_n += n;
-    for (const auto& [k, n] : other_seen) other_n += n;
-    r.measurements.push_back(count_measurement("xid_other_events", double(warn_n + other_n)));
+    r.measurements.push_back(
+        count_measurement("xid_other_events", double(seen.watch_n + seen.other_n)));
     r.measurements.push_back(count_measurement("kmsg_records_lost", double(lost)));
     if (scan->malformed > 0)
       notes.push_back(std::to_string(scan->malformed) + " malformed kernel log lines skipped");
 
-    auto listed = [](const std::map<std::string, int>& m) {
-      std::vector<std::string> v;
-      for (const auto& [k, n] : m) v.push_back(n > 1 ? k + " x" + std::to_string(n) : k);
-      return join(v);
-    };
     if (!cursor.fatal.empty()) {
-      r.status = Status::kFail;
-      r.fault_code = "VIGIL-KMSG-XID-FATAL";
-      r.message = join(cursor.fatal) + (new_fatal == 0 ? " (earlier in this boot)" : "");
+      std::optional<XidAction> worst;
       bool resettable = false;
-      for (const auto& item : cursor.fatal) resettable = resettable || cleared_by_gpu_reset(item);
+      for (const auto& item : cursor.fatal) {
+        const XidAction a = kmsg::remembered_action(item, catalogue);
+        resettable = resettable || a == XidAction::kResetGpu;
+        if (!worst || a > *worst) worst = a;
+      }
+      r.status = Status::kFail;
+      r.remedy = remedy_of(*worst);
+      r.fault_code = xid_fault_code("KMSG", *worst);
+      std::map<std::string, int> remembered;
+      for (const auto& item : cursor.fatal) remembered[item] = 1;
+      r.message = listed(remembered) + (seen.new_fatal == 0 ? " (earlier in this boot)" : "");
       if (resettable)
         r.message += "; after resetting the GPU: vigil-check xid-clear --gpu <bus id>";
-    } else if (!warn_seen.empty()) {
+    } else if (!seen.watch.empty()) {
       r.status = Status::kWarn;
       r.fault_code = "VIGIL-KMSG-XID";
-      r.message = listed(warn_seen);
+      r.message = listed(seen.watch);
     } else if (lost > 0) {
       r.status = Status::kWarn;
       r.fault_code = "VIGIL-KMSG-LOST";
@@ -163,7 +212,7 @@ class KmsgXidCheck final : public Check {
     } else {
       r.status = Status::kPass;
       r.message = std::to_string(scan->records.size()) + " new kernel log records, no critical XID";
-      if (!other_seen.empty()) r.message += "; " + listed(other_seen) + " (not health-critical)";
+      if (!seen.other.empty()) r.message += "; " + listed(seen.other) + " (not health-critical)";
     }
     if (!notes.empty()) r.message += " [" + join(notes) + "]";
     return r;

@@ -12,6 +12,24 @@
 
 namespace vigil {
 
+std::string_view to_string(Remedy r) {
+  switch (r) {
+    case Remedy::kResetGpu:
+      return "reset_gpu";
+    case Remedy::kReboot:
+      return "reboot";
+    case Remedy::kService:
+      return "service";
+  }
+  return "service";
+}
+
+std::optional<Remedy> remedy_from_string(std::string_view s) {
+  for (Remedy r : {Remedy::kResetGpu, Remedy::kReboot, Remedy::kService})
+    if (to_string(r) == s) return r;
+  return std::nullopt;
+}
+
 using nlohmann::json;
 
 Status Measurement::status() const {
@@ -50,6 +68,7 @@ json to_json(const CheckResult& r) {
             {"measurements", ms},         {"message", r.message},
             {"fault_code", r.fault_code}, {"duration_s", r.duration_s}};
   if (!r.short_name.empty()) j["short_name"] = r.short_name;
+  if (r.remedy) j["remedy"] = std::string(to_string(*r.remedy));
   return j;
 }
 
@@ -191,9 +210,9 @@ Measurement parse_measurement(const json& j, const std::string& path) {
 }
 
 CheckResult parse_check(const json& j, const std::string& path) {
-  only_keys(
-      j, path,
-      {"check", "short_name", "status", "measurements", "message", "fault_code", "duration_s"});
+  only_keys(j, path,
+            {"check", "short_name", "status", "measurements", "message", "fault_code", "remedy",
+             "duration_s"});
   CheckResult r;
   r.check = need_string(j, path, "check");
   if (!name_chars_ok(r.check, "_")) fail_at(path + "/check", "must be snake_case [A-Za-z0-9_]");
@@ -212,6 +231,10 @@ CheckResult parse_check(const json& j, const std::string& path) {
   }
   r.message = need_string(j, path, "message", /*allow_empty=*/true);
   r.fault_code = opt_string(j, path, "fault_code").value_or("");
+  if (auto rem = opt_string(j, path, "remedy")) {
+    r.remedy = remedy_from_string(*rem);
+    if (!r.remedy) fail_at(path + "/remedy", "must be one of reset_gpu, reboot, service");
+  }
   if (j.contains("duration_s")) {
     r.duration_s = need_number(j, path, "duration_s");
     if (r.duration_s < 0) fail_at(path + "/duration_s", "must not be negative");

@@ -26,8 +26,9 @@ TEST_F(nvml_xid, fatal_xid_fails_and_names_xid_and_gpu) {
   use_fixture("xid_fatal");  // XID 79 on gpu3 (fallen off the bus), XID 13 on gpu1
   const CheckResult r = run(make_nvml_xid_check());
   EXPECT_EQ(r.status, Status::kFail);
-  EXPECT_EQ(r.message, "XID 79 gpu3");
-  EXPECT_EQ(r.fault_code, "VIGIL-NVML-XID-FATAL");
+  EXPECT_EQ(r.message, "XID 79 gpu3 (reboot)");  // the catalogue's RESTART_BM
+  EXPECT_EQ(r.fault_code, "VIGIL-NVML-XID-REBOOT");
+  EXPECT_EQ(r.remedy, Remedy::kReboot);
   EXPECT_EQ(find(r, "xid_fatal_events")->value, 1);
   EXPECT_EQ(find(r, "xid_other_events")->value, 1);
   EXPECT_EQ(find(r, "xid_fatal_events")->unit, "count");
@@ -39,7 +40,7 @@ TEST_F(nvml_xid, warn_list_xid_warns_and_application_xid_only_reports) {
   use_fixture_json(j);
   CheckResult r = run(make_nvml_xid_check());
   EXPECT_EQ(r.status, Status::kWarn);
-  EXPECT_EQ(r.message, "XID 94 gpu5 x2");
+  EXPECT_EQ(r.message, "XID 94 gpu5 (watch) x2");
   EXPECT_EQ(r.fault_code, "VIGIL-NVML-XID");
   EXPECT_EQ(find(r, "xid_other_events")->value, 2);
 
@@ -48,6 +49,27 @@ TEST_F(nvml_xid, warn_list_xid_warns_and_application_xid_only_reports) {
   r = run(make_nvml_xid_check());
   EXPECT_EQ(r.status, Status::kPass);
   EXPECT_EQ(r.message, "XID 13 gpu0 (not health-critical)");
+  EXPECT_FALSE(r.remedy);
+}
+
+// The catalogue, not a short list, decides: XID 109 (context switch timeout) is RESET_GPU in
+// NVIDIA's catalogue, XID 45 (preemptive cleanup) follows the other XID; the worst remedy of
+// the window is the check's.
+TEST_F(nvml_xid, every_xid_is_judged_by_the_catalogue_and_the_worst_remedy_wins) {
+  nlohmann::json j = load_fixture("healthy_8x_h100");
+  j["xid_events"] = {{{"gpu", 1}, {"xid", 45}}, {{"gpu", 2}, {"xid", 109}}};
+  use_fixture_json(j);
+  CheckResult r = run(make_nvml_xid_check());
+  EXPECT_EQ(r.status, Status::kFail);
+  EXPECT_EQ(r.message, "XID 109 gpu2 (reset_gpu)");
+  EXPECT_EQ(r.remedy, Remedy::kResetGpu);
+  EXPECT_EQ(r.fault_code, "VIGIL-NVML-XID-RESET-GPU");
+
+  j["xid_events"] = {{{"gpu", 2}, {"xid", 48}}, {{"gpu", 4}, {"xid", 79}}};
+  use_fixture_json(j);
+  r = run(make_nvml_xid_check());
+  EXPECT_EQ(r.remedy, Remedy::kReboot);
+  EXPECT_EQ(r.message, "XID 48 gpu2 (reset_gpu), XID 79 gpu4 (reboot)");
 }
 
 TEST_F(nvml_xid, sku_threshold_can_fail_on_other_xids) {
@@ -58,6 +80,7 @@ TEST_F(nvml_xid, sku_threshold_can_fail_on_other_xids) {
   const CheckResult r = run(make_nvml_xid_check());
   EXPECT_EQ(r.status, Status::kFail);
   EXPECT_EQ(r.message, "XID 13 gpu0, XID 31 gpu2");
+  EXPECT_FALSE(r.remedy);  // a site bound, not the catalogue: nothing says what clears it
 }
 
 }  // namespace

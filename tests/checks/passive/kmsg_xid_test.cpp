@@ -52,12 +52,13 @@ TEST_F(KmsgXid, a_fatal_xid_fails_and_keeps_failing_until_the_node_reboots) {
   log(std::string("6,10,100,-;boot\n") + kXid79);
   auto r = run();
   EXPECT_EQ(r.status, Status::kFail);
-  EXPECT_EQ(r.fault_code, "VIGIL-KMSG-XID-FATAL");
-  EXPECT_EQ(r.message, "XID 79 0000:18:00");
+  EXPECT_EQ(r.fault_code, "VIGIL-KMSG-XID-REBOOT");  // the catalogue's RESTART_BM
+  EXPECT_EQ(r.remedy, Remedy::kReboot);
+  EXPECT_EQ(r.message, "XID 79 0000:18:00 (reboot)");
   // Nothing new in the log: the XID is still this boot's, the GPU was never reset.
   auto again = run();
   EXPECT_EQ(again.status, Status::kFail);
-  EXPECT_EQ(again.message, "XID 79 0000:18:00 (earlier in this boot)");
+  EXPECT_EQ(again.message, "XID 79 0000:18:00 (reboot) (earlier in this boot)");
   // After a reboot (new boot id, fresh log) the node is judged afresh.
   boot("boot-2");
   log("6,1,100,-;Linux version 6.1\n");
@@ -65,12 +66,15 @@ TEST_F(KmsgXid, a_fatal_xid_fails_and_keeps_failing_until_the_node_reboots) {
 }
 
 TEST_F(KmsgXid, only_xids_after_the_cursor_count) {
-  log("6,10,100,-;NVRM: Xid (PCI:0000:18:00): 31, pid=1, MMU Fault\n");
+  constexpr const char* kXid94 =  // contained ECC: watch (reset the GPU when convenient)
+      "6,10,100,-;NVRM: Xid (PCI:0000:18:00): 94, pid='<unknown>', name=<unknown>, Contained: "
+      "SM (0x1). RST: No, D-RST: No\n";
+  log(kXid94);
   auto first = run();
   EXPECT_EQ(first.status, Status::kWarn);
-  EXPECT_EQ(first.message, "XID 31 0000:18:00");
+  EXPECT_EQ(first.message, "XID 94 0000:18:00 (watch)");
   // Same log, one more harmless record: the XID 31 was already reported.
-  log("6,10,100,-;NVRM: Xid (PCI:0000:18:00): 31, pid=1, MMU Fault\n6,11,200,-;other\n");
+  log(std::string(kXid94) + "6,11,200,-;other\n");
   auto second = run();
   EXPECT_EQ(second.status, Status::kPass) << second.message;
   EXPECT_EQ(second.message, "1 new kernel log records, no critical XID");
@@ -140,7 +144,8 @@ TEST_F(KmsgXid, xid_154_is_judged_by_the_recovery_action_it_states) {
       "to 0x1 (GPU Reset Required)\n");
   auto reset = run();
   EXPECT_EQ(reset.status, Status::kFail) << reset.message;
-  EXPECT_NE(reset.message.find("XID 154 0008:01:00 (gpu reset required)"), std::string::npos)
+  EXPECT_EQ(reset.remedy, Remedy::kResetGpu);
+  EXPECT_NE(reset.message.find("XID 154 0008:01:00 (reset_gpu: GPU reset)"), std::string::npos)
       << reset.message;
   boot("boot-2");
   // An eGPU report quoting its kernel log after Xid 79 (public issue text, 2026):
@@ -149,7 +154,7 @@ TEST_F(KmsgXid, xid_154_is_judged_by_the_recovery_action_it_states) {
       "to 0x2 (Node Reboot Required)\n");
   auto reboot = run();
   EXPECT_EQ(reboot.status, Status::kFail);
-  EXPECT_NE(reboot.message.find("(node reboot required)"), std::string::npos) << reboot.message;
+  EXPECT_NE(reboot.message.find("(reboot: node reboot)"), std::string::npos) << reboot.message;
   EXPECT_EQ(reboot.message.find("xid-clear"), std::string::npos);  // a reset does not help
   boot("boot-3");
   log("3,22,100,-;NVRM: Xid (PCI:0000:01:00): 154, GPU recovery action changed from 0x1 (GPU "
@@ -158,7 +163,9 @@ TEST_F(KmsgXid, xid_154_is_judged_by_the_recovery_action_it_states) {
   boot("boot-4");
   log("3,23,100,-;NVRM: Xid (PCI:0000:01:00): 154, GPU recovery action changed from 0x0 (None) "
       "to 0x3 (Drain P2P)\n");
-  EXPECT_EQ(run().status, Status::kWarn);
+  auto drain = run();  // drained peer traffic, then a reset (recovery_action_verdict)
+  EXPECT_EQ(drain.status, Status::kFail);
+  EXPECT_EQ(drain.remedy, Remedy::kResetGpu);
 }
 
 TEST_F(KmsgXid, a_gpu_reset_clears_only_the_xids_a_reset_remedies_on_that_gpu) {
@@ -175,8 +182,8 @@ TEST_F(KmsgXid, a_gpu_reset_clears_only_the_xids_a_reset_remedies_on_that_gpu) {
   const std::string cursor = kmsg::cursor_path(ctx_.state_dir, ctx_.node);
   auto cleared = kmsg::clear_after_gpu_reset(cursor, "0000:18:00.0");  // nvidia-smi's spelling
   ASSERT_TRUE(cleared) << cleared.error().to_string();
-  EXPECT_EQ(cleared->cleared, std::vector<std::string>{"XID 48 0000:18:00"});
-  EXPECT_EQ(cleared->kept, std::vector<std::string>{"XID 79 0000:18:00"});
+  EXPECT_EQ(cleared->cleared, std::vector<std::string>{"XID 48 0000:18:00 (reset_gpu)"});
+  EXPECT_EQ(cleared->kept, std::vector<std::string>{"XID 79 0000:18:00 (reboot)"});
   auto after = run();
   EXPECT_EQ(after.status, Status::kFail);  // 79 and the other GPU's 95 remain
   EXPECT_EQ(after.message.find("XID 48"), std::string::npos) << after.message;

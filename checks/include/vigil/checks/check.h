@@ -10,6 +10,7 @@
 
 #include "vigil/base/strings.h"  // short_list() for check messages
 #include "vigil/checks/sku.h"
+#include "vigil/checks/xid_catalogue.h"
 #include "vigil/detect/config.h"
 #include "vigil/report/report.h"
 
@@ -65,6 +66,10 @@ struct CheckContext {
     static const detect::DetectConfig kDefaults = detect::DetectConfig::defaults();
     return detection ? *detection : kDefaults;
   }
+  // The XID catalogue with the site's xid-policy.json over it (beside the thresholds; null: the
+  // built-in one), which kmsg_xid and nvml_xid judge every XID by (docs/xid.md).
+  std::shared_ptr<const XidCatalogue> xid;
+  const XidCatalogue& xid_catalogue() const { return xid ? *xid : *XidCatalogue::builtin(); }
 
   // Threshold for (check, measurement) under the detected SKU, or nullptr.
   const Threshold* threshold(std::string_view check, std::string_view measurement) const {

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "vigil/checks/xid_catalogue.h"
 #include "vigil/detect/config.h"
 #include "vigil/report/threshold.h"
 
@@ -51,6 +52,9 @@ struct SkuSet {
   // (detect::kDetectionFileName): what the confirmation repeats are planned with, the file the
   // drainer's detection.engine_file names. Null when there is none: the defaults.
   std::shared_ptr<const detect::DetectConfig> detection;
+  // The site's xid-policy.json beside the SKU files over the built-in XID catalogue (docs/xid.md);
+  // null when there is none: the built-in one.
+  std::shared_ptr<const XidCatalogue> xid;
   const SkuConfig* by_name(std::string_view name) const;
 };
 
@@ -64,8 +68,8 @@ struct Loaded {
 // known_checks: the check names a threshold may name (registry.h known_check_names()); any
 // other name is an error, so a misspelt check cannot silently lose its bound.
 Loaded<SkuConfig> load_sku_file(const std::string& path, const std::set<std::string>& known_checks);
-// Every *.yaml / *.yml in dir, and detection.json when there is one; duplicate SKU names and
-// an invalid detection.json are errors.
+// Every *.yaml / *.yml in dir, and detection.json and xid-policy.json when there are; duplicate
+// SKU names and an invalid detection.json or xid-policy.json are errors.
 Loaded<SkuSet> load_sku_dir(const std::string& dir, const std::set<std::string>& known_checks);
 
 // What the node looks like, for SKU matching.

@@ -31,13 +31,21 @@ struct Measurement {
   Status status() const;
 };
 
+// What clears a failed check's fault, when the check knows it from the hardware's own
+// documentation (kmsg_xid / nvml_xid / nvml_recovery: NVIDIA's Xid catalogue and the driver's
+// recovery action): the repair ladder's first step. docs/node-report.md.
+enum class Remedy { kResetGpu, kReboot, kService };
+std::string_view to_string(Remedy r);  // "reset_gpu", "reboot", "service"
+std::optional<Remedy> remedy_from_string(std::string_view s);
+
 struct CheckResult {
   std::string check;       // registry name, e.g. "nvml_row_remap"
   std::string short_name;  // the check's own short name for Slurm reasons ("remap"); optional
   Status status = Status::kPass;
   std::vector<Measurement> measurements;
-  std::string message;     // one human line; for fail/warn: what is wrong, with figures
-  std::string fault_code;  // stable code, e.g. "VIGIL-NVML-REMAP-PENDING"; empty on pass
+  std::string message;           // one human line; for fail/warn: what is wrong, with figures
+  std::string fault_code;        // stable code, e.g. "VIGIL-NVML-REMAP-PENDING"; empty on pass
+  std::optional<Remedy> remedy;  // on fail, when the check knows what clears the fault
   double duration_s = 0;
 };
 

@@ -1,0 +1,250 @@
+// The XID and SXID line parsers on genuine driver lines from public bug reports (every format:
+// dmesg, dmesg -T, journald, Talos, with and without "PCI:", pid/name forms, MIG), and kmsg_xid
+// judging them with the XID catalogue: floods, cancellation, NVLink5 decode, SXIDs. Each line's
+// source: tests/fixtures/kmsg/SOURCES.md.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "check_factories.h"
+#include "passive/kmsg_reader.h"
+#include "temp_dir.h"
+
+namespace vigil {
+namespace {
+
+using testing::TempDir;
+
+const std::string kFixtures = std::string(VIGIL_SOURCE_DIR) + "/tests/fixtures/kmsg/";
+
+std::vector<std::string> lines_of(const std::string& file) {
+  std::ifstream in(kFixtures + file);
+  std::vector<std::string> out;
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty() && line[0] != '#') out.push_back(line);
+  return out;
+}
+
+// The first genuine line holding `needle`.
+std::string line_with(const std::string& needle) {
+  for (const std::string& l : lines_of("xid-lines.txt"))
+    if (l.find(needle) != std::string::npos) return l;
+  ADD_FAILURE() << "no fixture line holds " << needle;
+  return "";
+}
+
+TEST(XidLines, every_genuine_xid_and_sxid_line_parses_whatever_the_log_put_before_it) {
+  const std::vector<std::string> lines = lines_of("xid-lines.txt");
+  ASSERT_GE(lines.size(), 170u);
+  int xids = 0, sxids = 0, sxid_details = 0;
+  for (const std::string& l : lines) {
+    if (l.find("NVRM: Xid (") != std::string::npos) {
+      auto x = kmsg::parse_xid(l);
+      ASSERT_TRUE(x) << l;
+      EXPECT_GT(x->xid, 0u) << l;
+      EXPECT_EQ(x->device.find_first_of(" ()"), std::string::npos) << l;
+      EXPECT_FALSE(x->device.starts_with("PCI")) << l;
+      ++xids;
+    } else {
+      ASSERT_NE(l.find("SXid ("), std::string::npos) << "neither Xid nor SXid: " << l;
+      if (auto s = kmsg::parse_sxid(l)) {
+        EXPECT_GT(s->sxid, 10000u) << l;
+        ++sxids;
+      } else {
+        // The driver's follow-up lines of one SXid carry no severity.
+        EXPECT_TRUE(l.find(", Data {") != std::string::npos ||
+                    l.find(", Severity ") != std::string::npos)
+            << l;
+        ++sxid_details;
+      }
+    }
+  }
+  EXPECT_GT(xids, 140);
+  EXPECT_GT(sxids, 8);
+  EXPECT_GT(sxid_details, 4);
+}
+
+TEST(XidLines, each_driver_era_gives_the_device_number_and_detail) {
+  // Journald prefix, pid='<unknown>' form (NVIDIA/gpu-operator #1146).
+  auto dbe = kmsg::parse_xid(line_with("48, pid='<unknown>'"));
+  ASSERT_TRUE(dbe);
+  EXPECT_EQ(dbe->device, "0000:07:00");
+  EXPECT_EQ(dbe->xid, 48u);
+  EXPECT_TRUE(dbe->detail.starts_with("pid='<unknown>', name=<unknown>, An uncorrectable"));
+  // A 2012 driver: no "PCI:", no domain (pastebin zhK16889).
+  auto old = kmsg::parse_xid(line_with("Xid (0009:00): 53"));
+  ASSERT_TRUE(old);
+  EXPECT_EQ(old->device, "0009:00");
+  EXPECT_EQ(old->xid, 53u);
+  // MIG: the GPU instance follows the bus id (NVIDIA open-gpu-kernel-modules source example).
+  auto mig = kmsg::parse_xid(line_with("GPU-I:05"));
+  ASSERT_TRUE(mig);
+  EXPECT_EQ(mig->device, "0000:01:00");
+  EXPECT_EQ(mig->xid, 94u);
+  // Talos's "<ip>: kern: warning: [<time>]: " prefix (vllm-project/vllm #40652).
+  auto talos = kmsg::parse_xid(line_with("NVLink: fatal error detected on link 8"));
+  ASSERT_TRUE(talos);
+  EXPECT_EQ(talos->device, "0000:48:00");
+  EXPECT_EQ(talos->xid, 74u);
+
+  auto fatal = kmsg::parse_sxid(line_with("20034, Fatal, Link 28"));
+  ASSERT_TRUE(fatal);
+  EXPECT_TRUE(fatal->fatal);
+  EXPECT_EQ(fatal->device, "0000:c2:00.0");
+  auto non_fatal = kmsg::parse_sxid(line_with("22013, Non-fatal, Link 44"));
+  ASSERT_TRUE(non_fatal);
+  EXPECT_FALSE(non_fatal->fatal);
+  EXPECT_EQ(non_fatal->sxid, 22013u);
+}
+
+TEST(XidLines, driver_lines_that_are_not_xid_records_are_not_read_as_xids) {
+  for (const std::string& l : lines_of("xid-adjacent-lines.txt")) {
+    if (l.find("NVRM: Xid (") != std::string::npos) continue;  // redacted or injected records
+    EXPECT_FALSE(kmsg::parse_xid(l)) << l;
+    EXPECT_FALSE(kmsg::parse_sxid(l)) << l;
+  }
+}
+
+// The catalogue's judgement of genuine lines, including the register decode of NVLink5 XIDs:
+// two "Fatal" XID 149 lines (leptonai/gpud PRs #1160 and #1174) decode to different actions.
+TEST(XidLines, genuine_lines_are_judged_by_the_catalogue) {
+  const XidCatalogue& cat = *XidCatalogue::builtin();
+  auto judged = [&](const std::string& needle) {
+    auto x = kmsg::parse_xid(line_with(needle));
+    EXPECT_TRUE(x) << needle;
+    return x ? cat.judge(x->xid, x->detail).action : XidAction::kWatch;
+  };
+  EXPECT_EQ(judged("79, GPU has fallen off the bus."), XidAction::kReboot);
+  EXPECT_EQ(judged("48, pid='<unknown>'"), XidAction::kResetGpu);
+  EXPECT_EQ(judged("errorString CTX SWITCH TIMEOUT"), XidAction::kResetGpu);  // 109
+  EXPECT_EQ(judged("Graphics SM Warp Exception"), XidAction::kNone);          // 13
+  EXPECT_EQ(judged("caused by previous Xid 149"), XidAction::kNone);          // 45
+  EXPECT_EQ(judged("Contained: SM (0x1)"), XidAction::kWatch);                // 94
+  EXPECT_EQ(judged("63, pid=1850, Row Remapper"), XidAction::kNone);          // IGNORE
+  EXPECT_EQ(judged("to 0x1 (PF FLR)"), XidAction::kResetGpu);                 // 154, 610 driver
+  EXPECT_EQ(judged("to 0x1 (GPU Reset Required)"), XidAction::kResetGpu);
+  // NETIR_LINK_DOWN, reason 0x25 (peer device): RESET_GPU; reason 0x26: IGNORE, although the
+  // driver wrote "Fatal" in both.
+  EXPECT_EQ(judged("(0x025001c6"), XidAction::kResetGpu);
+  EXPECT_EQ(judged("(0x026001c6"), XidAction::kNone);
+  EXPECT_EQ(judged("NETIR Fatal XC0 i0 Link -1"), XidAction::kResetGpu);  // NETIR_INT
+  EXPECT_EQ(judged("RLW_RXPIPE Nonfatal"), XidAction::kNone);             // errorStatus 0x8: IGNORE
+  EXPECT_EQ(judged("SAW_MVB Nonfatal"), XidAction::kNone);                // errorStatus 0x8: IGNORE
+  EXPECT_EQ(cat.judge_sxid(true).action, XidAction::kReboot);
+  EXPECT_EQ(cat.judge_sxid(false).action, XidAction::kNone);
+}
+
+class KmsgXidLines : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ctx_.node = "gpu-0";
+    ctx_.state_dir = dir_.file("state");
+    ctx_.kmsg_path = dir_.file("kmsg");
+    ctx_.proc_root = dir_.file("proc");
+    std::filesystem::create_directories(dir_.file("proc/sys/kernel/random"));
+    dir_.write("proc/sys/kernel/random/boot_id", "boot-1\n");
+  }
+  // The lines as /dev/kmsg records, sequence numbers from `seq`.
+  void log(const std::vector<std::string>& lines, int seq = 1) {
+    std::string text;
+    for (const std::string& l : lines) text += "3," + std::to_string(seq++) + ",100,-;" + l + "\n";
+    dir_.write("kmsg", text);
+  }
+  CheckResult run() { return make_kmsg_xid_check()->run(ctx_); }
+
+  TempDir dir_;
+  CheckContext ctx_;
+};
+
+// A flood is counted per distinct item and a message names at most 8 of them (one XID 95 storm
+// was ~800k lines of 29 distinct events, NVIDIA/NVSentinel #1120).
+TEST_F(KmsgXidLines, a_flood_is_one_item_with_a_count) {
+  std::vector<std::string> flood;
+  for (const std::string& l : lines_of("xid-lines.txt"))
+    if (l.find("0000:61:00): 119") != std::string::npos) flood.push_back(l);
+  ASSERT_GE(flood.size(), 10u);
+  for (int i = 0; i < 2000; ++i) flood.push_back(flood[i % 10]);
+  log(flood);
+  const CheckResult r = run();
+  EXPECT_EQ(r.status, Status::kFail);
+  EXPECT_EQ(r.message,
+            "XID 119 0000:61:00 (reset_gpu); after resetting the GPU: vigil-check xid-clear "
+            "--gpu <bus id>");
+  EXPECT_EQ(r.remedy, Remedy::kResetGpu);
+  EXPECT_EQ(r.fault_code, "VIGIL-KMSG-XID-RESET-GPU");
+
+  std::vector<std::string> many;  // 12 distinct watched XIDs: 8 named, the rest counted
+  for (int bus = 0; bus < 12; ++bus) {
+    char dev[16];
+    std::snprintf(dev, sizeof dev, "0000:%02x:00", bus + 16);
+    many.push_back(std::string("NVRM: Xid (PCI:") + dev + "): 94, Contained: SM (0x1).");
+    many.push_back(many.back());
+  }
+  ctx_.state_dir.clear();
+  log(many, 5000);
+  const CheckResult w = run();
+  EXPECT_EQ(w.status, Status::kWarn);
+  EXPECT_NE(w.message.find("XID 94 0000:10:00 (watch) x2"), std::string::npos) << w.message;
+  EXPECT_NE(w.message.find(", and 4 more"), std::string::npos) << w.message;
+  double other = -1;
+  for (const Measurement& m : w.measurements)
+    if (m.name == "xid_other_events") other = m.value;
+  EXPECT_EQ(other, 24);
+}
+
+// The driver names the recovery action itself and takes it back: a later XID 154 "to 0x0
+// (None)" on the same GPU withdraws the earlier one.
+TEST_F(KmsgXidLines, xid_154_to_none_withdraws_the_earlier_154_of_that_gpu) {
+  log({line_with("(PCI:0000:0b:00): 154, GPU recovery action changed from 0x0 (None) to 0x1"),
+       "NVRM: Xid (PCI:0000:0b:00): 154, GPU recovery action changed from 0x1 (GPU Reset "
+       "Required) to 0x0 (None)"});
+  const CheckResult r = run();
+  EXPECT_EQ(r.status, Status::kPass) << r.message;
+}
+
+// SXIDs: a Fatal one fails with a reboot (GPUs and NVSwitches reset together), a Non-fatal one
+// and the driver's Data / Severity follow-up lines are reported only.
+TEST_F(KmsgXidLines, a_fatal_sxid_fails_and_non_fatal_ones_are_reported) {
+  std::vector<std::string> lines;
+  for (const std::string& l : lines_of("xid-lines.txt"))
+    if (l.find("nvidia-nvswitch3: SXid (PCI:0000:04:00.0): 22013") != std::string::npos)
+      lines.push_back(l);
+  log(lines);
+  CheckResult r = run();
+  EXPECT_EQ(r.status, Status::kPass) << r.message;
+  EXPECT_NE(r.message.find("SXID 22013 0000:04:00.0 x3 (not health-critical)"), std::string::npos)
+      << r.message;
+
+  lines.push_back(line_with("20034, Fatal, Link 28"));
+  log(lines, 100);
+  r = run();
+  EXPECT_EQ(r.status, Status::kFail);
+  EXPECT_EQ(r.message, "SXID 20034 0000:c2:00.0 (reboot)");
+  EXPECT_EQ(r.remedy, Remedy::kReboot);
+}
+
+// A site's policy: its entries replace the built-in ones, its cancellation rules are added.
+TEST_F(KmsgXidLines, a_site_policy_changes_an_xids_action_and_cancels_another) {
+  dir_.write("xid-policy.json", R"({
+    "xids": [{"xid": 163, "action": "reset_gpu", "source": "site: we need power smoothing"}],
+    "cancels": [{"when": 162, "clears": [163], "source": "NVIDIA/NVSentinel #1252"}]
+  })");
+  auto site = XidCatalogue::builtin()->with_site_policy(dir_.file("xid-policy.json"));
+  ASSERT_TRUE(site) << site.error().to_string();
+  ctx_.xid = std::make_shared<const XidCatalogue>(std::move(*site));
+  log({"NVRM: Xid (PCI:0000:18:00): 163, Power smoothing disengaged"});
+  CheckResult r = run();
+  EXPECT_EQ(r.status, Status::kFail) << r.message;
+  EXPECT_NE(r.message.find("XID 163 0000:18:00 (reset_gpu)"), std::string::npos) << r.message;
+  // Re-engaged later: the 163 is cancelled, remembered or not.
+  log({"NVRM: Xid (PCI:0000:18:00): 163, Power smoothing disengaged",
+       "NVRM: Xid (PCI:0000:18:00): 162, Power smoothing re-engaged"});
+  r = run();
+  EXPECT_EQ(r.status, Status::kPass) << r.message;
+}
+
+}  // namespace
+}  // namespace vigil
