@@ -315,6 +315,36 @@ TEST_F(HookOnCluster, healthcheck_drains_an_idle_node_within_one_interval) {
   EXPECT_LE(*took, kHealthInterval + 10.0);
 }
 
+// Issue 27: an XID the driver wrote to the kernel log (genuine lines: XID 79 from NVIDIA/
+// open-gpu-kernel-modules #1151, XID 13 from NVIDIA/TensorRT-LLM #15610) is judged by NVIDIA's
+// Xid catalogue: 79 (RESTART_BM) drains the idle node with the remedy in the reason and the
+// report, 13 (RESTART_APP) on the other node drains nothing.
+TEST_F(HookOnCluster, an_xid_in_the_kernel_log_drains_with_the_catalogues_remedy) {
+  put(w() + "/kmsg/gpu-1",
+      "6,1,100,-;Linux version 6.1\n"
+      "4,2,200,-;NVRM: Xid (PCI:0000:01:00): 79, GPU has fallen off the bus.\n");
+  put(w() + "/kmsg/gpu-0",
+      "6,1,100,-;Linux version 6.1\n"
+      "4,2,200,-;NVRM: Xid (PCI:0000:70:00): 13, Graphics SM Warp Exception on (GPC 1, TPC 1, "
+      "SM 1): MMU Fault\n");
+  put(w() + "/healthcheck.on", "");
+  auto took = wait_drained("gpu-1", std::chrono::seconds(kHealthInterval * 3));
+  fs::remove(w() + "/healthcheck.on");
+  cluster_->shell(
+      "for i in $(seq 150); do pgrep -f 'vigil-check hook healthcheck' >/dev/null || "
+      "exit 0; sleep 0.2; done");
+  ASSERT_TRUE(took) << hook_log("gpu-1");
+  const std::string reason = drain_reason("gpu-1");
+  EXPECT_EQ(reason.rfind("vigil: xid XID 79 0000:01:00 (reboot)", 0), 0u) << reason;
+  EXPECT_EQ(drain_reason("gpu-0"), "") << hook_log("gpu-0");
+  bool remedy = false;
+  for (const auto& f : fs::directory_iterator(w() + "/out"))
+    if (f.path().filename().string().starts_with("healthcheck-gpu-1-"))
+      remedy =
+          remedy || slurp(f.path().string()).find("\"remedy\": \"reboot\"") != std::string::npos;
+  EXPECT_TRUE(remedy) << "no healthcheck report of gpu-1 carries remedy reboot";
+}
+
 TEST_F(HookOnCluster, drainer_down_the_hook_drains_itself_and_the_spooled_report_repeats_nothing) {
   stop_drainer();
   write_env("http://127.0.0.1:1", 30);  // nothing listens
