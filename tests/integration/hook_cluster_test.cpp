@@ -206,6 +206,13 @@ class HookOnCluster : public ::testing::Test {
     }
     return std::nullopt;
   }
+  // A health check slurmd started before healthcheck.on went away may still be running: let it
+  // end here, not in the next test (it would drain a node again after that test's resume).
+  void wait_healthchecks_done() {
+    cluster_->shell(
+        "for i in $(seq 150); do pgrep -f 'vigil-check hook healthcheck' >/dev/null || "
+        "exit 0; sleep 0.2; done");
+  }
   std::string hook_log(const std::string& n) { return slurp(w() + "/log/hook-" + n + ".log"); }
 
   static std::unique_ptr<TempDir> work_;
@@ -300,11 +307,7 @@ TEST_F(HookOnCluster, healthcheck_drains_an_idle_node_within_one_interval) {
   put(w() + "/healthcheck.on", "");
   auto took = wait_drained("gpu-1", std::chrono::seconds(kHealthInterval * 3));
   fs::remove(w() + "/healthcheck.on");
-  // A health check slurmd started before the file went away may still be running: let it end
-  // here, not in the next test (it would drain gpu-1 again there, after that test's resume).
-  cluster_->shell(
-      "for i in $(seq 150); do pgrep -f 'vigil-check hook healthcheck' >/dev/null || "
-      "exit 0; sleep 0.2; done");
+  wait_healthchecks_done();
   ASSERT_TRUE(took) << hook_log("gpu-1");
   EXPECT_EQ(drain_reason("gpu-1").rfind("vigil: remap", 0), 0u);
   EXPECT_EQ(drain_reason("gpu-0"), "");
@@ -330,9 +333,7 @@ TEST_F(HookOnCluster, an_xid_in_the_kernel_log_drains_with_the_catalogues_remedy
   put(w() + "/healthcheck.on", "");
   auto took = wait_drained("gpu-1", std::chrono::seconds(kHealthInterval * 3));
   fs::remove(w() + "/healthcheck.on");
-  cluster_->shell(
-      "for i in $(seq 150); do pgrep -f 'vigil-check hook healthcheck' >/dev/null || "
-      "exit 0; sleep 0.2; done");
+  wait_healthchecks_done();
   ASSERT_TRUE(took) << hook_log("gpu-1");
   const std::string reason = drain_reason("gpu-1");
   EXPECT_EQ(reason.rfind("vigil: xid XID 79 0000:01:00 (reboot)", 0), 0u) << reason;

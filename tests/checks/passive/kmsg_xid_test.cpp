@@ -4,36 +4,14 @@
 #include <filesystem>
 #include <fstream>
 
-#include "check_factories.h"
+#include "kmsg_fixture.h"
 #include "passive/kmsg_reader.h"
-#include "temp_dir.h"
 
 namespace vigil {
 
-using testing::TempDir;
-
 namespace {
 
-class KmsgXid : public ::testing::Test {
- protected:
-  void SetUp() override {
-    ctx_.node = "gpu-0";
-    ctx_.state_dir = dir_.file("state");
-    ctx_.kmsg_path = dir_.file("kmsg");
-    ctx_.proc_root = dir_.file("proc");
-    boot("boot-1");
-    log("");
-  }
-  void boot(const std::string& id) {
-    std::filesystem::create_directories(dir_.file("proc/sys/kernel/random"));
-    dir_.write("proc/sys/kernel/random/boot_id", id + "\n");
-  }
-  void log(const std::string& text) { dir_.write("kmsg", text); }
-  CheckResult run() { return make_kmsg_xid_check()->run(ctx_); }
-
-  TempDir dir_;
-  CheckContext ctx_;
-};
+using KmsgXid = testing::KmsgFixture;
 
 constexpr const char* kXid79 =
     "4,11,500,-;NVRM: Xid (PCI:0000:18:00): 79, pid=1234, name=python, GPU has fallen off the "

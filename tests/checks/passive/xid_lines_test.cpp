@@ -9,14 +9,11 @@
 #include <string>
 #include <vector>
 
-#include "check_factories.h"
+#include "kmsg_fixture.h"
 #include "passive/kmsg_reader.h"
-#include "temp_dir.h"
 
 namespace vigil {
 namespace {
-
-using testing::TempDir;
 
 const std::string kFixtures = std::string(VIGIL_SOURCE_DIR) + "/tests/fixtures/kmsg/";
 
@@ -137,27 +134,7 @@ TEST(XidLines, genuine_lines_are_judged_by_the_catalogue) {
   EXPECT_EQ(cat.judge_sxid(false).action, XidAction::kNone);
 }
 
-class KmsgXidLines : public ::testing::Test {
- protected:
-  void SetUp() override {
-    ctx_.node = "gpu-0";
-    ctx_.state_dir = dir_.file("state");
-    ctx_.kmsg_path = dir_.file("kmsg");
-    ctx_.proc_root = dir_.file("proc");
-    std::filesystem::create_directories(dir_.file("proc/sys/kernel/random"));
-    dir_.write("proc/sys/kernel/random/boot_id", "boot-1\n");
-  }
-  // The lines as /dev/kmsg records, sequence numbers from `seq`.
-  void log(const std::vector<std::string>& lines, int seq = 1) {
-    std::string text;
-    for (const std::string& l : lines) text += "3," + std::to_string(seq++) + ",100,-;" + l + "\n";
-    dir_.write("kmsg", text);
-  }
-  CheckResult run() { return make_kmsg_xid_check()->run(ctx_); }
-
-  TempDir dir_;
-  CheckContext ctx_;
-};
+using KmsgXidLines = testing::KmsgFixture;
 
 // A flood is counted per distinct item and a message names at most 8 of them (one XID 95 storm
 // was ~800k lines of 29 distinct events, NVIDIA/NVSentinel #1120).
@@ -167,7 +144,7 @@ TEST_F(KmsgXidLines, a_flood_is_one_item_with_a_count) {
     if (l.find("0000:61:00): 119") != std::string::npos) flood.push_back(l);
   ASSERT_GE(flood.size(), 10u);
   for (int i = 0; i < 2000; ++i) flood.push_back(flood[i % 10]);
-  log(flood);
+  log_lines(flood);
   const CheckResult r = run();
   EXPECT_EQ(r.status, Status::kFail);
   EXPECT_EQ(r.message,
@@ -184,7 +161,7 @@ TEST_F(KmsgXidLines, a_flood_is_one_item_with_a_count) {
     many.push_back(many.back());
   }
   ctx_.state_dir.clear();
-  log(many, 5000);
+  log_lines(many, 5000);
   const CheckResult w = run();
   EXPECT_EQ(w.status, Status::kWarn);
   EXPECT_NE(w.message.find("XID 94 0000:10:00 (watch) x2"), std::string::npos) << w.message;
@@ -198,9 +175,9 @@ TEST_F(KmsgXidLines, a_flood_is_one_item_with_a_count) {
 // The driver names the recovery action itself and takes it back: a later XID 154 "to 0x0
 // (None)" on the same GPU withdraws the earlier one.
 TEST_F(KmsgXidLines, xid_154_to_none_withdraws_the_earlier_154_of_that_gpu) {
-  log({line_with("(PCI:0000:0b:00): 154, GPU recovery action changed from 0x0 (None) to 0x1"),
-       "NVRM: Xid (PCI:0000:0b:00): 154, GPU recovery action changed from 0x1 (GPU Reset "
-       "Required) to 0x0 (None)"});
+  log_lines({line_with("(PCI:0000:0b:00): 154, GPU recovery action changed from 0x0 (None) to 0x1"),
+             "NVRM: Xid (PCI:0000:0b:00): 154, GPU recovery action changed from 0x1 (GPU Reset "
+             "Required) to 0x0 (None)"});
   const CheckResult r = run();
   EXPECT_EQ(r.status, Status::kPass) << r.message;
 }
@@ -212,14 +189,14 @@ TEST_F(KmsgXidLines, a_fatal_sxid_fails_and_non_fatal_ones_are_reported) {
   for (const std::string& l : lines_of("xid-lines.txt"))
     if (l.find("nvidia-nvswitch3: SXid (PCI:0000:04:00.0): 22013") != std::string::npos)
       lines.push_back(l);
-  log(lines);
+  log_lines(lines);
   CheckResult r = run();
   EXPECT_EQ(r.status, Status::kPass) << r.message;
   EXPECT_NE(r.message.find("SXID 22013 0000:04:00.0 x3 (not health-critical)"), std::string::npos)
       << r.message;
 
   lines.push_back(line_with("20034, Fatal, Link 28"));
-  log(lines, 100);
+  log_lines(lines, 100);
   r = run();
   EXPECT_EQ(r.status, Status::kFail);
   EXPECT_EQ(r.message, "SXID 20034 0000:c2:00.0 (reboot)");
@@ -235,13 +212,13 @@ TEST_F(KmsgXidLines, a_site_policy_changes_an_xids_action_and_cancels_another) {
   auto site = XidCatalogue::builtin()->with_site_policy(dir_.file("xid-policy.json"));
   ASSERT_TRUE(site) << site.error().to_string();
   ctx_.xid = std::make_shared<const XidCatalogue>(std::move(*site));
-  log({"NVRM: Xid (PCI:0000:18:00): 163, Power smoothing disengaged"});
+  log_lines({"NVRM: Xid (PCI:0000:18:00): 163, Power smoothing disengaged"});
   CheckResult r = run();
   EXPECT_EQ(r.status, Status::kFail) << r.message;
   EXPECT_NE(r.message.find("XID 163 0000:18:00 (reset_gpu)"), std::string::npos) << r.message;
   // Re-engaged later: the 163 is cancelled, remembered or not.
-  log({"NVRM: Xid (PCI:0000:18:00): 163, Power smoothing disengaged",
-       "NVRM: Xid (PCI:0000:18:00): 162, Power smoothing re-engaged"});
+  log_lines({"NVRM: Xid (PCI:0000:18:00): 163, Power smoothing disengaged",
+             "NVRM: Xid (PCI:0000:18:00): 162, Power smoothing re-engaged"});
   r = run();
   EXPECT_EQ(r.status, Status::kPass) << r.message;
 }
