@@ -13,7 +13,8 @@ namespace {
 
 bool is_pass_like(Status s) { return s == Status::kPass || s == Status::kWarn; }
 
-// Compact JSON of the measurements that failed or warned, for the Kubernetes annotation.
+// Compact JSON of the measurements that failed or warned, for the Kubernetes annotation, with
+// the check's remedy where it knows one (docs/xid.md): what the repair ladder will act on.
 std::string failing_summary(const NodeReport& r) {
   nlohmann::json arr = nlohmann::json::array();
   for (const auto& c : r.checks) {
@@ -30,6 +31,7 @@ std::string failing_summary(const NodeReport& r) {
       if (m.gpu) e["gpu"] = *m.gpu;
       if (m.port) e["port"] = *m.port;
       if (m.threshold) e["fail"] = m.threshold->fail;
+      if (c.remedy) e["remedy"] = std::string(to_string(*c.remedy));  // what clears it
       arr.push_back(std::move(e));
       any = true;
     }
@@ -38,6 +40,7 @@ std::string failing_summary(const NodeReport& r) {
       // which baseline ("gpu3 gemm_bf16_tflops 704 TFLOP/s, 12% below its 7 peers (803)").
       nlohmann::json e{{"check", c.check}, {"status", std::string(to_string(c.status))}};
       if (!c.message.empty()) e["message"] = c.message;
+      if (c.remedy) e["remedy"] = std::string(to_string(*c.remedy));
       arr.push_back(std::move(e));
     }
   }

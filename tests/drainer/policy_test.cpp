@@ -195,6 +195,24 @@ TEST(PolicyEngine, vigil_drain_taken_over_by_admin_is_never_resumed) {
   }
 }
 
+// The check's remedy (docs/xid.md) travels with the failing figures into the node's state,
+// the Node annotation and /v1/nodes: what the repair ladder will act on.
+TEST(PolicyEngine, the_failing_summary_carries_the_checks_remedy) {
+  Fixture f;
+  PolicyEngine eng(f.pol, {}, false, f.clock);
+  auto info = f.idle("gpu-1");
+  CheckResult xid = make_check("kmsg_xid", F, 1, 0);
+  xid.remedy = Remedy::kReboot;
+  auto d = eng.on_report(nullptr, make_report("gpu-1", "a", {xid}), &info, {}, 4);
+  ASSERT_EQ(d.action, Action::kDrain);
+  auto failing = nlohmann::json::parse(d.state.failing);
+  ASSERT_EQ(failing.size(), 1u);
+  EXPECT_EQ(failing[0]["remedy"], "reboot");
+  auto plain = eng.on_report(nullptr, make_report("gpu-2", "a", {make_check("nvml_ecc", F, 1, 0)}),
+                             &info, {}, 4);
+  EXPECT_FALSE(nlohmann::json::parse(plain.state.failing)[0].contains("remedy"));
+}
+
 TEST(PolicyEngine, a_report_without_a_known_sku_keeps_the_node_in_its_sku_group) {
   Fixture f;
   PolicyEngine eng(f.pol, {}, false, f.clock);

@@ -138,6 +138,7 @@ void XidCatalogue::read_catalogue(const nlohmann::json& cat) {
     const unsigned long long xid = number(need(xids[i], at, "xid"), at + "xid");
     Entry e{text(xids[i], at, "mnemonic"), text(xids[i], at, "immediate"),
             !list(xids[i], at, "gpus").empty()};
+    tokens_.insert(e.immediate);
     if (!xids_.emplace(xid, std::move(e)).second) throw Bad{at + "xid", "listed twice"};
   }
   const json& decode = list(cat, "", "nvlink5_decode");
@@ -156,6 +157,7 @@ void XidCatalogue::read_catalogue(const nlohmann::json& cat) {
       if (!v) throw Bad{at + "error_status", "must list hex words like 0x00000001"};
       row.status.push_back(*v);
     }
+    tokens_.insert(row.immediate);
     decode_.push_back(std::move(row));
   }
 }
@@ -179,13 +181,20 @@ void XidCatalogue::read_policy(const nlohmann::json& pol, bool site) {
     }
   };
   each("buckets", {"nvidia", "action", "source"}, [&](const json& j, const std::string& at) {
+    const std::string token = text(j, at, "nvidia");
+    if (!tokens_.count(token))
+      throw Bad{at + "nvidia", "'" + token + "' is not an action of " + version_};
     Rule r;
     const std::string a = text(j, at, "action");
-    if (a == "recovery_action" || a == "nvlink5_decode")
+    // The two readings of a message belong to the one token each is for.
+    if ((a == "recovery_action" && token == "XID_154") ||
+        (a == "nvlink5_decode" && token == "WORKFLOW_NVLINK5_ERR"))
       r.special = a;
+    else if (a == "recovery_action" || a == "nvlink5_decode")
+      throw Bad{at + "action", "'" + a + "' reads the message of another token"};
     else
       r.action = action_of(j, at);
-    buckets_[text(j, at, "nvidia")] = r;
+    buckets_[token] = r;
   });
   each("xids", {"xid", "action", "source"}, [&](const json& j, const std::string& at) {
     overrides_[number(need(j, at, "xid"), at + "xid")] = action_of(j, at);
@@ -249,8 +258,10 @@ std::shared_ptr<const XidCatalogue> XidCatalogue::builtin() {
     auto c = parse(kXidCatalogueJson, kXidPolicyJson, "built-in");
     if (c) return std::make_shared<const XidCatalogue>(std::move(*c));
     // The unit tests load these files, so a build cannot ship them broken; should one anyway,
-    // every XID is watched (warned, never drained) and the reason is in every message.
+    // nothing drains: the XID checks answer error with the reason (valid()).
     XidCatalogue empty;
+    empty.valid_ = false;
+    empty.sxid_fatal_ = XidAction::kWatch;
     empty.version_ = "invalid built-in XID catalogue (" + c.error().to_string() + ")";
     return std::make_shared<const XidCatalogue>(std::move(empty));
   }();
@@ -370,7 +381,7 @@ std::optional<unsigned> xid154_recovery_action(std::string_view detail) {
   return v;
 }
 
-XidVerdict recovery_action_verdict(unsigned action) {
+XidVerdict recovery_action_verdict(unsigned long long action) {
   switch (action) {
     case 0:
       return {XidAction::kNone, "", "none"};
@@ -378,16 +389,22 @@ XidVerdict recovery_action_verdict(unsigned action) {
       return {XidAction::kResetGpu, "", "GPU reset"};
     case 2:
       return {XidAction::kReboot, "", "node reboot"};
-    case 3:  // peer-to-peer traffic drained, then a reset (awslabs' health checks: reset)
+    case 3:
+      // NVIDIA ("Error Recovery and Response Flags", GPU memory error management): quiesce
+      // peer-to-peer traffic, then read the action again, which names the next step. Vigil
+      // drains (the GPU is not fit for work) and takes a reset as the remedy, as awslabs' GPU
+      // health checks do; the next report's action (0 or 1) confirms or corrects it.
       return {XidAction::kResetGpu, "", "drain P2P"};
     case 4:
       return {XidAction::kResetGpu, "", "drain P2P and GPU reset"};
     case 5:  // the IMEX domain, not this GPU: a person restarts it
       return {XidAction::kService, "", "recover the IMEX domain"};
     default: {
-      char hex[16];
-      std::snprintf(hex, sizeof hex, "0x%x", action);
-      return {XidAction::kWatch, "",
+      // Newer than nvml.h 13.3 (NVML bindings name 6 BUS_RESET and 7 SYSTEM_REBOOT): the driver
+      // says the GPU needs something; a reboot clears whatever a reset would.
+      char hex[24];
+      std::snprintf(hex, sizeof hex, "0x%llx", action);
+      return {XidAction::kReboot, "",
               std::string("recovery action ") + hex + ", unknown to this build (newer driver?)"};
     }
   }

@@ -25,8 +25,8 @@
 // before it may run work again (the action XID 154 announces in the kernel log). NONE passes;
 // GPU_RESET, NODE_REBOOT, DRAIN_P2P, DRAIN_AND_RESET and RECOVER_IMEX_DOMAIN fail with the
 // action in the reason and as the report's remedy (recovery_action_verdict, XID 154's reading
-// too: vigil/checks/xid_catalogue.h); a value newer than this header warns. The field is
-// NOT_SUPPORTED on drivers before it existed: skipped.
+// too: vigil/checks/xid_catalogue.h); a value newer than this header fails as a reboot. The
+// field is NOT_SUPPORTED on drivers before it existed: skipped.
 #include <cmath>
 #include <fstream>
 #include <optional>
@@ -298,7 +298,7 @@ class NvmlRecoveryCheck final : public NvmlCheck {
       if (action == kNvmlGpuRecoveryActionNone) continue;
       const std::string gs = "gpu" + std::to_string(g);
       // One reading of the driver's recovery action, shared with kmsg_xid's XID 154.
-      const XidVerdict verdict = recovery_action_verdict(static_cast<unsigned>(action));
+      const XidVerdict verdict = recovery_action_verdict(action);
       if (drains(verdict.action)) {
         v.add(Status::kFail, gs + " driver asks for " + verdict.why, kFaultRecovery);
         if (!worst || verdict.action > *worst) worst = verdict.action;

@@ -53,6 +53,10 @@ class NvmlXidCheck final : public NvmlCheck {
     std::map<std::pair<int, unsigned long long>, int> seen;
     int fatal = 0, other = 0;
     const XidCatalogue& catalogue = ctx.xid_catalogue();
+    if (!catalogue.valid()) {
+      api.event_set_free(set);
+      return error(name(), catalogue.version(), "VIGIL-XID-CATALOGUE");
+    }
     if (registered > 0) {
       using Clock = std::chrono::steady_clock;
       const auto deadline = Clock::now() + ctx.xid_wait;

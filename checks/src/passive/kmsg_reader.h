@@ -24,6 +24,11 @@ namespace vigil::kmsg {
 struct Record {
   std::uint64_t seq = 0;
   std::string message;  // the text after ';'
+  // The syslog priority, facility << 3 | level: the kernel's own records are facility 0
+  // (LOG_KERN); a line user space writes into /dev/kmsg is LOG_USER (1) unless it says
+  // otherwise (Documentation/ABI/testing/dev-kmsg), so it cannot pose as the driver's.
+  unsigned prio = 0;
+  bool from_kernel() const { return (prio >> 3) == 0; }
 };
 
 // One record line (without its '\n'); nullopt when it is not "<int>,<int>,<int>,...;text".

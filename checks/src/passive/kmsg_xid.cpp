@@ -54,9 +54,24 @@ std::string listed(const std::map<std::string, int>& items) {
   return join(v);
 }
 
-// Forgets the items of `xid` on `device` ("XID 163 0000:18:00 ...").
-void cancel(std::map<std::string, int>& items, const std::string& prefix) {
-  std::erase_if(items, [&](const auto& kv) { return kv.first.starts_with(prefix); });
+// Is `item` ("XID 163 0000:18:00", "XID 163 0000:18:00 (watch)") one of `head`'s?
+bool of(std::string_view item, std::string_view head) {
+  return item.starts_with(head) && (item.size() == head.size() || item[head.size()] == ' ');
+}
+
+// The cursor keeps at most kRemembered failing items (every hook reads it). When it is full, a
+// new item replaces the weakest one if its action is stronger, so the check's remedy stays the
+// worst of the boot; otherwise it is dropped (the check fails either way).
+void remember(std::vector<std::string>& fatal, const std::string& item, XidAction action,
+              const XidCatalogue& catalogue) {
+  if (fatal.size() < kRemembered) {
+    fatal.push_back(item);
+    return;
+  }
+  auto weakest = std::min_element(fatal.begin(), fatal.end(), [&](const auto& a, const auto& b) {
+    return kmsg::remembered_action(a, catalogue) < kmsg::remembered_action(b, catalogue);
+  });
+  if (kmsg::remembered_action(*weakest, catalogue) < action) *weakest = item;
 }
 
 // What the new kernel log lines hold, judged by the catalogue: items that drain go to the
@@ -77,10 +92,10 @@ struct Seen {
       std::set<unsigned long long> gone = catalogue.cancelled_by(x->xid);
       if (x->xid == 154 && v.action == XidAction::kNone) gone.insert(154);
       for (unsigned long long c : gone) {
-        const std::string prefix = "XID " + std::to_string(c) + " " + x->device + " ";
-        cancel(watch, prefix);
-        cancel(other, prefix);
-        std::erase_if(fatal, [&](const std::string& f) { return f.starts_with(prefix); });
+        const std::string cancelled = "XID " + std::to_string(c) + " " + x->device;
+        std::erase_if(watch, [&](const auto& kv) { return of(kv.first, cancelled); });
+        std::erase_if(other, [&](const auto& kv) { return of(kv.first, cancelled); });
+        std::erase_if(fatal, [&](const std::string& f) { return of(f, cancelled); });
       }
       item = head;
       if (v.action != XidAction::kNone || x->xid == 154)
@@ -95,9 +110,8 @@ struct Seen {
     }
     if (drains(v.action)) {
       ++new_fatal;
-      // Bounded: the cursor file is read by every hook; past the bound the check fails anyway.
-      if (fatal.size() < kRemembered && std::find(fatal.begin(), fatal.end(), item) == fatal.end())
-        fatal.push_back(item);
+      if (std::find(fatal.begin(), fatal.end(), item) == fatal.end())
+        remember(fatal, item, v.action, catalogue);
     } else if (v.action == XidAction::kWatch) {
       ++watch[item];
       ++watch_n;
@@ -156,8 +170,10 @@ class KmsgXidCheck final : public Check {
     }
 
     const XidCatalogue& catalogue = ctx.xid_catalogue();
+    if (!catalogue.valid()) return error(name(), catalogue.version(), "VIGIL-XID-CATALOGUE");
     Seen seen;
-    for (const auto& rec : scan->records) seen.take(rec.message, catalogue, cursor.fatal);
+    for (const auto& rec : scan->records)
+      if (rec.from_kernel()) seen.take(rec.message, catalogue, cursor.fatal);
     if (scan->last_seq != 0)
       cursor.last_seq = std::max(cursor.last_seq.value_or(0), scan->last_seq);
     if (!cursor_path.empty()) {

@@ -202,7 +202,7 @@ TEST_F(nvml_recovery, no_action_passes_and_a_driver_without_the_field_is_skipped
   EXPECT_EQ(count(r, "recovery_action"), 8);
 }
 
-// Every action nvml.h defines fails with its name in the reason; a newer one warns.
+// Every action nvml.h defines fails with its name in the reason; a newer one fails as a reboot.
 TEST_F(nvml_recovery, each_action_the_driver_asks_for_fails_with_its_name) {
   const std::map<unsigned, std::string> actions = {{1, "GPU reset"},
                                                    {2, "node reboot"},
@@ -224,7 +224,8 @@ TEST_F(nvml_recovery, each_action_the_driver_asks_for_fails_with_its_name) {
   j["gpus"][0]["recovery_action"] = 9;
   use_fixture_json(j);
   const CheckResult r = run(make_nvml_recovery_check());
-  EXPECT_EQ(r.status, Status::kWarn) << r.message;
+  EXPECT_EQ(r.status, Status::kFail) << r.message;  // the driver asks for something: a reboot
+  EXPECT_EQ(r.remedy, Remedy::kReboot);
   EXPECT_NE(r.message.find("unknown to this build"), std::string::npos) << r.message;
 }
 

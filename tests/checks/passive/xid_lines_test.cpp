@@ -4,6 +4,7 @@
 // source: tests/fixtures/kmsg/SOURCES.md.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -204,23 +205,85 @@ TEST_F(KmsgXidLines, a_fatal_sxid_fails_and_non_fatal_ones_are_reported) {
 }
 
 // A site's policy: its entries replace the built-in ones, its cancellation rules are added.
-TEST_F(KmsgXidLines, a_site_policy_changes_an_xids_action_and_cancels_another) {
+TEST_F(KmsgXidLines, a_site_policy_changes_an_xids_action_and_adds_a_cancellation) {
+  // Rules of the site's own: XID 13 bursts warn, and an XID 43 later on that GPU clears them.
   dir_.write("xid-policy.json", R"({
-    "xids": [{"xid": 163, "action": "reset_gpu", "source": "site: we need power smoothing"}],
-    "cancels": [{"when": 162, "clears": [163], "source": "NVIDIA/NVSentinel #1252"}]
+    "xids": [{"xid": 13, "action": "reset_gpu", "source": "site: 13 bursts preceded RMAs"}],
+    "cancels": [{"when": 43, "clears": [13], "source": "site: test rule"}]
   })");
   auto site = XidCatalogue::builtin()->with_site_policy(dir_.file("xid-policy.json"));
   ASSERT_TRUE(site) << site.error().to_string();
   ctx_.xid = std::make_shared<const XidCatalogue>(std::move(*site));
-  log_lines({"NVRM: Xid (PCI:0000:18:00): 163, Power smoothing disengaged"});
+  const std::string xid13 = line_with("Graphics SM Warp Exception on (GPC 1, TPC 1, SM 1)");
+  log_lines({xid13});
   CheckResult r = run();
   EXPECT_EQ(r.status, Status::kFail) << r.message;
-  EXPECT_NE(r.message.find("XID 163 0000:18:00 (reset_gpu)"), std::string::npos) << r.message;
-  // Re-engaged later: the 163 is cancelled, remembered or not.
-  log_lines({"NVRM: Xid (PCI:0000:18:00): 163, Power smoothing disengaged",
-             "NVRM: Xid (PCI:0000:18:00): 162, Power smoothing re-engaged"});
+  EXPECT_NE(r.message.find("XID 13 0000:70:00 (reset_gpu)"), std::string::npos) << r.message;
+  // Later: the 13 is cancelled, although the cursor remembered it.
+  log_lines({xid13, "NVRM: Xid (PCI:0000:70:00): 43, pid=1, name=python, Ch 00000008"});
   r = run();
   EXPECT_EQ(r.status, Status::kPass) << r.message;
+}
+
+// The built-in rule (NVSentinel #1252): power smoothing re-engaged (162) cancels its
+// disengagement (163), which is only reported, so the message no longer lists it.
+TEST_F(KmsgXidLines, a_later_xid_162_cancels_an_earlier_163_of_that_gpu) {
+  log_lines({"NVRM: Xid (PCI:0000:18:00): 163, Power smoothing disengaged",
+             "NVRM: Xid (PCI:0000:3b:00): 163, Power smoothing disengaged",
+             "NVRM: Xid (PCI:0000:18:00): 162, Power smoothing re-engaged"});
+  const CheckResult r = run();
+  EXPECT_EQ(r.status, Status::kPass) << r.message;
+  EXPECT_NE(r.message.find("XID 162 0000:18:00, XID 163 0000:3b:00 (not health-critical)"),
+            std::string::npos)
+      << r.message;
+}
+
+// Only the kernel writes facility 0: a line user space wrote into /dev/kmsg (LOG_USER, priority
+// 11 = user.err) cannot pose as the driver's and drain a node.
+TEST_F(KmsgXidLines, a_line_user_space_wrote_into_the_kernel_log_is_not_an_xid) {
+  log("11,1,100,-;NVRM: Xid (PCI:0000:04:00): 79, GPU has fallen off the bus\n"
+      "13,2,100,-;nvidia-nvswitch0: SXid (PCI:0000:c2:00.0): 20034, Fatal, Link 28 LTSSM Fault "
+      "Up\n");
+  EXPECT_EQ(run().status, Status::kPass);
+  log("11,1,100,-;x\n13,2,100,-;x\n3,3,100,-;NVRM: Xid (PCI:0000:04:00): 79, GPU has fallen "
+      "off the bus\n");
+  EXPECT_EQ(run().status, Status::kFail);
+}
+
+// The cursor keeps 64 failing items; when it is full a stronger one replaces the weakest, so
+// the remedy is still the boot's worst.
+TEST_F(KmsgXidLines, a_full_memory_keeps_the_worst_remedy) {
+  std::vector<std::string> lines;
+  for (int bus = 0; bus < 70; ++bus) {
+    char dev[16];
+    std::snprintf(dev, sizeof dev, "0000:%02x:00", bus + 16);
+    lines.push_back(std::string("NVRM: Xid (PCI:") + dev + "): 48, DBE");
+  }
+  lines.push_back("NVRM: Xid (PCI:0000:99:00): 79, GPU has fallen off the bus.");
+  log_lines(lines);
+  const CheckResult r = run();
+  EXPECT_EQ(r.status, Status::kFail);
+  EXPECT_EQ(r.remedy, Remedy::kReboot);
+  EXPECT_EQ(r.fault_code, "VIGIL-KMSG-XID-REBOOT");
+  auto cursor = kmsg::load_cursor(kmsg::cursor_path(ctx_.state_dir, ctx_.node));
+  ASSERT_TRUE(cursor);
+  EXPECT_EQ(cursor->fatal.size(), 64u);
+  EXPECT_NE(std::find(cursor->fatal.begin(), cursor->fatal.end(), "XID 79 0000:99:00 (reboot)"),
+            cursor->fatal.end());
+}
+
+// A cursor a Vigil before the catalogue wrote: its items are judged again from their number.
+TEST(XidLines, items_remembered_before_the_catalogue_keep_their_meaning) {
+  const XidCatalogue& cat = *XidCatalogue::builtin();
+  EXPECT_EQ(kmsg::remembered_action("XID 48 0000:18:00", cat), XidAction::kResetGpu);
+  EXPECT_EQ(kmsg::remembered_action("XID 79 0000:18:00", cat), XidAction::kReboot);
+  EXPECT_EQ(kmsg::remembered_action("XID 154 0000:18:00 (gpu reset required)", cat),
+            XidAction::kResetGpu);
+  EXPECT_EQ(kmsg::remembered_action("XID 154 0000:18:00 (node reboot required)", cat),
+            XidAction::kReboot);
+  EXPECT_EQ(kmsg::remembered_action("XID 31 0000:18:00", cat), XidAction::kReboot);  // it failed
+  EXPECT_EQ(kmsg::remembered_action("XID 95 0000:18:00 (reset_gpu)", cat), XidAction::kResetGpu);
+  EXPECT_EQ(kmsg::remembered_action("SXID 20034 0000:c2:00.0 (reboot)", cat), XidAction::kReboot);
 }
 
 }  // namespace

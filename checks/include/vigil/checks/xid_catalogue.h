@@ -64,6 +64,9 @@ class XidCatalogue {
   const std::set<unsigned long long>& cancelled_by(unsigned long long xid) const;
   // "Xid-Catalog.xlsx 2025-09-30 (sha256 7f70ce96), site policy /etc/vigil/thresholds/..."
   const std::string& version() const { return version_; }
+  // False only for the stand-in builtin() returns should the compiled-in files not load: the
+  // XID checks then answer error with version(), never a verdict.
+  bool valid() const { return valid_; }
 
  private:
   struct Rule {
@@ -92,7 +95,9 @@ class XidCatalogue {
   std::map<unsigned long long, std::set<unsigned long long>> cancels_;
   XidAction unused_cap_ = XidAction::kWatch, unlisted_ = XidAction::kWatch;
   XidAction sxid_fatal_ = XidAction::kReboot, sxid_non_fatal_ = XidAction::kNone;
+  std::set<std::string> tokens_;  // every action token the catalogue uses
   std::string version_;
+  bool valid_ = true;
 };
 
 // Xid 154 (R550+ drivers) states the driver's own verdict: "GPU recovery action changed from 0x0
@@ -101,9 +106,9 @@ class XidCatalogue {
 // NVML_FI_DEV_GET_GPU_RECOVERY_ACTION (230). nullopt when the message has no "to 0x<n>".
 std::optional<unsigned> xid154_recovery_action(std::string_view detail);
 // What the driver's recovery action asks for (XID 154's text, nvml_recovery's NVML field), with
-// its name for messages ("GPU reset") in `why`. DRAIN_P2P is a reset after the peer
-// traffic drains (awslabs' GPU health checks reset on it); RECOVER_IMEX_DOMAIN is the IMEX
-// domain's, a person's; a value newer than nvml.h's enum is watched, not drained.
-XidVerdict recovery_action_verdict(unsigned action);
+// its name for messages ("GPU reset") in `why`. DRAIN_P2P drains with a reset as the remedy
+// (awslabs' GPU health checks); RECOVER_IMEX_DOMAIN is the IMEX domain's, a person's; a value
+// newer than nvml.h 13.3's enum is a reboot, which clears whatever the driver asks for.
+XidVerdict recovery_action_verdict(unsigned long long action);
 
 }  // namespace vigil
