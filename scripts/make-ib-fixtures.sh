@@ -32,6 +32,23 @@ port() {
   for kv in "$@"; do printf '%s\n' "${kv#*=}" >"$dir/counters/${kv%%=*}"; done
 }
 
+# RoCE port counters (mlx5 hw_counters/, drivers/infiniband/hw/mlx5/counters.c), the ones
+# ib_counters reads on a SKU whose fabric is Ethernet.
+HW_COUNTERS="out_of_sequence packet_seq_err local_ack_timeout_err rnr_nak_retry_err np_cnp_sent
+rp_cnp_handled"
+
+# roce_port ROOT HCA PORT STATE PHYS_STATE RATE [HW_COUNTER=VALUE ...]: an Ethernet (RoCE) port
+# with the IB counters at 0 and hw_counters/ besides.
+roce_port() {
+  root=$1 hca=$2 num=$3 state=$4 phys=$5 rate=$6
+  shift 6
+  port "$root" "$hca" "$num" "$state" "$phys" "$rate" Ethernet
+  dir="$root/sys/class/infiniband/$hca/ports/$num"
+  mkdir -p "$dir/hw_counters"
+  for c in $HW_COUNTERS; do printf '0\n' >"$dir/hw_counters/$c"; done
+  for kv in "$@"; do printf '%s\n' "${kv#*=}" >"$dir/hw_counters/${kv%%=*}"; done
+}
+
 ACTIVE="4: ACTIVE"
 DOWN="1: DOWN"
 LINK_UP="5: LinkUp"
@@ -74,6 +91,20 @@ port "$root" mlx5_1 1 "$ACTIVE" "$LINK_UP" "200 Gb/sec (2X NDR)" InfiniBand
 # Climbing symbol errors on mlx5_0 port 1: 5 at the first reading, 125 at the second (+120).
 healthy_ndr "$sysfs_fixtures/symbol_errors_before" mlx5_0 symbol_error=5
 healthy_ndr "$sysfs_fixtures/symbol_errors_after" mlx5_0 symbol_error=125
+
+# A RoCE compute fabric (8x 400GbE ConnectX-7, e.g. Spectrum-X): healthy with some congestion
+# notifications, then mlx5_2 counts out-of-sequence packets and ACK timeouts and mlx5_5 lost its
+# link. An InfiniBand port beside them must be ignored on such a SKU.
+for t in roce_before roce_after; do
+  root="$sysfs_fixtures/$t"
+  for i in 0 1 3 4 6 7; do roce_port "$root" "mlx5_$i" 1 "$ACTIVE" "$LINK_UP" "$NDR" np_cnp_sent=40; done
+  port "$root" mlx5_8 1 "$DOWN" "$POLLING" "10 Gb/sec (4X SDR)" InfiniBand
+done
+roce_port "$sysfs_fixtures/roce_before" mlx5_2 1 "$ACTIVE" "$LINK_UP" "$NDR" out_of_sequence=10
+roce_port "$sysfs_fixtures/roce_before" mlx5_5 1 "$ACTIVE" "$LINK_UP" "$NDR"
+roce_port "$sysfs_fixtures/roce_after" mlx5_2 1 "$ACTIVE" "$LINK_UP" "$NDR" out_of_sequence=5010 \
+  local_ack_timeout_err=3
+roce_port "$sysfs_fixtures/roce_after" mlx5_5 1 "$DOWN" "$POLLING" "10 Gb/sec (4X SDR)"
 
 # Per-node demo roots for the local cluster gpu-[0-3]: all healthy 8x NDR (gpu-2's fault is an
 # NVML one). Only the sysfs/ subtree is ours; nvml.json next to it belongs to the NVML fixtures.

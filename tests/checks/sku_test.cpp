@@ -136,6 +136,27 @@ TEST(SkuFile, unknown_keys_missing_unit_and_unknown_checks_are_errors) {
   EXPECT_NE(first_error("sku: [unclosed\n").find("YAML syntax error"), std::string::npos);
 }
 
+// The compute fabric's link layer, as sysfs spells it: InfiniBand (the default) or Ethernet
+// (RoCE); anything else is an error naming the field.
+TEST(SkuFile, the_fabric_link_layer_is_infiniband_or_ethernet) {
+  TempDir d;
+  auto plain = load_sku_file(d.write("a.yaml", kH100), known_check_names());
+  ASSERT_TRUE(plain);
+  EXPECT_EQ(plain.value->infiniband.link_layer, "InfiniBand");
+  std::string roce = kH100;
+  roce.replace(roce.find("  rate_gbps: 400\n"), 16, "  rate_gbps: 400\n  link_layer: Ethernet\n");
+  auto loaded = load_sku_file(d.write("b.yaml", roce), known_check_names());
+  ASSERT_TRUE(loaded) << loaded.errors.front().to_string();
+  EXPECT_EQ(loaded.value->infiniband.link_layer, "Ethernet");
+  std::string bad = kH100;
+  bad.replace(bad.find("  rate_gbps: 400\n"), 16, "  rate_gbps: 400\n  link_layer: RoCE\n");
+  EXPECT_EQ(first_error(bad).rfind("x.yaml:9: infiniband.link_layer: must be InfiniBand or "
+                                   "Ethernet",
+                                   0),
+            0u)
+      << first_error(bad);
+}
+
 TEST(SkuFile, keys_that_are_lists_or_mappings_are_errors_not_crashes) {
   // tests/fuzz/regressions/fuzz_thresholds/key-is-not-a-scalar, reduced: "? key: value" makes
   // the key a mapping.

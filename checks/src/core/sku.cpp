@@ -263,13 +263,21 @@ void walk_sku(Walker& w, const YAML::Node& root, const std::set<std::string>& kn
 
   if (root["infiniband"]) {
     const YAML::Node ib = root["infiniband"];
-    if (w.only_keys(ib, "infiniband", {"ports", "rate_gbps"})) {
+    if (w.only_keys(ib, "infiniband", {"ports", "rate_gbps", "link_layer"})) {
       if (ib["ports"])
         if (auto v = w.integer(ib["ports"], "infiniband.ports", 0))
           sku.infiniband.ports = static_cast<int>(*v);
       if (ib["rate_gbps"])
         if (auto v = w.number(ib["rate_gbps"], "infiniband.rate_gbps"))
           sku.infiniband.rate_gbps = *v;
+      if (ib["link_layer"]) {
+        const std::string layer = ib["link_layer"].IsScalar() ? ib["link_layer"].Scalar() : "";
+        if (layer == "InfiniBand" || layer == "Ethernet")
+          sku.infiniband.link_layer = layer;
+        else
+          w.error(ib["link_layer"], "infiniband.link_layer",
+                  "must be InfiniBand or Ethernet (RoCE), as sysfs link_layer spells it");
+      }
       if (sku.infiniband.ports > 0 && sku.infiniband.rate_gbps <= 0) {
         w.error(ib, "infiniband.rate_gbps", "required and > 0 when ports > 0");
       }

@@ -1,4 +1,6 @@
-// ib_counters: growth of the InfiniBand port error counters since the previous run.
+// ib_counters: growth of the InfiniBand port error counters since the previous run, or, on a
+// SKU whose fabric is RoCE (infiniband.link_layer: Ethernet), of the RoCE transport counters
+// (ib_sysfs.h kRoceCounters).
 //
 // The counters are cumulative since the last reset (driver load or `perfquery -x`) and saturate,
 // so their absolute value says little about the link now. The check stores each reading in
@@ -37,16 +39,20 @@ class IbCountersCheck final : public Check {
   }
 
   CheckResult run(const CheckContext& ctx) override {
-    auto scan = ib::scan_ports(ctx.sysfs_root);
+    // The SKU's fabric decides which ports count and which counters judge them.
+    const std::string layer = ctx.sku ? ctx.sku->infiniband.link_layer : "InfiniBand";
+    const ib::CounterSet& set = ib::counters_for(layer);
+    auto scan = ib::scan_ports(ctx.sysfs_root, layer);
     if (!scan)
       return error(kName, scan.error().to_string(), std::string(ib::kFaultSysfsUnreadable));
     // Missing ports are ib_port's finding (VIGIL-IB-PORTS-MISSING); no need to report it twice.
-    if (scan->ports.empty() && scan->errors.empty()) return skipped(kName, "no InfiniBand ports");
+    if (scan->ports.empty() && scan->errors.empty())
+      return skipped(kName, "no " + std::string(ib::fabric_name(layer)) + " ports");
 
     std::vector<Error> errors = scan->errors;
     std::vector<std::pair<const ib::PortDir*, ib::Counters>> readings;
     for (const auto& p : scan->ports) {
-      auto c = ib::read_error_counters(p);
+      auto c = ib::read_error_counters(p, set);
       if (!c) {
         errors.push_back(c.error());
         continue;
@@ -58,7 +64,7 @@ class IbCountersCheck final : public Check {
     r.check = std::string(kName);
     std::vector<std::string> saturated;
     for (const auto& [port, counters] : readings) {
-      for (const auto& spec : ib::kErrorCounters) {
+      for (const auto& spec : set.specs) {
         const auto it = counters.find(spec.name);
         if (it != counters.end() && it->second >= spec.saturated()) {
           saturated.push_back(port->id() + " " + std::string(spec.name));
@@ -95,7 +101,7 @@ class IbCountersCheck final : public Check {
     for (const auto& [port, counters] : readings) {
       const std::string id = port->id();
       int unseen = 0;
-      for (const auto& spec : ib::kErrorCounters) {
+      for (const auto& spec : set.specs) {
         const std::string name(spec.name);
         const CounterState::Change change = state.update(id + " " + name, counters.at(name));
         std::uint64_t delta = change.delta.value_or(0);
@@ -112,7 +118,7 @@ class IbCountersCheck final : public Check {
               {id + " " + name + " +" + std::to_string(delta), r.measurements.size() - 1});
         }
       }
-      if (unseen == static_cast<int>(std::size(ib::kErrorCounters)) && state.has_previous()) {
+      if (unseen == static_cast<int>(set.specs.size()) && state.has_previous()) {
         new_ports.push_back(id);
       }
     }

@@ -1,5 +1,6 @@
 // ib_port: every InfiniBand port of the node is ACTIVE, physically LinkUp and at the SKU's rate,
-// and the node has as many active IB ports as its SKU expects. Reads sysfs only (see
+// and the node has as many active IB ports as its SKU expects; on a SKU whose fabric is RoCE
+// (infiniband.link_layer: Ethernet), the same of its RoCE ports. Reads sysfs only (see
 // ib_sysfs.h and docs/checks-ib.md).
 #include <cmath>
 #include <sstream>
@@ -57,7 +58,10 @@ class IbPortCheck final : public Check {
     const int expected = ctx.sku ? ctx.sku->infiniband.ports : 0;
     const double want_rate = ctx.sku ? ctx.sku->infiniband.rate_gbps : 0;
 
-    auto scan = ib::scan_ports(ctx.sysfs_root);
+    const std::string layer = ctx.sku ? ctx.sku->infiniband.link_layer : "InfiniBand";
+    const std::string fabric(ib::fabric_name(layer));
+    const std::string kind = layer == "Ethernet" ? "RoCE" : "IB";  // for messages
+    auto scan = ib::scan_ports(ctx.sysfs_root, layer);
     if (!scan)
       return error(kName, scan.error().to_string(), std::string(ib::kFaultSysfsUnreadable));
 
@@ -65,13 +69,13 @@ class IbPortCheck final : public Check {
     r.check = std::string(kName);
 
     if (scan->ports.empty() && scan->errors.empty()) {
-      if (expected <= 0) return skipped(kName, "no InfiniBand ports");
+      if (expected <= 0) return skipped(kName, "no " + fabric + " ports");
       // The SKU has an IB fabric but the node shows none: HCAs missing or driver not loaded.
       // That is a hardware/host finding (fail), not a setup problem of Vigil.
       Measurement& m = add_measurement(r, ctx, "active_ports", 0, "count");
       default_threshold(m, Op::kGe, expected);
-      r.message = "0/" + std::to_string(expected) + " IB ports (" +
-                  (scan->class_dir_present ? "no InfiniBand port in " : "no ") +
+      r.message = "0/" + std::to_string(expected) + " " + kind + " ports (" +
+                  (scan->class_dir_present ? "no " + fabric + " port in " : "no ") +
                   scan->class_dir.string() + ")";
       r.fault_code = std::string(kFaultPortsMissing);
       finalize(r, kFaultPrefix);
@@ -153,8 +157,8 @@ class IbPortCheck final : public Check {
       if (present < needed || problems.empty()) {
         problems.insert(problems.begin(),
                         {s,
-                         std::to_string(active) + "/" + std::to_string(needed) +
-                             " IB ports active (" + std::to_string(present) + " present)",
+                         std::to_string(active) + "/" + std::to_string(needed) + " " + kind +
+                             " ports active (" + std::to_string(present) + " present)",
                          present < needed ? kFaultPortsMissing : kFaultPortDown});
       }
     }
@@ -172,12 +176,13 @@ class IbPortCheck final : public Check {
       r.message = short_list(shown, 3);
       r.fault_code = std::string(first_fault);
     } else if (r.status == Status::kPass) {
-      r.message = std::to_string(active) + "/" + std::to_string(rows.size()) + " IB ports active";
+      r.message =
+          std::to_string(active) + "/" + std::to_string(rows.size()) + " " + kind + " ports active";
       if (want_rate > 0) r.message += " at >= " + fmt(want_rate) + " Gb/s";
       r.fault_code.clear();
     }
     if (!scan->ignored.empty() && r.status == Status::kPass) {
-      r.message += "; ignored non-IB: " + scan->ignored.front();
+      r.message += "; ignored non-" + kind + ": " + scan->ignored.front();
       if (scan->ignored.size() > 1) r.message += " +" + std::to_string(scan->ignored.size() - 1);
     }
 

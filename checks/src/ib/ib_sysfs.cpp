@@ -141,7 +141,15 @@ Result<std::vector<fs::path>> list_dirs(const fs::path& dir) {
 
 }  // namespace
 
-Result<Scan> scan_ports(const fs::path& root) {
+const CounterSet& counters_for(std::string_view link_layer) {
+  return link_layer == "Ethernet" ? kRoceCounters : kErrorCounters;
+}
+
+std::string_view fabric_name(std::string_view link_layer) {
+  return link_layer == "Ethernet" ? "RoCE" : "InfiniBand";
+}
+
+Result<Scan> scan_ports(const fs::path& root, std::string_view link_layer) {
   std::error_code ec;
   if (!fs::is_directory(root, ec)) {
     return Error{"sysfs root does not exist or is not a directory (check --sysfs-root)",
@@ -176,7 +184,7 @@ Result<Scan> scan_ports(const fs::path& root) {
         continue;
       }
       const std::string_view kind = trim(*layer);
-      if (kind == "InfiniBand") {
+      if (kind == link_layer) {
         scan.ports.push_back(std::move(p));
       } else {
         scan.ignored.push_back(p.id() + " (" + std::string(kind.empty() ? "empty" : kind) + ")");
@@ -202,10 +210,10 @@ Result<PortStatus> read_port_status(const PortDir& port) {
   return st;
 }
 
-Result<Counters> read_error_counters(const PortDir& port) {
+Result<Counters> read_error_counters(const PortDir& port, const CounterSet& set) {
   Counters out;
-  for (const auto& spec : kErrorCounters) {
-    const fs::path path = port.dir / "counters" / std::string(spec.name);
+  for (const auto& spec : set.specs) {
+    const fs::path path = port.dir / std::string(set.dir) / std::string(spec.name);
     std::string why;
     auto text = read_attribute(path, &why);
     if (!text) return read_error(path, why);

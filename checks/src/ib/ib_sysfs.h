@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -20,17 +21,19 @@
 
 namespace vigil::ib {
 
-// An error counter of the PortCounters attribute as exposed in counters/. The kernel reads it
+// An error counter as exposed in counters/ (InfiniBand) or hw_counters/ (RoCE). The kernel reads it
 // from the HCA's performance management agent; the hardware counter is `bits` wide and
 // saturates (stops) at its maximum instead of wrapping (linux drivers/infiniband/core/sysfs.c,
 // PORT_PMA_ATTR widths).
 struct CounterSpec {
   std::string_view name;
   int bits;
-  std::uint64_t saturated() const { return (std::uint64_t{1} << bits) - 1; }
+  std::uint64_t saturated() const {
+    return bits >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << bits) - 1;
+  }
 };
 
-inline constexpr std::array<CounterSpec, 8> kErrorCounters = {{
+inline constexpr std::array<CounterSpec, 8> kErrorCounterArray = {{
     {"symbol_error", 16},
     {"link_error_recovery", 8},
     {"link_downed", 8},
@@ -40,6 +43,37 @@ inline constexpr std::array<CounterSpec, 8> kErrorCounters = {{
     {"excessive_buffer_overrun_errors", 4},
     {"port_xmit_discards", 16},
 }};
+
+// RoCE ports (link_layer Ethernet): the InfiniBand PortCounters in counters/ do not describe an
+// Ethernet link; the mlx5 driver's hw_counters/ do. The transport errors of a lossy or
+// congested fabric, as deltas like the IB counters (names: Linux drivers/infiniband/hw/mlx5/
+// counters.c; meaning: NVIDIA "Understanding mlx5 Linux Counters and Status Parameters"):
+//   out_of_sequence: packets that arrived out of order (a drop in the path);
+//   packet_seq_err: NAK-sequence errors received (the peer saw a gap);
+//   local_ack_timeout_err: the ACK timer expired (a retransmission);
+//   rnr_nak_retry_err: receiver-not-ready retries exhausted;
+//   np_cnp_sent / rp_cnp_handled: congestion notifications sent / acted on (DCQCN).
+// 64-bit software counters: they wrap long after a node's life, so no saturation.
+inline constexpr std::array<CounterSpec, 6> kRoceCounterArray = {{
+    {"out_of_sequence", 64},
+    {"packet_seq_err", 64},
+    {"local_ack_timeout_err", 64},
+    {"rnr_nak_retry_err", 64},
+    {"np_cnp_sent", 64},
+    {"rp_cnp_handled", 64},
+}};
+
+// The counters a link layer's ports are judged by, and the directory they live in.
+struct CounterSet {
+  std::string_view dir;  // "counters" / "hw_counters"
+  std::span<const CounterSpec> specs;
+};
+inline constexpr CounterSet kErrorCounters{"counters", kErrorCounterArray};
+inline constexpr CounterSet kRoceCounters{"hw_counters", kRoceCounterArray};
+// "InfiniBand" -> kErrorCounters, "Ethernet" -> kRoceCounters.
+const CounterSet& counters_for(std::string_view link_layer);
+// "InfiniBand" / "RoCE", for messages.
+std::string_view fabric_name(std::string_view link_layer);
 
 // IB port states (state file) and physical states (phys_state file) that the checks name.
 inline constexpr int kStateActive = 4;
@@ -75,16 +109,17 @@ struct PortDir {
 struct Scan {
   std::filesystem::path class_dir;   // <root>/sys/class/infiniband
   bool class_dir_present = false;    // false: no HCA driver loaded (or no HCA at all)
-  std::vector<PortDir> ports;        // link_layer InfiniBand only, in natural order
+  std::vector<PortDir> ports;        // the asked link layer only, in natural order
   std::vector<std::string> ignored;  // other link layers, e.g. "mlx5_8/1 (Ethernet)"
   std::vector<Error> errors;         // unreadable entries inside existing HCA/port dirs
 };
 
-// Lists the InfiniBand ports below root. Returns an Error (naming the path) only when root is
-// not a sysfs tree at all (root or <root>/sys/class missing) or the class dir cannot be listed:
-// those are setup problems, not hardware findings. A missing <root>/sys/class/infiniband is a
-// valid scan with class_dir_present = false.
-Result<Scan> scan_ports(const std::filesystem::path& root);
+// Lists the ports of `link_layer` ("InfiniBand", or "Ethernet": RoCE) below root. Returns an Error
+// (naming the path) only when root is not a sysfs tree at all (root or <root>/sys/class missing) or
+// the class dir cannot be listed: those are setup problems, not hardware findings. A missing
+// <root>/sys/class/infiniband is a valid scan with class_dir_present = false.
+Result<Scan> scan_ports(const std::filesystem::path& root,
+                        std::string_view link_layer = "InfiniBand");
 
 struct PortStatus {
   NumberedState state;       // logical state, ACTIVE when usable
@@ -100,10 +135,10 @@ struct PortStatus {
 // Reads state, phys_state and rate. Error names the unreadable or malformed file.
 Result<PortStatus> read_port_status(const PortDir& port);
 
-// counter name -> value, for every entry of kErrorCounters. Error names the first unreadable
-// or malformed file.
+// counter name -> value, for every counter of `set`. Error names the first unreadable or
+// malformed file.
 using Counters = std::map<std::string, std::uint64_t, std::less<>>;
-Result<Counters> read_error_counters(const PortDir& port);
+Result<Counters> read_error_counters(const PortDir& port, const CounterSet& set = kErrorCounters);
 
 // "mlx5_2" < "mlx5_10": compares embedded decimal numbers by value.
 bool natural_less(std::string_view a, std::string_view b);

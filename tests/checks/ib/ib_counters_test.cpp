@@ -82,6 +82,32 @@ TEST(ib_counters, climbing_symbol_errors_fail_on_the_second_run) {
   EXPECT_EQ(find(r, "symbol_error_delta", "mlx5_1/1")->value, 0);
 }
 
+// A RoCE fabric (SKU infiniband.link_layer: Ethernet): the Ethernet ports count, the mlx5
+// hw_counters judge them, and an InfiniBand port beside them is not this fabric's.
+TEST(ib_counters, a_roce_sku_judges_its_ethernet_ports_by_their_transport_counters) {
+  TempDir state;
+  SkuConfig sku = ib_sku(8, 400);
+  sku.infiniband.link_layer = "Ethernet";
+  sku.thresholds["ib_counters"]["local_ack_timeout_err_delta"] =
+      threshold(Op::kLe, 0, std::nullopt, "count");
+  CheckResult first = run_counters(context(fixture("roce_before"), &sku, state.path()));
+  ASSERT_EQ(first.status, Status::kPass) << first.message;
+  EXPECT_EQ(find(first, "out_of_sequence_delta", "mlx5_2/1")->value, 0);
+  EXPECT_EQ(find(first, "symbol_error_delta", "mlx5_2/1"), nullptr);     // not an IB port's figure
+  EXPECT_EQ(find(first, "out_of_sequence_delta", "mlx5_8/1"), nullptr);  // the IB port
+  CheckResult r = run_counters(context(fixture("roce_after"), &sku, state.path()));
+  EXPECT_EQ(r.status, Status::kFail) << r.message;
+  EXPECT_EQ(r.message, "mlx5_2/1 local_ack_timeout_err +3");
+  EXPECT_EQ(r.fault_code, "VIGIL-IB-COUNTER-LOCAL-ACK-TIMEOUT-ERR");
+  EXPECT_EQ(find(r, "out_of_sequence_delta", "mlx5_2/1")->value, 5000);  // no bound: reported
+  // The same tree on an InfiniBand SKU: only mlx5_8 is a port, and it has no hw_counters.
+  TempDir ib_state;
+  const SkuConfig ib = ib_sku(8, 400);
+  CheckResult as_ib = run_counters(context(fixture("roce_after"), &ib, ib_state.path()));
+  EXPECT_EQ(find(as_ib, "out_of_sequence_delta", "mlx5_2/1"), nullptr);
+  EXPECT_NE(find(as_ib, "symbol_error_delta", "mlx5_8/1"), nullptr);
+}
+
 TEST(ib_counters, an_unchanged_second_run_passes) {
   TempDir state;
   const SkuConfig sku = counters_sku();

@@ -48,6 +48,22 @@ TEST(ib_port, ethernet_ports_are_ignored_even_when_down) {
   EXPECT_NE(r.message.find("mlx5_8/1 (Ethernet)"), std::string::npos) << r.message;
 }
 
+// On a RoCE SKU the Ethernet ports are the fabric: one lost its link (Polling) and fails; the
+// InfiniBand port beside them, down as well, is not this SKU's.
+TEST(ib_port, a_roce_sku_checks_its_ethernet_ports) {
+  SkuConfig sku = ib_sku(8, 400);
+  sku.infiniband.link_layer = "Ethernet";
+  CheckResult ok = run_port(context(fixture("roce_before"), &sku));
+  EXPECT_EQ(ok.status, Status::kPass) << ok.message;
+  EXPECT_EQ(ok.message,
+            "8/8 RoCE ports active at >= 400 Gb/s; ignored non-RoCE: mlx5_8/1 "
+            "(InfiniBand)");
+  CheckResult r = run_port(context(fixture("roce_after"), &sku));
+  EXPECT_EQ(r.status, Status::kFail) << r.message;
+  EXPECT_NE(r.message.find("mlx5_5/1"), std::string::npos) << r.message;
+  EXPECT_EQ(r.message.find("mlx5_8"), std::string::npos) << r.message;
+}
+
 TEST(ib_port, one_port_down_fails_naming_the_port) {
   const SkuConfig sku = ib_sku(8, 400);
   CheckResult r = run_port(context(fixture("one_port_down"), &sku));

@@ -57,7 +57,7 @@ TEST(ib_sysfs, orders_hca_names_by_their_number) {
 
 TEST(ib_sysfs, counter_widths_saturate_where_the_kernel_says) {
   auto saturated = [](std::string_view name) -> std::uint64_t {
-    for (const auto& c : kErrorCounters) {
+    for (const auto& c : kErrorCounters.specs) {
       if (c.name == name) return c.saturated();
     }
     return 0;

@@ -24,6 +24,9 @@ struct SkuMatch {
 struct InfinibandSpec {
   int ports = 0;         // expected active IB ports (compute fabric) per node; 0 = no IB expected
   double rate_gbps = 0;  // expected link rate per port in Gb/s (400 for NDR)
+  // The compute fabric's link layer as sysfs spells it (ports/<n>/link_layer): "InfiniBand",
+  // or "Ethernet" for RoCE (Spectrum-X, RoCE GB300 clusters). Only ports of this layer count.
+  std::string link_layer = "InfiniBand";
 };
 
 struct SkuConfig {
