@@ -103,6 +103,7 @@ class IbCountersCheck final : public Check {
       int unseen = 0;
       for (const auto& spec : set.specs) {
         const std::string name(spec.name);
+        if (!counters.count(name)) continue;  // an HCA without it (kRoceCounters)
         const CounterState::Change change = state.update(id + " " + name, counters.at(name));
         std::uint64_t delta = change.delta.value_or(0);
         unseen += !change.delta.has_value();
@@ -118,7 +119,7 @@ class IbCountersCheck final : public Check {
               {id + " " + name + " +" + std::to_string(delta), r.measurements.size() - 1});
         }
       }
-      if (unseen == static_cast<int>(set.specs.size()) && state.has_previous()) {
+      if (unseen == static_cast<int>(counters.size()) && unseen > 0 && state.has_previous()) {
         new_ports.push_back(id);
       }
     }

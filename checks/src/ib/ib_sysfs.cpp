@@ -214,6 +214,8 @@ Result<Counters> read_error_counters(const PortDir& port, const CounterSet& set)
   Counters out;
   for (const auto& spec : set.specs) {
     const fs::path path = port.dir / std::string(set.dir) / std::string(spec.name);
+    std::error_code ec;
+    if (set.missing_ok && !fs::exists(path, ec) && !ec) continue;
     std::string why;
     auto text = read_attribute(path, &why);
     if (!text) return read_error(path, why);

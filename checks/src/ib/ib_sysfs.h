@@ -46,19 +46,23 @@ inline constexpr std::array<CounterSpec, 8> kErrorCounterArray = {{
 
 // RoCE ports (link_layer Ethernet): the InfiniBand PortCounters in counters/ do not describe an
 // Ethernet link; the mlx5 driver's hw_counters/ do. The transport errors of a lossy or
-// congested fabric, as deltas like the IB counters (names: Linux drivers/infiniband/hw/mlx5/
-// counters.c; meaning: NVIDIA "Understanding mlx5 Linux Counters and Status Parameters"):
+// congested fabric, as deltas like the IB counters (Linux drivers/infiniband/hw/mlx5/
+// counters.c: out_of_seq_q_cnts, retrans_q_cnts, cong_cnts; meaning: NVIDIA "Understanding mlx5
+// Linux Counters and Status Parameters"):
 //   out_of_sequence: packets that arrived out of order (a drop in the path);
 //   packet_seq_err: NAK-sequence errors received (the peer saw a gap);
 //   local_ack_timeout_err: the ACK timer expired (a retransmission);
 //   rnr_nak_retry_err: receiver-not-ready retries exhausted;
 //   np_cnp_sent / rp_cnp_handled: congestion notifications sent / acted on (DCQCN).
-// 64-bit software counters: they wrap long after a node's life, so no saturation.
+// The first four are the HCA's 32-bit queue counters (counters.c reads them with be32_to_cpu),
+// the congestion ones 64-bit. The driver only creates those the HCA has (capabilities
+// out_of_seq_cnt, retransmission_q_counters, cc_query_allowed): a missing file is a counter
+// this HCA does not have, not an error.
 inline constexpr std::array<CounterSpec, 6> kRoceCounterArray = {{
-    {"out_of_sequence", 64},
-    {"packet_seq_err", 64},
-    {"local_ack_timeout_err", 64},
-    {"rnr_nak_retry_err", 64},
+    {"out_of_sequence", 32},
+    {"packet_seq_err", 32},
+    {"local_ack_timeout_err", 32},
+    {"rnr_nak_retry_err", 32},
     {"np_cnp_sent", 64},
     {"rp_cnp_handled", 64},
 }};
@@ -67,9 +71,10 @@ inline constexpr std::array<CounterSpec, 6> kRoceCounterArray = {{
 struct CounterSet {
   std::string_view dir;  // "counters" / "hw_counters"
   std::span<const CounterSpec> specs;
+  bool missing_ok = false;  // a counter whose file is absent is left out, not an error
 };
 inline constexpr CounterSet kErrorCounters{"counters", kErrorCounterArray};
-inline constexpr CounterSet kRoceCounters{"hw_counters", kRoceCounterArray};
+inline constexpr CounterSet kRoceCounters{"hw_counters", kRoceCounterArray, true};
 // "InfiniBand" -> kErrorCounters, "Ethernet" -> kRoceCounters.
 const CounterSet& counters_for(std::string_view link_layer);
 // "InfiniBand" / "RoCE", for messages.
@@ -135,8 +140,8 @@ struct PortStatus {
 // Reads state, phys_state and rate. Error names the unreadable or malformed file.
 Result<PortStatus> read_port_status(const PortDir& port);
 
-// counter name -> value, for every counter of `set`. Error names the first unreadable or
-// malformed file.
+// counter name -> value, for every counter of `set` (with missing_ok, those whose file exists).
+// Error names the first unreadable or malformed file.
 using Counters = std::map<std::string, std::uint64_t, std::less<>>;
 Result<Counters> read_error_counters(const PortDir& port, const CounterSet& set = kErrorCounters);
 

@@ -108,6 +108,22 @@ TEST(ib_counters, a_roce_sku_judges_its_ethernet_ports_by_their_transport_counte
   EXPECT_NE(find(as_ib, "symbol_error_delta", "mlx5_8/1"), nullptr);
 }
 
+// The mlx5 driver creates only the counters the HCA has (counters.c capabilities): a missing
+// hw_counters file is a counter left out, never an error; an unreadable one is.
+TEST(ib_counters, a_roce_counter_the_hca_does_not_have_is_left_out) {
+  TempDir dir, state;
+  const fs::path root = copy_fixture("roce_after", dir);
+  fs::remove(port_dir(root, "mlx5_2", "1") / "hw_counters" / "local_ack_timeout_err");
+  SkuConfig sku = ib_sku(8, 400);
+  sku.infiniband.link_layer = "Ethernet";
+  CheckResult r = run_counters(context(root, &sku, state.path()));
+  EXPECT_EQ(r.status, Status::kPass) << r.message;
+  EXPECT_EQ(find(r, "local_ack_timeout_err_delta", "mlx5_2/1"), nullptr);
+  EXPECT_NE(find(r, "local_ack_timeout_err_delta", "mlx5_3/1"), nullptr);
+  make_unreadable(port_dir(root, "mlx5_3", "1") / "hw_counters" / "packet_seq_err");
+  EXPECT_EQ(run_counters(context(root, &sku, state.path())).status, Status::kError);
+}
+
 TEST(ib_counters, an_unchanged_second_run_passes) {
   TempDir state;
   const SkuConfig sku = counters_sku();
