@@ -187,9 +187,10 @@ void XidCatalogue::read_policy(const nlohmann::json& pol, bool site) {
     Rule r;
     const std::string a = text(j, at, "action");
     // The two readings of a message belong to the one token each is for.
-    if ((a == "recovery_action" && token == "XID_154") ||
-        (a == "nvlink5_decode" && token == "WORKFLOW_NVLINK5_ERR"))
-      r.special = a;
+    if (a == "recovery_action" && token == "XID_154")
+      r.reading = Reading::kRecoveryAction;
+    else if (a == "nvlink5_decode" && token == "WORKFLOW_NVLINK5_ERR")
+      r.reading = Reading::kNvlink5Decode;
     else if (a == "recovery_action" || a == "nvlink5_decode")
       throw Bad{at + "action", "'" + a + "' reads the message of another token"};
     else
@@ -225,7 +226,7 @@ void XidCatalogue::read_policy(const nlohmann::json& pol, bool site) {
       throw Bad{"buckets",
                 "no entry for NVIDIA's '" + e.immediate + "' (XID " + std::to_string(xid) + ")"};
   for (const DecodeRow& row : decode_)
-    if (!buckets_.count(row.immediate) || !buckets_.at(row.immediate).special.empty())
+    if (!buckets_.count(row.immediate) || buckets_.at(row.immediate).reading != Reading::kFixed)
       throw Bad{"buckets", "no plain action for NVIDIA's '" + row.immediate + "' (XID " +
                                std::to_string(row.xid) + " decode)"};
 }
@@ -343,18 +344,22 @@ XidVerdict XidCatalogue::judge(unsigned long long xid, std::string_view detail) 
   if (const auto o = overrides_.find(xid); o != overrides_.end())
     return {o->second, name, "policy"};
   if (e == xids_.end()) return {unlisted_, "", "not in " + version_};
-  const auto b = buckets_.find(e->second.immediate);
-  XidVerdict v = by_bucket(e->second.immediate);
-  if (b != buckets_.end() && b->second.special == "recovery_action") {
+  // read_policy gave every token of the catalogue a rule.
+  const Rule& rule = buckets_.at(e->second.immediate);
+  XidVerdict v;
+  if (rule.reading == Reading::kRecoveryAction) {
     const std::optional<unsigned> a = xid154_recovery_action(detail);
     v = a ? recovery_action_verdict(*a)
           : XidVerdict{XidAction::kWatch, "", "recovery action unread"};
-  } else if (b != buckets_.end() && b->second.special == "nvlink5_decode") {
+  } else if (rule.reading == Reading::kNvlink5Decode) {
     v = decode_nvlink5(xid, detail)
             .value_or(XidVerdict{XidAction::kWatch, "", "decode: no row, no severity word"});
-  } else if (!e->second.on_datacenter_gpus && v.action > unused_cap_) {
-    v.action = unused_cap_;
-    v.why += ", unused on A100 and newer";
+  } else {
+    v = by_bucket(e->second.immediate);
+    if (!e->second.on_datacenter_gpus && v.action > unused_cap_) {
+      v.action = unused_cap_;
+      v.why += ", unused on A100 and newer";
+    }
   }
   v.name = name;
   return v;

@@ -51,7 +51,6 @@ class NvmlXidCheck final : public NvmlCheck {
 
     // (gpu, xid) -> how often, in arrival order of first sight
     std::map<std::pair<int, unsigned long long>, int> seen;
-    int fatal = 0, other = 0;
     const XidCatalogue& catalogue = ctx.xid_catalogue();
     if (!catalogue.valid()) {
       api.event_set_free(set);
@@ -75,11 +74,6 @@ class NvmlXidCheck final : public NvmlCheck {
           const auto it = std::find(s.gpus.begin(), s.gpus.end(), data.device);
           const int g = it == s.gpus.end() ? -1 : static_cast<int>(it - s.gpus.begin());
           ++seen[{g, data.eventData}];
-          if (drains(catalogue.judge(data.eventData).action)) {
-            ++fatal;
-          } else {
-            ++other;
-          }
         }
         if (Clock::now() >= deadline) break;
       }
@@ -95,12 +89,8 @@ class NvmlXidCheck final : public NvmlCheck {
           "");
       return r;
     }
-    Measurement& f = add_measurement(r, ctx, "xid_fatal_events", fatal, "count");
-    default_threshold(f, Op::kLe, 0, std::nullopt,
-                      "XID catalogue " + catalogue.version() +
-                          ": an XID whose action is reset_gpu, reboot or service");
-    add_measurement(r, ctx, "xid_other_events", other, "count");
-
+    // Each distinct (GPU, XID) judged once; the counts follow from `seen`.
+    int fatal = 0, other = 0;
     std::string fatal_list, other_list;
     std::optional<XidAction> worst;
     for (const auto& [key, n] : seen) {
@@ -109,6 +99,7 @@ class NvmlXidCheck final : public NvmlCheck {
       std::string item = "XID " + std::to_string(xid) + " gpu" + std::to_string(g);
       if (action != XidAction::kNone) item += " (" + std::string(to_string(action)) + ")";
       if (n > 1) item += " x" + std::to_string(n);
+      (drains(action) ? fatal : other) += n;
       if (drains(action)) {
         fatal_list += (fatal_list.empty() ? "" : ", ") + item;
         if (!worst || action > *worst) worst = action;
@@ -117,6 +108,11 @@ class NvmlXidCheck final : public NvmlCheck {
         if (action == XidAction::kWatch) v.add(Status::kWarn, item, "VIGIL-NVML-XID");
       }
     }
+    Measurement& f = add_measurement(r, ctx, "xid_fatal_events", fatal, "count");
+    default_threshold(f, Op::kLe, 0, std::nullopt,
+                      "XID catalogue " + catalogue.version() +
+                          ": an XID whose action is reset_gpu, reboot or service");
+    add_measurement(r, ctx, "xid_other_events", other, "count");
     const std::string fatal_code = worst ? xid_fault_code("NVML", *worst) : "";
     const double waited_s = std::chrono::duration<double>(ctx.xid_wait).count();
     std::string summary =

@@ -42,16 +42,17 @@ std::string join(const std::vector<std::string>& items) {
 // #1120) is counted per distinct item, and a message names at most kListed of them.
 constexpr std::size_t kListed = 8;
 constexpr std::size_t kRemembered = 64;  // distinct failing items kept for the boot
+std::string listed(const std::vector<std::string>& items) {
+  std::vector<std::string> v(items.begin(), items.begin() + std::min(items.size(), kListed));
+  if (items.size() > kListed)
+    v.push_back("and " + std::to_string(items.size() - kListed) + " more");
+  return join(v);
+}
+// Counted items, "XID 94 0000:18:00 (watch) x2", in the map's order.
 std::string listed(const std::map<std::string, int>& items) {
   std::vector<std::string> v;
-  for (const auto& [k, n] : items) {
-    if (v.size() == kListed) {
-      v.push_back("and " + std::to_string(items.size() - kListed) + " more");
-      break;
-    }
-    v.push_back(n > 1 ? k + " x" + std::to_string(n) : k);
-  }
-  return join(v);
+  for (const auto& [k, n] : items) v.push_back(n > 1 ? k + " x" + std::to_string(n) : k);
+  return listed(v);
 }
 
 // Is `item` ("XID 163 0000:18:00", "XID 163 0000:18:00 (watch)") one of `head`'s?
@@ -211,9 +212,9 @@ class KmsgXidCheck final : public Check {
       r.status = Status::kFail;
       r.remedy = remedy_of(*worst);
       r.fault_code = xid_fault_code("KMSG", *worst);
-      std::map<std::string, int> remembered;
-      for (const auto& item : cursor.fatal) remembered[item] = 1;
-      r.message = listed(remembered) + (seen.new_fatal == 0 ? " (earlier in this boot)" : "");
+      std::vector<std::string> items = cursor.fatal;  // named in sorted order
+      std::sort(items.begin(), items.end());
+      r.message = listed(items) + (seen.new_fatal == 0 ? " (earlier in this boot)" : "");
       if (resettable)
         r.message += "; after resetting the GPU: vigil-check xid-clear --gpu <bus id>";
     } else if (!seen.watch.empty()) {

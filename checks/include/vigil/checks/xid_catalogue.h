@@ -69,9 +69,12 @@ class XidCatalogue {
   bool valid() const { return valid_; }
 
  private:
+  // How a token's XIDs are judged: its fixed action, or from the message (XID_154's recovery
+  // action, WORKFLOW_NVLINK5_ERR's register decode).
+  enum class Reading { kFixed, kRecoveryAction, kNvlink5Decode };
   struct Rule {
     XidAction action = XidAction::kWatch;
-    std::string special;  // "recovery_action" / "nvlink5_decode": decided by the message
+    Reading reading = Reading::kFixed;
   };
   struct Entry {
     std::string mnemonic, immediate;
