@@ -19,7 +19,7 @@ namespace vigil::testing {
 class FakeSlurm : public slurm::SlurmApi {
  public:
   struct Call {
-    std::string op;  // drain | undrain
+    std::string op;  // drain | undrain | reboot
     std::vector<std::string> nodes;
     std::string reason;
   };
@@ -80,6 +80,30 @@ class FakeSlurm : public slurm::SlurmApi {
     }
     return ok_result();
   }
+  // As slurmctld takes `scontrol reboot reason=R` for an idle drained node: DOWN+DRAIN at once,
+  // R with " : reboot issued" appended (measured on Slurm 22.05). finish_reboot() brings it back.
+  VoidResult reboot(const std::vector<std::string>& ns, const std::string& reason) override {
+    std::lock_guard lk(mu);
+    if (!reachable) return Error{"Unable to contact slurm controller", "scontrol reboot"};
+    if (!can_reboot)
+      return Error{"scontrol: error: RebootProgram isn't defined", "scontrol reboot"};
+    calls.push_back({"reboot", ns, reason});
+    for (const auto& n : ns) {
+      nodes[n].state = "DOWN";
+      nodes[n].down = true;
+      nodes[n].drain = true;
+      nodes[n].reason = reason + " : reboot issued";
+    }
+    return ok_result();
+  }
+  // The node registered again after its reboot, booted at `boot_time`: IDLE+DRAIN, reason kept.
+  void finish_reboot(const std::string& name, int64_t boot_time) {
+    std::lock_guard lk(mu);
+    auto& n = nodes[name];
+    n.state = "IDLE";
+    n.down = false;
+    n.boot_time = boot_time;
+  }
   // Helpers for tests.
   void set(const std::string& name, auto&& fn) {
     std::lock_guard lk(mu);
@@ -98,6 +122,7 @@ class FakeSlurm : public slurm::SlurmApi {
   std::map<std::string, slurm::SlurmNodeInfo> nodes;
   std::vector<Call> calls;
   bool reachable = true;
+  bool can_reboot = true;
   int loads = 0;
   std::vector<std::string> last_named;  // the nodes of the last load_nodes_named()
   std::function<void()> after_read;

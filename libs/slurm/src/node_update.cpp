@@ -59,6 +59,12 @@ Result<std::vector<SlurmNodeInfo>> SlurmApi::load_nodes_named(
   return all;
 }
 
+VoidResult SlurmApi::reboot(const std::vector<std::string>& nodes, const std::string&) {
+  if (nodes.empty()) return ok_result();
+  return Error{"this Slurm backend cannot reboot nodes (slurmrestd has no reboot operation)",
+               "reboot"};
+}
+
 Error unknown_nodes_error(const KnownSplit& split, const std::string& unknown_list,
                           std::string where) {
   return Error{"node(s) " + abbreviate(unknown_list, split.unknown.size()) +

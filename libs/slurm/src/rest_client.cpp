@@ -80,10 +80,13 @@ SlurmNodeInfo to_node_info(const json& n) {
       info.maint = true;
     } else if (s == "RESERVED") {
       info.reserved = true;
+    } else if (s == "COMPLETING") {
+      info.completing = true;
     }
   }
   info.reason = str(n, "reason");
   info.reason_time = time_stamp(n, "reason_changed_at");
+  info.boot_time = time_stamp(n, "boot_time");
   info.partitions = strings(n, "partitions");
   info.address = str(n, "address");
   info.hostname = str(n, "hostname");

@@ -65,6 +65,7 @@ void parse_state(const std::string& text, SlurmNodeInfo& n) {
     if (f == "MAINT" || f == "MAINTENANCE") n.maint = true;  // scontrol prints MAINTENANCE
     if (f == "RESERVED") n.reserved = true;
     if (f == "NOT_RESPONDING") n.not_responding = true;
+    if (f == "COMPLETING") n.completing = true;
   }
 }
 
@@ -121,6 +122,21 @@ class ScontrolApi final : public SlurmApi {
         "the scontrol backend does not lift drains (vigil-check never does; the drainer "
         "uses libslurm or slurmrestd)",
         "undrain"};
+  }
+
+  // `scontrol reboot reason=R a,b`: no public libslurm call asks for a reboot (scontrol sends
+  // REQUEST_REBOOT_NODES itself, SchedMD/slurm src/scontrol/reboot_node.c), so the libslurm
+  // backend comes here too. Neither ASAP nor nextstate: measured on Slurm 22.05 (docs/repair.md),
+  // ASAP and nextstate=RESUME lift the drain once the node is back, and nextstate=DOWN clears it
+  // too; plain reboot keeps the node DRAINED with REASON, which is what keeps it Vigil's.
+  VoidResult reboot(const std::vector<std::string>& nodes, const std::string& reason) override {
+    if (nodes.empty()) return ok_result();
+    if (auto ok = validate_names(nodes, "reboot"); !ok.ok()) return ok.error();
+    if (auto ok = validate_reason(reason); !ok.ok()) return ok.error();
+    auto r = run({"reboot", "reason=" + reason, comma_list(nodes)});
+    if (!r.ok()) return r.error();
+    if (r->exit_code != 0 || r->timed_out) return failed(*r, "reboot");
+    return ok_result();
   }
 
  private:
@@ -195,6 +211,7 @@ Result<std::vector<SlurmNodeInfo>> nodes_from_scontrol(const std::string& text) 
     parse_state(field(line, "State"), n);
     n.address = field(line, "NodeAddr");
     n.hostname = field(line, "NodeHostName");
+    n.boot_time = local_time(field(line, "BootTime"));
     std::stringstream parts(field(line, "Partitions"));
     for (std::string p; std::getline(parts, p, ',');)
       if (!p.empty() && p != "(null)") n.partitions.push_back(p);

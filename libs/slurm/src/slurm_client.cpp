@@ -13,6 +13,7 @@
 #include "libslurm_init.h"
 #include "node_update.h"
 #include "slurm_compat.h"
+#include "vigil/slurm/scontrol.h"
 #include "vigil/slurm/slurm_api.h"
 
 namespace vigil::slurm {
@@ -78,6 +79,8 @@ SlurmNodeInfo to_node_info(const node_info_t& n) {
   info.not_responding = (n.node_state & NODE_STATE_NO_RESPOND) != 0;
   info.maint = (n.node_state & NODE_STATE_MAINT) != 0;
   info.reserved = (n.node_state & NODE_STATE_RES) != 0;
+  info.completing = (n.node_state & NODE_STATE_COMPLETING) != 0;
+  info.boot_time = static_cast<int64_t>(n.boot_time);
   if (n.reason != nullptr) info.reason = n.reason;
   info.reason_time = static_cast<int64_t>(n.reason_time);
   info.partitions = split_commas(n.partitions);
@@ -107,6 +110,12 @@ class LibslurmApi final : public SlurmApi {
     if (nodes.empty()) return ok_result();
     if (auto names = validate_names(nodes, "undrain"); !names.ok()) return names.error();
     return update(nodes, NODE_STATE_UNDRAIN, nullptr, "UNDRAIN");
+  }
+
+  // libslurm has no public call that asks for a reboot (scontrol sends the RPC with internal
+  // symbols): scontrol of the same installation does it (scontrol_client.cpp).
+  VoidResult reboot(const std::vector<std::string>& nodes, const std::string& reason) override {
+    return make_scontrol_api(conf_path_)->reboot(nodes, reason);
   }
 
  private:

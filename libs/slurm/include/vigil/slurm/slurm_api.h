@@ -21,6 +21,8 @@ struct SlurmNodeInfo {
   bool not_responding = false;
   bool maint = false;       // MAINT flag (reservation)
   bool reserved = false;    // RESERVED flag
+  bool completing = false;  // COMPLETING flag: a job's processes are still being cleaned up
+  int64_t boot_time = 0;    // when slurmd says the node booted (Unix seconds); 0: unknown
   std::string reason;       // current reason, empty if none
   int64_t reason_time = 0;  // when the reason was set (Unix seconds); 0: unknown
   std::vector<std::string> partitions;
@@ -43,6 +45,12 @@ class SlurmApi {
   virtual VoidResult drain(const std::vector<std::string>& nodes, const std::string& reason) = 0;
   // UNDRAIN: clears the drain flag only, so a DOWN node never becomes IDLE.
   virtual VoidResult undrain(const std::vector<std::string>& nodes) = 0;
+  // `scontrol reboot reason=REASON NODES` semantics (no ASAP, no nextstate): slurmctld runs
+  // the RebootProgram on each node once it is idle; a drained node keeps its drain, and its
+  // reason (REASON, to which Slurm appends " : reboot issued"), after it registers with a new
+  // boot time (measured on Slurm 22.05, docs/repair.md). Default: refused, for a backend that
+  // cannot (slurmrestd has no reboot operation).
+  virtual VoidResult reboot(const std::vector<std::string>& nodes, const std::string& reason);
 };
 
 // Real libslurm client. conf_path: slurm.conf to use (empty: SLURM_CONF / default).
