@@ -276,6 +276,27 @@ void read_breaker(const Reader& rd, const YAML::Node& b, BreakerConfig& breaker)
   if (breaker.window_s < 1) rd.fail(b["window_s"], "breaker.window_s", "must be >= 1");
 }
 
+void read_repair(const Reader& rd, const YAML::Node& r, RepairConfig& repair) {
+  rd.only_keys(r, "repair",
+               {"reboot", "max_in_repair", "max_per_window", "window_s", "max_reboots_per_node",
+                "node_window_s", "reboot_timeout_s"});
+  rd.get(r, "reboot", "repair.reboot", repair.reboot);
+  rd.get(r, "max_in_repair", "repair.max_in_repair", repair.max_in_repair);
+  rd.get(r, "max_per_window", "repair.max_per_window", repair.max_per_window);
+  rd.get(r, "window_s", "repair.window_s", repair.window_s);
+  rd.get(r, "max_reboots_per_node", "repair.max_reboots_per_node", repair.max_reboots_per_node);
+  rd.get(r, "node_window_s", "repair.node_window_s", repair.node_window_s);
+  rd.get(r, "reboot_timeout_s", "repair.reboot_timeout_s", repair.reboot_timeout_s);
+  for (const auto& [key, v] : {std::pair{"max_in_repair", repair.max_in_repair},
+                               {"max_per_window", repair.max_per_window},
+                               {"max_reboots_per_node", repair.max_reboots_per_node}})
+    if (v < 1) rd.fail(r[key], std::string("repair.") + key, "must be >= 1");
+  for (const auto& [key, v] : {std::pair{"window_s", repair.window_s},
+                               {"node_window_s", repair.node_window_s},
+                               {"reboot_timeout_s", repair.reboot_timeout_s}})
+    if (v < 60) rd.fail(r[key], std::string("repair.") + key, "must be >= 60");
+}
+
 void read_slurm_rest(const Reader& rd, const YAML::Node& r, slurm::RestSettings& rest) {
   rd.only_keys(r, "slurm.rest",
                {"url", "api_version", "user", "token_file", "token_command", "timeout_ms"});
@@ -476,7 +497,7 @@ Result<DrainerConfig> parse_config(std::string_view yaml, const std::string& sou
     rd.only_keys(root, "",
                  {"listen", "auth", "max_body_bytes", "state_dir", "spool_dir", "spool_scan_s",
                   "dry_run", "snapshot_every", "audit", "policy", "breaker", "slurm", "kubernetes",
-                  "webhook", "detection"});
+                  "webhook", "detection", "repair"});
     if (auto l = root["listen"]; l.IsDefined()) read_listen(rd, l, c);
     read_auth(rd, root, c);
     rd.get(root, "max_body_bytes", "max_body_bytes", c.max_body_bytes);
@@ -510,6 +531,11 @@ Result<DrainerConfig> parse_config(std::string_view yaml, const std::string& sou
         c.detection.unconfirmed_drain_after;
     if (auto k = root["kubernetes"]; k.IsDefined()) read_kubernetes(rd, k, c.kubernetes);
     if (auto w = root["webhook"]; w.IsDefined()) read_webhook(rd, w, c.webhook);
+    if (auto r = root["repair"]; r.IsDefined()) read_repair(rd, r, c.repair);
+    if (c.repair.reboot && (!c.slurm.enabled || c.slurm.backend != SlurmBackend::kLibslurm))
+      rd.fail(root["repair"]["reboot"], "repair.reboot",
+              "needs slurm.backend libslurm (reboots go through scontrol of that installation; "
+              "slurmrestd has no reboot operation)");
     if (c.munge.enabled && !c.spool_dir.empty())
       rd.fail(root["spool_dir"], "spool_dir",
               "not read with auth mode munge: a spooled file carries no credential, so whoever "

@@ -42,13 +42,26 @@ void DrainerCore::owe_intents_locked(const NodeEvent& e, const std::string& reas
     i.sink = l->spec.kind;
     i.action = *action;
     i.node = e.node;
-    // The journal has always held these for Slurm's drains and resumes only.
-    const bool slurm_action = *action == IntentAction::kDrain || *action == IntentAction::kResume;
+    // The journal has always held these for Slurm's drains and resumes (and reboots) only.
+    const bool slurm_action = *action == IntentAction::kDrain || *action == IntentAction::kResume ||
+                              *action == IntentAction::kReboot;
     i.reason = slurm_action ? reason : "";
     i.by_operator = slurm_action && by_operator;
     i.event = e;
     out.push_back(std::move(i));
   }
+}
+
+// The ladder step a decision is, for vigil_repair_steps_total (docs/repair.md).
+std::optional<std::string_view> DrainerCore::repair_step_of(const Decision& d,
+                                                            std::string_view event_type) const {
+  if (event_type == "rebooted") return event_type;
+  if (d.action == Action::kReboot || d.action == Action::kReplace) return to_string(d.action);
+  const auto it = nodes_.find(d.state.node);
+  if (d.action == Action::kResume && it != nodes_.end() &&
+      it->second.repair.stage == RepairStage::kRechecking)
+    return "repaired";
+  return std::nullopt;
 }
 
 void DrainerCore::apply_decision_locked(const Decision& d, const NodeReport* r, uint64_t report_seq,
@@ -95,6 +108,7 @@ void DrainerCore::apply_decision_locked(const Decision& d, const NodeReport* r, 
                  {"reason", d.reason},
                  {"why", d.why},
                  {"dry_run", cfg_.dry_run}});
+  if (auto step = repair_step_of(d, event_type)) metrics_.on_repair_step(*step);
   apply_locked(rec);
   metrics_.on_node(s, r);
   if (breaker_changed) {
@@ -117,6 +131,11 @@ void DrainerCore::refresh_gauges_locked() {
   for (const SinkSpec& k : sink_specs())
     metrics_.set_pending(k.name, static_cast<double>(n[k.kind]));
   metrics_.set_breaker_open(breaker_.open);
+  if (cfg_.repair.reboot) {
+    std::map<RepairStage, int> stages;
+    for (const auto& [name, s] : nodes_) stages[s.repair.stage]++;
+    metrics_.set_repair_nodes(stages);
+  }
 }
 
 int DrainerCore::process_pending() {
@@ -255,7 +274,56 @@ int DrainerCore::tick() {
     enqueue_intents_locked(intents);
     for (auto& l : lanes_) l->cv.notify_one();
   }
-  return became_stale;
+  return became_stale + repair_pass();
+}
+
+int DrainerCore::repair_pass() {
+  if (!cfg_.repair.reboot || cfg_.dry_run || !slurm_) return 0;
+  // As an operator's resume: after any pass in flight, so a node's events stay in order.
+  std::lock_guard pl(pass_mu_);
+  std::lock_guard dl(decide_mu_);
+  const auto view = views_->get(false);
+  const int64_t now = clock_.now_unix();
+  std::vector<nlohmann::json> records;
+  std::vector<Intent> intents;
+  int steps = 0;
+  {
+    std::lock_guard lk(mu_);
+    RepairLoad load = repair_load(nodes_, cfg_.repair, now);
+    for (auto& [name, s] : nodes_) {
+      if (!s.drained_by_vigil) continue;
+      const auto vi = view->find(name);
+      NodeState next = s;
+      const auto step = repair_tick(next, vi == view->end() ? nullptr : &vi->second, cfg_.repair,
+                                    load, breaker_, cfg_.dry_run, now);
+      if (!step) continue;
+      Decision d;
+      d.action = step->move == RepairMove::kReboot    ? Action::kReboot
+                 : step->move == RepairMove::kReplace ? Action::kReplace
+                                                      : Action::kNone;
+      d.reason = next.reason;
+      d.driving_checks = next.driving_checks;
+      d.before = s.health;
+      d.after = next.health;
+      next.last_action = last_action_of(d.action);
+      next.note = step->why;
+      d.why = step->why;
+      d.state = std::move(next);
+      d.breaker = breaker_;
+      const std::string_view type = step->move == RepairMove::kRebooted ? "rebooted" : "";
+      apply_decision_locked(d, nullptr, 0, records, intents, type);
+      load = repair_load(nodes_, cfg_.repair, now);
+      steps++;
+    }
+    if (!records.empty()) (void)journal_->append(std::move(records));
+  }
+  if (steps) {
+    (void)journal_->sync();
+    std::lock_guard lk(mu_);
+    enqueue_intents_locked(intents);
+    for (auto& l : lanes_) l->cv.notify_one();
+  }
+  return steps;
 }
 
 Result<std::string> DrainerCore::resume(const std::string& node) {

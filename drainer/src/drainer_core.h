@@ -143,6 +143,10 @@ class DrainerCore {
                                     std::vector<nlohmann::json>& records,
                                     std::vector<Intent>& intents);
   void refresh_gauges_locked();
+  std::optional<std::string_view> repair_step_of(const Decision& d,
+                                                 std::string_view event_type) const;
+  // The repair ladder (repair.h) over the nodes Vigil drained: one journaled decision per step.
+  int repair_pass();
 
   // sink_worker.cpp
   SinkLane& lane(SinkKind k) { return *lanes_[static_cast<size_t>(k)]; }

@@ -25,6 +25,8 @@ std::string_view to_string(IntentAction a) {
       return "annotate";
     case IntentAction::kNotify:
       return "notify";
+    case IntentAction::kReboot:
+      return "reboot";
   }
   return "drain";
 }

@@ -38,6 +38,12 @@ const std::vector<MetricDesc>& metric_table() {
        "How far a check's worst performance figure on a node lies below its baseline "
        "(fraction; > 0 is slower)",
        "node,sku,check,measurement,unit,baseline"},
+      {"vigil_repair_steps_total", "counter",
+       "Repair ladder steps taken: reboot (asked Slurm), rebooted (the node registered again), "
+       "repaired (resumed after the reboot), replace (kept drained for a person)",
+       "step"},
+      {"vigil_repair_nodes", "gauge", "Nodes at each repair ladder stage (repair.reboot on)",
+       "stage"},
       {"vigil_fabric_switch_suspect", "gauge",
        "1 while the newest fabric job with a topology suspects the leaf switch, 0 once a later "
        "job had a good pair leaving it",
@@ -91,6 +97,10 @@ struct Metrics::Impl {
       build(prometheus::BuildGauge(), *reg, "vigil_measurement_deviation_ratio");
   prometheus::Family<prometheus::Gauge>& switch_suspect =
       build(prometheus::BuildGauge(), *reg, "vigil_fabric_switch_suspect");
+  prometheus::Family<prometheus::Counter>& repair_steps =
+      build(prometheus::BuildCounter(), *reg, "vigil_repair_steps_total");
+  prometheus::Family<prometheus::Gauge>& repair_nodes =
+      build(prometheus::BuildGauge(), *reg, "vigil_repair_nodes");
   prometheus::Gauge& breaker_gauge = breaker.Add({});
 
   // Family::Remove is linear in the family's size, so series are reused while their labels
@@ -118,6 +128,9 @@ Metrics::Metrics() : impl_(std::make_unique<Impl>()) {
   }
   // vigil_reports_rejected_total's reasons are declared by the HTTP API (declare_rejected),
   // which does the refusing.
+  for (auto s : {"reboot", "rebooted", "repaired", "replace"})
+    impl_->repair_steps.Add({{"step", s}});
+  for (auto s : {"rebooting", "rechecking", "replace"}) impl_->repair_nodes.Add({{"stage", s}});
   impl_->pending.Add({{"sink", "slurm"}});
   impl_->pending.Add({{"sink", "kubernetes"}});
 }
@@ -162,6 +175,21 @@ void Metrics::set_pending(std::string_view sink, double n) {
 void Metrics::set_breaker_open(bool open) {
   std::lock_guard lk(impl_->mu);
   impl_->breaker_gauge.Set(open ? 1 : 0);
+}
+
+void Metrics::on_repair_step(std::string_view step) {
+  std::lock_guard lk(impl_->mu);
+  impl_->repair_steps.Add({{"step", std::string(step)}}).Increment();
+}
+
+void Metrics::set_repair_nodes(const std::map<RepairStage, int>& stages) {
+  std::lock_guard lk(impl_->mu);
+  for (RepairStage st :
+       {RepairStage::kRebooting, RepairStage::kRechecking, RepairStage::kReplace}) {
+    const auto it = stages.find(st);
+    impl_->repair_nodes.Add({{"stage", std::string(to_string(st))}})
+        .Set(it == stages.end() ? 0 : it->second);
+  }
 }
 
 void Metrics::set_report_age(const std::string& node, double age_s) {

@@ -100,6 +100,10 @@ std::string_view to_string(Action a) {
       return "would_resume";
     case Action::kBreakerBlocked:
       return "breaker_blocked";
+    case Action::kReboot:
+      return "reboot";
+    case Action::kReplace:
+      return "replace";
   }
   return "none";
 }
@@ -118,6 +122,10 @@ LastAction last_action_of(Action a) {
       return LastAction::kWouldResume;
     case Action::kBreakerBlocked:
       return LastAction::kBreakerBlocked;
+    case Action::kReboot:
+      return LastAction::kReboot;
+    case Action::kReplace:
+      return LastAction::kReplace;
   }
   return LastAction::kNone;
 }
@@ -138,6 +146,10 @@ std::string_view to_string(LastAction a) {
       return to_string(Action::kWouldResume);
     case LastAction::kBreakerBlocked:
       return to_string(Action::kBreakerBlocked);
+    case LastAction::kReboot:
+      return to_string(Action::kReboot);
+    case LastAction::kReplace:
+      return to_string(Action::kReplace);
   }
   return "";
 }
@@ -145,7 +157,8 @@ std::string_view to_string(LastAction a) {
 std::optional<LastAction> last_action_from_string(std::string_view s) {
   for (LastAction a :
        {LastAction::kNone, LastAction::kDrain, LastAction::kResume, LastAction::kWouldDrain,
-        LastAction::kWouldResume, LastAction::kBreakerBlocked, LastAction::kDrainSkipped})
+        LastAction::kWouldResume, LastAction::kBreakerBlocked, LastAction::kDrainSkipped,
+        LastAction::kReboot, LastAction::kReplace})
     if (to_string(a) == s) return a;
   return std::nullopt;
 }
@@ -221,6 +234,21 @@ NodeState start_state(const NodeState* prev, const NodeReport& r, const slurm::S
   return s;
 }
 
+// The drain episode is over (resumed, or no longer Vigil's): the ladder stops; the node's
+// reboot history stays for the repeat-offender rule.
+void end_repair(NodeState& s) {
+  s.repair.stage = RepairStage::kNone;
+  s.repair.remedy.reset();
+  s.repair.since_unix = 0;
+}
+
+// The strongest remedy the candidates' reports name.
+std::optional<Remedy> remedy_of(const std::vector<const CheckResult*>& cands) {
+  std::optional<Remedy> r;
+  for (const auto* c : cands) r = stronger(r, c->remedy);
+  return r;
+}
+
 // Slurm is the truth about who owns a drain.
 void sync_ownership(NodeState& s, const slurm::SlurmNodeInfo* slurm) {
   if (!slurm) return;
@@ -230,6 +258,7 @@ void sync_ownership(NodeState& s, const slurm::SlurmNodeInfo* slurm) {
                           : "vigil drain lifted outside vigil";
     s.reason.clear();
     s.driving_checks.clear();
+    end_repair(s);
   } else if (!s.drained_by_vigil && slurm::drained_by_vigil(*slurm)) {
     // Adopt a vigil drain we have no record of (state dir lost, one-shot runs, ...).
     s.drained_by_vigil = true;
@@ -325,6 +354,12 @@ PolicyEngine::Step PolicyEngine::drain_or_block(Decision& d, NodeState& s,
   if (s.drained_by_vigil) {
     for (const auto& c : driving)
       if (!contains(s.driving_checks, c)) s.driving_checks.push_back(c);
+    s.repair.remedy = stronger(s.repair.remedy, remedy_of(cands));
+    if (s.repair.stage == RepairStage::kRechecking) {  // the reboot did not clear it
+      mark_replace(s, "fault back after reboot", now);
+      d.reason = s.reason;
+      return {Action::kReplace, NodeHealth::kDrained, "replace: " + reason + " after reboot"};
+    }
     return {Action::kNone, NodeHealth::kDrained, "already drained by vigil"};
   }
   if (unknown_to_slurm)
@@ -343,6 +378,8 @@ PolicyEngine::Step PolicyEngine::drain_or_block(Decision& d, NodeState& s,
             "already drained by another owner: " + slurm->reason};
   s.reason = reason;
   s.driving_checks = driving;
+  end_repair(s);
+  s.repair.remedy = remedy_of(cands);
   if (dry_run_) return {Action::kWouldDrain, NodeHealth::kWouldDrain, "dry-run: would drain"};
   if (d.breaker.open)
     return {Action::kBreakerBlocked, NodeHealth::kWouldDrain,
@@ -376,15 +413,24 @@ PolicyEngine::Step PolicyEngine::maybe_resume(NodeState& s, const NodeReport& r,
         ready = false;
     }
   }
+  if (s.repair.stage == RepairStage::kReplace)
+    return {Action::kNone, NodeHealth::kDrained,
+            "replace: stays drained until a person resumes it"};
   if (!ready) return {Action::kNone, NodeHealth::kDrained, ""};
+  if (s.repair.stage == RepairStage::kRebooting)
+    return {Action::kNone, NodeHealth::kDrained, "passes before the reboot; resume deferred"};
   if (slurm && slurm::untouchable(*slurm))
     return {Action::kNone, NodeHealth::kDrained,
             "passes reached resume_after but node is DOWN/FAIL/MAINT; resume deferred"};
   if (dry_run_) return {Action::kWouldResume, NodeHealth::kDrained, "dry-run: would resume"};
+  const bool repaired = s.repair.stage == RepairStage::kRechecking;
   s.drained_by_vigil = false;
   s.reason.clear();
   s.driving_checks.clear();
-  return {Action::kResume, health_from_checks(s), "resume: checks passed resume_after times"};
+  end_repair(s);
+  return {Action::kResume, health_from_checks(s),
+          std::string("resume: checks passed resume_after times") +
+              (repaired ? " after a reboot (repaired)" : "")};
 }
 
 std::optional<NodeState> PolicyEngine::on_tick(const NodeState& s) const {
@@ -422,6 +468,7 @@ Decision PolicyEngine::on_operator_resume(const NodeState& s,
   n.drained_by_vigil = false;
   n.reason.clear();
   n.driving_checks.clear();
+  end_repair(n);
   if (dry_run_) {
     d.action = Action::kWouldResume;
     n.health = NodeHealth::kDrained;
@@ -469,6 +516,9 @@ nlohmann::json to_json(const NodeState& s) {
                    {"note", s.note},
                    {"failing", s.failing}};
   if (s.k8s_node) j["k8s_node"] = *s.k8s_node;
+  // Only once the ladder touched the node: snapshots of nodes it never saw stay as they were.
+  if (s.repair.stage != RepairStage::kNone || s.repair.remedy || !s.repair.reboots.empty())
+    j["repair"] = to_json(s.repair);
   if (!s.fabric_switch.empty()) {
     j["fabric_switch"] = s.fabric_switch;
     j["switch_suspect"] = s.switch_suspect;
@@ -518,6 +568,11 @@ Result<NodeState> node_state_from_json(const nlohmann::json& j) {
     if (j.contains("k8s_node")) s.k8s_node = j.at("k8s_node").get<std::string>();
     s.fabric_switch = j.value("fabric_switch", "");
     s.switch_suspect = j.value("switch_suspect", false);
+    if (j.contains("repair")) {  // absent before the repair ladder
+      auto r = repair_state_from_json(j.at("repair"));
+      if (!r.ok()) return Error{r.error().to_string(), "node_state_from_json(" + s.node + ")"};
+      s.repair = std::move(r.value());
+    }
     return s;
   } catch (const std::exception& e) {
     return Error{e.what(), "node_state_from_json"};

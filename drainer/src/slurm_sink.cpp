@@ -1,5 +1,6 @@
 #include "slurm_sink.h"
 
+#include "vigil/base/time.h"
 #include "vigil/slurm/reason.h"
 
 namespace vigil::drainer {
@@ -19,7 +20,7 @@ SinkResult SlurmSink::apply(const std::vector<Intent>& batch) {
   Rpcs rpcs;
   for (const auto& i : batch)
     if (auto o = judge(i, *fresh.value(), rpcs)) out.outcomes.push_back(std::move(*o));
-  const bool acting = !rpcs.drains.empty() || !rpcs.resumes.empty();
+  const bool acting = !rpcs.drains.empty() || !rpcs.resumes.empty() || !rpcs.reboots.empty();
   // Tables read before or during these RPCs must not be reused by decisions: drop the
   // remembered one now and refuse any read that started before the RPCs ended.
   if (acting) views_.invalidate();
@@ -27,6 +28,7 @@ SinkResult SlurmSink::apply(const std::vector<Intent>& batch) {
   for (const auto& [reason, nodes] : rpcs.drains)
     all_ok = call(IntentAction::kDrain, nodes, reason, out) && all_ok;
   if (!rpcs.resumes.empty()) all_ok = call(IntentAction::kResume, rpcs.resumes, "", out) && all_ok;
+  for (const auto& [reason, nodes] : rpcs.reboots) reboot(nodes, reason, out);
   // Without RPCs the decisions' table stays as good as it was (the re-read covers only the
   // batch, so it cannot replace it).
   if (acting) views_.invalidate();
@@ -46,7 +48,35 @@ SinkResult SlurmSink::load_failed(const std::vector<Intent>& batch, const Error&
 std::optional<IntentOutcome> SlurmSink::judge(const Intent& i, const SlurmView& view, Rpcs& rpcs) {
   auto it = view.find(i.node);
   const slurm::SlurmNodeInfo* n = it == view.end() ? nullptr : &it->second;
+  if (i.action == IntentAction::kReboot) return judge_reboot(i, n, rpcs);
   return i.action == IntentAction::kDrain ? judge_drain(i, n, rpcs) : judge_resume(i, n, rpcs);
+}
+
+std::optional<IntentOutcome> SlurmSink::judge_reboot(const Intent& i, const slurm::SlurmNodeInfo* n,
+                                                     Rpcs& rpcs) {
+  if (!n) return IntentOutcome::skipped(i.id, "node unknown to Slurm");
+  if (!slurm::drained_by_vigil(*n))
+    return IntentOutcome::skipped(i.id, "not drained by vigil: " + n->reason);
+  // Already rebooted (the done record lost in a crash): a boot after the decision.
+  const auto decided = parse_rfc3339(i.event.time);
+  if (decided && n->boot_time >= *decided && !n->down)
+    return IntentOutcome::ok(i.id, "already rebooted");
+  if (n->state != "IDLE" || n->completing || n->not_responding || slurm::untouchable(*n))
+    return IntentOutcome::skipped(i.id, "node not idle (" + n->state + "); not rebooted");
+  rpcs.reboots[i.reason].push_back(&i);
+  return std::nullopt;
+}
+
+// A reboot slurmctld refuses (no RebootProgram, say) is not retried: the ladder's
+// reboot_timeout_s turns it into `replace`, which asks a person (docs/repair.md).
+void SlurmSink::reboot(const std::vector<const Intent*>& batch, const std::string& reason,
+                       SinkResult& out) {
+  std::vector<std::string> names;
+  for (const auto* i : batch) names.push_back(i->node);
+  VoidResult res = slurm_->reboot(names, reason);
+  for (const auto* i : batch)
+    out.outcomes.push_back(res.ok() ? IntentOutcome::ok(i->id)
+                                    : IntentOutcome::skipped(i->id, res.error().to_string()));
 }
 
 std::optional<IntentOutcome> SlurmSink::judge_drain(const Intent& i, const slurm::SlurmNodeInfo* n,

@@ -1,7 +1,8 @@
 #pragma once
 // The Slurm sink: re-reads Slurm's node table right before acting, re-judges ownership on it
 // (never drains a node that is unknown, DOWN/FAIL/MAINT or drained by another owner; never
-// lifts a drain that is not vigil's), and issues one drain RPC per reason plus one UNDRAIN.
+// lifts a drain that is not vigil's, never reboots a node that is not idle and Vigil's), and
+// issues one drain RPC per reason plus one UNDRAIN and one reboot per reason.
 #include <memory>
 #include <optional>
 #include <string>
@@ -25,6 +26,7 @@ class SlurmSink final : public Sink {
   struct Rpcs {
     std::map<std::string, std::vector<const Intent*>> drains;
     std::vector<const Intent*> resumes;
+    std::map<std::string, std::vector<const Intent*>> reboots;
   };
   SinkResult load_failed(const std::vector<Intent>& batch, const Error& e);
   // The intent's outcome judged on Slurm's fresh table, or nullopt when it needs an RPC (then
@@ -34,6 +36,9 @@ class SlurmSink final : public Sink {
                                            Rpcs& rpcs);
   std::optional<IntentOutcome> judge_resume(const Intent& i, const slurm::SlurmNodeInfo* n,
                                             Rpcs& rpcs);
+  std::optional<IntentOutcome> judge_reboot(const Intent& i, const slurm::SlurmNodeInfo* n,
+                                            Rpcs& rpcs);
+  void reboot(const std::vector<const Intent*>& batch, const std::string& reason, SinkResult& out);
   // One RPC for `batch`; appends its outcomes. Returns whether it went through.
   bool call(IntentAction action, const std::vector<const Intent*>& batch, const std::string& reason,
             SinkResult& out);

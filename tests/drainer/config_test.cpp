@@ -62,6 +62,35 @@ TEST(Config, detection_errors_name_file_line_and_field) {
   }
 }
 
+TEST(Config, repair_is_off_by_default_and_its_errors_name_the_field) {
+  auto c = parse_config("auth: disabled\n", "d.yaml");
+  ASSERT_TRUE(c.ok());
+  EXPECT_FALSE(c->repair.reboot);
+  auto on = parse_config("auth: disabled\nrepair: {reboot: true, max_in_repair: 4}\n", "d.yaml");
+  ASSERT_TRUE(on.ok()) << on.error().message;
+  EXPECT_TRUE(on->repair.reboot);
+  EXPECT_EQ(on->repair.max_in_repair, 4);
+  EXPECT_EQ(on->repair.reboot_timeout_s, 3600);
+  struct Case {
+    std::string yaml, want;
+  };
+  const Case cases[] = {
+      {"auth: disabled\nrepair: {reboot: true, max_in_repair: 0}\n",
+       "d.yaml:2: repair.max_in_repair: must be >= 1"},
+      {"auth: disabled\nrepair: {reboot_timeout_s: 5}\n", "repair.reboot_timeout_s: must be >= 60"},
+      {"auth: disabled\nrepair: {reboots: true}\n", "repair.reboots: unknown key"},
+      {"auth: disabled\nslurm: {backend: rest, rest: {url: 'http://127.0.0.1:1'}}\n"
+       "repair: {reboot: true}\n",
+       "repair.reboot: needs slurm.backend libslurm"},
+  };
+  for (const auto& k : cases) {
+    auto r = parse_config(k.yaml, "d.yaml");
+    ASSERT_FALSE(r.ok()) << k.yaml;
+    EXPECT_NE(r.error().message.find(k.want), std::string::npos)
+        << "want '" << k.want << "' in: " << r.error().message;
+  }
+}
+
 TEST(Config, auth_is_required_unless_explicitly_disabled) {
   auto c = parse_config("listen: {port: 9000}\n", "d.yaml");
   ASSERT_FALSE(c.ok());

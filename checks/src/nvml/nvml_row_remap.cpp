@@ -2,6 +2,12 @@
 // a GPU reset, so the node must be drained to apply it; a failed remap means the GPU ran out
 // of spare rows. Both fail without a SKU: failed per DCGM health, pending per aznhc (DCGM only
 // warns on pending, but a pending remap never resolves while jobs keep the GPU busy).
+// Remedy (the repair ladder's input, docs/repair.md), from NVIDIA's GPU Memory Error Management
+// guide, "Error Recovery and Response Flags" (docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt):
+// the pending flag means the remap "will happen at the next GPU reset" -> reset_gpu; a remapping
+// failure is defined by the guide's "RMA Policy Thresholds for Row-Remapping" -> service.
+#include <algorithm>
+
 #include "check_factories.h"
 #include "nvml_common.h"
 
@@ -51,6 +57,12 @@ class NvmlRowRemapCheck final : public NvmlCheck {
         },
         std::to_string(s.count()) + " GPUs: no remap pending or failed, " +
             std::to_string(remapped_total) + " rows remapped in total");
+    if (r.status == Status::kFail) {
+      const bool out_of_rows = std::any_of(
+          r.measurements.begin(), r.measurements.end(),
+          [](auto& m) { return m.name == "row_remap_failed" && m.status() == Status::kFail; });
+      r.remedy = out_of_rows ? Remedy::kService : Remedy::kResetGpu;
+    }
     return r;
   }
 };

@@ -155,6 +155,9 @@ std::string skip_reason_indexed(const slurm::SlurmNodeInfo& n, const VigilJobInd
     return "drained by someone else: " + (n.reason.empty() ? "(no reason)" : n.reason);
   }
   if (n.drain && ours && !o.recheck) return "drained by vigil; re-checks disabled (--no-recheck)";
+  // The repair ladder gave up on it (docs/repair.md): a person's, until someone resumes it.
+  if (n.drain && starts_with(n.reason, std::string(slurm::kReasonPrefix) + " replace "))
+    return "drained by vigil for replacement; not re-checked until a person resumes it";
   // DRAINING: user jobs still run there; a re-check now would disturb them and measure noise.
   if (n.drain && ours && (n.state == "ALLOCATED" || n.state == "MIXED")) {
     return "draining (user jobs still running); re-checked once drained";

@@ -72,6 +72,7 @@ TEST_F(nvml_row_remap, pending_remap_fails_with_reason_ready_message) {
   EXPECT_EQ(r.message, "gpu3 row remap pending (1)");
   EXPECT_EQ(r.fault_code, "VIGIL-NVML-REMAP-PENDING");
   EXPECT_EQ(find(r, "row_remap_pending", 3)->value, 1);
+  EXPECT_EQ(r.remedy, Remedy::kResetGpu);  // NVIDIA: applied at the next GPU reset
 }
 
 TEST_F(nvml_row_remap, sku_threshold_overrides_the_built_in_one) {
@@ -81,6 +82,7 @@ TEST_F(nvml_row_remap, sku_threshold_overrides_the_built_in_one) {
   const CheckResult r = run(make_nvml_row_remap_check());
   EXPECT_EQ(r.status, Status::kWarn);
   EXPECT_EQ(r.message, "gpu3 row remap pending (1)");
+  EXPECT_FALSE(r.remedy);  // only a failing check names one
 }
 
 TEST_F(nvml_row_remap, failed_remap_fails) {
@@ -91,6 +93,16 @@ TEST_F(nvml_row_remap, failed_remap_fails) {
   EXPECT_EQ(r.status, Status::kFail);
   EXPECT_EQ(r.message, "gpu6 row remap failed (1)");
   EXPECT_EQ(r.fault_code, "VIGIL-NVML-REMAP-FAILED");
+  EXPECT_EQ(r.remedy, Remedy::kService);  // NVIDIA's RMA policy thresholds
+}
+
+TEST_F(nvml_row_remap, a_failed_remap_beside_a_pending_one_asks_for_service) {
+  nlohmann::json j = load_fixture("row_remap_pending");
+  j["gpus"][6]["remapped_rows"] = {{"uncorrectable", 512}, {"failure", 1}};
+  use_fixture_json(j);
+  const CheckResult r = run(make_nvml_row_remap_check());
+  EXPECT_EQ(r.status, Status::kFail);
+  EXPECT_EQ(r.remedy, Remedy::kService);
 }
 
 TEST_F(nvml_row_remap, dbe_fixture_without_pending_remap_passes) {

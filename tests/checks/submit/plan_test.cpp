@@ -389,3 +389,18 @@ TEST(SubmitPlan, shell_join_quotes_only_what_the_shell_would_split) {
 }
 
 }  // namespace
+
+TEST(SubmitPlan, a_node_the_repair_ladder_gave_up_on_is_not_rechecked) {
+  SlurmNodeInfo replace = idle("n-replace");
+  replace.drain = true;
+  replace.reason = "vigil: replace remap gpu3 pending (fault back after reboot)";
+  SlurmNodeInfo remap = idle("n-remap");
+  remap.drain = true;
+  remap.reason = "vigil: remap gpu3 pending : reboot issued";
+  const SubmitPlan p = plan_submissions({replace, remap}, {}, options());
+  EXPECT_EQ(verdict(p, "n-replace").action, PlanStep::kSkip);
+  EXPECT_EQ(verdict(p, "n-replace").why,
+            "drained by vigil for replacement; not re-checked until a person resumes it");
+  ASSERT_EQ(p.rechecks.size(), 1u);  // a rebooted node keeps its re-check
+  EXPECT_EQ(p.rechecks[0].nodes, std::vector<std::string>{"n-remap"});
+}

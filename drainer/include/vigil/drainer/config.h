@@ -11,6 +11,7 @@
 
 #include "vigil/base/result.h"
 #include "vigil/detect/config.h"
+#include "vigil/drainer/repair.h"
 #include "vigil/report/drain_decision.h"
 #include "vigil/slurm/slurm_rest.h"
 
@@ -171,6 +172,7 @@ struct DrainerConfig {
   KubeSettings kubernetes;
   WebhookSettings webhook;
   DetectionSettings detection;
+  RepairConfig repair;  // the repair ladder (repair.h, docs/repair.md); off by default
 };
 
 // Built-in defaults for fatal checks and per-check overrides (documented in docs/drainer.md).

@@ -24,10 +24,12 @@ std::string_view to_string(
     SinkKind k);  // "slurm" | "kubernetes" | "webhook" (journal, metrics, API)
 std::optional<SinkKind> sink_kind_from_string(std::string_view s);
 
-enum class IntentAction { kDrain, kResume, kAnnotate, kNotify };
-inline constexpr IntentAction kAllIntentActions[] = {
-    IntentAction::kDrain, IntentAction::kResume, IntentAction::kAnnotate, IntentAction::kNotify};
-std::string_view to_string(IntentAction a);  // "drain" | "resume" | "annotate" | "notify"
+enum class IntentAction { kDrain, kResume, kAnnotate, kNotify, kReboot };
+inline constexpr IntentAction kAllIntentActions[] = {IntentAction::kDrain, IntentAction::kResume,
+                                                     IntentAction::kAnnotate, IntentAction::kNotify,
+                                                     IntentAction::kReboot};
+// "drain" | "resume" | "annotate" | "notify" | "reboot"
+std::string_view to_string(IntentAction a);
 std::optional<IntentAction> intent_action_from_string(std::string_view s);
 
 // Which actions a sink takes (the sink table's row).
@@ -36,7 +38,8 @@ bool sink_takes(SinkKind sink, IntentAction action);
 // What a decision says, as the sinks see it: copied into every intent the decision creates, so
 // a sink acts on its intent alone and never reads the drainer's node table. `type` is the
 // decision's action ("drain", "resume", "would_drain", "would_resume", "breaker_blocked",
-// "drain_skipped", or "none" for a decision that only changed the node's state) or a breaker
+// "drain_skipped", "reboot", "rebooted", "replace", or "none" for a decision that only changed
+// the node's state) or a breaker
 // event ("breaker_opened", "breaker_closed", "breaker_reset"; node empty).
 struct NodeEvent {
   std::string type = "none";

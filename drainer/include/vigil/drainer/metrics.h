@@ -47,6 +47,9 @@ class Metrics {
   void set_pending(std::string_view sink, double n);
   void set_breaker_open(bool open);
   void set_report_age(const std::string& node, double age_s);
+  // The repair ladder: a step taken (reboot, rebooted, repaired, replace), and nodes per stage.
+  void on_repair_step(std::string_view step);
+  void set_repair_nodes(const std::map<RepairStage, int>& stages);
   // vigil_measurement_deviation_ratio: the worst verdict of each judged check of the node.
   void on_verdicts(const detect::ReportVerdicts& v);
 

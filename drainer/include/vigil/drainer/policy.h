@@ -14,6 +14,7 @@
 #include "vigil/base/clock.h"
 #include "vigil/drainer/breaker.h"
 #include "vigil/drainer/config.h"
+#include "vigil/drainer/repair.h"
 #include "vigil/report/report.h"
 #include "vigil/slurm/slurm_api.h"
 
@@ -37,7 +38,8 @@ struct CheckState {
 };
 
 // What the latest decision about a node did. Spelled as its Action ("drain", "resume",
-// "would_drain", "would_resume", "breaker_blocked"), "drain_skipped" when the Slurm sink found
+// "would_drain", "would_resume", "breaker_blocked", "reboot", "replace"), "drain_skipped" when
+// the Slurm sink found
 // the node not Vigil's to drain after all, and "" when it changed nothing; snapshots and
 // /v1/nodes carry the spelling, and one this build does not know is an error.
 enum class LastAction {
@@ -47,7 +49,9 @@ enum class LastAction {
   kWouldDrain,
   kWouldResume,
   kBreakerBlocked,
-  kDrainSkipped
+  kDrainSkipped,
+  kReboot,
+  kReplace
 };
 std::string_view to_string(LastAction a);
 std::optional<LastAction> last_action_from_string(std::string_view s);
@@ -75,19 +79,32 @@ struct NodeState {
   // the same verdict: the newest job's evidence about the switch, from any of its nodes.
   std::string fabric_switch;
   bool switch_suspect = false;
+  RepairState repair;  // the repair ladder (repair.h, docs/repair.md)
 };
 
-enum class Action { kNone, kDrain, kResume, kWouldDrain, kWouldResume, kBreakerBlocked };
-inline constexpr Action kAllActions[] = {Action::kNone,        Action::kDrain,
-                                         Action::kResume,      Action::kWouldDrain,
-                                         Action::kWouldResume, Action::kBreakerBlocked};
+// kReboot: the repair ladder asks Slurm to reboot the node; kReplace: the node stays drained
+// with a "vigil: replace ..." reason (a drain with the new reason) for a person (repair.h).
+enum class Action {
+  kNone,
+  kDrain,
+  kResume,
+  kWouldDrain,
+  kWouldResume,
+  kBreakerBlocked,
+  kReboot,
+  kReplace
+};
+inline constexpr Action kAllActions[] = {
+    Action::kNone,        Action::kDrain,          Action::kResume, Action::kWouldDrain,
+    Action::kWouldResume, Action::kBreakerBlocked, Action::kReboot, Action::kReplace};
 std::string_view to_string(Action a);
 std::optional<Action> action_from_string(std::string_view s);
 LastAction last_action_of(Action a);  // kNone for kNone
 
 struct Decision {
   Action action = Action::kNone;
-  std::string reason;  // Slurm reason for kDrain / kWouldDrain / kBreakerBlocked
+  std::string reason;  // Slurm reason for kDrain / kWouldDrain / kBreakerBlocked / kReboot /
+                       // kReplace
   std::vector<std::string> driving_checks;
   NodeHealth before = NodeHealth::kUnknown;
   NodeHealth after = NodeHealth::kUnknown;

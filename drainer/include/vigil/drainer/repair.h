@@ -1,0 +1,87 @@
+#pragma once
+// The repair ladder (docs/repair.md): what Vigil does with a node it drained once the node is
+// idle. Pure: the node's state, its Slurm view, the cluster's repair load and the breaker in,
+// the next step out; no I/O, no clock (time comes in as `now`). The drainer core runs it on
+// every tick and journals what it decides like any other decision.
+//
+// A node drained for a fault whose documented remedy is a GPU reset or a reboot (the report's
+// `remedy`, from NVIDIA's Xid catalogue, the driver's recovery action or the check's own
+// source) climbs: reboot through Slurm -> re-check (vigil-submit's srun -Z, unchanged) ->
+// resumed when the re-checks pass, or `replace` when the fault comes back, the node does not
+// come back from its reboot, it is a repeat offender, or its remedy is hardware service.
+// `replace` keeps the node drained with "vigil: replace ..." and Vigil never touches it again
+// until a person resumes it. The GPU reset rung is not built yet: a reset_gpu fault takes the
+// reboot rung, which resets every GPU of the node.
+#include <cstdint>
+#include <map>
+#include <nlohmann/json_fwd.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "vigil/base/result.h"
+#include "vigil/report/report.h"
+
+namespace vigil::slurm {
+struct SlurmNodeInfo;
+}
+
+namespace vigil::drainer {
+
+struct NodeState;
+struct BreakerState;
+
+struct RepairConfig {
+  bool reboot = false;           // off by default: a site turns reboots on (`repair.reboot: true`)
+  int max_in_repair = 2;         // nodes rebooting or being re-checked after a reboot, at once
+  int max_per_window = 10;       // reboots Vigil starts per window, cluster-wide
+  int64_t window_s = 3600;       // ... that window
+  int max_reboots_per_node = 2;  // per node within node_window_s; a fault after that: replace
+  int64_t node_window_s = 30 * 86400;
+  // From asking Slurm to reboot to the node registering with a new boot time. NVIDIA's
+  // NVSentinel notes bare-metal reboots "can take close to 30 minutes" (NVIDIA/NVSentinel #126).
+  int64_t reboot_timeout_s = 3600;
+};
+
+enum class RepairStage { kNone, kRebooting, kRechecking, kReplace };
+std::string_view to_string(RepairStage s);  // "none" | "rebooting" | "rechecking" | "replace"
+std::optional<RepairStage> repair_stage_from_string(std::string_view s);
+
+struct RepairState {
+  RepairStage stage = RepairStage::kNone;
+  std::optional<Remedy> remedy;  // the strongest remedy among the checks that drove the drain
+  int64_t since_unix = 0;        // when the stage began
+  std::vector<int64_t> reboots;  // when Vigil asked Slurm to reboot the node (node_window_s)
+};
+// {"stage", "remedy"?, "since_unix", "reboots"}; absent in snapshots written before the ladder.
+nlohmann::json to_json(const RepairState& r);
+Result<RepairState> repair_state_from_json(const nlohmann::json& j);
+
+// The stronger of two remedies for the ladder: service > reboot > reset_gpu.
+std::optional<Remedy> stronger(std::optional<Remedy> a, std::optional<Remedy> b);
+
+// Nodes in the ladder now, and reboots started within the window, over the node table.
+struct RepairLoad {
+  int in_repair = 0;
+  int started_in_window = 0;
+};
+RepairLoad repair_load(const std::map<std::string, NodeState>& nodes, const RepairConfig& cfg,
+                       int64_t now);
+
+enum class RepairMove { kReboot, kRebooted, kReplace };
+struct RepairStep {
+  RepairMove move;
+  std::string why;  // into the node's note and the event
+};
+
+// The next step for `s` on a tick, or nullopt (nothing to do, or waiting: not idle, limits,
+// breaker open, Slurm's view unknown). `s` is updated in place when a step is returned.
+std::optional<RepairStep> repair_tick(NodeState& s, const slurm::SlurmNodeInfo* slurm,
+                                      const RepairConfig& cfg, const RepairLoad& load,
+                                      const BreakerState& breaker, bool dry_run, int64_t now);
+
+// `s` to the `replace` stage: its reason becomes "vigil: replace <old reason's text> (why)".
+void mark_replace(NodeState& s, const std::string& why, int64_t now);
+
+}  // namespace vigil::drainer

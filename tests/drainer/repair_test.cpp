@@ -1,0 +1,361 @@
+// The repair ladder, pure (drainer/src/repair.cpp): a Vigil-drained idle node with a reset or
+// reboot remedy is rebooted once the limits and the breaker allow; the registration after the
+// reboot moves it to re-checking; no return within the timeout, a service remedy and a repeat
+// offender end in `replace`; it never touches a busy node, someone else's drain, or anything in
+// dry-run or with reboots off.
+#include "vigil/drainer/repair.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "drainer_fixtures.h"
+#include "vigil/drainer/breaker.h"
+#include "vigil/drainer/drainer.h"
+#include "vigil/drainer/policy.h"
+#include "vigil/slurm/slurm_api.h"
+
+namespace vigil::drainer {
+namespace {
+
+constexpr int64_t kNow = 1'800'000'000;
+
+RepairConfig on() {
+  RepairConfig c;
+  c.reboot = true;
+  return c;
+}
+
+NodeState drained(std::optional<Remedy> remedy = Remedy::kResetGpu) {
+  NodeState s;
+  s.node = "gpu-2";
+  s.drained_by_vigil = true;
+  s.reason = "vigil: remap gpu3 row remap pending (1)";
+  s.repair.remedy = remedy;
+  return s;
+}
+
+slurm::SlurmNodeInfo idle_drained() {
+  slurm::SlurmNodeInfo n;
+  n.name = "gpu-2";
+  n.state = "IDLE";
+  n.drain = true;
+  n.reason = "vigil: remap gpu3 row remap pending (1)";
+  n.boot_time = kNow - 86400;
+  return n;
+}
+
+std::optional<RepairStep> tick(NodeState& s, const slurm::SlurmNodeInfo* n,
+                               const RepairConfig& c = on(), RepairLoad load = {},
+                               BreakerState breaker = {}, bool dry_run = false,
+                               int64_t now = kNow) {
+  return repair_tick(s, n, c, load, breaker, dry_run, now);
+}
+
+TEST(repair, an_idle_node_vigil_drained_for_a_reset_fault_is_rebooted) {
+  NodeState s = drained();
+  const auto n = idle_drained();
+  const auto step = tick(s, &n);
+  ASSERT_TRUE(step);
+  EXPECT_EQ(step->move, RepairMove::kReboot);
+  EXPECT_EQ(step->why, "reboot: reset_gpu fault, node idle");
+  EXPECT_EQ(s.repair.stage, RepairStage::kRebooting);
+  EXPECT_EQ(s.repair.since_unix, kNow);
+  EXPECT_EQ(s.repair.reboots, std::vector<int64_t>{kNow});
+  EXPECT_EQ(s.reason, "vigil: remap gpu3 row remap pending (1)");  // kept: the node stays Vigil's
+}
+
+TEST(repair, nothing_happens_with_reboots_off_in_dry_run_or_without_a_remedy) {
+  const auto n = idle_drained();
+  NodeState s = drained();
+  EXPECT_FALSE(tick(s, &n, RepairConfig{}));  // off by default
+  EXPECT_FALSE(tick(s, &n, on(), {}, {}, /*dry_run=*/true));
+  NodeState none = drained(std::nullopt);  // a fault no reset or reboot is known to clear
+  EXPECT_FALSE(tick(none, &n));
+  EXPECT_EQ(s.repair.stage, RepairStage::kNone);
+}
+
+TEST(repair, a_busy_foreign_or_unknown_node_is_not_rebooted) {
+  NodeState s = drained();
+  EXPECT_FALSE(tick(s, nullptr));  // Slurm's view unknown: wait
+  auto busy = idle_drained();
+  busy.state = "MIXED";  // DRAINING: user jobs still run
+  EXPECT_FALSE(tick(s, &busy));
+  auto completing = idle_drained();
+  completing.completing = true;  // a job's processes are still being cleaned up
+  EXPECT_FALSE(tick(s, &completing));
+  auto admin = idle_drained();
+  admin.reason = "bad dimm, ticket 42";  // someone else's drain now
+  EXPECT_FALSE(tick(s, &admin));
+  auto down = idle_drained();
+  down.down = true;
+  down.state = "DOWN";
+  EXPECT_FALSE(tick(s, &down));
+  NodeState mine_not = drained();
+  mine_not.drained_by_vigil = false;
+  const auto n = idle_drained();
+  EXPECT_FALSE(tick(mine_not, &n));
+  EXPECT_EQ(s.repair.stage, RepairStage::kNone);
+}
+
+TEST(repair, the_limits_and_an_open_breaker_hold_reboots_back) {
+  const auto n = idle_drained();
+  NodeState s = drained();
+  RepairConfig c = on();
+  c.max_in_repair = 2;
+  c.max_per_window = 3;
+  EXPECT_FALSE(tick(s, &n, c, RepairLoad{2, 0}));
+  EXPECT_FALSE(tick(s, &n, c, RepairLoad{0, 3}));
+  BreakerState open;
+  open.open = true;
+  EXPECT_FALSE(tick(s, &n, c, {}, open));
+  EXPECT_TRUE(tick(s, &n, c, RepairLoad{1, 2}));
+}
+
+TEST(repair, the_load_counts_nodes_in_the_ladder_and_reboots_in_the_window) {
+  RepairConfig c = on();
+  c.window_s = 3600;
+  std::map<std::string, NodeState> nodes;
+  nodes["a"].repair.stage = RepairStage::kRebooting;
+  nodes["a"].repair.reboots = {kNow - 60};
+  nodes["b"].repair.stage = RepairStage::kRechecking;
+  nodes["b"].repair.reboots = {kNow - 7200, kNow - 100};  // one outside the window
+  nodes["c"].repair.stage = RepairStage::kReplace;        // given up: not in repair
+  const RepairLoad load = repair_load(nodes, c, kNow);
+  EXPECT_EQ(load.in_repair, 2);
+  EXPECT_EQ(load.started_in_window, 2);
+}
+
+TEST(repair, a_new_boot_time_moves_the_node_to_its_recheck) {
+  NodeState s = drained();
+  auto n = idle_drained();
+  ASSERT_TRUE(tick(s, &n));
+  n.state = "DOWN";  // slurmctld issued the reboot
+  n.down = true;
+  EXPECT_FALSE(tick(s, &n, on(), {}, {}, false, kNow + 5));
+  n.state = "IDLE";  // slurmd registered again, with its old boot time (restart, no reboot)
+  n.down = false;
+  EXPECT_FALSE(tick(s, &n, on(), {}, {}, false, kNow + 10));
+  n.boot_time = kNow + 20;
+  const auto step = tick(s, &n, on(), {}, {}, false, kNow + 30);
+  ASSERT_TRUE(step);
+  EXPECT_EQ(step->move, RepairMove::kRebooted);
+  EXPECT_EQ(s.repair.stage, RepairStage::kRechecking);
+  EXPECT_FALSE(tick(s, &n, on(), {}, {}, false, kNow + 40));  // the re-check decides now
+}
+
+TEST(repair, a_node_not_back_from_its_reboot_in_time_is_for_a_person) {
+  NodeState s = drained();
+  auto n = idle_drained();
+  ASSERT_TRUE(tick(s, &n));
+  n.down = true;
+  n.state = "DOWN";
+  EXPECT_FALSE(tick(s, &n, on(), {}, {}, false, kNow + 3600));
+  const auto step = tick(s, &n, on(), {}, {}, false, kNow + 3601);
+  ASSERT_TRUE(step);
+  EXPECT_EQ(step->move, RepairMove::kReplace);
+  EXPECT_EQ(s.repair.stage, RepairStage::kReplace);
+  EXPECT_EQ(s.reason,
+            "vigil: replace remap gpu3 row remap pending (1) (not back from reboot within 3600s)");
+}
+
+TEST(repair, a_service_remedy_and_a_repeat_offender_go_straight_to_replace) {
+  const auto n = idle_drained();
+  NodeState service = drained(Remedy::kService);
+  auto step = tick(service, &n);
+  ASSERT_TRUE(step);
+  EXPECT_EQ(step->move, RepairMove::kReplace);
+  EXPECT_EQ(service.reason, "vigil: replace remap gpu3 row remap pending (1) (remedy: service)");
+
+  NodeState again = drained();
+  again.repair.reboots = {kNow - 10 * 86400, kNow - 86400};  // 2 reboots in 30 days already
+  step = tick(again, &n);
+  ASSERT_TRUE(step);
+  EXPECT_EQ(step->move, RepairMove::kReplace);
+  EXPECT_EQ(step->why, "repeat offender: 2 reboots in 30d");
+  NodeState old = drained();
+  old.repair.reboots = {kNow - 40 * 86400, kNow - 86400};  // one fell out of the window
+  step = tick(old, &n);
+  ASSERT_TRUE(step);
+  EXPECT_EQ(step->move, RepairMove::kReboot);
+  EXPECT_EQ(old.repair.reboots, (std::vector<int64_t>{kNow - 86400, kNow}));
+}
+
+TEST(repair, replace_stays_replace_and_names_itself_once) {
+  NodeState s = drained();
+  mark_replace(s, "fault back after reboot", kNow);
+  mark_replace(s, "again", kNow);
+  EXPECT_EQ(s.reason,
+            "vigil: replace remap gpu3 row remap pending (1) (fault back after reboot) (again)");
+  const auto n = idle_drained();
+  EXPECT_FALSE(tick(s, &n));
+}
+
+TEST(repair, the_state_round_trips_and_an_unknown_stage_is_an_error) {
+  RepairState r;
+  r.stage = RepairStage::kRechecking;
+  r.remedy = Remedy::kReboot;
+  r.since_unix = kNow;
+  r.reboots = {kNow - 5};
+  const auto back = repair_state_from_json(to_json(r));
+  ASSERT_TRUE(back.ok()) << back.error().to_string();
+  EXPECT_EQ(back->stage, r.stage);
+  EXPECT_EQ(back->remedy, r.remedy);
+  EXPECT_EQ(back->since_unix, r.since_unix);
+  EXPECT_EQ(back->reboots, r.reboots);
+  auto j = to_json(r);
+  j["stage"] = "reimaging";
+  EXPECT_FALSE(repair_state_from_json(j).ok());
+  j = to_json(r);
+  j["remedy"] = "pray";
+  EXPECT_FALSE(repair_state_from_json(j).ok());
+}
+
+TEST(repair, the_stronger_remedy_wins) {
+  EXPECT_EQ(stronger(Remedy::kResetGpu, Remedy::kReboot), Remedy::kReboot);
+  EXPECT_EQ(stronger(Remedy::kService, Remedy::kReboot), Remedy::kService);
+  EXPECT_EQ(stronger(std::nullopt, Remedy::kResetGpu), Remedy::kResetGpu);
+  EXPECT_EQ(stronger(Remedy::kResetGpu, std::nullopt), Remedy::kResetGpu);
+}
+
+// The whole ladder through the drainer core and the Slurm sink, on a fake Slurm that behaves as
+// slurmctld 22.05 did on the local cluster (FakeSlurm::reboot): one node at a time
+// (max_in_repair 1); gpu-1's reboot clears its fault and it is resumed; gpu-2's fault comes back
+// and it is left for a person; gpu-3, drained by an admin, is never touched.
+class RepairLadder : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    cfg_ = testing::drainer_test_config(dir_.str());
+    cfg_.repair = on();
+    cfg_.repair.max_in_repair = 1;
+    slurm_ = testing::fake_cluster(4);
+  }
+  static NodeReport remap_fail(const std::string& node, const std::string& run) {
+    NodeReport r = testing::ecc_fail_report(node, run);
+    r.checks[0].remedy = Remedy::kResetGpu;
+    return r;
+  }
+  void decide(Drainer& dr, const std::vector<NodeReport>& reports) {
+    ASSERT_TRUE(dr.ingest(reports).ok());
+    dr.process_pending();
+    dr.run_slurm_sink_once();
+  }
+  std::vector<std::string> ops() {
+    std::vector<std::string> out;
+    for (const auto& c : slurm_->calls_copy())
+      for (const auto& n : c.nodes) out.push_back(c.op + " " + n);
+    return out;
+  }
+
+  testing::TempDir dir_;
+  testing::FakeClock clock_;
+  DrainerConfig cfg_;
+  std::shared_ptr<testing::FakeSlurm> slurm_;
+};
+
+TEST_F(RepairLadder, reboots_one_node_at_a_time_resumes_the_repaired_and_keeps_the_broken) {
+  slurm_->drain({"gpu-3"}, "bad dimm, ticket 42");  // an admin's
+  Drainer dr(cfg_, slurm_, nullptr, clock_);
+  ASSERT_TRUE(dr.open().ok());
+  decide(dr, {remap_fail("gpu-1", "a"), remap_fail("gpu-2", "a"), remap_fail("gpu-3", "a")});
+  EXPECT_EQ(ops(), (std::vector<std::string>{"drain gpu-3", "drain gpu-1", "drain gpu-2"}));
+
+  EXPECT_EQ(dr.tick(), 1);  // one reboot: max_in_repair 1
+  dr.run_slurm_sink_once();
+  const auto reboot = slurm_->calls_copy().back();
+  EXPECT_EQ(reboot.op, "reboot");
+  EXPECT_EQ(reboot.nodes, std::vector<std::string>{"gpu-1"});
+  EXPECT_EQ(reboot.reason, "vigil: nvml_ecc nvml_ecc failed");  // Vigil's reason, kept
+  EXPECT_EQ(dr.node("gpu-1")->repair.stage, RepairStage::kRebooting);
+  EXPECT_EQ(dr.node("gpu-1")->last_action, LastAction::kReboot);
+  clock_.advance(30);
+  EXPECT_EQ(dr.tick(), 0);  // gpu-1 still down; gpu-2 waits its turn
+
+  slurm_->finish_reboot("gpu-1", clock_.now_unix());
+  clock_.advance(10);       // past the drainer's cached Slurm view (slurm.view_max_age_s 5)
+  EXPECT_EQ(dr.tick(), 1);  // rebooted: now the re-check decides
+  EXPECT_EQ(dr.node("gpu-1")->repair.stage, RepairStage::kRechecking);
+  decide(dr, {testing::ecc_pass_report("gpu-1", "b")});
+  decide(dr, {testing::ecc_pass_report("gpu-1", "c")});  // resume_after 2
+  EXPECT_EQ(ops().back(), "undrain gpu-1");
+  EXPECT_FALSE(dr.node("gpu-1")->drained_by_vigil);
+  EXPECT_EQ(dr.node("gpu-1")->repair.stage, RepairStage::kNone);
+  EXPECT_EQ(dr.node("gpu-1")->repair.reboots.size(), 1u);  // history for the repeat rule
+
+  EXPECT_EQ(dr.tick(), 1);  // gpu-2's turn
+  dr.run_slurm_sink_once();
+  EXPECT_EQ(ops().back(), "reboot gpu-2");
+  slurm_->finish_reboot("gpu-2", clock_.now_unix());
+  clock_.advance(10);  // past the drainer's cached Slurm view (slurm.view_max_age_s 5)
+  EXPECT_EQ(dr.tick(), 1);
+  decide(dr, {remap_fail("gpu-2", "b")});  // the fault is back after the reboot
+  const auto last = slurm_->calls_copy().back();
+  EXPECT_EQ(last.op, "drain");
+  EXPECT_EQ(last.reason, "vigil: replace nvml_ecc nvml_ecc failed (fault back after reboot)");
+  EXPECT_EQ(dr.node("gpu-2")->repair.stage, RepairStage::kReplace);
+  decide(dr, {testing::ecc_pass_report("gpu-2", "c")});
+  decide(dr, {testing::ecc_pass_report("gpu-2", "d")});
+  EXPECT_TRUE(dr.node("gpu-2")->drained_by_vigil);  // never resumed by Vigil
+  EXPECT_EQ(dr.node("gpu-2")->note, "replace: stays drained until a person resumes it");
+  clock_.advance(7200);
+  EXPECT_EQ(dr.tick(), 0);
+
+  for (const auto& c : slurm_->calls_copy()) EXPECT_NE(c.nodes.at(0) + c.op, "gpu-3reboot");
+  EXPECT_EQ(slurm_->get("gpu-3").reason, "bad dimm, ticket 42");
+  const std::string m = dr.metrics_text();
+  for (const char* line :
+       {R"(vigil_repair_steps_total{step="reboot"} 2)",
+        R"(vigil_repair_steps_total{step="rebooted"} 2)",
+        R"(vigil_repair_steps_total{step="repaired"} 1)",
+        R"(vigil_repair_steps_total{step="replace"} 1)", R"(vigil_repair_nodes{stage="replace"} 1)",
+        R"(vigil_repair_nodes{stage="rebooting"} 0)"})
+    EXPECT_NE(m.find(line), std::string::npos) << line;
+  dr.stop();
+
+  // The ladder survives a restart: replayed from the journal, gpu-2 is still for a person.
+  Drainer again(cfg_, slurm_, nullptr, clock_);
+  ASSERT_TRUE(again.open().ok());
+  EXPECT_EQ(again.node("gpu-2")->repair.stage, RepairStage::kReplace);
+  EXPECT_EQ(again.node("gpu-1")->repair.reboots.size(), 1u);
+}
+
+TEST_F(RepairLadder, dry_run_and_reboots_off_touch_nothing) {
+  for (bool dry : {true, false}) {
+    testing::TempDir d;
+    auto cfg = cfg_;
+    cfg.state_dir = d.str();
+    cfg.dry_run = dry;
+    cfg.repair.reboot = dry;  // dry-run with reboots on; reboots off without dry-run
+    auto slurm = testing::fake_cluster(2);
+    Drainer dr(cfg, slurm, nullptr, clock_);
+    ASSERT_TRUE(dr.open().ok());
+    ASSERT_TRUE(dr.ingest({remap_fail("gpu-1", "a")}).ok());
+    dr.process_pending();
+    dr.run_slurm_sink_once();
+    clock_.advance(60);
+    EXPECT_EQ(dr.tick(), 0);
+    dr.run_slurm_sink_once();
+    for (const auto& c : slurm->calls_copy()) EXPECT_NE(c.op, "reboot") << dry;
+    dr.stop();
+  }
+}
+
+TEST_F(RepairLadder, a_reboot_slurm_refuses_is_not_retried_and_times_out_to_replace) {
+  slurm_->can_reboot = false;  // no RebootProgram in slurm.conf
+  Drainer dr(cfg_, slurm_, nullptr, clock_);
+  ASSERT_TRUE(dr.open().ok());
+  decide(dr, {remap_fail("gpu-1", "a")});
+  EXPECT_EQ(dr.tick(), 1);
+  EXPECT_EQ(dr.run_slurm_sink_once(), 0);  // nothing left to retry
+  EXPECT_EQ(dr.pending(SinkKind::kSlurm), 0u);
+  clock_.advance(cfg_.repair.reboot_timeout_s + 1);
+  EXPECT_EQ(dr.tick(), 1);
+  dr.run_slurm_sink_once();
+  EXPECT_EQ(dr.node("gpu-1")->repair.stage, RepairStage::kReplace);
+  EXPECT_EQ(slurm_->get("gpu-1").reason,
+            "vigil: replace nvml_ecc nvml_ecc failed (not back from reboot within 3600s)");
+  dr.stop();
+}
+
+}  // namespace
+}  // namespace vigil::drainer
