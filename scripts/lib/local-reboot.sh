@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# RebootProgram for the local test cluster (docs/local-cluster.md "Reboots"); never for a real
+# node. slurmd runs it (as root, through system(3)) when slurmctld asks a node to reboot.
+#
+# A real reboot gives the node a new boot time, which is how slurmctld tells a finished reboot
+# from a slurmd that merely restarted (it compares the boot time the node registers with to the
+# time it issued the reboot). Here every node is one slurmd on a shared host, so "rebooting"
+# gpu-i means: stop that slurmd, run DIR/etc/on-reboot NODE if it exists (the test's stand-in
+# for what a reboot clears, e.g. a fake NVML fixture), and start slurmd again inside a new time
+# namespace whose CLOCK_BOOTTIME starts near zero (unshare --time --boottime), so its uptime,
+# and the boot time it reports, are those of a freshly booted machine. Each reboot appends
+# "NODE EPOCH" to DIR/log/reboots.
+#
+# It returns at once: slurmd waits for this program, and the slurmd is what it stops, so the
+# work happens in a detached child.
+set -euo pipefail
+
+# shellcheck source-path=SCRIPTDIR source=daemons.sh
+source "$(dirname "${BASH_SOURCE[0]}")/daemons.sh"
+log() { echo "local-reboot.sh: $*" >&2; }
+
+# The slurmd that ran us: the nearest ancestor whose command is slurmd.
+find_slurmd() {
+  local pid=$PPID depth
+  for ((depth = 0; depth < 6 && pid > 1; depth++)); do
+    if [[ $(cat "/proc/$pid/comm" 2>/dev/null) == slurmd ]]; then
+      echo "$pid"
+      return 0
+    fi
+    pid=$(awk '{print $4}' "/proc/$pid/stat" 2>/dev/null) || return 1
+  done
+  return 1
+}
+
+# Prints the value after FLAG in PID's command line.
+arg_after() {
+  local pid=$1 flag=$2 prev="" arg
+  while IFS= read -r -d '' arg; do
+    if [[ $prev == "$flag" ]]; then
+      echo "$arg"
+      return 0
+    fi
+    prev=$arg
+  done <"/proc/$pid/cmdline"
+  return 1
+}
+
+restart() {
+  local slurmd=$1 node=$2 conf=$3 dir=$4 up new waited=0
+  sleep 2
+  terminate 10 "$slurmd"
+  if [[ -f $dir/etc/on-reboot ]]; then
+    bash "$dir/etc/on-reboot" "$node" >>"$dir/log/on-reboot.log" 2>&1 || true
+  fi
+  echo "$node $(date +%s)" >>"$dir/log/reboots"
+  rm -f "$dir/run/slurmd-$node.pid"
+  # Uptime starts below one second: slurmd reports its boot time in whole seconds, and it must
+  # not fall before the second slurmctld issued the reboot in. A slurmd "rebooted" before runs
+  # us inside its time namespace: the host's uptime is ours minus our namespace's offset.
+  up=$(($(cut -d. -f1 /proc/uptime) - $(awk '$1 == "boottime" {print $2}' /proc/self/timens_offsets)))
+  spawn "$dir" slurmd "slurmd-$node" unshare --fork --kill-child=TERM --time \
+    --boottime "-$up" slurmd -D -N "$node" -f "$conf"
+  # Record slurmd itself too (unshare is its parent), so `stop` signals the daemon directly.
+  while [[ ! -s $dir/run/slurmd-$node.pid ]] && ((waited < 100)); do
+    sleep 0.1
+    waited=$((waited + 1))
+  done
+  new=$(cat "$dir/run/slurmd-$node.pid" 2>/dev/null || true)
+  [[ -n $new ]] && echo "slurmd $new slurmd-$node" >>"$dir/run/pids"
+}
+
+main() {
+  local slurmd node conf dir
+  slurmd=$(find_slurmd) || {
+    log "not started by slurmd"
+    exit 1
+  }
+  node=$(arg_after "$slurmd" -N) || {
+    log "slurmd $slurmd has no -N"
+    exit 1
+  }
+  conf=$(arg_after "$slurmd" -f) || {
+    log "slurmd $slurmd has no -f"
+    exit 1
+  }
+  dir=$(dirname "$(dirname "$conf")")
+  # Only a Vigil local cluster: its slurm.conf starts with the marker local-cluster.sh writes.
+  head -1 "$conf" | grep -q '^# vigil local cluster' || {
+    log "$conf is not a Vigil local cluster's"
+    exit 1
+  }
+  log "rebooting $node (slurmd $slurmd) in $dir"
+  setsid bash -c "$(declare -f restart spawn terminate pid_alive log); restart $slurmd $node $conf $dir" \
+    </dev/null >>"$dir/log/local-reboot.log" 2>&1 &
+}
+
+main "$@"

@@ -1,0 +1,215 @@
+// The repair ladder against the real local Slurm cluster (docs/repair.md): vigil-submit's jobs
+// find a pending row remap on gpu-1 and gpu-2 (fake NVML), the drainer (repair.reboot on)
+// drains both and, once idle, asks slurmctld to reboot them; slurmd runs the cluster's
+// RebootProgram (scripts/lib/local-reboot.sh), which restarts that node's slurmd in a new time
+// namespace, so slurmctld sees a new boot time. The "reboot" clears gpu-2's fixture, not gpu-1's.
+// vigil-submit's srun -Z re-checks then resume gpu-2 and leave gpu-1 to a person ("vigil:
+// replace ..."), which the next run no longer re-checks. gpu-3, drained by an admin, is never
+// rebooted.
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "background_process.h"
+#include "confirmed_thresholds.h"
+#include "local_slurm_cluster.h"
+#include "run_command.h"
+#include "temp_dir.h"
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using vigil::testing::BackgroundProcess;
+using vigil::testing::CommandOptions;
+using vigil::testing::CommandResult;
+using vigil::testing::LocalSlurmCluster;
+
+namespace {
+
+std::string read(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+LocalSlurmCluster::Options reboot_cluster(const std::string& fixtures) {
+  LocalSlurmCluster::Options o;
+  o.extra_conf = "RebootProgram=" + std::string(VIGIL_SOURCE_DIR) +
+                 "/scripts/lib/local-reboot.sh\nResumeTimeout=120\n";
+  // What the reboot repairs: gpu-2's pending remap (a GPU reset applies it); gpu-1's fault
+  // stays, as a fault the reboot does not clear would.
+  o.etc_files["on-reboot"] = "[ \"$1\" = gpu-2 ] && cp " + fixtures + "/gpu-0/nvml.json " +
+                             fixtures + "/gpu-2/nvml.json\nexit 0\n";
+  return o;
+}
+
+class RepairClusterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    fs::permissions(scratch_.str(),
+                    fs::perms::owner_all | fs::perms::others_exec | fs::perms::group_exec);
+    fixtures_ = scratch_.str() + "/fixtures";
+    fs::copy(std::string(VIGIL_SOURCE_DIR) + "/tests/fixtures/nodes", fixtures_,
+             fs::copy_options::recursive);
+    fs::copy_file(fixtures_ + "/gpu-2/nvml.json", fixtures_ + "/gpu-1/nvml.json",
+                  fs::copy_options::overwrite_existing);  // gpu-1: the same pending remap
+    cluster_ = std::make_unique<LocalSlurmCluster>(reboot_cluster(fixtures_));
+    const std::string config = scratch_.str() + "/drainer.yaml";
+    std::ofstream(config) << "listen: {address: 127.0.0.1, port: 0}\n"
+                          << "auth: disabled\n"
+                          << "state_dir: " << scratch_.str() << "/drainer-state\n"
+                          << "policy:\n  defaults: {drain_after: 1, resume_after: 2}\n"
+                          << "slurm: {enabled: true, conf: " << cluster_->slurm_conf()
+                          << ", batch_window_ms: 50, view_max_age_s: 1}\n"
+                          << "kubernetes: {enabled: false}\n"
+                          << "repair: {reboot: true, max_in_repair: 2}\n";
+    drainer_ = std::make_unique<BackgroundProcess>(
+        std::vector<std::string>{VIGIL_DRAINER_BINARY, "serve", "--config", config},
+        scratch_.str() + "/drainer.log");
+    auto addr = drainer_->wait_for_log("listening on 127.0.0.1:", 60s);
+    ASSERT_TRUE(addr) << drainer_->log();
+    port_ = std::stoi(*addr);
+  }
+
+  void TearDown() override {
+    if (drainer_) drainer_->stop();
+    if (cluster_) cluster_->stop();
+  }
+
+  CommandResult submit(const std::vector<std::string>& extra) {
+    std::vector<std::string> argv = {
+        VIGIL_SUBMIT_BINARY,
+        "--job-script=" + std::string(VIGIL_SOURCE_DIR) + "/cronjobs/vigil-check.sbatch",
+        "--partition=vigil",
+        "--interval-ms=0",
+        "--time=5:00",
+        "--recheck-timeout-s=240",
+        "--sbatch-arg=--output=" + scratch_.str() + "/%x-%j.out"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    CommandOptions o;
+    o.timeout = 300s;
+    o.env = {{"VIGIL_CHECK", std::string(VIGIL_SOURCE_DIR) + "/tests/support/fake-node-check.sh"},
+             {"VIGIL_FAKE_CHECK", VIGIL_CHECK_BINARY},
+             {"VIGIL_FAKE_NVML_LIB", VIGIL_FAKE_NVML_LIBRARY},
+             {"VIGIL_FIXTURES_DIR", fixtures_},
+             {"VIGIL_THRESHOLDS", vigil::testing::confirmed_thresholds(
+                                      std::string(VIGIL_SOURCE_DIR) + "/checks/thresholds",
+                                      scratch_.str() + "/confirmed-thresholds")},
+             {"VIGIL_STATE_DIR", scratch_.str() + "/node-state/%n"},
+             {"VIGIL_SPOOL_DIR", scratch_.str() + "/spool"},
+             {"VIGIL_REPORT_URL", "http://127.0.0.1:" + std::to_string(port_) + "/v1/reports"}};
+    return cluster_->run(argv, o);
+  }
+
+  // sinfo's state and reason of one node.
+  std::pair<std::string, std::string> node_state(const std::string& node) {
+    const auto r = cluster_->run({"sinfo", "-h", "-N", "-p", "vigil", "-n", node, "-o", "%T|%E"});
+    const std::string line = trim(r.out);
+    const auto bar = line.find('|');
+    if (bar == std::string::npos) return {line, ""};
+    return {line.substr(0, bar), line.substr(bar + 1)};
+  }
+
+  // The drainer's view of a node's repair stage ("none" when it has no repair record).
+  std::string stage(const std::string& node) {
+    httplib::Client c("127.0.0.1", port_);
+    auto r = c.Get("/v1/nodes");
+    if (!r) return "? (" + httplib::to_string(r.error()) + ")";
+    if (r->status != 200) return "? (HTTP " + std::to_string(r->status) + ")";
+    const auto view = nlohmann::json::parse(r->body);  // outlives the loop
+    for (const auto& n : view.at("nodes"))
+      if (n.at("node") == node)
+        return n.contains("repair") ? n["repair"].value("stage", "?") : "none";
+    return "? (no node " + node + " in " + r->body.substr(0, 300) + ")";
+  }
+
+  bool wait_until(const std::function<bool()>& cond, std::chrono::seconds timeout) {
+    const auto end = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < end) {
+      if (cond()) return true;
+      std::this_thread::sleep_for(250ms);
+    }
+    return cond();
+  }
+
+  std::string context() {
+    return "\ndrainer log:\n" + drainer_->log() + "\nreboots:\n" +
+           read(cluster_->dir() + "/log/reboots") + "\nlocal-reboot.log:\n" +
+           read(cluster_->dir() + "/log/local-reboot.log");
+  }
+
+  vigil::testing::TempDir scratch_;
+  std::unique_ptr<LocalSlurmCluster> cluster_;
+  std::unique_ptr<BackgroundProcess> drainer_;
+  std::string fixtures_;
+  int port_ = 0;
+};
+
+TEST_F(RepairClusterTest, reboot_repairs_one_node_and_hands_the_other_to_a_person) {
+  ASSERT_EQ(
+      cluster_
+          ->run({"scontrol", "update", "NodeName=gpu-3", "State=DRAIN", "Reason=admin: bad dimm"})
+          .exit_code,
+      0);
+  const std::string boot_before = cluster_->run({"scontrol", "show", "node", "gpu-2"}).out;
+
+  // 1. The scheduled run: gpu-1 and gpu-2 fail (row remap pending, remedy reset_gpu).
+  auto first = submit({"--json"});
+  ASSERT_EQ(first.exit_code, 0) << first.describe();
+  // 2. Drained, then rebooted once idle: both come back DRAINED with Vigil's reason, and the
+  // drainer sees the new boot time.
+  for (const char* node : {"gpu-1", "gpu-2"})
+    ASSERT_TRUE(wait_until([&] { return stage(node) == "rechecking"; }, 180s))
+        << node << " " << stage(node) << " " << node_state(node).first << " "
+        << node_state(node).second << context();
+  for (const char* node : {"gpu-1", "gpu-2"}) {
+    const auto [state, reason] = node_state(node);
+    EXPECT_EQ(state, "drained") << node;
+    EXPECT_EQ(reason.rfind("vigil: remap", 0), 0u) << reason;  // kept: still Vigil's
+  }
+  EXPECT_NE(cluster_->run({"scontrol", "show", "node", "gpu-2"}).out, boot_before);
+  const std::string reboots = read(cluster_->dir() + "/log/reboots");
+  EXPECT_NE(reboots.find("gpu-1 "), std::string::npos) << reboots;
+  EXPECT_NE(reboots.find("gpu-2 "), std::string::npos) << reboots;
+
+  // 3. The re-checks (srun -Z, unchanged): gpu-2 passes twice and is resumed; gpu-1's fault is
+  // back, so it is left for a person.
+  for (int i = 0; i < 2; ++i) {
+    auto r = submit({"--json", "--nodes=gpu-1,gpu-2"});
+    ASSERT_EQ(r.exit_code, 0) << r.describe();
+  }
+  ASSERT_TRUE(wait_until([&] { return node_state("gpu-2").first == "idle"; }, 60s))
+      << node_state("gpu-2").first << context();
+  EXPECT_EQ(stage("gpu-2"), "none");
+  ASSERT_TRUE(wait_until(
+      [&] { return node_state("gpu-1").second.rfind("vigil: replace remap", 0) == 0; }, 60s))
+      << node_state("gpu-1").second << context();
+  EXPECT_EQ(node_state("gpu-1").first, "drained");
+  EXPECT_EQ(stage("gpu-1"), "replace");
+
+  // 4. The next run leaves gpu-1 alone; gpu-3 (the admin's) was never rebooted.
+  auto next = submit({"--dry-run"});
+  EXPECT_NE(next.out.find("drained by vigil for replacement"), std::string::npos) << next.out;
+  EXPECT_EQ(read(cluster_->dir() + "/log/reboots").find("gpu-3"), std::string::npos);
+  EXPECT_EQ(node_state("gpu-3").second, "admin: bad dimm");
+  httplib::Client c("127.0.0.1", port_);
+  auto m = c.Get("/metrics");
+  ASSERT_TRUE(m);
+  EXPECT_NE(m->body.find(R"(vigil_repair_steps_total{step="repaired"} 1)"), std::string::npos);
+  EXPECT_NE(m->body.find(R"(vigil_repair_steps_total{step="replace"} 1)"), std::string::npos);
+}
+
+}  // namespace
