@@ -46,6 +46,7 @@ TEST(ScontrolText, reads_slurm_2205_node_lines_with_the_reason_and_its_time) {
   EXPECT_EQ(idle.partitions, (std::vector<std::string>{"gpu", "vigil"}));
   EXPECT_EQ(idle.address, "127.0.0.1");
   EXPECT_EQ(idle.hostname, "localhost");
+  EXPECT_EQ(idle.boot_time, local(2026, 11, 26, 0, 23, 32));  // the repair ladder's new-boot test
   const SlurmNodeInfo& drained = (*nodes)[1];
   EXPECT_TRUE(drained.drain);
   EXPECT_EQ(drained.state, "IDLE");
@@ -58,9 +59,13 @@ TEST(ScontrolText, state_marks_and_flags) {
   auto nodes = nodes_from_scontrol(
       "NodeName=a State=DOWN*+DRAIN Reason=dead [slurm@2026-11-26T01:00:00]\n"
       "NodeName=b State=IDLE+MAINTENANCE+RESERVED\n"
-      "NodeName=c State=MIXED~+DRAIN+FAIL Reason=x [root@2026-11-26T01:00:00] Comment=later\n");
+      "NodeName=c State=MIXED~+DRAIN+FAIL Reason=x [root@2026-11-26T01:00:00] Comment=later\n"
+      "NodeName=d State=IDLE+COMPLETING+DRAIN BootTime=None\n");
   ASSERT_TRUE(nodes.ok()) << nodes.error().to_string();
-  ASSERT_EQ(nodes->size(), 3u);
+  ASSERT_EQ(nodes->size(), 4u);
+  EXPECT_TRUE((*nodes)[3].completing && (*nodes)[3].drain);
+  EXPECT_FALSE((*nodes)[0].completing);
+  EXPECT_EQ((*nodes)[3].boot_time, 0);  // unknown
   EXPECT_TRUE((*nodes)[0].down && (*nodes)[0].not_responding && (*nodes)[0].drain);
   EXPECT_EQ((*nodes)[0].state, "DOWN");
   EXPECT_TRUE((*nodes)[1].maint && (*nodes)[1].reserved && !(*nodes)[1].drain);
