@@ -14,6 +14,9 @@
 #   fabric_sim                  fabric localization of slow nodes and leaf switches (docs/fabric.md)
 #   hook_bench                  `vigil-check hook` on 8 simulated GPUs with real-NVML call costs
 #                               vs the same checks one child per check (docs/hooks.md)
+#   repair_bench                time to repair on the local cluster: drain -> reboot -> re-check
+#                               -> resume, Vigil's overhead vs the simulated reboot and the
+#                               120 s goal (docs/repair.md)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${VIGIL_BUILD_DIR:-build}

@@ -6,13 +6,18 @@
 // vigil-submit's srun -Z re-checks then resume gpu-2 and leave gpu-1 to a person ("vigil:
 // replace ..."), which the next run no longer re-checks. gpu-3, drained by an admin, is never
 // rebooted.
+// Built a second time with VIGIL_REPAIR_BENCH (tests/bench/repair, label bench): the reboot then
+// clears both nodes, and the time from drain to resume is printed against the simulated reboot.
 #include <gtest/gtest.h>
 #include <httplib.h>
 
 #include <chrono>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -45,14 +50,23 @@ std::string trim(std::string s) {
   return s;
 }
 
+#ifdef VIGIL_REPAIR_BENCH
+const char* const kCleared[] = {"gpu-1", "gpu-2"};
+#else
+// What the reboot repairs: gpu-2's pending remap (a GPU reset applies it); gpu-1's fault stays,
+// as a fault the reboot does not clear would.
+const char* const kCleared[] = {"gpu-2"};
+#endif
+
 LocalSlurmCluster::Options reboot_cluster(const std::string& fixtures) {
   LocalSlurmCluster::Options o;
   o.extra_conf = "RebootProgram=" + std::string(VIGIL_SOURCE_DIR) +
                  "/scripts/lib/local-reboot.sh\nResumeTimeout=120\n";
-  // What the reboot repairs: gpu-2's pending remap (a GPU reset applies it); gpu-1's fault
-  // stays, as a fault the reboot does not clear would.
-  o.etc_files["on-reboot"] = "[ \"$1\" = gpu-2 ] && cp " + fixtures + "/gpu-0/nvml.json " +
-                             fixtures + "/gpu-2/nvml.json\nexit 0\n";
+  std::string script;
+  for (const char* node : kCleared)
+    script += std::string("[ \"$1\" = ") + node + " ] && cp " + fixtures + "/gpu-0/nvml.json " +
+              fixtures + "/" + node + "/nvml.json\n";
+  o.etc_files["on-reboot"] = script + "exit 0\n";
   return o;
 }
 
@@ -136,6 +150,18 @@ class RepairClusterTest : public ::testing::Test {
     return "? (no node " + node + " in " + r->body.substr(0, 300) + ")";
   }
 
+  // When the drainer first asked Slurm to reboot `node` (its repair history); 0 if never.
+  int64_t first_reboot(const std::string& node) {
+    httplib::Client c("127.0.0.1", port_);
+    auto r = c.Get("/v1/nodes");
+    if (!r || r->status != 200) return 0;
+    const auto view = nlohmann::json::parse(r->body);
+    for (const auto& n : view.at("nodes"))
+      if (n.at("node") == node && n.contains("repair") && !n["repair"]["reboots"].empty())
+        return n["repair"]["reboots"][0].get<int64_t>();
+    return 0;
+  }
+
   bool wait_until(const std::function<bool()>& cond, std::chrono::seconds timeout) {
     const auto end = std::chrono::steady_clock::now() + timeout;
     while (std::chrono::steady_clock::now() < end) {
@@ -158,6 +184,7 @@ class RepairClusterTest : public ::testing::Test {
   int port_ = 0;
 };
 
+#ifndef VIGIL_REPAIR_BENCH
 TEST_F(RepairClusterTest, reboot_repairs_one_node_and_hands_the_other_to_a_person) {
   ASSERT_EQ(
       cluster_
@@ -211,5 +238,72 @@ TEST_F(RepairClusterTest, reboot_repairs_one_node_and_hands_the_other_to_a_perso
   EXPECT_NE(m->body.find(R"(vigil_repair_steps_total{step="repaired"} 1)"), std::string::npos);
   EXPECT_NE(m->body.find(R"(vigil_repair_steps_total{step="replace"} 1)"), std::string::npos);
 }
+#else
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+// Time to repair (issue 26): from the drain to the resume of gpu-1 and gpu-2, re-checked at once
+// after they come back, minus the simulated reboot (Slurm's request to the node's new boot).
+// What is left is Vigil's own overhead: seeing the node idle, the reboot call, seeing the new
+// boot, two srun -Z re-checks and the resume. Goal: under 120 s per node.
+TEST_F(RepairClusterTest, time_to_repair) {
+  const auto start = std::chrono::steady_clock::now();
+  auto first = submit({"--json"});
+  ASSERT_EQ(first.exit_code, 0) << first.describe();
+  std::map<std::string, double> drained, back, resumed;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        for (const char* node : kCleared)
+          if (!drained.count(node) && node_state(node).second.rfind("vigil:", 0) == 0)
+            drained[node] = seconds_since(start);
+        return drained.size() == 2;
+      },
+      120s))
+      << context();
+  ASSERT_TRUE(wait_until(
+      [&] {
+        for (const char* node : kCleared)
+          if (!back.count(node) && stage(node) == "rechecking") back[node] = seconds_since(start);
+        return back.size() == 2;
+      },
+      180s))
+      << context();
+  for (int i = 0; i < 2; ++i) ASSERT_EQ(submit({"--nodes=gpu-1,gpu-2"}).exit_code, 0);
+  ASSERT_TRUE(wait_until(
+      [&] {
+        for (const char* node : kCleared)
+          if (!resumed.count(node) && node_state(node).first == "idle")
+            resumed[node] = seconds_since(start);
+        return resumed.size() == 2;
+      },
+      60s))
+      << context();
+  for (const char* node : kCleared) {
+    // The simulated reboot: the drainer's reboot decision (kept in the node's repair history)
+    // to the boot time slurmd registered with (local time, as scontrol prints it).
+    std::smatch m;
+    const std::string show = cluster_->run({"scontrol", "-o", "show", "node", node}).out;
+    ASSERT_TRUE(std::regex_search(show, m, std::regex(R"(BootTime=(\S+))"))) << show;
+    std::tm tm{};
+    ASSERT_NE(strptime(m[1].str().c_str(), "%Y-%m-%dT%H:%M:%S", &tm), nullptr) << show;
+    tm.tm_isdst = -1;
+    const int64_t asked = first_reboot(node);
+    ASSERT_GT(asked, 0) << context();
+    const double reboot_s = static_cast<double>(std::mktime(&tm) - asked);
+    const double total = resumed[node] - drained[node];
+    const double overhead = total - reboot_s;
+    std::printf(
+        "repair_bench: %s drain->resume %.1f s, simulated reboot %.0f s, Vigil overhead %.1f s "
+        "= %.2fx the 120 s goal (%.1fx the simulated reboot)\n",
+        node, total, reboot_s, overhead, overhead / 120.0, reboot_s > 0 ? overhead / reboot_s : 0);
+    EXPECT_LT(overhead, 120.0) << node;
+  }
+  std::printf(
+      "repair_bench: human baseline: no published figure found; issue 26 states hours to days "
+      "for a drained node to wait for a person, and a bare-metal reboot alone can take ~30 min "
+      "(NVIDIA/NVSentinel #126), which this simulation replaces with a slurmd restart\n");
+}
+#endif
 
 }  // namespace
