@@ -1,6 +1,7 @@
 // Decisions: reports -> policy engine -> the node's next state plus the sink intents it owes,
 // journaled; the staleness sweep and the operator actions decide the same way.
 #include <algorithm>
+#include <cstdio>
 #include <nlohmann/json.hpp>
 
 #include "audit_log.h"
@@ -47,18 +48,19 @@ void DrainerCore::owe_intents_locked(const NodeEvent& e, const std::string& reas
                               *action == IntentAction::kReboot;
     i.reason = slurm_action ? reason : "";
     i.by_operator = slurm_action && by_operator;
+    if (*action == IntentAction::kReboot) i.decided_unix = clock_.now_unix();
     i.event = e;
     out.push_back(std::move(i));
   }
 }
 
 // The ladder step a decision is, for vigil_repair_steps_total (docs/repair.md).
-std::optional<std::string_view> DrainerCore::repair_step_of(const Decision& d,
+std::optional<std::string_view> DrainerCore::repair_step_of(const Decision& d, const NodeReport* r,
                                                             std::string_view event_type) const {
   if (event_type == "rebooted") return event_type;
   if (d.action == Action::kReboot || d.action == Action::kReplace) return to_string(d.action);
   const auto it = nodes_.find(d.state.node);
-  if (d.action == Action::kResume && it != nodes_.end() &&
+  if (d.action == Action::kResume && r && it != nodes_.end() &&
       it->second.repair.stage == RepairStage::kRechecking)
     return "repaired";
   return std::nullopt;
@@ -108,7 +110,7 @@ void DrainerCore::apply_decision_locked(const Decision& d, const NodeReport* r, 
                  {"reason", d.reason},
                  {"why", d.why},
                  {"dry_run", cfg_.dry_run}});
-  if (auto step = repair_step_of(d, event_type)) metrics_.on_repair_step(*step);
+  if (auto step = repair_step_of(d, r, event_type)) metrics_.on_repair_step(*step);
   apply_locked(rec);
   metrics_.on_node(s, r);
   if (breaker_changed) {
@@ -133,7 +135,8 @@ void DrainerCore::refresh_gauges_locked() {
   metrics_.set_breaker_open(breaker_.open);
   if (cfg_.repair.reboot) {
     std::map<RepairStage, int> stages;
-    for (const auto& [name, s] : nodes_) stages[s.repair.stage]++;
+    for (const auto& [name, s] : nodes_)
+      if (s.drained_by_vigil) stages[s.repair.stage]++;
     metrics_.set_repair_nodes(stages);
   }
 }
@@ -278,7 +281,15 @@ int DrainerCore::tick() {
 }
 
 int DrainerCore::repair_pass() {
-  if (!cfg_.repair.reboot || cfg_.dry_run || !slurm_) return 0;
+  {  // Nothing to do for most ticks: no Slurm read unless a node Vigil drained needs the ladder.
+    std::lock_guard lk(mu_);
+    const bool wanted = std::any_of(nodes_.begin(), nodes_.end(), [&](const auto& e) {
+      const RepairState& r = e.second.repair;
+      return e.second.drained_by_vigil &&
+             (in_repair(r) || (cfg_.repair.reboot && r.stage == RepairStage::kNone && r.remedy));
+    });
+    if (!wanted || !slurm_) return 0;
+  }
   // As an operator's resume: after any pass in flight, so a node's events stay in order.
   std::lock_guard pl(pass_mu_);
   std::lock_guard dl(decide_mu_);
@@ -289,41 +300,55 @@ int DrainerCore::repair_pass() {
   int steps = 0;
   {
     std::lock_guard lk(mu_);
-    RepairLoad load = repair_load(nodes_, cfg_.repair, now);
+    RepairLoad load = repair_load(nodes_, cfg_.repair, now);  // kept current step by step
     for (auto& [name, s] : nodes_) {
-      if (!s.drained_by_vigil) continue;
       const auto vi = view->find(name);
       NodeState next = s;
       const auto step = repair_tick(next, vi == view->end() ? nullptr : &vi->second, cfg_.repair,
                                     load, breaker_, cfg_.dry_run, now);
       if (!step) continue;
-      Decision d;
-      d.action = step->move == RepairMove::kReboot    ? Action::kReboot
-                 : step->move == RepairMove::kReplace ? Action::kReplace
-                                                      : Action::kNone;
-      d.reason = next.reason;
-      d.driving_checks = next.driving_checks;
-      d.before = s.health;
-      d.after = next.health;
-      next.last_action = last_action_of(d.action);
-      next.note = step->why;
-      d.why = step->why;
-      d.state = std::move(next);
-      d.breaker = breaker_;
-      const std::string_view type = step->move == RepairMove::kRebooted ? "rebooted" : "";
-      apply_decision_locked(d, nullptr, 0, records, intents, type);
-      load = repair_load(nodes_, cfg_.repair, now);
-      steps++;
+      load.in_repair += in_repair(next.repair) - in_repair(s.repair);
+      if (step->move == RepairMove::kReboot) load.started_in_window++;
+      apply_repair_step_locked(s, std::move(next), *step, records, intents);
+      ++steps;
     }
-    if (!records.empty()) (void)journal_->append(std::move(records));
+    if (records.empty()) return 0;
+    if (auto w = journal_->append(std::move(records)); !w.ok()) {
+      std::fprintf(stderr, "vigil-drainer: journal append (repair): %s\n",
+                   w.error().to_string().c_str());
+      return 0;  // nothing is owed that is not journaled
+    }
   }
-  if (steps) {
-    (void)journal_->sync();
-    std::lock_guard lk(mu_);
-    enqueue_intents_locked(intents);
-    for (auto& l : lanes_) l->cv.notify_one();
+  if (auto w = journal_->sync(); !w.ok()) {
+    std::fprintf(stderr, "vigil-drainer: journal sync (repair): %s\n",
+                 w.error().to_string().c_str());
+    return 0;
   }
+  std::lock_guard lk(mu_);
+  enqueue_intents_locked(intents);
+  for (auto& l : lanes_) l->cv.notify_one();
   return steps;
+}
+
+void DrainerCore::apply_repair_step_locked(const NodeState& prev, NodeState next,
+                                           const RepairStep& step,
+                                           std::vector<nlohmann::json>& records,
+                                           std::vector<Intent>& intents) {
+  Decision d;
+  d.action = step.move == RepairMove::kReboot    ? Action::kReboot
+             : step.move == RepairMove::kReplace ? Action::kReplace
+                                                 : Action::kNone;
+  d.reason = next.reason;
+  d.driving_checks = next.driving_checks;
+  d.before = prev.health;
+  d.after = next.health;
+  next.last_action = last_action_of(d.action);
+  next.note = step.why;
+  d.why = step.why;
+  d.state = std::move(next);
+  d.breaker = breaker_;
+  apply_decision_locked(d, nullptr, 0, records, intents,
+                        step.move == RepairMove::kRebooted ? "rebooted" : "");
 }
 
 Result<std::string> DrainerCore::resume(const std::string& node) {

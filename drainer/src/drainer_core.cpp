@@ -19,7 +19,7 @@ DrainerCore::DrainerCore(DrainerConfig cfg, std::shared_ptr<slurm::SlurmApi> slu
       kube_(std::move(kube)),
       webhook_(std::move(webhook)),
       clock_(clock),
-      engine_(cfg_.policy, cfg_.breaker, cfg_.dry_run, clock),
+      engine_(cfg_.policy, cfg_.breaker, cfg_.dry_run, clock, cfg_.repair.reboot),
       views_(std::make_unique<SlurmViewCache>(slurm_.get(), clock_, cfg_.slurm.view_max_age_s)) {
   // The configuration was validated when it was parsed (config.cpp), so this cannot throw.
   if (cfg_.detection.enabled) slow_ = std::make_unique<detect::Engine>(cfg_.detection.engine);

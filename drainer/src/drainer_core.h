@@ -143,10 +143,12 @@ class DrainerCore {
                                     std::vector<nlohmann::json>& records,
                                     std::vector<Intent>& intents);
   void refresh_gauges_locked();
-  std::optional<std::string_view> repair_step_of(const Decision& d,
+  std::optional<std::string_view> repair_step_of(const Decision& d, const NodeReport* r,
                                                  std::string_view event_type) const;
   // The repair ladder (repair.h) over the nodes Vigil drained: one journaled decision per step.
   int repair_pass();
+  void apply_repair_step_locked(const NodeState& prev, NodeState next, const RepairStep& step,
+                                std::vector<nlohmann::json>& records, std::vector<Intent>& intents);
 
   // sink_worker.cpp
   SinkLane& lane(SinkKind k) { return *lanes_[static_cast<size_t>(k)]; }

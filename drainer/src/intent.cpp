@@ -107,6 +107,7 @@ nlohmann::json to_json(const Intent& i) {
                    {"node", i.node},
                    {"reason", i.reason},
                    {"by_operator", i.by_operator}};
+  if (i.decided_unix) j["decided_unix"] = i.decided_unix;
   if (sink_spec(i.sink).ordered) j["event"] = to_json(i.event);
   return j;
 }
@@ -126,10 +127,11 @@ Result<Intent> intent_from_json(const nlohmann::json& j) {
                    where};
     auto a = intent_action_from_string(action);
     if (!a)
-      return Error{"unknown intent action '" + action +
-                       "' (this build knows drain, resume, annotate and notify; was the state dir "
-                       "written by a newer vigil-drainer?)",
-                   where};
+      return Error{
+          "unknown intent action '" + action +
+              "' (this build knows drain, resume, annotate, notify and reboot; was the state dir "
+              "written by a newer vigil-drainer?)",
+          where};
     if (!sink_takes(*k, *a))
       return Error{"the " + sink + " sink does not take '" + action + "' intents", where};
     i.sink = *k;
@@ -137,6 +139,7 @@ Result<Intent> intent_from_json(const nlohmann::json& j) {
     i.node = j.value("node", "");
     i.reason = j.value("reason", "");
     i.by_operator = j.value("by_operator", false);
+    i.decided_unix = j.value("decided_unix", int64_t{0});
     if (sink_spec(*k).ordered) {
       // The event is what such a sink delivers: it cannot be rebuilt from the node's state.
       if (!j.contains("event")) return Error{"a " + sink + " intent without its event", where};

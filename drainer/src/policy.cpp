@@ -6,6 +6,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "vigil/base/time.h"
 #include "vigil/slurm/reason.h"
 
 namespace vigil::drainer {
@@ -201,8 +202,12 @@ NodeHealth health_from_checks(const NodeState& s) {
 }
 
 PolicyEngine::PolicyEngine(PolicyConfig policy, BreakerConfig breaker, bool dry_run,
-                           const Clock& clock)
-    : policy_(std::move(policy)), breaker_(breaker), dry_run_(dry_run), clock_(clock) {}
+                           const Clock& clock, bool repair)
+    : policy_(std::move(policy)),
+      breaker_(breaker),
+      dry_run_(dry_run),
+      repair_(repair),
+      clock_(clock) {}
 
 std::string next_sku(const NodeState* prev, const NodeReport& r) {
   // A report that could not tell the SKU (NVML broken on the node, or a fabric job whose batch
@@ -234,14 +239,6 @@ NodeState start_state(const NodeState* prev, const NodeReport& r, const slurm::S
   return s;
 }
 
-// The drain episode is over (resumed, or no longer Vigil's): the ladder stops; the node's
-// reboot history stays for the repeat-offender rule.
-void end_repair(NodeState& s) {
-  s.repair.stage = RepairStage::kNone;
-  s.repair.remedy.reset();
-  s.repair.since_unix = 0;
-}
-
 // The strongest remedy the candidates' reports name.
 std::optional<Remedy> remedy_of(const std::vector<const CheckResult*>& cands) {
   std::optional<Remedy> r;
@@ -260,10 +257,12 @@ void sync_ownership(NodeState& s, const slurm::SlurmNodeInfo* slurm) {
     s.driving_checks.clear();
     end_repair(s);
   } else if (!s.drained_by_vigil && slurm::drained_by_vigil(*slurm)) {
-    // Adopt a vigil drain we have no record of (state dir lost, one-shot runs, ...).
+    // Adopt a vigil drain we have no record of (state dir lost, one-shot runs, ...). One the
+    // repair ladder gave up on stays a person's.
     s.drained_by_vigil = true;
     s.reason = slurm->reason;
     s.driving_checks.clear();
+    if (is_replace_reason(slurm->reason)) s.repair.stage = RepairStage::kReplace;
   }
 }
 
@@ -319,6 +318,15 @@ Decision PolicyEngine::on_report(const NodeState* prev, const NodeReport& r,
   d.before = prev ? prev->health : NodeHealth::kUnknown;
   NodeState s = start_state(prev, r, slurm, now);
   sync_ownership(s, slurm);
+  // A check that started before Vigil asked for the node's reboot says nothing about the node
+  // after it: neither a pass nor a fail of it counts while the node is in the ladder.
+  if (in_repair(s.repair) && !s.repair.reboots.empty()) {
+    const auto started = parse_rfc3339(r.start_time);
+    if (started && *started < s.repair.reboots.back())
+      return finish(
+          d, s,
+          {Action::kNone, NodeHealth::kDrained, "report from before the reboot; not counted"});
+  }
   const bool report_fail = count_report(s, r);
   const auto cands = drain_candidates(s, r);
   if (!cands.empty())
@@ -355,7 +363,7 @@ PolicyEngine::Step PolicyEngine::drain_or_block(Decision& d, NodeState& s,
     for (const auto& c : driving)
       if (!contains(s.driving_checks, c)) s.driving_checks.push_back(c);
     s.repair.remedy = stronger(s.repair.remedy, remedy_of(cands));
-    if (s.repair.stage == RepairStage::kRechecking) {  // the reboot did not clear it
+    if (s.repair.stage == RepairStage::kRechecking && repair_ && !dry_run_) {  // not cleared
       mark_replace(s, "fault back after reboot", now);
       d.reason = s.reason;
       return {Action::kReplace, NodeHealth::kDrained, "replace: " + reason + " after reboot"};

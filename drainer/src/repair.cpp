@@ -35,8 +35,9 @@ int reboots_since(const RepairState& r, int64_t since) {
 
 // Idle as the ladder needs it: drained by Vigil, no job and none completing, slurmd answering.
 bool idle_for_repair(const slurm::SlurmNodeInfo& n) {
-  return n.drain && slurm::drained_by_vigil(n) && n.state == "IDLE" && !n.completing &&
-         !n.not_responding && !slurm::untouchable(n);
+  return n.drain && slurm::drained_by_vigil(n) && !is_replace_reason(n.reason) &&
+         n.state == "IDLE" && !n.completing && !n.not_responding && !n.reboot_pending &&
+         !slurm::untouchable(n);
 }
 
 std::string days(int64_t s) { return std::to_string(s / 86400) + "d"; }
@@ -82,8 +83,7 @@ RepairLoad repair_load(const std::map<std::string, NodeState>& nodes, const Repa
                        int64_t now) {
   RepairLoad load;
   for (const auto& [name, s] : nodes) {
-    if (s.repair.stage == RepairStage::kRebooting || s.repair.stage == RepairStage::kRechecking)
-      load.in_repair++;
+    if (in_repair(s.repair)) load.in_repair++;
     load.started_in_window += reboots_since(s.repair, now - cfg.window_s);
   }
   return load;
@@ -99,35 +99,81 @@ void mark_replace(NodeState& s, const std::string& why, int64_t now) {
   s.repair.since_unix = now;
 }
 
+void end_repair(NodeState& s) {
+  s.repair.stage = RepairStage::kNone;
+  s.repair.remedy.reset();
+  s.repair.since_unix = 0;
+}
+
+bool is_replace_reason(std::string_view reason) {
+  return reason.rfind(std::string(slurm::kReasonPrefix) + " replace ", 0) == 0;
+}
+
+bool in_repair(const RepairState& r) {
+  return r.stage == RepairStage::kRebooting || r.stage == RepairStage::kRechecking;
+}
+
+void restart_counts(NodeState& s) {
+  for (auto& [name, c] : s.checks) {
+    c.consecutive_fails = 0;
+    c.consecutive_passes = 0;
+  }
+  s.fail_streak = 0;
+  s.clean_streak = 0;
+}
+
+namespace {
+
+std::optional<RepairStep> release(NodeState& s, std::string why) {
+  end_repair(s);
+  return RepairStep{RepairMove::kReleased, std::move(why)};
+}
+
+std::optional<RepairStep> replace(NodeState& s, const std::string& why, int64_t now) {
+  mark_replace(s, why, now);
+  return RepairStep{RepairMove::kReplace, why};
+}
+
+// A node back from its reboot: a boot at or after the request, slurmd answering.
+bool back_from_reboot(const slurm::SlurmNodeInfo& n, const RepairState& r) {
+  return n.boot_time >= r.since_unix && !n.down && !n.not_responding && !n.reboot_pending;
+}
+
+}  // namespace
+
 std::optional<RepairStep> repair_tick(NodeState& s, const slurm::SlurmNodeInfo* slurm,
                                       const RepairConfig& cfg, const RepairLoad& load,
                                       const BreakerState& breaker, bool dry_run, int64_t now) {
-  if (!cfg.reboot || dry_run || !s.drained_by_vigil) return std::nullopt;
   RepairState& r = s.repair;
+  if (!s.drained_by_vigil) return std::nullopt;
+  if (in_repair(r) && (!cfg.reboot || dry_run))
+    return release(s, dry_run ? "dry-run: repair ladder off" : "repair.reboot off");
+  if (!cfg.reboot || dry_run || !slurm) return std::nullopt;  // unknown view: wait
+  if (r.stage != RepairStage::kNone && !slurm::drained_by_vigil(*slurm))
+    return release(s, "drain no longer vigil's: " + slurm->reason);
   if (r.stage == RepairStage::kRebooting) {
-    if (slurm && slurm->boot_time >= r.since_unix && !slurm->down && !slurm->not_responding) {
+    if (back_from_reboot(*slurm, r)) {
       r.stage = RepairStage::kRechecking;
       r.since_unix = now;
+      restart_counts(s);
       return RepairStep{RepairMove::kRebooted, "rebooted; waiting for the re-check"};
     }
     if (now - r.since_unix <= cfg.reboot_timeout_s) return std::nullopt;
-    const std::string why =
-        "not back from reboot within " + std::to_string(cfg.reboot_timeout_s) + "s";
-    mark_replace(s, why, now);
-    return RepairStep{RepairMove::kReplace, why};
+    return replace(s, "not back from reboot within " + std::to_string(cfg.reboot_timeout_s) + "s",
+                   now);
+  }
+  if (r.stage == RepairStage::kRechecking) {
+    if (now - r.since_unix <= cfg.recheck_timeout_s) return std::nullopt;
+    return replace(s, "no re-check within " + std::to_string(cfg.recheck_timeout_s) + "s", now);
   }
   if (r.stage != RepairStage::kNone || !r.remedy) return std::nullopt;
-  if (!slurm || !idle_for_repair(*slurm) || breaker.open) return std::nullopt;
-  if (*r.remedy == Remedy::kService) {
-    mark_replace(s, "remedy: service", now);
-    return RepairStep{RepairMove::kReplace, "the fault's documented remedy is hardware service"};
-  }
-  if (reboots_since(r, now - cfg.node_window_s) >= cfg.max_reboots_per_node) {
-    const std::string why = "repeat offender: " + std::to_string(cfg.max_reboots_per_node) +
-                            " reboots in " + days(cfg.node_window_s);
-    mark_replace(s, why, now);
-    return RepairStep{RepairMove::kReplace, why};
-  }
+  if (!idle_for_repair(*slurm) || breaker.open) return std::nullopt;
+  if (*r.remedy == Remedy::kService) return replace(s, "remedy: service", now);
+  if (reboots_since(r, now - cfg.node_window_s) >= cfg.max_reboots_per_node)
+    return replace(s,
+                   "repeat offender: " + std::to_string(cfg.max_reboots_per_node) + " reboots in " +
+                       days(cfg.node_window_s),
+                   now);
   if (load.in_repair >= cfg.max_in_repair || load.started_in_window >= cfg.max_per_window)
     return std::nullopt;
   r.stage = RepairStage::kRebooting;

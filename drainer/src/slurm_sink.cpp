@@ -1,6 +1,6 @@
 #include "slurm_sink.h"
 
-#include "vigil/base/time.h"
+#include "vigil/drainer/repair.h"
 #include "vigil/slurm/reason.h"
 
 namespace vigil::drainer {
@@ -28,7 +28,7 @@ SinkResult SlurmSink::apply(const std::vector<Intent>& batch) {
   for (const auto& [reason, nodes] : rpcs.drains)
     all_ok = call(IntentAction::kDrain, nodes, reason, out) && all_ok;
   if (!rpcs.resumes.empty()) all_ok = call(IntentAction::kResume, rpcs.resumes, "", out) && all_ok;
-  for (const auto& [reason, nodes] : rpcs.reboots) reboot(nodes, reason, out);
+  for (const auto& [reason, nodes] : rpcs.reboots) all_ok = reboot(nodes, reason, out) && all_ok;
   // Without RPCs the decisions' table stays as good as it was (the re-read covers only the
   // batch, so it cannot replace it).
   if (acting) views_.invalidate();
@@ -55,33 +55,44 @@ std::optional<IntentOutcome> SlurmSink::judge(const Intent& i, const SlurmView& 
 std::optional<IntentOutcome> SlurmSink::judge_reboot(const Intent& i, const slurm::SlurmNodeInfo* n,
                                                      Rpcs& rpcs) {
   if (!n) return IntentOutcome::skipped(i.id, "node unknown to Slurm");
-  if (!slurm::drained_by_vigil(*n))
-    return IntentOutcome::skipped(i.id, "not drained by vigil: " + n->reason);
+  if (!n->drain || !slurm::drained_by_vigil(*n) || is_replace_reason(n->reason))
+    return IntentOutcome::skipped(i.id, "not drained by vigil for a repair: " + n->reason);
   // Already rebooted (the done record lost in a crash): a boot after the decision.
-  const auto decided = parse_rfc3339(i.event.time);
-  if (decided && n->boot_time >= *decided && !n->down)
+  if (i.decided_unix && n->boot_time >= i.decided_unix && !n->down)
     return IntentOutcome::ok(i.id, "already rebooted");
+  if (n->reboot_pending) return IntentOutcome::ok(i.id, "a reboot is already pending");
   if (n->state != "IDLE" || n->completing || n->not_responding || slurm::untouchable(*n))
     return IntentOutcome::skipped(i.id, "node not idle (" + n->state + "); not rebooted");
   rpcs.reboots[i.reason].push_back(&i);
   return std::nullopt;
 }
 
-// A reboot slurmctld refuses (no RebootProgram, say) is not retried: the ladder's
-// reboot_timeout_s turns it into `replace`, which asks a person (docs/repair.md).
-void SlurmSink::reboot(const std::vector<const Intent*>& batch, const std::string& reason,
+// Retried like every Slurm call (slurmctld unreachable, scontrol timed out). A reboot slurmctld
+// keeps refusing (no RebootProgram) stays pending (vigil_pending_actions, alert
+// VigilActionsPending) until the ladder's reboot_timeout_s replaces it with `replace`.
+bool SlurmSink::reboot(const std::vector<const Intent*>& batch, const std::string& reason,
                        SinkResult& out) {
   std::vector<std::string> names;
   for (const auto* i : batch) names.push_back(i->node);
   VoidResult res = slurm_->reboot(names, reason);
   for (const auto* i : batch)
     out.outcomes.push_back(res.ok() ? IntentOutcome::ok(i->id)
-                                    : IntentOutcome::skipped(i->id, res.error().to_string()));
+                                    : IntentOutcome::retry(i->id, res.error().to_string()));
+  return res.ok();
 }
 
 std::optional<IntentOutcome> SlurmSink::judge_drain(const Intent& i, const slurm::SlurmNodeInfo* n,
                                                     Rpcs& rpcs) {
   if (!n) return IntentOutcome::not_drained(i.id, "node unknown to Slurm", NodeHealth::kError);
+  // A replace only relabels Vigil's own drain (also on a node that went DOWN in its reboot); it
+  // never drains a node that is no longer drained, or drained by someone else.
+  if (i.event.type == "replace") {
+    if (!n->drain || !slurm::drained_by_vigil(*n))
+      return IntentOutcome::skipped(i.id, "not relabelled: drain no longer vigil's");
+    if (n->reason == i.reason) return IntentOutcome::ok(i.id, "already marked");
+    rpcs.drains[i.reason].push_back(&i);
+    return std::nullopt;
+  }
   if (slurm::untouchable(*n))
     return IntentOutcome::not_drained(i.id, "node is DOWN/FAIL/MAINT", NodeHealth::kWarn);
   if (slurm::drained_by_other(*n))

@@ -38,7 +38,7 @@ class SlurmSink final : public Sink {
                                             Rpcs& rpcs);
   std::optional<IntentOutcome> judge_reboot(const Intent& i, const slurm::SlurmNodeInfo* n,
                                             Rpcs& rpcs);
-  void reboot(const std::vector<const Intent*>& batch, const std::string& reason, SinkResult& out);
+  bool reboot(const std::vector<const Intent*>& batch, const std::string& reason, SinkResult& out);
   // One RPC for `batch`; appends its outcomes. Returns whether it went through.
   bool call(IntentAction action, const std::vector<const Intent*>& batch, const std::string& reason,
             SinkResult& out);

@@ -27,7 +27,7 @@ find_slurmd() {
       echo "$pid"
       return 0
     fi
-    pid=$(awk '{print $4}' "/proc/$pid/stat" 2>/dev/null) || return 1
+    pid=$(awk '$1 == "PPid:" {print $2}' "/proc/$pid/status" 2>/dev/null) || return 1
   done
   return 1
 }
@@ -47,6 +47,7 @@ arg_after() {
 
 restart() {
   local slurmd=$1 node=$2 conf=$3 dir=$4 up new waited=0
+  set -u
   sleep 2
   terminate 10 "$slurmd"
   if [[ -f $dir/etc/on-reboot ]]; then
@@ -89,9 +90,16 @@ main() {
     log "$conf is not a Vigil local cluster's"
     exit 1
   }
+  # What the detached child needs, checked while a failure can still be reported: once it has
+  # stopped slurmd, nothing would bring the node back.
+  [[ -r /proc/self/timens_offsets ]] && unshare --fork --time --boottime 0 true || {
+    log "this kernel or util-linux cannot create time namespaces; not rebooting $node"
+    exit 1
+  }
   log "rebooting $node (slurmd $slurmd) in $dir"
-  setsid bash -c "$(declare -f restart spawn terminate pid_alive log); restart $slurmd $node $conf $dir" \
-    </dev/null >>"$dir/log/local-reboot.log" 2>&1 &
+  # shellcheck disable=SC2016 # expanded by the child's bash
+  setsid bash -c "$(declare -f restart spawn terminate pid_alive log)"'; restart "$@"' \
+    local-reboot "$slurmd" "$node" "$conf" "$dir" </dev/null >>"$dir/log/local-reboot.log" 2>&1 &
 }
 
 main "$@"

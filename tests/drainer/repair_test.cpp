@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "drainer_fixtures.h"
+#include "vigil/base/time.h"
 #include "vigil/drainer/breaker.h"
 #include "vigil/drainer/drainer.h"
 #include "vigil/drainer/policy.h"
@@ -191,6 +192,79 @@ TEST(repair, replace_stays_replace_and_names_itself_once) {
   EXPECT_FALSE(tick(s, &n));
 }
 
+TEST(repair, a_pending_reboot_or_a_replace_reason_is_not_idle_for_the_ladder) {
+  NodeState s = drained();
+  auto pending = idle_drained();
+  pending.reboot_pending = true;  // an admin's `scontrol reboot` already waits
+  EXPECT_FALSE(tick(s, &pending));
+  auto replace = idle_drained();
+  replace.reason = "vigil: replace remap gpu3 (fault back after reboot)";
+  EXPECT_FALSE(tick(s, &replace));
+}
+
+TEST(repair, a_node_resumed_by_someone_else_during_its_reboot_leaves_the_ladder) {
+  NodeState s = drained();
+  auto n = idle_drained();
+  ASSERT_TRUE(tick(s, &n));
+  n.drain = false;  // an admin resumed it
+  n.reason.clear();
+  const auto step = tick(s, &n, on(), {}, {}, false, kNow + 7200);  // past the timeout too
+  ASSERT_TRUE(step);
+  EXPECT_EQ(step->move, RepairMove::kReleased);
+  EXPECT_EQ(s.repair.stage, RepairStage::kNone);
+  EXPECT_EQ(s.reason, "vigil: remap gpu3 row remap pending (1)");  // never "replace"
+}
+
+TEST(repair, an_unknown_slurm_view_never_times_a_reboot_out) {
+  NodeState s = drained();
+  const auto n = idle_drained();
+  ASSERT_TRUE(tick(s, &n));
+  EXPECT_FALSE(tick(s, nullptr, on(), {}, {}, false, kNow + 7200));  // slurmctld unreachable
+  EXPECT_EQ(s.repair.stage, RepairStage::kRebooting);
+}
+
+TEST(repair, a_recheck_that_never_comes_ends_in_replace) {
+  NodeState s = drained();
+  auto n = idle_drained();
+  ASSERT_TRUE(tick(s, &n));
+  n.boot_time = kNow + 60;
+  ASSERT_EQ(tick(s, &n, on(), {}, {}, false, kNow + 90)->move, RepairMove::kRebooted);
+  EXPECT_FALSE(tick(s, &n, on(), {}, {}, false, kNow + 90 + 86400));
+  const auto step = tick(s, &n, on(), {}, {}, false, kNow + 91 + 86400);
+  ASSERT_TRUE(step);
+  EXPECT_EQ(step->move, RepairMove::kReplace);
+  EXPECT_EQ(step->why, "no re-check within 86400s");
+}
+
+TEST(repair, turning_reboots_off_or_dry_run_on_releases_nodes_in_the_ladder) {
+  for (bool dry : {false, true}) {
+    NodeState s = drained();
+    const auto n = idle_drained();
+    ASSERT_TRUE(tick(s, &n));
+    RepairConfig c = on();
+    c.reboot = dry;
+    const auto step = tick(s, &n, c, {}, {}, dry);
+    ASSERT_TRUE(step) << dry;
+    EXPECT_EQ(step->move, RepairMove::kReleased);
+    EXPECT_EQ(s.repair.stage, RepairStage::kNone);
+    EXPECT_FALSE(tick(s, &n, c, {}, {}, dry));  // and nothing after
+  }
+}
+
+TEST(repair, the_node_returns_with_fresh_counters) {
+  NodeState s = drained();
+  s.checks["nvml_row_remap"].consecutive_fails = 3;
+  s.checks["nvml_ecc"].consecutive_passes = 5;
+  s.fail_streak = 3;
+  auto n = idle_drained();
+  ASSERT_TRUE(tick(s, &n));
+  n.boot_time = kNow + 60;
+  ASSERT_EQ(tick(s, &n, on(), {}, {}, false, kNow + 90)->move, RepairMove::kRebooted);
+  EXPECT_EQ(s.checks["nvml_row_remap"].consecutive_fails, 0);
+  EXPECT_EQ(s.checks["nvml_ecc"].consecutive_passes, 0);
+  EXPECT_EQ(s.fail_streak, 0);
+}
+
 TEST(repair, the_state_round_trips_and_an_unknown_stage_is_an_error) {
   RepairState r;
   r.stage = RepairStage::kRechecking;
@@ -230,10 +304,18 @@ class RepairLadder : public ::testing::Test {
     cfg_.repair.max_in_repair = 1;
     slurm_ = testing::fake_cluster(4);
   }
-  static NodeReport remap_fail(const std::string& node, const std::string& run) {
+  // Reports of checks that ran now (after any reboot so far).
+  NodeReport now(NodeReport r) {
+    r.start_time = r.end_time = rfc3339_utc(clock_.now_unix());
+    return r;
+  }
+  NodeReport remap_fail(const std::string& node, const std::string& run) {
     NodeReport r = testing::ecc_fail_report(node, run);
     r.checks[0].remedy = Remedy::kResetGpu;
-    return r;
+    return now(r);
+  }
+  NodeReport pass(const std::string& node, const std::string& run) {
+    return now(testing::ecc_pass_report(node, run));
   }
   void decide(Drainer& dr, const std::vector<NodeReport>& reports) {
     ASSERT_TRUE(dr.ingest(reports).ok());
@@ -275,8 +357,8 @@ TEST_F(RepairLadder, reboots_one_node_at_a_time_resumes_the_repaired_and_keeps_t
   clock_.advance(10);       // past the drainer's cached Slurm view (slurm.view_max_age_s 5)
   EXPECT_EQ(dr.tick(), 1);  // rebooted: now the re-check decides
   EXPECT_EQ(dr.node("gpu-1")->repair.stage, RepairStage::kRechecking);
-  decide(dr, {testing::ecc_pass_report("gpu-1", "b")});
-  decide(dr, {testing::ecc_pass_report("gpu-1", "c")});  // resume_after 2
+  decide(dr, {pass("gpu-1", "b")});
+  decide(dr, {pass("gpu-1", "c")});  // resume_after 2
   EXPECT_EQ(ops().back(), "undrain gpu-1");
   EXPECT_FALSE(dr.node("gpu-1")->drained_by_vigil);
   EXPECT_EQ(dr.node("gpu-1")->repair.stage, RepairStage::kNone);
@@ -293,8 +375,8 @@ TEST_F(RepairLadder, reboots_one_node_at_a_time_resumes_the_repaired_and_keeps_t
   EXPECT_EQ(last.op, "drain");
   EXPECT_EQ(last.reason, "vigil: replace nvml_ecc nvml_ecc failed (fault back after reboot)");
   EXPECT_EQ(dr.node("gpu-2")->repair.stage, RepairStage::kReplace);
-  decide(dr, {testing::ecc_pass_report("gpu-2", "c")});
-  decide(dr, {testing::ecc_pass_report("gpu-2", "d")});
+  decide(dr, {pass("gpu-2", "c")});
+  decide(dr, {pass("gpu-2", "d")});
   EXPECT_TRUE(dr.node("gpu-2")->drained_by_vigil);  // never resumed by Vigil
   EXPECT_EQ(dr.node("gpu-2")->note, "replace: stays drained until a person resumes it");
   clock_.advance(7200);
@@ -340,20 +422,95 @@ TEST_F(RepairLadder, dry_run_and_reboots_off_touch_nothing) {
   }
 }
 
-TEST_F(RepairLadder, a_reboot_slurm_refuses_is_not_retried_and_times_out_to_replace) {
+TEST_F(RepairLadder, a_reboot_slurm_refuses_is_retried_until_the_timeout_replaces_it) {
   slurm_->can_reboot = false;  // no RebootProgram in slurm.conf
   Drainer dr(cfg_, slurm_, nullptr, clock_);
   ASSERT_TRUE(dr.open().ok());
   decide(dr, {remap_fail("gpu-1", "a")});
   EXPECT_EQ(dr.tick(), 1);
-  EXPECT_EQ(dr.run_slurm_sink_once(), 0);  // nothing left to retry
-  EXPECT_EQ(dr.pending(SinkKind::kSlurm), 0u);
+  EXPECT_EQ(dr.run_slurm_sink_once(), 1);  // retried, like every Slurm call
+  EXPECT_EQ(dr.pending(SinkKind::kSlurm), 1u);
   clock_.advance(cfg_.repair.reboot_timeout_s + 1);
   EXPECT_EQ(dr.tick(), 1);
   dr.run_slurm_sink_once();
   EXPECT_EQ(dr.node("gpu-1")->repair.stage, RepairStage::kReplace);
   EXPECT_EQ(slurm_->get("gpu-1").reason,
             "vigil: replace nvml_ecc nvml_ecc failed (not back from reboot within 3600s)");
+  dr.stop();
+}
+
+// A node that never comes back is DOWN+DRAIN: the replace still relabels Vigil's drain there.
+TEST_F(RepairLadder, a_node_that_does_not_come_back_is_relabelled_replace_while_down) {
+  Drainer dr(cfg_, slurm_, nullptr, clock_);
+  ASSERT_TRUE(dr.open().ok());
+  decide(dr, {remap_fail("gpu-1", "a")});
+  ASSERT_EQ(dr.tick(), 1);
+  dr.run_slurm_sink_once();
+  ASSERT_TRUE(slurm_->get("gpu-1").down);
+  clock_.advance(cfg_.repair.reboot_timeout_s + 10);
+  ASSERT_EQ(dr.tick(), 1);
+  dr.run_slurm_sink_once();
+  EXPECT_EQ(slurm_->get("gpu-1").reason,
+            "vigil: replace nvml_ecc nvml_ecc failed (not back from reboot within 3600s)");
+  EXPECT_TRUE(dr.node("gpu-1")->drained_by_vigil);
+  EXPECT_EQ(dr.node("gpu-1")->repair.stage, RepairStage::kReplace);
+  dr.stop();
+}
+
+// After a crash that lost the reboot's done record, the replayed intent finds the node booted
+// after the decision and is not sent again.
+TEST_F(RepairLadder, a_reboot_replayed_after_a_crash_is_not_repeated) {
+  {
+    Drainer dr(cfg_, slurm_, nullptr, clock_);
+    ASSERT_TRUE(dr.open().ok());
+    decide(dr, {remap_fail("gpu-1", "a")});
+    ASSERT_EQ(dr.tick(), 1);
+    ASSERT_EQ(dr.pending(SinkKind::kSlurm), 1u);  // the reboot, not yet sent
+    dr.stop();
+  }
+  // Someone else's reboot (or ours, before the crash) already brought the node back.
+  clock_.advance(120);
+  slurm_->finish_reboot("gpu-1", clock_.now_unix() - 60);
+  Drainer again(cfg_, slurm_, nullptr, clock_);
+  ASSERT_TRUE(again.open().ok());
+  again.run_slurm_sink_once();
+  for (const auto& c : slurm_->calls_copy()) EXPECT_NE(c.op, "reboot");
+  EXPECT_EQ(again.pending(SinkKind::kSlurm), 0u);
+  again.stop();
+}
+
+// The fault-back replace and a report that predates the reboot.
+TEST_F(RepairLadder, a_report_from_before_the_reboot_neither_replaces_nor_resumes) {
+  Drainer dr(cfg_, slurm_, nullptr, clock_);
+  ASSERT_TRUE(dr.open().ok());
+  const NodeReport old_fail = remap_fail("gpu-1", "old");  // its check ran before the reboot
+  const NodeReport old_pass = pass("gpu-1", "old-pass");
+  decide(dr, {remap_fail("gpu-1", "a")});
+  clock_.advance(1);
+  ASSERT_EQ(dr.tick(), 1);
+  dr.run_slurm_sink_once();
+  slurm_->finish_reboot("gpu-1", clock_.now_unix());
+  clock_.advance(10);
+  ASSERT_EQ(dr.tick(), 1);
+  decide(dr, {old_fail, old_pass});
+  EXPECT_EQ(dr.node("gpu-1")->repair.stage, RepairStage::kRechecking);
+  EXPECT_EQ(dr.node("gpu-1")->note, "report from before the reboot; not counted");
+  dr.stop();
+}
+
+// A "vigil: replace" drain Vigil has no record of (state dir lost) stays a person's.
+TEST_F(RepairLadder, an_adopted_replace_drain_is_never_rebooted_or_resumed) {
+  slurm_->drain({"gpu-1"}, "vigil: replace remap gpu3 (fault back after reboot)");
+  Drainer dr(cfg_, slurm_, nullptr, clock_);
+  ASSERT_TRUE(dr.open().ok());
+  decide(dr, {remap_fail("gpu-1", "a")});
+  EXPECT_EQ(dr.node("gpu-1")->repair.stage, RepairStage::kReplace);
+  clock_.advance(10);
+  EXPECT_EQ(dr.tick(), 0);
+  decide(dr, {pass("gpu-1", "b")});
+  decide(dr, {pass("gpu-1", "c")});
+  EXPECT_TRUE(dr.node("gpu-1")->drained_by_vigil);
+  for (const auto& c : slurm_->calls_copy()) EXPECT_TRUE(c.op == "drain") << c.op;
   dr.stop();
 }
 

@@ -60,9 +60,14 @@ TEST(ScontrolText, state_marks_and_flags) {
       "NodeName=a State=DOWN*+DRAIN Reason=dead [slurm@2026-11-26T01:00:00]\n"
       "NodeName=b State=IDLE+MAINTENANCE+RESERVED\n"
       "NodeName=c State=MIXED~+DRAIN+FAIL Reason=x [root@2026-11-26T01:00:00] Comment=later\n"
-      "NodeName=d State=IDLE+COMPLETING+DRAIN BootTime=None\n");
+      "NodeName=d State=IDLE+COMPLETING+DRAIN BootTime=None\n"
+      "NodeName=e State=DOWN+DRAIN+REBOOT_ISSUED\n"  // as 22.05 printed it mid-reboot
+      "NodeName=f State=IDLE@\n");
   ASSERT_TRUE(nodes.ok()) << nodes.error().to_string();
-  ASSERT_EQ(nodes->size(), 4u);
+  ASSERT_EQ(nodes->size(), 6u);
+  EXPECT_TRUE((*nodes)[4].reboot_pending && (*nodes)[4].down);
+  EXPECT_TRUE((*nodes)[5].reboot_pending);
+  EXPECT_FALSE((*nodes)[3].reboot_pending);
   EXPECT_TRUE((*nodes)[3].completing && (*nodes)[3].drain);
   EXPECT_FALSE((*nodes)[0].completing);
   EXPECT_EQ((*nodes)[3].boot_time, 0);  // unknown

@@ -82,6 +82,8 @@ SlurmNodeInfo to_node_info(const json& n) {
       info.reserved = true;
     } else if (s == "COMPLETING") {
       info.completing = true;
+    } else if (s == "REBOOT_REQUESTED" || s == "REBOOT_ISSUED") {
+      info.reboot_pending = true;
     }
   }
   info.reason = str(n, "reason");

@@ -54,6 +54,7 @@ void parse_state(const std::string& text, SlurmNodeInfo& n) {
   // planned.
   while (!base.empty() && std::string("*~#%!$@^-").find(base.back()) != std::string::npos) {
     if (base.back() == '*') n.not_responding = true;
+    if (base.back() == '@' || base.back() == '^') n.reboot_pending = true;
     base.pop_back();
   }
   n.state = base;
@@ -66,6 +67,7 @@ void parse_state(const std::string& text, SlurmNodeInfo& n) {
     if (f == "RESERVED") n.reserved = true;
     if (f == "NOT_RESPONDING") n.not_responding = true;
     if (f == "COMPLETING") n.completing = true;
+    if (f == "REBOOT_REQUESTED" || f == "REBOOT_ISSUED") n.reboot_pending = true;
   }
 }
 

@@ -80,6 +80,8 @@ SlurmNodeInfo to_node_info(const node_info_t& n) {
   info.maint = (n.node_state & NODE_STATE_MAINT) != 0;
   info.reserved = (n.node_state & NODE_STATE_RES) != 0;
   info.completing = (n.node_state & NODE_STATE_COMPLETING) != 0;
+  info.reboot_pending =
+      (n.node_state & (NODE_STATE_REBOOT_REQUESTED | NODE_STATE_REBOOT_ISSUED)) != 0;
   info.boot_time = static_cast<int64_t>(n.boot_time);
   if (n.reason != nullptr) info.reason = n.reason;
   info.reason_time = static_cast<int64_t>(n.reason_time);

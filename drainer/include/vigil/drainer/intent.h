@@ -72,10 +72,14 @@ struct Intent {
   std::string reason;        // drain reason (Slurm)
   bool by_operator = false;  // resume requested by `vigil-drainer resume`
   int attempts = 0;          // failed tries so far; not journaled
-  NodeEvent event;           // journaled only for sinks that deliver every event (webhook)
+  // A reboot's decision time (journaled): a node whose boot time is later was rebooted already
+  // (a done record lost in a crash), so the reboot is not repeated.
+  int64_t decided_unix = 0;
+  NodeEvent event;  // journaled only for sinks that deliver every event (webhook)
 };
 
-// The journal/snapshot form: {"id", "sink", "action", "node", "reason", "by_operator"} and,
+// The journal/snapshot form: {"id", "sink", "action", "node", "reason", "by_operator"},
+// "decided_unix" for a reboot, and,
 // for a sink whose table row says it delivers every event, "event".
 nlohmann::json to_json(const Intent& i);
 // Rejects a missing or unknown sink or action, and an action its sink does not take.

@@ -119,7 +119,9 @@ std::string drain_reason(const CheckResult& r, size_t max_len = 200);
 
 class PolicyEngine {
  public:
-  PolicyEngine(PolicyConfig policy, BreakerConfig breaker, bool dry_run, const Clock& clock);
+  // repair: the repair ladder is on (repair.reboot); a fault back after a reboot is `replace`.
+  PolicyEngine(PolicyConfig policy, BreakerConfig breaker, bool dry_run, const Clock& clock,
+               bool repair = false);
 
   // prev: null for a node never seen. slurm: null when Slurm's view is unknown (unreachable or
   // disabled); the Slurm sink re-checks ownership before acting. group_size: nodes in the
@@ -158,6 +160,7 @@ class PolicyEngine {
   PolicyConfig policy_;
   Breaker breaker_;
   bool dry_run_;
+  bool repair_;
   const Clock& clock_;
 };
 

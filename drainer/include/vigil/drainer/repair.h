@@ -42,6 +42,9 @@ struct RepairConfig {
   // From asking Slurm to reboot to the node registering with a new boot time. NVIDIA's
   // NVSentinel notes bare-metal reboots "can take close to 30 minutes" (NVIDIA/NVSentinel #126).
   int64_t reboot_timeout_s = 3600;
+  // From the node's return to its first report after it: re-checks that never come (or only
+  // ever `error`) must not hold a slot of max_in_repair forever.
+  int64_t recheck_timeout_s = 86400;
 };
 
 enum class RepairStage { kNone, kRebooting, kRechecking, kReplace };
@@ -69,19 +72,30 @@ struct RepairLoad {
 RepairLoad repair_load(const std::map<std::string, NodeState>& nodes, const RepairConfig& cfg,
                        int64_t now);
 
-enum class RepairMove { kReboot, kRebooted, kReplace };
+// kReleased: the ladder ends without a step of its own (the drain is no longer Vigil's in Slurm,
+// or reboots were turned off or dry-run on while a node was in the ladder).
+enum class RepairMove { kReboot, kRebooted, kReplace, kReleased };
 struct RepairStep {
   RepairMove move;
   std::string why;  // into the node's note and the event
 };
 
 // The next step for `s` on a tick, or nullopt (nothing to do, or waiting: not idle, limits,
-// breaker open, Slurm's view unknown). `s` is updated in place when a step is returned.
+// breaker open, Slurm's view unknown). `s` is updated in place when a step is returned. With
+// reboots off or in dry-run it only releases nodes still in the ladder.
 std::optional<RepairStep> repair_tick(NodeState& s, const slurm::SlurmNodeInfo* slurm,
                                       const RepairConfig& cfg, const RepairLoad& load,
                                       const BreakerState& breaker, bool dry_run, int64_t now);
 
 // `s` to the `replace` stage: its reason becomes "vigil: replace <old reason's text> (why)".
 void mark_replace(NodeState& s, const std::string& why, int64_t now);
+// The ladder's stage ends (resumed, released, no longer Vigil's); the reboot history stays.
+void end_repair(NodeState& s);
+// The reason a node the ladder gave up on carries in Slurm: "vigil: replace ...".
+bool is_replace_reason(std::string_view reason);
+// In the ladder now: rebooting or re-checking after a reboot.
+bool in_repair(const RepairState& r);
+// At the node's return: counters start afresh, so only reports after the reboot decide.
+void restart_counts(NodeState& s);
 
 }  // namespace vigil::drainer

@@ -19,12 +19,13 @@ struct SlurmNodeInfo {
   bool down = false;   // base state DOWN
   bool fail = false;   // FAIL flag
   bool not_responding = false;
-  bool maint = false;       // MAINT flag (reservation)
-  bool reserved = false;    // RESERVED flag
-  bool completing = false;  // COMPLETING flag: a job's processes are still being cleaned up
-  int64_t boot_time = 0;    // when slurmd says the node booted (Unix seconds); 0: unknown
-  std::string reason;       // current reason, empty if none
-  int64_t reason_time = 0;  // when the reason was set (Unix seconds); 0: unknown
+  bool maint = false;           // MAINT flag (reservation)
+  bool reserved = false;        // RESERVED flag
+  bool completing = false;      // COMPLETING flag: a job's processes are still being cleaned up
+  bool reboot_pending = false;  // REBOOT_REQUESTED or REBOOT_ISSUED (someone asked already)
+  int64_t boot_time = 0;        // when slurmd says the node booted (Unix seconds); 0: unknown
+  std::string reason;           // current reason, empty if none
+  int64_t reason_time = 0;      // when the reason was set (Unix seconds); 0: unknown
   std::vector<std::string> partitions;
   // NodeAddr and NodeHostname as slurm.conf (or slurmctld's node table) has them; what the
   // drainer's `auth: munge` resolves to tell which addresses may speak for the node.
