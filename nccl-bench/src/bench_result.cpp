@@ -165,6 +165,14 @@ nlohmann::json to_json(const BenchRun& run) {
           {{"size_bytes", c.size_bytes}, {"algorithm", c.algorithm}, {"protocol", c.protocol}});
     j["nccl_algorithms"] = std::move(algos);
   }
+  if (run.nccl_transport) {
+    const TransportUse& t = *run.nccl_transport;
+    j["nccl_transport"] = {{"network", t.network},
+                           {"paths", t.paths},
+                           {"net_connections", t.net_connections},
+                           {"gdr_connections", t.gdr_connections},
+                           {"nvls", t.nvls}};
+  }
   put_optional(j, "warmup_iters", run.warmup_iters);
   put_optional(j, "iters", run.iters);
   put_optional(j, "check", run.check);
@@ -253,6 +261,19 @@ Result<BenchRun> bench_run_from_json(const nlohmann::json& j) {
       if (!ar.err.empty()) return fail(ar.err);
       run.nccl_algorithms.push_back(std::move(c));
     }
+  }
+  if (j.contains("nccl_transport")) {
+    const auto& tj = j.at("nccl_transport");
+    if (!tj.is_object()) return fail("/nccl_transport: not an object");
+    Reader tr{tj, "/nccl_transport", {}};
+    TransportUse t;
+    t.network = tr.req<std::string>("network");
+    t.paths = tr.req<std::vector<std::string>>("paths");
+    t.net_connections = tr.req<int>("net_connections");
+    t.gdr_connections = tr.req<int>("gdr_connections");
+    t.nvls = tr.req<bool>("nvls");
+    if (!tr.err.empty()) return fail(tr.err);
+    run.nccl_transport = std::move(t);
   }
   const auto& rows = j.at("rows");
   for (std::size_t i = 0; i < rows.size(); ++i) {

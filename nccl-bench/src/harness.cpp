@@ -482,9 +482,12 @@ Result<BenchRun> run_allreduce(const BenchOptions& opts, std::ostream* table) {
   if (watchdog) watchdog->stop();
   backend->finalize();
   if (logging_tuning) {
-    std::vector<AlgoChoice> choices = parse_tuning_log(tuning_log.read_all());
+    const std::string log = tuning_log.read_all();
+    std::vector<AlgoChoice> choices = parse_tuning_log(log);
+    TransportUse transport = parse_transport_log(log);
     std::lock_guard lock(state.mu);
     run.nccl_algorithms = std::move(choices);
+    if (!transport.empty()) run.nccl_transport = std::move(transport);
   }
 
   std::lock_guard lock(state.mu);

@@ -186,7 +186,11 @@ std::vector<std::string> conf_tuning_in_effect(const std::string& etc_conf) {
 
 std::vector<std::pair<std::string, std::string>> tuning_log_env(const std::string& path) {
   if (const char* d = std::getenv("NCCL_DEBUG"); d && *d) return {};
-  return {{"NCCL_DEBUG", "INFO"}, {"NCCL_DEBUG_SUBSYS", "TUNING"}, {"NCCL_DEBUG_FILE", path}};
+  // TUNING: the algorithm per collective; INIT and NET: the channels' transports and the network
+  // NCCL chose (parse_transport_log), logged once at communicator setup.
+  return {{"NCCL_DEBUG", "INFO"},
+          {"NCCL_DEBUG_SUBSYS", "INIT,NET,TUNING"},
+          {"NCCL_DEBUG_FILE", path}};
 }
 
 namespace {
@@ -238,6 +242,53 @@ std::vector<AlgoChoice> parse_tuning_log(std::string_view text) {
   std::vector<AlgoChoice> out;
   for (auto& [size, c] : by_size) out.push_back(std::move(c));
   return out;
+}
+
+namespace {
+
+// "NET/IB/0(8)/GDRDMA" -> "NET/IB"; "P2P/IPC/read" -> "P2P/IPC"; "SHM/direct/direct" -> "SHM";
+// "direct shared memory" (NCCL 2.4) -> "SHM".
+std::string transport_path(std::string_view via) {
+  if (via.rfind("direct shared memory", 0) == 0) return "SHM";
+  const auto first = via.find('/');
+  const std::string_view kind = via.substr(0, first);
+  if (kind == "SHM" || first == std::string_view::npos) return std::string(kind);
+  const std::string_view rest = via.substr(first + 1);
+  return std::string(kind) + "/" + std::string(rest.substr(0, rest.find('/')));
+}
+
+}  // namespace
+
+TransportUse parse_transport_log(std::string_view text) {
+  TransportUse t;
+  std::istringstream in{std::string(text)};
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    const auto info = line.find(" INFO ");  // NCCL 2.1 wrote "INFO", later "NCCL INFO"
+    if (info == std::string::npos) continue;
+    const std::string_view msg = std::string_view(line).substr(info + 6);
+    if (const auto via = msg.find(" via "); via != std::string_view::npos &&
+                                            (msg.rfind("Channel ", 0) == 0 ||
+                                             msg.rfind("Ring ", 0) == 0 ||
+                                             msg.find(" -> ") != std::string_view::npos)) {
+      const std::string_view what = msg.substr(via + 5);
+      const std::string path = transport_path(what);
+      if (path.empty()) continue;
+      if (std::find(t.paths.begin(), t.paths.end(), path) == t.paths.end())
+        t.paths.push_back(path);
+      if (path.rfind("NET/", 0) == 0) {
+        t.net_connections++;
+        if (what.size() >= 7 && what.substr(what.size() - 7) == "/GDRDMA") t.gdr_connections++;
+      }
+    } else if (msg.rfind("Using network ", 0) == 0) {
+      t.network = std::string(msg.substr(14));
+    } else if (msg.rfind("NVLS multicast support is available", 0) == 0 ||
+               msg.rfind("NVLS comm ", 0) == 0 || msg.rfind("Connected NVLS", 0) == 0) {
+      t.nvls = true;
+    }
+  }
+  return t;
 }
 
 std::optional<int> select_device(int visible_devices, int local_rank, int local_ranks) {

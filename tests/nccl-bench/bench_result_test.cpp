@@ -67,6 +67,7 @@ TEST(BenchJson, round_trips_every_field) {
   run.nccl_env_removed = {"NCCL_PROTO=Simple"};
   run.nccl_conf_tuning = {"NCCL_ALGO=Ring (/etc/nccl.conf)"};
   run.nccl_algorithms = {{1ull << 30, "NVLS", "Simple"}, {1ull << 33, "Ring", "LL128"}};
+  run.nccl_transport = nb::TransportUse{"IB", {"P2P/CUMEM", "NET/IB"}, 8, 6, true};
   run.warmup_iters = 5;
   run.iters = 20;
   run.check = true;
@@ -100,6 +101,7 @@ TEST(BenchJson, round_trips_every_field) {
   EXPECT_EQ(back->nccl_env_removed, run.nccl_env_removed);
   EXPECT_EQ(back->nccl_conf_tuning, run.nccl_conf_tuning);
   EXPECT_EQ(back->nccl_algorithms, run.nccl_algorithms);
+  EXPECT_EQ(back->nccl_transport, run.nccl_transport);
   EXPECT_EQ(back->hostnames, run.hostnames);
   EXPECT_EQ(back->min_busbw_gb_s, run.min_busbw_gb_s);
   EXPECT_EQ(back->avg_busbw_gb_s, run.avg_busbw_gb_s);
@@ -124,4 +126,9 @@ TEST(BenchJson, errors_name_the_field) {
   ASSERT_FALSE(a.ok());
   EXPECT_NE(a.error().message.find("/nccl_algorithms/0/algorithm"), std::string::npos)
       << a.error().message;
+  auto t = nb::parse_bench_json(
+      R"({"schema_version":1,"result":"ok","rows":[],"nccl_transport":{"network":"IB"}})");
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.error().message.find("/nccl_transport/paths: missing"), std::string::npos)
+      << t.error().message;
 }

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 namespace nb = vigil::ncclbench;
 
@@ -151,11 +152,64 @@ TEST(NcclTuningLog, a_job_that_sets_nccl_debug_keeps_it_and_nothing_is_recorded)
   unsetenv("NCCL_DEBUG");
   EXPECT_EQ(tuning_log_env("/tmp/t.log"),
             (std::vector<std::pair<std::string, std::string>>{{"NCCL_DEBUG", "INFO"},
-                                                              {"NCCL_DEBUG_SUBSYS", "TUNING"},
+                                                              {"NCCL_DEBUG_SUBSYS", "INIT,NET,TUNING"},
                                                               {"NCCL_DEBUG_FILE", "/tmp/t.log"}}));
   setenv("NCCL_DEBUG", "WARN", 1);
   EXPECT_TRUE(tuning_log_env("/tmp/t.log").empty());
   unsetenv("NCCL_DEBUG");
+}
+
+// Genuine NCCL INFO lines from public issues (tests/fixtures/nccl-info/SOURCES.md).
+TransportUse transport_of(const std::string& name) {
+  std::ifstream in(std::string(VIGIL_SOURCE_DIR) + "/tests/fixtures/nccl-info/" + name);
+  EXPECT_TRUE(in.good()) << "missing fixture " << name;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parse_transport_log(ss.str());
+}
+
+TEST(TransportLog, inter_node_ib_with_gpudirect_rdma_in_every_release_form) {
+  for (const char* f : {"nccl-707-ib-gdr-2.7.6.log", "nccl-133-v2.1-ib-gdr.log"}) {
+    const TransportUse t = transport_of(f);
+    EXPECT_EQ(t.paths, std::vector<std::string>{"NET/IB"}) << f;
+    EXPECT_GT(t.net_connections, 0) << f;
+    EXPECT_EQ(t.gdr_connections, t.net_connections) << f;
+  }
+  const TransportUse pxn = transport_of("pxn-roce-2.27.5.log");  // "NET/IB/0(8)/GDRDMA", RoCE
+  EXPECT_EQ(pxn.network, "IB");
+  EXPECT_EQ(pxn.paths, std::vector<std::string>{"NET/IB"});
+  EXPECT_EQ(pxn.net_connections, 2);
+  EXPECT_EQ(pxn.gdr_connections, 2);
+  const TransportUse ext = transport_of("nccl-1453-ibext-gdr.log");  // a launcher's "[0] " too
+  EXPECT_EQ(ext.paths, std::vector<std::string>{"NET/IBext_v8"});
+  EXPECT_EQ(ext.gdr_connections, 2);
+}
+
+TEST(TransportLog, ib_without_gdr_and_socket_fallbacks_are_told_apart) {
+  const TransportUse no_gdr = transport_of("nccl-1412-ib-no-gdr.log");
+  EXPECT_EQ(no_gdr.paths, (std::vector<std::string>{"NET/IB", "P2P/direct pointer"}));
+  EXPECT_EQ(no_gdr.net_connections, 2);
+  EXPECT_EQ(no_gdr.gdr_connections, 0);
+  const TransportUse socket = transport_of("nccl-1267-socket-2.19.3.log");
+  EXPECT_EQ(socket.network, "Socket");
+  EXPECT_TRUE(socket.paths.empty());  // "NET/Socket : Using ..." is not a connection
+  const TransportUse via = transport_of("nccl-952-socket-via.log");
+  EXPECT_EQ(via.paths, (std::vector<std::string>{"NET/Socket", "P2P/IPC"}));
+  EXPECT_EQ(via.net_connections, 1);
+  EXPECT_EQ(via.gdr_connections, 0);
+  EXPECT_EQ(transport_of("nccl-226-socket-2.4.7.log").paths,
+            std::vector<std::string>{"NET/Socket"});  // "Ring 00 : 43 -> 44 ..." (2.4)
+}
+
+TEST(TransportLog, intra_node_paths_and_nvls) {
+  const TransportUse t = transport_of("nccl-1538-intra-2.22.3.log");
+  EXPECT_EQ(t.paths, std::vector<std::string>{"P2P/CUMEM"});
+  EXPECT_EQ(t.net_connections, 0);
+  EXPECT_TRUE(t.nvls);
+  EXPECT_EQ(t.network, "IBext_v8");
+  EXPECT_EQ(transport_of("nccl-tests-228-shm.log").paths, std::vector<std::string>{"SHM"});
+  EXPECT_TRUE(transport_of("nccl-tests-213-nvls-comm.log").nvls);
+  EXPECT_TRUE(parse_transport_log("no NCCL here\nINFO without a prefix\n").empty());
 }
 
 }  // namespace vigil::ncclbench

@@ -38,6 +38,48 @@ CheckResult timeout_result(const AllreduceSpec& spec, std::chrono::seconds t, st
   return r;
 }
 
+// What NCCL connected over, from its own log (nb::parse_transport_log; issue 27): a test that
+// did not send its bytes over the path it is named after measured something else. An IB test
+// with no network connection, or one NCCL made over sockets ("NET/IB : No device found",
+// "Using network Socket": NVIDIA/nccl#1267, #952), and an NVLink test connected over SHM or the
+// network without any P2P: the figure is not judged (error, never a drain; the cause is in the
+// reason, and a node-side cause shows in ib_port / nvml_nvlink). GPUDirect RDMA on fewer than
+// all network connections of an IB test is named as the cause of a low figure, which still
+// counts: every job's traffic on that node is staged through host memory too.
+void judge_transport(CheckResult& r, const AllreduceSpec& spec, const nb::TransportUse& t) {
+  std::string used = "NCCL connected via " + (t.paths.empty() ? "?" : short_list(t.paths, 4));
+  if (t.net_connections > 0)
+    used += " (GDRDMA on " + std::to_string(t.gdr_connections) + " of " +
+            std::to_string(t.net_connections) + " network connections)";
+  if (t.nvls) used += ", NVLS";
+  const std::string prefix(spec.fault_prefix);
+  auto not_this_path = [&](const char* code, const std::string& why) {
+    r.status = Status::kError;
+    r.fault_code = prefix + code;
+    r.message = why + " (" + used + "): the figure is not judged; " + r.message;
+  };
+  auto uses = [&](std::string_view kind) {
+    return std::any_of(t.paths.begin(), t.paths.end(),
+                       [&](const std::string& p) { return p.rfind(kind, 0) == 0; });
+  };
+  if (spec.transport == "ib") {
+    if (t.network == "Socket" || uses("NET/Socket"))
+      return not_this_path("-SOCKET-FALLBACK",
+                           "NCCL fell back to TCP sockets instead of InfiniBand (is rdma-core / "
+                           "libibverbs in the job's image? NCCL_IB_HCA?)");
+    if (t.net_connections == 0 && !t.paths.empty())
+      return not_this_path("-NO-NET", "no NCCL connection went through the network");
+    r.message += "; " + used;
+    if (t.gdr_connections < t.net_connections &&
+        (r.status == Status::kFail || r.status == Status::kWarn))
+      r.fault_code = prefix + "-IB-NO-GDR";
+    return;
+  }
+  if (spec.transport == "nvlink" && !uses("P2P") && (uses("SHM") || uses("NET")))
+    return not_this_path("-NO-P2P", "NCCL connected the GPUs without P2P (NVLink)");
+  r.message += "; " + used;
+}
+
 // Turns a parsed run into the check's verdict.
 CheckResult verdict(const CheckContext& ctx, const AllreduceSpec& spec, const nb::BenchRun& run) {
   CheckResult r;
@@ -89,6 +131,7 @@ CheckResult verdict(const CheckContext& ctx, const AllreduceSpec& spec, const nb
         r.fault_code = std::string(spec.fault_prefix) + "-ALGORITHM";
     }
   }
+  if (run.nccl_transport) judge_transport(r, spec, *run.nccl_transport);
   return r;
 }
 

@@ -79,8 +79,11 @@ class NcclAllreduceCheck final : public Check {
     CheckResult r = run_allreduce_check(ctx, spec);
     // Also on a warn: shipped floors are unconfirmed (a broken one warns), and the cause is the
     // same before the site calibrates.
+    // Only when NCCL's own log did not say (allreduce_launch.cpp judge_transport: with it, a
+    // missing GDRDMA is VIGIL-NCCL-IB-NO-GDR and dma-buf sites are not blamed for no peermem).
+    const bool transport_known = r.message.find("NCCL connected via") != std::string::npos;
     if (v_.needs_infiniband && (r.status == Status::kFail || r.status == Status::kWarn) &&
-        r.fault_code == "VIGIL-NCCL-BUSBW" && !peermem_loaded(ctx)) {
+        r.fault_code == "VIGIL-NCCL-BUSBW" && !transport_known && !peermem_loaded(ctx)) {
       // The cause named, not hidden: a node whose NICs cannot reach GPU memory runs every job's
       // network traffic this slowly too, so it still fails, with the fix in the reason.
       r.fault_code = "VIGIL-NCCL-IB-NO-PEERMEM";

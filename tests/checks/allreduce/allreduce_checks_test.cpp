@@ -175,6 +175,69 @@ TEST(AllreduceChecks, a_slow_ib_loopback_without_peermem_names_the_missing_gpudi
   std::filesystem::remove_all(root);
 }
 
+// Issue 27 item 4: what NCCL connected over (its own log, nb::parse_transport_log) decides whether
+// the figure is the fabric's. Socket fallback or no network connection on the IB test, and an
+// NVLink test without P2P: not judged (error, never a drain), with the cause in the reason.
+std::string transport(const std::string& network, const std::string& paths, int net, int gdr) {
+  return R"({"network": ")" + network + R"(", "paths": [)" + paths +
+         R"(], "net_connections": )" + std::to_string(net) +
+         R"(, "gdr_connections": )" + std::to_string(gdr) + R"(, "nvls": false})";
+}
+
+TEST(AllreduceChecks, the_transport_nccl_used_decides_whether_the_figure_is_judged) {
+  char tmpl[] = "/tmp/vigil-transport-XXXXXX";
+  const std::string root = ::mkdtemp(tmpl);
+  std::filesystem::create_directories(root + "/sys/class/infiniband/mlx5_0");
+  auto sku = sku_with_busbw("nccl_allreduce_ib", 36);
+  auto ctx = site_ctx();
+  ctx.sku = &sku;
+  ctx.sysfs_root = root;  // no nvidia_peermem: only NCCL's log may blame GPUDirect here
+  ctx.allreduce_binary = kDir + "/vigil-allreduce-fake.sh";
+  ScopedEnv busbw("FAKE_BUSBW", "3");
+  {
+    ScopedEnv t("FAKE_TRANSPORT", transport("Socket", R"("NET/Socket")", 8, 0));
+    auto r = vigil::make_nccl_allreduce_ib_check()->run(ctx);
+    EXPECT_EQ(r.status, vigil::Status::kError) << r.message;
+    EXPECT_EQ(r.fault_code, "VIGIL-NCCL-SOCKET-FALLBACK");
+    EXPECT_EQ(r.message.rfind("NCCL fell back to TCP sockets instead of InfiniBand", 0), 0u)
+        << r.message;
+  }
+  {
+    ScopedEnv t("FAKE_TRANSPORT", transport("IB", R"("P2P/CUMEM")", 0, 0));
+    auto r = vigil::make_nccl_allreduce_ib_check()->run(ctx);
+    EXPECT_EQ(r.status, vigil::Status::kError) << r.message;
+    EXPECT_EQ(r.fault_code, "VIGIL-NCCL-NO-NET");
+  }
+  {
+    ScopedEnv t("FAKE_TRANSPORT", transport("IB", R"("NET/IB")", 8, 2));
+    auto r = vigil::make_nccl_allreduce_ib_check()->run(ctx);
+    EXPECT_EQ(r.status, vigil::Status::kFail) << r.message;  // the node's jobs are this slow too
+    EXPECT_EQ(r.fault_code, "VIGIL-NCCL-IB-NO-GDR");
+    EXPECT_NE(r.message.find("GDRDMA on 2 of 8 network connections"), std::string::npos)
+        << r.message;
+  }
+  {
+    ScopedEnv t("FAKE_TRANSPORT", transport("IB", R"("NET/IB")", 8, 8));
+    auto r = vigil::make_nccl_allreduce_ib_check()->run(ctx);
+    EXPECT_EQ(r.status, vigil::Status::kFail) << r.message;
+    EXPECT_EQ(r.fault_code, "VIGIL-NCCL-BUSBW");  // GDR proven (dma-buf): the fabric, no peermem
+  }
+  std::filesystem::remove_all(root);
+  auto nvl = sku_with_busbw("nccl_allreduce_nvlink", 420);
+  ctx.sku = &nvl;
+  ScopedEnv fast("FAKE_BUSBW", "480");
+  {
+    ScopedEnv t("FAKE_TRANSPORT", transport("IB", R"("SHM")", 0, 0));
+    auto r = vigil::make_nccl_allreduce_nvlink_check()->run(ctx);
+    EXPECT_EQ(r.status, vigil::Status::kError) << r.message;
+    EXPECT_EQ(r.fault_code, "VIGIL-NCCL-NO-P2P");
+  }
+  ScopedEnv t("FAKE_TRANSPORT", transport("IB", R"("P2P/CUMEM")", 0, 0));
+  auto r = vigil::make_nccl_allreduce_nvlink_check()->run(ctx);
+  EXPECT_EQ(r.status, vigil::Status::kPass) << r.message;
+  EXPECT_NE(r.message.find("NCCL connected via P2P/CUMEM"), std::string::npos) << r.message;
+}
+
 TEST(AllreduceChecks, site_all_reduce_perf_above_threshold_passes) {
   ScopedEnv mode("FAKE_PERF_MODE", "log:" + kLogs + "01-dgx2-v100x12-old-format-allreduce.txt");
   auto sku = sku_with_busbw("nccl_allreduce_nvlink", 40);

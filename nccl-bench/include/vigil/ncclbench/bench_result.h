@@ -67,6 +67,18 @@ struct AlgoChoice {
   bool operator==(const AlgoChoice&) const = default;
 };
 
+// The transports NCCL connected this rank's channels over, from its own INIT/NET log
+// (options.h parse_transport_log): what proves an IB test crossed the HCA with GPUDirect RDMA.
+struct TransportUse {
+  std::string network;             // "Using network X": "IB", "Socket", "IBext_v8", ...; "" unknown
+  std::vector<std::string> paths;  // distinct, as first seen: "P2P/CUMEM", "SHM", "NET/IB", ...
+  int net_connections = 0;         // "via NET/..." connections
+  int gdr_connections = 0;         // ... of them with GPUDirect RDMA ("/GDRDMA")
+  bool nvls = false;               // NVLink SHARP set up ("NVLS multicast support is available")
+  bool empty() const { return network.empty() && paths.empty() && !nvls; }
+  bool operator==(const TransportUse&) const = default;
+};
+
 // A whole run: metadata, rows, footer. Fields a text log does not carry stay empty.
 struct BenchRun {
   int schema_version = kBenchJsonSchemaVersion;
@@ -90,6 +102,8 @@ struct BenchRun {
   // What NCCL chose per size, from its TUNING log (options.h parse_tuning_log); empty when not
   // known (host backend, a nccl-tests log, or a job that set NCCL_DEBUG itself).
   std::vector<AlgoChoice> nccl_algorithms;
+  // What rank 0's channels connected over (its log); unset when not known, as nccl_algorithms.
+  std::optional<TransportUse> nccl_transport;
   std::optional<int> warmup_iters;
   std::optional<int> iters;
   std::optional<bool> check;

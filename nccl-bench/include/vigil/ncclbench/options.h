@@ -89,6 +89,17 @@ std::vector<std::pair<std::string, std::string>> tuning_log_env(const std::strin
 // Other lines, other collectives and unknown numbers are skipped.
 std::vector<AlgoChoice> parse_tuning_log(std::string_view text);
 
+// The transports in NCCL's INIT/NET log (tuning_log_env turns those subsystems on too), from
+// lines after NCCL's "NCCL INFO " prefix (fixtures and their sources: tests/fixtures/nccl-info):
+//   "Channel 00/0 : 0[0] -> 8[0] [send] via NET/IB/0/GDRDMA"   (2.12+; 2.7: "Channel 01 : ...",
+//   2.4-2.6: "Ring 00 : ..."; PXN: "NET/IB/0(8)/GDRDMA"; plugins: "NET/IBext_v8/7/GDRDMA",
+//   "NET/AWS Libfabric/0"), "via P2P/CUMEM", "via P2P/IPC/read", "via P2P/direct pointer",
+//   "via SHM/direct/direct";
+//   "Using network IB" / "Using network Socket" (NCCL src/net.cc);
+//   "NVLS multicast support is available on dev 0", "NVLS comm 0x...", "Connected NVLS ...".
+// A path is the transport and, for P2P and NET, its kind: "P2P/CUMEM", "SHM", "NET/IB".
+TransportUse parse_transport_log(std::string_view text);
+
 // The CUDA device a rank uses, given how many devices it sees and its place on the node:
 // its node-local rank when it sees at least one GPU per local rank (nccl-tests' rule);
 // device 0 when it sees exactly one (srun --gpus-per-task=1 or --gpu-bind gave each rank its
