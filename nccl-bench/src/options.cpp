@@ -188,9 +188,8 @@ std::vector<std::pair<std::string, std::string>> tuning_log_env(const std::strin
   if (const char* d = std::getenv("NCCL_DEBUG"); d && *d) return {};
   // TUNING: the algorithm per collective; INIT and NET: the channels' transports and the network
   // NCCL chose (parse_transport_log), logged once at communicator setup.
-  return {{"NCCL_DEBUG", "INFO"},
-          {"NCCL_DEBUG_SUBSYS", "INIT,NET,TUNING"},
-          {"NCCL_DEBUG_FILE", path}};
+  return {
+      {"NCCL_DEBUG", "INFO"}, {"NCCL_DEBUG_SUBSYS", "INIT,NET,TUNING"}, {"NCCL_DEBUG_FILE", path}};
 }
 
 namespace {
@@ -268,15 +267,14 @@ TransportUse parse_transport_log(std::string_view text) {
     const auto info = line.find(" INFO ");  // NCCL 2.1 wrote "INFO", later "NCCL INFO"
     if (info == std::string::npos) continue;
     const std::string_view msg = std::string_view(line).substr(info + 6);
-    if (const auto via = msg.find(" via "); via != std::string_view::npos &&
-                                            (msg.rfind("Channel ", 0) == 0 ||
-                                             msg.rfind("Ring ", 0) == 0 ||
-                                             msg.find(" -> ") != std::string_view::npos)) {
+    if (const auto via = msg.find(" via ");
+        via != std::string_view::npos &&
+        (msg.rfind("Channel ", 0) == 0 || msg.rfind("Ring ", 0) == 0 ||
+         msg.find(" -> ") != std::string_view::npos)) {
       const std::string_view what = msg.substr(via + 5);
       const std::string path = transport_path(what);
       if (path.empty()) continue;
-      if (std::find(t.paths.begin(), t.paths.end(), path) == t.paths.end())
-        t.paths.push_back(path);
+      if (std::find(t.paths.begin(), t.paths.end(), path) == t.paths.end()) t.paths.push_back(path);
       if (path.rfind("NET/", 0) == 0) {
         t.net_connections++;
         if (what.size() >= 7 && what.substr(what.size() - 7) == "/GDRDMA") t.gdr_connections++;

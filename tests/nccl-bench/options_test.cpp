@@ -150,10 +150,10 @@ TEST(NcclTuningLog, each_release_format_gives_the_algorithm_and_protocol_per_siz
 
 TEST(NcclTuningLog, a_job_that_sets_nccl_debug_keeps_it_and_nothing_is_recorded) {
   unsetenv("NCCL_DEBUG");
-  EXPECT_EQ(tuning_log_env("/tmp/t.log"),
-            (std::vector<std::pair<std::string, std::string>>{{"NCCL_DEBUG", "INFO"},
-                                                              {"NCCL_DEBUG_SUBSYS", "INIT,NET,TUNING"},
-                                                              {"NCCL_DEBUG_FILE", "/tmp/t.log"}}));
+  EXPECT_EQ(tuning_log_env("/tmp/t.log"), (std::vector<std::pair<std::string, std::string>>{
+                                              {"NCCL_DEBUG", "INFO"},
+                                              {"NCCL_DEBUG_SUBSYS", "INIT,NET,TUNING"},
+                                              {"NCCL_DEBUG_FILE", "/tmp/t.log"}}));
   setenv("NCCL_DEBUG", "WARN", 1);
   EXPECT_TRUE(tuning_log_env("/tmp/t.log").empty());
   unsetenv("NCCL_DEBUG");

@@ -179,9 +179,9 @@ TEST(AllreduceChecks, a_slow_ib_loopback_without_peermem_names_the_missing_gpudi
 // the figure is the fabric's. Socket fallback or no network connection on the IB test, and an
 // NVLink test without P2P: not judged (error, never a drain), with the cause in the reason.
 std::string transport(const std::string& network, const std::string& paths, int net, int gdr) {
-  return R"({"network": ")" + network + R"(", "paths": [)" + paths +
-         R"(], "net_connections": )" + std::to_string(net) +
-         R"(, "gdr_connections": )" + std::to_string(gdr) + R"(, "nvls": false})";
+  return R"({"network": ")" + network + R"(", "paths": [)" + paths + R"(], "net_connections": )" +
+         std::to_string(net) + R"(, "gdr_connections": )" + std::to_string(gdr) +
+         R"(, "nvls": false})";
 }
 
 TEST(AllreduceChecks, the_transport_nccl_used_decides_whether_the_figure_is_judged) {

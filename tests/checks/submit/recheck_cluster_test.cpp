@@ -20,9 +20,9 @@
 #include <vector>
 
 #include "background_process.h"
-#include "confirmed_thresholds.h"
 #include "local_slurm_cluster.h"
 #include "run_command.h"
+#include "submit_on_cluster.h"
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
@@ -92,54 +92,24 @@ class RecheckTest : public ::testing::Test {
     if (cluster_) cluster_->stop();
   }
 
-  // vigil-submit as the CronJob runs it, with the check pointed at the fake hardware.
+  // vigil-submit as the CronJob runs it (submit_on_cluster.h); fabric jobs use the host backend
+  // (no GPU here) and small messages.
   CommandResult submit(const std::vector<std::string>& extra,
                        const std::map<std::string, std::string>& env = {}) {
-    std::vector<std::string> argv = {
-        VIGIL_SUBMIT_BINARY,
-        "--job-script=" + std::string(VIGIL_SOURCE_DIR) + "/cronjobs/vigil-check.sbatch",
-        "--partition=vigil",
-        "--interval-ms=0",
-        "--time=5:00",
-        "--recheck-timeout-s=240",
-        "--sbatch-arg=--output=" + scratch_.path() + "/%x-%j.out"};
-    argv.insert(argv.end(), extra.begin(), extra.end());
-    CommandOptions o;
-    o.timeout = 300s;
-    o.env = {{"VIGIL_CHECK", std::string(VIGIL_SOURCE_DIR) + "/tests/support/fake-node-check.sh"},
-             {"VIGIL_FAKE_CHECK", VIGIL_CHECK_BINARY},
-             {"VIGIL_FAKE_NVML_LIB", VIGIL_FAKE_NVML_LIBRARY},
-             {"VIGIL_FIXTURES_DIR", fixtures_},
-             // Floors confirmed, as after calibration: these tests are about what a fail does.
-             {"VIGIL_THRESHOLDS", vigil::testing::confirmed_thresholds(
-                                      std::string(VIGIL_SOURCE_DIR) + "/checks/thresholds",
-                                      scratch_.path() + "/confirmed-thresholds")},
-             {"VIGIL_STATE_DIR", scratch_.path() + "/node-state/%n"},
-             {"VIGIL_SPOOL_DIR", scratch_.path() + "/spool"},
-             {"VIGIL_REPORT_URL", "http://127.0.0.1:" + std::to_string(port_) + "/v1/reports"},
-             // Fabric jobs: host backend (no GPU here), small messages.
-             {"VIGIL_ALLREDUCE", VIGIL_ALLREDUCE_BINARY},
-             {"VIGIL_FABRIC_BACKEND", "host"},
-             {"VIGIL_FABRIC_SIZES", "1M,4M"}};
-    for (const auto& [k, v] : env) o.env[k] = v;
-    return cluster_->run(argv, o);
+    std::map<std::string, std::string> all = {{"VIGIL_ALLREDUCE", VIGIL_ALLREDUCE_BINARY},
+                                              {"VIGIL_FABRIC_BACKEND", "host"},
+                                              {"VIGIL_FABRIC_SIZES", "1M,4M"}};
+    for (const auto& [k, v] : env) all[k] = v;
+    return vigil::testing::run_vigil_submit(*cluster_, {scratch_.path(), fixtures_, port_}, extra,
+                                            all);
   }
 
   std::pair<std::string, std::string> node_state(const std::string& node) {
-    const auto r = cluster_->run({"sinfo", "-h", "-N", "-p", "vigil", "-n", node, "-o", "%T|%E"});
-    const std::string line = trim(r.out);
-    const auto bar = line.find('|');
-    if (bar == std::string::npos) return {line, ""};
-    return {line.substr(0, bar), line.substr(bar + 1)};
+    return vigil::testing::sinfo_state(*cluster_, node);
   }
 
   bool wait_until(const std::function<bool()>& cond, std::chrono::seconds timeout) {
-    const auto end = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < end) {
-      if (cond()) return true;
-      std::this_thread::sleep_for(200ms);
-    }
-    return cond();
+    return vigil::testing::wait_until(cond, 200ms, timeout);
   }
 
   void start_monitor(const std::string& node, long user_job) {

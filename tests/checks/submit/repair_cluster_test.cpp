@@ -24,9 +24,9 @@
 #include <vector>
 
 #include "background_process.h"
-#include "confirmed_thresholds.h"
 #include "local_slurm_cluster.h"
 #include "run_command.h"
+#include "submit_on_cluster.h"
 #include "temp_dir.h"
 
 namespace fs = std::filesystem;
@@ -43,11 +43,6 @@ std::string read(const std::string& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
-}
-
-std::string trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
 }
 
 #ifdef VIGIL_REPAIR_BENCH
@@ -104,37 +99,11 @@ class RepairClusterTest : public ::testing::Test {
   }
 
   CommandResult submit(const std::vector<std::string>& extra) {
-    std::vector<std::string> argv = {
-        VIGIL_SUBMIT_BINARY,
-        "--job-script=" + std::string(VIGIL_SOURCE_DIR) + "/cronjobs/vigil-check.sbatch",
-        "--partition=vigil",
-        "--interval-ms=0",
-        "--time=5:00",
-        "--recheck-timeout-s=240",
-        "--sbatch-arg=--output=" + scratch_.str() + "/%x-%j.out"};
-    argv.insert(argv.end(), extra.begin(), extra.end());
-    CommandOptions o;
-    o.timeout = 300s;
-    o.env = {{"VIGIL_CHECK", std::string(VIGIL_SOURCE_DIR) + "/tests/support/fake-node-check.sh"},
-             {"VIGIL_FAKE_CHECK", VIGIL_CHECK_BINARY},
-             {"VIGIL_FAKE_NVML_LIB", VIGIL_FAKE_NVML_LIBRARY},
-             {"VIGIL_FIXTURES_DIR", fixtures_},
-             {"VIGIL_THRESHOLDS", vigil::testing::confirmed_thresholds(
-                                      std::string(VIGIL_SOURCE_DIR) + "/checks/thresholds",
-                                      scratch_.str() + "/confirmed-thresholds")},
-             {"VIGIL_STATE_DIR", scratch_.str() + "/node-state/%n"},
-             {"VIGIL_SPOOL_DIR", scratch_.str() + "/spool"},
-             {"VIGIL_REPORT_URL", "http://127.0.0.1:" + std::to_string(port_) + "/v1/reports"}};
-    return cluster_->run(argv, o);
+    return vigil::testing::run_vigil_submit(*cluster_, {scratch_.str(), fixtures_, port_}, extra);
   }
 
-  // sinfo's state and reason of one node.
   std::pair<std::string, std::string> node_state(const std::string& node) {
-    const auto r = cluster_->run({"sinfo", "-h", "-N", "-p", "vigil", "-n", node, "-o", "%T|%E"});
-    const std::string line = trim(r.out);
-    const auto bar = line.find('|');
-    if (bar == std::string::npos) return {line, ""};
-    return {line.substr(0, bar), line.substr(bar + 1)};
+    return vigil::testing::sinfo_state(*cluster_, node);
   }
 
   // The drainer's view of a node's repair stage ("none" when it has no repair record).
@@ -163,12 +132,7 @@ class RepairClusterTest : public ::testing::Test {
   }
 
   bool wait_until(const std::function<bool()>& cond, std::chrono::seconds timeout) {
-    const auto end = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < end) {
-      if (cond()) return true;
-      std::this_thread::sleep_for(250ms);
-    }
-    return cond();
+    return vigil::testing::wait_until(cond, 250ms, timeout);
   }
 
   std::string context() {
