@@ -70,20 +70,8 @@ class RecheckTest : public ::testing::Test {
     const std::string src = VIGIL_SOURCE_DIR;
     fixtures_ = scratch_.path() + "/fixtures";
     fs::copy(src + "/tests/fixtures/nodes", fixtures_, fs::copy_options::recursive);
-    const std::string config = scratch_.path() + "/drainer.yaml";
-    std::ofstream(config) << "listen: {address: 127.0.0.1, port: 0}\n"
-                          << "auth: disabled\n"
-                          << "state_dir: " << scratch_.path() << "/drainer-state\n"
-                          << "policy:\n  defaults: {drain_after: 1, resume_after: 2}\n"
-                          << "slurm: {enabled: true, conf: " << cluster_->slurm_conf()
-                          << ", batch_window_ms: 50}\n"
-                          << "kubernetes: {enabled: false}\n";
-    drainer_ = std::make_unique<BackgroundProcess>(
-        std::vector<std::string>{VIGIL_DRAINER_BINARY, "serve", "--config", config},
-        scratch_.path() + "/drainer.log");
-    auto addr = drainer_->wait_for_log("listening on 127.0.0.1:", 60s);
-    ASSERT_TRUE(addr) << drainer_->log();
-    port_ = std::stoi(*addr);
+    drainer_ = vigil::testing::start_drainer(*cluster_, scratch_.path(), "", port_);
+    ASSERT_NE(port_, 0) << drainer_->log();
   }
 
   void TearDown() override {

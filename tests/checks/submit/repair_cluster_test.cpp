@@ -76,21 +76,9 @@ class RepairClusterTest : public ::testing::Test {
     fs::copy_file(fixtures_ + "/gpu-2/nvml.json", fixtures_ + "/gpu-1/nvml.json",
                   fs::copy_options::overwrite_existing);  // gpu-1: the same pending remap
     cluster_ = std::make_unique<LocalSlurmCluster>(reboot_cluster(fixtures_));
-    const std::string config = scratch_.str() + "/drainer.yaml";
-    std::ofstream(config) << "listen: {address: 127.0.0.1, port: 0}\n"
-                          << "auth: disabled\n"
-                          << "state_dir: " << scratch_.str() << "/drainer-state\n"
-                          << "policy:\n  defaults: {drain_after: 1, resume_after: 2}\n"
-                          << "slurm: {enabled: true, conf: " << cluster_->slurm_conf()
-                          << ", batch_window_ms: 50, view_max_age_s: 1}\n"
-                          << "kubernetes: {enabled: false}\n"
-                          << "repair: {reboot: true, max_in_repair: 2}\n";
-    drainer_ = std::make_unique<BackgroundProcess>(
-        std::vector<std::string>{VIGIL_DRAINER_BINARY, "serve", "--config", config},
-        scratch_.str() + "/drainer.log");
-    auto addr = drainer_->wait_for_log("listening on 127.0.0.1:", 60s);
-    ASSERT_TRUE(addr) << drainer_->log();
-    port_ = std::stoi(*addr);
+    drainer_ = vigil::testing::start_drainer(*cluster_, scratch_.str(),
+                                             "repair: {reboot: true, max_in_repair: 2}\n", port_);
+    ASSERT_NE(port_, 0) << drainer_->log();
   }
 
   void TearDown() override {

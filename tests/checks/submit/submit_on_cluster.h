@@ -2,15 +2,19 @@
 // What the vigil-submit tests on the local cluster share (recheck_cluster_test.cpp,
 // repair_cluster_test.cpp): vigil-submit run as the CronJob runs it, with the checks pointed at
 // the fake hardware of each node, and a node's state and reason as sinfo prints them.
-// Needs VIGIL_SOURCE_DIR, VIGIL_SUBMIT_BINARY, VIGIL_CHECK_BINARY and VIGIL_FAKE_NVML_LIBRARY.
+// Needs VIGIL_SOURCE_DIR, VIGIL_SUBMIT_BINARY, VIGIL_CHECK_BINARY, VIGIL_FAKE_NVML_LIBRARY and
+// VIGIL_DRAINER_BINARY.
 #include <chrono>
+#include <fstream>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "background_process.h"
 #include "confirmed_thresholds.h"
 #include "local_slurm_cluster.h"
 #include "run_command.h"
@@ -50,6 +54,29 @@ inline CommandResult run_vigil_submit(const LocalSlurmCluster& cluster, const Su
       {"VIGIL_REPORT_URL", "http://127.0.0.1:" + std::to_string(s.drainer_port) + "/v1/reports"}};
   for (const auto& [k, v] : env) o.env[k] = v;
   return cluster.run(argv, o);
+}
+
+// `vigil-drainer serve` for the cluster (no auth, drain_after 1, resume_after 2, state under
+// `scratch`), `extra_yaml` appended to its configuration; its port is set once it listens
+// (0 if it did not start: the caller asserts and prints the process's log).
+inline std::unique_ptr<BackgroundProcess> start_drainer(const LocalSlurmCluster& cluster,
+                                                        const std::string& scratch,
+                                                        const std::string& extra_yaml, int& port) {
+  const std::string config = scratch + "/drainer.yaml";
+  std::ofstream(config) << "listen: {address: 127.0.0.1, port: 0}\n"
+                        << "auth: disabled\n"
+                        << "state_dir: " << scratch << "/drainer-state\n"
+                        << "policy:\n  defaults: {drain_after: 1, resume_after: 2}\n"
+                        << "kubernetes: {enabled: false}\n"
+                        << "slurm: {enabled: true, conf: " << cluster.slurm_conf()
+                        << ", batch_window_ms: 50, view_max_age_s: 1}\n"
+                        << extra_yaml;
+  auto drainer = std::make_unique<BackgroundProcess>(
+      std::vector<std::string>{VIGIL_DRAINER_BINARY, "serve", "--config", config},
+      scratch + "/drainer.log");
+  auto addr = drainer->wait_for_log("listening on 127.0.0.1:", std::chrono::seconds(60));
+  port = addr ? std::stoi(*addr) : 0;
+  return drainer;
 }
 
 // sinfo's state (%T) and reason (%E) of one node.
