@@ -279,7 +279,7 @@ void read_breaker(const Reader& rd, const YAML::Node& b, BreakerConfig& breaker)
 void read_repair(const Reader& rd, const YAML::Node& r, RepairConfig& repair) {
   rd.only_keys(r, "repair",
                {"reboot", "max_in_repair", "max_per_window", "window_s", "max_reboots_per_node",
-                "node_window_s", "reboot_timeout_s", "recheck_timeout_s"});
+                "node_window_s", "reboot_timeout_s", "recheck_timeout_s", "evidence_dir"});
   rd.get(r, "reboot", "repair.reboot", repair.reboot);
   rd.get(r, "max_in_repair", "repair.max_in_repair", repair.max_in_repair);
   rd.get(r, "max_per_window", "repair.max_per_window", repair.max_per_window);
@@ -288,6 +288,7 @@ void read_repair(const Reader& rd, const YAML::Node& r, RepairConfig& repair) {
   rd.get(r, "node_window_s", "repair.node_window_s", repair.node_window_s);
   rd.get(r, "reboot_timeout_s", "repair.reboot_timeout_s", repair.reboot_timeout_s);
   rd.get(r, "recheck_timeout_s", "repair.recheck_timeout_s", repair.recheck_timeout_s);
+  rd.get(r, "evidence_dir", "repair.evidence_dir", repair.evidence_dir);
   for (const auto& [key, v] : {std::pair{"max_in_repair", repair.max_in_repair},
                                {"max_per_window", repair.max_per_window},
                                {"max_reboots_per_node", repair.max_reboots_per_node}})

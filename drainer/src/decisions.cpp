@@ -2,6 +2,7 @@
 // journaled; the staleness sweep and the operator actions decide the same way.
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "audit_log.h"
@@ -9,6 +10,7 @@
 #include "records.h"
 #include "sink_worker.h"
 #include "slurm_view_cache.h"
+#include "vigil/base/files.h"
 #include "vigil/base/time.h"
 #include "vigil/drainer/slow_verdicts.h"
 
@@ -66,10 +68,39 @@ std::optional<std::string_view> DrainerCore::repair_step_of(const Decision& d, c
   return std::nullopt;
 }
 
+// Evidence for the repair ladder (docs/repair.md): the report that drained the node, kept before
+// anything reboots it. One small file per drain while reboots are on; a failed write is logged
+// and the drain goes on without it.
+std::string DrainerCore::save_evidence_locked(const NodeState& s, const NodeReport& r) {
+  const std::string dir =
+      cfg_.repair.evidence_dir.empty() ? cfg_.state_dir + "/evidence" : cfg_.repair.evidence_dir;
+  const int64_t now = clock_.now_unix();
+  const std::string path = dir + "/" + s.node + "-" + std::to_string(now) + "-drain.json";
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  const nlohmann::json doc = {{"node", s.node},
+                              {"decided", rfc3339_utc(now)},
+                              {"reason", s.reason},
+                              {"checks", s.driving_checks},
+                              {"report", to_json(r)}};
+  if (auto w = replace_file_atomically(path, doc.dump(2) + "\n", {0640, false}); !w.ok()) {
+    std::fprintf(stderr, "vigil-drainer: evidence for %s not kept: %s\n", s.node.c_str(),
+                 w.error().to_string().c_str());
+    return "";
+  }
+  return path;
+}
+
 void DrainerCore::apply_decision_locked(const Decision& d, const NodeReport* r, uint64_t report_seq,
                                         std::vector<nlohmann::json>& records,
                                         std::vector<Intent>& intents, std::string_view event_type) {
-  const NodeState& s = d.state;
+  // A copy only for a drain whose evidence is kept: every other decision uses d.state as is.
+  std::optional<NodeState> with_evidence;
+  if (d.action == Action::kDrain && r && cfg_.repair.reboot) {
+    with_evidence = d.state;
+    with_evidence->repair.evidence = save_evidence_locked(d.state, *r);
+  }
+  const NodeState& s = with_evidence ? *with_evidence : d.state;
   const std::string now = rfc3339_utc(clock_.now_unix());
   Decided rec;
   rec.action = d.action;

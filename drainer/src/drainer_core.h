@@ -147,6 +147,7 @@ class DrainerCore {
                                                  std::string_view event_type) const;
   // The repair ladder (repair.h) over the nodes Vigil drained: one journaled decision per step.
   int repair_pass();
+  std::string save_evidence_locked(const NodeState& s, const NodeReport& r);
   void apply_repair_step_locked(const NodeState& prev, NodeState next, const RepairStep& step,
                                 std::vector<nlohmann::json>& records, std::vector<Intent>& intents);
 

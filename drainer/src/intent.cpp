@@ -52,6 +52,8 @@ NodeEvent state_event(const NodeState& s, std::string type) {
   e.run_id = s.last_run_id;
   e.k8s_node = s.k8s_node;
   if (s.switch_suspect) e.fabric_switch = s.fabric_switch;
+  if (s.repair.stage != RepairStage::kNone) e.repair = std::string(to_string(s.repair.stage));
+  e.evidence = s.repair.evidence;
   return e;
 }
 
@@ -70,6 +72,8 @@ nlohmann::json to_json(const NodeEvent& e) {
                    {"fabric_switch", e.fabric_switch},
                    {"dry_run", e.dry_run}};
   if (e.k8s_node) j["k8s_node"] = *e.k8s_node;
+  if (!e.repair.empty()) j["repair"] = e.repair;  // optional: events journaled before the ladder
+  if (!e.evidence.empty()) j["evidence"] = e.evidence;
   return j;
 }
 
@@ -94,6 +98,8 @@ Result<NodeEvent> node_event_from_json(const nlohmann::json& j) {
     e.fabric_switch = j.at("fabric_switch").get<std::string>();
     e.dry_run = j.at("dry_run").get<bool>();
     if (j.contains("k8s_node")) e.k8s_node = j.at("k8s_node").get<std::string>();
+    e.repair = j.value("repair", "");
+    e.evidence = j.value("evidence", "");
     return e;
   } catch (const std::exception& ex) {
     return Error{ex.what(), "event"};

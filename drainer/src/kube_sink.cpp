@@ -54,6 +54,8 @@ VoidResult KubeSink::write_state(const std::string& k8s, const NodeEvent& s) {
   a[pre + "last-check"] = unless_empty(s.last_check_time);
   a[pre + "failing"] = unless_empty(s.failing);
   a[pre + "fabric-switch-suspect"] = unless_empty(s.fabric_switch);
+  a[pre + "repair"] = unless_empty(s.repair);
+  a[pre + "evidence"] = unless_empty(s.evidence);
   VoidResult res = kube_->annotate_node(k8s, a);
   if (res.ok() && cfg_.condition) {
     kube::NodeCondition c;

@@ -56,6 +56,7 @@ nlohmann::json to_json(const RepairState& r) {
   nlohmann::json j = {
       {"stage", to_string(r.stage)}, {"since_unix", r.since_unix}, {"reboots", r.reboots}};
   if (r.remedy) j["remedy"] = to_string(*r.remedy);
+  if (!r.evidence.empty()) j["evidence"] = r.evidence;
   return j;
 }
 
@@ -72,6 +73,7 @@ Result<RepairState> repair_state_from_json(const nlohmann::json& j) {
   }
   r.since_unix = j.value("since_unix", int64_t{0});
   r.reboots = j.value("reboots", std::vector<int64_t>{});
+  r.evidence = j.value("evidence", "");
   return r;
 }
 
@@ -103,6 +105,7 @@ void end_repair(NodeState& s) {
   s.repair.stage = RepairStage::kNone;
   s.repair.remedy.reset();
   s.repair.since_unix = 0;
+  s.repair.evidence.clear();
 }
 
 bool is_replace_reason(std::string_view reason) {

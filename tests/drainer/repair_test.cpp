@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "drainer_fixtures.h"
@@ -436,6 +437,38 @@ TEST_F(RepairLadder, a_reboot_slurm_refuses_is_retried_until_the_timeout_replace
   EXPECT_EQ(dr.node("gpu-1")->repair.stage, RepairStage::kReplace);
   EXPECT_EQ(slurm_->get("gpu-1").reason,
             "vigil: replace nvml_ecc nvml_ecc failed (not back from reboot within 3600s)");
+  dr.stop();
+}
+
+// Evidence and visibility: the draining report is kept before the reboot, and the Node's
+// annotations follow the ladder (rebooting, then rechecking) with the evidence file's path.
+TEST_F(RepairLadder, the_draining_report_is_kept_and_the_stage_is_annotated) {
+  auto kube = std::make_shared<testing::FakeKube>();
+  Drainer dr(cfg_, slurm_, kube, clock_);
+  ASSERT_TRUE(dr.open().ok());
+  decide(dr, {remap_fail("gpu-1", "evidence-run")});
+  const std::string evidence = dr.node("gpu-1")->repair.evidence;
+  ASSERT_EQ(evidence.rfind(dir_.str() + "/evidence/gpu-1-", 0), 0u) << evidence;
+  const auto doc = nlohmann::json::parse(std::ifstream(evidence));
+  EXPECT_EQ(doc.at("report").at("run_id"), "evidence-run");
+  EXPECT_EQ(doc.at("reason"), "vigil: nvml_ecc nvml_ecc failed");
+  ASSERT_EQ(dr.tick(), 1);
+  dr.run_kube_sink_once();
+  auto a = kube->annotations_of("gpu-1");
+  EXPECT_EQ(a["vigil.dev/repair"], "rebooting");
+  EXPECT_EQ(a["vigil.dev/evidence"], evidence);
+  dr.run_slurm_sink_once();
+  slurm_->finish_reboot("gpu-1", clock_.now_unix());
+  clock_.advance(10);
+  ASSERT_EQ(dr.tick(), 1);
+  dr.run_kube_sink_once();
+  EXPECT_EQ(kube->annotations_of("gpu-1")["vigil.dev/repair"], "rechecking");
+  decide(dr, {pass("gpu-1", "b")});
+  decide(dr, {pass("gpu-1", "c")});
+  dr.run_kube_sink_once();
+  a = kube->annotations_of("gpu-1");
+  EXPECT_EQ(a.count("vigil.dev/repair"), 0u);  // resumed: the ladder's annotations are removed
+  EXPECT_EQ(a.count("vigil.dev/evidence"), 0u);
   dr.stop();
 }
 

@@ -55,6 +55,8 @@ struct NodeEvent {
   std::string run_id;
   std::optional<std::string> k8s_node;
   std::string fabric_switch;  // set when the node's leaf switch is suspected
+  std::string repair;         // the repair ladder's stage ("rebooting", ...); "" when none
+  std::string evidence;       // the draining report's evidence file, while repairs are on
   bool dry_run = false;
 };
 // A node's state as an event of `type` (replay rebuilds the events of sinks that do not journal

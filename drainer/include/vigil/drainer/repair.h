@@ -45,6 +45,9 @@ struct RepairConfig {
   // From the node's return to its first report after it: re-checks that never come (or only
   // ever `error`) must not hold a slot of max_in_repair forever.
   int64_t recheck_timeout_s = 86400;
+  // Where the report that drained a node is kept as evidence ("" = <state_dir>/evidence), one
+  // file per drain while reboots are on; its path travels in events and the Node annotation.
+  std::string evidence_dir;
 };
 
 enum class RepairStage { kNone, kRebooting, kRechecking, kReplace };
@@ -56,8 +59,10 @@ struct RepairState {
   std::optional<Remedy> remedy;  // the strongest remedy among the checks that drove the drain
   int64_t since_unix = 0;        // when the stage began
   std::vector<int64_t> reboots;  // when Vigil asked Slurm to reboot the node (node_window_s)
+  std::string evidence;          // the draining report's evidence file, this drain episode
 };
-// {"stage", "remedy"?, "since_unix", "reboots"}; absent in snapshots written before the ladder.
+// {"stage", "remedy"?, "since_unix", "reboots", "evidence"?}; absent in snapshots written
+// before the ladder.
 nlohmann::json to_json(const RepairState& r);
 Result<RepairState> repair_state_from_json(const nlohmann::json& j);
 
