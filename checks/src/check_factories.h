@@ -24,6 +24,7 @@ std::unique_ptr<Check> make_gpu_leftovers_check();
 // InfiniBand sysfs (src/ib/)
 std::unique_ptr<Check> make_ib_port_check();
 std::unique_ptr<Check> make_ib_counters_check();
+std::unique_ptr<Check> make_ib_gpudirect_check();
 // CUDA probes (src/cuda/)
 std::unique_ptr<Check> make_gpu_gemm_check();
 std::unique_ptr<Check> make_gpu_hbm_check();

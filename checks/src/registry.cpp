@@ -28,6 +28,7 @@ std::vector<std::unique_ptr<Check>> all_checks() {
       // --- InfiniBand ---
       make_ib_port_check,
       make_ib_counters_check,
+      make_ib_gpudirect_check,
       // --- CUDA probes ---
       make_gpu_gemm_check,
       make_gpu_hbm_check,

@@ -157,6 +157,22 @@ TEST(SkuFile, the_fabric_link_layer_is_infiniband_or_ethernet) {
       << first_error(bad);
 }
 
+TEST(SkuFile, gpudirect_is_a_boolean_and_off_unless_said) {
+  TempDir d;
+  auto plain = load_sku_file(d.write("a.yaml", kH100), known_check_names());
+  ASSERT_TRUE(plain);
+  EXPECT_FALSE(plain.value->infiniband.gpudirect);
+  std::string gdr = kH100;
+  gdr.replace(gdr.find("  rate_gbps: 400\n"), 16, "  rate_gbps: 400\n  gpudirect: true\n");
+  auto loaded = load_sku_file(d.write("b.yaml", gdr), known_check_names());
+  ASSERT_TRUE(loaded) << loaded.errors.front().to_string();
+  EXPECT_TRUE(loaded.value->infiniband.gpudirect);
+  std::string bad = kH100;
+  bad.replace(bad.find("  rate_gbps: 400\n"), 16, "  rate_gbps: 400\n  gpudirect: yes\n");
+  EXPECT_EQ(first_error(bad).rfind("x.yaml:9: infiniband.gpudirect: must be true or false", 0), 0u)
+      << first_error(bad);
+}
+
 TEST(SkuFile, keys_that_are_lists_or_mappings_are_errors_not_crashes) {
   // tests/fuzz/regressions/fuzz_thresholds/key-is-not-a-scalar, reduced: "? key: value" makes
   // the key a mapping.

@@ -263,7 +263,14 @@ void walk_sku(Walker& w, const YAML::Node& root, const std::set<std::string>& kn
 
   if (root["infiniband"]) {
     const YAML::Node ib = root["infiniband"];
-    if (w.only_keys(ib, "infiniband", {"ports", "rate_gbps", "link_layer"})) {
+    if (w.only_keys(ib, "infiniband", {"ports", "rate_gbps", "link_layer", "gpudirect"})) {
+      if (ib["gpudirect"]) {
+        if (ib["gpudirect"].IsScalar() &&
+            (ib["gpudirect"].Scalar() == "true" || ib["gpudirect"].Scalar() == "false"))
+          sku.infiniband.gpudirect = ib["gpudirect"].Scalar() == "true";
+        else
+          w.error(ib["gpudirect"], "infiniband.gpudirect", "must be true or false");
+      }
       if (ib["ports"])
         if (auto v = w.integer(ib["ports"], "infiniband.ports", 0))
           sku.infiniband.ports = static_cast<int>(*v);

@@ -70,6 +70,8 @@ constexpr CheckSpec kCatalog[] = {
     {"ib_port", "ib", kNodeAndHooks, seconds(30), kFatal, {}},
     // InfiniBand error counter deltas.
     {"ib_counters", "ib-err", kNode, seconds(30), kDefault, {}},
+    // A kernel path for GPUDirect RDMA where the SKU requires it; warns at most.
+    {"ib_gpudirect", "gdr", kNode, seconds(10), kDefault, {}},
     // --- CUDA probes (docs/cuda-probes.md) ---
     // Noisy: GEMM throughput per GPU.
     {"gpu_gemm", "gemm", kNode, seconds(120), kNoisy, kGemmMetrics},

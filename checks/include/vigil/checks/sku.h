@@ -27,6 +27,9 @@ struct InfinibandSpec {
   // The compute fabric's link layer as sysfs spells it (ports/<n>/link_layer): "InfiniBand",
   // or "Ethernet" for RoCE (Spectrum-X, RoCE GB300 clusters). Only ports of this layer count.
   std::string link_layer = "InfiniBand";
+  // The fabric is used with GPUDirect RDMA (NICs reading GPU memory): ib_gpudirect then wants
+  // nvidia_peermem or a dma-buf path on the node.
+  bool gpudirect = false;
 };
 
 struct SkuConfig {
