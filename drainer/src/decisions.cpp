@@ -71,11 +71,15 @@ std::optional<std::string_view> DrainerCore::repair_step_of(const Decision& d, c
 // Evidence for the repair ladder (docs/repair.md): the report that drained the node, kept before
 // anything reboots it. One small file per drain while reboots are on; a failed write is logged
 // and the drain goes on without it.
-std::string DrainerCore::save_evidence_locked(const NodeState& s, const NodeReport& r) {
+std::string DrainerCore::save_evidence_locked(const NodeState& s, const NodeReport& r,
+                                              uint64_t report_seq) {
   const std::string dir =
       cfg_.repair.evidence_dir.empty() ? cfg_.state_dir + "/evidence" : cfg_.repair.evidence_dir;
   const int64_t now = clock_.now_unix();
-  const std::string path = dir + "/" + s.node + "-" + std::to_string(now) + "-drain.json";
+  // The report's journal sequence number makes the name unique (two drains in one second, a
+  // clock stepped back); node names are [A-Za-z0-9._-] (the report's validation).
+  const std::string path = dir + "/" + s.node + "-" + std::to_string(now) + "-" +
+                           std::to_string(report_seq) + "-drain.json";
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   const nlohmann::json doc = {{"node", s.node},
@@ -98,7 +102,7 @@ void DrainerCore::apply_decision_locked(const Decision& d, const NodeReport* r, 
   std::optional<NodeState> with_evidence;
   if (d.action == Action::kDrain && r && cfg_.repair.reboot) {
     with_evidence = d.state;
-    with_evidence->repair.evidence = save_evidence_locked(d.state, *r);
+    with_evidence->repair.evidence = save_evidence_locked(d.state, *r, report_seq);
   }
   const NodeState& s = with_evidence ? *with_evidence : d.state;
   const std::string now = rfc3339_utc(clock_.now_unix());
@@ -328,6 +332,7 @@ int DrainerCore::repair_pass() {
   const int64_t now = clock_.now_unix();
   std::vector<nlohmann::json> records;
   std::vector<Intent> intents;
+  std::vector<std::pair<std::string, NodeState>> before;  // restored if the journal fails
   int steps = 0;
   {
     std::lock_guard lk(mu_);
@@ -335,9 +340,10 @@ int DrainerCore::repair_pass() {
     for (auto& [name, s] : nodes_) {
       const auto vi = view->find(name);
       NodeState next = s;
-      const auto step = repair_tick(next, vi == view->end() ? nullptr : &vi->second, cfg_.repair,
-                                    load, breaker_, cfg_.dry_run, now);
+      const auto step = repair_tick(next, vi == view->end() ? nullptr : &vi->second, !view->empty(),
+                                    cfg_.repair, load, breaker_, cfg_.dry_run, now);
       if (!step) continue;
+      before.emplace_back(name, s);
       load.in_repair += in_repair(next.repair) - in_repair(s.repair);
       if (step->move == RepairMove::kReboot) load.started_in_window++;
       apply_repair_step_locked(s, std::move(next), *step, records, intents);
@@ -347,14 +353,15 @@ int DrainerCore::repair_pass() {
     if (auto w = journal_->append(std::move(records)); !w.ok()) {
       std::fprintf(stderr, "vigil-drainer: journal append (repair): %s\n",
                    w.error().to_string().c_str());
-      return 0;  // nothing is owed that is not journaled
+      for (auto& [name, s] : before) nodes_[name] = std::move(s);  // the steps never happened
+      return 0;
     }
   }
-  if (auto w = journal_->sync(); !w.ok()) {
+  // Journaled: the steps stand (as a decision pass's do) even if this sync fails; the next
+  // sync makes them durable.
+  if (auto w = journal_->sync(); !w.ok())
     std::fprintf(stderr, "vigil-drainer: journal sync (repair): %s\n",
                  w.error().to_string().c_str());
-    return 0;
-  }
   std::lock_guard lk(mu_);
   enqueue_intents_locked(intents);
   for (auto& l : lanes_) l->cv.notify_one();

@@ -147,7 +147,8 @@ class DrainerCore {
                                                  std::string_view event_type) const;
   // The repair ladder (repair.h) over the nodes Vigil drained: one journaled decision per step.
   int repair_pass();
-  std::string save_evidence_locked(const NodeState& s, const NodeReport& r);
+  // Evidence is written under mu_, as journal appends are: one small file per drain, no fsync.
+  std::string save_evidence_locked(const NodeState& s, const NodeReport& r, uint64_t report_seq);
   void apply_repair_step_locked(const NodeState& prev, NodeState next, const RepairStep& step,
                                 std::vector<nlohmann::json>& records, std::vector<Intent>& intents);
 

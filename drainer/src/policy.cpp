@@ -318,11 +318,13 @@ Decision PolicyEngine::on_report(const NodeState* prev, const NodeReport& r,
   d.before = prev ? prev->health : NodeHealth::kUnknown;
   NodeState s = start_state(prev, r, slurm, now);
   sync_ownership(s, slurm);
-  // A check that started before Vigil asked for the node's reboot says nothing about the node
-  // after it: neither a pass nor a fail of it counts while the node is in the ladder.
-  if (in_repair(s.repair) && !s.repair.reboots.empty()) {
+  // A check that started before the node's new boot says nothing about the node after it:
+  // neither a pass nor a fail of it counts while it is re-checked. Both times are the node's
+  // own clock (the report's start, slurmd's boot time), so a drainer clock apart does not
+  // matter. (While it is still rebooting, passes are held back and fails change nothing.)
+  if (s.repair.stage == RepairStage::kRechecking && s.repair.booted_unix > 0) {
     const auto started = parse_rfc3339(r.start_time);
-    if (started && *started < s.repair.reboots.back())
+    if (started && *started < s.repair.booted_unix)
       return finish(
           d, s,
           {Action::kNone, NodeHealth::kDrained, "report from before the reboot; not counted"});

@@ -57,6 +57,7 @@ nlohmann::json to_json(const RepairState& r) {
       {"stage", to_string(r.stage)}, {"since_unix", r.since_unix}, {"reboots", r.reboots}};
   if (r.remedy) j["remedy"] = to_string(*r.remedy);
   if (!r.evidence.empty()) j["evidence"] = r.evidence;
+  if (r.booted_unix) j["booted_unix"] = r.booted_unix;
   return j;
 }
 
@@ -74,6 +75,7 @@ Result<RepairState> repair_state_from_json(const nlohmann::json& j) {
   r.since_unix = j.value("since_unix", int64_t{0});
   r.reboots = j.value("reboots", std::vector<int64_t>{});
   r.evidence = j.value("evidence", "");
+  r.booted_unix = j.value("booted_unix", int64_t{0});
   return r;
 }
 
@@ -106,6 +108,7 @@ void end_repair(NodeState& s) {
   s.repair.remedy.reset();
   s.repair.since_unix = 0;
   s.repair.evidence.clear();
+  s.repair.booted_unix = 0;
 }
 
 bool is_replace_reason(std::string_view reason) {
@@ -145,19 +148,25 @@ bool back_from_reboot(const slurm::SlurmNodeInfo& n, const RepairState& r) {
 }  // namespace
 
 std::optional<RepairStep> repair_tick(NodeState& s, const slurm::SlurmNodeInfo* slurm,
-                                      const RepairConfig& cfg, const RepairLoad& load,
-                                      const BreakerState& breaker, bool dry_run, int64_t now) {
+                                      bool view_read, const RepairConfig& cfg,
+                                      const RepairLoad& load, const BreakerState& breaker,
+                                      bool dry_run, int64_t now) {
   RepairState& r = s.repair;
   if (!s.drained_by_vigil) return std::nullopt;
   if (in_repair(r) && (!cfg.reboot || dry_run))
     return release(s, dry_run ? "dry-run: repair ladder off" : "repair.reboot off");
-  if (!cfg.reboot || dry_run || !slurm) return std::nullopt;  // unknown view: wait
+  if (!cfg.reboot || dry_run) return std::nullopt;
+  if (!slurm) {  // a table without the node: it left Slurm; no table: wait
+    if (view_read && r.stage != RepairStage::kNone) return release(s, "node unknown to Slurm");
+    return std::nullopt;
+  }
   if (r.stage != RepairStage::kNone && !slurm::drained_by_vigil(*slurm))
     return release(s, "drain no longer vigil's: " + slurm->reason);
   if (r.stage == RepairStage::kRebooting) {
     if (back_from_reboot(*slurm, r)) {
       r.stage = RepairStage::kRechecking;
       r.since_unix = now;
+      r.booted_unix = slurm->boot_time;
       restart_counts(s);
       return RepairStep{RepairMove::kRebooted, "rebooted; waiting for the re-check"};
     }

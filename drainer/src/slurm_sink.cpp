@@ -86,7 +86,9 @@ std::optional<IntentOutcome> SlurmSink::judge_drain(const Intent& i, const slurm
   if (!n) return IntentOutcome::not_drained(i.id, "node unknown to Slurm", NodeHealth::kError);
   // A replace only relabels Vigil's own drain (also on a node that went DOWN in its reboot); it
   // never drains a node that is no longer drained, or drained by someone else.
-  if (i.event.type == "replace") {
+  // Told by its journaled reason: the Slurm lane does not journal the event, so after a restart
+  // from a snapshot its type is not "replace" any more.
+  if (is_replace_reason(i.reason)) {
     if (!n->drain || !slurm::drained_by_vigil(*n))
       return IntentOutcome::skipped(i.id, "not relabelled: drain no longer vigil's");
     if (n->reason == i.reason) return IntentOutcome::ok(i.id, "already marked");

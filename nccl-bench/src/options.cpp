@@ -277,7 +277,8 @@ TransportUse parse_transport_log(std::string_view text) {
       if (std::find(t.paths.begin(), t.paths.end(), path) == t.paths.end()) t.paths.push_back(path);
       if (path.rfind("NET/", 0) == 0) {
         t.net_connections++;
-        if (what.size() >= 7 && what.substr(what.size() - 7) == "/GDRDMA") t.gdr_connections++;
+        // "/GDRDMA", and with NCCL 2.26+'s extras "/GDRDMA(PCI)", "/GDRDMA/Shared" (src/net.cc)
+        if (what.find("/GDRDMA") != std::string_view::npos) t.gdr_connections++;
       }
     } else if (msg.rfind("Using network ", 0) == 0) {
       t.network = std::string(msg.substr(14));

@@ -51,7 +51,7 @@ std::optional<RepairStep> tick(NodeState& s, const slurm::SlurmNodeInfo* n,
                                const RepairConfig& c = on(), RepairLoad load = {},
                                BreakerState breaker = {}, bool dry_run = false,
                                int64_t now = kNow) {
-  return repair_tick(s, n, c, load, breaker, dry_run, now);
+  return repair_tick(s, n, /*view_read=*/n != nullptr, c, load, breaker, dry_run, now);
 }
 
 TEST(repair, an_idle_node_vigil_drained_for_a_reset_fault_is_rebooted) {
@@ -143,6 +143,7 @@ TEST(repair, a_new_boot_time_moves_the_node_to_its_recheck) {
   ASSERT_TRUE(step);
   EXPECT_EQ(step->move, RepairMove::kRebooted);
   EXPECT_EQ(s.repair.stage, RepairStage::kRechecking);
+  EXPECT_EQ(s.repair.booted_unix, kNow + 20);  // the node's clock, for the pre-reboot rule
   EXPECT_FALSE(tick(s, &n, on(), {}, {}, false, kNow + 40));  // the re-check decides now
 }
 
@@ -222,6 +223,17 @@ TEST(repair, an_unknown_slurm_view_never_times_a_reboot_out) {
   ASSERT_TRUE(tick(s, &n));
   EXPECT_FALSE(tick(s, nullptr, on(), {}, {}, false, kNow + 7200));  // slurmctld unreachable
   EXPECT_EQ(s.repair.stage, RepairStage::kRebooting);
+}
+
+TEST(repair, a_node_gone_from_a_readable_slurm_table_leaves_the_ladder) {
+  NodeState s = drained();
+  const auto n = idle_drained();
+  ASSERT_TRUE(tick(s, &n));
+  const auto step = repair_tick(s, nullptr, /*view_read=*/true, on(), {}, {}, false, kNow + 5);
+  ASSERT_TRUE(step);
+  EXPECT_EQ(step->move, RepairMove::kReleased);
+  EXPECT_EQ(step->why, "node unknown to Slurm");
+  EXPECT_EQ(s.repair.stage, RepairStage::kNone);
 }
 
 TEST(repair, a_recheck_that_never_comes_ends_in_replace) {

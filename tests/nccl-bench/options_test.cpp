@@ -201,6 +201,16 @@ TEST(TransportLog, ib_without_gdr_and_socket_fallbacks_are_told_apart) {
             std::vector<std::string>{"NET/Socket"});  // "Ring 00 : 43 -> 44 ..." (2.4)
 }
 
+// NCCL 2.26+ prints extras after GDRDMA (src/net.cc: "%s/GDRDMA%s%s" with "(PCI)" and
+// "/Shared"); these lines are written as that format string prints them, not taken from a log.
+TEST(TransportLog, gdrdma_with_the_extras_of_newer_releases_counts) {
+  const TransportUse t = parse_transport_log(
+      "h:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0/GDRDMA(PCI)\n"
+      "h:1:2 [0] NCCL INFO Channel 00/0 : 1[0] -> 0[0] [receive] via NET/IB/0/GDRDMA/Shared\n");
+  EXPECT_EQ(t.net_connections, 2);
+  EXPECT_EQ(t.gdr_connections, 2);
+}
+
 TEST(TransportLog, intra_node_paths_and_nvls) {
   const TransportUse t = transport_of("nccl-1538-intra-2.22.3.log");
   EXPECT_EQ(t.paths, std::vector<std::string>{"P2P/CUMEM"});

@@ -46,7 +46,8 @@ CheckResult timeout_result(const AllreduceSpec& spec, std::chrono::seconds t, st
 // reason, and a node-side cause shows in ib_port / nvml_nvlink). GPUDirect RDMA on fewer than
 // all network connections of an IB test is named as the cause of a low figure, which still
 // counts: every job's traffic on that node is staged through host memory too.
-void judge_transport(CheckResult& r, const AllreduceSpec& spec, const nb::TransportUse& t) {
+void judge_transport(CheckResult& r, const AllreduceSpec& spec, const nb::BenchRun& run,
+                     const nb::TransportUse& t) {
   std::string used = "NCCL connected via " + (t.paths.empty() ? "?" : short_list(t.paths, 4));
   if (t.net_connections > 0)
     used += " (GDRDMA on " + std::to_string(t.gdr_connections) + " of " +
@@ -62,7 +63,11 @@ void judge_transport(CheckResult& r, const AllreduceSpec& spec, const nb::Transp
     return std::any_of(t.paths.begin(), t.paths.end(),
                        [&](const std::string& p) { return p.rfind(kind, 0) == 0; });
   };
-  if (spec.transport == "ib") {
+  // A job across nodes (fabric pairs) crosses the network whatever its intra-node transport
+  // setting says; the NVLink rule is for one node only, and not when NCCL set up NVLS (with
+  // NCCL_RUNTIME_CONNECT, 2.22+, an NVLS(Tree) run connects only what it uses).
+  const bool across_nodes = spec.map_by_node || run.nodes.value_or(1) > 1;
+  if (spec.transport == "ib" || across_nodes) {
     if (t.network == "Socket" || uses("NET/Socket"))
       return not_this_path("-SOCKET-FALLBACK",
                            "NCCL fell back to TCP sockets instead of InfiniBand (is rdma-core / "
@@ -75,7 +80,7 @@ void judge_transport(CheckResult& r, const AllreduceSpec& spec, const nb::Transp
       r.fault_code = prefix + "-IB-NO-GDR";
     return;
   }
-  if (spec.transport == "nvlink" && !uses("P2P") && (uses("SHM") || uses("NET")))
+  if (spec.transport == "nvlink" && !t.nvls && !uses("P2P") && (uses("SHM") || uses("NET")))
     return not_this_path("-NO-P2P", "NCCL connected the GPUs without P2P (NVLink)");
   r.message += "; " + used;
 }
@@ -131,7 +136,7 @@ CheckResult verdict(const CheckContext& ctx, const AllreduceSpec& spec, const nb
         r.fault_code = std::string(spec.fault_prefix) + "-ALGORITHM";
     }
   }
-  if (run.nccl_transport) judge_transport(r, spec, *run.nccl_transport);
+  if (run.nccl_transport) judge_transport(r, spec, run, *run.nccl_transport);
   return r;
 }
 

@@ -232,10 +232,45 @@ TEST(AllreduceChecks, the_transport_nccl_used_decides_whether_the_figure_is_judg
     EXPECT_EQ(r.status, vigil::Status::kError) << r.message;
     EXPECT_EQ(r.fault_code, "VIGIL-NCCL-NO-P2P");
   }
+  {
+    // NVLS(Tree) connects only what it uses (NCCL_RUNTIME_CONNECT): no P2P line is no fault.
+    std::string nvls = transport("IB", R"("NET/IB")", 2, 2);
+    nvls.replace(nvls.find(R"("nvls": false)"), 13, R"("nvls": true)");
+    ScopedEnv t("FAKE_TRANSPORT", nvls);
+    auto r = vigil::make_nccl_allreduce_nvlink_check()->run(ctx);
+    EXPECT_EQ(r.status, vigil::Status::kPass) << r.message;
+    EXPECT_NE(r.message.find(", NVLS"), std::string::npos) << r.message;
+  }
   ScopedEnv t("FAKE_TRANSPORT", transport("IB", R"("P2P/CUMEM")", 0, 0));
   auto r = vigil::make_nccl_allreduce_nvlink_check()->run(ctx);
   EXPECT_EQ(r.status, vigil::Status::kPass) << r.message;
   EXPECT_NE(r.message.find("NCCL connected via P2P/CUMEM"), std::string::npos) << r.message;
+}
+
+// A job across nodes (a fabric pair: ranks mapped by node) is judged by the network rules
+// whatever its intra-node transport, never by the single-node NVLink rule (GH200 nodes with one
+// GPU connect everything over the network).
+TEST(AllreduceChecks, a_job_across_nodes_is_judged_by_the_network_rules) {
+  auto ctx = site_ctx();
+  ctx.allreduce_binary = kDir + "/vigil-allreduce-fake.sh";
+  vigil::AllreduceSpec spec;
+  spec.check = "fabric_allreduce_ib";
+  spec.fault_prefix = "VIGIL-FABRIC";
+  spec.backend = "nccl";
+  spec.transport = "nvlink";
+  spec.ranks = 2;
+  spec.map_by_node = true;
+  spec.min_bytes = spec.max_bytes = "1G";
+  ScopedEnv busbw("FAKE_BUSBW", "40");
+  {
+    ScopedEnv t("FAKE_TRANSPORT", transport("IB", R"("NET/IB")", 4, 4));
+    auto r = vigil::run_allreduce_check(ctx, spec);
+    EXPECT_EQ(r.status, vigil::Status::kPass) << r.message;  // no NO-P2P for one GPU a node
+  }
+  ScopedEnv t("FAKE_TRANSPORT", transport("Socket", R"("NET/Socket")", 4, 0));
+  auto r = vigil::run_allreduce_check(ctx, spec);
+  EXPECT_EQ(r.status, vigil::Status::kError) << r.message;
+  EXPECT_EQ(r.fault_code, "VIGIL-FABRIC-SOCKET-FALLBACK");
 }
 
 TEST(AllreduceChecks, site_all_reduce_perf_above_threshold_passes) {

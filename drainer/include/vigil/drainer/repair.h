@@ -60,6 +60,7 @@ struct RepairState {
   int64_t since_unix = 0;        // when the stage began
   std::vector<int64_t> reboots;  // when Vigil asked Slurm to reboot the node (node_window_s)
   std::string evidence;          // the draining report's evidence file, this drain episode
+  int64_t booted_unix = 0;       // the boot time slurmd registered with after the reboot
 };
 // {"stage", "remedy"?, "since_unix", "reboots", "evidence"?}; absent in snapshots written
 // before the ladder.
@@ -88,9 +89,12 @@ struct RepairStep {
 // The next step for `s` on a tick, or nullopt (nothing to do, or waiting: not idle, limits,
 // breaker open, Slurm's view unknown). `s` is updated in place when a step is returned. With
 // reboots off or in dry-run it only releases nodes still in the ladder.
+// slurm: the node's row; null when Slurm's table could not be read (view_read false: wait) or
+// has no such node (view_read true: the node leaves the ladder).
 std::optional<RepairStep> repair_tick(NodeState& s, const slurm::SlurmNodeInfo* slurm,
-                                      const RepairConfig& cfg, const RepairLoad& load,
-                                      const BreakerState& breaker, bool dry_run, int64_t now);
+                                      bool view_read, const RepairConfig& cfg,
+                                      const RepairLoad& load, const BreakerState& breaker,
+                                      bool dry_run, int64_t now);
 
 // `s` to the `replace` stage: its reason becomes "vigil: replace <old reason's text> (why)".
 void mark_replace(NodeState& s, const std::string& why, int64_t now);
