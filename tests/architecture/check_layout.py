@@ -37,6 +37,7 @@ COMPONENTS = [
     ("checks/hook/", "hook"),
     ("checks/src/main.cpp", "check_program"),
     ("checks/src/cli_util", "check_program"),
+    ("checks/src/commands", "check_program"),
     ("checks/", "checks"),
     ("drainer/", "drainer"),
 ]

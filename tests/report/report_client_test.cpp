@@ -162,6 +162,42 @@ TEST(ReportClient, bad_url_is_reported) {
 // The resend of a spool (auth munge does it after each delivery; here without munged, so token
 // mode): delivered files are removed, refused ones move to rejected/, an unreachable drainer
 // leaves the rest for the next run, and at most max_files are tried.
+// One delivery function for vigil-check run/fabric and the hooks: its four outcomes, in the
+// words both print.
+TEST(ReportClient, deliver_report_says_what_became_of_the_report) {
+  TempDir d;
+  std::vector<int> sleeps;
+  ReportClientOptions none;
+  Delivery nothing = deliver_report(report(), none);
+  EXPECT_EQ(nothing.kind, Delivery::Kind::kNone);
+  EXPECT_EQ(nothing.text, "not posted: neither --report-url nor --spool-dir given");
+
+  ReportClientOptions spool_only;
+  spool_only.spool_dir = d / "spool";
+  Delivery spooled = deliver_report(report(), spool_only);
+  EXPECT_EQ(spooled.kind, Delivery::Kind::kSpooled);
+  EXPECT_EQ(spooled.text, "spooled to " + std::string(d / "spool/gpu-1-run-7.json"));
+  EXPECT_FALSE(spooled.reached);
+
+  FlakyServer s;
+  Delivery delivered = deliver_report(report(), opts(s.url(), &sleeps));
+  EXPECT_EQ(delivered.kind, Delivery::Kind::kDelivered);
+  EXPECT_EQ(delivered.text, "delivered to " + s.url());
+  EXPECT_TRUE(delivered.reached);
+
+  s.fail_first = 100;  // every attempt 503: reached, then spooled
+  auto busy = opts(s.url(), &sleeps);
+  busy.spool_dir = d / "spool2";
+  Delivery held = deliver_report(report(), busy);
+  EXPECT_EQ(held.kind, Delivery::Kind::kSpooled);
+  EXPECT_TRUE(held.reached);
+  EXPECT_NE(held.text.find("(HTTP 503"), std::string::npos) << held.text;
+
+  Delivery lost = deliver_report(report(), opts(s.url(), &sleeps));  // no spool to fall back on
+  EXPECT_EQ(lost.kind, Delivery::Kind::kFailed);
+  EXPECT_EQ(lost.text.rfind("neither delivered nor spooled: ", 0), 0u) << lost.text;
+}
+
 TEST(ReportClient, resend_spool_delivers_removes_and_sets_refused_files_aside) {
   FlakyServer s;
   s.refuse_containing = "run-forged";

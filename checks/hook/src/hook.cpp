@@ -195,18 +195,6 @@ namespace {
 // `reached`: the drainer answered, or the connection was made (it may hold the report).
 std::optional<ReportReply> deliver(const NodeReport& report, const ActOptions& opts, Outcome& o,
                                    bool& reached) {
-  reached = false;
-  if (opts.report_url.empty()) {
-    if (opts.spool_dir.empty()) {
-      o.delivery = "not posted: neither --report-url nor --spool-dir given";
-    } else if (auto s = spool_report(report, opts.spool_dir); s) {
-      o.delivery = "spooled to " + *s;
-    } else {
-      o.delivery = "not spooled: " + s.error().to_string();
-      o.delivery_failed = true;
-    }
-    return std::nullopt;
-  }
   ReportClientOptions client;
   client.url = opts.report_url;
   client.token_file = opts.token_file;
@@ -218,20 +206,12 @@ std::optional<ReportReply> deliver(const NodeReport& report, const ActOptions& o
   client.timeout_ms = opts.post_timeout_ms;
   client.want_decision = true;
   if (opts.sleep) client.sleep = [&](int ms) { opts.sleep(std::chrono::milliseconds(ms)); };
-  auto posted = post_report(report, client);
-  if (!posted) {
-    o.delivery = "neither delivered nor spooled: " + posted.error().to_string();
-    o.delivery_failed = true;
-    return std::nullopt;
-  }
-  if (!posted->delivered) {
-    o.delivery = "spooled to " + posted->spooled_path + " (" + posted->last_error + ")";
-    reached = posted->reached;
-    return std::nullopt;
-  }
-  reached = true;
-  o.delivery = "delivered to " + opts.report_url;
-  auto reply = report_reply_from_json(posted->reply_body);
+  const Delivery d = deliver_report(report, client);
+  o.delivery = d.text;
+  o.delivery_failed = d.kind == Delivery::Kind::kFailed;
+  reached = d.reached;
+  if (d.kind != Delivery::Kind::kDelivered) return std::nullopt;
+  auto reply = report_reply_from_json(d.reply_body);
   if (!reply) {  // an answer we cannot read carries no verdict
     o.delivery += " (its answer is unreadable: " + reply.error().to_string() + ")";
     return ReportReply{};

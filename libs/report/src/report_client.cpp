@@ -246,4 +246,37 @@ Result<PostOutcome> post_report(const NodeReport& report, const ReportClientOpti
   return out;
 }
 
+Delivery deliver_report(const NodeReport& report, const ReportClientOptions& opts) {
+  Delivery d;
+  if (opts.url.empty()) {
+    if (opts.spool_dir.empty()) {
+      d.text = "not posted: neither --report-url nor --spool-dir given";
+    } else if (auto s = spool_report(report, opts.spool_dir); s) {
+      d.kind = Delivery::Kind::kSpooled;
+      d.text = "spooled to " + *s;
+    } else {
+      d.kind = Delivery::Kind::kFailed;
+      d.text = "not spooled: " + s.error().to_string();
+    }
+    return d;
+  }
+  auto posted = post_report(report, opts);
+  if (!posted) {
+    d.kind = Delivery::Kind::kFailed;
+    d.text = "neither delivered nor spooled: " + posted.error().to_string();
+    return d;
+  }
+  d.reached = posted->reached;
+  if (!posted->delivered) {
+    d.kind = Delivery::Kind::kSpooled;
+    d.text = "spooled to " + posted->spooled_path + " (" + posted->last_error + ")";
+    return d;
+  }
+  d.kind = Delivery::Kind::kDelivered;
+  d.reached = true;
+  d.text = "delivered to " + opts.url;
+  d.reply_body = std::move(posted->reply_body);
+  return d;
+}
+
 }  // namespace vigil

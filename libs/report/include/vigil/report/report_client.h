@@ -75,6 +75,26 @@ struct PostOutcome {
 // report is still spooled so that nothing is lost.
 Result<PostOutcome> post_report(const NodeReport& report, const ReportClientOptions& opts);
 
+// What one delivery did, for every sender of reports (vigil-check run and fabric, the Slurm
+// hooks): one function, one wording.
+struct Delivery {
+  enum class Kind {
+    kNone,       // neither a URL nor a spool directory: nothing to do
+    kDelivered,  // 2xx from the drainer (reply_body holds its answer)
+    kSpooled,    // kept in the spool directory for a later delivery
+    kFailed,     // neither delivered nor spooled: the report is lost, an error
+  };
+  Kind kind = Kind::kNone;
+  std::string text;  // "delivered to URL", "spooled to PATH (why)", "not spooled: ..."
+  // The drainer answered, or the connection was made (it may hold the report).
+  bool reached = false;
+  std::string reply_body;
+};
+
+// With opts.url: post_report (retries, then the spool). Without one: spool_report into
+// opts.spool_dir. With neither: kNone.
+Delivery deliver_report(const NodeReport& report, const ReportClientOptions& opts);
+
 // Resends up to max_files spooled reports from dir, each with a fresh credential from this
 // node's munged (a credential spooled with the file would have expired: munge's default
 // time-to-live is 300 s), one attempt each; stops at the first connection error. Under auth
