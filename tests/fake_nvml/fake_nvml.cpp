@@ -74,6 +74,7 @@ struct nvmlDevice_st {
   };
   std::optional<Fabric> fabric;             // absent: NVML_ERROR_NOT_SUPPORTED (no NVSwitch)
   std::optional<unsigned> recovery_action;  // NVML_FI_DEV_GET_GPU_RECOVERY_ACTION
+  std::optional<unsigned> nvlink_link_count_field;  // what NVML_FI_DEV_NVLINK_LINK_COUNT answers
   int recovery_action_type = kNvmlValueTypeUnsignedInt;  // the nvmlValue_t member it arrives in
   std::map<std::string, int> errors;                     // entry point -> forced nvmlReturn_t
 };
@@ -173,6 +174,7 @@ nvmlDevice_st parse_gpu(const json& j, const std::string& at) {
               "mig",
               "fabric",
               "recovery_action",
+              "nvlink_link_count_field",
               "recovery_action_type",
               "errors"},
              at);
@@ -358,6 +360,9 @@ nvmlDevice_st parse_gpu(const json& j, const std::string& at) {
   if (j.contains("recovery_action")) {
     g.recovery_action = to_u32(j["recovery_action"], at + "/recovery_action");
   }
+  if (j.contains("nvlink_link_count_field"))
+    g.nvlink_link_count_field =
+        to_u32(j["nvlink_link_count_field"], at + "/nvlink_link_count_field");
   if (j.contains("recovery_action_type")) {
     const unsigned t = to_u32(j["recovery_action_type"], at + "/recovery_action_type");
     if (t > 7) throw FixtureError{at + "/recovery_action_type: an nvmlValueType_t, 0..6 (7: none)"};
@@ -856,6 +861,11 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t handle, int 
           v.value.uiVal = a;
           break;  // unsigned int, and 7 (not a type) as garbage
       }
+    } else if (v.fieldId == kNvmlFieldNvLinkLinkCount && d->nvlink_link_count_field) {
+      v.valueType = kNvmlValueTypeUnsignedInt;  // as NVML answers it
+      v.nvmlReturn = NVML_SUCCESS;
+      v.value = nvmlValue_t{};
+      v.value.uiVal = *d->nvlink_link_count_field;
     } else {
       v.nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
     }

@@ -237,6 +237,12 @@ inline constexpr unsigned kNvmlGpuFabricHealthWidthIncorrectConfiguration = 0xf;
 inline constexpr unsigned kNvmlGpuFabricHealthTrue = 1;        // NVML_GPU_FABRIC_HEALTH_MASK_*_TRUE
 inline constexpr unsigned kNvmlGpuFabricHealthConfigNone = 1;  // ..._INCORRECT_CONFIGURATION_NONE
 
+// NVML_FI_DEV_NVLINK_LINK_COUNT: "Number of NVLinks present on the device" (nvml.h, CUDA 13.3
+// header line 2503; in every header since NVML 11). Present, not active: a link's state is
+// nvmlDeviceGetNvLinkState. DCGM sizes its NVLink scan with it (DcgmCacheManager
+// InitializeNvLinkCount), as nvml_nvlink does.
+inline constexpr unsigned kNvmlFieldNvLinkLinkCount = 91;
+
 // NVML_FI_DEV_GET_GPU_RECOVERY_ACTION: the action the driver says this GPU needs, as
 // nvmlDeviceGpuRecoveryAction_t (NVML_GPU_RECOVERY_ACTION_*), read with nvmlDeviceGetFieldValues.
 inline constexpr unsigned kNvmlFieldGpuRecoveryAction = 230;

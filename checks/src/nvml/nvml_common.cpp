@@ -194,4 +194,41 @@ CheckResult NvmlCheck::run(const CheckContext& ctx) {
   return inspect(ctx, session.value(), r, v);
 }
 
+std::optional<unsigned long long> field_value(const nvmlFieldValue_t& fv) {
+  switch (fv.valueType) {
+    case kNvmlValueTypeDouble: {
+      const double d = fv.value.dVal;
+      if (!(d >= 0) || d != std::floor(d) || d > 1e18) return std::nullopt;
+      return static_cast<unsigned long long>(d);
+    }
+    case kNvmlValueTypeUnsignedInt:
+      return fv.value.uiVal;
+    case kNvmlValueTypeUnsignedLong:
+      return fv.value.ulVal;
+    case kNvmlValueTypeUnsignedLongLong:
+      return fv.value.ullVal;
+    case kNvmlValueTypeSignedLongLong:
+      if (fv.value.sllVal < 0) return std::nullopt;
+      return static_cast<unsigned long long>(fv.value.sllVal);
+    case kNvmlValueTypeSignedInt:
+      if (fv.value.siVal < 0) return std::nullopt;
+      return static_cast<unsigned long long>(fv.value.siVal);
+    case kNvmlValueTypeUnsignedShort:
+      return fv.value.usVal;
+    default:
+      return std::nullopt;
+  }
+}
+
+FieldRead read_field(const Session& s, int gpu, unsigned field_id) {
+  nvmlFieldValue_t fv{};
+  fv.fieldId = field_id;
+  FieldRead fr;
+  const nvmlReturn_t rc = call(s.api().device_get_field_values, s.gpus[gpu], 1, &fv);
+  fr.rc = rc == NVML_SUCCESS ? fv.nvmlReturn : rc;
+  fr.type = fv.valueType;
+  if (fr.rc == NVML_SUCCESS) fr.value = field_value(fv);
+  return fr;
+}
+
 }  // namespace vigil::nvml

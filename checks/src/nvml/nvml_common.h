@@ -50,6 +50,20 @@ std::string gpu_key(const Session& s, int gpu);
 void default_threshold(Measurement& m, Op op, double fail, std::optional<double> warn,
                        std::string source);
 
+// A field value as a whole number, whatever nvmlValueType_t member carries it (nvml.h
+// NVML_VALUE_TYPE_*); nullopt for a negative or fractional one, or an unknown type.
+std::optional<unsigned long long> field_value(const nvmlFieldValue_t& fv);
+
+// One nvmlDeviceGetFieldValues field of GPU g. rc: the call's answer, else the field's own
+// (nvmlFieldValue_t::nvmlReturn); value: set when rc is NVML_SUCCESS and field_value reads it;
+// type: the nvmlValueType_t it arrived as, for the message when it cannot be read.
+struct FieldRead {
+  nvmlReturn_t rc = NVML_SUCCESS;
+  std::optional<unsigned long long> value;
+  int type = 0;
+};
+FieldRead read_field(const Session& s, int gpu, unsigned field_id);
+
 // Integer figures print without decimals ("3"), others with up to 3 significant decimals.
 std::string figure(double v);
 

@@ -236,34 +236,6 @@ class NvmlFabricCheck final : public NvmlCheck {
   }
 };
 
-// A field value as a whole number, whatever nvmlValueType_t member carries it (nvml.h
-// NVML_VALUE_TYPE_*); nullopt for a negative or fractional one, or an unknown type.
-std::optional<unsigned long long> field_value(const nvmlFieldValue_t& fv) {
-  switch (fv.valueType) {
-    case kNvmlValueTypeDouble: {
-      const double d = fv.value.dVal;
-      if (!(d >= 0) || d != std::floor(d) || d > 1e18) return std::nullopt;
-      return static_cast<unsigned long long>(d);
-    }
-    case kNvmlValueTypeUnsignedInt:
-      return fv.value.uiVal;
-    case kNvmlValueTypeUnsignedLong:
-      return fv.value.ulVal;
-    case kNvmlValueTypeUnsignedLongLong:
-      return fv.value.ullVal;
-    case kNvmlValueTypeSignedLongLong:
-      if (fv.value.sllVal < 0) return std::nullopt;
-      return static_cast<unsigned long long>(fv.value.sllVal);
-    case kNvmlValueTypeSignedInt:
-      if (fv.value.siVal < 0) return std::nullopt;
-      return static_cast<unsigned long long>(fv.value.siVal);
-    case kNvmlValueTypeUnsignedShort:
-      return fv.value.usVal;
-    default:
-      return std::nullopt;
-  }
-}
-
 class NvmlRecoveryCheck final : public NvmlCheck {
  public:
   std::string_view name() const override { return "nvml_recovery"; }
@@ -273,27 +245,23 @@ class NvmlRecoveryCheck final : public NvmlCheck {
     std::optional<XidAction> worst;
     for (int g = 0; g < s.count(); ++g) {
       if (!s.gpus[g]) continue;
-      nvmlFieldValue_t fv{};
-      fv.fieldId = kNvmlFieldGpuRecoveryAction;
-      const nvmlReturn_t rc = call(s.api().device_get_field_values, s.gpus[g], 1, &fv);
-      const nvmlReturn_t field_rc = rc == NVML_SUCCESS ? fv.nvmlReturn : rc;
-      if (field_rc == NVML_ERROR_NOT_SUPPORTED || field_rc == NVML_ERROR_FUNCTION_NOT_FOUND) {
+      const FieldRead fr = read_field(s, g, kNvmlFieldGpuRecoveryAction);
+      if (fr.rc == NVML_ERROR_NOT_SUPPORTED || fr.rc == NVML_ERROR_FUNCTION_NOT_FOUND) {
         v.not_supported(g, "GPU recovery action");
         continue;
       }
-      if (field_rc != NVML_SUCCESS) {
-        v.query_failed(s, g, "nvmlDeviceGetFieldValues(GPU_RECOVERY_ACTION)", field_rc);
+      if (fr.rc != NVML_SUCCESS) {
+        v.query_failed(s, g, "nvmlDeviceGetFieldValues(GPU_RECOVERY_ACTION)", fr.rc);
         continue;
       }
-      const std::optional<unsigned long long> value = field_value(fv);
-      if (!value) {
+      if (!fr.value) {
         v.add(Status::kError,
               "gpu" + std::to_string(g) + " GPU recovery action arrived as value type " +
-                  std::to_string(fv.valueType) + ", which this build cannot read",
+                  std::to_string(fr.type) + ", which this build cannot read",
               kFaultQuery);
         continue;
       }
-      const unsigned long long action = *value;
+      const unsigned long long action = *fr.value;
       add_measurement(r, ctx, "recovery_action", action, "enum", g);
       if (action == kNvmlGpuRecoveryActionNone) continue;
       const std::string gs = "gpu" + std::to_string(g);

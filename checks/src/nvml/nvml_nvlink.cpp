@@ -3,7 +3,9 @@
 // link count is unknown: review F17). Replay, recovery and CRC flit/data
 // counters are reported as their growth since the previous run (state in ctx.state_dir),
 // summed per GPU; the message names the links that moved. Links NVML reports as not
-// supported / invalid do not exist on this board and are not counted.
+// supported / invalid do not exist on this board and are not counted. Where the driver answers
+// NVML_FI_DEV_NVLINK_LINK_COUNT, only that many links are scanned and the count is reported
+// (nvlink_link_count), so a SKU file can require every link of the board.
 #include <map>
 #include <string>
 #include <vector>
@@ -82,7 +84,16 @@ class NvmlNvlinkCheck final : public NvmlCheck {
         unsigned long long value;
       };
       std::vector<Reading> readings;
-      for (unsigned link = 0; link < kNvmlNvLinkMaxLinks && !failed; ++link) {
+      // The links this GPU has (NVML_FI_DEV_NVLINK_LINK_COUNT), where the driver says: the scan
+      // stops there, and a SKU file may bound the count (nvlink_link_count: NVLink 5 GPUs have 18).
+      // A driver without the field, or a count past NVML's maximum, leaves the full scan.
+      unsigned scan = kNvmlNvLinkMaxLinks;
+      if (const FieldRead count = read_field(s, g, kNvmlFieldNvLinkLinkCount);
+          count.rc == NVML_SUCCESS && count.value && *count.value <= kNvmlNvLinkMaxLinks) {
+        scan = static_cast<unsigned>(*count.value);
+        add_measurement(r, ctx, "nvlink_link_count", static_cast<double>(scan), "count", g);
+      }
+      for (unsigned link = 0; link < scan && !failed; ++link) {
         int link_state = NVML_FEATURE_DISABLED;
         nvmlReturn_t rc = call(api.device_get_nvlink_state, dev, link, &link_state);
         if (is_not_supported(rc) || rc == NVML_ERROR_INVALID_ARGUMENT) continue;  // no link
@@ -180,6 +191,10 @@ class NvmlNvlinkCheck final : public NvmlCheck {
           const std::string gs = "gpu" + std::to_string(g);
           if (m.name == "nvlink_links_down") {
             return Described{gs + " " + down_links[g] + " down", "VIGIL-NVML-NVLINK-DOWN"};
+          }
+          if (m.name == "nvlink_link_count") {
+            return Described{gs + " has " + figure(m.value) + " NVLinks",
+                             "VIGIL-NVML-NVLINK-COUNT"};
           }
           for (const Counter& c : kCounters) {
             if (m.name == c.measurement) {
