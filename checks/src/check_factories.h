@@ -15,6 +15,7 @@ std::unique_ptr<Check> make_nvml_clock_events_check();
 std::unique_ptr<Check> make_nvml_pcie_check();
 std::unique_ptr<Check> make_nvml_nvlink_check();
 std::unique_ptr<Check> make_nvml_fabric_check();
+std::unique_ptr<Check> make_nvlink_imex_check();
 std::unique_ptr<Check> make_nvml_recovery_check();
 std::unique_ptr<Check> make_nvml_temperature_check();
 std::unique_ptr<Check> make_nvml_xid_check();

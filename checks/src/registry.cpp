@@ -22,6 +22,7 @@ std::vector<std::unique_ptr<Check>> all_checks() {
       make_nvml_pcie_check,
       make_nvml_nvlink_check,
       make_nvml_fabric_check,
+      make_nvlink_imex_check,
       make_nvml_recovery_check,
       make_nvml_temperature_check,
       make_nvml_xid_check,

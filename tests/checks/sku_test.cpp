@@ -173,6 +173,23 @@ TEST(SkuFile, gpudirect_is_a_boolean_and_off_unless_said) {
       << first_error(bad);
 }
 
+// nvlink.imex: a multi-node NVLink domain (NVL72), where nvlink_imex judges the IMEX daemon.
+TEST(SkuFile, nvlink_imex_is_a_boolean_and_off_unless_said) {
+  TempDir d;
+  auto plain = load_sku_file(d.write("a.yaml", kH100), known_check_names());
+  ASSERT_TRUE(plain);
+  EXPECT_FALSE(plain.value->nvlink.imex);
+  auto loaded = load_sku_file(d.write("b.yaml", std::string(kH100) + "nvlink:\n  imex: true\n"),
+                              known_check_names());
+  ASSERT_TRUE(loaded) << loaded.errors.front().to_string();
+  EXPECT_TRUE(loaded.value->nvlink.imex);
+  EXPECT_NE(first_error(std::string(kH100) + "nvlink:\n  imex: \"true\"\n")
+                .find("nvlink.imex: must be true or false"),
+            std::string::npos);
+  EXPECT_NE(first_error(std::string(kH100) + "nvlink:\n  domain: nvl72\n").find("nvlink"),
+            std::string::npos);
+}
+
 TEST(SkuFile, keys_that_are_lists_or_mappings_are_errors_not_crashes) {
   // tests/fuzz/regressions/fuzz_thresholds/key-is-not-a-scalar, reduced: "? key: value" makes
   // the key a mapping.

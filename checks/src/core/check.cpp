@@ -1,6 +1,7 @@
 #include "vigil/checks/check.h"
 
 #include <cmath>
+#include <fstream>
 #include <thread>
 
 #include "vigil/report/check_catalog.h"
@@ -55,6 +56,13 @@ void finalize(CheckResult& r, std::string_view fault_prefix) {
     for (char c : culprit->name) code += (c == '_') ? '-' : static_cast<char>(std::toupper(c));
     r.fault_code = code;
   }
+}
+
+std::optional<double> uptime_s(const CheckContext& ctx) {
+  std::ifstream in(ctx.proc_root + "/uptime");
+  double up = 0;
+  if (in >> up && up >= 0) return up;
+  return std::nullopt;
 }
 
 CheckResult skipped(std::string_view check, std::string why) {

@@ -79,6 +79,14 @@ class Walker {
     return n.as<std::string>();
   }
 
+  // Only the YAML words true and false: "yes", 1 or a quoted "true" are errors.
+  std::optional<bool> boolean(const YAML::Node& n, const std::string& field) {
+    if (n.IsScalar() && n.Tag() != "!" && (n.Scalar() == "true" || n.Scalar() == "false"))
+      return n.Scalar() == "true";
+    error(n, field, "must be true or false");
+    return std::nullopt;
+  }
+
   std::optional<double> number(const YAML::Node& n, const std::string& field) {
     if (!n.IsScalar()) {
       error(n, field, "must be a number");
@@ -221,7 +229,8 @@ void parse_threshold(Walker& w, const YAML::Node& n, const std::string& field, S
 
 void walk_sku(Walker& w, const YAML::Node& root, const std::set<std::string>& known,
               SkuConfig& sku) {
-  if (!w.only_keys(root, "", {"sku", "description", "match", "infiniband", "thresholds"})) return;
+  if (!w.only_keys(root, "", {"sku", "description", "match", "infiniband", "nvlink", "thresholds"}))
+    return;
   if (!root["sku"])
     w.error(root, "sku", "missing (the SKU name, e.g. H100-SXM5-80GB)");
   else if (auto s = w.string(root["sku"], "sku"))
@@ -264,13 +273,9 @@ void walk_sku(Walker& w, const YAML::Node& root, const std::set<std::string>& kn
   if (root["infiniband"]) {
     const YAML::Node ib = root["infiniband"];
     if (w.only_keys(ib, "infiniband", {"ports", "rate_gbps", "link_layer", "gpudirect"})) {
-      if (ib["gpudirect"]) {
-        if (ib["gpudirect"].IsScalar() &&
-            (ib["gpudirect"].Scalar() == "true" || ib["gpudirect"].Scalar() == "false"))
-          sku.infiniband.gpudirect = ib["gpudirect"].Scalar() == "true";
-        else
-          w.error(ib["gpudirect"], "infiniband.gpudirect", "must be true or false");
-      }
+      if (ib["gpudirect"])
+        if (auto b = w.boolean(ib["gpudirect"], "infiniband.gpudirect"))
+          sku.infiniband.gpudirect = *b;
       if (ib["ports"])
         if (auto v = w.integer(ib["ports"], "infiniband.ports", 0))
           sku.infiniband.ports = static_cast<int>(*v);
@@ -289,6 +294,11 @@ void walk_sku(Walker& w, const YAML::Node& root, const std::set<std::string>& kn
         w.error(ib, "infiniband.rate_gbps", "required and > 0 when ports > 0");
       }
     }
+  }
+
+  if (const YAML::Node nv = root["nvlink"]; nv && w.only_keys(nv, "nvlink", {"imex"})) {
+    if (nv["imex"])
+      if (auto b = w.boolean(nv["imex"], "nvlink.imex")) sku.nvlink.imex = *b;
   }
 
   if (root["thresholds"]) {

@@ -47,14 +47,6 @@ constexpr const char* kFaultFabricUnhealthy = "VIGIL-NVML-FABRIC-UNHEALTHY";
 constexpr const char* kFaultFabricDegraded = "VIGIL-NVML-FABRIC-DEGRADED";
 constexpr const char* kFaultRecovery = "VIGIL-NVML-RECOVERY-ACTION";
 
-// Seconds since boot from <proc_root>/uptime (CLOCK_BOOTTIME), or nullopt.
-std::optional<double> uptime_s(const CheckContext& ctx) {
-  std::ifstream in(ctx.proc_root + "/uptime");
-  double up = 0;
-  if (in >> up && up >= 0) return up;
-  return std::nullopt;
-}
-
 unsigned health_field(unsigned mask, unsigned shift, unsigned width) {
   return (mask >> shift) & width;
 }

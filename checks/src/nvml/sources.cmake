@@ -11,6 +11,7 @@ target_sources(vigil_checks PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/nvml_pcie.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvml_nvlink.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvml_fabric.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/nvlink_imex.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvml_temperature.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvml_xid.cpp
 )

@@ -57,6 +57,9 @@ constexpr CheckSpec kCatalog[] = {
     // Fatal: NVLink fabric registration failed, unhealthy, or missing 10 min after boot
     // (Fabric Manager down).
     {"nvml_fabric", "nvl-fabric", kNodeAndHooks, seconds(60), kFatal, {}},
+    // The IMEX daemon of a multi-node NVLink SKU (NVL72) down past the boot grace; a setup
+    // problem (not installed, not configured) is an error. drain_after applies: it may restart.
+    {"nvlink_imex", "imex", kNode, seconds(15), kDefault, {}},
     // Fatal: the driver states a recovery action (reset, reboot, drain P2P, IMEX domain).
     {"nvml_recovery", "recovery", kNodeAndHooks, seconds(60), kFatal, {}},
     // Noisy: GPU temperature against the SKU's bounds.

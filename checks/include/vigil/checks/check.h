@@ -26,6 +26,9 @@ struct CheckContext {
   std::string nvml_library = "libnvidia-ml.so.1";  // dlopen()ed; tests point it at the fake
   std::string sysfs_root = "/";                    // InfiniBand sysfs is read below this root
   std::string proc_root = "/proc";                 // <pid>/comm names processes found on a busy GPU
+  // nvlink_imex: the nvidia-imex-ctl to ask; empty: the first one in the directories DCGM
+  // searches (/usr/bin, /usr/local/bin, /opt/nvidia/imex/bin, /usr/local/nvidia/imex/bin).
+  std::string imex_ctl;
   std::string kmsg_path = "/dev/kmsg";  // kernel log kmsg_xid reads (tests: a plain file)
   // NVML indices of the GPUs the job that just ended had (SLURM_JOB_GPUS in an epilog);
   // nullopt when unknown. gpu_leftovers judges only these.
@@ -127,6 +130,9 @@ bool wait_before_repeats(const CheckContext& ctx, std::chrono::steady_clock::dur
                          std::chrono::steady_clock::duration longest, std::string& note);
 
 CheckResult skipped(std::string_view check, std::string why);
+// Seconds since boot (CLOCK_BOOTTIME) from <ctx.proc_root>/uptime, or nullopt when unreadable:
+// the boot grace of the fabric and IMEX checks.
+std::optional<double> uptime_s(const CheckContext& ctx);
 CheckResult error(std::string_view check, std::string why, std::string fault_code = "");
 
 }  // namespace vigil

@@ -32,11 +32,20 @@ struct InfinibandSpec {
   bool gpudirect = false;
 };
 
+// The NVLink domain of the SKU (docs/checks-nvml.md, nvlink_imex).
+struct NvlinkSpec {
+  // Multi-node NVLink (GB200 / GB300 NVL72): CUDA's fabric memory handles across the trays of a
+  // rack need the IMEX daemon (nvidia-imex) and its channel device on every node; nvlink_imex
+  // judges both. False: single-node NVLink (HGX), where IMEX is not used.
+  bool imex = false;
+};
+
 struct SkuConfig {
   std::string name;  // e.g. "H100-SXM5-80GB"
   std::string description;
   SkuMatch match;
   InfinibandSpec infiniband;
+  NvlinkSpec nvlink;
   // check name -> measurement name -> threshold
   std::map<std::string, std::map<std::string, Threshold>> thresholds;
   std::string file;  // where it was loaded from
