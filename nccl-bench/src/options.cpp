@@ -109,7 +109,10 @@ std::string BenchOptions::validate() const {
 
 std::vector<std::pair<std::string, std::string>> transport_env(Transport t) {
   if (t == Transport::kIb)
-    return {{"NCCL_P2P_DISABLE", "1"}, {"NCCL_SHM_DISABLE", "1"}, {"NCCL_ALGO", "Ring"}};
+    return {{"NCCL_P2P_DISABLE", "1"},
+            {"NCCL_SHM_DISABLE", "1"},
+            {"NCCL_ALGO", "Ring"},
+            {"NCCL_MNNVL_ENABLE", "0"}};
   return {{"NCCL_P2P_DISABLE", "0"}, {"NCCL_SHM_DISABLE", "0"}};
 }
 
@@ -123,6 +126,7 @@ const std::vector<std::string>& tuning_env_names() {
       "NCCL_MAX_CTAS",      "NCCL_NTHREADS",
       "NCCL_BUFFSIZE",      "NCCL_COLLNET_ENABLE",
       "NCCL_TUNER_PLUGIN",  "NCCL_CROSS_NIC",
+      "NCCL_MNNVL_ENABLE",
   };
   return names;
 }

@@ -62,7 +62,10 @@ TEST(Options, validate_explains_bad_combinations) {
 TEST(Options, ib_transport_forces_traffic_through_the_nics) {
   auto env = nb::transport_env(nb::Transport::kIb);
   EXPECT_EQ(env, (std::vector<std::pair<std::string, std::string>>{
-                     {"NCCL_P2P_DISABLE", "1"}, {"NCCL_SHM_DISABLE", "1"}, {"NCCL_ALGO", "Ring"}}));
+                     {"NCCL_P2P_DISABLE", "1"},
+                     {"NCCL_SHM_DISABLE", "1"},
+                     {"NCCL_ALGO", "Ring"},
+                     {"NCCL_MNNVL_ENABLE", "0"}}));  // NVL72: trays of one rack, not over NVLink
 }
 
 TEST(Options, nvlink_transport_overrides_an_inherited_p2p_disable) {

@@ -48,7 +48,10 @@ std::optional<std::uint64_t> parse_size(std::string_view s);
 std::optional<std::vector<std::uint64_t>> parse_size_list(std::string_view s);
 
 // NCCL settings each --transport applies before the first NCCL call (names and values). ib:
-// no NVLink/PCIe peer access, no shared memory, ring only, so every byte crosses the NICs.
+// no NVLink/PCIe peer access, no shared memory, ring only, and no multi-node NVLink, so every
+// byte crosses the NICs: on a GB200/GB300 NVL72 rack NCCL would otherwise join two trays of the
+// rack over NVLink (NCCL_MNNVL_ENABLE defaults to 2, "auto", used whenever there are several
+// nodes: NVIDIA/nccl src/init.cc), and an InfiniBand test would measure no InfiniBand.
 // nvlink: P2P and SHM explicitly enabled, so an NCCL_P2P_DISABLE=1 inherited from the job's
 // environment cannot turn the NVLink test into a network test without anyone noticing.
 std::vector<std::pair<std::string, std::string>> transport_env(Transport t);
