@@ -104,14 +104,28 @@ json check(const std::string& name, const std::string& status, json measurements
   return j;
 }
 
-// Healthy figures for every family the dashboards plot (per GPU, per port, busbw).
+// A figure without a bound (vigil-check reports these too: link counts, NCCL's connections).
+json figure(const std::string& name, double v, const std::string& unit,
+            std::optional<int> gpu = {}) {
+  json m = {{"name", name}, {"value", v}, {"unit", unit}};
+  if (gpu) m["gpu"] = *gpu;
+  return m;
+}
+
+// Healthy figures for every family the dashboards plot (per GPU, per port, busbw). The warn node
+// (nvl_status "warn") also has the NVL72/GPUDirect findings that warn: a fabric registration in
+// progress, an IMEX daemon waiting for peers, no GPUDirect path, 2 of 8 connections without GDR.
 json healthy_checks(double nvl_busbw, const std::string& nvl_status) {
+  const bool warn = nvl_status == "warn";
   json nvlink = json::array(), ecc = json::array();
   for (int g = 0; g < 2; ++g) {
     nvlink.push_back(meas("nvlink_links_down", 0, "count", "<=", 0, {}, g));
+    nvlink.push_back(figure("nvlink_link_count", 18, "count", g));
     ecc.push_back(meas("volatile_uncorrected_ecc", 0, "count", "<=", 0, {}, g));
   }
-  return json::array({
+  json ib = {meas("busbw", 41.7, "GB/s", ">=", 36, 38), figure("net_connections", 8, "count"),
+             figure("gdr_connections", warn ? 6 : 8, "count")};
+  json checks = json::array({
       check("nvml_ecc", "pass", ecc),
       check("nvml_nvlink", "pass", nvlink),
       check("ib_port", "pass", {meas("port_rate", 400, "Gb/s", ">=", 400, {}, {}, "mlx5_0/1")}),
@@ -119,8 +133,18 @@ json healthy_checks(double nvl_busbw, const std::string& nvl_status) {
             {meas("symbol_error_delta", 0, "count", "<=", 10, {}, {}, "mlx5_0/1")}),
       check("nccl_allreduce_nvlink", nvl_status, {meas("busbw", nvl_busbw, "GB/s", ">=", 440, 465)},
             nvl_status == "warn" ? "busbw 455 < warn 465 GB/s" : ""),
-      check("nccl_allreduce_ib", "pass", {meas("busbw", 41.7, "GB/s", ">=", 36, 38)}),
+      check("nccl_allreduce_ib", "pass", ib),
   });
+  if (warn) {
+    checks.push_back(check("nvml_fabric", "warn", {figure("fabric_state", 2, "enum", 0)},
+                           "gpu0 NVLink fabric registration in progress",
+                           "VIGIL-NVML-FABRIC-PENDING", "nvl-fabric"));
+    checks.push_back(check("nvlink_imex", "warn", {figure("imex_daemon_state", 2, "enum")},
+                           "IMEX daemon WAITING_FOR_PEERS", "VIGIL-IMEX-PENDING", "imex"));
+    checks.push_back(check("ib_gpudirect", "warn", json::array(), "no GPUDirect RDMA path",
+                           "VIGIL-IB-NO-GPUDIRECT", "gdr"));
+  }
+  return checks;
 }
 
 json report(const std::string& node, int seq, json checks, const std::string& run_suffix = "") {

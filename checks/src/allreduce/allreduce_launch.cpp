@@ -136,7 +136,16 @@ CheckResult verdict(const CheckContext& ctx, const AllreduceSpec& spec, const nb
         r.fault_code = std::string(spec.fault_prefix) + "-ALGORITHM";
     }
   }
-  if (run.nccl_transport) judge_transport(r, spec, run, *run.nccl_transport);
+  if (run.nccl_transport) {
+    // What NCCL connected over, as figures for the fabric dashboard (docs/dashboards.md): the
+    // network connections, how many of them with GPUDirect RDMA, and NVLS. No bound: the
+    // verdict on them is judge_transport's.
+    const nb::TransportUse& t = *run.nccl_transport;
+    add_measurement(r, ctx, "net_connections", t.net_connections, "count");
+    add_measurement(r, ctx, "gdr_connections", t.gdr_connections, "count");
+    add_measurement(r, ctx, "nvls", t.nvls ? 1 : 0, "bool");
+    judge_transport(r, spec, run, t);
+  }
   return r;
 }
 

@@ -215,6 +215,15 @@ TEST(AllreduceChecks, the_transport_nccl_used_decides_whether_the_figure_is_judg
     EXPECT_EQ(r.fault_code, "VIGIL-NCCL-IB-NO-GDR");
     EXPECT_NE(r.message.find("GDRDMA on 2 of 8 network connections"), std::string::npos)
         << r.message;
+    // ... and the same counts as figures, for the fabric dashboard's GPUDirect panel.
+    auto figure = [&](const std::string& name) {
+      for (const auto& m : r.measurements)
+        if (m.name == name) return m.value;
+      return -1.0;
+    };
+    EXPECT_EQ(figure("net_connections"), 8);
+    EXPECT_EQ(figure("gdr_connections"), 2);
+    EXPECT_EQ(figure("nvls"), 0);
   }
   {
     ScopedEnv t("FAKE_TRANSPORT", transport("IB", R"("NET/IB")", 8, 8));
