@@ -1,5 +1,6 @@
 // HTTP API on 127.0.0.1:0: auth, limits, schema validation (each rejection changes nothing),
-// 202 after durability, node views, operator endpoints, and /metrics through promtool.
+// 202 after durability, node views, operator endpoints, and /metrics through promtool. The
+// listener's own limits are http_server_test.cpp; the test server is http_test_server.h.
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <sys/wait.h>
@@ -13,10 +14,10 @@
 
 #include "fake_clock.h"
 #include "fakes.h"
+#include "http_test_server.h"
 #include "slow_clients.h"
 #include "temp_dir.h"
 #include "vigil/drainer/calibrate.h"
-#include "vigil/drainer/http_server.h"
 #include "vigil/drainer/journal.h"
 
 namespace vigil::drainer {
@@ -28,64 +29,6 @@ using testing::make_check;
 using testing::make_report;
 using testing::SlowClients;
 using testing::TempDir;
-
-const std::string kToken = "s3cret-token-0123456789";
-
-struct Server {
-  TempDir dir;
-  FakeClock clock;
-  std::shared_ptr<FakeSlurm> slurm = std::make_shared<FakeSlurm>();
-  DrainerConfig cfg;
-  std::unique_ptr<Drainer> d;
-  std::unique_ptr<HttpServer> http;
-  std::unique_ptr<httplib::Client> cli;
-
-  explicit Server(bool open_drainer = true, std::function<void(DrainerConfig&)> tweak = {}) {
-    for (int i = 0; i < 4; ++i) slurm->add_node("gpu-" + std::to_string(i));
-    cfg.listen_address = "127.0.0.1";
-    cfg.listen_port = 0;
-    cfg.auth_enabled = true;
-    cfg.token = kToken;
-    cfg.max_body_bytes = 64 * 1024;
-    cfg.state_dir = dir.str();
-    cfg.policy = default_policy();
-    if (tweak) tweak(cfg);
-    d = std::make_unique<Drainer>(cfg, slurm, nullptr, clock);
-    if (open_drainer) {
-      EXPECT_TRUE(d->open().ok());
-    }
-    http = std::make_unique<HttpServer>(*d, cfg);
-    auto port = http->bind();
-    EXPECT_TRUE(port.ok());
-    EXPECT_TRUE(http->start().ok());
-    cli = std::make_unique<httplib::Client>("127.0.0.1", port.value());
-  }
-  ~Server() { http->stop(); }
-
-  httplib::Result post(const std::string& body, const std::string& token = kToken) {
-    httplib::Headers h;
-    if (!token.empty()) h.emplace("Authorization", "Bearer " + token);
-    return cli->Post("/v1/reports", h, body, "application/json");
-  }
-  size_t journal_records() {
-    auto j = Journal::open(cfg.state_dir);
-    size_t n = 0;
-    for (const auto& e : std::filesystem::directory_iterator(cfg.state_dir))
-      if (e.path().filename().string().starts_with("journal-")) {
-        std::ifstream in(e.path());
-        std::string line;
-        while (std::getline(in, line)) n++;
-      }
-    return n;
-  }
-};
-
-std::string report_body(const std::string& node, const std::string& run,
-                        Status st = Status::kPass) {
-  return to_json(
-             make_report(node, run, {make_check("nvml_ecc", st, st == Status::kFail ? 1 : 0, 0)}))
-      .dump();
-}
 
 TEST(HttpApi, valid_report_is_accepted_with_202_and_stored) {
   Server s;
@@ -357,100 +300,6 @@ TEST(HttpApi, metrics_pass_promtool_check_metrics) {
 #else
   GTEST_SKIP() << "promtool not found at configure time";
 #endif
-}
-
-}  // namespace
-}  // namespace vigil::drainer
-
-namespace vigil::drainer {
-namespace {
-
-using SteadyClock = std::chrono::steady_clock;
-
-double seconds_since(SteadyClock::time_point t0) {
-  return std::chrono::duration<double>(SteadyClock::now() - t0).count();
-}
-
-// The old thread-per-connection server gave each of these a worker until its read timed out:
-// 200 of them kept a legitimate report waiting for minutes.
-TEST(HttpServerLimits, a_report_is_answered_while_200_connections_sit_idle) {
-  Server s;
-  SlowClients idle(s.http->port(), 200, /*per_source=*/50);
-  ASSERT_EQ(idle.opened(), 200);
-  s.cli->set_connection_timeout(5);
-  s.cli->set_read_timeout(5);
-  for (int i = 0; i < 5; ++i) {
-    const auto t0 = SteadyClock::now();
-    auto r = s.post(report_body("gpu-1", "idle-" + std::to_string(i)));
-    ASSERT_TRUE(r) << httplib::to_string(r.error());
-    EXPECT_EQ(r->status, 202);
-    EXPECT_LT(seconds_since(t0), 1.0);
-  }
-  EXPECT_EQ(idle.closed_by_server(), 0);  // still open: only the deadline closes them
-}
-
-TEST(HttpServerLimits, a_trickling_request_is_cut_at_the_request_deadline) {
-  Server s(true, [](DrainerConfig& c) { c.limits.request_timeout_s = 1; });
-  // One byte every 200 ms: never idle long enough for an inactivity timeout.
-  SlowClients trickle(s.http->port(), 10, 10, std::chrono::milliseconds(200));
-  ASSERT_EQ(trickle.opened(), 10);
-  std::this_thread::sleep_for(std::chrono::milliseconds(400));
-  EXPECT_EQ(trickle.closed_by_server(), 0);
-  const auto t0 = SteadyClock::now();
-  while (trickle.closed_by_server() < 10 && seconds_since(t0) < 5)
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  EXPECT_EQ(trickle.closed_by_server(), 10);
-  EXPECT_LT(seconds_since(t0), 2.5);
-  EXPECT_EQ(s.post(report_body("gpu-1", "after"))->status, 202);
-}
-
-TEST(HttpServerLimits, one_source_gets_at_most_its_connection_cap) {
-  Server s(true, [](DrainerConfig& c) { c.limits.max_connections_per_source = 8; });
-  SlowClients one_source(s.http->port(), 20, /*per_source=*/20);
-  ASSERT_EQ(one_source.opened(), 20);  // the kernel accepted them all
-  const auto t0 = SteadyClock::now();
-  while (one_source.closed_by_server() < 12 && seconds_since(t0) < 5)
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  EXPECT_EQ(one_source.closed_by_server(), 12);  // 8 kept, the rest closed at accept
-  EXPECT_EQ(s.post(report_body("gpu-1", "other-source"))->status, 202);
-}
-
-TEST(HttpServerLimits, a_full_queue_answers_503_with_retry_after_and_loses_nothing) {
-  Server s(true, [](DrainerConfig& c) {
-    c.limits.workers = 1;
-    c.limits.queue_depth = 1;
-    c.max_body_bytes = 4 * 1024 * 1024;
-  });
-  std::string batch = "[";
-  for (int i = 0; i < 300; ++i)
-    batch += (i ? "," : "") + report_body("gpu-1", "b-%RUN%-" + std::to_string(i));
-  batch += "]";
-  std::atomic<int> accepted{0}, busy{0}, other{0}, retry_after{0};
-  std::vector<std::thread> ts;
-  for (int t = 0; t < 12; ++t)
-    ts.emplace_back([&, t] {
-      httplib::Client cli("127.0.0.1", s.http->port());
-      std::string body = batch;
-      for (size_t p; (p = body.find("%RUN%")) != std::string::npos;)
-        body.replace(p, 5, std::to_string(t));
-      auto r = cli.Post("/v1/reports", {{"Authorization", "Bearer " + kToken}}, body,
-                        "application/json");
-      if (r && r->status == 202) {
-        accepted += nlohmann::json::parse(r->body)["accepted"].get<int>();
-      } else if (r && r->status == 503) {
-        busy++;
-        if (r->get_header_value("Retry-After") == "1") retry_after++;
-      } else {
-        other++;
-      }
-    });
-  for (auto& t : ts) t.join();
-  EXPECT_EQ(other, 0);
-  EXPECT_GT(busy, 0) << "12 concurrent 300-report batches against 1 worker + 1 queue slot";
-  EXPECT_EQ(retry_after, busy);
-  EXPECT_EQ(static_cast<size_t>(accepted), s.journal_records());  // each 202 is durable
-  EXPECT_NE(s.d->metrics_text().find(R"(vigil_reports_ingested_total{outcome="busy"})"),
-            std::string::npos);
 }
 
 }  // namespace
