@@ -40,6 +40,21 @@ TEST(Significant, keeps_three_digits_at_any_scale_without_an_exponent) {
 namespace vigil {
 namespace {
 
+// The one formatter of figures: whole numbers bare where the style says so, then the style's
+// decimals (the NVML messages, the Slurm reasons, the detection messages).
+TEST(FormatFigure, each_style_writes_what_its_readers_expect) {
+  EXPECT_EQ(format_figure(3, FigureStyle::kThreeSignificant), "3");
+  EXPECT_EQ(format_figure(1e6, FigureStyle::kThreeSignificant), "1000000");
+  EXPECT_EQ(format_figure(0.01234, FigureStyle::kThreeSignificant), "0.0123");
+  EXPECT_EQ(format_figure(151.46, FigureStyle::kThreeSignificant), "151");
+  EXPECT_EQ(format_figure(180, FigureStyle::kOneDecimal), "180");
+  EXPECT_EQ(format_figure(151.46, FigureStyle::kOneDecimal), "151.5");
+  EXPECT_EQ(format_figure(712.4, FigureStyle::kByMagnitude), "712");
+  EXPECT_EQ(format_figure(31.24, FigureStyle::kByMagnitude), "31.2");
+  EXPECT_EQ(format_figure(3, FigureStyle::kByMagnitude), "3.00");  // measured, not counted
+  EXPECT_EQ(format_figure(-0.5, FigureStyle::kByMagnitude), "-0.50");
+}
+
 TEST(Trim, drops_leading_and_trailing_characters_of_the_set_only) {
   EXPECT_EQ(trim("  4: ACTIVE\n"), "4: ACTIVE");
   EXPECT_EQ(trim("\t\r\n "), "");

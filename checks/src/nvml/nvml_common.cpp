@@ -87,16 +87,6 @@ void default_threshold(Measurement& m, Op op, double fail, std::optional<double>
   m.threshold = std::move(t);
 }
 
-std::string figure(double v) {
-  char buf[64];
-  if (std::fabs(v - std::round(v)) < 1e-9 && std::fabs(v) < 1e15) {
-    std::snprintf(buf, sizeof buf, "%.0f", v);
-  } else {
-    std::snprintf(buf, sizeof buf, "%.3g", v);
-  }
-  return buf;
-}
-
 void Verdict::add(Status s, std::string text, std::string fault_code) {
   findings_.push_back({s, std::move(text), std::move(fault_code)});
 }

@@ -64,8 +64,9 @@ struct FieldRead {
 };
 FieldRead read_field(const Session& s, int gpu, unsigned field_id);
 
-// Integer figures print without decimals ("3"), others with up to 3 significant decimals.
-std::string figure(double v);
+// Integer figures print without decimals ("3"), others with 3 significant digits (the base's
+// one formatter, vigil/base/strings.h).
+inline std::string figure(double v) { return format_figure(v, FigureStyle::kThreeSignificant); }
 
 struct Described {
   std::string text;        // "gpu2 volatile DBE 1"

@@ -26,6 +26,25 @@ std::string fixed(double v, int decimals) {
   return buf;
 }
 
+std::string format_figure(double v, FigureStyle style) {
+  char buf[64];
+  const bool whole = std::fabs(v - std::round(v)) < 1e-9 && std::fabs(v) < 1e15;
+  switch (style) {
+    case FigureStyle::kThreeSignificant:
+      std::snprintf(buf, sizeof buf, whole ? "%.0f" : "%.3g", v);
+      break;
+    case FigureStyle::kOneDecimal:
+      std::snprintf(buf, sizeof buf, whole ? "%.0f" : "%.1f", v);
+      break;
+    case FigureStyle::kByMagnitude: {
+      const double a = std::fabs(v);
+      std::snprintf(buf, sizeof buf, a >= 99.95 ? "%.0f" : a >= 9.995 ? "%.1f" : "%.2f", v);
+      break;
+    }
+  }
+  return buf;
+}
+
 std::string significant(double v, int digits) {
   const double mag = std::fabs(v);
   const int lead =

@@ -10,6 +10,7 @@
 #include "group_judge.h"
 #include "state.h"
 #include "stats.h"
+#include "vigil/base/strings.h"
 #include "vigil/detect/detect.h"
 
 namespace vigil::detect {
@@ -35,7 +36,7 @@ std::string name_of(const Sample& s) {
 std::string value_problem(double v) {
   if (std::isnan(v)) return "NaN is not a number";
   if (std::isinf(v)) return "infinity is not a figure";
-  if (v < 0) return detail::short_number(v) + " is negative";
+  if (v < 0) return format_figure(v, FigureStyle::kByMagnitude) + " is negative";
   return "";
 }
 

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "stats.h"
+#include "vigil/base/strings.h"
 
 namespace vigil::detect::detail {
 
@@ -64,7 +65,7 @@ std::string percent(double fraction) {
 
 std::string message(const Verdict& v, const FigureToGrade& f) {
   std::string head = f.prefix;
-  head += v.measurement + " " + short_number(v.value) + " " + v.unit;
+  head += v.measurement + " " + format_figure(v.value, FigureStyle::kByMagnitude) + " " + v.unit;
   if (v.baseline.empty()) return head + ", no baseline yet";
   if (v.drifting) {
     return head + ", drifting down " + percent(v.deviation) + " over " +
@@ -74,7 +75,8 @@ std::string message(const Verdict& v, const FigureToGrade& f) {
   const bool higher_better = f.direction == Direction::kHigherIsBetter;
   std::string s =
       head + ", " + percent(v.deviation) + " " + ((worse == higher_better) ? "below " : "above ");
-  const std::string centre = " (" + short_number(v.baseline_value) + ")";
+  const std::string centre =
+      " (" + format_figure(v.baseline_value, FigureStyle::kByMagnitude) + ")";
   if (v.baseline == "peers") s += "its " + std::to_string(v.peers) + " peers" + centre;
   if (v.baseline == "history") {
     s += "its last " + std::to_string(v.history) + " runs" + centre;
@@ -165,13 +167,6 @@ void grade(Verdict& v, std::span<const Baseline> baselines, const FigureToGrade&
     v.drifting = true;
   }
   if (v.status != Status::kPass) v.message = message(v, f);
-}
-
-std::string short_number(double v) {
-  char buf[32];
-  const double a = std::fabs(v);
-  std::snprintf(buf, sizeof buf, a >= 99.95 ? "%.0f" : a >= 9.995 ? "%.1f" : "%.2f", v);
-  return buf;
 }
 
 }  // namespace vigil::detect::detail

@@ -59,7 +59,4 @@ struct FigureToGrade {
 // confirmed against any failing baseline is preferred over an unconfirmed one.
 void grade(Verdict& v, std::span<const Baseline> baselines, const FigureToGrade& figure);
 
-// "712", "47.3", "3.12": three significant digits at most, for messages.
-std::string short_number(double v);
-
 }  // namespace vigil::detect::detail

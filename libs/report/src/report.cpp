@@ -9,6 +9,7 @@
 #include <set>
 
 #include "vigil/base/slurm_names.h"
+#include "vigil/base/strings.h"
 
 namespace vigil {
 
@@ -351,26 +352,16 @@ Parsed<std::vector<NodeReport>> parse_node_reports(std::string_view text) {
 
 namespace {
 
-std::string compact_number(double v) {
-  char buf[64];
-  if (std::fabs(v - std::round(v)) < 1e-9 && std::fabs(v) < 1e15) {
-    std::snprintf(buf, sizeof buf, "%.0f", v);
-  } else {
-    std::snprintf(buf, sizeof buf, "%.1f", v);
-  }
-  return buf;
-}
-
 // "gpu3 busbw 151<180GB/s": the value, the violated comparison and the bound.
 std::string figure_of(const Measurement& m) {
   std::string out;
   if (m.gpu) out += "gpu" + std::to_string(*m.gpu) + " ";
   if (m.port) out += *m.port + " ";
-  out += m.name + " " + compact_number(m.value);
+  out += m.name + " " + format_figure(m.value, FigureStyle::kOneDecimal);
   const Threshold& t = *m.threshold;
   const bool below_floor = t.breaks_fail(m.value);
   double bound = below_floor ? t.fail : t.warn.value_or(t.fail);
-  out += (t.op == Op::kGe ? "<" : ">") + compact_number(bound);
+  out += (t.op == Op::kGe ? "<" : ">") + format_figure(bound, FigureStyle::kOneDecimal);
   if (m.unit != "count" && m.unit != "bool") out += m.unit;
   if (below_floor && t.unconfirmed) out += " (unconfirmed floor)";
   return out;
