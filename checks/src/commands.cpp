@@ -55,8 +55,10 @@ bool reported(const RunArgs& a, const std::string& node) {
 // Loads the thresholds and fills the context both subcommands share (node, SKU, paths).
 // Returns 0, or the exit code after printing why.
 // hook: `vigil-check hook`, whose passive suite detects the SKU itself and loads no GPU.
+// parts: where to put the GPUs' serials and UUIDs (the report's "gpus"), when wanted.
 int prepare(const RunArgs& a, vigil::Loaded<vigil::SkuSet>& skus, vigil::CheckContext& ctx,
-            std::string& sku_note, bool hook = false) {
+            std::string& sku_note, bool hook = false,
+            std::vector<vigil::GpuPart>* parts = nullptr) {
   const std::string dir = a.thresholds.empty() ? default_thresholds_dir() : a.thresholds;
   skus = vigil::load_sku_dir(dir, vigil::known_check_names());
   if (!skus) {
@@ -93,6 +95,7 @@ int prepare(const RunArgs& a, vigil::Loaded<vigil::SkuSet>& skus, vigil::CheckCo
   }
   auto inventory = vigil::read_gpu_inventory(ctx.nvml_library);
   if (inventory) ctx.gpu_count = static_cast<int>(inventory->gpu_names.size());
+  if (inventory && parts) *parts = vigil::gpu_parts(*inventory);
   if (!a.sku.empty()) {
     ctx.sku = skus.value->by_name(a.sku);
     if (!ctx.sku) {
@@ -255,7 +258,8 @@ int cmd_run(const RunArgs& a) {
   vigil::Loaded<vigil::SkuSet> skus;
   vigil::CheckContext ctx;
   std::string sku_note;
-  if (int rc = prepare(a, skus, ctx, sku_note); rc != 0) return rc;
+  std::vector<vigil::GpuPart> parts;
+  if (int rc = prepare(a, skus, ctx, sku_note, false, &parts); rc != 0) return rc;
   ctx.repeat_spacing = std::chrono::seconds(a.repeat_spacing_s);  // fabric and hook: none
 
   auto checks = vigil::all_checks();
@@ -269,6 +273,7 @@ int cmd_run(const RunArgs& a) {
   }
   report.checks = vigil::run_checks(checks, ctx, opts);
   report.end_time = vigil::rfc3339_utc(now_unix());
+  report.gpus = std::move(parts);
   if (int rc = emit(a, {report}); rc != 0) return rc;
   return vigil::exit_code_for(report.overall());
 }

@@ -1,5 +1,6 @@
 #include "inventory.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "nvml/nvml_loader.h"
@@ -9,7 +10,15 @@ namespace vigil {
 
 namespace {
 
-// Reads the inventory in this process; JSON {"names", "ids"} or {"error"}.
+// An identifier as the report's "gpus" takes it (printable ASCII, no blanks); empty otherwise,
+// as if the driver had not said (a part is then told apart by its other identifier).
+std::string printable(const char* s) {
+  const std::string v(s);
+  const bool ok = std::all_of(v.begin(), v.end(), [](char c) { return c > ' ' && c < 0x7f; });
+  return ok ? v : std::string();
+}
+
+// Reads the inventory in this process; JSON {"names", "ids", "serials", "uuids"} or {"error"}.
 nlohmann::json inventory_json(const std::string& nvml_library) {
   nlohmann::json j;
   auto lib = nvml::Library::open(nvml_library);
@@ -21,6 +30,8 @@ nlohmann::json inventory_json(const std::string& nvml_library) {
   }
   j["names"] = nlohmann::json::array();
   j["ids"] = nlohmann::json::array();
+  j["serials"] = nlohmann::json::array();
+  j["uuids"] = nlohmann::json::array();
   for (unsigned i = 0; i < count; ++i) {
     nvmlDevice_t dev{};
     if (api.device_get_handle_by_index(i, &dev) != NVML_SUCCESS) continue;
@@ -29,8 +40,16 @@ nlohmann::json inventory_json(const std::string& nvml_library) {
     nvmlPciInfo_t pci{};
     unsigned id = 0;
     if (nvml::call(api.device_get_pci_info, dev, &pci) == NVML_SUCCESS) id = pci.pciDeviceId >> 16;
+    char serial[kNvmlDeviceSerialBufferSize] = {};
+    if (nvml::call(api.device_get_serial, dev, serial, kNvmlDeviceSerialBufferSize) != NVML_SUCCESS)
+      serial[0] = '\0';
+    char uuid[kNvmlDeviceUuidBufferSize] = {};
+    if (nvml::call(api.device_get_uuid, dev, uuid, kNvmlDeviceUuidBufferSize) != NVML_SUCCESS)
+      uuid[0] = '\0';
     j["names"].push_back(name);
     j["ids"].push_back(id);
+    j["serials"].push_back(printable(serial));
+    j["uuids"].push_back(printable(uuid));
   }
   return j;
 }
@@ -41,6 +60,8 @@ Result<GpuInventory> from_json(const nlohmann::json& j) {
   GpuInventory inv;
   inv.gpu_names = j["names"].get<std::vector<std::string>>();
   inv.pci_device_ids = j["ids"].get<std::vector<unsigned>>();
+  inv.serials = j["serials"].get<std::vector<std::string>>();
+  inv.uuids = j["uuids"].get<std::vector<std::string>>();
   return inv;
 }
 
@@ -52,6 +73,21 @@ Result<GpuInventory> read_gpu_inventory(const std::string& nvml_library,
   auto out = run_in_child([&] { return inventory_json(nvml_library).dump(); }, timeout);
   if (!out) return Error{out.error().message, "GPU inventory via " + nvml_library};
   return from_json(nlohmann::json::parse(*out, nullptr, false));
+}
+
+std::vector<GpuPart> gpu_parts(const GpuInventory& inventory) {
+  std::vector<GpuPart> out;
+  bool any = false;
+  for (size_t i = 0; i < inventory.gpu_names.size(); ++i) {
+    GpuPart p;
+    p.index = static_cast<int>(i);
+    if (i < inventory.serials.size()) p.serial = inventory.serials[i];
+    if (i < inventory.uuids.size()) p.uuid = inventory.uuids[i];
+    any |= !p.serial.empty() || !p.uuid.empty();
+    out.push_back(std::move(p));
+  }
+  if (!any) out.clear();
+  return out;
 }
 
 Result<GpuInventory> read_gpu_inventory_here(const std::string& nvml_library) {

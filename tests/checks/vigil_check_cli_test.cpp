@@ -80,6 +80,21 @@ TEST_F(VigilCheckCli, healthy_node_passes_and_a_remap_pending_node_fails_with_th
   EXPECT_EQ(failing["message"], "gpu3 row remap pending (1)");
 }
 
+// The report says which part sits in each GPU slot (board serial and UUID from NVML), where the
+// driver tells: what an RMA needs and what part history keys on; nothing when it does not.
+TEST_F(VigilCheckCli, the_report_names_each_gpus_serial_and_uuid_where_the_driver_gives_them) {
+  auto with = run({}, kFixtures + "/nvml/healthy_8x_h100.json", kFixtures + "/nodes/gpu-0/sysfs");
+  ASSERT_EQ(with.exit_code, 0) << with.describe();
+  const auto gpus = nlohmann::json::parse(with.out)["gpus"];
+  ASSERT_EQ(gpus.size(), 8u) << with.out;
+  EXPECT_EQ(gpus[3]["index"], 3);
+  EXPECT_EQ(gpus[3]["serial"], "1652823054323");
+  EXPECT_EQ(gpus[3]["uuid"], "GPU-00000003-5a6b-4c7d-8e9f-0a1b2c3d4e5f");
+  auto without = run({}, kFixtures + "/nodes/gpu-0/nvml.json", kFixtures + "/nodes/gpu-0/sysfs");
+  ASSERT_EQ(without.exit_code, 0) << without.describe();
+  EXPECT_FALSE(nlohmann::json::parse(without.out).contains("gpus"));
+}
+
 TEST_F(VigilCheckCli, malformed_threshold_yaml_names_the_file_and_field_and_checks_nothing) {
   fs::create_directories(dir_ + "/th");
   fs::copy(kThresholds + "/h100-sxm5-80gb.yaml", dir_ + "/th/h100.yaml");

@@ -28,6 +28,7 @@ using nlohmann::json;
 
 struct nvmlDevice_st {
   std::string name;
+  std::optional<std::string> serial, uuid;  // absent: NVML_ERROR_NOT_SUPPORTED
   std::string bus_id;
   unsigned domain = 0, bus = 0, device = 0;
   unsigned pci_device_id = 0;
@@ -155,6 +156,8 @@ const std::map<std::string, int> kLinkCounters = {
 nvmlDevice_st parse_gpu(const json& j, const std::string& at) {
   check_keys(j,
              {"name",
+              "serial",
+              "uuid",
               "pci",
               "lost",
               "ecc",
@@ -180,6 +183,8 @@ nvmlDevice_st parse_gpu(const json& j, const std::string& at) {
              at);
   nvmlDevice_st g;
   g.name = j.contains("name") ? to_string(j["name"], at + "/name") : "NVIDIA Fake GPU";
+  if (j.contains("serial")) g.serial = to_string(j["serial"], at + "/serial");
+  if (j.contains("uuid")) g.uuid = to_string(j["uuid"], at + "/uuid");
   if (j.contains("pci")) {
     const json& p = j["pci"];
     check_keys(p, {"bus_id", "device_id", "subsystem_id"}, at + "/pci");
@@ -593,6 +598,27 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t handle, char* name,
   if (d->name.size() + 1 > length) return NVML_ERROR_INSUFFICIENT_SIZE;
   std::memcpy(name, d->name.c_str(), d->name.size() + 1);
   return NVML_SUCCESS;
+}
+
+// nvmlDeviceGetSerial / nvmlDeviceGetUUID: the fixture's string, NOT_SUPPORTED without one.
+static nvmlReturn_t copy_out(const std::optional<std::string>& v, char* out, unsigned length) {
+  if (!out) return NVML_ERROR_INVALID_ARGUMENT;
+  if (!v) return NVML_ERROR_NOT_SUPPORTED;
+  if (v->size() + 1 > length) return NVML_ERROR_INSUFFICIENT_SIZE;
+  std::memcpy(out, v->c_str(), v->size() + 1);
+  return NVML_SUCCESS;
+}
+
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetSerial(nvmlDevice_t handle, char* serial,
+                                                  unsigned int length) {
+  DEVICE_QUERY(handle);
+  return copy_out(d->serial, serial, length);
+}
+
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t handle, char* uuid,
+                                                unsigned int length) {
+  DEVICE_QUERY(handle);
+  return copy_out(d->uuid, uuid, length);
 }
 
 FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t handle, nvmlPciInfo_t* pci) {

@@ -248,4 +248,32 @@ TEST(NodeReport, context_is_optional_round_trips_and_is_validated) {
   EXPECT_EQ(error_of(bad).rfind("/context", 0), 0u) << error_of(bad);
 }
 
+// "gpus": which part sits in each slot (serial, UUID), for RMA and part history.
+TEST(NodeReport, gpus_are_optional_round_trip_and_are_validated) {
+  auto plain = parse_node_report(valid_report());
+  ASSERT_TRUE(plain) << plain.error;
+  EXPECT_TRUE(plain.value->gpus.empty());
+  EXPECT_FALSE(to_json(*plain.value).contains("gpus"));
+  json j = valid_report();
+  j["gpus"] = json::parse(R"([{"index": 0, "serial": "1652823054320",
+                               "uuid": "GPU-00000000-5a6b-4c7d-8e9f-0a1b2c3d4e5f"},
+                              {"index": 1, "uuid": "GPU-00000001-5a6b-4c7d-8e9f-0a1b2c3d4e5f"}])");
+  auto p = parse_node_report(j);
+  ASSERT_TRUE(p) << p.error;
+  ASSERT_EQ(p.value->gpus.size(), 2u);
+  EXPECT_EQ(p.value->gpus[0].serial, "1652823054320");
+  EXPECT_TRUE(p.value->gpus[1].serial.empty());  // a board without an inforom
+  EXPECT_EQ(to_json(*p.value)["gpus"], j["gpus"]);
+  auto error_with = [&](const char* gpus) {
+    json bad = valid_report();
+    bad["gpus"] = json::parse(gpus);
+    return error_of(bad);
+  };
+  EXPECT_EQ(error_with(R"([{"index": -1}])").rfind("/gpus/0/index", 0), 0u);
+  EXPECT_EQ(error_with(R"([{"index": 0}, {"index": 0}])").rfind("/gpus/1/index: duplicate", 0), 0u);
+  EXPECT_EQ(error_with(R"([{"index": 0, "serial": "12 34"}])").rfind("/gpus/0/serial", 0), 0u);
+  EXPECT_EQ(error_with(R"([{"index": 0, "slot": 3}])").rfind("/gpus/0/slot: unknown field", 0), 0u);
+  EXPECT_EQ(error_with(R"({"index": 0})").rfind("/gpus: must be an array", 0), 0u);
+}
+
 }  // namespace vigil

@@ -157,6 +157,10 @@ typedef nvmlReturn_t (*nvmlSystemGetDriverVersion_fn)(char*, unsigned int);
 typedef nvmlReturn_t (*nvmlDeviceGetCount_v2_fn)(unsigned int*);
 typedef nvmlReturn_t (*nvmlDeviceGetHandleByIndex_v2_fn)(unsigned int, nvmlDevice_t*);
 typedef nvmlReturn_t (*nvmlDeviceGetName_fn)(nvmlDevice_t, char*, unsigned int);
+// The board serial ("matches the serial number tag that is physically attached to the board",
+// nvml.h) and the GPU UUID: which part sits in a slot (part history, docs/repair.md).
+typedef nvmlReturn_t (*nvmlDeviceGetSerial_fn)(nvmlDevice_t, char*, unsigned int);
+typedef nvmlReturn_t (*nvmlDeviceGetUUID_fn)(nvmlDevice_t, char*, unsigned int);
 typedef nvmlReturn_t (*nvmlDeviceGetPciInfo_v3_fn)(nvmlDevice_t, nvmlPciInfo_t*);
 typedef nvmlReturn_t (*nvmlDeviceGetTotalEccErrors_fn)(nvmlDevice_t, int, int, unsigned long long*);
 typedef nvmlReturn_t (*nvmlDeviceGetRemappedRows_fn)(nvmlDevice_t, unsigned int*, unsigned int*,
@@ -193,7 +197,9 @@ typedef nvmlReturn_t (*nvmlDeviceGetFieldValues_fn)(nvmlDevice_t, int, nvmlField
 // NVML_NVLINK_MAX_LINKS: 36 since the CUDA 13.3 nvml.h (18 before). Links past a board's own
 // count answer NVML_ERROR_INVALID_ARGUMENT, so scanning all 36 costs nothing on older GPUs.
 inline constexpr unsigned kNvmlNvLinkMaxLinks = 36;
-inline constexpr unsigned kNvmlDeviceNameBufferSize = 96;  // NVML_DEVICE_NAME_V2_BUFFER_SIZE
+inline constexpr unsigned kNvmlDeviceNameBufferSize = 96;    // NVML_DEVICE_NAME_V2_BUFFER_SIZE
+inline constexpr unsigned kNvmlDeviceSerialBufferSize = 30;  // NVML_DEVICE_SERIAL_BUFFER_SIZE
+inline constexpr unsigned kNvmlDeviceUuidBufferSize = 96;    // NVML_DEVICE_UUID_V2_BUFFER_SIZE
 
 // nvmlClocksEventReasons bits (formerly "throttle reasons").
 inline constexpr unsigned long long kNvmlClocksEventHwSlowdown = 0x8ULL;

@@ -22,6 +22,8 @@ struct Api {
   // optional
   nvmlSystemGetDriverVersion_fn system_get_driver_version = nullptr;
   nvmlDeviceGetName_fn device_get_name = nullptr;
+  nvmlDeviceGetSerial_fn device_get_serial = nullptr;
+  nvmlDeviceGetUUID_fn device_get_uuid = nullptr;
   nvmlDeviceGetPciInfo_v3_fn device_get_pci_info = nullptr;
   nvmlDeviceGetTotalEccErrors_fn device_get_total_ecc_errors = nullptr;
   nvmlDeviceGetRemappedRows_fn device_get_remapped_rows = nullptr;

@@ -1,5 +1,6 @@
 #include "vigil/report/report.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -86,6 +87,16 @@ json to_json(const NodeReport& r) {
   if (r.k8s_node) j["k8s_node"] = *r.k8s_node;
   if (r.job_id) j["job_id"] = *r.job_id;
   if (r.context) j["context"] = *r.context;
+  if (!r.gpus.empty()) {
+    json gpus = json::array();
+    for (const auto& g : r.gpus) {
+      json e = {{"index", g.index}};
+      if (!g.serial.empty()) e["serial"] = g.serial;
+      if (!g.uuid.empty()) e["uuid"] = g.uuid;
+      gpus.push_back(std::move(e));
+    }
+    j["gpus"] = std::move(gpus);
+  }
   return j;
 }
 
@@ -243,10 +254,41 @@ CheckResult parse_check(const json& j, const std::string& path) {
   return r;
 }
 
+// "gpus": [{"index": 0, "serial": "1654922012345", "uuid": "GPU-..."}]: indices distinct and
+// >= 0; a serial or UUID, when present, a non-empty printable string of at most 96 characters
+// (NVML_DEVICE_UUID_V2_BUFFER_SIZE, the larger of the two buffers).
+std::vector<GpuPart> parse_gpus(const json& g, const std::string& path) {
+  if (!g.is_array()) fail_at(path, "must be an array");
+  std::vector<GpuPart> out;
+  for (size_t i = 0; i < g.size(); ++i) {
+    const std::string at = path + "/" + std::to_string(i);
+    const json& e = g[i];
+    if (!e.is_object()) fail_at(at, "must be an object");
+    only_keys(e, at, {"index", "serial", "uuid"});
+    const json& idx = *need(e, at, "index");
+    if (!idx.is_number_integer() || idx.get<long long>() < 0 || idx.get<long long>() > 1023)
+      fail_at(at + "/index", "must be an integer 0..1023");
+    GpuPart p;
+    p.index = idx.get<int>();
+    for (auto [key, field] : {std::pair{"serial", &p.serial}, std::pair{"uuid", &p.uuid}}) {
+      if (auto v = opt_string(e, at, key)) {
+        if (v->empty() || v->size() > 96 ||
+            !std::all_of(v->begin(), v->end(), [](char c) { return c > ' ' && c < 0x7f; }))
+          fail_at(at + "/" + key, "must be 1..96 printable characters without blanks");
+        *field = *v;
+      }
+    }
+    for (const auto& seen : out)
+      if (seen.index == p.index) fail_at(at + "/index", "duplicate GPU index");
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
 NodeReport parse_report(const json& j, const std::string& path) {
   only_keys(j, path,
             {"schema_version", "node", "k8s_node", "sku", "job_id", "context", "run_id",
-             "start_time", "end_time", "checks"});
+             "start_time", "end_time", "checks", "gpus"});
   NodeReport r;
   const json& v = *need(j, path, "schema_version");
   if (!v.is_number_integer()) fail_at(path + "/schema_version", "must be an integer");
@@ -286,6 +328,7 @@ NodeReport parse_report(const json& j, const std::string& path) {
                                    "/checks/" + std::to_string(k) + ")");
     }
   }
+  if (auto g = j.find("gpus"); g != j.end()) r.gpus = parse_gpus(*g, path + "/gpus");
   return r;
 }
 

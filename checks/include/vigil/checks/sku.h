@@ -91,6 +91,9 @@ Loaded<SkuSet> load_sku_dir(const std::string& dir, const std::set<std::string>&
 struct GpuInventory {
   std::vector<std::string> gpu_names;
   std::vector<unsigned> pci_device_ids;  // same order as gpu_names
+  // Which part sits in each slot (NVML index), same order; empty strings where the driver does
+  // not say (nvmlDeviceGetSerial: boards with an inforom; nvmlDeviceGetUUID: every GPU).
+  std::vector<std::string> serials, uuids;
 };
 
 // First SKU whose name or device id matches every GPU and whose gpu_count equals the count.

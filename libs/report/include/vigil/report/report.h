@@ -49,6 +49,17 @@ struct CheckResult {
   double duration_s = 0;
 };
 
+// Which part sits in a GPU slot when the report was made (docs/node-report.md "gpus"): the NVML
+// index, the board serial (nvmlDeviceGetSerial: "matches the serial number tag that is
+// physically attached to the board") and the GPU UUID; empty where the driver does not say.
+// What an RMA needs, and what tells a swapped part from a repeat offender (docs/repair.md).
+struct GpuPart {
+  int index = 0;
+  std::string serial;
+  std::string uuid;
+  bool operator==(const GpuPart&) const = default;
+};
+
 struct NodeReport {
   int schema_version = kNodeReportSchemaVersion;
   std::string node;                     // Slurm node name
@@ -62,6 +73,8 @@ struct NodeReport {
   std::string start_time;  // RFC 3339 UTC
   std::string end_time;    // RFC 3339 UTC
   std::vector<CheckResult> checks;
+  // The node's GPUs, in NVML order; absent from the Slurm hooks' reports and older checkers'.
+  std::vector<GpuPart> gpus;
 
   Status overall() const;
 };
