@@ -279,7 +279,8 @@ void read_breaker(const Reader& rd, const YAML::Node& b, BreakerConfig& breaker)
 void read_repair(const Reader& rd, const YAML::Node& r, RepairConfig& repair) {
   rd.only_keys(r, "repair",
                {"reboot", "max_in_repair", "max_per_window", "window_s", "max_reboots_per_node",
-                "node_window_s", "reboot_timeout_s", "recheck_timeout_s", "evidence_dir"});
+                "node_window_s", "reboot_timeout_s", "recheck_timeout_s", "evidence_dir",
+                "part_drains", "part_window_s"});
   rd.get(r, "reboot", "repair.reboot", repair.reboot);
   rd.get(r, "max_in_repair", "repair.max_in_repair", repair.max_in_repair);
   rd.get(r, "max_per_window", "repair.max_per_window", repair.max_per_window);
@@ -289,14 +290,18 @@ void read_repair(const Reader& rd, const YAML::Node& r, RepairConfig& repair) {
   rd.get(r, "reboot_timeout_s", "repair.reboot_timeout_s", repair.reboot_timeout_s);
   rd.get(r, "recheck_timeout_s", "repair.recheck_timeout_s", repair.recheck_timeout_s);
   rd.get(r, "evidence_dir", "repair.evidence_dir", repair.evidence_dir);
+  rd.get(r, "part_drains", "repair.part_drains", repair.part_drains);
+  rd.get(r, "part_window_s", "repair.part_window_s", repair.part_window_s);
   for (const auto& [key, v] : {std::pair{"max_in_repair", repair.max_in_repair},
                                {"max_per_window", repair.max_per_window},
-                               {"max_reboots_per_node", repair.max_reboots_per_node}})
+                               {"max_reboots_per_node", repair.max_reboots_per_node},
+                               {"part_drains", repair.part_drains}})
     if (v < 1) rd.fail(r[key], std::string("repair.") + key, "must be >= 1");
   for (const auto& [key, v] : {std::pair{"window_s", repair.window_s},
                                {"node_window_s", repair.node_window_s},
                                {"reboot_timeout_s", repair.reboot_timeout_s},
-                               {"recheck_timeout_s", repair.recheck_timeout_s}})
+                               {"recheck_timeout_s", repair.recheck_timeout_s},
+                               {"part_window_s", repair.part_window_s}})
     if (v < 60) rd.fail(r[key], std::string("repair.") + key, "must be >= 60");
 }
 

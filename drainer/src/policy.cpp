@@ -202,11 +202,12 @@ NodeHealth health_from_checks(const NodeState& s) {
 }
 
 PolicyEngine::PolicyEngine(PolicyConfig policy, BreakerConfig breaker, bool dry_run,
-                           const Clock& clock, bool repair)
+                           const Clock& clock, bool repair, PartRule parts)
     : policy_(std::move(policy)),
       breaker_(breaker),
       dry_run_(dry_run),
       repair_(repair),
+      parts_(parts),
       clock_(clock) {}
 
 std::string next_sku(const NodeState* prev, const NodeReport& r) {
@@ -318,6 +319,8 @@ Decision PolicyEngine::on_report(const NodeState* prev, const NodeReport& r,
   d.before = prev ? prev->health : NodeHealth::kUnknown;
   NodeState s = start_state(prev, r, slurm, now);
   sync_ownership(s, slurm);
+  for (const auto& swap : update_parts(s.parts, r.gpus))  // part history (parts.h)
+    s.note += (s.note.empty() ? "" : "; ") + swap;
   // A check that started before the node's new boot says nothing about the node after it:
   // neither a pass nor a fail of it counts while it is re-checked. Both times are the node's
   // own clock (the report's start, slurmd's boot time), so a drainer clock apart does not
@@ -399,6 +402,13 @@ PolicyEngine::Step PolicyEngine::drain_or_block(Decision& d, NodeState& s,
     return {Action::kBreakerBlocked, NodeHealth::kWouldDrain,
             "circuit breaker opened: " + d.breaker.why};
   s.drained_by_vigil = true;
+  // Part history: this drain counts against the part of each GPU whose figures fail; with the
+  // ladder on, a repeat offender is drained as `replace` (parts.h, docs/repair.md).
+  if (auto part = record_drain(s.parts, failing_gpus(cands), now, parts_); part && repair_) {
+    mark_replace(s, offender_text(*part, parts_), now);
+    d.reason = s.reason;
+    return {Action::kDrain, NodeHealth::kDrained, "drain as replace: " + s.reason};
+  }
   return {Action::kDrain, NodeHealth::kDrained, "drain: " + reason};
 }
 
@@ -496,97 +506,6 @@ Decision PolicyEngine::on_operator_resume(const NodeState& s,
   d.after = n.health;
   d.state = std::move(n);
   return d;
-}
-
-// ---- JSON (journal, snapshot, API) ----
-
-nlohmann::json to_json(const NodeState& s) {
-  nlohmann::json checks = nlohmann::json::object();
-  for (const auto& [name, c] : s.checks) {
-    checks[name] = {{"last_status", std::string(to_string(c.last_status))},
-                    {"consecutive_fails", c.consecutive_fails},
-                    {"consecutive_passes", c.consecutive_passes},
-                    {"last_reason", c.last_reason},
-                    {"fault_code", c.fault_code}};
-  }
-  nlohmann::json j{{"node", s.node},
-                   {"sku", s.sku},
-                   {"partition", s.partition},
-                   {"state", std::string(to_string(s.health))},
-                   {"drained_by_vigil", s.drained_by_vigil},
-                   {"reason", s.reason},
-                   {"driving_checks", s.driving_checks},
-                   {"checks", std::move(checks)},
-                   {"consecutive_fails", s.fail_streak},
-                   {"consecutive_passes", s.clean_streak},
-                   {"last_report_unix_s", s.last_report_unix},
-                   {"last_check_time", s.last_check_time},
-                   {"last_run_id", s.last_run_id},
-                   {"last_action", std::string(to_string(s.last_action))},
-                   {"note", s.note},
-                   {"failing", s.failing}};
-  if (s.k8s_node) j["k8s_node"] = *s.k8s_node;
-  // Only once the ladder touched the node: snapshots of nodes it never saw stay as they were.
-  if (s.repair.stage != RepairStage::kNone || s.repair.remedy || !s.repair.reboots.empty())
-    j["repair"] = to_json(s.repair);
-  if (!s.fabric_switch.empty()) {
-    j["fabric_switch"] = s.fabric_switch;
-    j["switch_suspect"] = s.switch_suspect;
-  }
-  return j;
-}
-
-Result<NodeState> node_state_from_json(const nlohmann::json& j) {
-  try {
-    NodeState s;
-    s.node = j.at("node").get<std::string>();
-    s.sku = j.value("sku", "");
-    s.partition = j.value("partition", "");
-    auto h = node_health_from_string(j.value("state", "unknown"));
-    if (!h) return Error{"unknown state " + j.value("state", ""), "node_state_from_json"};
-    s.health = *h;
-    s.drained_by_vigil = j.value("drained_by_vigil", false);
-    s.reason = j.value("reason", "");
-    s.driving_checks = j.value("driving_checks", std::vector<std::string>{});
-    if (j.contains("checks")) {
-      for (const auto& [name, c] : j.at("checks").items()) {
-        CheckState cs;
-        const std::string status = c.value("last_status", "skipped");
-        auto st = status_from_string(status);
-        if (!st)
-          return Error{"unknown status '" + status + "' of check " + name, "node_state_from_json"};
-        cs.last_status = *st;
-        cs.consecutive_fails = c.value("consecutive_fails", 0);
-        cs.consecutive_passes = c.value("consecutive_passes", 0);
-        cs.last_reason = c.value("last_reason", "");
-        cs.fault_code = c.value("fault_code", "");
-        s.checks[name] = cs;
-      }
-    }
-    s.fail_streak = j.value("consecutive_fails", 0);
-    s.clean_streak = j.value("consecutive_passes", 0);
-    s.last_report_unix = j.value("last_report_unix_s", int64_t{0});
-    s.last_check_time = j.value("last_check_time", "");
-    s.last_run_id = j.value("last_run_id", "");
-    const std::string last = j.value("last_action", "");
-    const auto la = last_action_from_string(last);
-    if (!la)
-      return Error{"unknown last_action '" + last + "'", "node_state_from_json(" + s.node + ")"};
-    s.last_action = *la;
-    s.note = j.value("note", "");
-    s.failing = j.value("failing", "");
-    if (j.contains("k8s_node")) s.k8s_node = j.at("k8s_node").get<std::string>();
-    s.fabric_switch = j.value("fabric_switch", "");
-    s.switch_suspect = j.value("switch_suspect", false);
-    if (j.contains("repair")) {  // absent before the repair ladder
-      auto r = repair_state_from_json(j.at("repair"));
-      if (!r.ok()) return Error{r.error().to_string(), "node_state_from_json(" + s.node + ")"};
-      s.repair = std::move(r.value());
-    }
-    return s;
-  } catch (const std::exception& e) {
-    return Error{e.what(), "node_state_from_json"};
-  }
 }
 
 }  // namespace vigil::drainer

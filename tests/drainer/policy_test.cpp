@@ -412,37 +412,5 @@ TEST(PolicyEngine, operator_resume_lifts_only_vigil_drains) {
   EXPECT_NE(r2.why.find("another owner"), std::string::npos);
 }
 
-TEST(PolicyEngine, state_round_trips_through_json) {
-  FakeClock clock;
-  PolicyEngine eng(default_policy(), {}, false, clock);
-  auto d = eng.on_report(nullptr, make_report("a", "1", {make_check("nvml_ecc", F, 1, 0)}), nullptr,
-                         {}, 4);
-  auto back = node_state_from_json(to_json(d.state));
-  ASSERT_TRUE(back.ok()) << back.error().to_string();
-  EXPECT_EQ(to_json(back.value()), to_json(d.state));
-  auto b = breaker_state_from_json(to_json(d.breaker));
-  ASSERT_TRUE(b.ok());
-  EXPECT_EQ(to_json(b.value()), to_json(d.breaker));
-}
-
-// last_action is typed: every spelling round-trips, and one this build does not know is an
-// error rather than a state that silently lost what the node's last decision did.
-TEST(PolicyEngine, last_action_is_typed_and_strict) {
-  for (LastAction a :
-       {LastAction::kNone, LastAction::kDrain, LastAction::kResume, LastAction::kWouldDrain,
-        LastAction::kWouldResume, LastAction::kBreakerBlocked, LastAction::kDrainSkipped})
-    EXPECT_EQ(last_action_from_string(to_string(a)), a);
-  EXPECT_EQ(to_string(LastAction::kDrainSkipped), "drain_skipped");
-  EXPECT_EQ(to_string(LastAction::kNone), "");
-  EXPECT_EQ(last_action_of(Action::kWouldDrain), LastAction::kWouldDrain);
-  NodeState s;
-  s.node = "gpu-1";
-  auto j = to_json(s);
-  j["last_action"] = "repair";
-  auto back = node_state_from_json(j);
-  ASSERT_FALSE(back.ok());
-  EXPECT_NE(back.error().to_string().find("unknown last_action 'repair'"), std::string::npos);
-}
-
 }  // namespace
 }  // namespace vigil::drainer

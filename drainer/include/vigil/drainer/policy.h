@@ -14,6 +14,7 @@
 #include "vigil/base/clock.h"
 #include "vigil/drainer/breaker.h"
 #include "vigil/drainer/config.h"
+#include "vigil/drainer/parts.h"
 #include "vigil/drainer/repair.h"
 #include "vigil/report/report.h"
 #include "vigil/slurm/slurm_api.h"
@@ -80,6 +81,8 @@ struct NodeState {
   std::string fabric_switch;
   bool switch_suspect = false;
   RepairState repair;  // the repair ladder (repair.h, docs/repair.md)
+  // The part in each GPU slot and when Vigil drained the node for it (parts.h).
+  std::vector<PartRecord> parts;
 };
 
 // kReboot: the repair ladder asks Slurm to reboot the node; kReplace: the node stays drained
@@ -120,8 +123,9 @@ std::string drain_reason(const CheckResult& r, size_t max_len = 200);
 class PolicyEngine {
  public:
   // repair: the repair ladder is on (repair.reboot); a fault back after a reboot is `replace`.
+  // parts: the repeat-offender rule of part history (parts.h), applied while `repair` is on.
   PolicyEngine(PolicyConfig policy, BreakerConfig breaker, bool dry_run, const Clock& clock,
-               bool repair = false);
+               bool repair = false, PartRule parts = {});
 
   // prev: null for a node never seen. slurm: null when Slurm's view is unknown (unreachable or
   // disabled); the Slurm sink re-checks ownership before acting. group_size: nodes in the
@@ -161,6 +165,7 @@ class PolicyEngine {
   Breaker breaker_;
   bool dry_run_;
   bool repair_;
+  PartRule parts_;
   const Clock& clock_;
 };
 

@@ -48,6 +48,10 @@ struct RepairConfig {
   // Where the report that drained a node is kept as evidence ("" = <state_dir>/evidence), one
   // file per drain while reboots are on; its path travels in events and the Node annotation.
   std::string evidence_dir;
+  // Part history's repeat-offender rule (parts.h): a GPU part Vigil drained the node for
+  // part_drains times within part_window_s is drained as `replace` while reboots are on.
+  int part_drains = 3;
+  int64_t part_window_s = 30 * 86400;
 };
 
 enum class RepairStage { kNone, kRebooting, kRechecking, kReplace };

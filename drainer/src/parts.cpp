@@ -1,0 +1,115 @@
+// Part history; see parts.h.
+#include "vigil/drainer/parts.h"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+namespace vigil::drainer {
+
+nlohmann::json parts_to_json(const std::vector<PartRecord>& parts) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& p : parts) {
+    nlohmann::json j = {{"index", p.index}, {"drains", p.drains}};
+    if (!p.serial.empty()) j["serial"] = p.serial;
+    if (!p.uuid.empty()) j["uuid"] = p.uuid;
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+Result<std::vector<PartRecord>> parts_from_json(const nlohmann::json& j) {
+  if (!j.is_array()) return Error{"must be an array", "parts"};
+  std::vector<PartRecord> out;
+  for (const auto& e : j) {
+    if (!e.is_object()) return Error{"an entry is not an object", "parts"};
+    for (const auto& [k, v] : e.items())
+      if (k != "index" && k != "serial" && k != "uuid" && k != "drains")
+        return Error{"unknown field '" + k + "'", "parts"};
+    if (!e.contains("index") || !e["index"].is_number_integer())
+      return Error{"index must be an integer", "parts"};
+    PartRecord p;
+    p.index = e["index"].get<int>();
+    for (auto [key, field] : {std::pair{"serial", &p.serial}, std::pair{"uuid", &p.uuid}}) {
+      if (!e.contains(key)) continue;
+      if (!e[key].is_string()) return Error{std::string(key) + " must be a string", "parts"};
+      *field = e[key].get<std::string>();
+    }
+    if (e.contains("drains")) {
+      if (!e["drains"].is_array()) return Error{"drains must be an array", "parts"};
+      for (const auto& t : e["drains"]) {
+        if (!t.is_number_integer()) return Error{"drains must hold unix times", "parts"};
+        p.drains.push_back(t.get<int64_t>());
+      }
+    }
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+namespace {
+
+// The part's identity: its board serial, else its UUID (a board without an inforom).
+const std::string& identity(const std::string& serial, const std::string& uuid) {
+  return serial.empty() ? uuid : serial;
+}
+
+std::string label(const PartRecord& p) {
+  return p.serial.empty() ? "uuid " + p.uuid : "serial " + p.serial;
+}
+
+}  // namespace
+
+std::vector<std::string> update_parts(std::vector<PartRecord>& parts,
+                                      const std::vector<GpuPart>& gpus) {
+  std::vector<std::string> notes;
+  for (const auto& g : gpus) {
+    if (g.serial.empty() && g.uuid.empty()) continue;  // nothing to tell the part by
+    auto it = std::find_if(parts.begin(), parts.end(),
+                           [&](const PartRecord& p) { return p.index == g.index; });
+    if (it == parts.end()) {
+      parts.push_back({g.index, g.serial, g.uuid, {}});
+      continue;
+    }
+    if (identity(it->serial, it->uuid) == identity(g.serial, g.uuid)) {
+      if (it->uuid.empty()) it->uuid = g.uuid;  // learnt later: the same part
+      continue;
+    }
+    const PartRecord swapped{g.index, g.serial, g.uuid, {}};
+    notes.push_back("gpu" + std::to_string(g.index) + " part changed (" + label(*it) + " -> " +
+                    label(swapped) + "): its history starts afresh");
+    *it = swapped;
+  }
+  std::sort(parts.begin(), parts.end(),
+            [](const PartRecord& a, const PartRecord& b) { return a.index < b.index; });
+  return notes;
+}
+
+std::set<int> failing_gpus(const std::vector<const CheckResult*>& results) {
+  std::set<int> out;
+  for (const auto* r : results)
+    for (const auto& m : r->measurements)
+      if (m.gpu && m.threshold && m.threshold->evaluate(m.value) == Status::kFail)
+        out.insert(*m.gpu);
+  return out;
+}
+
+std::optional<PartRecord> record_drain(std::vector<PartRecord>& parts, const std::set<int>& gpus,
+                                       int64_t now, const PartRule& rule) {
+  std::optional<PartRecord> offender;
+  for (auto& p : parts) {
+    if (!gpus.count(p.index)) continue;
+    std::erase_if(p.drains, [&](int64_t t) { return t <= now - rule.window_s; });
+    p.drains.push_back(now);
+    if (!offender && static_cast<int>(p.drains.size()) >= rule.drains) offender = p;
+  }
+  return offender;
+}
+
+std::string offender_text(const PartRecord& part, const PartRule& rule) {
+  const int64_t days = rule.window_s / 86400;
+  return "gpu" + std::to_string(part.index) + " " + label(part) + " drained " +
+         std::to_string(part.drains.size()) + " times in " +
+         (days >= 1 ? std::to_string(days) + " days" : std::to_string(rule.window_s) + " s");
+}
+
+}  // namespace vigil::drainer

@@ -1,0 +1,74 @@
+// NodeState's JSON (drainer/src/node_state_json.cpp): what the journal's decisions, snapshots
+// and the API hold round-trips, a value this build does not know is an error naming it, and a
+// snapshot written before a field existed (parts, repair) still reads.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "fake_clock.h"
+#include "fakes.h"
+#include "vigil/drainer/policy.h"
+
+namespace vigil::drainer {
+namespace {
+
+using testing::FakeClock;
+using testing::make_check;
+using testing::make_report;
+constexpr Status F = Status::kFail;
+
+TEST(NodeStateJson, state_round_trips_through_json) {
+  FakeClock clock;
+  PolicyEngine eng(default_policy(), {}, false, clock);
+  auto d = eng.on_report(nullptr, make_report("a", "1", {make_check("nvml_ecc", F, 1, 0)}), nullptr,
+                         {}, 4);
+  auto back = node_state_from_json(to_json(d.state));
+  ASSERT_TRUE(back.ok()) << back.error().to_string();
+  EXPECT_EQ(to_json(back.value()), to_json(d.state));
+  auto b = breaker_state_from_json(to_json(d.breaker));
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(to_json(b.value()), to_json(d.breaker));
+}
+
+// last_action is typed: every spelling round-trips, and one this build does not know is an
+// error rather than a state that silently lost what the node's last decision did.
+TEST(NodeStateJson, last_action_is_typed_and_strict) {
+  for (LastAction a :
+       {LastAction::kNone, LastAction::kDrain, LastAction::kResume, LastAction::kWouldDrain,
+        LastAction::kWouldResume, LastAction::kBreakerBlocked, LastAction::kDrainSkipped})
+    EXPECT_EQ(last_action_from_string(to_string(a)), a);
+  EXPECT_EQ(to_string(LastAction::kDrainSkipped), "drain_skipped");
+  EXPECT_EQ(to_string(LastAction::kNone), "");
+  EXPECT_EQ(last_action_of(Action::kWouldDrain), LastAction::kWouldDrain);
+  NodeState s;
+  s.node = "gpu-1";
+  auto j = to_json(s);
+  j["last_action"] = "repair";
+  auto back = node_state_from_json(j);
+  ASSERT_FALSE(back.ok());
+  EXPECT_NE(back.error().to_string().find("unknown last_action 'repair'"), std::string::npos);
+}
+
+TEST(NodeStateJson, part_history_round_trips_and_old_snapshots_have_none) {
+  NodeState s;
+  s.node = "gpu-2";
+  s.parts = {{3, "1652823054323", "GPU-3", {1'800'000'000}}};
+  auto j = to_json(s);
+  EXPECT_EQ(j["parts"][0]["serial"], "1652823054323");
+  auto back = node_state_from_json(j);
+  ASSERT_TRUE(back.ok()) << back.error().to_string();
+  ASSERT_EQ(back->parts.size(), 1u);
+  EXPECT_EQ(back->parts[0].drains, std::vector<int64_t>{1'800'000'000});
+  j.erase("parts");  // written before part history
+  back = node_state_from_json(j);
+  ASSERT_TRUE(back.ok());
+  EXPECT_TRUE(back->parts.empty());
+  EXPECT_FALSE(to_json(*back).contains("parts"));
+  j["parts"] = nlohmann::json::parse(R"([{"index": 3, "drains": "often"}])");
+  back = node_state_from_json(j);
+  ASSERT_FALSE(back.ok());
+  EXPECT_NE(back.error().to_string().find("gpu-2"), std::string::npos) << back.error().to_string();
+}
+
+}  // namespace
+}  // namespace vigil::drainer
