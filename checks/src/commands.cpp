@@ -84,6 +84,7 @@ int prepare(const RunArgs& a, vigil::Loaded<vigil::SkuSet>& skus, vigil::CheckCo
   ctx.state_dir = a.state_dir;
   ctx.allreduce_binary = a.allreduce_binary;
   ctx.mpirun = a.mpirun;
+  ctx.imex_ctl = a.imex_ctl;
   ctx.xid_wait = std::chrono::milliseconds(a.xid_wait_ms);
 
   if (hook) {  // the passive suite detects the SKU in its own child, with its one NVML attach

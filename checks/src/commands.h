@@ -29,6 +29,7 @@ struct RunArgs {
   std::string state_dir;
   std::string allreduce_binary;
   std::string mpirun = "mpirun";
+  std::string imex_ctl;  // nvlink_imex's nvidia-imex-ctl (empty: searched)
   int xid_wait_ms = 2000;
   int repeat_spacing_s = 120;  // `run` only: the wait before confirmation repeats (detection.md)
   std::string report_url;

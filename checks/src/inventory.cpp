@@ -32,6 +32,7 @@ nlohmann::json inventory_json(const std::string& nvml_library) {
   j["ids"] = nlohmann::json::array();
   j["serials"] = nlohmann::json::array();
   j["uuids"] = nlohmann::json::array();
+  j["indices"] = nlohmann::json::array();
   for (unsigned i = 0; i < count; ++i) {
     nvmlDevice_t dev{};
     if (api.device_get_handle_by_index(i, &dev) != NVML_SUCCESS) continue;
@@ -50,6 +51,7 @@ nlohmann::json inventory_json(const std::string& nvml_library) {
     j["ids"].push_back(id);
     j["serials"].push_back(printable(serial));
     j["uuids"].push_back(printable(uuid));
+    j["indices"].push_back(i);
   }
   return j;
 }
@@ -62,6 +64,7 @@ Result<GpuInventory> from_json(const nlohmann::json& j) {
   inv.pci_device_ids = j["ids"].get<std::vector<unsigned>>();
   inv.serials = j["serials"].get<std::vector<std::string>>();
   inv.uuids = j["uuids"].get<std::vector<std::string>>();
+  inv.indices = j["indices"].get<std::vector<int>>();
   return inv;
 }
 
@@ -80,7 +83,7 @@ std::vector<GpuPart> gpu_parts(const GpuInventory& inventory) {
   bool any = false;
   for (size_t i = 0; i < inventory.gpu_names.size(); ++i) {
     GpuPart p;
-    p.index = static_cast<int>(i);
+    p.index = i < inventory.indices.size() ? inventory.indices[i] : static_cast<int>(i);
     if (i < inventory.serials.size()) p.serial = inventory.serials[i];
     if (i < inventory.uuids.size()) p.uuid = inventory.uuids[i];
     any |= !p.serial.empty() || !p.uuid.empty();

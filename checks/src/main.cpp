@@ -36,6 +36,10 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--k8s-node", run.k8s_node, "Kubernetes Node name of this node")
       ->envname("VIGIL_K8S_NODE");
   run_cmd->add_option("--xid-wait-ms", run.xid_wait_ms, "How long nvml_xid listens for XID events");
+  run_cmd
+      ->add_option("--imex-ctl", run.imex_ctl,
+                   "nvidia-imex-ctl for nvlink_imex (default: searched in the usual directories)")
+      ->envname("VIGIL_IMEX_CTL");
   run_cmd->add_option("--repeat-spacing-s", run.repeat_spacing_s, "Delay before repeats, seconds")
       ->capture_default_str();
 

@@ -321,7 +321,8 @@ int DrainerCore::repair_pass() {
     const bool wanted = std::any_of(nodes_.begin(), nodes_.end(), [&](const auto& e) {
       const RepairState& r = e.second.repair;
       return e.second.drained_by_vigil &&
-             (in_repair(r) || (cfg_.repair.reboot && r.stage == RepairStage::kNone && r.remedy));
+             (in_repair(r) || (cfg_.repair.reboot && r.stage == RepairStage::kNone &&
+                               (r.remedy || !r.offender.empty())));
     });
     if (!wanted || !slurm_) return 0;
   }

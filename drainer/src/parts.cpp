@@ -22,13 +22,14 @@ Result<std::vector<PartRecord>> parts_from_json(const nlohmann::json& j) {
   std::vector<PartRecord> out;
   for (const auto& e : j) {
     if (!e.is_object()) return Error{"an entry is not an object", "parts"};
-    for (const auto& [k, v] : e.items())
-      if (k != "index" && k != "serial" && k != "uuid" && k != "drains")
-        return Error{"unknown field '" + k + "'", "parts"};
-    if (!e.contains("index") || !e["index"].is_number_integer())
-      return Error{"index must be an integer", "parts"};
+    if (!e.contains("index") || !e["index"].is_number_integer() ||
+        e["index"].get<long long>() < 0 || e["index"].get<long long>() > 1023)
+      return Error{"index must be an integer 0..1023", "parts"};
     PartRecord p;
     p.index = e["index"].get<int>();
+    for (const auto& seen : out)
+      if (seen.index == p.index)
+        return Error{"slot " + std::to_string(p.index) + " twice", "parts"};
     for (auto [key, field] : {std::pair{"serial", &p.serial}, std::pair{"uuid", &p.uuid}}) {
       if (!e.contains(key)) continue;
       if (!e[key].is_string()) return Error{std::string(key) + " must be a string", "parts"};
@@ -48,9 +49,11 @@ Result<std::vector<PartRecord>> parts_from_json(const nlohmann::json& j) {
 
 namespace {
 
-// The part's identity: its board serial, else its UUID (a board without an inforom).
-const std::string& identity(const std::string& serial, const std::string& uuid) {
-  return serial.empty() ? uuid : serial;
+// Whether a report's part is another than the one recorded: an identifier both know differs.
+bool swapped(const PartRecord& known, const GpuPart& seen) {
+  if (!known.uuid.empty() && !seen.uuid.empty()) return known.uuid != seen.uuid;
+  if (!known.serial.empty() && !seen.serial.empty()) return known.serial != seen.serial;
+  return false;
 }
 
 std::string label(const PartRecord& p) {
@@ -70,39 +73,49 @@ std::vector<std::string> update_parts(std::vector<PartRecord>& parts,
       parts.push_back({g.index, g.serial, g.uuid, {}});
       continue;
     }
-    if (identity(it->serial, it->uuid) == identity(g.serial, g.uuid)) {
-      if (it->uuid.empty()) it->uuid = g.uuid;  // learnt later: the same part
+    if (!swapped(*it, g)) {  // the same part: learn what it did not say before
+      if (it->uuid.empty()) it->uuid = g.uuid;
+      if (it->serial.empty()) it->serial = g.serial;
       continue;
     }
-    const PartRecord swapped{g.index, g.serial, g.uuid, {}};
+    const PartRecord fresh{g.index, g.serial, g.uuid, {}};
     notes.push_back("gpu" + std::to_string(g.index) + " part changed (" + label(*it) + " -> " +
-                    label(swapped) + "): its history starts afresh");
-    *it = swapped;
+                    label(fresh) + "): its history starts afresh");
+    *it = fresh;
   }
   std::sort(parts.begin(), parts.end(),
             [](const PartRecord& a, const PartRecord& b) { return a.index < b.index; });
   return notes;
 }
 
-std::set<int> failing_gpus(const std::vector<const CheckResult*>& results) {
+std::set<int> failing_gpus(const std::vector<const CheckResult*>& results,
+                           const std::vector<PartRecord>& parts) {
   std::set<int> out;
   for (const auto* r : results)
     for (const auto& m : r->measurements)
-      if (m.gpu && m.threshold && m.threshold->evaluate(m.value) == Status::kFail)
-        out.insert(*m.gpu);
+      if (m.gpu && m.status() == Status::kFail) out.insert(*m.gpu);
+  if (2 * out.size() >= parts.size()) out.clear();  // most of the node: not one part's fault
   return out;
 }
 
-std::optional<PartRecord> record_drain(std::vector<PartRecord>& parts, const std::set<int>& gpus,
-                                       int64_t now, const PartRule& rule) {
-  std::optional<PartRecord> offender;
+RecordedDrain record_drain(std::vector<PartRecord>& parts, const std::set<int>& gpus, int64_t now,
+                           const PartRule& rule) {
+  RecordedDrain rec;
   for (auto& p : parts) {
     if (!gpus.count(p.index)) continue;
     std::erase_if(p.drains, [&](int64_t t) { return t <= now - rule.window_s; });
     p.drains.push_back(now);
-    if (!offender && static_cast<int>(p.drains.size()) >= rule.drains) offender = p;
+    rec.counted = true;
+    if (!rec.offender && static_cast<int>(p.drains.size()) >= rule.drains) rec.offender = p;
   }
-  return offender;
+  return rec;
+}
+
+void forget_drain(std::vector<PartRecord>& parts, int64_t when) {
+  if (when == 0) return;
+  for (auto& p : parts)
+    if (auto it = std::find(p.drains.begin(), p.drains.end(), when); it != p.drains.end())
+      p.drains.erase(it);
 }
 
 std::string offender_text(const PartRecord& part, const PartRule& rule) {

@@ -402,12 +402,15 @@ PolicyEngine::Step PolicyEngine::drain_or_block(Decision& d, NodeState& s,
     return {Action::kBreakerBlocked, NodeHealth::kWouldDrain,
             "circuit breaker opened: " + d.breaker.why};
   s.drained_by_vigil = true;
-  // Part history: this drain counts against the part of each GPU whose figures fail; with the
-  // ladder on, a repeat offender is drained as `replace` (parts.h, docs/repair.md).
-  if (auto part = record_drain(s.parts, failing_gpus(cands), now, parts_); part && repair_) {
-    mark_replace(s, offender_text(*part, parts_), now);
-    d.reason = s.reason;
-    return {Action::kDrain, NodeHealth::kDrained, "drain as replace: " + s.reason};
+  // Part history: this drain counts against the part of each GPU whose figures fail (parts.h);
+  // with the ladder on, a repeat offender's drain is relabelled `replace` by the ladder's next
+  // tick, once Slurm shows it (repair.cpp): the drain itself goes out as any other.
+  const RecordedDrain counted = record_drain(s.parts, failing_gpus(cands, s.parts), now, parts_);
+  if (counted.counted) s.repair.part_drain_unix = now;
+  if (counted.offender && repair_) {
+    s.repair.offender = offender_text(*counted.offender, parts_);
+    return {Action::kDrain, NodeHealth::kDrained,
+            "drain: " + reason + "; repeat offender: " + s.repair.offender};
   }
   return {Action::kDrain, NodeHealth::kDrained, "drain: " + reason};
 }

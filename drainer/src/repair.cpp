@@ -58,6 +58,8 @@ nlohmann::json to_json(const RepairState& r) {
   if (r.remedy) j["remedy"] = to_string(*r.remedy);
   if (!r.evidence.empty()) j["evidence"] = r.evidence;
   if (r.booted_unix) j["booted_unix"] = r.booted_unix;
+  if (r.part_drain_unix) j["part_drain_unix"] = r.part_drain_unix;
+  if (!r.offender.empty()) j["offender"] = r.offender;
   return j;
 }
 
@@ -76,6 +78,8 @@ Result<RepairState> repair_state_from_json(const nlohmann::json& j) {
   r.reboots = j.value("reboots", std::vector<int64_t>{});
   r.evidence = j.value("evidence", "");
   r.booted_unix = j.value("booted_unix", int64_t{0});
+  r.part_drain_unix = j.value("part_drain_unix", int64_t{0});
+  r.offender = j.value("offender", "");
   return r;
 }
 
@@ -98,6 +102,10 @@ void mark_replace(NodeState& s, const std::string& why, int64_t now) {
   if (text.rfind(slurm::kReasonPrefix, 0) == 0) text = text.substr(slurm::kReasonPrefix.size());
   text.erase(0, text.find_first_not_of(' '));
   if (text.rfind("replace ", 0) == 0) text = text.substr(8);
+  // The why (a serial for an RMA, the ladder's cause) is kept whole: the old text gives way to
+  // make_reason's 200 characters.
+  const size_t room = 200 - std::min<size_t>(200, slurm::kReasonPrefix.size() + 9 + why.size() + 3);
+  if (text.size() > room) text.resize(room);
   s.reason = slurm::make_reason("replace", text + " (" + why + ")");
   s.repair.stage = RepairStage::kReplace;
   s.repair.since_unix = now;
@@ -109,6 +117,8 @@ void end_repair(NodeState& s) {
   s.repair.since_unix = 0;
   s.repair.evidence.clear();
   s.repair.booted_unix = 0;
+  s.repair.part_drain_unix = 0;
+  s.repair.offender.clear();
 }
 
 bool is_replace_reason(std::string_view reason) {
@@ -162,6 +172,10 @@ std::optional<RepairStep> repair_tick(NodeState& s, const slurm::SlurmNodeInfo* 
   }
   if (r.stage != RepairStage::kNone && !slurm::drained_by_vigil(*slurm))
     return release(s, "drain no longer vigil's: " + slurm->reason);
+  // A part drained too often (parts.h): relabelled `replace` once Slurm shows Vigil's drain,
+  // busy or not (only the reason changes).
+  if (r.stage == RepairStage::kNone && !r.offender.empty() && slurm::drained_by_vigil(*slurm))
+    return replace(s, "repeat offender: " + r.offender, now);
   if (r.stage == RepairStage::kRebooting) {
     if (back_from_reboot(*slurm, r)) {
       r.stage = RepairStage::kRechecking;

@@ -143,6 +143,7 @@ void DrainerCore::correct_not_drained(const std::vector<NotDrained>& not_drained
       d.state = it->second;
       d.state.drained_by_vigil = false;
       d.state.reason.clear();
+      forget_drain(d.state.parts, d.state.repair.part_drain_unix);  // never applied: not counted
       end_repair(d.state);
       d.state.health = d.after = k.health;
       d.state.last_action = LastAction::kDrainSkipped;

@@ -126,7 +126,6 @@ const std::vector<std::string>& tuning_env_names() {
       "NCCL_MAX_CTAS",      "NCCL_NTHREADS",
       "NCCL_BUFFSIZE",      "NCCL_COLLNET_ENABLE",
       "NCCL_TUNER_PLUGIN",  "NCCL_CROSS_NIC",
-      "NCCL_MNNVL_ENABLE",
   };
   return names;
 }

@@ -90,6 +90,16 @@ TEST_F(VigilCheckCli, the_report_names_each_gpus_serial_and_uuid_where_the_drive
   EXPECT_EQ(gpus[3]["index"], 3);
   EXPECT_EQ(gpus[3]["serial"], "1652823054323");
   EXPECT_EQ(gpus[3]["uuid"], "GPU-00000003-5a6b-4c7d-8e9f-0a1b2c3d4e5f");
+  // GPU 2 gives no handle (fallen off the bus): the others keep their NVML indices, so no
+  // serial lands in a neighbour's slot.
+  auto fixture = nlohmann::json::parse(std::ifstream(kFixtures + "/nvml/healthy_8x_h100.json"));
+  fixture["gpus"][2]["errors"] = {{"nvmlDeviceGetHandleByIndex_v2", 15}};  // GPU_IS_LOST
+  const std::string lost = write("lost.json", fixture.dump());
+  auto one_lost = run({"--only", "nvml_row_remap"}, lost, kFixtures + "/nodes/gpu-0/sysfs");
+  const auto seven = nlohmann::json::parse(one_lost.out)["gpus"];
+  ASSERT_EQ(seven.size(), 7u) << one_lost.describe();
+  EXPECT_EQ(seven[2]["index"], 3);
+  EXPECT_EQ(seven[2]["serial"], "1652823054323");
   auto without = run({}, kFixtures + "/nodes/gpu-0/nvml.json", kFixtures + "/nodes/gpu-0/sysfs");
   ASSERT_EQ(without.exit_code, 0) << without.describe();
   EXPECT_FALSE(nlohmann::json::parse(without.out).contains("gpus"));

@@ -8,8 +8,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "drainer_fixtures.h"
 #include "fake_clock.h"
 #include "fakes.h"
+#include "vigil/base/time.h"
+#include "vigil/drainer/drainer.h"
 #include "vigil/drainer/policy.h"
 
 namespace vigil::drainer {
@@ -21,9 +24,10 @@ constexpr int64_t kDay = 86400;
 
 std::vector<GpuPart> gpus(const std::string& gpu3_serial) {
   std::vector<GpuPart> out;
-  for (int i = 0; i < 4; ++i)
-    out.push_back({i, i == 3 ? gpu3_serial : "16528230543" + std::to_string(10 + i),
-                   "GPU-" + std::to_string(i)});
+  for (int i = 0; i < 4; ++i) {  // a board's UUID changes with the board, as its serial does
+    const std::string serial = i == 3 ? gpu3_serial : "16528230543" + std::to_string(10 + i);
+    out.push_back({i, serial, "GPU-" + serial});
+  }
   return out;
 }
 
@@ -52,30 +56,56 @@ TEST(Parts, a_drain_counts_for_the_failing_gpus_within_the_window) {
   std::vector<PartRecord> parts;
   update_parts(parts, gpus("S3"));
   const PartRule rule{3, 30 * kDay};
-  EXPECT_FALSE(record_drain(parts, {3}, 1000 * kDay, rule));
-  EXPECT_FALSE(record_drain(parts, {3}, 1020 * kDay, rule));
-  EXPECT_FALSE(record_drain(parts, {3}, 1035 * kDay, rule));  // the first fell out of the window
+  EXPECT_TRUE(record_drain(parts, {3}, 1000 * kDay, rule).counted);
+  EXPECT_FALSE(record_drain(parts, {3}, 1020 * kDay, rule).offender);
+  EXPECT_FALSE(record_drain(parts, {3}, 1035 * kDay, rule).offender);  // 1000 left the window
   EXPECT_EQ(parts[3].drains.size(), 2u);
-  auto offender = record_drain(parts, {3, 1}, 1045 * kDay, rule);
-  ASSERT_TRUE(offender);
-  EXPECT_EQ(offender->index, 3);
-  EXPECT_EQ(offender_text(*offender, rule), "gpu3 serial S3 drained 3 times in 30 days");
+  auto rec = record_drain(parts, {3, 1}, 1045 * kDay, rule);
+  ASSERT_TRUE(rec.offender);
+  EXPECT_EQ(rec.offender->index, 3);
+  EXPECT_EQ(offender_text(*rec.offender, rule), "gpu3 serial S3 drained 3 times in 30 days");
   EXPECT_EQ(parts[1].drains.size(), 1u);
-  EXPECT_FALSE(record_drain(parts, {7}, 1046 * kDay, rule));  // no part known in slot 7
+  EXPECT_FALSE(record_drain(parts, {7}, 1046 * kDay, rule).counted);  // no part known in slot 7
+  // A drain Slurm never applied is taken back.
+  forget_drain(parts, 1045 * kDay);
+  EXPECT_EQ(parts[3].drains.size(), 2u);
+  EXPECT_TRUE(parts[1].drains.empty());
 }
 
-TEST(Parts, only_figures_that_break_their_fail_bound_name_a_gpu) {
+TEST(Parts, an_identifier_missing_on_one_side_is_the_same_part_not_a_swap) {
+  std::vector<PartRecord> parts;
+  update_parts(parts, {{3, "S3", "GPU-3"}});
+  parts[0].drains = {100};
+  // The serial cannot be read this once (a sick InfoROM): the same part, history kept.
+  EXPECT_TRUE(update_parts(parts, {{3, "", "GPU-3"}}).empty());
+  EXPECT_EQ(parts[0].drains.size(), 1u);
+  EXPECT_EQ(parts[0].serial, "S3");
+  // First seen by UUID only, the serial learnt later: the same part.
+  std::vector<PartRecord> late;
+  update_parts(late, {{0, "", "GPU-0"}});
+  EXPECT_TRUE(update_parts(late, {{0, "S0", "GPU-0"}}).empty());
+  EXPECT_EQ(late[0].serial, "S0");
+  // Another UUID is another GPU, whatever the serial says.
+  EXPECT_EQ(update_parts(parts, {{3, "S3", "GPU-other"}}).size(), 1u);
+}
+
+TEST(Parts, only_a_minority_of_gpus_with_broken_fail_bounds_name_parts) {
+  std::vector<PartRecord> parts;
+  update_parts(parts, gpus("S3"));  // 4 slots
   CheckResult remap = testing::make_check("nvml_row_remap", Status::kFail, 1, 0);
   remap.measurements[0].gpu = 3;
   Measurement ok = remap.measurements[0];
-  ok.gpu = 5;
+  ok.gpu = 0;
   ok.value = 0;
   remap.measurements.push_back(ok);
   Measurement unconfirmed = remap.measurements[0];
-  unconfirmed.gpu = 6;
+  unconfirmed.gpu = 1;
   unconfirmed.threshold->unconfirmed = true;  // only warns: not this part's fault yet
   remap.measurements.push_back(unconfirmed);
-  EXPECT_EQ(failing_gpus({&remap}), std::set<int>{3});
+  EXPECT_EQ(failing_gpus({&remap}, parts), std::set<int>{3});
+  // Two of four GPUs at once: the node's fault (a fan wall, a PCIe switch), no part's.
+  remap.measurements[1].value = 1;
+  EXPECT_TRUE(failing_gpus({&remap}, parts).empty());
 }
 
 TEST(Parts, the_history_round_trips_and_a_bad_record_is_an_error) {
@@ -85,7 +115,9 @@ TEST(Parts, the_history_round_trips_and_a_bad_record_is_an_error) {
   ASSERT_EQ(back->size(), 2u);
   EXPECT_EQ((*back)[0].drains, (std::vector<int64_t>{100, 200}));
   EXPECT_TRUE((*back)[1].serial.empty());
-  EXPECT_FALSE(parts_from_json(nlohmann::json::parse(R"([{"index": 1, "slot": 2}])")).ok());
+  EXPECT_TRUE(parts_from_json(nlohmann::json::parse(R"([{"index": 1, "slot": 2}])")).ok());
+  EXPECT_FALSE(parts_from_json(nlohmann::json::parse(R"([{"index": 1}, {"index": 1}])")).ok());
+  EXPECT_FALSE(parts_from_json(nlohmann::json::parse(R"([{"index": -1}])")).ok());
   EXPECT_FALSE(parts_from_json(nlohmann::json::parse(R"([{"index": "1"}])")).ok());
   EXPECT_FALSE(parts_from_json(nlohmann::json::parse(R"({"index": 1})")).ok());
 }
@@ -117,20 +149,18 @@ class PartPolicy : public ::testing::Test {
   FakeClock clock;
 };
 
-TEST_F(PartPolicy, the_third_drain_of_one_part_is_a_replace_naming_its_serial) {
+TEST_F(PartPolicy, the_third_drain_of_one_part_names_it_an_offender) {
   PolicyEngine e(default_policy(), BreakerConfig{}, false, clock, /*repair=*/true);
   NodeState s;
   s.node = "gpu-2";
   EXPECT_EQ(episode(e, s, 1, "1652823054323").action, Action::kDrain);
-  EXPECT_EQ(s.repair.stage, RepairStage::kNone);
   EXPECT_EQ(episode(e, s, 2, "1652823054323").action, Action::kDrain);
+  EXPECT_TRUE(s.repair.offender.empty());
   const Decision third = episode(e, s, 3, "1652823054323");
+  // A plain drain (Slurm drains it as any other); the ladder relabels it `replace` next.
   EXPECT_EQ(third.action, Action::kDrain);
-  EXPECT_EQ(third.state.repair.stage, RepairStage::kReplace);
-  EXPECT_NE(third.reason.find("vigil: replace"), std::string::npos) << third.reason;
-  EXPECT_NE(third.reason.find("gpu3 serial 1652823054323 drained 3 times in 30 days"),
-            std::string::npos)
-      << third.reason;
+  EXPECT_EQ(third.reason.rfind("vigil: nvml_row_remap", 0), 0u) << third.reason;
+  EXPECT_EQ(third.state.repair.offender, "gpu3 serial 1652823054323 drained 3 times in 30 days");
 }
 
 TEST_F(PartPolicy, with_the_ladder_off_the_history_is_kept_and_a_swap_starts_it_afresh) {
@@ -139,14 +169,65 @@ TEST_F(PartPolicy, with_the_ladder_off_the_history_is_kept_and_a_swap_starts_it_
   s.node = "gpu-2";
   for (int n = 1; n <= 3; ++n)
     EXPECT_EQ(episode(off, s, n, "1652823054323").action, Action::kDrain);
-  EXPECT_EQ(s.repair.stage, RepairStage::kNone);  // off: a plain drain, never replace
+  EXPECT_TRUE(s.repair.offender.empty());  // off: a plain drain, never replace
   ASSERT_EQ(s.parts.size(), 4u);
   EXPECT_EQ(s.parts[3].drains.size(), 3u);
   PolicyEngine on(default_policy(), BreakerConfig{}, false, clock, /*repair=*/true);
   const Decision swapped = episode(on, s, 4, "1652823059999");  // a new board in slot 3
-  EXPECT_EQ(swapped.state.repair.stage, RepairStage::kNone);
+  EXPECT_TRUE(swapped.state.repair.offender.empty());
   EXPECT_NE(swapped.why.find("gpu3 part changed"), std::string::npos) << swapped.why;
   EXPECT_EQ(s.parts[3].drains.size(), 1u);
+}
+
+// Through the drainer core and the Slurm sink: the third drain of one part is applied in Slurm
+// with Vigil's reason, and the ladder's next tick relabels it `replace` naming the serial (a
+// replace step in the metrics).
+TEST(PartHistoryCore, a_repeat_offender_ends_drained_in_slurm_as_replace) {
+  testing::TempDir dir;
+  FakeClock clock;
+  auto cfg = testing::drainer_test_config(dir.str());
+  cfg.repair.reboot = true;
+  auto slurm = testing::fake_cluster(4);
+  Drainer dr(cfg, slurm, nullptr, clock);
+  ASSERT_TRUE(dr.open().ok());
+  auto report = [&](const std::string& run, bool fail) {
+    CheckResult c = testing::make_check("nvml_row_remap", fail ? Status::kFail : Status::kPass,
+                                        fail ? 1 : 0, 0);
+    c.measurements[0].gpu = 3;
+    NodeReport r = testing::make_report("gpu-2", run, {c});
+    r.start_time = r.end_time = rfc3339_utc(clock.now_unix());
+    r.gpus = gpus("1652823054323");
+    return r;
+  };
+  auto decide = [&](const NodeReport& r) {
+    ASSERT_TRUE(dr.ingest({r}).ok());
+    dr.process_pending();
+    dr.run_slurm_sink_once();
+  };
+  for (int n = 1; n <= 3; ++n) {
+    decide(report("f" + std::to_string(n), true));
+    EXPECT_TRUE(slurm->get("gpu-2").drain) << n;
+    if (n == 3) break;
+    decide(report("p" + std::to_string(n) + "a", false));
+    decide(report("p" + std::to_string(n) + "b", false));
+    EXPECT_FALSE(slurm->get("gpu-2").drain) << n;
+    clock.advance(5 * kDay);
+  }
+  const std::string first = slurm->get("gpu-2").reason;
+  EXPECT_EQ(first.rfind("vigil: nvml_row_remap", 0), 0u) << first;
+  clock.advance(10);  // past the cached Slurm view
+  EXPECT_GE(dr.tick(), 1);
+  dr.run_slurm_sink_once();
+  const std::string relabelled = slurm->get("gpu-2").reason;
+  EXPECT_EQ(relabelled.rfind("vigil: replace nvml_row_remap", 0), 0u) << relabelled;
+  EXPECT_NE(relabelled.find("(repeat offender: gpu3 serial 1652823054323 drained 3 times in 30 "
+                            "days)"),
+            std::string::npos)
+      << relabelled;
+  EXPECT_TRUE(slurm->get("gpu-2").drain);
+  EXPECT_EQ(dr.node("gpu-2")->repair.stage, RepairStage::kReplace);
+  EXPECT_NE(dr.metrics_text().find(R"(vigil_repair_steps_total{step="replace"} 1)"),
+            std::string::npos);
 }
 
 }  // namespace

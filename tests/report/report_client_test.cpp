@@ -159,9 +159,6 @@ TEST(ReportClient, bad_url_is_reported) {
   EXPECT_NE(r.error().to_string().find("http://"), std::string::npos);
 }
 
-// The resend of a spool (auth munge does it after each delivery; here without munged, so token
-// mode): delivered files are removed, refused ones move to rejected/, an unreachable drainer
-// leaves the rest for the next run, and at most max_files are tried.
 // One delivery function for vigil-check run/fabric and the hooks: its four outcomes, in the
 // words both print.
 TEST(ReportClient, deliver_report_says_what_became_of_the_report) {
@@ -198,6 +195,9 @@ TEST(ReportClient, deliver_report_says_what_became_of_the_report) {
   EXPECT_EQ(lost.text.rfind("neither delivered nor spooled: ", 0), 0u) << lost.text;
 }
 
+// The resend of a spool (auth munge does it after each delivery; here without munged, so token
+// mode): delivered files are removed, refused ones move to rejected/, an unreachable drainer
+// leaves the rest for the next run, and at most max_files are tried.
 TEST(ReportClient, resend_spool_delivers_removes_and_sets_refused_files_aside) {
   FlakyServer s;
   s.refuse_containing = "run-forged";

@@ -296,9 +296,13 @@ void walk_sku(Walker& w, const YAML::Node& root, const std::set<std::string>& kn
     }
   }
 
-  if (const YAML::Node nv = root["nvlink"]; nv && w.only_keys(nv, "nvlink", {"imex"})) {
+  if (const YAML::Node nv = root["nvlink"];
+      nv && w.only_keys(nv, "nvlink", {"imex", "imex_resident"})) {
     if (nv["imex"])
       if (auto b = w.boolean(nv["imex"], "nvlink.imex")) sku.nvlink.imex = *b;
+    if (nv["imex_resident"])
+      if (auto b = w.boolean(nv["imex_resident"], "nvlink.imex_resident"))
+        sku.nvlink.imex_resident = *b;
   }
 
   if (root["thresholds"]) {

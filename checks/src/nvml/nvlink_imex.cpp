@@ -18,10 +18,14 @@
 //
 // Verdicts (Vigil's choices, docs/checks-nvml.md):
 //   READY: pass. The starting and waiting states: warn (the daemon may be waiting for a peer
-//   tray, which is not this node's fault). SHUTTING_DOWN / UNAVAILABLE: warn within
+//   tray, which is not this node's fault). SHUTTING_DOWN / UNAVAILABLE: a fault only where the
+//   site runs nvidia-imex as a resident service (SKU `nvlink.imex_resident: true`): warn within
 //   ctx.fabric_grace after boot, fail after it (VIGIL-IMEX-DOWN: every multi-node NVLink job
-//   fails here). No nvidia-imex-ctl, not configured, a failed or timed-out query, or an answer
-//   Vigil does not know: error, never fail (a setup problem, not a sick node).
+//   fails here). Elsewhere the daemon may run per job (a Slurm prolog, NVIDIA's DRA driver's
+//   ComputeDomains) and none between jobs is normal: warn, never fail (DCGM's health watch, too,
+//   counts UNAVAILABLE as healthy: DcgmHealthWatch.cpp). No nvidia-imex-ctl, not configured, a
+//   failed or timed-out query, or an answer Vigil does not know: error, never fail (a setup
+//   problem, not a sick node).
 //   Channels: `imex_channels` is a figure; a site whose channels are static may bound it in its
 //   SKU file (>= 1); under the DRA driver there are none between jobs.
 #include <unistd.h>
@@ -50,10 +54,13 @@ constexpr std::array<std::string_view, 8> kStates = {
 constexpr size_t kReady = 5;
 constexpr size_t kShuttingDown = 6;
 
+// The directories DCGM searches (DcgmImexManager.cpp GetImexCtlSearchPaths), but its own.
+constexpr const char* kSearched[] = {"/usr/bin", "/usr/local/bin", "/opt/nvidia/imex/bin",
+                                     "/usr/local/nvidia/imex/bin"};
+
 std::string find_imex_ctl(const CheckContext& ctx) {
   if (!ctx.imex_ctl.empty()) return ctx.imex_ctl;
-  for (const char* dir :
-       {"/usr/bin", "/usr/local/bin", "/opt/nvidia/imex/bin", "/usr/local/nvidia/imex/bin"}) {
+  for (const char* dir : kSearched) {
     const std::string p = std::string(dir) + "/nvidia-imex-ctl";
     if (::access(p.c_str(), X_OK) == 0) return p;
   }
@@ -62,11 +69,10 @@ std::string find_imex_ctl(const CheckContext& ctx) {
 
 int count_channels(const CheckContext& ctx) {
   namespace fs = std::filesystem;
-  const fs::path root = ctx.sysfs_root.empty() ? fs::path("/") : fs::path(ctx.sysfs_root);
   std::error_code ec;
   int n = 0;
-  for (fs::directory_iterator it(root / "dev/nvidia-caps-imex-channels", ec), end; !ec && it != end;
-       it.increment(ec))
+  for (fs::directory_iterator it(fs::path(ctx.dev_root) / "nvidia-caps-imex-channels", ec), end;
+       !ec && it != end; it.increment(ec))
     n += it->path().filename().string().starts_with("channel");
   return n;
 }
@@ -83,7 +89,10 @@ class NvlinkImexCheck final : public Check {
   CheckResult run(const CheckContext& ctx) override {
     const std::string ctl = find_imex_ctl(ctx);
     if (ctl.empty())
-      return error(kName, "nvidia-imex-ctl not found: IMEX is not installed on this node",
+      return error(kName,
+                   "nvidia-imex-ctl not found in /usr/bin, /usr/local/bin, /opt/nvidia/imex/bin "
+                   "or /usr/local/nvidia/imex/bin (IMEX not installed, or not visible to this "
+                   "check: --imex-ctl PATH)",
                    kFaultSetup);
     LaunchOptions opts;
     opts.timeout = std::chrono::seconds(5);
@@ -121,7 +130,11 @@ class NvlinkImexCheck final : public Check {
       r.message = std::move(text);
       r.fault_code = code;
     };
-    if (state >= kShuttingDown) {
+    if (state >= kShuttingDown && !ctx.sku->nvlink.imex_resident) {
+      worse(Status::kWarn,
+            said + ": multi-node NVLink jobs fail here unless the job starts its own IMEX daemon",
+            kFaultPending);
+    } else if (state >= kShuttingDown) {
       const std::optional<double> up = uptime_s(ctx);
       const double grace = std::chrono::duration<double>(ctx.fabric_grace).count();
       if (up && *up >= grace)

@@ -4,8 +4,8 @@
 // counters are reported as their growth since the previous run (state in ctx.state_dir),
 // summed per GPU; the message names the links that moved. Links NVML reports as not
 // supported / invalid do not exist on this board and are not counted. Where the driver answers
-// NVML_FI_DEV_NVLINK_LINK_COUNT, only that many links are scanned and the count is reported
-// (nvlink_link_count), so a SKU file can require every link of the board.
+// NVML_FI_DEV_NVLINK_LINK_COUNT, the count is reported (nvlink_link_count), so a SKU file can
+// require every link of the board; every link index is still scanned.
 #include <map>
 #include <string>
 #include <vector>
@@ -84,16 +84,14 @@ class NvmlNvlinkCheck final : public NvmlCheck {
         unsigned long long value;
       };
       std::vector<Reading> readings;
-      // The links this GPU has (NVML_FI_DEV_NVLINK_LINK_COUNT), where the driver says: the scan
-      // stops there, and a SKU file may bound the count (nvlink_link_count: NVLink 5 GPUs have 18).
-      // A driver without the field, or a count past NVML's maximum, leaves the full scan.
-      unsigned scan = kNvmlNvLinkMaxLinks;
+      // The links this GPU has as the driver counts them (NVML_FI_DEV_NVLINK_LINK_COUNT), where it
+      // answers: a figure a SKU file may bound (nvlink_link_count: NVLink 5 GPUs have 18). It does
+      // not bound the scan: a driver counting fewer links (one masked after a failed training)
+      // must not hide a link that is down.
       if (const FieldRead count = read_field(s, g, kNvmlFieldNvLinkLinkCount);
-          count.rc == NVML_SUCCESS && count.value && *count.value <= kNvmlNvLinkMaxLinks) {
-        scan = static_cast<unsigned>(*count.value);
-        add_measurement(r, ctx, "nvlink_link_count", static_cast<double>(scan), "count", g);
-      }
-      for (unsigned link = 0; link < scan && !failed; ++link) {
+          count.rc == NVML_SUCCESS && count.value && *count.value <= kNvmlNvLinkMaxLinks)
+        add_measurement(r, ctx, "nvlink_link_count", static_cast<double>(*count.value), "count", g);
+      for (unsigned link = 0; link < kNvmlNvLinkMaxLinks && !failed; ++link) {
         int link_state = NVML_FEATURE_DISABLED;
         nvmlReturn_t rc = call(api.device_get_nvlink_state, dev, link, &link_state);
         if (is_not_supported(rc) || rc == NVML_ERROR_INVALID_ARGUMENT) continue;  // no link

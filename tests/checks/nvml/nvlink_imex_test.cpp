@@ -27,8 +27,9 @@ struct Node {
   Node() {
     sku.name = "GB200-NVL72-TRAY";
     sku.nvlink.imex = true;
+    sku.nvlink.imex_resident = true;  // the site's service runs always (tests below say otherwise)
     ctx.sku = &sku;
-    ctx.sysfs_root = dir / "root";
+    ctx.dev_root = dir / "dev";
     ctx.proc_root = dir / "proc";
     ctx.imex_ctl = dir / "nvidia-imex-ctl";
     ctx.fabric_grace = std::chrono::seconds(600);
@@ -45,8 +46,8 @@ struct Node {
     std::ofstream(ctx.proc_root + "/uptime") << s << " 1.00\n";
   }
   void channel(int n) {
-    fs::create_directories(ctx.sysfs_root + "/dev/nvidia-caps-imex-channels");
-    std::ofstream(ctx.sysfs_root + "/dev/nvidia-caps-imex-channels/channel" + std::to_string(n));
+    fs::create_directories(ctx.dev_root + "/nvidia-caps-imex-channels");
+    std::ofstream(ctx.dev_root + "/nvidia-caps-imex-channels/channel" + std::to_string(n));
   }
   CheckResult run() { return make_nvlink_imex_check()->run(ctx); }
 };
@@ -118,6 +119,18 @@ TEST(nvlink_imex, a_daemon_down_fails_only_past_the_boot_grace) {
     EXPECT_EQ(r.status, Status::kWarn) << r.message;
     EXPECT_EQ(r.fault_code, "VIGIL-IMEX-PENDING");
   }
+}
+
+// Where IMEX runs per job (a Slurm prolog, NVIDIA's DRA driver), no daemon between jobs is
+// normal: it warns, and never fails, whatever the uptime.
+TEST(nvlink_imex, without_a_resident_service_a_daemon_not_running_only_warns) {
+  Node n;
+  n.sku.nvlink.imex_resident = false;
+  n.imex_says("UNAVAILABLE");
+  const CheckResult r = n.run();
+  EXPECT_EQ(r.status, Status::kWarn) << r.message;
+  EXPECT_EQ(r.fault_code, "VIGIL-IMEX-PENDING");
+  EXPECT_NE(r.message.find("unless the job starts its own IMEX daemon"), std::string::npos);
 }
 
 TEST(nvlink_imex, setup_problems_are_errors_never_fails) {

@@ -29,6 +29,7 @@ struct CheckContext {
   // nvlink_imex: the nvidia-imex-ctl to ask; empty: the first one in the directories DCGM
   // searches (/usr/bin, /usr/local/bin, /opt/nvidia/imex/bin, /usr/local/nvidia/imex/bin).
   std::string imex_ctl;
+  std::string dev_root = "/dev";        // nvlink_imex counts /dev/nvidia-caps-imex-channels/ here
   std::string kmsg_path = "/dev/kmsg";  // kernel log kmsg_xid reads (tests: a plain file)
   // NVML indices of the GPUs the job that just ended had (SLURM_JOB_GPUS in an epilog);
   // nullopt when unknown. gpu_leftovers judges only these.

@@ -38,6 +38,9 @@ struct NvlinkSpec {
   // rack need the IMEX daemon (nvidia-imex) and its channel device on every node; nvlink_imex
   // judges both. False: single-node NVLink (HGX), where IMEX is not used.
   bool imex = false;
+  // The site runs nvidia-imex as a resident service (systemd), not per job (a Slurm prolog, or
+  // NVIDIA's DRA driver's ComputeDomains): only then is a daemon that is not running a fault.
+  bool imex_resident = false;
 };
 
 struct SkuConfig {
@@ -94,6 +97,9 @@ struct GpuInventory {
   // Which part sits in each slot (NVML index), same order; empty strings where the driver does
   // not say (nvmlDeviceGetSerial: boards with an inforom; nvmlDeviceGetUUID: every GPU).
   std::vector<std::string> serials, uuids;
+  // The NVML index of each entry: a GPU whose handle fails is left out of the lists above, so
+  // position and index differ after it (the report's `gpus` use the index, as the checks do).
+  std::vector<int> indices;
 };
 
 // First SKU whose name or device id matches every GPU and whose gpu_count equals the count.

@@ -31,24 +31,37 @@ struct PartRule {
   int64_t window_s = 30 * 86400;
 };
 
-// [{"index", "serial"?, "uuid"?, "drains": [...]}]. Strict: an unknown field or a wrong type
-// is an error naming it.
+// [{"index", "serial"?, "uuid"?, "drains": [...]}]. A wrong type, an index outside 0..1023 or a
+// repeated one is an error; a field this build does not know is ignored, as in the rest of the
+// node's state (a newer drainer's snapshot still reads after a rollback).
 nlohmann::json parts_to_json(const std::vector<PartRecord>& parts);
 Result<std::vector<PartRecord>> parts_from_json(const nlohmann::json& j);
 
 // Brings the slots up to date with a report's `gpus`; returns one note per swap ("gpu3 part
-// changed (serial 1652823054323 -> 1652823059999): its history starts afresh").
+// changed (serial 1652823054323 -> serial 1652823059999): its history starts afresh"). A swap is
+// an identifier present on both sides that differs (UUID, which NVML gives for every GPU, then
+// serial); one missing on either side is the same part, its identifier filled in: a board whose
+// serial cannot be read this once (a sick InfoROM) keeps its history.
 std::vector<std::string> update_parts(std::vector<PartRecord>& parts,
                                       const std::vector<GpuPart>& gpus);
 
-// The GPU slots whose figures fail in these results (measurements with a `gpu` that break their
-// fail bound).
-std::set<int> failing_gpus(const std::vector<const CheckResult*>& results);
+// The GPU slots a drain counts against: those whose figures break their (confirmed) fail bound
+// in these results, but only while they are a strict minority of the node's known parts. A
+// fault on most GPUs at once (a fan wall, a PCIe switch, an NVSwitch tray) is the node's, not
+// one part's, and counts against none.
+std::set<int> failing_gpus(const std::vector<const CheckResult*>& results,
+                           const std::vector<PartRecord>& parts);
 
+struct RecordedDrain {
+  bool counted = false;                // some part was charged
+  std::optional<PartRecord> offender;  // the first part that now reaches the rule's count
+};
 // Records a drain at `now` for each of `gpus` that has a known part, forgetting drains older
-// than the window; the first part that now reaches the rule's count, if any.
-std::optional<PartRecord> record_drain(std::vector<PartRecord>& parts, const std::set<int>& gpus,
-                                       int64_t now, const PartRule& rule);
+// than the window.
+RecordedDrain record_drain(std::vector<PartRecord>& parts, const std::set<int>& gpus, int64_t now,
+                           const PartRule& rule);
+// Undoes record_drain's entry at `when` (a drain Slurm never applied); nothing for 0.
+void forget_drain(std::vector<PartRecord>& parts, int64_t when);
 
 // "gpu3 serial 1652823054323 drained 3 times in 30 days": the why of a repeat offender's replace.
 std::string offender_text(const PartRecord& part, const PartRule& rule);

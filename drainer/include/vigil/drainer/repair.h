@@ -65,6 +65,11 @@ struct RepairState {
   std::vector<int64_t> reboots;  // when Vigil asked Slurm to reboot the node (node_window_s)
   std::string evidence;          // the draining report's evidence file, this drain episode
   int64_t booted_unix = 0;       // the boot time slurmd registered with after the reboot
+  // Part history (parts.h): when this drain was counted against the node's parts (0: it was
+  // not), undone if Slurm never applies the drain; and, for a repeat offender, why the ladder
+  // relabels the drain `replace` at its next tick ("gpu3 serial S drained 3 times in 30 days").
+  int64_t part_drain_unix = 0;
+  std::string offender;
 };
 // {"stage", "remedy"?, "since_unix", "reboots", "evidence"?}; absent in snapshots written
 // before the ladder.
