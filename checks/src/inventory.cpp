@@ -10,13 +10,9 @@ namespace vigil {
 
 namespace {
 
-// An identifier as the report's "gpus" takes it (printable ASCII, no blanks); empty otherwise,
-// as if the driver had not said (a part is then told apart by its other identifier).
-std::string printable(const char* s) {
-  const std::string v(s);
-  const bool ok = std::all_of(v.begin(), v.end(), [](char c) { return c > ' ' && c < 0x7f; });
-  return ok ? v : std::string();
-}
+// An identifier as the report's "gpus" takes it; empty otherwise, as if the driver had not said
+// (a part is then told apart by its other identifier).
+std::string printable(const char* s) { return is_part_identifier(s) ? std::string(s) : ""; }
 
 // Reads the inventory in this process; JSON {"names", "ids", "serials", "uuids"} or {"error"}.
 nlohmann::json inventory_json(const std::string& nvml_library) {

@@ -38,6 +38,11 @@ Status Measurement::status() const {
   return threshold ? threshold->evaluate(value) : Status::kPass;
 }
 
+bool is_part_identifier(std::string_view s) {
+  return !s.empty() && s.size() <= 96 &&
+         std::all_of(s.begin(), s.end(), [](char c) { return c > ' ' && c < 0x7f; });
+}
+
 Status NodeReport::overall() const {
   if (checks.empty()) return Status::kError;  // a run that checked nothing proves nothing
   Status s = checks.front().status;
@@ -255,8 +260,7 @@ CheckResult parse_check(const json& j, const std::string& path) {
 }
 
 // "gpus": [{"index": 0, "serial": "1654922012345", "uuid": "GPU-..."}]: indices distinct and
-// >= 0; a serial or UUID, when present, a non-empty printable string of at most 96 characters
-// (NVML_DEVICE_UUID_V2_BUFFER_SIZE, the larger of the two buffers).
+// 0..1023; a serial or UUID, when present, is_part_identifier.
 std::vector<GpuPart> parse_gpus(const json& g, const std::string& path) {
   if (!g.is_array()) fail_at(path, "must be an array");
   std::vector<GpuPart> out;
@@ -272,8 +276,7 @@ std::vector<GpuPart> parse_gpus(const json& g, const std::string& path) {
     p.index = idx.get<int>();
     for (auto [key, field] : {std::pair{"serial", &p.serial}, std::pair{"uuid", &p.uuid}}) {
       if (auto v = opt_string(e, at, key)) {
-        if (v->empty() || v->size() > 96 ||
-            !std::all_of(v->begin(), v->end(), [](char c) { return c > ' ' && c < 0x7f; }))
+        if (!is_part_identifier(*v))
           fail_at(at + "/" + key, "must be 1..96 printable characters without blanks");
         *field = *v;
       }

@@ -60,6 +60,11 @@ struct GpuPart {
   bool operator==(const GpuPart&) const = default;
 };
 
+// A serial or UUID as `gpus` takes it: 1..96 printable ASCII characters without blanks (96:
+// NVML_DEVICE_UUID_V2_BUFFER_SIZE, the larger of the two buffers). The checker drops an
+// identifier that is not, the reader refuses it.
+bool is_part_identifier(std::string_view s);
+
 struct NodeReport {
   int schema_version = kNodeReportSchemaVersion;
   std::string node;                     // Slurm node name
