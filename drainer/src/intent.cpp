@@ -66,7 +66,7 @@ nlohmann::json to_json(const NodeEvent& e) {
                    {"reason", e.reason},
                    {"why", e.why},
                    {"checks", e.checks},
-                   {"failing", e.failing},
+                   {"failing", failing_to_json(e.failing)},
                    {"last_check_time", e.last_check_time},
                    {"run_id", e.run_id},
                    {"fabric_switch", e.fabric_switch},
@@ -92,7 +92,9 @@ Result<NodeEvent> node_event_from_json(const nlohmann::json& j) {
     e.reason = j.at("reason").get<std::string>();
     e.why = j.at("why").get<std::string>();
     e.checks = j.at("checks").get<std::vector<std::string>>();
-    e.failing = j.at("failing").get<std::string>();
+    auto failing = failing_from_json(j.at("failing"));  // an array, or a string before 11-27
+    if (!failing.ok()) return Error{failing.error().to_string(), "event"};
+    e.failing = std::move(failing.value());
     e.last_check_time = j.at("last_check_time").get<std::string>();
     e.run_id = j.at("run_id").get<std::string>();
     e.fabric_switch = j.at("fabric_switch").get<std::string>();

@@ -52,7 +52,7 @@ VoidResult KubeSink::write_state(const std::string& k8s, const NodeEvent& s) {
   a[pre + "state"] = std::string(annotation_value(s.health));
   a[pre + "reason"] = unless_empty(s.reason);
   a[pre + "last-check"] = unless_empty(s.last_check_time);
-  a[pre + "failing"] = unless_empty(s.failing);
+  a[pre + "failing"] = unless_empty(failing_annotation(s.failing));
   a[pre + "fabric-switch-suspect"] = unless_empty(s.fabric_switch);
   a[pre + "repair"] = unless_empty(s.repair);
   a[pre + "evidence"] = unless_empty(s.evidence);

@@ -34,7 +34,7 @@ nlohmann::json to_json(const NodeState& s) {
                    {"last_run_id", s.last_run_id},
                    {"last_action", std::string(to_string(s.last_action))},
                    {"note", s.note},
-                   {"failing", s.failing}};
+                   {"failing", failing_to_json(s.failing)}};
   if (s.k8s_node) j["k8s_node"] = *s.k8s_node;
   // Only once the ladder touched the node: snapshots of nodes it never saw stay as they were.
   if (s.repair.stage != RepairStage::kNone || s.repair.remedy || !s.repair.reboots.empty() ||
@@ -86,7 +86,12 @@ Result<NodeState> node_state_from_json(const nlohmann::json& j) {
       return Error{"unknown last_action '" + last + "'", "node_state_from_json(" + s.node + ")"};
     s.last_action = *la;
     s.note = j.value("note", "");
-    s.failing = j.value("failing", "");
+    if (j.contains("failing")) {  // an array; a JSON string before 2026-11-27
+      auto failing = failing_from_json(j.at("failing"));
+      if (!failing.ok())
+        return Error{failing.error().to_string(), "node_state_from_json(" + s.node + ")"};
+      s.failing = std::move(failing.value());
+    }
     if (j.contains("k8s_node")) s.k8s_node = j.at("k8s_node").get<std::string>();
     s.fabric_switch = j.value("fabric_switch", "");
     s.switch_suspect = j.value("switch_suspect", false);

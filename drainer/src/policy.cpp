@@ -14,43 +14,6 @@ namespace {
 
 bool is_pass_like(Status s) { return s == Status::kPass || s == Status::kWarn; }
 
-// Compact JSON of the measurements that failed or warned, for the Kubernetes annotation, with
-// the check's remedy where it knows one (docs/xid.md): what the repair ladder will act on.
-std::string failing_summary(const NodeReport& r) {
-  nlohmann::json arr = nlohmann::json::array();
-  for (const auto& c : r.checks) {
-    if (c.status != Status::kFail && c.status != Status::kWarn) continue;
-    bool any = false;
-    for (const auto& m : c.measurements) {
-      Status ms = m.status();
-      if (ms != Status::kFail && ms != Status::kWarn) continue;
-      nlohmann::json e{{"check", c.check},
-                       {"measurement", m.name},
-                       {"value", m.value},
-                       {"unit", m.unit},
-                       {"status", std::string(to_string(ms))}};
-      if (m.gpu) e["gpu"] = *m.gpu;
-      if (m.port) e["port"] = *m.port;
-      if (m.threshold) e["fail"] = m.threshold->fail;
-      if (c.remedy) e["remedy"] = std::string(to_string(*c.remedy));  // what clears it
-      arr.push_back(std::move(e));
-      any = true;
-    }
-    if (!any) {
-      // No bound broken: a fail-slow verdict (or a count) whose message says what and against
-      // which baseline ("gpu3 gemm_bf16_tflops 704 TFLOP/s, 12% below its 7 peers (803)").
-      nlohmann::json e{{"check", c.check}, {"status", std::string(to_string(c.status))}};
-      if (!c.message.empty()) e["message"] = c.message;
-      if (c.remedy) e["remedy"] = std::string(to_string(*c.remedy));
-      arr.push_back(std::move(e));
-    }
-  }
-  std::string s = arr.empty() ? std::string() : arr.dump();
-  // Kubernetes caps all annotations of an object at 256 KiB; keep ours small.
-  if (s.size() > 4096) s = s.substr(0, 4090) + "...]";
-  return s;
-}
-
 bool contains(const std::vector<std::string>& v, const std::string& x) {
   return std::find(v.begin(), v.end(), x) != v.end();
 }
@@ -234,7 +197,7 @@ NodeState start_state(const NodeState* prev, const NodeReport& r, const slurm::S
   s.last_report_unix = now;
   s.last_check_time = r.end_time;
   s.last_run_id = r.run_id;
-  s.failing = failing_summary(r);
+  s.failing = failing_of(r);
   s.last_action = LastAction::kNone;
   s.note.clear();
   return s;

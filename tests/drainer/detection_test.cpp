@@ -48,7 +48,10 @@ TEST(Detection, a_gpu_12_percent_below_its_peers_confirmed_by_repeats_drains_aft
   EXPECT_EQ(s->reason.rfind("vigil: gemm gpu3 gemm_bf16_tflops 705", 0), 0u) << s->reason;
   EXPECT_NE(s->reason.find("below its 7 peers"), std::string::npos) << s->reason;
   // The Node annotation and `vigil-drainer status` carry the verdict with its baseline.
-  EXPECT_NE(s->failing.find("below its 7 peers"), std::string::npos) << s->failing;
+  ASSERT_EQ(s->failing.size(), 1u);
+  EXPECT_EQ(s->failing[0].check, "gpu_gemm");
+  EXPECT_NE(s->failing[0].message.find("below its 7 peers"), std::string::npos)
+      << s->failing[0].message;
   EXPECT_NE(dr.metrics_text().find("vigil_measurement_deviation_ratio{baseline=\"peers\""),
             std::string::npos);
 }

@@ -205,12 +205,12 @@ TEST(PolicyEngine, the_failing_summary_carries_the_checks_remedy) {
   xid.remedy = Remedy::kReboot;
   auto d = eng.on_report(nullptr, make_report("gpu-1", "a", {xid}), &info, {}, 4);
   ASSERT_EQ(d.action, Action::kDrain);
-  auto failing = nlohmann::json::parse(d.state.failing);
-  ASSERT_EQ(failing.size(), 1u);
-  EXPECT_EQ(failing[0]["remedy"], "reboot");
+  ASSERT_EQ(d.state.failing.size(), 1u);
+  EXPECT_EQ(d.state.failing[0].remedy, Remedy::kReboot);
   auto plain = eng.on_report(nullptr, make_report("gpu-2", "a", {make_check("nvml_ecc", F, 1, 0)}),
                              &info, {}, 4);
-  EXPECT_FALSE(nlohmann::json::parse(plain.state.failing)[0].contains("remedy"));
+  ASSERT_EQ(plain.state.failing.size(), 1u);
+  EXPECT_FALSE(plain.state.failing[0].remedy);
 }
 
 TEST(PolicyEngine, a_report_without_a_known_sku_keeps_the_node_in_its_sku_group) {

@@ -50,7 +50,7 @@ struct NodeEvent {
   std::string reason;                        // the Slurm drain reason, if any
   std::string why;                           // the decision's explanation (the node's note)
   std::vector<std::string> checks;           // the checks that drove it
-  std::string failing;                       // compact JSON array of failing measurements
+  std::vector<FailingMeasurement> failing;   // of the node's latest report (failing.h)
   std::string last_check_time;
   std::string run_id;
   std::optional<std::string> k8s_node;

@@ -14,6 +14,7 @@
 #include "vigil/base/clock.h"
 #include "vigil/drainer/breaker.h"
 #include "vigil/drainer/config.h"
+#include "vigil/drainer/failing.h"
 #include "vigil/drainer/parts.h"
 #include "vigil/drainer/repair.h"
 #include "vigil/report/report.h"
@@ -73,8 +74,8 @@ struct NodeState {
   std::string last_check_time;   // report end_time (RFC 3339)
   std::string last_run_id;
   LastAction last_action = LastAction::kNone;
-  std::string note;     // why the last decision was what it was
-  std::string failing;  // compact JSON array of failing/warning measurements
+  std::string note;                         // why the last decision was what it was
+  std::vector<FailingMeasurement> failing;  // of the latest report (failing.h)
   // Switch verdict (docs/fabric.md): the node's leaf switch per its latest fabric job with a
   // topology, and whether that switch is suspected. Every node known under a switch carries
   // the same verdict: the newest job's evidence about the switch, from any of its nodes.

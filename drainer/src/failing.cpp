@@ -1,0 +1,131 @@
+// Typed failing entries and their one JSON codec (failing.h).
+#include "vigil/drainer/failing.h"
+
+#include <nlohmann/json.hpp>
+
+namespace vigil::drainer {
+
+std::vector<FailingMeasurement> failing_of(const NodeReport& r) {
+  std::vector<FailingMeasurement> out;
+  for (const auto& c : r.checks) {
+    if (c.status != Status::kFail && c.status != Status::kWarn) continue;
+    bool any = false;
+    for (const auto& m : c.measurements) {
+      const Status ms = m.status();
+      if (ms != Status::kFail && ms != Status::kWarn) continue;
+      FailingMeasurement f{.check = c.check, .status = ms, .measurement = m.name};
+      f.value = m.value;
+      f.unit = m.unit;
+      f.gpu = m.gpu;
+      f.port = m.port;
+      if (m.threshold) f.fail = m.threshold->fail;
+      f.remedy = c.remedy;  // what clears it (docs/xid.md)
+      out.push_back(std::move(f));
+      any = true;
+    }
+    // No bound broken: a fail-slow verdict (or a count) whose message says what and against
+    // which baseline ("gpu3 gemm_bf16_tflops 704 TFLOP/s, 12% below its 7 peers (803)").
+    if (!any)
+      out.push_back(
+          {.check = c.check, .status = c.status, .message = c.message, .remedy = c.remedy});
+  }
+  return out;
+}
+
+nlohmann::json to_json(const FailingMeasurement& f) {
+  nlohmann::json e{{"check", f.check}};
+  if (!f.measurement.empty()) {
+    e["measurement"] = f.measurement;
+    e["value"] = f.value;
+    e["unit"] = f.unit;
+  }
+  e["status"] = std::string(to_string(f.status));
+  if (f.gpu) e["gpu"] = *f.gpu;
+  if (f.port) e["port"] = *f.port;
+  if (f.fail) e["fail"] = *f.fail;
+  if (!f.message.empty()) e["message"] = f.message;
+  if (f.remedy) e["remedy"] = std::string(to_string(*f.remedy));
+  return e;
+}
+
+nlohmann::json failing_to_json(const std::vector<FailingMeasurement>& failing) {
+  nlohmann::json arr = nlohmann::json::array();
+  for (const auto& f : failing) arr.push_back(to_json(f));
+  return arr;
+}
+
+namespace {
+
+Result<FailingMeasurement> entry_from_json(const nlohmann::json& e) {
+  FailingMeasurement f;
+  f.check = e.at("check").get<std::string>();
+  const std::string status = e.at("status").get<std::string>();
+  auto st = status_from_string(status);
+  if (!st) return Error{"unknown status '" + status + "' of " + f.check, "failing"};
+  f.status = *st;
+  if (e.contains("measurement")) {
+    f.measurement = e.at("measurement").get<std::string>();
+    f.value = e.at("value").get<double>();
+    f.unit = e.at("unit").get<std::string>();
+  }
+  if (e.contains("gpu")) f.gpu = e.at("gpu").get<int>();
+  if (e.contains("port")) f.port = e.at("port").get<std::string>();
+  if (e.contains("fail")) f.fail = e.at("fail").get<double>();
+  if (e.contains("message")) f.message = e.at("message").get<std::string>();
+  if (e.contains("remedy")) {
+    const std::string r = e.at("remedy").get<std::string>();
+    f.remedy = remedy_from_string(r);
+    if (!f.remedy) return Error{"unknown remedy '" + r + "' of " + f.check, "failing"};
+  }
+  return f;
+}
+
+}  // namespace
+
+Result<std::vector<FailingMeasurement>> failing_from_json(const nlohmann::json& j) {
+  try {
+    if (j.is_string()) {  // the journal's form before the type: a JSON array as a string
+      const auto& s = j.get_ref<const std::string&>();
+      if (s.empty()) return std::vector<FailingMeasurement>{};
+      // The old writer cut the string at 4 KiB ("...]"): such an entry list is not JSON any
+      // more, and what it said is gone; the next report fills it again.
+      auto parsed = nlohmann::json::parse(s, nullptr, /*allow_exceptions=*/false);
+      if (parsed.is_discarded()) return std::vector<FailingMeasurement>{};
+      return failing_from_json(parsed);
+    }
+    if (!j.is_array()) return Error{"must be an array", "failing"};
+    std::vector<FailingMeasurement> out;
+    for (size_t i = 0; i < j.size(); ++i) {
+      auto f = entry_from_json(j[i]);
+      if (!f.ok()) return Error{"entry " + std::to_string(i) + ": " + f.error().message, "failing"};
+      out.push_back(std::move(f.value()));
+    }
+    return out;
+  } catch (const std::exception& e) {
+    return Error{e.what(), "failing"};
+  }
+}
+
+std::string failing_annotation(const std::vector<FailingMeasurement>& failing, size_t max_bytes) {
+  if (failing.empty()) return {};
+  std::vector<std::string> entries;
+  for (const auto& f : failing) entries.push_back(to_json(f).dump());
+  // All of them when they fit; otherwise the longest prefix that fits and {"more": N}.
+  auto with_more = [&](size_t kept) {
+    std::string s = "[";
+    for (size_t i = 0; i < kept; ++i) s += (i ? "," : "") + entries[i];
+    if (kept < entries.size())
+      s +=
+          std::string(kept ? "," : "") + "{\"more\":" + std::to_string(entries.size() - kept) + "}";
+    return s + "]";
+  };
+  std::string all = with_more(entries.size());
+  if (all.size() <= max_bytes) return all;
+  const size_t more_room = 32;  // {"more":N}, and its comma
+  size_t kept = 0, bytes = 2 + more_room;
+  while (kept < entries.size() && bytes + entries[kept].size() + 1 <= max_bytes)
+    bytes += entries[kept++].size() + 1;
+  return with_more(kept);
+}
+
+}  // namespace vigil::drainer
