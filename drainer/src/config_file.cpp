@@ -7,65 +7,66 @@
 #include <charconv>
 #include <cstdlib>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <type_traits>
 
 #include "tls_files.h"
 #include "vigil/base/http_url.h"
 #include "vigil/base/strings.h"
+#include "vigil/config/strict_yaml.h"
 
 namespace vigil::drainer {
 namespace {
 
-struct ConfigError {
-  std::string msg;
-};
+// The drainer's file is read with the one strict reader (vigil/config/strict_yaml.h) and stops
+// at its first problem: later sections often depend on earlier ones (auth mode, backend).
+struct Stop {};
 
 class Reader {
  public:
-  explicit Reader(std::string source) : source_(std::move(source)) {}
+  explicit Reader(std::string source) : yr_(std::move(source)) {}
 
   [[noreturn]] void fail(const YAML::Node& n, const std::string& field,
                          const std::string& what) const {
-    std::string where = source_;
-    if (n.IsDefined() && n.Mark().line >= 0) {
-      where += ':';
-      where += std::to_string(n.Mark().line + 1);
-    }
-    throw ConfigError{where + ": " + field + ": " + what};
+    yr_.error(n, field, what);
+    throw Stop{};
   }
 
   void only_keys(const YAML::Node& map, const std::string& field,
-                 std::initializer_list<std::string_view> keys) const {
-    if (!map.IsMap()) fail(map, field, "must be a mapping");
-    for (const auto& kv : map) {
-      auto k = kv.first.as<std::string>();
-      bool ok = false;
-      for (auto allowed : keys) ok = ok || allowed == k;
-      if (!ok) {
-        std::string list;
-        for (auto allowed : keys) list += (list.empty() ? "" : ", ") + std::string(allowed);
-        fail(kv.first, field.empty() ? k : field + "." + k, "unknown key (allowed: " + list + ")");
-      }
-    }
+                 const std::set<std::string>& keys) const {
+    if (!yr_.only_keys(map, field, keys)) throw Stop{};
   }
 
+  // An absent or null key leaves `out` at its default.
   template <typename T>
   void get(const YAML::Node& map, const char* key, const std::string& field, T& out) const {
-    YAML::Node n = map[key];
+    const YAML::Node n = map[key];
     if (!n.IsDefined() || n.IsNull()) return;
-    if (!n.IsScalar()) fail(n, field, "must be a scalar");
-    try {
-      out = n.as<T>();
-    } catch (const YAML::Exception&) {
-      fail(n, field, "invalid value '" + n.Scalar() + "'");
+    if constexpr (std::is_same_v<T, bool>) {
+      out = need(yr_.boolean(n, field));
+    } else if constexpr (std::is_same_v<T, std::string>) {
+      out = need(yr_.scalar(n, field));
+    } else if constexpr (std::is_integral_v<T>) {
+      out = static_cast<T>(need(
+          yr_.integer(n, field, std::numeric_limits<T>::min(), std::numeric_limits<T>::max())));
+    } else {
+      static_assert(std::is_floating_point_v<T>);
+      out = static_cast<T>(need(yr_.number(n, field)));
     }
   }
 
-  const std::string& source() const { return source_; }
+  const std::string& source() const { return yr_.file(); }
+  std::string first_error() const { return yr_.errors.front().to_string(); }
 
  private:
-  std::string source_;
+  template <typename T>
+  static T need(std::optional<T> v) {
+    if (!v) throw Stop{};
+    return *v;
+  }
+  mutable YamlReader yr_;
 };
 
 void read_check_policy(const Reader& rd, const YAML::Node& n, const std::string& field,
@@ -552,8 +553,8 @@ Result<DrainerConfig> parse_config(std::string_view yaml, const std::string& sou
     if (c.munge.enabled && !c.slurm.enabled)
       rd.fail(root["slurm"], "slurm.enabled",
               "auth mode munge needs Slurm: the addresses a node may report from are Slurm's");
-  } catch (const ConfigError& e) {
-    return Error{e.msg, "parse_config"};
+  } catch (const Stop&) {
+    return Error{rd.first_error(), "parse_config"};
   } catch (const YAML::Exception& e) {
     return Error{source + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg, "parse_config"};
   }

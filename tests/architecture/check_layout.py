@@ -32,6 +32,7 @@ COMPONENTS = [
     ("libs/slurm/", "slurm"),
     ("libs/kube/", "kube"),
     ("libs/detect/", "detect"),
+    ("libs/config/", "config"),
     ("nccl-bench/", "ncclbench"),
     ("checks/submit/", "submit"),
     ("checks/hook/", "hook"),
@@ -43,6 +44,7 @@ COMPONENTS = [
 ]
 ALLOWED = {
     "base": set(),
+    "config": set(),
     "report": {"base"},
     "munge": {"base"},
     "report_client": {"report", "munge", "base"},
@@ -51,12 +53,12 @@ ALLOWED = {
     "detect": {"report", "base"},
     "ncclbench": {"base"},
     "ncclbench_mpi": {"ncclbench", "base"},
-    "checks": {"report", "report_client", "base", "ncclbench", "detect"},
+    "checks": {"report", "report_client", "base", "ncclbench", "detect", "config"},
     "submit": {"slurm", "base", "report"},
     "hook": {"checks", "report", "report_client", "slurm", "base"},
     "check_program": {"checks", "hook", "report", "report_client", "slurm", "base"},
     "drainer_core": {"report", "slurm", "kube", "base", "detect"},
-    "drainer": {"drainer_core", "report", "slurm", "kube", "base", "detect", "munge"},
+    "drainer": {"drainer_core", "report", "slurm", "kube", "base", "detect", "munge", "config"},
 }
 # Targets that belong to a component without being named after it.
 TARGET_COMPONENT = {

@@ -10,6 +10,8 @@
 #include <set>
 #include <string_view>
 
+#include "vigil/config/strict_yaml.h"
+
 namespace vigil {
 
 const Threshold* SkuConfig::find(std::string_view check, std::string_view measurement) const {
@@ -26,113 +28,9 @@ const SkuConfig* SkuSet::by_name(std::string_view name) const {
   return nullptr;
 }
 
-std::string ConfigError::to_string() const {
-  std::string out = file;
-  if (line > 0) out += ":" + std::to_string(line);
-  out += ": ";
-  if (!field.empty()) out += field + ": ";
-  return out + message;
-}
-
 namespace {
 
-// Collects errors while walking one file; every helper returns std::nullopt after recording.
-class Walker {
- public:
-  explicit Walker(std::string file) : file_(std::move(file)) {}
-  std::vector<ConfigError> errors;
-
-  void error(const YAML::Node& at, const std::string& field, const std::string& msg) {
-    int line = at.IsDefined() ? at.Mark().line + 1 : 0;
-    errors.push_back({file_, line, field, msg});
-  }
-
-  bool only_keys(const YAML::Node& n, const std::string& field,
-                 const std::set<std::string>& allowed) {
-    if (!n.IsMap()) {
-      error(n, field, "must be a mapping");
-      return false;
-    }
-    bool ok = true;
-    for (const auto& kv : n) {
-      if (!kv.first.IsScalar()) {
-        error(kv.first, field, "keys must be plain names, not lists or mappings");
-        ok = false;
-        continue;
-      }
-      auto key = kv.first.as<std::string>();
-      if (!allowed.count(key)) {
-        std::string known;
-        for (const auto& a : allowed) known += (known.empty() ? "" : ", ") + a;
-        error(kv.first, join(field, key), "unknown key (expected one of: " + known + ")");
-        ok = false;
-      }
-    }
-    return ok;
-  }
-
-  std::optional<std::string> string(const YAML::Node& n, const std::string& field) {
-    if (!n.IsScalar() || n.as<std::string>().empty()) {
-      error(n, field, "must be a non-empty string");
-      return std::nullopt;
-    }
-    return n.as<std::string>();
-  }
-
-  // Only the YAML words true and false: "yes", 1 or a quoted "true" are errors.
-  std::optional<bool> boolean(const YAML::Node& n, const std::string& field) {
-    if (n.IsScalar() && n.Tag() != "!" && (n.Scalar() == "true" || n.Scalar() == "false"))
-      return n.Scalar() == "true";
-    error(n, field, "must be true or false");
-    return std::nullopt;
-  }
-
-  std::optional<double> number(const YAML::Node& n, const std::string& field) {
-    if (!n.IsScalar()) {
-      error(n, field, "must be a number");
-      return std::nullopt;
-    }
-    std::string s = n.as<std::string>();
-    double d = 0;
-    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), d);
-    if (ec != std::errc() || p != s.data() + s.size() || !std::isfinite(d)) {
-      error(n, field, "must be a finite number, got '" + s + "'");
-      return std::nullopt;
-    }
-    return d;
-  }
-
-  std::optional<long> integer(const YAML::Node& n, const std::string& field, long min_value) {
-    if (!n.IsScalar()) {
-      error(n, field, "must be an integer");
-      return std::nullopt;
-    }
-    std::string s = n.as<std::string>();
-    int base = 10;
-    size_t skip = 0;
-    if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) base = 16, skip = 2;
-    long v = 0;
-    auto [p, ec] = std::from_chars(s.data() + skip, s.data() + s.size(), v, base);
-    if (ec != std::errc() || p != s.data() + s.size() || skip == s.size()) {
-      error(n, field, "must be an integer, got '" + s + "'");
-      return std::nullopt;
-    }
-    if (v < min_value) {
-      error(n, field, "must be >= " + std::to_string(min_value));
-      return std::nullopt;
-    }
-    return v;
-  }
-
-  static std::string join(const std::string& a, const std::string& b) {
-    return a.empty() ? b : a + "." + b;
-  }
-
- private:
-  std::string file_;
-};
-
-void parse_threshold(Walker& w, const YAML::Node& n, const std::string& field, SkuConfig& sku,
+void parse_threshold(YamlReader& w, const YAML::Node& n, const std::string& field, SkuConfig& sku,
                      const std::string& check, const std::string& measurement) {
   if (!w.only_keys(n, field,
                    {"op", "fail", "warn", "unit", "unconfirmed", "calibrated", "nccl_algorithm"}))
@@ -142,7 +40,7 @@ void parse_threshold(Walker& w, const YAML::Node& n, const std::string& field, S
   if (!n["op"]) {
     w.error(n, field + ".op", "missing (\">=\" or \"<=\")");
     ok = false;
-  } else if (auto s = w.string(n["op"], field + ".op"); !s) {
+  } else if (auto s = w.text(n["op"], field + ".op"); !s) {
     ok = false;
   } else if (auto op = op_from_string(*s)) {
     t.op = *op;
@@ -167,7 +65,7 @@ void parse_threshold(Walker& w, const YAML::Node& n, const std::string& field, S
   if (!n["unit"]) {
     w.error(n, field + ".unit", "missing (e.g. GB/s, Gb/s, count)");
     ok = false;
-  } else if (auto u = w.string(n["unit"], field + ".unit")) {
+  } else if (auto u = w.text(n["unit"], field + ".unit")) {
     t.unit = *u;
   } else {
     ok = false;
@@ -183,7 +81,7 @@ void parse_threshold(Walker& w, const YAML::Node& n, const std::string& field, S
     }
   }
   if (const YAML::Node c = n["calibrated"]) {
-    if (auto text = w.string(c, field + ".calibrated"); text && !text->empty()) {
+    if (auto text = w.text(c, field + ".calibrated"); text && !text->empty()) {
       t.calibrated = *text;
     } else {
       if (text) w.error(c, field + ".calibrated", "must say when and from what data");
@@ -204,7 +102,7 @@ void parse_threshold(Walker& w, const YAML::Node& n, const std::string& field, S
       w.error(a, field + ".nccl_algorithm",
               "only an all_reduce check's busbw names an NCCL algorithm");
       ok = false;
-    } else if (auto s = w.string(a, field + ".nccl_algorithm"); s && kAlgorithms.count(*s)) {
+    } else if (auto s = w.text(a, field + ".nccl_algorithm"); s && kAlgorithms.count(*s)) {
       t.nccl_algorithm = *s;
     } else {
       if (s)
@@ -227,13 +125,13 @@ void parse_threshold(Walker& w, const YAML::Node& n, const std::string& field, S
   sku.thresholds[check][measurement] = t;
 }
 
-void walk_sku(Walker& w, const YAML::Node& root, const std::set<std::string>& known,
+void walk_sku(YamlReader& w, const YAML::Node& root, const std::set<std::string>& known,
               SkuConfig& sku) {
   if (!w.only_keys(root, "", {"sku", "description", "match", "infiniband", "nvlink", "thresholds"}))
     return;
   if (!root["sku"])
     w.error(root, "sku", "missing (the SKU name, e.g. H100-SXM5-80GB)");
-  else if (auto s = w.string(root["sku"], "sku"))
+  else if (auto s = w.text(root["sku"], "sku"))
     sku.name = *s;
   if (const YAML::Node d = root["description"]) {
     if (d.IsScalar())
@@ -251,7 +149,7 @@ void walk_sku(Walker& w, const YAML::Node& root, const std::set<std::string>& kn
         w.error(m["gpu_names"], "match.gpu_names", "must be a list");
       else
         for (const auto& n : m["gpu_names"])
-          if (auto s = w.string(n, "match.gpu_names")) sku.match.gpu_names.push_back(*s);
+          if (auto s = w.text(n, "match.gpu_names")) sku.match.gpu_names.push_back(*s);
     }
     if (m["pci_device_ids"]) {
       if (!m["pci_device_ids"].IsSequence())
@@ -342,7 +240,7 @@ void walk_sku(Walker& w, const YAML::Node& root, const std::set<std::string>& kn
 
 Loaded<SkuConfig> load_sku_file(const std::string& path, const std::set<std::string>& known) {
   Loaded<SkuConfig> out;
-  Walker w(path);
+  YamlReader w(path);
   YAML::Node root;
   try {
     root = YAML::LoadFile(path);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "vigil/checks/xid_catalogue.h"
+#include "vigil/config/config_error.h"
 #include "vigil/detect/config.h"
 #include "vigil/report/threshold.h"
 
@@ -54,14 +55,6 @@ struct SkuConfig {
   std::string file;  // where it was loaded from
 
   const Threshold* find(std::string_view check, std::string_view measurement) const;
-};
-
-struct ConfigError {
-  std::string file;
-  int line = 0;       // 1-based; 0 when unknown
-  std::string field;  // e.g. "thresholds.nvml_ecc.volatile_uncorrected_ecc.warn"
-  std::string message;
-  std::string to_string() const;  // "file:line: field: message"
 };
 
 struct SkuSet {
