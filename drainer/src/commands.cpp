@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "vigil/base/files.h"
+#include "vigil/base/http_client.h"
 #include "vigil/base/time.h"
 #include "vigil/drainer/calibrate.h"
 #include "vigil/drainer/config_file.h"
@@ -103,6 +104,12 @@ void print_table(const nlohmann::json& nodes, const nlohmann::json& breaker, boo
   if (dry_run) std::printf("\ndry-run: nothing is changed in Slurm\n");
 }
 
+// host:port, with an IPv6 address in brackets (listen_address may be "::1").
+std::string authority(const std::string& host, int port) {
+  const bool v6 = host.find(':') != std::string::npos;
+  return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+
 struct ServiceClient {
   std::unique_ptr<httplib::Client> cli;
   httplib::Headers headers;
@@ -114,15 +121,12 @@ struct ServiceClient {
       // The service's certificate must name the host we dial: on a wildcard listener that is
       // localhost. Trusted: listen.tls.ca_file, else the certificate itself (self-signed).
       const std::string host = any ? "localhost" : c.listen_address;
-      cli = std::make_unique<httplib::Client>("https://" + host + ":" +
-                                              std::to_string(c.listen_port));
-      cli->enable_server_certificate_verification(true);
-      cli->set_ca_cert_path(c.tls->ca_file.empty() ? c.tls->cert_file : c.tls->ca_file);
+      cli = make_http_client({"https://" + authority(host, c.listen_port),
+                              c.tls->ca_file.empty() ? c.tls->cert_file : c.tls->ca_file, 30000});
     } else {
-      cli = std::make_unique<httplib::Client>(any ? "127.0.0.1" : c.listen_address, c.listen_port);
+      cli = make_http_client(
+          {"http://" + authority(any ? "127.0.0.1" : c.listen_address, c.listen_port), "", 30000});
     }
-    cli->set_connection_timeout(5);
-    cli->set_read_timeout(30);
     // Operator commands use the admin token when there is one (resume, breaker reset need it);
     // under auth mode munge otherwise a MUNGE credential of the operator's own uid.
     if (c.auth_enabled && c.munge.enabled && c.admin_token.empty()) {

@@ -15,8 +15,8 @@
 #include <thread>
 
 #include "vigil/base/files.h"
+#include "vigil/base/http_client.h"
 #include "vigil/base/http_url.h"
-#include "vigil/base/httplib_tls.h"
 #include "vigil/base/strings.h"
 #include "vigil/munge/munge.h"
 #include "vigil/report/drain_decision.h"
@@ -58,20 +58,6 @@ std::string tls_setup_problem(const HttpUrl& u, const std::string& ca_file) {
   std::ifstream in(ca_file);
   if (!in) return "cannot read the CA file '" + ca_file + "': " + std::strerror(errno);
   return "";
-}
-
-// What a failed connection means, in words an operator can act on.
-std::string connection_error(httplib::Client& cli, httplib::Error e, const std::string& ca_file) {
-  const std::string ca = ca_file.empty() ? "the system's CAs" : "the CA in '" + ca_file + "'";
-  if (auto f = tls_verify_failure(cli, e)) {
-    if (f->wrong_name)
-      return "TLS: the drainer's certificate does not name the host in the report URL";
-    return "TLS: the drainer's certificate is not trusted by " + ca + " (" + f->why + ")";
-  }
-  if (e == httplib::Error::SSLLoadingCerts) return "TLS: cannot load " + ca;
-  if (e == httplib::Error::SSLConnection)
-    return "TLS handshake failed (is the drainer serving https on this port?)";
-  return "connection: " + httplib::to_string(e);
 }
 
 bool retryable(int status) {
@@ -124,14 +110,8 @@ void post_body(const std::string& body, const ReportClientOptions& opts, int max
     out.last_error = setup_error;
     return;
   }
-  httplib::Client cli(url->scheme_host_port);
-  if (url->https) {
-    cli.enable_server_certificate_verification(true);
-    if (!opts.ca_file.empty()) cli.set_ca_cert_path(opts.ca_file);
-  }
-  cli.set_connection_timeout(opts.timeout_ms / 1000, (opts.timeout_ms % 1000) * 1000);
-  cli.set_read_timeout(opts.timeout_ms / 1000, (opts.timeout_ms % 1000) * 1000);
-  cli.set_write_timeout(opts.timeout_ms / 1000, (opts.timeout_ms % 1000) * 1000);
+  const auto client = make_http_client({url->scheme_host_port, opts.ca_file, opts.timeout_ms});
+  httplib::Client& cli = *client;
   cli.set_tcp_nodelay(true);
   const std::string payload = opts.auth.mode == ReportAuthMode::kMunge
                                   ? munge::request_payload("POST", url->path, body)
@@ -168,7 +148,7 @@ void post_body(const std::string& body, const ReportClientOptions& opts, int max
       }
     } else {
       out.last_http_status = 0;
-      out.last_error = connection_error(cli, res.error(), opts.ca_file);
+      out.last_error = http_failure_text(cli, res.error(), "the drainer", opts.ca_file);
       if (res.error() == httplib::Error::Read || res.error() == httplib::Error::Write)
         out.reached = true;
       // An untrusted certificate stays untrusted: spool at once instead of retrying.

@@ -13,6 +13,7 @@
 #include <set>
 #include <sstream>
 
+#include "vigil/base/http_client.h"
 #include "vigil/base/process.h"
 
 namespace vigil::slurm {
@@ -129,12 +130,8 @@ Result<std::shared_ptr<RestSession>> RestSession::create(const RestSettings& in)
   }
   if (s.timeout_ms < 1) return Error{"must be >= 1", "slurm.rest.timeout_ms"};
   std::shared_ptr<RestSession> session(new RestSession(std::move(s)));
-  session->http_ = std::make_unique<httplib::Client>(session->settings_.url);
-  const auto t = std::chrono::milliseconds(session->settings_.timeout_ms);
-  session->http_->set_connection_timeout(t);
-  session->http_->set_read_timeout(t);
-  session->http_->set_write_timeout(t);
-  session->http_->set_keep_alive(true);
+  session->http_ =
+      make_http_client({session->settings_.url, "", session->settings_.timeout_ms, true});
   return session;
 }
 
