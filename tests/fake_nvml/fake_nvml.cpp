@@ -46,8 +46,9 @@ struct nvmlDevice_st {
   std::optional<unsigned> pcie_replay_counter;
   struct Link {
     bool up = true;
-    std::array<unsigned long long, 4> counters{};  // replay, recovery, crc flit, crc data
-    nvmlReturn_t counter_error = NVML_SUCCESS;     // what nvmlDeviceGetNvLinkErrorCounter answers
+    std::array<unsigned long long, 4> counters{};    // replay, recovery, crc flit, crc data
+    nvmlReturn_t counter_error = NVML_SUCCESS;       // what nvmlDeviceGetNvLinkErrorCounter answers
+    std::map<unsigned, unsigned long long> nvlink5;  // NVLink5 field id -> its value (scopeId)
   };
   std::vector<Link> nvlinks;  // empty: NVLink not supported
   std::optional<unsigned> temperature_c, temperature_slowdown_c, temperature_shutdown_c,
@@ -153,6 +154,26 @@ std::string to_string(const json& j, const std::string& at) {
 const std::map<std::string, int> kLinkCounters = {
     {"replay", 0}, {"recovery", 1}, {"crc_flit", 2}, {"crc_data", 3}};
 
+// nvlink.nvlink5."<link>" keys -> the NVML field each answers (nvml_api.h).
+const std::map<std::string, unsigned> kNvlink5Fields = {
+    {"malformed", kNvmlFieldNvLinkMalformedPacketErrors},
+    {"overrun", kNvmlFieldNvLinkBufferOverrunErrors},
+    {"rx_errors", kNvmlFieldNvLinkRcvErrors},
+    {"rx_remote", kNvmlFieldNvLinkRcvRemoteErrors},
+    {"rx_general", kNvmlFieldNvLinkRcvGeneralErrors},
+    {"integrity", kNvmlFieldNvLinkLocalLinkIntegrityErrors},
+    {"recovery_ok", kNvmlFieldNvLinkRecoverySuccessfulEvents},
+    {"recovery_failed", kNvmlFieldNvLinkRecoveryFailedEvents},
+    {"effective_errors", kNvmlFieldNvLinkEffectiveErrors},
+    {"effective_ber", kNvmlFieldNvLinkEffectiveBer},
+    {"symbol_errors", kNvmlFieldNvLinkSymbolErrors}};
+
+bool is_nvlink5_field(unsigned id) {
+  for (const auto& [name, field] : kNvlink5Fields)
+    if (field == id) return true;
+  return false;
+}
+
 nvmlDevice_st parse_gpu(const json& j, const std::string& at) {
   check_keys(j,
              {"name",
@@ -249,7 +270,8 @@ nvmlDevice_st parse_gpu(const json& j, const std::string& at) {
   if (j.contains("nvlink")) {
     const json& n = j["nvlink"];
     const std::string a = at + "/nvlink";
-    check_keys(n, {"link_count", "down", "counters", "counter_errors"}, a);
+    check_keys(
+        n, {"link_count", "down", "counters", "counter_errors", "legacy_counters", "nvlink5"}, a);
     const unsigned count =
         n.contains("link_count") ? to_u32(n["link_count"], a + "/link_count") : 0;
     if (count > kNvmlNvLinkMaxLinks)
@@ -274,6 +296,25 @@ nvmlDevice_st parse_gpu(const json& j, const std::string& at) {
         const unsigned link = to_u32(json(link_s), ea);
         if (link >= count) throw FixtureError{ea + ": link >= link_count"};
         g.nvlinks[link].counter_error = static_cast<nvmlReturn_t>(to_u32(code, ea));
+      }
+    }
+    // A Blackwell driver: nvmlDeviceGetNvLinkErrorCounter answers NOT_SUPPORTED on every link
+    // ("unsupported for Blackwell+", nvml.h), the NVLink5 fields answer instead.
+    if (n.contains("legacy_counters") && !to_bool(n["legacy_counters"], a + "/legacy_counters"))
+      for (auto& l : g.nvlinks) l.counter_error = NVML_ERROR_NOT_SUPPORTED;
+    if (n.contains("nvlink5")) {
+      const json& f = n["nvlink5"];
+      if (!f.is_object()) throw FixtureError{a + "/nvlink5: expected an object keyed by link"};
+      for (const auto& [link_s, fields] : f.items()) {
+        const std::string fa = a + "/nvlink5/" + link_s;
+        const unsigned link = to_u32(json(link_s), fa);
+        if (link >= count) throw FixtureError{fa + ": link >= link_count"};
+        if (!fields.is_object()) throw FixtureError{fa + ": expected an object"};
+        for (const auto& [name, value] : fields.items()) {
+          const auto field = kNvlink5Fields.find(name);
+          if (field == kNvlink5Fields.end()) throw FixtureError{fa + "/" + name + ": unknown key"};
+          g.nvlinks[link].nvlink5[field->second] = to_u64(value, fa + "/" + name);
+        }
       }
     }
     if (n.contains("counters")) {
@@ -886,6 +927,19 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t handle, int 
         default:
           v.value.uiVal = a;
           break;  // unsigned int, and 7 (not a type) as garbage
+      }
+    } else if (is_nvlink5_field(v.fieldId)) {
+      // Per link, the link in scopeId (nvml.h: "Link ID needs to be specified in the scopeId
+      // field"), as an unsigned long long (DCGM reads fv.value.ullVal).
+      v.nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
+      if (v.scopeId < d->nvlinks.size()) {
+        const auto& fields = d->nvlinks[v.scopeId].nvlink5;
+        if (const auto it = fields.find(v.fieldId); it != fields.end()) {
+          v.valueType = kNvmlValueTypeUnsignedLongLong;
+          v.nvmlReturn = NVML_SUCCESS;
+          v.value = nvmlValue_t{};
+          v.value.ullVal = it->second;
+        }
       }
     } else if (v.fieldId == kNvmlFieldNvLinkLinkCount && d->nvlink_link_count_field) {
       v.valueType = kNvmlValueTypeUnsignedInt;  // as NVML answers it

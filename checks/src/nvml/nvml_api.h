@@ -249,6 +249,29 @@ inline constexpr unsigned kNvmlGpuFabricHealthConfigNone = 1;  // ..._INCORRECT_
 // InitializeNvLinkCount), as nvml_nvlink does.
 inline constexpr unsigned kNvmlFieldNvLinkLinkCount = 91;
 
+// NVLink5 (Blackwell) link counters, read with nvmlDeviceGetFieldValues with the link in
+// scopeId ("NVLink counter field id 201-225 - Link ID needs to be specified in the scopeId
+// field", nvml.h 13.3.29 line 2743). They replace the DL counters of
+// nvmlDeviceGetNvLinkErrorCounter, which nvml.h marks "unsupported for Blackwell+" (lines
+// 2649-2666). Names and comments: nvml.h lines 2752-2786.
+inline constexpr unsigned kNvmlFieldNvLinkMalformedPacketErrors = 206;
+inline constexpr unsigned kNvmlFieldNvLinkBufferOverrunErrors = 207;
+inline constexpr unsigned kNvmlFieldNvLinkRcvErrors = 208;
+inline constexpr unsigned kNvmlFieldNvLinkRcvRemoteErrors = 209;
+inline constexpr unsigned kNvmlFieldNvLinkRcvGeneralErrors = 210;
+inline constexpr unsigned kNvmlFieldNvLinkLocalLinkIntegrityErrors = 211;
+inline constexpr unsigned kNvmlFieldNvLinkRecoverySuccessfulEvents = 213;
+inline constexpr unsigned kNvmlFieldNvLinkRecoveryFailedEvents = 214;
+inline constexpr unsigned kNvmlFieldNvLinkEffectiveErrors = 219;
+inline constexpr unsigned kNvmlFieldNvLinkEffectiveBer = 220;
+inline constexpr unsigned kNvmlFieldNvLinkSymbolErrors = 221;
+// The BER fields' encoding: "Bit [0:7]: BER Exponent value, Bit [8:11]: BER MANTISSA value"
+// (NVML_NVLINK_BER_EXP_SHIFT/WIDTH, NVML_NVLINK_BER_MANTISSA_SHIFT/WIDTH, nvml.h lines 9372-9376).
+inline constexpr unsigned kNvmlNvLinkBerExpShift = 0;
+inline constexpr unsigned kNvmlNvLinkBerExpWidth = 0xff;
+inline constexpr unsigned kNvmlNvLinkBerMantissaShift = 8;
+inline constexpr unsigned kNvmlNvLinkBerMantissaWidth = 0xf;
+
 // NVML_FI_DEV_GET_GPU_RECOVERY_ACTION: the action the driver says this GPU needs, as
 // nvmlDeviceGpuRecoveryAction_t (NVML_GPU_RECOVERY_ACTION_*), read with nvmlDeviceGetFieldValues.
 inline constexpr unsigned kNvmlFieldGpuRecoveryAction = 230;

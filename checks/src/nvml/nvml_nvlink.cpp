@@ -6,6 +6,12 @@
 // supported / invalid do not exist on this board and are not counted. Where the driver answers
 // NVML_FI_DEV_NVLINK_LINK_COUNT, the count is reported (nvlink_link_count), so a SKU file can
 // require every link of the board; every link index is still scanned.
+// On Blackwell the DL counters answer NOT_SUPPORTED ("unsupported for Blackwell+", nvml.h
+// 13.3.29 lines 2649-2666); there the NVLink5 field values are read per link instead (packet,
+// integrity, recovery, effective and symbol error counters as deltas, and the effective BER
+// judged by DCGM 4.6.0's 1e-12 rule). docs/checks-nvml.md "nvml_nvlink".
+#include <cmath>
+#include <iterator>
 #include <map>
 #include <string>
 #include <vector>
@@ -20,7 +26,7 @@ namespace {
 using namespace nvml;
 
 struct Counter {
-  int nvml_counter;
+  unsigned id;      // the nvmlNvLinkErrorCounter_t, or the NVLink5 NVML field id
   const char* key;  // state key suffix
   const char* measurement;
   const char* text;
@@ -38,6 +44,95 @@ constexpr Counter kCounters[] = {
      "VIGIL-NVML-NVLINK-CRC"},
 };
 
+// The NVLink5 counters (nvml.h 13.3.29 lines 2752-2777; DCGM 4.6.0 maps them to
+// DCGM_FI_DEV_NVLINK_* 1204-1214 and 1219, and its health watch fails any increase of the error
+// counters and of failed recoveries and warns on successful ones, DcgmHealthWatch.cpp
+// MonitorNVLink5Fields / MonitorNVLinkErrorFields). A SKU file bounds them (docs/thresholds.md).
+constexpr Counter kNvlink5Counters[] = {
+    {kNvmlFieldNvLinkMalformedPacketErrors, "malformed", "nvlink_malformed_packets_delta",
+     "malformed packets", "VIGIL-NVML-NVLINK-PACKET"},
+    {kNvmlFieldNvLinkBufferOverrunErrors, "overrun", "nvlink_buffer_overruns_delta",
+     "buffer overruns", "VIGIL-NVML-NVLINK-PACKET"},
+    {kNvmlFieldNvLinkRcvErrors, "rx_errors", "nvlink_rx_errors_delta", "receive errors",
+     "VIGIL-NVML-NVLINK-PACKET"},
+    {kNvmlFieldNvLinkRcvRemoteErrors, "rx_remote", "nvlink_rx_remote_errors_delta",
+     "remote (stomped) packets", "VIGIL-NVML-NVLINK-PACKET"},
+    {kNvmlFieldNvLinkRcvGeneralErrors, "rx_general", "nvlink_rx_general_errors_delta",
+     "header mismatches", "VIGIL-NVML-NVLINK-PACKET"},
+    {kNvmlFieldNvLinkLocalLinkIntegrityErrors, "integrity", "nvlink_integrity_errors_delta",
+     "link integrity errors", "VIGIL-NVML-NVLINK-INTEGRITY"},
+    {kNvmlFieldNvLinkRecoverySuccessfulEvents, "recovery_ok", "nvlink_recovery_successful_delta",
+     "recoveries", "VIGIL-NVML-NVLINK-RECOVERY"},
+    {kNvmlFieldNvLinkRecoveryFailedEvents, "recovery_failed", "nvlink_recovery_failed_delta",
+     "failed recoveries", "VIGIL-NVML-NVLINK-RECOVERY-FAILED"},
+    {kNvmlFieldNvLinkEffectiveErrors, "effective_errors", "nvlink_effective_errors_delta",
+     "effective errors", "VIGIL-NVML-NVLINK-BER"},
+    {kNvmlFieldNvLinkSymbolErrors, "symbol_errors", "nvlink_symbol_errors_delta", "symbol errors",
+     "VIGIL-NVML-NVLINK-SYMBOL"},
+};
+
+const Counter* counter_of(std::string_view measurement) {
+  for (const Counter& c : kCounters)
+    if (measurement == c.measurement) return &c;
+  for (const Counter& c : kNvlink5Counters)
+    if (measurement == c.measurement) return &c;
+  return nullptr;
+}
+
+// An NVLink5 BER field's value: "Bit [0:7]: BER Exponent, Bit [8:11]: BER MANTISSA" (nvml.h),
+// mantissa x 10^-exponent (DCGM NvmlBerParser).
+struct Ber {
+  unsigned mantissa, exponent;
+  double value() const { return mantissa * std::pow(10.0, -static_cast<double>(exponent)); }
+};
+Ber decode_ber(unsigned long long raw) {
+  return {static_cast<unsigned>((raw >> kNvmlNvLinkBerMantissaShift) & kNvmlNvLinkBerMantissaWidth),
+          static_cast<unsigned>((raw >> kNvmlNvLinkBerExpShift) & kNvmlNvLinkBerExpWidth)};
+}
+// DCGM 4.6.0's limit (common/DcgmUtilities.cpp IsEffectiveBerThresholdExceeded, the health watch's
+// DCGM_FR_NVLINK_EFFECTIVE_BER_THRESHOLD): above 1e-12 fails; mantissa 15 / exponent 255 is
+// NVML's "zero". In integers, as DCGM decides it, so 10e-13 is not taken for more than 1e-12.
+// One difference, on purpose: a mantissa of 0 is a BER of 0 here (DCGM's test counts exponent
+// < 12 alone), so a link that answers 0 is never judged above the limit.
+bool ber_above_limit(Ber b) {
+  if (b.mantissa == 0 || (b.mantissa == 15 && b.exponent == 255)) return false;
+  return b.exponent < 12 || (b.exponent == 12 && b.mantissa > 1) ||
+         (b.exponent == 13 && b.mantissa > 10);
+}
+
+// One nvmlDeviceGetFieldValues call for a link's NVLink5 counters and effective BER, the link in
+// scopeId. A field the driver does not have is left out; any other per-field answer fails the
+// whole reading (as a failed DL counter does).
+struct Nvlink5Reading {
+  nvmlReturn_t rc = NVML_SUCCESS;
+  std::string failed;  // the field whose answer failed it
+  std::vector<std::pair<const Counter*, unsigned long long>> counters;
+  std::optional<Ber> ber;
+};
+Nvlink5Reading read_nvlink5(const Session& s, int g, unsigned link) {
+  std::vector<nvmlFieldValue_t> fv(std::size(kNvlink5Counters) + 1);
+  for (size_t i = 0; i < std::size(kNvlink5Counters); ++i) fv[i].fieldId = kNvlink5Counters[i].id;
+  fv.back().fieldId = kNvmlFieldNvLinkEffectiveBer;
+  for (auto& f : fv) f.scopeId = link;
+  Nvlink5Reading out;
+  out.rc = call(s.api().device_get_field_values, s.gpus[g], static_cast<int>(fv.size()), fv.data());
+  if (out.rc != NVML_SUCCESS) return out;
+  for (size_t i = 0; i < fv.size(); ++i) {
+    if (is_not_supported(fv[i].nvmlReturn)) continue;
+    const auto value = fv[i].nvmlReturn == NVML_SUCCESS ? field_value(fv[i]) : std::nullopt;
+    if (!value) {
+      out.rc = fv[i].nvmlReturn == NVML_SUCCESS ? NVML_ERROR_UNKNOWN : fv[i].nvmlReturn;
+      out.failed = "field " + std::to_string(fv[i].fieldId);
+      return out;
+    }
+    if (i < std::size(kNvlink5Counters))
+      out.counters.emplace_back(&kNvlink5Counters[i], *value);
+    else
+      out.ber = decode_ber(*value);
+  }
+  return out;
+}
+
 class NvmlNvlinkCheck final : public NvmlCheck {
  public:
   std::string_view name() const override { return "nvml_nvlink"; }
@@ -51,6 +146,8 @@ class NvmlNvlinkCheck final : public NvmlCheck {
     std::map<std::pair<int, std::string>, std::string> moved_links;
     // gpu -> links that are down
     std::map<int, std::string> down_links;
+    // gpu -> links whose effective BER is above the limit, with their BER
+    std::map<int, std::string> ber_text;
     std::vector<int> mig_gpus;
 
     for (int g = 0; g < s.count(); ++g) {
@@ -84,6 +181,9 @@ class NvmlNvlinkCheck final : public NvmlCheck {
         unsigned long long value;
       };
       std::vector<Reading> readings;
+      bool nvlink5 = false;   // this GPU's counters came from the NVLink5 fields
+      std::string ber_links;  // links whose effective BER is above DCGM's limit, with the BER
+      std::optional<int> ber_high;
       // The links this GPU has as the driver counts them (NVML_FI_DEV_NVLINK_LINK_COUNT), where it
       // answers: a figure a SKU file may bound (nvlink_link_count: NVLink 5 GPUs have 18). It does
       // not bound the scan: a driver counting fewer links (one masked after a failed training)
@@ -108,9 +208,10 @@ class NvmlNvlinkCheck final : public NvmlCheck {
           continue;  // counters of a down link do not move
         }
         if (!state.enabled() || counters_failed) continue;
+        bool dl_answered = false;
         for (const Counter& c : kCounters) {
           unsigned long long value = 0;
-          rc = call(api.device_get_nvlink_error_counter, dev, link, c.nvml_counter, &value);
+          rc = call(api.device_get_nvlink_error_counter, dev, link, static_cast<int>(c.id), &value);
           if (is_not_supported(rc)) continue;
           if (rc != NVML_SUCCESS) {
             // The counters are then not reported for this GPU, but its link states still are:
@@ -120,6 +221,28 @@ class NvmlNvlinkCheck final : public NvmlCheck {
             break;
           }
           readings.push_back({key + "/" + port + "/" + c.key, port, &c, value});
+          dl_answered = true;
+        }
+        if (counters_failed || dl_answered) continue;
+        // No DL counter on this link: a Blackwell driver. Its NVLink5 fields instead.
+        const Nvlink5Reading n5 = read_nvlink5(s, g, link);
+        if (n5.rc != NVML_SUCCESS) {
+          v.query_failed(
+              s, g,
+              "nvmlDeviceGetFieldValues(" + port + (n5.failed.empty() ? "" : " " + n5.failed) + ")",
+              n5.rc);
+          counters_failed = true;
+          continue;
+        }
+        for (const auto& [c, value] : n5.counters) {
+          readings.push_back({key + "/" + port + "/" + c->key, port, c, value});
+          nvlink5 = true;
+        }
+        if (n5.ber) {
+          const bool high = ber_above_limit(*n5.ber);
+          ber_high = std::max(ber_high.value_or(0), high ? 1 : 0);
+          if (high)
+            ber_links += (ber_links.empty() ? "" : ",") + port + " " + figure(n5.ber->value());
         }
       }
       if (!failed && !counters_failed) {
@@ -157,7 +280,17 @@ class NvmlNvlinkCheck final : public NvmlCheck {
           add_measurement(r, ctx, c.measurement, static_cast<double>(deltas[c.measurement]),
                           "count", g);
         }
-        if (deltas.size() < std::size(kCounters) && present > down) {
+        for (const Counter& c : kNvlink5Counters) {
+          if (!deltas.count(c.measurement)) continue;
+          add_measurement(r, ctx, c.measurement, static_cast<double>(deltas[c.measurement]),
+                          "count", g);
+        }
+        if (ber_high) {
+          add_measurement(r, ctx, "nvlink_effective_ber_high", *ber_high, "bool", g);
+          ber_text[g] = ber_links;
+        }
+        const size_t expected = nvlink5 ? std::size(kNvlink5Counters) : std::size(kCounters);
+        if (deltas.size() < expected && present > down) {
           v.not_supported(g, "some NVLink error counters");
         }
       }
@@ -194,12 +327,14 @@ class NvmlNvlinkCheck final : public NvmlCheck {
             return Described{gs + " has " + figure(m.value) + " NVLinks",
                              "VIGIL-NVML-NVLINK-COUNT"};
           }
-          for (const Counter& c : kCounters) {
-            if (m.name == c.measurement) {
-              return Described{
-                  gs + " " + moved_links[{g, m.name}] + " " + c.text + " +" + figure(m.value),
-                  c.fault};
-            }
+          if (m.name == "nvlink_effective_ber_high") {
+            return Described{gs + " " + ber_text[g] + " effective BER above 1e-12",
+                             "VIGIL-NVML-NVLINK-BER"};
+          }
+          if (const Counter* c = counter_of(m.name)) {
+            return Described{
+                gs + " " + moved_links[{g, m.name}] + " " + c->text + " +" + figure(m.value),
+                c->fault};
           }
           return Described{gs + " " + m.name + " " + figure(m.value), "VIGIL-NVML-NVLINK"};
         },
