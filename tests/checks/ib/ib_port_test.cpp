@@ -64,6 +64,29 @@ TEST(ib_port, a_roce_sku_checks_its_ethernet_ports) {
   EXPECT_EQ(r.message.find("mlx5_8"), std::string::npos) << r.message;
 }
 
+// The shipped RoCE example (checks/thresholds-examples) loads with the real loader and judges
+// the RoCE fixture's ports: its figures are the ones a site copies.
+TEST(ib_port, the_roce_example_sku_file_judges_a_roce_node) {
+  const std::string dir = std::string(VIGIL_SOURCE_DIR) + "/checks/thresholds-examples";
+  auto set = load_sku_dir(dir, known_check_names());
+  ASSERT_TRUE(set) << (set.errors.empty() ? "" : set.errors[0].to_string());
+  ASSERT_EQ(set.value->skus.size(), 1u);
+  const SkuConfig& sku = set.value->skus[0];
+  EXPECT_EQ(sku.name, "H100-SXM5-80GB-ROCE");
+  EXPECT_EQ(sku.infiniband.link_layer, "Ethernet");
+  EXPECT_EQ(sku.infiniband.ports, 8);
+  CheckResult ok = run_port(context(fixture("roce_before"), &sku));
+  EXPECT_EQ(ok.status, Status::kPass) << ok.message;
+  CheckResult r = run_port(context(fixture("roce_after"), &sku));
+  EXPECT_EQ(r.status, Status::kFail) << r.message;
+  EXPECT_NE(r.message.find("mlx5_5/1"), std::string::npos) << r.message;
+  // The InfiniBand SKU of the same GPU would have judged the one IB port instead.
+  auto ib = load_sku_file(std::string(VIGIL_SOURCE_DIR) + "/checks/thresholds/h100-sxm5-80gb.yaml",
+                          known_check_names());
+  ASSERT_TRUE(ib);
+  EXPECT_EQ(run_port(context(fixture("roce_before"), &*ib.value)).status, Status::kFail);
+}
+
 TEST(ib_port, one_port_down_fails_naming_the_port) {
   const SkuConfig sku = ib_sku(8, 400);
   CheckResult r = run_port(context(fixture("one_port_down"), &sku));
