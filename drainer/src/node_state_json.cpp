@@ -27,8 +27,8 @@ nlohmann::json to_json(const NodeState& s) {
                    {"reason", s.reason},
                    {"driving_checks", s.driving_checks},
                    {"checks", std::move(checks)},
-                   {"consecutive_fails", s.fail_streak},
-                   {"consecutive_passes", s.clean_streak},
+                   {"consecutive_fails", s.consecutive_fails},
+                   {"consecutive_passes", s.consecutive_passes},
                    {"last_report_unix_s", s.last_report_unix},
                    {"last_check_time", s.last_check_time},
                    {"last_run_id", s.last_run_id},
@@ -75,8 +75,8 @@ Result<NodeState> node_state_from_json(const nlohmann::json& j) {
         s.checks[name] = cs;
       }
     }
-    s.fail_streak = j.value("consecutive_fails", 0);
-    s.clean_streak = j.value("consecutive_passes", 0);
+    s.consecutive_fails = j.value("consecutive_fails", 0);
+    s.consecutive_passes = j.value("consecutive_passes", 0);
     s.last_report_unix = j.value("last_report_unix_s", int64_t{0});
     s.last_check_time = j.value("last_check_time", "");
     s.last_run_id = j.value("last_run_id", "");

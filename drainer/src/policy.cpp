@@ -251,11 +251,11 @@ bool count_report(NodeState& s, const NodeReport& r) {
     }  // error / skipped: counters unchanged; they neither drain nor prove health.
   }
   if (report_fail) {
-    s.fail_streak++;
-    s.clean_streak = 0;
+    s.consecutive_fails++;
+    s.consecutive_passes = 0;
   } else if (report_ran) {
-    s.clean_streak++;
-    s.fail_streak = 0;
+    s.consecutive_passes++;
+    s.consecutive_fails = 0;
   }
   return report_fail;
 }
@@ -391,7 +391,7 @@ PolicyEngine::Step PolicyEngine::maybe_resume(NodeState& s, const NodeReport& r,
   if (ready && s.driving_checks.empty()) {
     int need = policy_.defaults.resume_after;
     for (const auto& c : r.checks) need = std::max(need, policy_.for_check(c.check).resume_after);
-    ready = s.clean_streak >= need;
+    ready = s.consecutive_passes >= need;
   } else if (ready) {
     for (const auto& c : s.driving_checks) {
       auto it = s.checks.find(c);
@@ -450,7 +450,7 @@ Decision PolicyEngine::on_operator_resume(const NodeState& s,
   for (const auto& c : n.driving_checks) {
     n.checks[c].consecutive_fails = 0;
   }
-  n.fail_streak = 0;
+  n.consecutive_fails = 0;
   n.drained_by_vigil = false;
   n.reason.clear();
   n.driving_checks.clear();

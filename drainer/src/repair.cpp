@@ -134,8 +134,8 @@ void restart_counts(NodeState& s) {
     c.consecutive_fails = 0;
     c.consecutive_passes = 0;
   }
-  s.fail_streak = 0;
-  s.clean_streak = 0;
+  s.consecutive_fails = 0;
+  s.consecutive_passes = 0;
 }
 
 namespace {

@@ -31,7 +31,7 @@ TEST(Drainer, same_node_and_run_id_is_stored_once) {
   EXPECT_EQ(b->accepted, 0);
   EXPECT_EQ(b->duplicates, 1);
   EXPECT_EQ(dr.process_pending(), 2);
-  EXPECT_EQ(dr.node("gpu-0")->clean_streak, 1);
+  EXPECT_EQ(dr.node("gpu-0")->consecutive_passes, 1);
 }
 
 TEST(Drainer, idempotency_survives_restart) {

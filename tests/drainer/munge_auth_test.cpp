@@ -321,7 +321,7 @@ TEST(MungeAuthHttp, forged_report_is_403_counted_and_changes_nothing) {
   d.run_slurm_sink_once();
   EXPECT_TRUE(f.slurm->get("gpu-1").drain) << "forged passing reports resumed the node";
   ASSERT_TRUE(d.node("gpu-1"));
-  EXPECT_EQ(d.node("gpu-1")->clean_streak, 0);
+  EXPECT_EQ(d.node("gpu-1")->consecutive_passes, 0);
   EXPECT_EQ(d.node("gpu-1")->last_run_id, "run-ecc");
   const std::string m = d.metrics_text();
   EXPECT_NE(m.find(R"(vigil_reports_rejected_total{reason="forged_origin"} 3)"), std::string::npos)

@@ -268,14 +268,14 @@ TEST(repair, the_node_returns_with_fresh_counters) {
   NodeState s = drained();
   s.checks["nvml_row_remap"].consecutive_fails = 3;
   s.checks["nvml_ecc"].consecutive_passes = 5;
-  s.fail_streak = 3;
+  s.consecutive_fails = 3;
   auto n = idle_drained();
   ASSERT_TRUE(tick(s, &n));
   n.boot_time = kNow + 60;
   ASSERT_EQ(tick(s, &n, on(), {}, {}, false, kNow + 90)->move, RepairMove::kRebooted);
   EXPECT_EQ(s.checks["nvml_row_remap"].consecutive_fails, 0);
   EXPECT_EQ(s.checks["nvml_ecc"].consecutive_passes, 0);
-  EXPECT_EQ(s.fail_streak, 0);
+  EXPECT_EQ(s.consecutive_fails, 0);
 }
 
 TEST(repair, the_state_round_trips_and_an_unknown_stage_is_an_error) {

@@ -68,8 +68,8 @@ struct NodeState {
   std::string reason;                       // vigil drain reason (also for would-drain)
   std::vector<std::string> driving_checks;  // the checks that drove the (would-)drain
   std::map<std::string, CheckState> checks;
-  int fail_streak = 0;           // consecutive reports with at least one fail
-  int clean_streak = 0;          // consecutive reports with no fail (and something that ran)
+  int consecutive_fails = 0;     // consecutive reports with at least one fail
+  int consecutive_passes = 0;    // consecutive reports with no fail (and something that ran)
   int64_t last_report_unix = 0;  // when the latest report was accepted
   std::string last_check_time;   // report end_time (RFC 3339)
   std::string last_run_id;
