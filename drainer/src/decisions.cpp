@@ -23,6 +23,41 @@ struct DrainerCore::PassView {
   std::map<std::string, int> partition_counts;
 };
 
+namespace {
+
+// Part history follows a GPU to another node (parts.h): the drains recorded against a part on
+// the other nodes of the table. The nodes with any are gathered on the first question only (a
+// report that brings a part its node did not have), once per chunk, not once per report.
+class PartsElsewhere {
+ public:
+  explicit PartsElsewhere(const std::map<std::string, NodeState>& nodes) : nodes_(nodes) {}
+  PartLookup for_node(const std::string& node) {
+    return [this, node](const PartRecord& part) { return find(node, part); };
+  }
+
+ private:
+  std::vector<int64_t> find(const std::string& node, const PartRecord& part) {
+    if (!with_drains_) {
+      with_drains_.emplace();
+      auto drained = [](const PartRecord& p) { return !p.drains.empty(); };
+      for (const auto& [name, s] : nodes_)
+        if (!s.departed_parts.empty() || std::any_of(s.parts.begin(), s.parts.end(), drained))
+          with_drains_->emplace_back(name, &s);  // map nodes stay put while states change
+    }
+    std::vector<int64_t> drains;
+    for (const auto& [name, s] : *with_drains_) {
+      if (name == node) continue;  // the node's own parts: update_parts looks at them itself
+      collect_drains(s->parts, part, drains);
+      collect_drains(s->departed_parts, part, drains);
+    }
+    return drains;
+  }
+  const std::map<std::string, NodeState>& nodes_;
+  std::optional<std::vector<std::pair<std::string, const NodeState*>>> with_drains_;
+};
+
+}  // namespace
+
 void DrainerCore::apply_locked(const Decided& d) {
   // A resumed node was repaired: its old figures are no baseline for the new hardware.
   if (slow_ && cfg_.detection.reset_on_resume && d.action == Action::kResume)
@@ -255,6 +290,7 @@ int DrainerCore::process_chunk(PassView& pass, std::vector<Intent>& intents) {
     std::map<std::string, int> known;
     for (const auto& [n, s] : nodes_) known[PolicyEngine::group_key(s)]++;
     BreakerGroups groups(partition_counts, !view.empty(), std::move(known));
+    PartsElsewhere parts_elsewhere(nodes_);
     for (const auto& a : batch) {
       auto it = nodes_.find(a.report.node);
       const NodeState* prev = it == nodes_.end() ? nullptr : &it->second;
@@ -267,7 +303,8 @@ int DrainerCore::process_chunk(PassView& pass, std::vector<Intent>& intents) {
           groups.size(partition, breaker_group(partition, next_sku(prev, a.report)), !prev);
       const bool unknown_to_slurm = !info && !view.empty();
       const NodeReport judged = judge_slow_locked(a.report, prev);
-      Decision d = engine_.on_report(prev, judged, info, breaker_, gsize, unknown_to_slurm);
+      Decision d = engine_.on_report(prev, judged, info, breaker_, gsize, unknown_to_slurm,
+                                     parts_elsewhere.for_node(a.report.node));
       const bool switch_evidence = fold_switch_evidence(d.state, a.report);
       apply_decision_locked(d, &a.report, a.seq, records, intents);
       if (switch_evidence) spread_switch_verdict_locked(d.state, a.report, records, intents);

@@ -45,6 +45,7 @@ nlohmann::json to_json(const NodeState& s) {
     j["switch_suspect"] = s.switch_suspect;
   }
   if (!s.parts.empty()) j["parts"] = parts_to_json(s.parts);  // absent before part history
+  if (!s.departed_parts.empty()) j["departed_parts"] = parts_to_json(s.departed_parts);
   return j;
 }
 
@@ -105,6 +106,13 @@ Result<NodeState> node_state_from_json(const nlohmann::json& j) {
       if (!parts.ok())
         return Error{parts.error().to_string(), "node_state_from_json(" + s.node + ")"};
       s.parts = std::move(parts.value());
+    }
+    if (j.contains("departed_parts")) {  // absent before 2026-11-27
+      auto gone = parts_from_json(j.at("departed_parts"), /*one_per_slot=*/false);
+      if (!gone.ok())
+        return Error{"departed_" + gone.error().to_string(),
+                     "node_state_from_json(" + s.node + ")"};
+      s.departed_parts = std::move(gone.value());
     }
     return s;
   } catch (const std::exception& e) {

@@ -17,7 +17,7 @@ nlohmann::json parts_to_json(const std::vector<PartRecord>& parts) {
   return out;
 }
 
-Result<std::vector<PartRecord>> parts_from_json(const nlohmann::json& j) {
+Result<std::vector<PartRecord>> parts_from_json(const nlohmann::json& j, bool one_per_slot) {
   if (!j.is_array()) return Error{"must be an array", "parts"};
   std::vector<PartRecord> out;
   for (const auto& e : j) {
@@ -28,7 +28,7 @@ Result<std::vector<PartRecord>> parts_from_json(const nlohmann::json& j) {
     PartRecord p;
     p.index = e["index"].get<int>();
     for (const auto& seen : out)
-      if (seen.index == p.index)
+      if (one_per_slot && seen.index == p.index)
         return Error{"slot " + std::to_string(p.index) + " twice", "parts"};
     for (auto [key, field] : {std::pair{"serial", &p.serial}, std::pair{"uuid", &p.uuid}}) {
       if (!e.contains(key)) continue;
@@ -56,21 +56,55 @@ bool swapped(const PartRecord& known, const GpuPart& seen) {
   return false;
 }
 
+void merge_drains(std::vector<int64_t>& into, const std::vector<int64_t>& more) {
+  into.insert(into.end(), more.begin(), more.end());
+  std::sort(into.begin(), into.end());
+  into.erase(std::unique(into.begin(), into.end()), into.end());
+}
+
 std::string label(const PartRecord& p) {
   return p.serial.empty() ? "uuid " + p.uuid : "serial " + p.serial;
 }
 
 }  // namespace
 
+bool same_part(const PartRecord& a, const PartRecord& b) {
+  if (!a.uuid.empty() && !b.uuid.empty()) return a.uuid == b.uuid;
+  if (!a.serial.empty() && !b.serial.empty()) return a.serial == b.serial;
+  return false;
+}
+
+void collect_drains(const std::vector<PartRecord>& records, const PartRecord& part,
+                    std::vector<int64_t>& out) {
+  for (const auto& r : records)
+    if (!r.drains.empty() && same_part(r, part)) merge_drains(out, r.drains);
+}
+
 std::vector<std::string> update_parts(std::vector<PartRecord>& parts,
-                                      const std::vector<GpuPart>& gpus) {
+                                      std::vector<PartRecord>& departed,
+                                      const std::vector<GpuPart>& gpus,
+                                      const PartLookup& elsewhere) {
   std::vector<std::string> notes;
+  const std::vector<PartRecord> before = parts;  // a part moved between this node's slots
+  // The history a part arriving in a slot brings: from this node and, by lookup, from others.
+  auto history_of = [&](const PartRecord& part) {
+    std::vector<int64_t> drains;
+    collect_drains(before, part, drains);
+    collect_drains(departed, part, drains);
+    if (elsewhere) merge_drains(drains, elsewhere(part));
+    return drains;
+  };
   for (const auto& g : gpus) {
     if (g.serial.empty() && g.uuid.empty()) continue;  // nothing to tell the part by
     auto it = std::find_if(parts.begin(), parts.end(),
                            [&](const PartRecord& p) { return p.index == g.index; });
     if (it == parts.end()) {
-      parts.push_back({g.index, g.serial, g.uuid, {}});
+      PartRecord fresh{g.index, g.serial, g.uuid, {}};
+      fresh.drains = history_of(fresh);
+      if (!fresh.drains.empty())
+        notes.push_back("gpu" + std::to_string(g.index) + " " + label(fresh) + ": " +
+                        std::to_string(fresh.drains.size()) + " earlier drain(s) follow it");
+      parts.push_back(std::move(fresh));
       continue;
     }
     if (!swapped(*it, g)) {  // the same part: learn what it did not say before
@@ -78,10 +112,19 @@ std::vector<std::string> update_parts(std::vector<PartRecord>& parts,
       if (it->serial.empty()) it->serial = g.serial;
       continue;
     }
-    const PartRecord fresh{g.index, g.serial, g.uuid, {}};
+    PartRecord fresh{g.index, g.serial, g.uuid, {}};
+    fresh.drains = history_of(fresh);
     notes.push_back("gpu" + std::to_string(g.index) + " part changed (" + label(*it) + " -> " +
-                    label(fresh) + "): its history starts afresh");
-    *it = fresh;
+                    label(fresh) + "): " +
+                    (fresh.drains.empty()
+                         ? std::string("its history starts afresh")
+                         : std::to_string(fresh.drains.size()) + " earlier drain(s) follow it"));
+    if (!it->drains.empty()) {  // it may be fitted elsewhere: keep what it did
+      std::erase_if(departed, [&](const PartRecord& p) { return same_part(p, *it); });
+      departed.push_back(*it);
+      if (departed.size() > kMaxDepartedParts) departed.erase(departed.begin());
+    }
+    *it = std::move(fresh);
   }
   std::sort(parts.begin(), parts.end(),
             [](const PartRecord& a, const PartRecord& b) { return a.index < b.index; });

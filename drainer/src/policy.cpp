@@ -275,14 +275,15 @@ Decision PolicyEngine::finish(Decision& d, NodeState& s, Step step) {
 
 Decision PolicyEngine::on_report(const NodeState* prev, const NodeReport& r,
                                  const slurm::SlurmNodeInfo* slurm, const BreakerState& breaker,
-                                 int group_size, bool unknown_to_slurm) const {
+                                 int group_size, bool unknown_to_slurm,
+                                 const PartLookup& parts_elsewhere) const {
   const int64_t now = clock_.now_unix();
   Decision d;
   d.breaker = breaker;
   d.before = prev ? prev->health : NodeHealth::kUnknown;
   NodeState s = start_state(prev, r, slurm, now);
   sync_ownership(s, slurm);
-  for (const auto& swap : update_parts(s.parts, r.gpus))  // part history (parts.h)
+  for (const auto& swap : update_parts(s.parts, s.departed_parts, r.gpus, parts_elsewhere))
     s.note += (s.note.empty() ? "" : "; ") + swap;
   // A check that started before the node's new boot says nothing about the node after it:
   // neither a pass nor a fail of it counts while it is re-checked. Both times are the node's

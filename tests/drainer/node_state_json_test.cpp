@@ -70,5 +70,23 @@ TEST(NodeStateJson, part_history_round_trips_and_old_snapshots_have_none) {
   EXPECT_NE(back.error().to_string().find("gpu-2"), std::string::npos) << back.error().to_string();
 }
 
+// Parts that left the node: several may have left the same slot, unlike the slots themselves.
+TEST(NodeStateJson, departed_parts_round_trip_with_repeated_slots) {
+  NodeState s;
+  s.node = "gpu-2";
+  s.departed_parts = {{3, "S1", "GPU-1", {100}}, {3, "S2", "GPU-2", {200}}};
+  auto j = to_json(s);
+  ASSERT_EQ(j["departed_parts"].size(), 2u);
+  auto back = node_state_from_json(j);
+  ASSERT_TRUE(back.ok()) << back.error().to_string();
+  ASSERT_EQ(back->departed_parts.size(), 2u);
+  EXPECT_EQ(back->departed_parts[1].serial, "S2");
+  j.erase("departed_parts");  // written before 2026-11-27
+  EXPECT_TRUE(node_state_from_json(j)->departed_parts.empty());
+  EXPECT_FALSE(to_json(NodeState{}).contains("departed_parts"));
+  s.parts = s.departed_parts;  // but a slot holds one part
+  EXPECT_FALSE(node_state_from_json(to_json(s)).ok());
+}
+
 }  // namespace
 }  // namespace vigil::drainer

@@ -32,13 +32,14 @@ std::vector<GpuPart> gpus(const std::string& gpu3_serial) {
 }
 
 TEST(Parts, slots_learn_their_parts_and_a_new_serial_is_a_swap_that_clears_history) {
+  std::vector<PartRecord> departed;  // parts that left (none here)
   std::vector<PartRecord> parts;
-  EXPECT_TRUE(update_parts(parts, gpus("1652823054323")).empty());
+  EXPECT_TRUE(update_parts(parts, departed, gpus("1652823054323")).empty());
   ASSERT_EQ(parts.size(), 4u);
   parts[3].drains = {100, 200};
-  EXPECT_TRUE(update_parts(parts, gpus("1652823054323")).empty());  // the same part
+  EXPECT_TRUE(update_parts(parts, departed, gpus("1652823054323")).empty());  // the same part
   EXPECT_EQ(parts[3].drains.size(), 2u);
-  const auto notes = update_parts(parts, gpus("1652823059999"));
+  const auto notes = update_parts(parts, departed, gpus("1652823059999"));
   ASSERT_EQ(notes.size(), 1u);
   EXPECT_EQ(notes[0],
             "gpu3 part changed (serial 1652823054323 -> serial 1652823059999): its history starts "
@@ -47,14 +48,15 @@ TEST(Parts, slots_learn_their_parts_and_a_new_serial_is_a_swap_that_clears_histo
   EXPECT_TRUE(parts[3].drains.empty());
   // A board without an inforom is told apart by its UUID; an entry with neither is ignored.
   std::vector<PartRecord> by_uuid;
-  update_parts(by_uuid, {{0, "", "GPU-a"}, {1, "", ""}});
+  update_parts(by_uuid, departed, {{0, "", "GPU-a"}, {1, "", ""}});
   ASSERT_EQ(by_uuid.size(), 1u);
-  EXPECT_EQ(update_parts(by_uuid, {{0, "", "GPU-b"}}).size(), 1u);
+  EXPECT_EQ(update_parts(by_uuid, departed, {{0, "", "GPU-b"}}).size(), 1u);
 }
 
 TEST(Parts, a_drain_counts_for_the_failing_gpus_within_the_window) {
+  std::vector<PartRecord> departed;  // parts that left (none here)
   std::vector<PartRecord> parts;
-  update_parts(parts, gpus("S3"));
+  update_parts(parts, departed, gpus("S3"));
   const PartRule rule{3, 30 * kDay};
   EXPECT_TRUE(record_drain(parts, {3}, 1000 * kDay, rule).counted);
   EXPECT_FALSE(record_drain(parts, {3}, 1020 * kDay, rule).offender);
@@ -73,25 +75,27 @@ TEST(Parts, a_drain_counts_for_the_failing_gpus_within_the_window) {
 }
 
 TEST(Parts, an_identifier_missing_on_one_side_is_the_same_part_not_a_swap) {
+  std::vector<PartRecord> departed;  // parts that left (none here)
   std::vector<PartRecord> parts;
-  update_parts(parts, {{3, "S3", "GPU-3"}});
+  update_parts(parts, departed, {{3, "S3", "GPU-3"}});
   parts[0].drains = {100};
   // The serial cannot be read this once (a sick InfoROM): the same part, history kept.
-  EXPECT_TRUE(update_parts(parts, {{3, "", "GPU-3"}}).empty());
+  EXPECT_TRUE(update_parts(parts, departed, {{3, "", "GPU-3"}}).empty());
   EXPECT_EQ(parts[0].drains.size(), 1u);
   EXPECT_EQ(parts[0].serial, "S3");
   // First seen by UUID only, the serial learnt later: the same part.
   std::vector<PartRecord> late;
-  update_parts(late, {{0, "", "GPU-0"}});
-  EXPECT_TRUE(update_parts(late, {{0, "S0", "GPU-0"}}).empty());
+  update_parts(late, departed, {{0, "", "GPU-0"}});
+  EXPECT_TRUE(update_parts(late, departed, {{0, "S0", "GPU-0"}}).empty());
   EXPECT_EQ(late[0].serial, "S0");
   // Another UUID is another GPU, whatever the serial says.
-  EXPECT_EQ(update_parts(parts, {{3, "S3", "GPU-other"}}).size(), 1u);
+  EXPECT_EQ(update_parts(parts, departed, {{3, "S3", "GPU-other"}}).size(), 1u);
 }
 
 TEST(Parts, only_a_minority_of_gpus_with_broken_fail_bounds_name_parts) {
+  std::vector<PartRecord> departed;  // parts that left (none here)
   std::vector<PartRecord> parts;
-  update_parts(parts, gpus("S3"));  // 4 slots
+  update_parts(parts, departed, gpus("S3"));  // 4 slots
   CheckResult remap = testing::make_check("nvml_row_remap", Status::kFail, 1, 0);
   remap.measurements[0].gpu = 3;
   Measurement ok = remap.measurements[0];
@@ -182,6 +186,98 @@ TEST_F(PartPolicy, with_the_ladder_off_the_history_is_kept_and_a_swap_starts_it_
 // Through the drainer core and the Slurm sink: the third drain of one part is applied in Slurm
 // with Vigil's reason, and the ladder's next tick relabels it `replace` naming the serial (a
 // replace step in the metrics).
+// A part's history follows the part: moved to another slot of the node, pulled and kept in
+// `departed`, or found on another node through the lookup; each drain counts once.
+TEST(Parts, a_moved_part_brings_its_drains_and_a_part_that_leaves_is_remembered) {
+  std::vector<PartRecord> parts, departed;
+  update_parts(parts, departed, {{0, "A", "GPU-A"}, {1, "B", "GPU-B"}});
+  parts[0].drains = {100, 200};
+  // A and B trade slots: A's drains go with it to slot 1.
+  const auto notes = update_parts(parts, departed, {{0, "B", "GPU-B"}, {1, "A", "GPU-A"}});
+  ASSERT_EQ(notes.size(), 2u);
+  EXPECT_EQ(parts[1].serial, "A");
+  EXPECT_EQ(parts[1].drains, (std::vector<int64_t>{100, 200}));
+  EXPECT_TRUE(parts[0].drains.empty());
+  EXPECT_EQ(notes[1], "gpu1 part changed (serial B -> serial A): 2 earlier drain(s) follow it");
+  // A is pulled (a new part C in slot 1): remembered with its drains, and A fitted again later
+  // brings them back.
+  update_parts(parts, departed, {{0, "B", "GPU-B"}, {1, "C", "GPU-C"}});
+  ASSERT_EQ(departed.size(), 1u);
+  EXPECT_EQ(departed[0].serial, "A");
+  EXPECT_TRUE(parts[1].drains.empty());
+  update_parts(parts, departed, {{0, "A", "GPU-A"}, {1, "C", "GPU-C"}});
+  EXPECT_EQ(parts[0].drains, (std::vector<int64_t>{100, 200}));
+  // From another node, through the lookup; a drain both know counts once.
+  std::vector<PartRecord> other, other_gone;
+  const PartLookup elsewhere = [](const PartRecord& p) {
+    return p.uuid == "GPU-A" ? std::vector<int64_t>{200, 300} : std::vector<int64_t>{};
+  };
+  update_parts(other, other_gone, {{5, "A", "GPU-A"}}, elsewhere);
+  EXPECT_EQ(other[0].drains, (std::vector<int64_t>{200, 300}));
+  // At most kMaxDepartedParts are remembered, the oldest dropped first.
+  std::vector<PartRecord> many, gone;
+  for (size_t i = 0; i <= kMaxDepartedParts + 1; ++i) {
+    update_parts(many, gone, {{0, "P" + std::to_string(i), "GPU-P" + std::to_string(i)}});
+    many[0].drains = {static_cast<int64_t>(i)};
+  }
+  EXPECT_EQ(gone.size(), kMaxDepartedParts);
+  EXPECT_EQ(gone.front().serial, "P1");
+}
+
+// Through the core: a GPU drained twice on gpu-2 is pulled and fitted to gpu-1, where one more
+// drain makes it a repeat offender (3 in 30 days); the history survives a restart (journal).
+TEST(PartHistoryCore, a_gpu_moved_to_another_node_brings_its_history) {
+  testing::TempDir dir;
+  FakeClock clock;
+  auto cfg = testing::drainer_test_config(dir.str());
+  cfg.repair.reboot = true;
+  auto slurm = testing::fake_cluster(4);
+  auto dr = std::make_unique<Drainer>(cfg, slurm, nullptr, clock);
+  ASSERT_TRUE(dr->open().ok());
+  int runs = 0;
+  auto report = [&](const std::string& node, const std::string& gpu3_serial, bool fail) {
+    CheckResult c = testing::make_check("nvml_row_remap", fail ? Status::kFail : Status::kPass,
+                                        fail ? 1 : 0, 0);
+    c.measurements[0].gpu = 3;
+    NodeReport r = testing::make_report(node, "r" + std::to_string(++runs), {c});
+    r.start_time = r.end_time = rfc3339_utc(clock.now_unix());
+    r.gpus = gpus(gpu3_serial);
+    return r;
+  };
+  auto decide = [&](const NodeReport& r) {
+    ASSERT_TRUE(dr->ingest({r}).ok());
+    dr->process_pending();
+    dr->run_slurm_sink_once();
+  };
+  for (int n = 0; n < 2; ++n) {  // two drains of serial 1652823054323 on gpu-2
+    decide(report("gpu-2", "1652823054323", true));
+    EXPECT_TRUE(slurm->get("gpu-2").drain) << n;
+    decide(report("gpu-2", "1652823054323", false));
+    decide(report("gpu-2", "1652823054323", false));
+    clock.advance(5 * kDay);
+  }
+  decide(report("gpu-2", "1652823050000", false));  // pulled: another part in slot 3
+  ASSERT_EQ(dr->node("gpu-2")->departed_parts.size(), 1u);
+  // A restart replays the journal: the pulled part is still remembered.
+  dr.reset();
+  dr = std::make_unique<Drainer>(cfg, slurm, nullptr, clock);
+  ASSERT_TRUE(dr->open().ok());
+  ASSERT_EQ(dr->node("gpu-2")->departed_parts.size(), 1u);
+  clock.advance(kDay);
+  decide(report("gpu-1", "1652823054323", false));  // fitted to gpu-1
+  EXPECT_NE(dr->node("gpu-1")->note.find("2 earlier drain(s) follow it"), std::string::npos)
+      << dr->node("gpu-1")->note;
+  decide(report("gpu-1", "1652823054323", true));  // its third drain in 30 days
+  EXPECT_TRUE(slurm->get("gpu-1").drain);
+  clock.advance(10);
+  EXPECT_GE(dr->tick(), 1);
+  dr->run_slurm_sink_once();
+  const std::string reason = slurm->get("gpu-1").reason;
+  EXPECT_NE(reason.find("(repeat offender: gpu3 serial 1652823054323 drained 3 times in 30 days)"),
+            std::string::npos)
+      << reason;
+}
+
 TEST(PartHistoryCore, a_repeat_offender_ends_drained_in_slurm_as_replace) {
   testing::TempDir dir;
   FakeClock clock;

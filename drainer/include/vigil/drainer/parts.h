@@ -7,6 +7,7 @@
 // serial, or UUID where the board has no serial) is a swap: the slot's history starts afresh
 // (nebius/soperator #1316: a part swap must reset a part's history). Pure; time comes in as `now`.
 #include <cstdint>
+#include <functional>
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <set>
@@ -35,15 +36,38 @@ struct PartRule {
 // repeated one is an error; a field this build does not know is ignored, as in the rest of the
 // node's state (a newer drainer's snapshot still reads after a rollback).
 nlohmann::json parts_to_json(const std::vector<PartRecord>& parts);
-Result<std::vector<PartRecord>> parts_from_json(const nlohmann::json& j);
+// one_per_slot: a slot index may appear once (the node's slots), or more often (its departed
+// parts, several of which may have left the same slot).
+Result<std::vector<PartRecord>> parts_from_json(const nlohmann::json& j, bool one_per_slot = true);
+
+// Whether two records name the same part: an identifier both have is equal (UUID, which NVML
+// gives for every GPU, first; then the board serial). Without a shared identifier: no.
+bool same_part(const PartRecord& a, const PartRecord& b);
+
+// A part's history follows the part, not the slot (issue 26: "faults per GPU serial / UUID"): a
+// GPU moved to another node, or to another slot of the same node, brings its drains with it.
+// The lookup answers the drains recorded against a part on *other* nodes (the drainer core's
+// node table); nothing when absent.
+using PartLookup = std::function<std::vector<int64_t>(const PartRecord&)>;
+// A node keeps the parts that left it with drains against them (`departed`, newest last, at most
+// this many), so that a part pulled from one node and fitted to another days later still brings
+// its history.
+inline constexpr size_t kMaxDepartedParts = 16;
 
 // Brings the slots up to date with a report's `gpus`; returns one note per swap ("gpu3 part
-// changed (serial 1652823054323 -> serial 1652823059999): its history starts afresh"). A swap is
-// an identifier present on both sides that differs (UUID, which NVML gives for every GPU, then
-// serial); one missing on either side is the same part, its identifier filled in: a board whose
-// serial cannot be read this once (a sick InfoROM) keeps its history.
+// changed (serial 1652823054323 -> serial 1652823059999): its history starts afresh", or "...: 2
+// earlier drains follow it"). A swap is an identifier present on both sides that differs; one
+// missing on either side is the same part, its identifier filled in: a board whose serial
+// cannot be read this once (a sick InfoROM) keeps its history. A part that leaves a slot with
+// drains goes to `departed`; a part that arrives takes the drains recorded against it in this
+// node's slots and departed parts and, through `elsewhere`, on other nodes (each drain once).
 std::vector<std::string> update_parts(std::vector<PartRecord>& parts,
-                                      const std::vector<GpuPart>& gpus);
+                                      std::vector<PartRecord>& departed,
+                                      const std::vector<GpuPart>& gpus,
+                                      const PartLookup& elsewhere = {});
+// The drains recorded against `part` in `records`, added to `out` (sorted, each once).
+void collect_drains(const std::vector<PartRecord>& records, const PartRecord& part,
+                    std::vector<int64_t>& out);
 
 // The GPU slots a drain counts against: those whose figures break their (confirmed) fail bound
 // in these results, but only while they are a strict minority of the node's known parts. A

@@ -84,6 +84,8 @@ struct NodeState {
   RepairState repair;  // the repair ladder (repair.h, docs/repair.md)
   // The part in each GPU slot and when Vigil drained the node for it (parts.h).
   std::vector<PartRecord> parts;
+  // Parts that left this node with drains against them (parts.h: their history follows them).
+  std::vector<PartRecord> departed_parts;
 };
 
 // kReboot: the repair ladder asks Slurm to reboot the node; kReplace: the node stays drained
@@ -135,7 +137,7 @@ class PolicyEngine {
   // node is never drained, so its reports cannot count towards the breaker.
   Decision on_report(const NodeState* prev, const NodeReport& report,
                      const slurm::SlurmNodeInfo* slurm, const BreakerState& breaker, int group_size,
-                     bool unknown_to_slurm = false) const;
+                     bool unknown_to_slurm = false, const PartLookup& parts_elsewhere = {}) const;
   // Staleness sweep: the new state when the node just became stale, else nullopt.
   std::optional<NodeState> on_tick(const NodeState& s) const;
   // Operator `resume NODE`: lifts a vigil drain regardless of counters (never another owner's).
