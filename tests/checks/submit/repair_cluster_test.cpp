@@ -53,10 +53,21 @@ const char* const kCleared[] = {"gpu-1", "gpu-2"};
 // What a reboot repairs: a node named in FIXTURES/cleared-by-reboot gets the healthy gpu-0
 // fixture at its reboot (a pending remap, which a GPU reset applies); any other keeps its fault,
 // as one the reboot does not clear would.
-LocalSlurmCluster::Options reboot_cluster(const std::string& fixtures) {
+// The RebootProgram is Vigil's own wrapper (checks/hook/vigil-reboot) around the local reboot,
+// with a stand-in nvidia-bug-report.sh that writes what it was asked to: the evidence a real node
+// would keep before its reboot lands in SCRATCH/evidence.
+LocalSlurmCluster::Options reboot_cluster(const std::string& fixtures, const std::string& scratch) {
   LocalSlurmCluster::Options o;
-  o.extra_conf = "RebootProgram=" + std::string(VIGIL_SOURCE_DIR) +
-                 "/scripts/lib/local-reboot.sh\nResumeTimeout=120\n";
+  const std::string src = VIGIL_SOURCE_DIR;
+  std::ofstream(scratch + "/nvidia-bug-report.sh")
+      << "#!/bin/sh\n[ \"$1\" = --output-file ] && echo \"stand-in\" > \"$2.gz\"\n";
+  fs::permissions(scratch + "/nvidia-bug-report.sh",
+                  fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
+  o.extra_conf = "RebootProgram=\"/usr/bin/env VIGIL_HOOK_LOG=" + scratch +
+                 "/vigil-reboot.log VIGIL_EVIDENCE_DIR=" + scratch +
+                 "/evidence VIGIL_BUG_REPORT=" + scratch + "/nvidia-bug-report.sh " + src +
+                 "/checks/hook/vigil-reboot " + src +
+                 "/scripts/lib/local-reboot.sh\"\nResumeTimeout=120\n";
   o.etc_files["on-reboot"] = "grep -qx \"$1\" " + fixtures + "/cleared-by-reboot && cp " +
                              fixtures + "/gpu-0/nvml.json " + fixtures + "/$1/nvml.json\nexit 0\n";
   return o;
@@ -70,7 +81,7 @@ class RepairClusterTest : public ::testing::Test {
     fixtures_ = scratch_.str() + "/fixtures";
     fs::copy(std::string(VIGIL_SOURCE_DIR) + "/tests/fixtures/nodes", fixtures_,
              fs::copy_options::recursive);
-    cluster_ = std::make_unique<LocalSlurmCluster>(reboot_cluster(fixtures_));
+    cluster_ = std::make_unique<LocalSlurmCluster>(reboot_cluster(fixtures_, scratch_.str()));
   }
 
   // `failing` get gpu-2's pending remap, `cleared` are repaired by their reboot; then the
@@ -133,7 +144,8 @@ class RepairClusterTest : public ::testing::Test {
   std::string context() {
     return "\ndrainer log:\n" + drainer_->log() + "\nreboots:\n" +
            read(cluster_->dir() + "/log/reboots") + "\nlocal-reboot.log:\n" +
-           read(cluster_->dir() + "/log/local-reboot.log");
+           read(cluster_->dir() + "/log/local-reboot.log") + "\nvigil-reboot.log:\n" +
+           read(scratch_.str() + "/vigil-reboot.log");
   }
 
   vigil::testing::TempDir scratch_;
@@ -170,6 +182,14 @@ TEST_F(RepairClusterTest, reboot_repairs_one_node_and_hands_the_other_to_a_perso
   }
   EXPECT_NE(cluster_->run({"scontrol", "show", "node", "gpu-2"}).out, boot_before);
   const std::string reboots = read(cluster_->dir() + "/log/reboots");
+  // The RebootProgram kept a bug report of each node before its reboot (Vigil's reason).
+  for (const char* node : {"gpu-1", "gpu-2"}) {
+    bool kept = false;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(scratch_.str() + "/evidence", ec))
+      kept = kept || e.path().filename().string().starts_with(std::string(node) + "-");
+    EXPECT_TRUE(kept) << node << context();
+  }
   EXPECT_NE(reboots.find("gpu-1 "), std::string::npos) << reboots;
   EXPECT_NE(reboots.find("gpu-2 "), std::string::npos) << reboots;
 
