@@ -41,8 +41,9 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"nccl", "host"}));
   app.add_option("--transport", transport,
                  "nvlink: NCCL defaults; ib: NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 "
-                 "NCCL_ALGO=Ring so traffic goes through the NICs")
-      ->check(CLI::IsMember({"nvlink", "ib"}))
+                 "NCCL_ALGO=Ring so traffic goes through the NICs; fabric: NVLink inside each "
+                 "node, the network between nodes (NCCL_MNNVL_ENABLE=0)")
+      ->check(CLI::IsMember({"nvlink", "ib", "fabric"}))
       ->capture_default_str();
   app.add_option("--json", opts.json_path, "write every row and the run metadata to FILE");
   app.add_option("--min-busbw", min_busbw,
@@ -75,7 +76,7 @@ int main(int argc, char** argv) {
     opts.sizes = *list;
   }
   if (!backend.empty()) opts.backend = backend == "nccl" ? nb::Backend::kNccl : nb::Backend::kHost;
-  opts.transport = transport == "ib" ? nb::Transport::kIb : nb::Transport::kNvlink;
+  opts.transport = nb::transport_from_string(transport).value_or(nb::Transport::kNvlink);
   opts.datatype = datatype == "float" ? nb::DataType::kFloat : nb::DataType::kBf16;
   opts.check = check != 0;
   if (min_busbw >= 0) opts.min_busbw_gb_s = min_busbw;

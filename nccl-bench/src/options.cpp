@@ -14,7 +14,23 @@
 namespace vigil::ncclbench {
 
 std::string_view to_string(Backend b) { return b == Backend::kNccl ? "nccl" : "host"; }
-std::string_view to_string(Transport t) { return t == Transport::kIb ? "ib" : "nvlink"; }
+std::string_view to_string(Transport t) {
+  switch (t) {
+    case Transport::kIb:
+      return "ib";
+    case Transport::kFabric:
+      return "fabric";
+    case Transport::kNvlink:
+      break;
+  }
+  return "nvlink";
+}
+
+std::optional<Transport> transport_from_string(std::string_view s) {
+  for (Transport t : {Transport::kNvlink, Transport::kIb, Transport::kFabric})
+    if (to_string(t) == s) return t;
+  return std::nullopt;
+}
 std::string_view to_string(DataType d) { return d == DataType::kBf16 ? "bfloat16" : "float"; }
 std::size_t element_size(DataType d) { return d == DataType::kBf16 ? 2 : 4; }
 
@@ -113,6 +129,11 @@ std::vector<std::pair<std::string, std::string>> transport_env(Transport t) {
             {"NCCL_SHM_DISABLE", "1"},
             {"NCCL_ALGO", "Ring"},
             {"NCCL_MNNVL_ENABLE", "0"}};
+  // A fabric job measures the network between nodes: on a GB200/GB300 NVL72 two trays of one
+  // rack would otherwise be joined over multi-node NVLink (NCCL_MNNVL_ENABLE defaults to 2,
+  // "auto", for a job across nodes: NVIDIA/nccl src/init.cc) and no byte would cross the NICs.
+  if (t == Transport::kFabric)
+    return {{"NCCL_P2P_DISABLE", "0"}, {"NCCL_SHM_DISABLE", "0"}, {"NCCL_MNNVL_ENABLE", "0"}};
   return {{"NCCL_P2P_DISABLE", "0"}, {"NCCL_SHM_DISABLE", "0"}};
 }
 

@@ -68,6 +68,16 @@ TEST(Options, ib_transport_forces_traffic_through_the_nics) {
                      {"NCCL_MNNVL_ENABLE", "0"}}));  // NVL72: trays of one rack, not over NVLink
 }
 
+// A fabric job: NVLink inside each node, the network between nodes, never multi-node NVLink.
+TEST(Options, fabric_transport_keeps_nvlink_inside_nodes_and_the_nics_between_them) {
+  EXPECT_EQ(nb::transport_env(nb::Transport::kFabric),
+            (std::vector<std::pair<std::string, std::string>>{
+                {"NCCL_P2P_DISABLE", "0"}, {"NCCL_SHM_DISABLE", "0"}, {"NCCL_MNNVL_ENABLE", "0"}}));
+  for (auto t : {nb::Transport::kNvlink, nb::Transport::kIb, nb::Transport::kFabric})
+    EXPECT_EQ(nb::transport_from_string(nb::to_string(t)), t);
+  EXPECT_FALSE(nb::transport_from_string("mnnvl"));
+}
+
 TEST(Options, nvlink_transport_overrides_an_inherited_p2p_disable) {
   EXPECT_EQ(nb::transport_env(nb::Transport::kNvlink),
             (std::vector<std::pair<std::string, std::string>>{{"NCCL_P2P_DISABLE", "0"},

@@ -197,9 +197,10 @@ std::vector<std::string> allreduce_command(const CheckContext& ctx, const Allred
   }
   if (spec.map_by_node) argv.insert(argv.end(), {"--map-by", "node"});
   const bool site = is_nccl_tests_binary(binary);
-  if (site && spec.transport == "ib") {
+  const auto mode = nb::transport_from_string(spec.transport);
+  if (site && mode && *mode != nb::Transport::kNvlink) {
     // all_reduce_perf does not know our transport modes: export NCCL's settings to the ranks.
-    for (const auto& [k, v] : nb::transport_env(nb::Transport::kIb)) {
+    for (const auto& [k, v] : nb::transport_env(*mode)) {
       argv.push_back("-x");
       argv.push_back(k + "=" + v);
     }

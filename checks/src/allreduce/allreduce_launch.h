@@ -12,15 +12,16 @@
 
 namespace vigil {
 
-// The transport mode of the multi-node fabric checks: NCCL's own choice with P2P and SHM on
-// ("nvlink" in vigil-allreduce's terms), so NVLink carries the intra-node hops (review F01).
-inline constexpr const char* kFabricTransport = "nvlink";
+// The transport mode of the multi-node fabric checks: P2P and SHM on, so NVLink carries the
+// intra-node hops (review F01), and multi-node NVLink off, so two trays of one NVL72 rack meet
+// over the network the check is named for ("fabric" in vigil-allreduce's terms).
+inline constexpr const char* kFabricTransport = "fabric";
 
 struct AllreduceSpec {
   std::string_view check;         // registry name
   std::string_view fault_prefix;  // "VIGIL-NCCL" / "VIGIL-ALLREDUCE"
   std::string backend;            // "nccl" | "host"
-  std::string transport;          // "nvlink" | "ib"
+  std::string transport;          // "nvlink" | "ib" | "fabric"
   int ranks = 2;
   bool map_by_node = false;        // ranks spread over the allocation's nodes (fabric jobs)
   std::vector<std::string> hosts;  // mpirun --host (one pair of a fabric round); empty: all

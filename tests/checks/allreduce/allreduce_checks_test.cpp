@@ -442,15 +442,17 @@ TEST(AllreduceChecks, fabric_check_runs_only_for_a_pair_and_needs_a_gpu_runtime_
 // Review F01: the fabric check must not disable P2P and SHM. With them off NCCL routes every
 // intra-node hop through the GPU's own NIC (NCCL src/graph/paths.cc marks the pair PATH_NET),
 // so busbw is one NIC, far below a floor measured with NVLink inside each node: every healthy
-// pair would fail. A site's all_reduce_perf gets no NCCL_*_DISABLE from the fabric check.
-TEST(AllreduceChecks, fabric_check_keeps_p2p_and_shm_on) {
+// pair would fail. And it must not let two trays of one NVL72 rack meet over multi-node NVLink
+// (NCCL's MNNVL default is "auto" across nodes): then no byte crosses the fabric it judges.
+TEST(AllreduceChecks, fabric_check_keeps_p2p_and_shm_on_and_multi_node_nvlink_off) {
   auto ctx = site_ctx();
   ctx.fabric_nodes = {"gpu-0", "gpu-1"};
   ctx.fabric_ranks = 2;
   const std::string seen = site_binary_sees(*vigil::fabric_checks().front(), ctx);
-  EXPECT_EQ(seen.find("NCCL_P2P_DISABLE"), std::string::npos) << seen;
-  EXPECT_EQ(seen.find("NCCL_SHM_DISABLE"), std::string::npos) << seen;
-  EXPECT_STREQ(vigil::kFabricTransport, "nvlink");
+  EXPECT_EQ(seen.find("NCCL_P2P_DISABLE=1"), std::string::npos) << seen;
+  EXPECT_EQ(seen.find("NCCL_SHM_DISABLE=1"), std::string::npos) << seen;
+  EXPECT_NE(seen.find("NCCL_MNNVL_ENABLE=0"), std::string::npos) << seen;
+  EXPECT_STREQ(vigil::kFabricTransport, "fabric");
 }
 
 TEST(AllreduceChecks, fabric_check_judges_a_genuine_2_node_log_against_the_fabric_threshold) {

@@ -11,11 +11,15 @@
 namespace vigil::ncclbench {
 
 enum class Backend { kHost, kNccl };
-enum class Transport { kNvlink, kIb };
+// kNvlink: NCCL's own choice (one node's NVLink test); kIb: every byte through the NICs (the
+// loopback test); kFabric: a multi-node job with NVLink inside each node and the network between
+// nodes, never multi-node NVLink (the fabric jobs; transport_env).
+enum class Transport { kNvlink, kIb, kFabric };
 enum class DataType { kFloat, kBf16 };
 
 std::string_view to_string(Backend b);
-std::string_view to_string(Transport t);
+std::string_view to_string(Transport t);  // "nvlink", "ib", "fabric"
+std::optional<Transport> transport_from_string(std::string_view s);
 std::string_view to_string(DataType d);  // nccl-tests names: "float", "bfloat16"
 std::size_t element_size(DataType d);
 
