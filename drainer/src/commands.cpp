@@ -106,7 +106,7 @@ void print_table(const nlohmann::json& nodes, const nlohmann::json& breaker, boo
 
 // host:port, with an IPv6 address in brackets (listen_address may be "::1").
 std::string authority(const std::string& host, int port) {
-  const bool v6 = host.find(':') != std::string::npos;
+  const bool v6 = host.find(':') != std::string::npos && !host.starts_with("[");
   return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
 }
 

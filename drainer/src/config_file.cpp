@@ -49,6 +49,8 @@ class Reader {
     } else if constexpr (std::is_same_v<T, std::string>) {
       out = need(yr_.scalar(n, field));
     } else if constexpr (std::is_integral_v<T>) {
+      static_assert(std::is_signed_v<T> || sizeof(T) < sizeof(long long),
+                    "the strict reader's integers are long long");
       out = static_cast<T>(need(
           yr_.integer(n, field, std::numeric_limits<T>::min(), std::numeric_limits<T>::max())));
     } else {
@@ -417,7 +419,8 @@ void read_webhook(const Reader& rd, const YAML::Node& w, WebhookSettings& hook) 
   if (!hook.token_file.empty())
     hook.token = read_token(rd, w["token_file"], "webhook.token_file", hook.token_file);
   if (hook.source.empty()) rd.fail(w["source"], "webhook.source", "must not be empty");
-  if (hook.timeout_ms < 1) rd.fail(w["timeout_ms"], "webhook.timeout_ms", "must be >= 1");
+  if (hook.timeout_ms < 1 || hook.timeout_ms > 600'000)
+    rd.fail(w["timeout_ms"], "webhook.timeout_ms", "must be in [1, 600000] (ms)");
   if (hook.retry_initial_ms < 1)
     rd.fail(w["retry_initial_ms"], "webhook.retry_initial_ms", "must be >= 1");
   if (hook.retry_max_ms < hook.retry_initial_ms)

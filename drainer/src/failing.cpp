@@ -1,6 +1,7 @@
 // Typed failing entries and their one JSON codec (failing.h).
 #include "vigil/drainer/failing.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 namespace vigil::drainer {
@@ -13,7 +14,10 @@ std::vector<FailingMeasurement> failing_of(const NodeReport& r) {
     for (const auto& m : c.measurements) {
       const Status ms = m.status();
       if (ms != Status::kFail && ms != Status::kWarn) continue;
-      FailingMeasurement f{.check = c.check, .status = ms, .measurement = m.name};
+      FailingMeasurement f;
+      f.check = c.check;
+      f.status = ms;
+      f.measurement = m.name;
       f.value = m.value;
       f.unit = m.unit;
       f.gpu = m.gpu;
@@ -25,9 +29,14 @@ std::vector<FailingMeasurement> failing_of(const NodeReport& r) {
     }
     // No bound broken: a fail-slow verdict (or a count) whose message says what and against
     // which baseline ("gpu3 gemm_bf16_tflops 704 TFLOP/s, 12% below its 7 peers (803)").
-    if (!any)
-      out.push_back(
-          {.check = c.check, .status = c.status, .message = c.message, .remedy = c.remedy});
+    if (!any) {
+      FailingMeasurement f;
+      f.check = c.check;
+      f.status = c.status;
+      f.message = c.message;
+      f.remedy = c.remedy;
+      out.push_back(std::move(f));
+    }
   }
   return out;
 }
@@ -87,10 +96,16 @@ Result<std::vector<FailingMeasurement>> failing_from_json(const nlohmann::json& 
     if (j.is_string()) {  // the journal's form before the type: a JSON array as a string
       const auto& s = j.get_ref<const std::string&>();
       if (s.empty()) return std::vector<FailingMeasurement>{};
-      // The old writer cut the string at 4 KiB ("...]"): such an entry list is not JSON any
-      // more, and what it said is gone; the next report fills it again.
       auto parsed = nlohmann::json::parse(s, nullptr, /*allow_exceptions=*/false);
-      if (parsed.is_discarded()) return std::vector<FailingMeasurement>{};
+      // The old writer cut a long list at 4 KiB: s.substr(0, 4090) + "...]", no JSON any more.
+      // Its complete entries are kept: up to the last "},{" before the cut, closed again.
+      if (parsed.is_discarded() && s.starts_with("[{") && s.ends_with("...]")) {
+        const auto last = s.rfind("},{");
+        if (last == std::string::npos) return std::vector<FailingMeasurement>{};  // none whole
+        parsed = nlohmann::json::parse(s.substr(0, last + 1) + "]", nullptr, false);
+      }
+      if (parsed.is_discarded())
+        return Error{"not the JSON array it was written as: " + s.substr(0, 80), "failing"};
       return failing_from_json(parsed);
     }
     if (!j.is_array()) return Error{"must be an array", "failing"};
@@ -108,8 +123,12 @@ Result<std::vector<FailingMeasurement>> failing_from_json(const nlohmann::json& 
 
 std::string failing_annotation(const std::vector<FailingMeasurement>& failing, size_t max_bytes) {
   if (failing.empty()) return {};
+  // Fails before warnings (each in report order): when not all fit, what drains is what shows.
+  std::vector<FailingMeasurement> ordered = failing;
+  std::stable_partition(ordered.begin(), ordered.end(),
+                        [](const FailingMeasurement& f) { return f.status == Status::kFail; });
   std::vector<std::string> entries;
-  for (const auto& f : failing) entries.push_back(to_json(f).dump());
+  for (const auto& f : ordered) entries.push_back(to_json(f).dump());
   // All of them when they fit; otherwise the longest prefix that fits and {"more": N}.
   auto with_more = [&](size_t kept) {
     std::string s = "[";
@@ -121,7 +140,7 @@ std::string failing_annotation(const std::vector<FailingMeasurement>& failing, s
   };
   std::string all = with_more(entries.size());
   if (all.size() <= max_bytes) return all;
-  const size_t more_room = 32;  // {"more":N}, and its comma
+  const size_t more_room = 32;  // ,{"more":N} with N up to 20 digits (a 64-bit count): 31
   size_t kept = 0, bytes = 2 + more_room;
   while (kept < entries.size() && bytes + entries[kept].size() + 1 <= max_bytes)
     bytes += entries[kept++].size() + 1;

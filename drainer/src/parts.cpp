@@ -87,10 +87,12 @@ std::vector<std::string> update_parts(std::vector<PartRecord>& parts,
   std::vector<std::string> notes;
   const std::vector<PartRecord> before = parts;  // a part moved between this node's slots
   // The history a part arriving in a slot brings: from this node and, by lookup, from others.
+  // A part back in this node leaves `departed` (its drains go with it into the slot).
   auto history_of = [&](const PartRecord& part) {
     std::vector<int64_t> drains;
     collect_drains(before, part, drains);
     collect_drains(departed, part, drains);
+    std::erase_if(departed, [&](const PartRecord& p) { return same_part(p, part); });
     if (elsewhere) merge_drains(drains, elsewhere(part));
     return drains;
   };

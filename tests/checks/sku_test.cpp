@@ -135,6 +135,14 @@ TEST(SkuFile, unknown_keys_missing_unit_and_unknown_checks_are_errors) {
           .find("thresholds.nvml_ecco: unknown check"),
       std::string::npos);
   EXPECT_NE(first_error("sku: [unclosed\n").find("YAML syntax error"), std::string::npos);
+  // A value wider than its field is an error, not cut to fit: 0x100002330 is no H100 (0x2330).
+  std::string wide = kH100;
+  wide.replace(wide.find("[0x2330]"), 8, "[0x100002330]");
+  EXPECT_NE(first_error(wide).find("match.pci_device_ids: must be <= 65535"), std::string::npos)
+      << first_error(wide);
+  std::string many = kH100;
+  many.replace(many.find("gpu_count: 8"), 12, "gpu_count: 4294967304");
+  EXPECT_NE(first_error(many).find("match.gpu_count: must be <= 1024"), std::string::npos);
 }
 
 // The compute fabric's link layer, as sysfs spells it: InfiniBand (the default) or Ethernet

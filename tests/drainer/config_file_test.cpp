@@ -142,7 +142,7 @@ TEST(Config, errors_name_file_line_and_field) {
        "c.yaml:3: listen.port: must be an integer, got 'abc'"},
       // The one strict reader's rules (vigil/config/strict_yaml.h), as for the SKU files: YAML
       // 1.1's yes/on are not booleans here, and a fraction is not an integer.
-      {"auth: disabled\ndry_run: yes\n", "c.yaml:2: dry_run: must be true or false"},
+      {"auth: disabled\ndry_run: yes\n", "c.yaml:2: dry_run: must be true or false, got 'yes'"},
       {"auth: disabled\nbreaker:\n  max_drains: 2.5\n",
        "c.yaml:3: breaker.max_drains: must be an integer, got '2.5'"},
       {"auth: disabled\nbogus: 1\n", "c.yaml:2: bogus: unknown key"},

@@ -29,7 +29,11 @@ CheckResult ecc_fail() {
   m.value = 2;
   m.unit = "count";
   m.gpu = 3;
-  m.threshold = Threshold{.op = Op::kLe, .fail = 0, .unit = "count"};
+  Threshold t;
+  t.op = Op::kLe;
+  t.fail = 0;
+  t.unit = "count";
+  m.threshold = t;
   c.measurements.push_back(m);
   Measurement ok = m;
   ok.name = "aggregate_uncorrected_ecc";
@@ -37,6 +41,18 @@ CheckResult ecc_fail() {
   c.measurements.push_back(ok);
   c.remedy = Remedy::kReboot;
   return c;
+}
+
+FailingMeasurement entry(const std::string& check, Status status, const std::string& measurement,
+                         std::optional<int> gpu = std::nullopt,
+                         std::optional<std::string> port = std::nullopt) {
+  FailingMeasurement f;
+  f.check = check;
+  f.status = status;
+  f.measurement = measurement;
+  f.gpu = gpu;
+  f.port = std::move(port);
+  return f;
 }
 
 }  // namespace
@@ -88,7 +104,18 @@ TEST(Failing, the_journals_older_string_form_still_reads) {
   EXPECT_TRUE(none.value().empty());
   auto cut = failing_from_json(nlohmann::json(R"([{"check":"nvml_ecc","measu...])"));
   ASSERT_TRUE(cut.ok());
-  EXPECT_TRUE(cut.value().empty());
+  EXPECT_TRUE(cut.value().empty());  // the only entry was cut: none is whole
+  // A long list cut at 4 KiB keeps its complete entries.
+  std::vector<FailingMeasurement> many(60, f[0]);
+  const std::string whole = failing_to_json(many).dump();
+  ASSERT_GT(whole.size(), 4096u);
+  auto kept = failing_from_json(nlohmann::json(whole.substr(0, 4090) + "...]"));
+  ASSERT_TRUE(kept.ok()) << kept.error().to_string();
+  EXPECT_GT(kept.value().size(), 20u);
+  EXPECT_LT(kept.value().size(), 60u);
+  EXPECT_EQ(kept.value().back(), f[0]);
+  // Anything else is no list this writer made: an error, not an empty list.
+  EXPECT_FALSE(failing_from_json(nlohmann::json("not json")).ok());
 }
 
 TEST(Failing, a_wrong_entry_is_an_error_naming_it) {
@@ -108,10 +135,8 @@ TEST(Failing, a_wrong_entry_is_an_error_naming_it) {
 TEST(Failing, the_annotation_stays_valid_json_within_its_bound) {
   std::vector<FailingMeasurement> many;
   for (int i = 0; i < 200; ++i)
-    many.push_back({.check = "nvml_nvlink",
-                    .measurement = "nvlink_crc_errors",
-                    .gpu = i % 8,
-                    .port = "nvlink" + std::to_string(i)});
+    many.push_back(entry("nvml_nvlink", Status::kFail, "nvlink_crc_errors", i % 8,
+                         "nvlink" + std::to_string(i)));
   const std::string a = failing_annotation(many, 4096);
   ASSERT_LE(a.size(), 4096u);
   auto j = nlohmann::json::parse(a);
@@ -120,6 +145,11 @@ TEST(Failing, the_annotation_stays_valid_json_within_its_bound) {
   EXPECT_EQ(j.back()["more"], 200 - shown);
   EXPECT_EQ(j[0]["port"], "nvlink0");
   EXPECT_EQ(failing_annotation({}), "");
+  // Fails come first, so a warning cannot push what drains out of the annotation.
+  std::vector<FailingMeasurement> mixed = many;
+  for (auto& m : mixed) m.status = Status::kWarn;
+  mixed.push_back(entry("nvml_ecc", Status::kFail, "dbe"));
+  EXPECT_EQ(nlohmann::json::parse(failing_annotation(mixed, 4096))[0]["check"], "nvml_ecc");
   const std::string few = failing_annotation({many[0]});
   EXPECT_EQ(nlohmann::json::parse(few).size(), 1u);  // no "more" when everything fits
 }

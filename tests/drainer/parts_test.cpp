@@ -207,6 +207,7 @@ TEST(Parts, a_moved_part_brings_its_drains_and_a_part_that_leaves_is_remembered)
   EXPECT_TRUE(parts[1].drains.empty());
   update_parts(parts, departed, {{0, "A", "GPU-A"}, {1, "C", "GPU-C"}});
   EXPECT_EQ(parts[0].drains, (std::vector<int64_t>{100, 200}));
+  EXPECT_TRUE(departed.empty()) << "A is back: not departed";
   // From another node, through the lookup; a drain both know counts once.
   std::vector<PartRecord> other, other_gone;
   const PartLookup elsewhere = [](const PartRecord& p) {

@@ -156,7 +156,8 @@ void walk_sku(YamlReader& w, const YAML::Node& root, const std::set<std::string>
         w.error(m["pci_device_ids"], "match.pci_device_ids", "must be a list");
       else
         for (const auto& n : m["pci_device_ids"])
-          if (auto v = w.integer(n, "match.pci_device_ids", 0))
+          // A PCI device id is 16 bits (config space offset 02h): a wider value is a typo.
+          if (auto v = w.integer(n, "match.pci_device_ids", 0, 0xFFFF))
             sku.match.pci_device_ids.push_back(static_cast<unsigned>(*v));
     }
     if (sku.match.gpu_names.empty() && sku.match.pci_device_ids.empty()) {
@@ -164,7 +165,7 @@ void walk_sku(YamlReader& w, const YAML::Node& root, const std::set<std::string>
     }
     if (!m["gpu_count"])
       w.error(m, "match.gpu_count", "missing");
-    else if (auto v = w.integer(m["gpu_count"], "match.gpu_count", 1))
+    else if (auto v = w.integer(m["gpu_count"], "match.gpu_count", 1, 1024))
       sku.match.gpu_count = static_cast<int>(*v);
   }
 
@@ -175,7 +176,7 @@ void walk_sku(YamlReader& w, const YAML::Node& root, const std::set<std::string>
         if (auto b = w.boolean(ib["gpudirect"], "infiniband.gpudirect"))
           sku.infiniband.gpudirect = *b;
       if (ib["ports"])
-        if (auto v = w.integer(ib["ports"], "infiniband.ports", 0))
+        if (auto v = w.integer(ib["ports"], "infiniband.ports", 0, 1024))
           sku.infiniband.ports = static_cast<int>(*v);
       if (ib["rate_gbps"])
         if (auto v = w.number(ib["rate_gbps"], "infiniband.rate_gbps"))

@@ -268,9 +268,9 @@ inline constexpr unsigned kNvmlFieldNvLinkSymbolErrors = 221;
 // The BER fields' encoding: "Bit [0:7]: BER Exponent value, Bit [8:11]: BER MANTISSA value"
 // (NVML_NVLINK_BER_EXP_SHIFT/WIDTH, NVML_NVLINK_BER_MANTISSA_SHIFT/WIDTH, nvml.h lines 9372-9376).
 inline constexpr unsigned kNvmlNvLinkBerExpShift = 0;
-inline constexpr unsigned kNvmlNvLinkBerExpWidth = 0xff;
+inline constexpr unsigned kNvmlNvLinkBerExpMask = 0xff;
 inline constexpr unsigned kNvmlNvLinkBerMantissaShift = 8;
-inline constexpr unsigned kNvmlNvLinkBerMantissaWidth = 0xf;
+inline constexpr unsigned kNvmlNvLinkBerMantissaMask = 0xf;
 
 // NVML_FI_DEV_GET_GPU_RECOVERY_ACTION: the action the driver says this GPU needs, as
 // nvmlDeviceGpuRecoveryAction_t (NVML_GPU_RECOVERY_ACTION_*), read with nvmlDeviceGetFieldValues.

@@ -10,7 +10,6 @@
 // 13.3.29 lines 2649-2666); there the NVLink5 field values are read per link instead (packet,
 // integrity, recovery, effective and symbol error counters as deltas, and the effective BER
 // judged by DCGM 4.6.0's 1e-12 rule). docs/checks-nvml.md "nvml_nvlink".
-#include <cmath>
 #include <iterator>
 #include <map>
 #include <string>
@@ -83,11 +82,12 @@ const Counter* counter_of(std::string_view measurement) {
 // mantissa x 10^-exponent (DCGM NvmlBerParser).
 struct Ber {
   unsigned mantissa, exponent;
-  double value() const { return mantissa * std::pow(10.0, -static_cast<double>(exponent)); }
+  // "3e-11", as the word says it (a double this small would print as 0 through figure()).
+  std::string text() const { return std::to_string(mantissa) + "e-" + std::to_string(exponent); }
 };
 Ber decode_ber(unsigned long long raw) {
-  return {static_cast<unsigned>((raw >> kNvmlNvLinkBerMantissaShift) & kNvmlNvLinkBerMantissaWidth),
-          static_cast<unsigned>((raw >> kNvmlNvLinkBerExpShift) & kNvmlNvLinkBerExpWidth)};
+  return {static_cast<unsigned>((raw >> kNvmlNvLinkBerMantissaShift) & kNvmlNvLinkBerMantissaMask),
+          static_cast<unsigned>((raw >> kNvmlNvLinkBerExpShift) & kNvmlNvLinkBerExpMask)};
 }
 // DCGM 4.6.0's limit (common/DcgmUtilities.cpp IsEffectiveBerThresholdExceeded, the health watch's
 // DCGM_FR_NVLINK_EFFECTIVE_BER_THRESHOLD): above 1e-12 fails; mantissa 15 / exponent 255 is
@@ -101,8 +101,10 @@ bool ber_above_limit(Ber b) {
 }
 
 // One nvmlDeviceGetFieldValues call for a link's NVLink5 counters and effective BER, the link in
-// scopeId. A field the driver does not have is left out; any other per-field answer fails the
-// whole reading (as a failed DL counter does).
+// scopeId. A field the driver does not have is left out (NOT_SUPPORTED, and INVALID_ARGUMENT: a
+// driver older than the field id answers that for an id it does not know, nvml.h's return codes
+// of nvmlDeviceGetFieldValues); any other per-field answer fails the whole reading (as a failed
+// DL counter does).
 struct Nvlink5Reading {
   nvmlReturn_t rc = NVML_SUCCESS;
   std::string failed;  // the field whose answer failed it
@@ -118,7 +120,8 @@ Nvlink5Reading read_nvlink5(const Session& s, int g, unsigned link) {
   out.rc = call(s.api().device_get_field_values, s.gpus[g], static_cast<int>(fv.size()), fv.data());
   if (out.rc != NVML_SUCCESS) return out;
   for (size_t i = 0; i < fv.size(); ++i) {
-    if (is_not_supported(fv[i].nvmlReturn)) continue;
+    if (is_not_supported(fv[i].nvmlReturn) || fv[i].nvmlReturn == NVML_ERROR_INVALID_ARGUMENT)
+      continue;
     const auto value = fv[i].nvmlReturn == NVML_SUCCESS ? field_value(fv[i]) : std::nullopt;
     if (!value) {
       out.rc = fv[i].nvmlReturn == NVML_SUCCESS ? NVML_ERROR_UNKNOWN : fv[i].nvmlReturn;
@@ -241,8 +244,7 @@ class NvmlNvlinkCheck final : public NvmlCheck {
         if (n5.ber) {
           const bool high = ber_above_limit(*n5.ber);
           ber_high = std::max(ber_high.value_or(0), high ? 1 : 0);
-          if (high)
-            ber_links += (ber_links.empty() ? "" : ",") + port + " " + figure(n5.ber->value());
+          if (high) ber_links += (ber_links.empty() ? "" : ",") + port + " " + n5.ber->text();
         }
       }
       if (!failed && !counters_failed) {

@@ -49,7 +49,9 @@ bool YamlReader::only_keys(const YAML::Node& map, const std::string& field,
 std::optional<bool> YamlReader::boolean(const YAML::Node& n, const std::string& field) {
   if (n.IsScalar() && n.Tag() != "!" && (n.Scalar() == "true" || n.Scalar() == "false"))
     return n.Scalar() == "true";
-  error(n, field, "must be true or false");
+  error(n, field,
+        "must be true or false" + (n.IsScalar() ? ", got '" + n.Scalar() + "'" : std::string()) +
+            (n.IsScalar() && n.Tag() == "!" ? " (quoted)" : ""));
   return std::nullopt;
 }
 

@@ -10,10 +10,13 @@ t=$(mktemp -d)
 trap 'rm -rf "$t"' EXIT
 fail=0
 # scontrol show node -o NODE, with the reason from $t/reason (no file: scontrol fails).
+# $t/other-node: it answers for another node (only this node's line may decide).
 cat >"$t/scontrol" <<SH
 #!/bin/sh
 [ -f "$t/reason" ] || exit 1
-echo "NodeName=\$4 Arch=x86_64 State=IDLE+DRAIN+REBOOT_REQUESTED Reason=\$(cat "$t/reason")"
+name=\$4
+[ -f "$t/other-node" ] && name=gpu-30
+echo "NodeName=\$name Arch=x86_64 State=IDLE+DRAIN+REBOOT_REQUESTED Reason=\$(cat "$t/reason")"
 SH
 # nvidia-bug-report.sh --output-file BASE: writes BASE.gz, as NVIDIA's script does with gzip.
 cat >"$t/bug-report" <<SH
@@ -55,6 +58,9 @@ grep -q -- "--output-file $t/evidence/gpu-3-" "$t/bug-report.args" || {
 run admins-reboot "bios update [admin@1764200000]" "$t/bug-report" "is not Vigil's" no
 [ ! -e "$t/bug-report.args" ] || { echo "FAIL: a bug report before an admin's reboot"; fail=1; }
 run no-scontrol "(none)" "$t/bug-report" "reason 'unknown' is not Vigil's" no
+touch "$t/other-node"
+run another-nodes-line "vigil: xid gpu1 Xid 79" "$t/bug-report" "reason 'unknown' is not Vigil's" no
+rm "$t/other-node"
 run no-bug-report "vigil: xid gpu1 Xid 79" "$t/nowhere" "no nvidia-bug-report.sh" no
 run failing-bug-report "vigil: xid gpu1 Xid 79" "$t/broken" "exited 4" no
 start=$(date +%s)

@@ -80,7 +80,9 @@ TEST_F(nvml_nvlink5, the_effective_ber_is_judged_by_dcgms_limit) {
     EXPECT_EQ(r.status, c.high ? Status::kFail : Status::kPass) << r.message;
     if (c.high) {
       EXPECT_EQ(r.fault_code, "VIGIL-NVML-NVLINK-BER");
-      EXPECT_NE(r.message.find("gpu2 nvlink3"), std::string::npos) << r.message;
+      const std::string word =
+          "gpu2 nvlink3 " + std::to_string(c.mantissa) + "e-" + std::to_string(c.exponent);
+      EXPECT_NE(r.message.find(word), std::string::npos) << r.message;
       EXPECT_NE(r.message.find("effective BER above 1e-12"), std::string::npos) << r.message;
     }
   }

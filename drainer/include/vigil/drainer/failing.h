@@ -33,13 +33,15 @@ std::vector<FailingMeasurement> failing_of(const NodeReport& r);
 
 nlohmann::json to_json(const FailingMeasurement& f);
 nlohmann::json failing_to_json(const std::vector<FailingMeasurement>& failing);
-// An array, or the string the journal held before (empty string: none). A wrong type, an
-// unknown status or remedy is an error naming the entry.
+// An array, or the string the journal held before (empty string: none; one the old writer cut at
+// 4 KiB keeps its complete entries). A wrong type, a string that is no such array, an unknown
+// status or remedy is an error naming the entry.
 Result<std::vector<FailingMeasurement>> failing_from_json(const nlohmann::json& j);
 
-// The annotation's value: the JSON array, at most `max_bytes` long. Entries that do not fit are
-// left out and counted in a last `{"more": N}` entry, so the value is always valid JSON (a
-// Kubernetes object's annotations share 256 KiB). Empty when nothing is failing.
+// The annotation's value: the JSON array, fails first, at most `max_bytes` long (at least 64).
+// Entries that do not fit are left out and counted in a last `{"more": N}` entry, so the value
+// is always valid JSON (a Kubernetes object's annotations share 256 KiB). Empty when nothing is
+// failing.
 std::string failing_annotation(const std::vector<FailingMeasurement>& failing,
                                size_t max_bytes = 4096);
 

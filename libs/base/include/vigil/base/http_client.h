@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -21,7 +22,7 @@ struct HttpClientSettings {
   // https: the server's certificate is always verified, against this CA file when set, else
   // against the system's CAs. There is no switch to turn verification off.
   std::string ca_file;
-  int timeout_ms = 5000;  // connect, read and write, each
+  int64_t timeout_ms = 5000;  // connect, read and write, each (at least 1)
   bool keep_alive = false;
 };
 
@@ -29,7 +30,7 @@ inline std::unique_ptr<httplib::Client> make_http_client(const HttpClientSetting
   auto c = std::make_unique<httplib::Client>(s.base_url);
   c->enable_server_certificate_verification(true);  // cpp-httplib's default, pinned here
   if (!s.ca_file.empty()) c->set_ca_cert_path(s.ca_file);
-  const std::chrono::milliseconds t(std::max(1, s.timeout_ms));
+  const std::chrono::milliseconds t(std::max<int64_t>(1, s.timeout_ms));
   c->set_connection_timeout(t);
   c->set_read_timeout(t);
   c->set_write_timeout(t);
