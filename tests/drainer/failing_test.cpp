@@ -21,20 +21,10 @@ NodeReport report_with(std::vector<CheckResult> checks) {
 }
 
 CheckResult ecc_fail() {
-  CheckResult c;
-  c.check = "nvml_ecc";
-  c.status = Status::kFail;
-  Measurement m;
+  CheckResult c = vigil::testing::make_check("nvml_ecc", Status::kFail, 2, 0);  // <= 0 fails
+  Measurement& m = c.measurements[0];
   m.name = "volatile_uncorrected_ecc";
-  m.value = 2;
-  m.unit = "count";
   m.gpu = 3;
-  Threshold t;
-  t.op = Op::kLe;
-  t.fail = 0;
-  t.unit = "count";
-  m.threshold = t;
-  c.measurements.push_back(m);
   Measurement ok = m;
   ok.name = "aggregate_uncorrected_ecc";
   ok.value = 0;

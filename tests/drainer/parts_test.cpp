@@ -31,6 +31,18 @@ std::vector<GpuPart> gpus(const std::string& gpu3_serial) {
   return out;
 }
 
+// A report of `node` whose gpu3 (serial gpu3_serial) has a pending row remap, or none.
+NodeReport remap_report(const std::string& node, const std::string& run,
+                        const std::string& gpu3_serial, bool fail, int64_t now) {
+  CheckResult c =
+      testing::make_check("nvml_row_remap", fail ? Status::kFail : Status::kPass, fail ? 1 : 0, 0);
+  c.measurements[0].gpu = 3;
+  NodeReport r = testing::make_report(node, run, {c});
+  r.start_time = r.end_time = rfc3339_utc(now);
+  r.gpus = gpus(gpu3_serial);
+  return r;
+}
+
 TEST(Parts, slots_learn_their_parts_and_a_new_serial_is_a_swap_that_clears_history) {
   std::vector<PartRecord> departed;  // parts that left (none here)
   std::vector<PartRecord> parts;
@@ -237,13 +249,7 @@ TEST(PartHistoryCore, a_gpu_moved_to_another_node_brings_its_history) {
   ASSERT_TRUE(dr->open().ok());
   int runs = 0;
   auto report = [&](const std::string& node, const std::string& gpu3_serial, bool fail) {
-    CheckResult c = testing::make_check("nvml_row_remap", fail ? Status::kFail : Status::kPass,
-                                        fail ? 1 : 0, 0);
-    c.measurements[0].gpu = 3;
-    NodeReport r = testing::make_report(node, "r" + std::to_string(++runs), {c});
-    r.start_time = r.end_time = rfc3339_utc(clock.now_unix());
-    r.gpus = gpus(gpu3_serial);
-    return r;
+    return remap_report(node, "r" + std::to_string(++runs), gpu3_serial, fail, clock.now_unix());
   };
   auto decide = [&](const NodeReport& r) {
     ASSERT_TRUE(dr->ingest({r}).ok());
@@ -288,13 +294,7 @@ TEST(PartHistoryCore, a_repeat_offender_ends_drained_in_slurm_as_replace) {
   Drainer dr(cfg, slurm, nullptr, clock);
   ASSERT_TRUE(dr.open().ok());
   auto report = [&](const std::string& run, bool fail) {
-    CheckResult c = testing::make_check("nvml_row_remap", fail ? Status::kFail : Status::kPass,
-                                        fail ? 1 : 0, 0);
-    c.measurements[0].gpu = 3;
-    NodeReport r = testing::make_report("gpu-2", run, {c});
-    r.start_time = r.end_time = rfc3339_utc(clock.now_unix());
-    r.gpus = gpus("1652823054323");
-    return r;
+    return remap_report("gpu-2", run, "1652823054323", fail, clock.now_unix());
   };
   auto decide = [&](const NodeReport& r) {
     ASSERT_TRUE(dr.ingest({r}).ok());
