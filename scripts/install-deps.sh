@@ -12,6 +12,8 @@ PACKAGES=(
   # mmdebstrap (debootstrap as fallback): scripts/slurm-root.sh and scripts/build-image.sh
   # (Debian roots with another Slurm release; the image's runtime root)
   mmdebstrap debootstrap
+  # umoci: scripts/build-image.sh packs the runtime root as an OCI image (deb_packages_image_trixie)
+  umoci
   # MPI
   libopenmpi-dev openmpi-bin
   # C++ libraries
