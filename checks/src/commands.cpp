@@ -15,6 +15,7 @@
 
 #include "allreduce/fabric_job.h"
 #include "inventory.h"
+#include "nvml/gpu_reset.h"
 #include "vigil/base/files.h"
 #include "vigil/checks/gpu_probe.h"
 #include "vigil/checks/passive.h"
@@ -389,6 +390,30 @@ int cmd_hook(HookArgs& h) {
             << vigil::to_string(report.overall()) << " in " << took << " s; report " << out.delivery
             << "; " << out.action << "\n";
   return out.exit_code;
+}
+
+// The repair ladder's GPU reset (nvml/gpu_reset.h, docs/repair.md): a report with the one entry
+// gpu_reset, delivered like any report; the exit code of its status.
+int cmd_repair_reset(const RunArgs& a, const std::string& nvidia_smi,
+                     const std::vector<std::string>& xid_state_dirs) {
+  vigil::CheckContext ctx;
+  ctx.node = !a.node.empty() ? a.node : env_or("SLURMD_NODENAME", hostname());
+  ctx.nvml_library = a.nvml_library;
+  vigil::NodeReport report = start_report(a, ctx, now_unix());
+  vigil::nvml::ResetOptions o;
+  o.nvidia_smi = nvidia_smi;
+  o.xid_state_dirs = xid_state_dirs;
+  o.node = ctx.node;
+  const auto started = std::chrono::steady_clock::now();
+  vigil::CheckResult r = vigil::nvml::reset_gpus(ctx, o);
+  r.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  if (!a.quiet)
+    std::cerr << "vigil-check repair reset-gpu: node " << ctx.node << ": "
+              << vigil::to_string(r.status) << " - " << r.message << "\n";
+  report.checks.push_back(std::move(r));
+  report.end_time = vigil::rfc3339_utc(now_unix());
+  if (int rc = emit(a, {report}); rc != 0) return rc;
+  return vigil::exit_code_for(report.overall());
 }
 
 }  // namespace vigil_cli

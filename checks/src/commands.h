@@ -72,5 +72,9 @@ void add_report_options(CLI::App* cmd, RunArgs& r);
 int cmd_run(const RunArgs& a);
 int cmd_fabric(const RunArgs& a);
 int cmd_hook(HookArgs& h);
+// `repair reset-gpu`: resets every GPU of this node for the repair ladder and reports the
+// outcome as the result gpu_reset (docs/repair.md "GPU reset"); exit code by its status.
+int cmd_repair_reset(const RunArgs& a, const std::string& nvidia_smi,
+                     const std::vector<std::string>& xid_state_dirs);
 
 }  // namespace vigil_cli

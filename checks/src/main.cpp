@@ -107,6 +107,30 @@ int main(int argc, char** argv) {
                      "Print the result only: post nothing, drain nothing");
   hook_cmd->add_flag("!--progress", hook.run.quiet, "Progress lines on stderr");
 
+  RunArgs repair;
+  std::string nvidia_smi = "nvidia-smi";
+  auto* repair_cmd = app.add_subcommand("repair", "Repair steps of the drainer's repair ladder");
+  repair_cmd->require_subcommand(1);
+  auto* reset_cmd = repair_cmd->add_subcommand(
+      "reset-gpu",
+      "Reset every GPU of this drained, idle node (nvidia-smi --gpu-reset) and report the outcome "
+      "as gpu_reset (docs/repair.md)");
+  add_report_options(reset_cmd, repair);
+  reset_cmd->add_option("--run-id", repair.run_id, "Unique id of this run");
+  reset_cmd->add_option("--job-id", repair.job_id, "Slurm job id (default: $SLURM_JOB_ID)");
+  reset_cmd->add_option("--nvml-library", repair.nvml_library, "NVML library to dlopen")
+      ->envname("VIGIL_NVML_LIBRARY");
+  reset_cmd->add_option("--nvidia-smi", nvidia_smi, "nvidia-smi to reset with")
+      ->envname("VIGIL_NVIDIA_SMI")
+      ->capture_default_str();
+  std::vector<std::string> xid_state_dirs = {"/var/lib/vigil/hook"};
+  reset_cmd
+      ->add_option("--xid-state-dir", xid_state_dirs,
+                   "Where kmsg_xid keeps its cursor (the hooks' and the runs' state dirs; "
+                   "repeatable): after a good reset the XIDs a reset clears are forgotten there")
+      ->capture_default_str();
+  reset_cmd->add_flag("--quiet,-q", repair.quiet, "No progress line on stderr");
+
   auto* th_cmd = app.add_subcommand("thresholds", "Threshold files");
   th_cmd->require_subcommand(1);
   std::string validate_dir;
@@ -134,6 +158,7 @@ int main(int argc, char** argv) {
   if (*run_cmd) return cmd_run(run);
   if (*fabric_cmd) return cmd_fabric(fabric);
   if (*hook_cmd) return cmd_hook(hook);
+  if (*reset_cmd) return cmd_repair_reset(repair, nvidia_smi, xid_state_dirs);
   if (*validate_cmd) return cmd_thresholds_validate(validate_dir);
   if (*table_cmd) return cmd_report_table(report_files);
   if (*list_cmd) return cmd_list();

@@ -3,6 +3,7 @@ target_sources(vigil_checks PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/nvml_loader.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvml_common.cpp
   ${CMAKE_CURRENT_LIST_DIR}/gpu_busy.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/gpu_reset.cpp
   ${CMAKE_CURRENT_LIST_DIR}/gpu_count.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvml_ecc.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nvml_row_remap.cpp

@@ -57,6 +57,11 @@ struct CheckSpec {
   bool runs_in(CheckSuite s) const { return (suites & static_cast<unsigned>(s)) != 0; }
 };
 
+// Not a check: the result `vigil-check repair reset-gpu` reports (the repair ladder's GPU reset,
+// docs/repair.md). The drainer reads it as the rung's outcome; it never counts as a check of the
+// node's health, so it has no catalog line.
+inline constexpr std::string_view kGpuResetResult = "gpu_reset";
+
 // Every check, in run order: each suite runs its checks in this order (the registry's lists
 // are this table filtered by suite; the passive suite's gpu_leftovers and gpu_sanity run only
 // when PassiveSelection asks for them).

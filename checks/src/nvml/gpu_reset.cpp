@@ -1,0 +1,207 @@
+// The GPU reset rung (gpu_reset.h, docs/repair.md "GPU reset").
+#include "gpu_reset.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <set>
+
+#include "gpu_busy.h"
+#include "inventory.h"
+#include "passive/kmsg_reader.h"
+#include "vigil/base/process.h"
+#include "vigil/base/strings.h"
+#include "vigil/checks/sku.h"
+#include "vigil/report/check_catalog.h"
+
+namespace vigil::nvml {
+
+namespace {
+
+constexpr std::string_view kCheck = kGpuResetResult;
+
+std::string trimmed(std::string_view s) { return std::string(vigil::trim(s)); }
+
+// The UUIDs NVML gave (a GPU without one is counted, not compared).
+std::vector<std::string> known_uuids(const GpuInventory& inv) {
+  std::vector<std::string> out;
+  for (const std::string& u : inv.uuids)
+    if (!u.empty()) out.push_back(u);
+  return out;
+}
+
+// The last lines of a command's output, bounded, for a result's message.
+std::string tail_text(const LaunchResult& r) {
+  std::string text = trimmed(r.out + (r.err.empty() ? "" : "\n" + r.err));
+  std::replace(text.begin(), text.end(), '\n', ' ');
+  if (text.size() > 300) text = "..." + text.substr(text.size() - 297);
+  return text;
+}
+
+std::string what_happened(const std::string& cmd, const Result<LaunchResult>& ran) {
+  if (!ran) return cmd + " could not start: " + ran.error().to_string();
+  const LaunchResult& r = ran.value();
+  if (r.timed_out) return cmd + " timed out";
+  const std::string out = tail_text(r);
+  return cmd + " exited " + std::to_string(shell_status(r)) + (out.empty() ? "" : ": " + out);
+}
+
+bool succeeded(const Result<LaunchResult>& ran) {
+  return ran && !ran.value().timed_out && ran.value().term_signal == 0 &&
+         ran.value().exit_code == 0;
+}
+
+Result<LaunchResult> smi(const ResetOptions& o, std::vector<std::string> args,
+                         std::chrono::seconds timeout) {
+  args.insert(args.begin(), o.nvidia_smi);
+  LaunchOptions opts;
+  opts.timeout = timeout;
+  return run_command(args, opts);
+}
+
+// Sets persistence mode on the GPUs named; returns those it could not set, with why.
+std::vector<std::string> set_persistence(const ResetOptions& o,
+                                         const std::vector<std::string>& uuids, bool on) {
+  std::vector<std::string> failed;
+  for (const std::string& uuid : uuids) {
+    const auto ran = smi(o, {"-pm", on ? "1" : "0", "-i", uuid}, o.query_timeout);
+    if (!succeeded(ran)) failed.push_back(what_happened("nvidia-smi -pm", ran) + " (" + uuid + ")");
+  }
+  return failed;
+}
+
+// Why NVML says the node's GPUs may not be reset now, or "".
+std::string refusal(const BusyScan& scan) {
+  if (!scan.busy.empty()) return gpu_busy_result(kCheck, scan.busy).message;
+  if (!scan.mig_enabled.empty()) {
+    std::vector<std::string> gpus;
+    for (int g : scan.mig_enabled) gpus.push_back("gpu" + std::to_string(g));
+    return "MIG enabled on " + short_list(gpus, 8, ", ", ", ") +
+           ": not reset (a reset destroys the GPU instances the site configured; the reboot "
+           "rung and the site's MIG setup at boot handle it)";
+  }
+  return "";
+}
+
+// After a good reset the boot id stays, so the kmsg cursors' remembered XIDs a reset clears
+// would fail the next Prolog or re-check again (docs/hooks.md "After a GPU reset"): forgotten
+// for every GPU, as `vigil-check xid-clear` does; those needing a reboot or a person stay.
+// Returns "" or what the message should add.
+std::string forget_reset_xids(const ResetOptions& o, const std::vector<std::string>& bus_ids) {
+  size_t cleared = 0;
+  std::vector<std::string> problems;
+  for (const std::string& dir : o.xid_state_dirs) {
+    std::error_code ec;
+    if (dir.empty() || !std::filesystem::is_directory(dir, ec)) continue;  // nothing remembered
+    const std::string path = kmsg::cursor_path(dir, o.node);
+    if (!std::filesystem::exists(path, ec)) continue;
+    for (const std::string& bus : bus_ids) {
+      if (bus.empty()) continue;
+      auto done = kmsg::clear_after_gpu_reset(path, bus);
+      if (done)
+        cleared += done->cleared.size();
+      else
+        problems.push_back(path + ": " + done.error().to_string());
+    }
+  }
+  std::string note;
+  if (cleared) note += "; forgot " + std::to_string(cleared) + " remembered XID(s) a reset clears";
+  if (!problems.empty())
+    note += "; remembered XIDs not cleared: " + short_list(problems, 2, "; ", "; ");
+  return note;
+}
+
+}  // namespace
+
+Result<std::vector<PersistenceRow>> parse_persistence(std::string_view csv) {
+  std::vector<PersistenceRow> rows;
+  size_t line_no = 0;
+  while (!csv.empty()) {
+    const size_t nl = csv.find('\n');
+    const std::string line = trimmed(csv.substr(0, nl));
+    csv = nl == std::string_view::npos ? std::string_view{} : csv.substr(nl + 1);
+    ++line_no;
+    if (line.empty()) continue;
+    const size_t comma = line.find(',');
+    const std::string uuid =
+        trimmed(std::string_view(line).substr(0, comma == std::string::npos ? 0 : comma));
+    const std::string mode =
+        comma == std::string::npos ? "" : trimmed(std::string_view(line).substr(comma + 1));
+    if (uuid.empty() || (mode != "Enabled" && mode != "Disabled"))
+      return Error{
+          "line " + std::to_string(line_no) + ": '" + line + "' is not '<uuid>, Enabled|Disabled'",
+          "nvidia-smi --query-gpu=uuid,persistence_mode"};
+    rows.push_back({uuid, mode == "Enabled"});
+  }
+  return rows;
+}
+
+Status reset_failure_status(int exit_code) {
+  return exit_code == 14 || exit_code == 15 ? Status::kFail : Status::kError;
+}
+
+CheckResult reset_gpus(const CheckContext& ctx, const ResetOptions& o) {
+  auto before = read_gpu_inventory(ctx.nvml_library);
+  if (!before) return error(kCheck, "NVML not available: " + before.error().to_string());
+  const size_t gpus = before->gpu_names.size();
+  if (gpus == 0) return error(kCheck, "NVML lists no GPU; nothing to reset");
+  const BusyScan scan = scan_gpus_for_other_work(ctx, BusySampling{});
+  if (std::string why = refusal(scan); !why.empty()) return error(kCheck, why, kFaultGpuBusy);
+
+  const auto query =
+      smi(o, {"--query-gpu=uuid,persistence_mode", "--format=csv,noheader"}, o.query_timeout);
+  if (!succeeded(query))
+    return error(kCheck, what_happened("nvidia-smi --query-gpu", query) + "; not reset");
+  auto rows = parse_persistence(query.value().out);
+  if (!rows) return error(kCheck, rows.error().to_string() + "; not reset");
+  std::vector<std::string> persistent;
+  for (const PersistenceRow& r : *rows)
+    if (r.enabled) persistent.push_back(r.uuid);
+
+  // Persistence mode holds the GPU open (NVIDIA/NVSentinel #1690): off for the reset, then back.
+  if (auto failed = set_persistence(o, persistent, false); !failed.empty()) {
+    set_persistence(o, persistent, true);
+    return error(kCheck, short_list(failed, 2, "; ", "; ") + "; not reset");
+  }
+  const auto reset = smi(o, {"--gpu-reset"}, o.reset_timeout);
+  const std::vector<std::string> not_restored = set_persistence(o, persistent, true);
+
+  CheckResult r;
+  r.check = std::string(kCheck);
+  Measurement m;
+  m.name = "gpus";
+  m.value = static_cast<double>(gpus);
+  m.unit = "count";
+  r.measurements.push_back(m);
+  if (!succeeded(reset)) {
+    const bool exited = reset && !reset.value().timed_out && reset.value().term_signal == 0;
+    r.status = exited ? reset_failure_status(reset.value().exit_code) : Status::kError;
+    r.message = what_happened("nvidia-smi --gpu-reset", reset);
+    return r;
+  }
+  auto after = read_gpu_inventory(ctx.nvml_library);
+  if (!after) {
+    r.status = Status::kFail;
+    r.message = "reset, but NVML does not answer after it: " + after.error().to_string();
+    return r;
+  }
+  std::vector<std::string> missing;
+  const std::set<std::string> back(after->uuids.begin(), after->uuids.end());
+  for (const std::string& uuid : known_uuids(*before))
+    if (!back.count(uuid)) missing.push_back(uuid);
+  if (missing.empty() && after->gpu_names.size() < gpus)
+    missing.push_back(std::to_string(gpus - after->gpu_names.size()) + " GPU(s)");
+  if (!missing.empty()) {
+    r.status = Status::kFail;
+    r.message = "reset, but " + short_list(missing, 4, ", ", ", ") + " did not come back";
+    return r;
+  }
+  r.status = not_restored.empty() ? Status::kPass : Status::kWarn;
+  r.message = "reset " + std::to_string(gpus) + " GPUs; all back" +
+              (not_restored.empty() ? ""
+                                    : "; persistence mode not restored: " +
+                                          short_list(not_restored, 2, "; ", "; ")) +
+              forget_reset_xids(o, scan.bus_ids);
+  return r;
+}
+
+}  // namespace vigil::nvml

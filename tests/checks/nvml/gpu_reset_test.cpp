@@ -1,0 +1,201 @@
+// The GPU reset rung (checks/src/nvml/gpu_reset.h): NVML through the fake library, nvidia-smi
+// through a stand-in script that logs its arguments, answers the persistence query and, on
+// --gpu-reset, replaces the NVML fixture with the "after reset" one (a pending row remap
+// cleared, or a GPU gone). Compiled, not run on a GPU: the real nvidia-smi is never called.
+#include "nvml/gpu_reset.h"
+
+#include <sys/stat.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "nvml_test_support.h"
+#include "passive/kmsg_reader.h"
+#include "vigil/report/check_catalog.h"
+
+namespace vigil::testing {
+namespace {
+
+nlohmann::json gpu(int i, nlohmann::json extra = nlohmann::json::object()) {
+  nlohmann::json g = {{"uuid", "GPU-" + std::to_string(i) + "aaa"},
+                      {"serial", "S" + std::to_string(i)},
+                      {"processes", nlohmann::json::array()},
+                      {"utilization", {{"gpu", 0}, {"memory", 0}}}};
+  g.update(extra);
+  return g;
+}
+
+class GpuResetTest : public NvmlCheckTest {
+ protected:
+  // Two GPUs; gpu0 in persistence mode (per the stand-in's query answer).
+  void SetUp() override {
+    NvmlCheckTest::SetUp();
+    fixture_ = (tmp_ / "fixture.json").string();
+    log_ = (tmp_ / "smi.log").string();
+    opts_.nvidia_smi = (tmp_ / "nvidia-smi").string();
+    opts_.query_timeout = std::chrono::seconds(5);
+    opts_.reset_timeout = std::chrono::seconds(5);
+    before(nlohmann::json{{"gpus", {gpu(0, {{"remapped_rows", {{"pending", 1}}}}), gpu(1)}}});
+    after(nlohmann::json{{"gpus", {gpu(0), gpu(1)}}});
+    stand_in(0);
+  }
+  void before(const nlohmann::json& j) { use_fixture_json(j); }
+  void after(const nlohmann::json& j) {
+    std::ofstream((tmp_ / "after.json").string(), std::ios::trunc) << j.dump(2);
+  }
+  // reset_rc: --gpu-reset's exit code; pm_on_rc: `-pm 1`'s.
+  void stand_in(int reset_rc, int pm_on_rc = 0,
+                std::string query = "GPU-0aaa, Enabled\nGPU-1aaa, Disabled") {
+    std::ofstream out(opts_.nvidia_smi, std::ios::trunc);
+    out << "#!/bin/sh\n"
+        << "echo \"$*\" >> '" << log_ << "'\n"
+        << "case \"$1\" in\n"
+        << "  --query-gpu=uuid,persistence_mode) printf '%s\\n' '" << query << "' ;;\n"
+        << "  -pm) [ \"$2\" = 1 ] && exit " << pm_on_rc << "; echo 'All done.' ;;\n"
+        << "  --gpu-reset)\n"
+        << "    [ " << reset_rc << " = 0 ] || { echo 'GPU 00000000:1A:00.0: In use by another "
+        << "client'; exit " << reset_rc << "; }\n"
+        << "    cp '" << (tmp_ / "after.json").string() << "' '" << fixture_ << "'\n"
+        << "    echo 'GPU 00000000:1A:00.0 was successfully reset.' ;;\n"
+        << "  *) exit 2 ;;\n"
+        << "esac\n";
+    out.close();
+    ::chmod(opts_.nvidia_smi.c_str(), 0755);
+  }
+  std::string calls() const {
+    std::ifstream in(log_);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+  CheckResult reset() { return nvml::reset_gpus(ctx_, opts_); }
+
+  std::string fixture_, log_;
+  nvml::ResetOptions opts_;
+};
+
+TEST(gpu_reset_parse, persistence_rows_are_read_and_a_foreign_line_is_refused) {
+  auto rows = nvml::parse_persistence("GPU-a, Enabled\n\nGPU-b, Disabled\n");
+  ASSERT_TRUE(rows.ok());
+  ASSERT_EQ(rows->size(), 2u);
+  EXPECT_TRUE(rows->at(0).enabled);
+  EXPECT_EQ(rows->at(1).uuid, "GPU-b");
+  EXPECT_FALSE(rows->at(1).enabled);
+  auto bad = nvml::parse_persistence("GPU-a, Enabled\nGPU-b, [N/A]\n");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().to_string().find("line 2"), std::string::npos);
+}
+
+TEST(gpu_reset_parse, only_the_exit_codes_that_name_the_gpu_fail) {
+  EXPECT_EQ(nvml::reset_failure_status(15), Status::kFail);  // fallen off the bus
+  EXPECT_EQ(nvml::reset_failure_status(14), Status::kFail);  // infoROM corrupted
+  EXPECT_EQ(nvml::reset_failure_status(255), Status::kError);
+  EXPECT_EQ(nvml::reset_failure_status(4), Status::kError);  // no permission
+}
+
+TEST_F(GpuResetTest, resets_every_gpu_with_persistence_off_around_it_and_checks_they_came_back) {
+  const CheckResult r = reset();
+  EXPECT_EQ(r.status, Status::kPass) << r.message;
+  EXPECT_EQ(r.check, std::string(kGpuResetResult));
+  EXPECT_EQ(r.message, "reset 2 GPUs; all back");
+  EXPECT_EQ(calls(),
+            "--query-gpu=uuid,persistence_mode --format=csv,noheader\n"
+            "-pm 0 -i GPU-0aaa\n"
+            "--gpu-reset\n"
+            "-pm 1 -i GPU-0aaa\n");
+  ASSERT_EQ(r.measurements.size(), 1u);
+  EXPECT_EQ(r.measurements[0].value, 2);
+}
+
+TEST_F(GpuResetTest, a_gpu_with_a_compute_process_is_never_reset) {
+  before(nlohmann::json{
+      {"gpus", {gpu(0), gpu(1, {{"processes", {{{"pid", 4242}, {"name", "python"}}}}})}}});
+  const CheckResult r = reset();
+  EXPECT_EQ(r.status, Status::kError);
+  EXPECT_EQ(r.fault_code, "VIGIL-GPU-BUSY");
+  EXPECT_NE(r.message.find("gpu1 pid 4242 python"), std::string::npos) << r.message;
+  EXPECT_EQ(calls(), "");
+}
+
+TEST_F(GpuResetTest, a_gpu_in_mig_mode_is_never_reset) {
+  before(nlohmann::json{{"gpus", {gpu(0, {{"mig", true}}), gpu(1)}}});
+  const CheckResult r = reset();
+  EXPECT_EQ(r.status, Status::kError);
+  EXPECT_NE(r.message.find("MIG enabled on gpu0"), std::string::npos) << r.message;
+  EXPECT_EQ(calls(), "");
+}
+
+TEST_F(GpuResetTest, a_refused_reset_is_an_error_and_persistence_mode_comes_back) {
+  stand_in(255);
+  const CheckResult r = reset();
+  EXPECT_EQ(r.status, Status::kError);
+  EXPECT_NE(r.message.find("nvidia-smi --gpu-reset exited 255: GPU 00000000:1A:00.0: In use by "
+                           "another client"),
+            std::string::npos)
+      << r.message;
+  EXPECT_NE(calls().find("--gpu-reset\n-pm 1 -i GPU-0aaa\n"), std::string::npos) << calls();
+}
+
+TEST_F(GpuResetTest, a_gpu_fallen_off_the_bus_during_the_reset_fails) {
+  stand_in(15);
+  EXPECT_EQ(reset().status, Status::kFail);
+}
+
+TEST_F(GpuResetTest, a_gpu_that_does_not_come_back_fails) {
+  after(nlohmann::json{{"gpus", {gpu(0)}}});
+  const CheckResult r = reset();
+  EXPECT_EQ(r.status, Status::kFail);
+  EXPECT_EQ(r.message, "reset, but GPU-1aaa did not come back");
+}
+
+TEST_F(GpuResetTest, persistence_mode_not_restored_is_a_warning_after_a_good_reset) {
+  stand_in(0, 6);
+  const CheckResult r = reset();
+  EXPECT_EQ(r.status, Status::kWarn);
+  EXPECT_NE(r.message.find("persistence mode not restored: nvidia-smi -pm exited 6"),
+            std::string::npos)
+      << r.message;
+}
+
+TEST_F(GpuResetTest, no_nvidia_smi_or_an_unreadable_query_is_an_error_before_any_reset) {
+  opts_.nvidia_smi = (tmp_ / "absent-nvidia-smi").string();
+  EXPECT_EQ(reset().status, Status::kError);
+  opts_.nvidia_smi = (tmp_ / "nvidia-smi").string();
+  stand_in(0, 0, "GPU-0aaa, N/A");
+  const CheckResult r = reset();
+  EXPECT_EQ(r.status, Status::kError);
+  EXPECT_NE(r.message.find("not reset"), std::string::npos) << r.message;
+  EXPECT_EQ(calls().find("--gpu-reset"), std::string::npos) << calls();
+}
+
+TEST_F(GpuResetTest, a_good_reset_forgets_the_remembered_xids_a_reset_clears_and_keeps_the_rest) {
+  before(nlohmann::json{{"gpus", {gpu(0, {{"pci", {{"bus_id", "00000000:18:00.0"}}}}), gpu(1)}}});
+  const std::string dir = (tmp_ / "hook-state").string();
+  std::filesystem::create_directories(dir);
+  std::ifstream boot("/proc/sys/kernel/random/boot_id");
+  std::string boot_id;
+  std::getline(boot, boot_id);
+  const std::string cursor = kmsg::cursor_path(dir, "test-node");
+  std::ofstream(cursor) << nlohmann::json{
+      {"boot_id", boot_id},
+      {"last_seq", 7},
+      {"fatal", {"XID 48 0000:18:00 (reset_gpu)", "XID 79 0000:18:00 (reboot)"}}};
+  opts_.xid_state_dirs = {dir, (tmp_ / "absent").string()};
+  opts_.node = "test-node";
+  const CheckResult r = reset();
+  EXPECT_EQ(r.status, Status::kPass) << r.message;
+  EXPECT_EQ(r.message, "reset 2 GPUs; all back; forgot 1 remembered XID(s) a reset clears");
+  std::ifstream in(cursor);
+  const auto saved = nlohmann::json::parse(in);
+  EXPECT_EQ(saved.at("fatal"), nlohmann::json::array({"XID 79 0000:18:00 (reboot)"}));
+}
+
+TEST_F(GpuResetTest, no_nvml_is_an_error) {
+  ctx_.nvml_library = (tmp_ / "no-libnvidia-ml.so").string();
+  const CheckResult r = reset();
+  EXPECT_EQ(r.status, Status::kError);
+  EXPECT_NE(r.message.find("NVML not available"), std::string::npos) << r.message;
+}
+
+}  // namespace
+}  // namespace vigil::testing
