@@ -280,11 +280,15 @@ void read_breaker(const Reader& rd, const YAML::Node& b, BreakerConfig& breaker)
 }
 
 void read_repair(const Reader& rd, const YAML::Node& r, RepairConfig& repair) {
-  rd.only_keys(r, "repair",
-               {"reboot", "max_in_repair", "max_per_window", "window_s", "max_reboots_per_node",
-                "node_window_s", "reboot_timeout_s", "recheck_timeout_s", "evidence_dir",
-                "part_drains", "part_window_s"});
+  rd.only_keys(
+      r, "repair",
+      {"reboot", "reset_gpu", "max_in_repair", "max_per_window", "window_s", "max_reboots_per_node",
+       "max_resets_per_node", "node_window_s", "reboot_timeout_s", "reset_timeout_s",
+       "recheck_timeout_s", "evidence_dir", "part_drains", "part_window_s"});
   rd.get(r, "reboot", "repair.reboot", repair.reboot);
+  rd.get(r, "reset_gpu", "repair.reset_gpu", repair.reset_gpu);
+  rd.get(r, "max_resets_per_node", "repair.max_resets_per_node", repair.max_resets_per_node);
+  rd.get(r, "reset_timeout_s", "repair.reset_timeout_s", repair.reset_timeout_s);
   rd.get(r, "max_in_repair", "repair.max_in_repair", repair.max_in_repair);
   rd.get(r, "max_per_window", "repair.max_per_window", repair.max_per_window);
   rd.get(r, "window_s", "repair.window_s", repair.window_s);
@@ -298,11 +302,13 @@ void read_repair(const Reader& rd, const YAML::Node& r, RepairConfig& repair) {
   for (const auto& [key, v] : {std::pair{"max_in_repair", repair.max_in_repair},
                                {"max_per_window", repair.max_per_window},
                                {"max_reboots_per_node", repair.max_reboots_per_node},
+                               {"max_resets_per_node", repair.max_resets_per_node},
                                {"part_drains", repair.part_drains}})
     if (v < 1) rd.fail(r[key], std::string("repair.") + key, "must be >= 1");
   for (const auto& [key, v] : {std::pair{"window_s", repair.window_s},
                                {"node_window_s", repair.node_window_s},
                                {"reboot_timeout_s", repair.reboot_timeout_s},
+                               {"reset_timeout_s", repair.reset_timeout_s},
                                {"recheck_timeout_s", repair.recheck_timeout_s},
                                {"part_window_s", repair.part_window_s}})
     if (v < 60) rd.fail(r[key], std::string("repair.") + key, "must be >= 60");
@@ -548,6 +554,10 @@ Result<DrainerConfig> parse_config(std::string_view yaml, const std::string& sou
       rd.fail(root["repair"]["reboot"], "repair.reboot",
               "needs slurm.backend libslurm (reboots go through scontrol of that installation; "
               "slurmrestd has no reboot operation)");
+    if (c.repair.reset_gpu && !c.slurm.enabled)
+      rd.fail(root["repair"]["reset_gpu"], "repair.reset_gpu",
+              "needs slurm.enabled (the reset is asked for through the drain's Slurm reason, "
+              "which vigil-submit reads)");
     if (c.munge.enabled && !c.spool_dir.empty())
       rd.fail(root["spool_dir"], "spool_dir",
               "not read with auth mode munge: a spooled file carries no credential, so whoever "

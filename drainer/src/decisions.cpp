@@ -82,7 +82,7 @@ void DrainerCore::owe_intents_locked(const NodeEvent& e, const std::string& reas
     i.node = e.node;
     // The journal has always held these for Slurm's drains and resumes (and reboots) only.
     const bool slurm_action = *action == IntentAction::kDrain || *action == IntentAction::kResume ||
-                              *action == IntentAction::kReboot;
+                              *action == IntentAction::kReboot || *action == IntentAction::kRelabel;
     i.reason = slurm_action ? reason : "";
     i.by_operator = slurm_action && by_operator;
     if (*action == IntentAction::kReboot) i.decided_unix = clock_.now_unix();
@@ -95,7 +95,10 @@ void DrainerCore::owe_intents_locked(const NodeEvent& e, const std::string& reas
 std::optional<std::string_view> DrainerCore::repair_step_of(const Decision& d, const NodeReport* r,
                                                             std::string_view event_type) const {
   if (event_type == "rebooted") return event_type;
-  if (d.action == Action::kReboot || d.action == Action::kReplace) return to_string(d.action);
+  if (d.action == Action::kReboot || d.action == Action::kReplace ||
+      d.action == Action::kResetGpu || d.action == Action::kResetPassed ||
+      d.action == Action::kResetFailed)
+    return to_string(d.action);
   const auto it = nodes_.find(d.state.node);
   if (d.action == Action::kResume && r && it != nodes_.end() &&
       it->second.repair.stage == RepairStage::kRechecking)
@@ -135,7 +138,7 @@ void DrainerCore::apply_decision_locked(const Decision& d, const NodeReport* r, 
                                         std::vector<Intent>& intents, std::string_view event_type) {
   // A copy only for a drain whose evidence is kept: every other decision uses d.state as is.
   std::optional<NodeState> with_evidence;
-  if (d.action == Action::kDrain && r && cfg_.repair.reboot) {
+  if (d.action == Action::kDrain && r && cfg_.repair.ladder_on()) {
     with_evidence = d.state;
     with_evidence->repair.evidence = save_evidence_locked(d.state, *r, report_seq);
   }
@@ -203,7 +206,7 @@ void DrainerCore::refresh_gauges_locked() {
   for (const SinkSpec& k : sink_specs())
     metrics_.set_pending(k.name, static_cast<double>(n[k.kind]));
   metrics_.set_breaker_open(breaker_.open);
-  if (cfg_.repair.reboot) {
+  if (cfg_.repair.ladder_on()) {
     std::map<RepairStage, int> stages;
     for (const auto& [name, s] : nodes_)
       if (s.drained_by_vigil) stages[s.repair.stage]++;
@@ -358,7 +361,7 @@ int DrainerCore::repair_pass() {
     const bool wanted = std::any_of(nodes_.begin(), nodes_.end(), [&](const auto& e) {
       const RepairState& r = e.second.repair;
       return e.second.drained_by_vigil &&
-             (in_repair(r) || (cfg_.repair.reboot && r.stage == RepairStage::kNone &&
+             (in_repair(r) || (cfg_.repair.ladder_on() && r.stage == RepairStage::kNone &&
                                (r.remedy || !r.offender.empty())));
     });
     if (!wanted || !slurm_) return 0;
@@ -383,7 +386,8 @@ int DrainerCore::repair_pass() {
       if (!step) continue;
       before.emplace_back(name, s);
       load.in_repair += in_repair(next.repair) - in_repair(s.repair);
-      if (step->move == RepairMove::kReboot) load.started_in_window++;
+      if (step->move == RepairMove::kReboot || step->move == RepairMove::kResetGpu)
+        load.started_in_window++;
       apply_repair_step_locked(s, std::move(next), *step, records, intents);
       ++steps;
     }
@@ -411,9 +415,24 @@ void DrainerCore::apply_repair_step_locked(const NodeState& prev, NodeState next
                                            std::vector<nlohmann::json>& records,
                                            std::vector<Intent>& intents) {
   Decision d;
-  d.action = step.move == RepairMove::kReboot    ? Action::kReboot
-             : step.move == RepairMove::kReplace ? Action::kReplace
-                                                 : Action::kNone;
+  switch (step.move) {
+    case RepairMove::kReboot:
+      d.action = Action::kReboot;
+      break;
+    case RepairMove::kReplace:
+      d.action = Action::kReplace;
+      break;
+    case RepairMove::kResetGpu:
+      d.action = Action::kResetGpu;
+      break;
+    case RepairMove::kResetFailed:
+      d.action = Action::kResetFailed;
+      break;
+    case RepairMove::kRebooted:
+    case RepairMove::kReleased:
+      d.action = Action::kNone;
+      break;
+  }
   d.reason = next.reason;
   d.driving_checks = next.driving_checks;
   d.before = prev.health;

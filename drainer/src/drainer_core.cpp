@@ -19,8 +19,8 @@ DrainerCore::DrainerCore(DrainerConfig cfg, std::shared_ptr<slurm::SlurmApi> slu
       kube_(std::move(kube)),
       webhook_(std::move(webhook)),
       clock_(clock),
-      engine_(cfg_.policy, cfg_.breaker, cfg_.dry_run, clock, cfg_.repair.reboot,
-              PartRule{cfg_.repair.part_drains, cfg_.repair.part_window_s}),
+      engine_(cfg_.policy, cfg_.breaker, cfg_.dry_run, clock, cfg_.repair.ladder_on(),
+              PartRule{cfg_.repair.part_drains, cfg_.repair.part_window_s}, cfg_.repair.reboot),
       views_(std::make_unique<SlurmViewCache>(slurm_.get(), clock_, cfg_.slurm.view_max_age_s)) {
   // The configuration was validated when it was parsed (config.cpp), so this cannot throw.
   if (cfg_.detection.enabled) slow_ = std::make_unique<detect::Engine>(cfg_.detection.engine);

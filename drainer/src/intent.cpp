@@ -27,6 +27,8 @@ std::string_view to_string(IntentAction a) {
       return "notify";
     case IntentAction::kReboot:
       return "reboot";
+    case IntentAction::kRelabel:
+      return "relabel";
   }
   return "drain";
 }

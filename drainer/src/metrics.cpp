@@ -42,8 +42,8 @@ const std::vector<MetricDesc>& metric_table() {
        "Repair ladder steps taken: reboot (asked Slurm), rebooted (the node registered again), "
        "repaired (resumed after the reboot), replace (kept drained for a person)",
        "step"},
-      {"vigil_repair_nodes", "gauge", "Nodes at each repair ladder stage (repair.reboot on)",
-       "stage"},
+      {"vigil_repair_nodes", "gauge",
+       "Nodes at each repair ladder stage (repair.reboot or repair.reset_gpu on)", "stage"},
       {"vigil_fabric_switch_suspect", "gauge",
        "1 while the newest fabric job with a topology suspects the leaf switch, 0 once a later "
        "job had a good pair leaving it",
@@ -184,8 +184,8 @@ void Metrics::on_repair_step(std::string_view step) {
 
 void Metrics::set_repair_nodes(const std::map<RepairStage, int>& stages) {
   std::lock_guard lk(impl_->mu);
-  for (RepairStage st :
-       {RepairStage::kRebooting, RepairStage::kRechecking, RepairStage::kReplace}) {
+  for (RepairStage st : {RepairStage::kResetting, RepairStage::kRebooting, RepairStage::kRechecking,
+                         RepairStage::kReplace}) {
     const auto it = stages.find(st);
     impl_->repair_nodes.Add({{"stage", std::string(to_string(st))}})
         .Set(it == stages.end() ? 0 : it->second);

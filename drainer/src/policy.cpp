@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "vigil/base/time.h"
+#include "vigil/report/check_catalog.h"
 #include "vigil/slurm/reason.h"
 
 namespace vigil::drainer {
@@ -68,6 +69,12 @@ std::string_view to_string(Action a) {
       return "reboot";
     case Action::kReplace:
       return "replace";
+    case Action::kResetGpu:
+      return "reset_gpu";
+    case Action::kResetPassed:
+      return "reset_passed";
+    case Action::kResetFailed:
+      return "reset_failed";
   }
   return "none";
 }
@@ -90,6 +97,12 @@ LastAction last_action_of(Action a) {
       return LastAction::kReboot;
     case Action::kReplace:
       return LastAction::kReplace;
+    case Action::kResetGpu:
+      return LastAction::kResetGpu;
+    case Action::kResetPassed:
+      return LastAction::kResetPassed;
+    case Action::kResetFailed:
+      return LastAction::kResetFailed;
   }
   return LastAction::kNone;
 }
@@ -114,6 +127,12 @@ std::string_view to_string(LastAction a) {
       return to_string(Action::kReboot);
     case LastAction::kReplace:
       return to_string(Action::kReplace);
+    case LastAction::kResetGpu:
+      return to_string(Action::kResetGpu);
+    case LastAction::kResetPassed:
+      return to_string(Action::kResetPassed);
+    case LastAction::kResetFailed:
+      return to_string(Action::kResetFailed);
   }
   return "";
 }
@@ -122,7 +141,8 @@ std::optional<LastAction> last_action_from_string(std::string_view s) {
   for (LastAction a :
        {LastAction::kNone, LastAction::kDrain, LastAction::kResume, LastAction::kWouldDrain,
         LastAction::kWouldResume, LastAction::kBreakerBlocked, LastAction::kDrainSkipped,
-        LastAction::kReboot, LastAction::kReplace})
+        LastAction::kReboot, LastAction::kReplace, LastAction::kResetGpu, LastAction::kResetPassed,
+        LastAction::kResetFailed})
     if (to_string(a) == s) return a;
   return std::nullopt;
 }
@@ -165,12 +185,13 @@ NodeHealth health_from_checks(const NodeState& s) {
 }
 
 PolicyEngine::PolicyEngine(PolicyConfig policy, BreakerConfig breaker, bool dry_run,
-                           const Clock& clock, bool repair, PartRule parts)
+                           const Clock& clock, bool repair, PartRule parts, bool reboots)
     : policy_(std::move(policy)),
       breaker_(breaker),
       dry_run_(dry_run),
       repair_(repair),
       parts_(parts),
+      reboots_(reboots),
       clock_(clock) {}
 
 std::string next_sku(const NodeState* prev, const NodeReport& r) {
@@ -230,6 +251,12 @@ void sync_ownership(NodeState& s, const slurm::SlurmNodeInfo* slurm) {
   }
 }
 
+const CheckResult* find_result(const NodeReport& r, std::string_view name) {
+  for (const auto& c : r.checks)
+    if (c.check == name) return &c;
+  return nullptr;
+}
+
 // The per-check and per-node counters; returns whether the report failed.
 bool count_report(NodeState& s, const NodeReport& r) {
   bool report_fail = false, report_ran = false;
@@ -285,22 +312,47 @@ Decision PolicyEngine::on_report(const NodeState* prev, const NodeReport& r,
   sync_ownership(s, slurm);
   for (const auto& swap : update_parts(s.parts, s.departed_parts, r.gpus, parts_elsewhere))
     s.note += (s.note.empty() ? "" : "; ") + swap;
-  // A check that started before the node's new boot says nothing about the node after it:
-  // neither a pass nor a fail of it counts while it is re-checked. Both times are the node's
-  // own clock (the report's start, slurmd's boot time), so a drainer clock apart does not
-  // matter. (While it is still rebooting, passes are held back and fails change nothing.)
+  if (const CheckResult* reset = find_result(r, kGpuResetResult)) {
+    Step step = on_reset_report(prev, s, r, *reset, now);
+    d.reason = s.reason;  // the drain's own reason, back in Slurm after the reset
+    return finish(d, s, std::move(step));
+  }
+  // A check that started before the node's new boot (or its GPU reset) says nothing about the
+  // node after it: neither a pass nor a fail of it counts while it is re-checked. Both times are
+  // the node's own clock (the report's start, slurmd's boot time or the reset report's start),
+  // so a drainer clock apart does not matter. (While it is still rebooting or resetting, passes
+  // are held back and fails change nothing.)
   if (s.repair.stage == RepairStage::kRechecking && s.repair.booted_unix > 0) {
     const auto started = parse_rfc3339(r.start_time);
     if (started && *started < s.repair.booted_unix)
-      return finish(
-          d, s,
-          {Action::kNone, NodeHealth::kDrained, "report from before the reboot; not counted"});
+      return finish(d, s,
+                    {Action::kNone, NodeHealth::kDrained,
+                     s.repair.via_reset ? "report from before the GPU reset; not counted"
+                                        : "report from before the reboot; not counted"});
   }
   const bool report_fail = count_report(s, r);
   const auto cands = drain_candidates(s, r);
   if (!cands.empty())
     return finish(d, s, drain_or_block(d, s, cands, slurm, group_size, unknown_to_slurm, now));
   return finish(d, s, maybe_resume(s, r, report_fail, slurm));
+}
+
+// The report of `vigil-check repair reset-gpu` (the entry gpu_reset): the reset rung's outcome
+// (repair.h), never a check of the node's health, so nothing of it is counted.
+PolicyEngine::Step PolicyEngine::on_reset_report(const NodeState* prev, NodeState& s,
+                                                 const NodeReport& r, const CheckResult& reset,
+                                                 int64_t now) const {
+  s.failing = prev ? prev->failing : std::vector<FailingMeasurement>{};
+  const NodeHealth health = prev ? prev->health : NodeHealth::kUnknown;
+  if (!s.drained_by_vigil || s.repair.stage != RepairStage::kResetting || dry_run_)
+    return {Action::kNone, health, "GPU reset report outside the repair ladder; not counted"};
+  const std::string what = "GPU reset " + std::string(to_string(reset.status)) +
+                           (reset.message.empty() ? "" : ": " + reset.message);
+  const auto started = parse_rfc3339(r.start_time);
+  if (apply_reset_result(s, reset.status, started.value_or(now), now) == ResetOutcome::kPassed)
+    return {Action::kResetPassed, NodeHealth::kDrained, what + "; waiting for the re-check"};
+  return {Action::kResetFailed, NodeHealth::kDrained,
+          what + (reboots_ ? "; reboot next" : "; the node waits for its re-checks or a person")};
 }
 
 std::vector<const CheckResult*> PolicyEngine::drain_candidates(NodeState& s,
@@ -333,9 +385,18 @@ PolicyEngine::Step PolicyEngine::drain_or_block(Decision& d, NodeState& s,
       if (!contains(s.driving_checks, c)) s.driving_checks.push_back(c);
     s.repair.remedy = stronger(s.repair.remedy, remedy_of(cands));
     if (s.repair.stage == RepairStage::kRechecking && repair_ && !dry_run_) {  // not cleared
-      mark_replace(s, "fault back after reboot", now);
+      if (s.repair.via_reset && reboots_) {  // the reset did not clear it: the reboot rung next
+        s.repair.stage = RepairStage::kNone;
+        s.repair.via_reset = false;
+        s.repair.booted_unix = 0;
+        s.repair.since_unix = now;
+        return {Action::kNone, NodeHealth::kDrained,
+                "fault back after GPU reset: " + reason + "; reboot next"};
+      }
+      const char* after = s.repair.via_reset ? "GPU reset" : "reboot";
+      mark_replace(s, std::string("fault back after ") + after, now);
       d.reason = s.reason;
-      return {Action::kReplace, NodeHealth::kDrained, "replace: " + reason + " after reboot"};
+      return {Action::kReplace, NodeHealth::kDrained, "replace: " + reason + " after " + after};
     }
     return {Action::kNone, NodeHealth::kDrained, "already drained by vigil"};
   }
@@ -406,18 +467,23 @@ PolicyEngine::Step PolicyEngine::maybe_resume(NodeState& s, const NodeReport& r,
   if (!ready) return {Action::kNone, NodeHealth::kDrained, ""};
   if (s.repair.stage == RepairStage::kRebooting)
     return {Action::kNone, NodeHealth::kDrained, "passes before the reboot; resume deferred"};
+  if (s.repair.stage == RepairStage::kResetting)
+    return {Action::kNone, NodeHealth::kDrained, "passes before the GPU reset; resume deferred"};
   if (slurm && slurm::untouchable(*slurm))
     return {Action::kNone, NodeHealth::kDrained,
             "passes reached resume_after but node is DOWN/FAIL/MAINT; resume deferred"};
   if (dry_run_) return {Action::kWouldResume, NodeHealth::kDrained, "dry-run: would resume"};
   const bool repaired = s.repair.stage == RepairStage::kRechecking;
+  const bool via_reset = s.repair.via_reset;
   s.drained_by_vigil = false;
   s.reason.clear();
   s.driving_checks.clear();
   end_repair(s);
   return {Action::kResume, health_from_checks(s),
           std::string("resume: checks passed resume_after times") +
-              (repaired ? " after a reboot (repaired)" : "")};
+              (!repaired   ? ""
+               : via_reset ? " after a GPU reset (repaired)"
+                           : " after a reboot (repaired)")};
 }
 
 std::optional<NodeState> PolicyEngine::on_tick(const NodeState& s) const {

@@ -13,7 +13,8 @@ namespace vigil::drainer {
 
 namespace {
 
-constexpr std::string_view kStageNames[] = {"none", "rebooting", "rechecking", "replace"};
+constexpr std::string_view kStageNames[] = {"none", "rebooting", "rechecking", "replace",
+                                            "resetting"};
 
 int rank(std::optional<Remedy> r) {
   if (!r) return 0;
@@ -28,9 +29,20 @@ int rank(std::optional<Remedy> r) {
   return 0;
 }
 
-int reboots_since(const RepairState& r, int64_t since) {
+int count_since(const std::vector<int64_t>& times, int64_t since) {
   return static_cast<int>(
-      std::count_if(r.reboots.begin(), r.reboots.end(), [&](int64_t t) { return t > since; }));
+      std::count_if(times.begin(), times.end(), [&](int64_t t) { return t > since; }));
+}
+int reboots_since(const RepairState& r, int64_t since) { return count_since(r.reboots, since); }
+
+// A Vigil reason's own text: without "vigil:" and the ladder's words ("replace", "reset-gpu").
+std::string own_text(std::string_view reason) {
+  std::string text(reason);
+  if (text.rfind(slurm::kReasonPrefix, 0) == 0) text = text.substr(slurm::kReasonPrefix.size());
+  text.erase(0, text.find_first_not_of(' '));
+  for (std::string_view word : {std::string_view("replace "), std::string_view("reset-gpu ")})
+    if (text.rfind(word, 0) == 0) text = text.substr(word.size());
+  return text;
 }
 
 // Idle as the ladder needs it: drained by Vigil, no job and none completing, slurmd answering.
@@ -60,6 +72,10 @@ nlohmann::json to_json(const RepairState& r) {
   if (r.booted_unix) j["booted_unix"] = r.booted_unix;
   if (r.part_drain_unix) j["part_drain_unix"] = r.part_drain_unix;
   if (!r.offender.empty()) j["offender"] = r.offender;
+  if (!r.resets.empty()) j["resets"] = r.resets;
+  if (!r.held_reason.empty()) j["held_reason"] = r.held_reason;
+  if (r.reset_tried) j["reset_tried"] = true;
+  if (r.via_reset) j["via_reset"] = true;
   return j;
 }
 
@@ -80,6 +96,10 @@ Result<RepairState> repair_state_from_json(const nlohmann::json& j) {
   r.booted_unix = j.value("booted_unix", int64_t{0});
   r.part_drain_unix = j.value("part_drain_unix", int64_t{0});
   r.offender = j.value("offender", "");
+  r.resets = j.value("resets", std::vector<int64_t>{});
+  r.held_reason = j.value("held_reason", "");
+  r.reset_tried = j.value("reset_tried", false);
+  r.via_reset = j.value("via_reset", false);
   return r;
 }
 
@@ -92,16 +112,21 @@ RepairLoad repair_load(const std::map<std::string, NodeState>& nodes, const Repa
   RepairLoad load;
   for (const auto& [name, s] : nodes) {
     if (in_repair(s.repair)) load.in_repair++;
-    load.started_in_window += reboots_since(s.repair, now - cfg.window_s);
+    load.started_in_window += reboots_since(s.repair, now - cfg.window_s) +
+                              count_since(s.repair.resets, now - cfg.window_s);
   }
   return load;
 }
 
+std::string reset_reason(std::string_view reason) {
+  return slurm::make_reason(slurm::kResetGpuWord, own_text(reason));
+}
+
 void mark_replace(NodeState& s, const std::string& why, int64_t now) {
-  std::string text = s.reason;
-  if (text.rfind(slurm::kReasonPrefix, 0) == 0) text = text.substr(slurm::kReasonPrefix.size());
-  text.erase(0, text.find_first_not_of(' '));
-  if (text.rfind("replace ", 0) == 0) text = text.substr(8);
+  // A reset in flight gives its reason back first: the replace names the drain's own text.
+  if (!s.repair.held_reason.empty()) s.reason = s.repair.held_reason;
+  s.repair.held_reason.clear();
+  std::string text = own_text(s.reason);
   // The why (a serial for an RMA, the ladder's cause) is kept whole: the old text gives way to
   // make_reason's 200 characters.
   const size_t room = 200 - std::min<size_t>(200, slurm::kReasonPrefix.size() + 9 + why.size() + 3);
@@ -119,6 +144,9 @@ void end_repair(NodeState& s) {
   s.repair.booted_unix = 0;
   s.repair.part_drain_unix = 0;
   s.repair.offender.clear();
+  s.repair.held_reason.clear();
+  s.repair.reset_tried = false;
+  s.repair.via_reset = false;
 }
 
 bool is_replace_reason(std::string_view reason) {
@@ -126,7 +154,34 @@ bool is_replace_reason(std::string_view reason) {
 }
 
 bool in_repair(const RepairState& r) {
-  return r.stage == RepairStage::kRebooting || r.stage == RepairStage::kRechecking;
+  return r.stage == RepairStage::kRebooting || r.stage == RepairStage::kRechecking ||
+         r.stage == RepairStage::kResetting;
+}
+
+namespace {
+// The reset ended without resetting: the drain's own reason back, no stage; reset_tried stays,
+// so the ladder's next step is the reboot rung.
+void end_reset(NodeState& s, int64_t now) {
+  if (!s.repair.held_reason.empty()) s.reason = s.repair.held_reason;
+  s.repair.held_reason.clear();
+  s.repair.stage = RepairStage::kNone;
+  s.repair.since_unix = now;
+}
+}  // namespace
+
+ResetOutcome apply_reset_result(NodeState& s, Status status, int64_t started_unix, int64_t now) {
+  if (status != Status::kPass && status != Status::kWarn) {
+    end_reset(s, now);
+    return ResetOutcome::kFailed;
+  }
+  if (!s.repair.held_reason.empty()) s.reason = s.repair.held_reason;
+  s.repair.held_reason.clear();
+  s.repair.stage = RepairStage::kRechecking;
+  s.repair.since_unix = now;
+  s.repair.booted_unix = started_unix;
+  s.repair.via_reset = true;
+  restart_counts(s);
+  return ResetOutcome::kPassed;
 }
 
 void restart_counts(NodeState& s) {
@@ -150,6 +205,11 @@ std::optional<RepairStep> replace(NodeState& s, const std::string& why, int64_t 
   return RepairStep{RepairMove::kReplace, why};
 }
 
+std::optional<RepairStep> reset_failed(NodeState& s, std::string why, int64_t now) {
+  end_reset(s, now);
+  return RepairStep{RepairMove::kResetFailed, std::move(why)};
+}
+
 // A node back from its reboot: a boot at or after the request, slurmd answering.
 bool back_from_reboot(const slurm::SlurmNodeInfo& n, const RepairState& r) {
   return n.boot_time >= r.since_unix && !n.down && !n.not_responding && !n.reboot_pending;
@@ -163,9 +223,17 @@ std::optional<RepairStep> repair_tick(NodeState& s, const slurm::SlurmNodeInfo* 
                                       bool dry_run, int64_t now) {
   RepairState& r = s.repair;
   if (!s.drained_by_vigil) return std::nullopt;
-  if (in_repair(r) && (!cfg.reboot || dry_run))
-    return release(s, dry_run ? "dry-run: repair ladder off" : "repair.reboot off");
-  if (!cfg.reboot || dry_run) return std::nullopt;
+  // A reset asked for gives the drain's own reason back when the rung is turned off (never
+  // touching a drain that is no longer Vigil's; without Slurm's table: wait).
+  if (r.stage == RepairStage::kResetting && (!cfg.reset_gpu || dry_run)) {
+    if (!slurm) return view_read ? release(s, "node unknown to Slurm") : std::nullopt;
+    if (!slurm::drained_by_vigil(*slurm))
+      return release(s, "drain no longer vigil's: " + slurm->reason);
+    return reset_failed(s, dry_run ? "dry-run: repair ladder off" : "repair.reset_gpu off", now);
+  }
+  if (in_repair(r) && (!cfg.ladder_on() || dry_run))
+    return release(s, dry_run ? "dry-run: repair ladder off" : "repair ladder off");
+  if (!cfg.ladder_on() || dry_run) return std::nullopt;
   if (!slurm) {  // a table without the node: it left Slurm; no table: wait
     if (view_read && r.stage != RepairStage::kNone) return release(s, "node unknown to Slurm");
     return std::nullopt;
@@ -188,6 +256,11 @@ std::optional<RepairStep> repair_tick(NodeState& s, const slurm::SlurmNodeInfo* 
     return replace(s, "not back from reboot within " + std::to_string(cfg.reboot_timeout_s) + "s",
                    now);
   }
+  if (r.stage == RepairStage::kResetting) {
+    if (now - r.since_unix <= cfg.reset_timeout_s) return std::nullopt;
+    return reset_failed(
+        s, "no GPU reset report within " + std::to_string(cfg.reset_timeout_s) + "s", now);
+  }
   if (r.stage == RepairStage::kRechecking) {
     if (now - r.since_unix <= cfg.recheck_timeout_s) return std::nullopt;
     return replace(s, "no re-check within " + std::to_string(cfg.recheck_timeout_s) + "s", now);
@@ -195,6 +268,20 @@ std::optional<RepairStep> repair_tick(NodeState& s, const slurm::SlurmNodeInfo* 
   if (r.stage != RepairStage::kNone || !r.remedy) return std::nullopt;
   if (!idle_for_repair(*slurm) || breaker.open) return std::nullopt;
   if (*r.remedy == Remedy::kService) return replace(s, "remedy: service", now);
+  if (*r.remedy == Remedy::kResetGpu && cfg.reset_gpu && !r.reset_tried &&
+      count_since(r.resets, now - cfg.node_window_s) < cfg.max_resets_per_node) {
+    if (load.in_repair >= cfg.max_in_repair || load.started_in_window >= cfg.max_per_window)
+      return std::nullopt;
+    r.held_reason = s.reason;
+    s.reason = reset_reason(s.reason);
+    r.stage = RepairStage::kResetting;
+    r.since_unix = now;
+    r.reset_tried = true;
+    r.resets.push_back(now);
+    std::erase_if(r.resets, [&](int64_t t) { return t <= now - cfg.node_window_s; });
+    return RepairStep{RepairMove::kResetGpu, "reset-gpu: reset_gpu fault, node idle"};
+  }
+  if (!cfg.reboot) return std::nullopt;  // no reboots: the node waits for its re-checks
   if (reboots_since(r, now - cfg.node_window_s) >= cfg.max_reboots_per_node)
     return replace(s,
                    "repeat offender: " + std::to_string(cfg.max_reboots_per_node) + " reboots in " +

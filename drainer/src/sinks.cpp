@@ -11,12 +11,15 @@ namespace vigil::drainer {
 namespace {
 
 // Slurm: the drains, resumes and reboots a decision asked for (a replace is a drain with the
-// "vigil: replace" reason). Retried until slurmctld answers, never given up (the drain is
-// owed); decisions arriving together go out in one RPC per reason.
+// "vigil: replace" reason; the GPU reset rung's reasons are relabels of Vigil's own drain). Retried
+// until slurmctld answers, never given up (the drain is owed); decisions arriving together go out
+// in one RPC per reason.
 std::optional<IntentAction> slurm_owed(const NodeEvent& e) {
   if (e.type == "drain" || e.type == "replace") return IntentAction::kDrain;
   if (e.type == "resume") return IntentAction::kResume;
   if (e.type == "reboot") return IntentAction::kReboot;
+  if (e.type == "reset_gpu" || e.type == "reset_passed" || e.type == "reset_failed")
+    return IntentAction::kRelabel;
   return std::nullopt;
 }
 LaneSettings slurm_lane(const DrainerConfig& c) {
@@ -59,8 +62,9 @@ bool takes(IntentAction a) {
 
 constexpr SinkSpec kSinks[] = {
     {SinkKind::kSlurm, "slurm",
-     takes<IntentAction::kDrain, IntentAction::kResume, IntentAction::kReboot>, slurm_owed, false,
-     slurm_lane, make_slurm},
+     takes<IntentAction::kDrain, IntentAction::kResume, IntentAction::kReboot,
+           IntentAction::kRelabel>,
+     slurm_owed, false, slurm_lane, make_slurm},
     {SinkKind::kKubernetes, "kubernetes", takes<IntentAction::kAnnotate>, kube_owed, false,
      kube_lane, make_kube},
     {SinkKind::kWebhook, "webhook", takes<IntentAction::kNotify>, webhook_owed, true, webhook_lane,

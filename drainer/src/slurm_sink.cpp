@@ -49,6 +49,7 @@ std::optional<IntentOutcome> SlurmSink::judge(const Intent& i, const SlurmView& 
   auto it = view.find(i.node);
   const slurm::SlurmNodeInfo* n = it == view.end() ? nullptr : &it->second;
   if (i.action == IntentAction::kReboot) return judge_reboot(i, n, rpcs);
+  if (i.action == IntentAction::kRelabel) return judge_relabel(i, n, rpcs);
   return i.action == IntentAction::kDrain ? judge_drain(i, n, rpcs) : judge_resume(i, n, rpcs);
 }
 
@@ -64,6 +65,18 @@ std::optional<IntentOutcome> SlurmSink::judge_reboot(const Intent& i, const slur
   if (n->state != "IDLE" || n->completing || n->not_responding || slurm::untouchable(*n))
     return IntentOutcome::skipped(i.id, "node not idle (" + n->state + "); not rebooted");
   rpcs.reboots[i.reason].push_back(&i);
+  return std::nullopt;
+}
+
+// The GPU reset rung's reasons: only the reason of a drain that is still Vigil's (and not a
+// `replace`, a person's now) changes, in the same RPC as a drain with that reason.
+std::optional<IntentOutcome> SlurmSink::judge_relabel(const Intent& i,
+                                                      const slurm::SlurmNodeInfo* n, Rpcs& rpcs) {
+  if (!n) return IntentOutcome::skipped(i.id, "node unknown to Slurm");
+  if (!n->drain || !slurm::drained_by_vigil(*n) || is_replace_reason(n->reason))
+    return IntentOutcome::skipped(i.id, "not relabelled: drain no longer vigil's: " + n->reason);
+  if (n->reason == i.reason) return IntentOutcome::ok(i.id, "already labelled");
+  rpcs.drains[i.reason].push_back(&i);
   return std::nullopt;
 }
 

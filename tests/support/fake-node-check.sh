@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # TEST/DEMO ONLY: stands in for `vigil-check` on the simulated nodes of the local Slurm cluster.
-# cronjobs/vigil-check.sbatch runs "$VIGIL_CHECK run ..." on a node; pointing VIGIL_CHECK here
-# adds the fake hardware of that node (by node name) and passes every argument on:
+# cronjobs/vigil-check.sbatch runs "$VIGIL_CHECK run ..." (or "repair reset-gpu ...") on a node;
+# pointing VIGIL_CHECK here adds the fake hardware of that node (by node name) and passes every argument on:
 #   VIGIL_FAKE_CHECK     the real vigil-check binary (required)
 #   VIGIL_FAKE_NVML_LIB  fake libnvidia-ml.so.1 (tests/fake_nvml)
 #   VIGIL_FIXTURES_DIR   <dir>/<node>/nvml.json and <dir>/<node>/sysfs (a per-run copy, so a test
@@ -12,6 +12,12 @@ set -euo pipefail
 node=${SLURMD_NODENAME:?not inside a Slurm step}
 fixtures=${VIGIL_FIXTURES_DIR:?set VIGIL_FIXTURES_DIR}
 export VIGIL_FAKE_NVML_FIXTURE=$fixtures/$node/nvml.json
+# `repair reset-gpu` (the job script's reset mode) takes NVML but no sysfs or check selection;
+# its nvidia-smi is VIGIL_NVIDIA_SMI (tests/support/fake-nvidia-smi.sh in the cluster tests).
+if [[ ${1:-} == repair ]]; then
+  exec "${VIGIL_FAKE_CHECK:?set VIGIL_FAKE_CHECK}" "$@" \
+    --nvml-library "${VIGIL_FAKE_NVML_LIB:?set VIGIL_FAKE_NVML_LIB}"
+fi
 exec "${VIGIL_FAKE_CHECK:?set VIGIL_FAKE_CHECK}" "$@" \
   --nvml-library "${VIGIL_FAKE_NVML_LIB:?set VIGIL_FAKE_NVML_LIB}" \
   --sysfs-root "$fixtures/$node/sysfs" \

@@ -79,12 +79,15 @@ PlannedCommand fabric_job(const std::vector<std::string>& group, const std::stri
 
 // srun -Z: no allocation, so it runs on a DRAINED node and no job record is created; the node
 // stays drained (with its vigil reason) the whole time. Needs root or SlurmUser.
-PlannedCommand recheck_cmd(const std::string& node, const SubmitOptions& o) {
+// reset: the drainer asked for a GPU reset first (reason "vigil: reset-gpu ..."): the job
+// script's mode `reset` runs `vigil-check repair reset-gpu`, then the re-check if it passed.
+PlannedCommand recheck_cmd(const std::string& node, bool reset, const SubmitOptions& o) {
   PlannedCommand c{"recheck",
                    {node},
                    {"srun", "--no-allocate", "--nodelist=" + node, "--nodes=1", "--ntasks=1",
                     "--job-name=" + o.job_name + "-recheck"}};
-  c.argv.push_back("--export=ALL,VIGIL_MODE=recheck,VIGIL_RUN_ID=" + o.run_id);
+  c.argv.push_back(std::string("--export=ALL,VIGIL_MODE=") + (reset ? "reset" : "recheck") +
+                   ",VIGIL_RUN_ID=" + o.run_id);
   c.argv.push_back("bash");
   if (o.recheck_script_text.empty()) {
     c.argv.push_back(o.job_script);
@@ -302,9 +305,12 @@ SubmitPlan plan_submissions(const std::vector<slurm::SlurmNodeInfo>& nodes,
       partners.erase(p);
       continue;
     }
-    plan.rechecks.push_back(recheck_cmd(recheck_candidates[i], o));
+    const bool reset = slurm::is_reset_gpu_reason(drained.reason);
+    plan.rechecks.push_back(recheck_cmd(recheck_candidates[i], reset, o));
     v.action = PlanStep::kRecheck;
-    v.why = "drained by vigil: srun -Z re-check (node stays drained)";
+    v.why = reset ? "drained by vigil for a GPU reset: srun -Z reset-gpu, then the re-check "
+                    "(node stays drained)"
+                  : "drained by vigil: srun -Z re-check (node stays drained)";
   }
   for (auto& [name, v] : verdicts) plan.verdicts.push_back(std::move(v));
   return plan;

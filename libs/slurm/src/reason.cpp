@@ -27,6 +27,10 @@ std::string make_reason(std::string_view short_name, std::string_view detail, si
 
 bool reason_is_vigil(std::string_view reason) { return reason.starts_with(kReasonPrefix); }
 bool untouchable(const SlurmNodeInfo& n) { return n.down || n.fail || n.maint; }
+bool is_reset_gpu_reason(std::string_view reason) {
+  return reason.starts_with(std::string(kReasonPrefix) + " " + std::string(kResetGpuWord) + " ");
+}
+
 bool drained_by_vigil(const SlurmNodeInfo& n) { return n.drain && reason_is_vigil(n.reason); }
 bool drained_by_other(const SlurmNodeInfo& n) { return n.drain && !reason_is_vigil(n.reason); }
 

@@ -404,3 +404,21 @@ TEST(SubmitPlan, a_node_the_repair_ladder_gave_up_on_is_not_rechecked) {
   ASSERT_EQ(p.rechecks.size(), 1u);  // a rebooted node keeps its re-check
   EXPECT_EQ(p.rechecks[0].nodes, std::vector<std::string>{"n-remap"});
 }
+
+// The repair ladder's GPU reset (docs/repair.md "GPU reset"): a node whose drain reads
+// "vigil: reset-gpu ..." gets the job script's reset mode (reset, then the re-check); any other
+// Vigil drain the plain re-check.
+TEST(SubmitPlan, a_node_drained_for_a_gpu_reset_gets_the_reset_mode) {
+  SlurmNodeInfo reset = idle("n-reset");
+  reset.drain = true;
+  reset.reason = "vigil: reset-gpu remap gpu3 pending (1)";
+  SlurmNodeInfo plain = idle("n-plain");
+  plain.drain = true;
+  plain.reason = "vigil: remap gpu3 pending (1) reset-gpu";  // the word elsewhere: no reset
+  const SubmitPlan p = plan_submissions({reset, plain}, {}, options());
+  ASSERT_EQ(p.rechecks.size(), 2u);
+  EXPECT_TRUE(has_arg(p.rechecks[0].argv, "--export=ALL,VIGIL_MODE=recheck,VIGIL_RUN_ID=r1"));
+  EXPECT_TRUE(has_arg(p.rechecks[1].argv, "--export=ALL,VIGIL_MODE=reset,VIGIL_RUN_ID=r1"));
+  EXPECT_NE(verdict(p, "n-reset").why.find("srun -Z reset-gpu, then the re-check"),
+            std::string::npos);
+}

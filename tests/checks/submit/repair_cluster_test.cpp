@@ -219,6 +219,51 @@ TEST_F(RepairClusterTest, reboot_repairs_one_node_and_hands_the_other_to_a_perso
   EXPECT_NE(m->body.find(R"(vigil_repair_steps_total{step="repaired"} 1)"), std::string::npos);
   EXPECT_NE(m->body.find(R"(vigil_repair_steps_total{step="replace"} 1)"), std::string::npos);
 }
+// The GPU reset rung on the real cluster (docs/repair.md "GPU reset"): gpu-1 and gpu-2 are
+// drained for a pending row remap; the drainer relabels both "vigil: reset-gpu ..."; the next
+// vigil-submit run's srun -Z resets their GPUs (tests/support/fake-nvidia-smi.sh: gpu-2's reset
+// applies the remap, gpu-1's does not) and re-checks them. gpu-2 is resumed without a reboot;
+// gpu-1's fault is back after the reset, so it climbs to the reboot rung.
+TEST_F(RepairClusterTest, a_gpu_reset_repairs_one_node_and_sends_the_other_to_its_reboot) {
+  std::ofstream(fixtures_ + "/cleared-by-reset") << "gpu-2\n";
+  ASSERT_NO_FATAL_FAILURE(
+      start({"gpu-1", "gpu-2"}, {}, "repair: {reset_gpu: true, reboot: true, max_in_repair: 2}\n"));
+  auto first = submit({"--json"});
+  ASSERT_EQ(first.exit_code, 0) << first.describe();
+  for (const char* node : {"gpu-1", "gpu-2"})
+    ASSERT_TRUE(wait_until(
+        [&] { return node_state(node).second.rfind("vigil: reset-gpu remap", 0) == 0; }, 60s))
+        << node << " " << stage(node) << " " << node_state(node).second << context();
+  EXPECT_EQ(stage("gpu-2"), "resetting");
+
+  // The reset run: reset, then the re-check in the same srun -Z.
+  auto reset = submit({"--json", "--nodes=gpu-1,gpu-2"});
+  ASSERT_EQ(reset.exit_code, 0) << reset.describe();
+  const std::string resets = read(fixtures_ + "/resets.log");
+  EXPECT_NE(resets.find("gpu-1 "), std::string::npos) << resets;
+  EXPECT_NE(resets.find("gpu-2 "), std::string::npos) << resets;
+  ASSERT_TRUE(
+      wait_until([&] { return node_state("gpu-2").second.rfind("vigil: remap", 0) == 0; }, 60s))
+      << node_state("gpu-2").second << context();    // the drain's own reason back
+  auto again = submit({"--json", "--nodes=gpu-2"});  // resume_after 2
+  ASSERT_EQ(again.exit_code, 0) << again.describe();
+  ASSERT_TRUE(wait_until([&] { return node_state("gpu-2").first == "idle"; }, 60s))
+      << node_state("gpu-2").first << " " << stage("gpu-2") << context();
+  EXPECT_EQ(read(cluster_->dir() + "/log/reboots").find("gpu-2"), std::string::npos);
+
+  // gpu-1: the remap is still pending after its reset: the reboot rung takes it.
+  ASSERT_TRUE(wait_until([&] { return first_reboot("gpu-1") != 0; }, 60s))
+      << stage("gpu-1") << " " << node_state("gpu-1").second << context();
+  httplib::Client c("127.0.0.1", port_);
+  auto m = c.Get("/metrics");
+  ASSERT_TRUE(m);
+  for (const char* line : {R"(vigil_repair_steps_total{step="reset_gpu"} 2)",
+                           R"(vigil_repair_steps_total{step="reset_passed"} 2)",
+                           R"(vigil_repair_steps_total{step="repaired"} 1)",
+                           R"(vigil_repair_steps_total{step="reboot"} 1)"})
+    EXPECT_NE(m->body.find(line), std::string::npos) << line << "\n" << m->body;
+}
+
 // The limits on the real cluster: three nodes fail at once, max_in_repair 1. Whenever a node is
 // back for its re-check it is re-checked at once; at no time is more than one node rebooting or
 // re-checking, and each of the three is rebooted exactly once and resumed.

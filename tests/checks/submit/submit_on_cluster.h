@@ -46,6 +46,7 @@ inline CommandResult run_vigil_submit(const LocalSlurmCluster& cluster, const Su
       {"VIGIL_FAKE_CHECK", VIGIL_CHECK_BINARY},
       {"VIGIL_FAKE_NVML_LIB", VIGIL_FAKE_NVML_LIBRARY},
       {"VIGIL_FIXTURES_DIR", s.fixtures},
+      {"VIGIL_NVIDIA_SMI", src + "/tests/support/fake-nvidia-smi.sh"},  // the reset rung's
       // Floors confirmed, as after calibration: these tests are about what a fail does.
       {"VIGIL_THRESHOLDS",
        confirmed_thresholds(src + "/checks/thresholds", s.scratch + "/confirmed-thresholds")},

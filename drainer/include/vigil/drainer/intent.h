@@ -24,11 +24,13 @@ std::string_view to_string(
     SinkKind k);  // "slurm" | "kubernetes" | "webhook" (journal, metrics, API)
 std::optional<SinkKind> sink_kind_from_string(std::string_view s);
 
-enum class IntentAction { kDrain, kResume, kAnnotate, kNotify, kReboot };
-inline constexpr IntentAction kAllIntentActions[] = {IntentAction::kDrain, IntentAction::kResume,
-                                                     IntentAction::kAnnotate, IntentAction::kNotify,
-                                                     IntentAction::kReboot};
-// "drain" | "resume" | "annotate" | "notify" | "reboot"
+// kRelabel: a new reason for a drain that is still Vigil's (the GPU reset rung's "vigil:
+// reset-gpu ..." and back); never drains a node that is not drained.
+enum class IntentAction { kDrain, kResume, kAnnotate, kNotify, kReboot, kRelabel };
+inline constexpr IntentAction kAllIntentActions[] = {
+    IntentAction::kDrain,  IntentAction::kResume, IntentAction::kAnnotate,
+    IntentAction::kNotify, IntentAction::kReboot, IntentAction::kRelabel};
+// "drain" | "resume" | "annotate" | "notify" | "reboot" | "relabel"
 std::string_view to_string(IntentAction a);
 std::optional<IntentAction> intent_action_from_string(std::string_view s);
 
@@ -38,7 +40,8 @@ bool sink_takes(SinkKind sink, IntentAction action);
 // What a decision says, as the sinks see it: copied into every intent the decision creates, so
 // a sink acts on its intent alone and never reads the drainer's node table. `type` is the
 // decision's action ("drain", "resume", "would_drain", "would_resume", "breaker_blocked",
-// "drain_skipped", "reboot", "rebooted", "replace", or "none" for a decision that only changed
+// "drain_skipped", "reboot", "rebooted", "replace", "reset_gpu", "reset_passed", "reset_failed",
+// or "none" for a decision that only changed
 // the node's state) or a breaker
 // event ("breaker_opened", "breaker_closed", "breaker_reset"; node empty).
 struct NodeEvent {

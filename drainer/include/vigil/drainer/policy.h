@@ -53,7 +53,10 @@ enum class LastAction {
   kBreakerBlocked,
   kDrainSkipped,
   kReboot,
-  kReplace
+  kReplace,
+  kResetGpu,
+  kResetPassed,
+  kResetFailed
 };
 std::string_view to_string(LastAction a);
 std::optional<LastAction> last_action_from_string(std::string_view s);
@@ -90,6 +93,8 @@ struct NodeState {
 
 // kReboot: the repair ladder asks Slurm to reboot the node; kReplace: the node stays drained
 // with a "vigil: replace ..." reason (a drain with the new reason) for a person (repair.h).
+// kResetGpu: the ladder asks for a GPU reset (the reason becomes "vigil: reset-gpu ...");
+// kResetPassed / kResetFailed: its outcome, the drain's own reason back (repair.h).
 enum class Action {
   kNone,
   kDrain,
@@ -98,11 +103,15 @@ enum class Action {
   kWouldResume,
   kBreakerBlocked,
   kReboot,
-  kReplace
+  kReplace,
+  kResetGpu,
+  kResetPassed,
+  kResetFailed
 };
 inline constexpr Action kAllActions[] = {
-    Action::kNone,        Action::kDrain,          Action::kResume, Action::kWouldDrain,
-    Action::kWouldResume, Action::kBreakerBlocked, Action::kReboot, Action::kReplace};
+    Action::kNone,        Action::kDrain,          Action::kResume,     Action::kWouldDrain,
+    Action::kWouldResume, Action::kBreakerBlocked, Action::kReboot,     Action::kReplace,
+    Action::kResetGpu,    Action::kResetPassed,    Action::kResetFailed};
 std::string_view to_string(Action a);
 std::optional<Action> action_from_string(std::string_view s);
 LastAction last_action_of(Action a);  // kNone for kNone
@@ -125,10 +134,11 @@ std::string drain_reason(const CheckResult& r, size_t max_len = 200);
 
 class PolicyEngine {
  public:
-  // repair: the repair ladder is on (repair.reboot); a fault back after a reboot is `replace`.
+  // repair: the repair ladder is on (repair.reboot or repair.reset_gpu); a fault back after a
+  // reboot is `replace`, after a GPU reset the reboot rung when `reboots` is on, else `replace`.
   // parts: the repeat-offender rule of part history (parts.h), applied while `repair` is on.
   PolicyEngine(PolicyConfig policy, BreakerConfig breaker, bool dry_run, const Clock& clock,
-               bool repair = false, PartRule parts = {});
+               bool repair = false, PartRule parts = {}, bool reboots = false);
 
   // prev: null for a node never seen. slurm: null when Slurm's view is unknown (unreachable or
   // disabled); the Slurm sink re-checks ownership before acting. group_size: nodes in the
@@ -157,6 +167,8 @@ class PolicyEngine {
     std::string why;
   };
   static Decision finish(Decision& d, NodeState& s, Step step);
+  Step on_reset_report(const NodeState* prev, NodeState& s, const NodeReport& r,
+                       const CheckResult& reset, int64_t now) const;
   std::vector<const CheckResult*> drain_candidates(NodeState& s, const NodeReport& r) const;
   Step drain_or_block(Decision& d, NodeState& s, const std::vector<const CheckResult*>& cands,
                       const slurm::SlurmNodeInfo* slurm, int group_size, bool unknown_to_slurm,
@@ -169,6 +181,7 @@ class PolicyEngine {
   bool dry_run_;
   bool repair_;
   PartRule parts_;
+  bool reboots_;  // the ladder's reboot rung is on: a fault back after a GPU reset reboots next
   const Clock& clock_;
 };
 

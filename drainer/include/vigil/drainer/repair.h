@@ -10,8 +10,11 @@
 // resumed when the re-checks pass, or `replace` when the fault comes back, the node does not
 // come back from its reboot, it is a repeat offender, or its remedy is hardware service.
 // `replace` keeps the node drained with "vigil: replace ..." and Vigil never touches it again
-// until a person resumes it. The GPU reset rung is not built yet: a reset_gpu fault takes the
-// reboot rung, which resets every GPU of the node.
+// until a person resumes it. With `repair.reset_gpu` a reset_gpu fault first climbs the GPU
+// reset rung: the drain's reason becomes "vigil: reset-gpu ...", vigil-submit's srun -Z runs
+// `vigil-check repair reset-gpu` for such a node, and its report (the entry gpu_reset) decides:
+// reset and back -> re-check as after a reboot; refused, failed or never reported -> the
+// reboot rung (or, with reboots off, the node waits drained as before).
 #include <cstdint>
 #include <map>
 #include <nlohmann/json_fwd.hpp>
@@ -33,7 +36,13 @@ struct NodeState;
 struct BreakerState;
 
 struct RepairConfig {
-  bool reboot = false;           // off by default: a site turns reboots on (`repair.reboot: true`)
+  bool reboot = false;     // off by default: a site turns reboots on (`repair.reboot: true`)
+  bool reset_gpu = false;  // off by default: the GPU reset rung (`repair.reset_gpu: true`)
+  // From asking for a reset to its report: a vigil-submit run must come by (its CronJob
+  // period) and srun -Z reach the node. Then the reset counts as failed.
+  int64_t reset_timeout_s = 7200;
+  int max_resets_per_node = 2;   // per node within node_window_s; after that a reset_gpu fault
+                                 // goes straight to the reboot rung
   int max_in_repair = 2;         // nodes rebooting or being re-checked after a reboot, at once
   int max_per_window = 10;       // reboots Vigil starts per window, cluster-wide
   int64_t window_s = 3600;       // ... that window
@@ -52,10 +61,13 @@ struct RepairConfig {
   // part_drains times within part_window_s is drained as `replace` while reboots are on.
   int part_drains = 3;
   int64_t part_window_s = 30 * 86400;
+
+  bool ladder_on() const { return reboot || reset_gpu; }
 };
 
-enum class RepairStage { kNone, kRebooting, kRechecking, kReplace };
-std::string_view to_string(RepairStage s);  // "none" | "rebooting" | "rechecking" | "replace"
+enum class RepairStage { kNone, kRebooting, kRechecking, kReplace, kResetting };
+// "none" | "rebooting" | "rechecking" | "replace" | "resetting"
+std::string_view to_string(RepairStage s);
 std::optional<RepairStage> repair_stage_from_string(std::string_view s);
 
 struct RepairState {
@@ -70,11 +82,23 @@ struct RepairState {
   // relabels the drain `replace` at its next tick ("gpu3 serial S drained 3 times in 30 days").
   int64_t part_drain_unix = 0;
   std::string offender;
+  // The GPU reset rung: when Vigil asked for a reset (node_window_s); the drain's own reason
+  // while Slurm shows "vigil: reset-gpu ...", restored after the reset; whether this drain
+  // episode had its reset (a second fault goes to the reboot rung); whether the re-check in
+  // progress follows a reset rather than a reboot.
+  std::vector<int64_t> resets;
+  std::string held_reason;
+  bool reset_tried = false;
+  bool via_reset = false;
 };
 // {"stage", "remedy"?, "since_unix", "reboots", "evidence"?}; absent in snapshots written
 // before the ladder.
 nlohmann::json to_json(const RepairState& r);
 Result<RepairState> repair_state_from_json(const nlohmann::json& j);
+
+// "vigil: reset-gpu <the drain's own text>": the reason vigil-submit reads as "reset this
+// node's GPUs before its re-check" (docs/repair.md; slurm::is_reset_gpu_reason tells it).
+std::string reset_reason(std::string_view reason);
 
 // The stronger of two remedies for the ladder: service > reboot > reset_gpu.
 std::optional<Remedy> stronger(std::optional<Remedy> a, std::optional<Remedy> b);
@@ -89,7 +113,9 @@ RepairLoad repair_load(const std::map<std::string, NodeState>& nodes, const Repa
 
 // kReleased: the ladder ends without a step of its own (the drain is no longer Vigil's in Slurm,
 // or reboots were turned off or dry-run on while a node was in the ladder).
-enum class RepairMove { kReboot, kRebooted, kReplace, kReleased };
+// kResetGpu: the reason becomes "vigil: reset-gpu ..."; kResetFailed: the reset did not come
+// (timeout) or the rung was turned off, the drain's own reason comes back.
+enum class RepairMove { kReboot, kRebooted, kReplace, kReleased, kResetGpu, kResetFailed };
 struct RepairStep {
   RepairMove move;
   std::string why;  // into the node's note and the event
@@ -105,13 +131,20 @@ std::optional<RepairStep> repair_tick(NodeState& s, const slurm::SlurmNodeInfo* 
                                       const RepairLoad& load, const BreakerState& breaker,
                                       bool dry_run, int64_t now);
 
+// The outcome of a GPU reset the node reported (the report entry gpu_reset) for a node in the
+// `resetting` stage: pass or warn -> `rechecking` (reports started before `started_unix`, the
+// reset report's own start on the node's clock, are not counted); anything else -> back to no
+// stage with the drain's own reason, and the reboot rung next (if on). `s` updated in place.
+enum class ResetOutcome { kPassed, kFailed };
+ResetOutcome apply_reset_result(NodeState& s, Status status, int64_t started_unix, int64_t now);
+
 // `s` to the `replace` stage: its reason becomes "vigil: replace <old reason's text> (why)".
 void mark_replace(NodeState& s, const std::string& why, int64_t now);
 // The ladder's stage ends (resumed, released, no longer Vigil's); the reboot history stays.
 void end_repair(NodeState& s);
 // The reason a node the ladder gave up on carries in Slurm: "vigil: replace ...".
 bool is_replace_reason(std::string_view reason);
-// In the ladder now: rebooting or re-checking after a reboot.
+// In the ladder now: resetting, rebooting, or re-checking after either.
 bool in_repair(const RepairState& r);
 // At the node's return: counters start afresh, so only reports after the reboot decide.
 void restart_counts(NodeState& s);

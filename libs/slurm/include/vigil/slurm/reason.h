@@ -12,13 +12,17 @@
 namespace vigil::slurm {
 
 inline constexpr std::string_view kReasonPrefix = "vigil:";
+// The repair ladder's word for "reset this node's GPUs before its re-check": the drainer writes
+// "vigil: reset-gpu <the drain's text>", vigil-submit reads it (docs/repair.md "GPU reset").
+inline constexpr std::string_view kResetGpuWord = "reset-gpu";
 
 // "vigil: <short_name> <detail>", sanitized (printable ASCII, runs of blanks and control
 // characters folded into one space), at most max_len characters.
 std::string make_reason(std::string_view short_name, std::string_view detail, size_t max_len = 200);
 
 bool reason_is_vigil(std::string_view reason);
-bool untouchable(const SlurmNodeInfo& n);  // DOWN, FAIL or MAINT: never touched
+bool is_reset_gpu_reason(std::string_view reason);  // "vigil: reset-gpu ..."
+bool untouchable(const SlurmNodeInfo& n);           // DOWN, FAIL or MAINT: never touched
 bool drained_by_vigil(const SlurmNodeInfo& n);
 bool drained_by_other(const SlurmNodeInfo& n);
 
