@@ -394,15 +394,11 @@ int cmd_hook(HookArgs& h) {
 
 // The repair ladder's GPU reset (nvml/gpu_reset.h, docs/repair.md): a report with the one entry
 // gpu_reset, delivered like any report; the exit code of its status.
-int cmd_repair_reset(const RunArgs& a, const std::string& nvidia_smi,
-                     const std::vector<std::string>& xid_state_dirs) {
+int cmd_repair_reset(const RunArgs& a, vigil::nvml::ResetOptions o) {
   vigil::CheckContext ctx;
   ctx.node = !a.node.empty() ? a.node : env_or("SLURMD_NODENAME", hostname());
   ctx.nvml_library = a.nvml_library;
   vigil::NodeReport report = start_report(a, ctx, now_unix());
-  vigil::nvml::ResetOptions o;
-  o.nvidia_smi = nvidia_smi;
-  o.xid_state_dirs = xid_state_dirs;
   o.node = ctx.node;
   const auto started = std::chrono::steady_clock::now();
   vigil::CheckResult r = vigil::nvml::reset_gpus(ctx, o);

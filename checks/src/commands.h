@@ -7,6 +7,10 @@
 
 #include "cli_util.h"
 
+namespace vigil::nvml {
+struct ResetOptions;
+}
+
 namespace CLI {
 class App;
 }
@@ -74,7 +78,7 @@ int cmd_fabric(const RunArgs& a);
 int cmd_hook(HookArgs& h);
 // `repair reset-gpu`: resets every GPU of this node for the repair ladder and reports the
 // outcome as the result gpu_reset (docs/repair.md "GPU reset"); exit code by its status.
-int cmd_repair_reset(const RunArgs& a, const std::string& nvidia_smi,
-                     const std::vector<std::string>& xid_state_dirs);
+// `reset`: its options; node is filled here.
+int cmd_repair_reset(const RunArgs& a, vigil::nvml::ResetOptions reset);
 
 }  // namespace vigil_cli

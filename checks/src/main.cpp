@@ -7,6 +7,7 @@
 
 #include "cli_util.h"
 #include "commands.h"
+#include "nvml/gpu_reset.h"
 
 using namespace vigil_cli;  // RunArgs, HookArgs, cmd_*, kExitError (commands.h, cli_util.h)
 
@@ -129,6 +130,16 @@ int main(int argc, char** argv) {
                    "Where kmsg_xid keeps its cursor (the hooks' and the runs' state dirs; "
                    "repeatable): after a good reset the XIDs a reset clears are forgotten there")
       ->capture_default_str();
+  std::string evidence_dir = "/var/lib/vigil/evidence", bug_report = "nvidia-bug-report.sh";
+  reset_cmd
+      ->add_option("--evidence-dir", evidence_dir,
+                   "Where nvidia-bug-report.sh keeps the driver's state before the reset (as "
+                   "vigil-reboot does before a reboot); empty: none")
+      ->envname("VIGIL_EVIDENCE_DIR")
+      ->capture_default_str();
+  reset_cmd->add_option("--bug-report", bug_report, "nvidia-bug-report.sh to run")
+      ->envname("VIGIL_BUG_REPORT")
+      ->capture_default_str();
   reset_cmd->add_flag("--quiet,-q", repair.quiet, "No progress line on stderr");
 
   auto* th_cmd = app.add_subcommand("thresholds", "Threshold files");
@@ -158,7 +169,14 @@ int main(int argc, char** argv) {
   if (*run_cmd) return cmd_run(run);
   if (*fabric_cmd) return cmd_fabric(fabric);
   if (*hook_cmd) return cmd_hook(hook);
-  if (*reset_cmd) return cmd_repair_reset(repair, nvidia_smi, xid_state_dirs);
+  if (*reset_cmd) {
+    vigil::nvml::ResetOptions reset;
+    reset.nvidia_smi = nvidia_smi;
+    reset.xid_state_dirs = xid_state_dirs;
+    reset.evidence_dir = evidence_dir;
+    reset.bug_report = bug_report;
+    return cmd_repair_reset(repair, reset);
+  }
   if (*validate_cmd) return cmd_thresholds_validate(validate_dir);
   if (*table_cmd) return cmd_report_table(report_files);
   if (*list_cmd) return cmd_list();

@@ -1,7 +1,12 @@
 // The GPU reset rung (gpu_reset.h, docs/repair.md "GPU reset").
 #include "gpu_reset.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <set>
 
@@ -10,6 +15,7 @@
 #include "passive/kmsg_reader.h"
 #include "vigil/base/process.h"
 #include "vigil/base/strings.h"
+#include "vigil/base/time.h"
 #include "vigil/checks/sku.h"
 #include "vigil/report/check_catalog.h"
 
@@ -110,6 +116,42 @@ std::string forget_reset_xids(const ResetOptions& o, const std::vector<std::stri
   return note;
 }
 
+// The driver's evidence before the reset (vigil-reboot's, for a reset): "; bug report: PATH" or
+// why there is none. Whatever happens, the reset goes on.
+// Whether `cmd` (a path, or a name looked up in PATH as exec does) can be run: the evidence
+// directory is made only for a bug report that can be written into it.
+bool runnable(const std::string& cmd) {
+  if (cmd.find('/') != std::string::npos) return ::access(cmd.c_str(), X_OK) == 0;
+  const char* path = std::getenv("PATH");
+  std::string_view dirs = path && *path ? path : "/usr/bin:/bin";
+  while (!dirs.empty()) {
+    const size_t colon = dirs.find(':');
+    const std::string dir(dirs.substr(0, colon));
+    dirs = colon == std::string_view::npos ? std::string_view{} : dirs.substr(colon + 1);
+    if (!dir.empty() && ::access((dir + "/" + cmd).c_str(), X_OK) == 0) return true;
+  }
+  return false;
+}
+
+std::string keep_bug_report(const ResetOptions& o, int64_t now) {
+  if (o.evidence_dir.empty()) return "";
+  if (!runnable(o.bug_report)) return "; no bug report (" + o.bug_report + " not found)";
+  std::error_code ec;
+  std::filesystem::create_directories(o.evidence_dir, ec);
+  if (ec) return "; no bug report (" + o.evidence_dir + ": " + ec.message() + ")";
+  std::string stamp = rfc3339_utc(now);
+  std::erase_if(stamp, [](char c) { return c == '-' || c == ':'; });
+  const std::string out = o.evidence_dir + "/" + o.node + "-" + stamp + ".nvidia-bug-report.log";
+  LaunchOptions opts;
+  opts.timeout = o.bug_report_timeout;
+  const mode_t old = ::umask(077);  // the node's logs and configuration: root's only
+  const auto ran = run_command({o.bug_report, "--output-file", out}, opts);
+  ::umask(old);
+  if (!succeeded(ran))
+    return "; bug report incomplete (" + what_happened(o.bug_report, ran) + "): " + out;
+  return "; bug report: " + out + (std::filesystem::exists(out + ".gz", ec) ? ".gz" : "");
+}
+
 }  // namespace
 
 Result<std::vector<PersistenceRow>> parse_persistence(std::string_view csv) {
@@ -156,11 +198,12 @@ CheckResult reset_gpus(const CheckContext& ctx, const ResetOptions& o) {
   std::vector<std::string> persistent;
   for (const PersistenceRow& r : *rows)
     if (r.enabled) persistent.push_back(r.uuid);
+  const std::string evidence = keep_bug_report(o, static_cast<int64_t>(std::time(nullptr)));
 
   // Persistence mode holds the GPU open (NVIDIA/NVSentinel #1690): off for the reset, then back.
   if (auto failed = set_persistence(o, persistent, false); !failed.empty()) {
     set_persistence(o, persistent, true);
-    return error(kCheck, short_list(failed, 2, "; ", "; ") + "; not reset");
+    return error(kCheck, short_list(failed, 2, "; ", "; ") + "; not reset" + evidence);
   }
   const auto reset = smi(o, {"--gpu-reset"}, o.reset_timeout);
   const std::vector<std::string> not_restored = set_persistence(o, persistent, true);
@@ -175,13 +218,13 @@ CheckResult reset_gpus(const CheckContext& ctx, const ResetOptions& o) {
   if (!succeeded(reset)) {
     const bool exited = reset && !reset.value().timed_out && reset.value().term_signal == 0;
     r.status = exited ? reset_failure_status(reset.value().exit_code) : Status::kError;
-    r.message = what_happened("nvidia-smi --gpu-reset", reset);
+    r.message = what_happened("nvidia-smi --gpu-reset", reset) + evidence;
     return r;
   }
   auto after = read_gpu_inventory(ctx.nvml_library);
   if (!after) {
     r.status = Status::kFail;
-    r.message = "reset, but NVML does not answer after it: " + after.error().to_string();
+    r.message = "reset, but NVML does not answer after it: " + after.error().to_string() + evidence;
     return r;
   }
   std::vector<std::string> missing;
@@ -192,7 +235,8 @@ CheckResult reset_gpus(const CheckContext& ctx, const ResetOptions& o) {
     missing.push_back(std::to_string(gpus - after->gpu_names.size()) + " GPU(s)");
   if (!missing.empty()) {
     r.status = Status::kFail;
-    r.message = "reset, but " + short_list(missing, 4, ", ", ", ") + " did not come back";
+    r.message =
+        "reset, but " + short_list(missing, 4, ", ", ", ") + " did not come back" + evidence;
     return r;
   }
   r.status = not_restored.empty() ? Status::kPass : Status::kWarn;
@@ -200,7 +244,7 @@ CheckResult reset_gpus(const CheckContext& ctx, const ResetOptions& o) {
               (not_restored.empty() ? ""
                                     : "; persistence mode not restored: " +
                                           short_list(not_restored, 2, "; ", "; ")) +
-              forget_reset_xids(o, scan.bus_ids);
+              forget_reset_xids(o, scan.bus_ids) + evidence;
   return r;
 }
 

@@ -18,6 +18,8 @@
 //   another client"; disabling it first and restoring it after is what made the same reset
 //   succeed (NVIDIA/NVSentinel #1690, PR #1692; NVIDIA/gpu-operator #118 for
 //   nvidia-persistenced). Done per GPU UUID with `nvidia-smi -pm 0|1 -i UUID`.
+// - Before the reset, nvidia-bug-report.sh keeps the driver's state (as vigil-reboot does before
+//   a reboot); its path, or why there is none, is in the result's message.
 // - After a good reset, the XIDs kmsg_xid remembers for this boot whose action a reset clears
 //   are forgotten (the boot id stays; docs/hooks.md "After a GPU reset").
 // - This process holds no NVML session while nvidia-smi resets (a monitoring client would
@@ -47,6 +49,12 @@ struct ResetOptions {
   // the remembered XIDs a reset clears are forgotten there, as `vigil-check xid-clear` does.
   std::vector<std::string> xid_state_dirs;
   std::string node;  // the Slurm node name the cursors are kept under
+  // The driver's evidence before the reset (docs/repair.md "Evidence"), as vigil-reboot keeps it
+  // before a reboot: `nvidia-bug-report.sh --output-file <dir>/<node>-<time>.nvidia-bug-report.log`
+  // under a timeout, root's only. Never keeps the GPUs from their reset. Empty dir: none.
+  std::string evidence_dir;
+  std::string bug_report = "nvidia-bug-report.sh";  // --bug-report / VIGIL_BUG_REPORT
+  std::chrono::seconds bug_report_timeout{300};
 };
 
 // One row of `nvidia-smi --query-gpu=uuid,persistence_mode --format=csv,noheader`.

@@ -190,6 +190,29 @@ TEST_F(GpuResetTest, a_good_reset_forgets_the_remembered_xids_a_reset_clears_and
   EXPECT_EQ(saved.at("fatal"), nlohmann::json::array({"XID 79 0000:18:00 (reboot)"}));
 }
 
+TEST_F(GpuResetTest, the_drivers_bug_report_is_kept_before_the_reset_and_never_blocks_it) {
+  const std::string script = (tmp_ / "nvidia-bug-report.sh").string();
+  std::ofstream(script)
+      << "#!/bin/sh\n[ \"$1\" = --output-file ] || exit 9\necho state > \"$2.gz\"\n"
+      << "echo bug-report >> '" << log_ << "'\n";
+  ::chmod(script.c_str(), 0755);
+  opts_.evidence_dir = (tmp_ / "evidence").string();
+  opts_.bug_report = script;
+  opts_.node = "test-node";
+  const CheckResult r = reset();
+  EXPECT_EQ(r.status, Status::kPass) << r.message;
+  const std::string prefix =
+      "reset 2 GPUs; all back; bug report: " + opts_.evidence_dir + "/test-node-";
+  EXPECT_EQ(r.message.rfind(prefix, 0), 0u) << r.message;
+  EXPECT_TRUE(r.message.ends_with(".nvidia-bug-report.log.gz")) << r.message;
+  EXPECT_NE(calls().find("bug-report\n-pm 0 -i GPU-0aaa\n--gpu-reset"), std::string::npos)
+      << calls();  // before anything changes on the GPUs
+  opts_.bug_report = (tmp_ / "absent-bug-report.sh").string();
+  const CheckResult none = reset();
+  EXPECT_EQ(none.status, Status::kPass);
+  EXPECT_NE(none.message.find("; no bug report ("), std::string::npos) << none.message;
+}
+
 TEST_F(GpuResetTest, no_nvml_is_an_error) {
   ctx_.nvml_library = (tmp_ / "no-libnvidia-ml.so").string();
   const CheckResult r = reset();

@@ -52,6 +52,7 @@ inline CommandResult run_vigil_submit(const LocalSlurmCluster& cluster, const Su
        confirmed_thresholds(src + "/checks/thresholds", s.scratch + "/confirmed-thresholds")},
       {"VIGIL_STATE_DIR", s.scratch + "/node-state/%n"},
       {"VIGIL_SPOOL_DIR", s.scratch + "/spool"},
+      {"VIGIL_EVIDENCE_DIR", s.scratch + "/evidence"},  // a reset's bug report, if any
       {"VIGIL_REPORT_URL", "http://127.0.0.1:" + std::to_string(s.drainer_port) + "/v1/reports"}};
   for (const auto& [k, v] : env) o.env[k] = v;
   return cluster.run(argv, o);
