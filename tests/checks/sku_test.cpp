@@ -166,6 +166,26 @@ TEST(SkuFile, the_fabric_link_layer_is_infiniband_or_ethernet) {
       << first_error(bad);
 }
 
+// The fabric's HCAs (infiniband.devices): names or fnmatch patterns; anything that cannot be an
+// HCA name is an error naming the entry.
+TEST(SkuFile, the_fabric_devices_are_hca_names_or_patterns) {
+  TempDir d;
+  std::string listed = kH100;
+  listed.replace(listed.find("  rate_gbps: 400\n"), 16,
+                 "  rate_gbps: 400\n  devices: [mlx5_0, \"mlx5_1*\", \"rocep?s0\"]\n");
+  auto loaded = load_sku_file(d.write("b.yaml", listed), known_check_names());
+  ASSERT_TRUE(loaded) << loaded.errors.front().to_string();
+  EXPECT_EQ(loaded.value->infiniband.devices,
+            (std::vector<std::string>{"mlx5_0", "mlx5_1*", "rocep?s0"}));
+  for (const char* bad_list : {"devices: [\"mlx5 0\"]", "devices: []", "devices: mlx5_0"}) {
+    std::string bad = kH100;
+    bad.replace(bad.find("  rate_gbps: 400\n"), 16,
+                std::string("  rate_gbps: 400\n  ") + bad_list + "\n");
+    EXPECT_NE(first_error(bad).find("infiniband.devices"), std::string::npos)
+        << bad_list << ": " << first_error(bad);
+  }
+}
+
 TEST(SkuFile, gpudirect_is_a_boolean_and_off_unless_said) {
   TempDir d;
   auto plain = load_sku_file(d.write("a.yaml", kH100), known_check_names());

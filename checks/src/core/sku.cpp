@@ -30,6 +30,13 @@ const SkuConfig* SkuSet::by_name(std::string_view name) const {
 
 namespace {
 
+// An HCA name as sysfs spells it (mlx5_0, rocep24s0, ibp26s0) or an fnmatch pattern of one.
+bool valid_device_pattern(const std::string& d) {
+  return !d.empty() && d.size() <= 64 && std::all_of(d.begin(), d.end(), [](unsigned char c) {
+    return std::isalnum(c) || std::string_view("_.-*?").find(c) != std::string_view::npos;
+  });
+}
+
 void parse_threshold(YamlReader& w, const YAML::Node& n, const std::string& field, SkuConfig& sku,
                      const std::string& check, const std::string& measurement) {
   if (!w.only_keys(n, field,
@@ -171,7 +178,23 @@ void walk_sku(YamlReader& w, const YAML::Node& root, const std::set<std::string>
 
   if (root["infiniband"]) {
     const YAML::Node ib = root["infiniband"];
-    if (w.only_keys(ib, "infiniband", {"ports", "rate_gbps", "link_layer", "gpudirect"})) {
+    if (w.only_keys(ib, "infiniband",
+                    {"ports", "rate_gbps", "link_layer", "devices", "gpudirect"})) {
+      if (ib["devices"]) {
+        if (!ib["devices"].IsSequence() || ib["devices"].size() == 0 || ib["devices"].size() > 64)
+          w.error(ib["devices"], "infiniband.devices", "must be a list of 1 to 64 HCA names");
+        else
+          for (const auto& n : ib["devices"])
+            if (auto d = w.text(n, "infiniband.devices")) {
+              if (valid_device_pattern(*d))
+                sku.infiniband.devices.push_back(*d);
+              else
+                w.error(n, "infiniband.devices",
+                        "'" + *d +
+                            "' is not an HCA name or pattern (letters, digits, _ . - and the "
+                            "wildcards * ?, at most 64 characters)");
+            }
+      }
       if (ib["gpudirect"])
         if (auto b = w.boolean(ib["gpudirect"], "infiniband.gpudirect"))
           sku.infiniband.gpudirect = *b;

@@ -42,7 +42,8 @@ class IbCountersCheck final : public Check {
     // The SKU's fabric decides which ports count and which counters judge them.
     const std::string layer = ctx.sku ? ctx.sku->infiniband.link_layer : "InfiniBand";
     const ib::CounterSet& set = ib::counters_for(layer);
-    auto scan = ib::scan_ports(ctx.sysfs_root, layer);
+    auto scan = ib::scan_ports(ctx.sysfs_root, layer,
+                               ctx.sku ? ctx.sku->infiniband.devices : std::vector<std::string>{});
     if (!scan)
       return error(kName, scan.error().to_string(), std::string(ib::kFaultSysfsUnreadable));
     // Missing ports are ib_port's finding (VIGIL-IB-PORTS-MISSING); no need to report it twice.

@@ -61,7 +61,8 @@ class IbPortCheck final : public Check {
     const std::string layer = ctx.sku ? ctx.sku->infiniband.link_layer : "InfiniBand";
     const std::string fabric(ib::fabric_name(layer));
     const std::string kind = layer == "Ethernet" ? "RoCE" : "IB";  // for messages
-    auto scan = ib::scan_ports(ctx.sysfs_root, layer);
+    auto scan = ib::scan_ports(ctx.sysfs_root, layer,
+                               ctx.sku ? ctx.sku->infiniband.devices : std::vector<std::string>{});
     if (!scan)
       return error(kName, scan.error().to_string(), std::string(ib::kFaultSysfsUnreadable));
 

@@ -1,6 +1,7 @@
 #include "ib/ib_sysfs.h"
 
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -149,7 +150,8 @@ std::string_view fabric_name(std::string_view link_layer) {
   return link_layer == "Ethernet" ? "RoCE" : "InfiniBand";
 }
 
-Result<Scan> scan_ports(const fs::path& root, std::string_view link_layer) {
+Result<Scan> scan_ports(const fs::path& root, std::string_view link_layer,
+                        const std::vector<std::string>& devices) {
   std::error_code ec;
   if (!fs::is_directory(root, ec)) {
     return Error{"sysfs root does not exist or is not a directory (check --sysfs-root)",
@@ -168,14 +170,22 @@ Result<Scan> scan_ports(const fs::path& root, std::string_view link_layer) {
   VIGIL_TRY(auto hcas, list_dirs(scan.class_dir));
   for (const auto& hca_dir : hcas) {
     const std::string hca = hca_dir.filename().string();
+    const bool listed =
+        devices.empty() || std::any_of(devices.begin(), devices.end(), [&](const std::string& d) {
+          return ::fnmatch(d.c_str(), hca.c_str(), 0) == 0;
+        });
     const fs::path ports_dir = hca_dir / "ports";
     auto ports = list_dirs(ports_dir);
     if (!ports) {
-      scan.errors.push_back(ports.error());
+      if (listed) scan.errors.push_back(ports.error());
       continue;
     }
     for (const auto& port_dir : *ports) {
       PortDir p{hca, port_dir.filename().string(), port_dir};
+      if (!listed) {
+        scan.ignored.push_back(p.id() + " (not in infiniband.devices)");
+        continue;
+      }
       const fs::path ll = port_dir / "link_layer";
       std::string why;
       auto layer = read_attribute(ll, &why);

@@ -112,19 +112,23 @@ struct PortDir {
 };
 
 struct Scan {
-  std::filesystem::path class_dir;   // <root>/sys/class/infiniband
-  bool class_dir_present = false;    // false: no HCA driver loaded (or no HCA at all)
-  std::vector<PortDir> ports;        // the asked link layer only, in natural order
-  std::vector<std::string> ignored;  // other link layers, e.g. "mlx5_8/1 (Ethernet)"
-  std::vector<Error> errors;         // unreadable entries inside existing HCA/port dirs
+  std::filesystem::path class_dir;  // <root>/sys/class/infiniband
+  bool class_dir_present = false;   // false: no HCA driver loaded (or no HCA at all)
+  std::vector<PortDir> ports;       // the asked link layer only, in natural order
+  // other link layers, e.g. "mlx5_8/1 (Ethernet)", and HCAs outside the SKU's devices list
+  // ("mlx5_9/1 (not in infiniband.devices)")
+  std::vector<std::string> ignored;
+  std::vector<Error> errors;  // unreadable entries inside existing HCA/port dirs
 };
 
 // Lists the ports of `link_layer` ("InfiniBand", or "Ethernet": RoCE) below root. Returns an Error
 // (naming the path) only when root is not a sysfs tree at all (root or <root>/sys/class missing) or
 // the class dir cannot be listed: those are setup problems, not hardware findings. A missing
 // <root>/sys/class/infiniband is a valid scan with class_dir_present = false.
+// devices: fnmatch patterns of the HCAs to scan (InfinibandSpec::devices); empty: every HCA.
 Result<Scan> scan_ports(const std::filesystem::path& root,
-                        std::string_view link_layer = "InfiniBand");
+                        std::string_view link_layer = "InfiniBand",
+                        const std::vector<std::string>& devices = {});
 
 struct PortStatus {
   NumberedState state;       // logical state, ACTIVE when usable

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "ib/ib_sysfs.h"
 #include "ib_test_util.h"
 #include "vigil/checks/registry.h"
 #include "vigil/checks/runner.h"
@@ -85,6 +86,30 @@ TEST(ib_port, the_roce_example_sku_file_judges_a_roce_node) {
                           known_check_names());
   ASSERT_TRUE(ib);
   EXPECT_EQ(run_port(context(fixture("roce_before"), &*ib.value)).status, Status::kFail);
+}
+
+// infiniband.devices (a RoCE node's storage or north-south NIC is an Ethernet RDMA port too): only
+// the listed HCAs are the fabric; the rest are named as ignored, never judged.
+TEST(ib_port, only_the_skus_devices_are_the_fabric) {
+  auto set = load_sku_dir(std::string(VIGIL_SOURCE_DIR) + "/checks/thresholds-examples",
+                          known_check_names());
+  ASSERT_TRUE(set);
+  SkuConfig sku = set.value->skus[0];
+  sku.infiniband.ports = 7;  // and the file's active_ports floor with it: 7 fabric NICs here
+  sku.thresholds["ib_port"]["active_ports"].fail = 7;
+  sku.infiniband.devices = {"mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3", "mlx5_4", "mlx5_6", "mlx5_7"};
+  CheckResult r = run_port(context(fixture("roce_after"), &sku));
+  EXPECT_EQ(r.status, Status::kPass) << r.message;  // mlx5_5 (down) is not the fabric's
+  EXPECT_EQ(find(r, "active_ports")->value, 7);
+  EXPECT_FALSE(find(r, "port_active", "mlx5_5/1"));
+  sku.infiniband.devices = {"mlx5_*"};  // a pattern: every mlx5 HCA again
+  EXPECT_EQ(run_port(context(fixture("roce_after"), &sku)).status, Status::kFail);
+  auto scan = vigil::ib::scan_ports(fixture("roce_after"), "Ethernet", {"mlx5_0"});
+  ASSERT_TRUE(scan);
+  EXPECT_EQ(scan->ports.size(), 1u);
+  EXPECT_NE(
+      std::find(scan->ignored.begin(), scan->ignored.end(), "mlx5_5/1 (not in infiniband.devices)"),
+      scan->ignored.end());
 }
 
 TEST(ib_port, one_port_down_fails_naming_the_port) {

@@ -28,6 +28,10 @@ struct InfinibandSpec {
   // The compute fabric's link layer as sysfs spells it (ports/<n>/link_layer): "InfiniBand",
   // or "Ethernet" for RoCE (Spectrum-X, RoCE GB300 clusters). Only ports of this layer count.
   std::string link_layer = "InfiniBand";
+  // The HCAs (sysfs /sys/class/infiniband/<name>, fnmatch patterns such as "mlx5_*") whose ports
+  // form the compute fabric; empty: every HCA of link_layer. On RoCE nodes the storage and
+  // north-south NICs are Ethernet RDMA ports too: the list keeps them out of the fabric checks.
+  std::vector<std::string> devices;
   // The fabric is used with GPUDirect RDMA (NICs reading GPU memory): ib_gpudirect then wants
   // nvidia_peermem or a dma-buf path on the node.
   bool gpudirect = false;
