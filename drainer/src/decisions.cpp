@@ -13,6 +13,7 @@
 #include "vigil/base/files.h"
 #include "vigil/base/time.h"
 #include "vigil/drainer/slow_verdicts.h"
+#include "vigil/slurm/reason.h"
 
 namespace vigil::drainer {
 
@@ -361,8 +362,9 @@ int DrainerCore::repair_pass() {
     const bool wanted = std::any_of(nodes_.begin(), nodes_.end(), [&](const auto& e) {
       const RepairState& r = e.second.repair;
       return e.second.drained_by_vigil &&
-             (in_repair(r) || (cfg_.repair.ladder_on() && r.stage == RepairStage::kNone &&
-                               (r.remedy || !r.offender.empty())));
+             (in_repair(r) || slurm::is_reset_gpu_reason(e.second.reason) ||
+              (cfg_.repair.ladder_on() && r.stage == RepairStage::kNone &&
+               (r.remedy || !r.offender.empty())));
     });
     if (!wanted || !slurm_) return 0;
   }

@@ -7,6 +7,8 @@
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
 
+#include "vigil/report/check_catalog.h"
+
 namespace vigil::drainer {
 
 const std::vector<MetricDesc>& metric_table() {
@@ -128,9 +130,11 @@ Metrics::Metrics() : impl_(std::make_unique<Impl>()) {
   }
   // vigil_reports_rejected_total's reasons are declared by the HTTP API (declare_rejected),
   // which does the refusing.
-  for (auto s : {"reboot", "rebooted", "repaired", "replace"})
+  for (auto s :
+       {"reset_gpu", "reset_passed", "reset_failed", "reboot", "rebooted", "repaired", "replace"})
     impl_->repair_steps.Add({{"step", s}});
-  for (auto s : {"rebooting", "rechecking", "replace"}) impl_->repair_nodes.Add({{"stage", s}});
+  for (auto s : {"resetting", "rebooting", "rechecking", "replace"})
+    impl_->repair_nodes.Add({{"stage", s}});
   impl_->pending.Add({{"sink", "slurm"}});
   impl_->pending.Add({{"sink", "kubernetes"}});
 }
@@ -250,6 +254,7 @@ void Metrics::on_node(const NodeState& s, const NodeReport* r) {
     impl_->switch_suspect.Add({{"switch", s.fabric_switch}}).Set(s.switch_suspect ? 1 : 0);
   if (!r) return;
   for (const auto& c : r->checks) {
+    if (c.check == kGpuResetResult) continue;  // the reset rung's outcome, not a check (repair.h)
     Impl::SeriesByKey status, meas, thr;
     auto& old_status = ns.status[c.check];
     auto& old_meas = ns.meas[c.check];

@@ -38,7 +38,8 @@ nlohmann::json to_json(const NodeState& s) {
   if (s.k8s_node) j["k8s_node"] = *s.k8s_node;
   // Only once the ladder touched the node: snapshots of nodes it never saw stay as they were.
   if (s.repair.stage != RepairStage::kNone || s.repair.remedy || !s.repair.reboots.empty() ||
-      s.repair.part_drain_unix || !s.repair.offender.empty())
+      s.repair.part_drain_unix || !s.repair.offender.empty() || !s.repair.resets.empty() ||
+      !s.repair.held_reason.empty() || s.repair.reset_tried || s.repair.via_reset)
     j["repair"] = to_json(s.repair);
   if (!s.fabric_switch.empty()) {
     j["fabric_switch"] = s.fabric_switch;

@@ -337,6 +337,8 @@ Decision PolicyEngine::on_report(const NodeState* prev, const NodeReport& r,
   return finish(d, s, maybe_resume(s, r, report_fail, slurm));
 }
 
+constexpr int64_t kResetSkewS = 600;
+
 // The report of `vigil-check repair reset-gpu` (the entry gpu_reset): the reset rung's outcome
 // (repair.h), never a check of the node's health, so nothing of it is counted.
 PolicyEngine::Step PolicyEngine::on_reset_report(const NodeState* prev, NodeState& s,
@@ -346,10 +348,19 @@ PolicyEngine::Step PolicyEngine::on_reset_report(const NodeState* prev, NodeStat
   const NodeHealth health = prev ? prev->health : NodeHealth::kUnknown;
   if (!s.drained_by_vigil || s.repair.stage != RepairStage::kResetting || dry_run_)
     return {Action::kNone, health, "GPU reset report outside the repair ladder; not counted"};
+  // A reset started well before this one was asked for (a spooled report of an earlier episode, a
+  // reset run by hand) does not answer it. The report's time is the node's clock, the request
+  // the drainer's: kResetSkewS of disagreement is tolerated.
+  const auto started = parse_rfc3339(r.start_time);
+  if (started && *started < s.repair.since_unix - kResetSkewS)
+    return {Action::kNone, health,
+            "GPU reset report from before the reset was asked for; not counted"};
   const std::string what = "GPU reset " + std::string(to_string(reset.status)) +
                            (reset.message.empty() ? "" : ": " + reset.message);
-  const auto started = parse_rfc3339(r.start_time);
-  if (apply_reset_result(s, reset.status, started.value_or(now), now) == ResetOutcome::kPassed)
+  // Checks that started before the reset ended say nothing about the GPUs after it.
+  const auto ended = parse_rfc3339(r.end_time);
+  if (apply_reset_result(s, reset.status, ended.value_or(started.value_or(now)), now) ==
+      ResetOutcome::kPassed)
     return {Action::kResetPassed, NodeHealth::kDrained, what + "; waiting for the re-check"};
   return {Action::kResetFailed, NodeHealth::kDrained,
           what + (reboots_ ? "; reboot next" : "; the node waits for its re-checks or a person")};

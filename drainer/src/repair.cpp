@@ -45,6 +45,11 @@ std::string own_text(std::string_view reason) {
   return text;
 }
 
+// "vigil: <own text>": a Vigil reason without the ladder's words.
+std::string own_reason(std::string_view reason) {
+  return std::string(slurm::kReasonPrefix) + " " + own_text(reason);
+}
+
 // Idle as the ladder needs it: drained by Vigil, no job and none completing, slurmd answering.
 bool idle_for_repair(const slurm::SlurmNodeInfo& n) {
   return n.drain && slurm::drained_by_vigil(n) && !is_replace_reason(n.reason) &&
@@ -215,6 +220,40 @@ bool back_from_reboot(const slurm::SlurmNodeInfo& n, const RepairState& r) {
   return n.boot_time >= r.since_unix && !n.down && !n.not_responding && !n.reboot_pending;
 }
 
+// An idle node Vigil drained, no stage yet, breaker closed: its first rung, or nothing.
+std::optional<RepairStep> start_rung(NodeState& s, const RepairConfig& cfg, const RepairLoad& load,
+                                     int64_t now) {
+  RepairState& r = s.repair;
+  if (*r.remedy == Remedy::kService) return replace(s, "remedy: service", now);
+  if (*r.remedy == Remedy::kResetGpu && cfg.reset_gpu && !r.reset_tried &&
+      count_since(r.resets, now - cfg.node_window_s) < cfg.max_resets_per_node) {
+    if (load.in_repair >= cfg.max_in_repair || load.started_in_window >= cfg.max_per_window)
+      return std::nullopt;
+    r.held_reason = own_reason(s.reason);
+    s.reason = reset_reason(s.reason);
+    r.stage = RepairStage::kResetting;
+    r.since_unix = now;
+    r.reset_tried = true;
+    r.resets.push_back(now);
+    std::erase_if(r.resets, [&](int64_t t) { return t <= now - cfg.node_window_s; });
+    return RepairStep{RepairMove::kResetGpu, "reset-gpu: reset_gpu fault, node idle"};
+  }
+  if (!cfg.reboot) return std::nullopt;  // no reboots: the node waits for its re-checks
+  if (reboots_since(r, now - cfg.node_window_s) >= cfg.max_reboots_per_node)
+    return replace(s,
+                   "repeat offender: " + std::to_string(cfg.max_reboots_per_node) + " reboots in " +
+                       days(cfg.node_window_s),
+                   now);
+  if (load.in_repair >= cfg.max_in_repair || load.started_in_window >= cfg.max_per_window)
+    return std::nullopt;
+  r.stage = RepairStage::kRebooting;
+  r.since_unix = now;
+  r.reboots.push_back(now);
+  std::erase_if(r.reboots, [&](int64_t t) { return t <= now - cfg.node_window_s; });
+  return RepairStep{RepairMove::kReboot,
+                    "reboot: " + std::string(to_string(*r.remedy)) + " fault, node idle"};
+}
+
 }  // namespace
 
 std::optional<RepairStep> repair_tick(NodeState& s, const slurm::SlurmNodeInfo* slurm,
@@ -233,6 +272,18 @@ std::optional<RepairStep> repair_tick(NodeState& s, const slurm::SlurmNodeInfo* 
   }
   if (in_repair(r) && (!cfg.ladder_on() || dry_run))
     return release(s, dry_run ? "dry-run: repair ladder off" : "repair ladder off");
+  // Reboots turned off while the reset rung stays on: the reboot's stages end.
+  if (!cfg.reboot && !dry_run &&
+      (r.stage == RepairStage::kRebooting || (r.stage == RepairStage::kRechecking && !r.via_reset)))
+    return release(s, "repair.reboot off");
+  // A "vigil: reset-gpu" label with no reset in progress (a drain adopted after the state was
+  // lost, a journal cut short): the drain's own text comes back, or vigil-submit would reset the
+  // node on every run and never re-check it.
+  if (r.stage != RepairStage::kResetting && !dry_run && slurm::is_reset_gpu_reason(s.reason) &&
+      slurm && slurm::drained_by_vigil(*slurm)) {
+    s.reason = own_reason(s.reason);
+    return RepairStep{RepairMove::kResetFailed, "reset-gpu label without a reset in progress"};
+  }
   if (!cfg.ladder_on() || dry_run) return std::nullopt;
   if (!slurm) {  // a table without the node: it left Slurm; no table: wait
     if (view_read && r.stage != RepairStage::kNone) return release(s, "node unknown to Slurm");
@@ -267,34 +318,7 @@ std::optional<RepairStep> repair_tick(NodeState& s, const slurm::SlurmNodeInfo* 
   }
   if (r.stage != RepairStage::kNone || !r.remedy) return std::nullopt;
   if (!idle_for_repair(*slurm) || breaker.open) return std::nullopt;
-  if (*r.remedy == Remedy::kService) return replace(s, "remedy: service", now);
-  if (*r.remedy == Remedy::kResetGpu && cfg.reset_gpu && !r.reset_tried &&
-      count_since(r.resets, now - cfg.node_window_s) < cfg.max_resets_per_node) {
-    if (load.in_repair >= cfg.max_in_repair || load.started_in_window >= cfg.max_per_window)
-      return std::nullopt;
-    r.held_reason = s.reason;
-    s.reason = reset_reason(s.reason);
-    r.stage = RepairStage::kResetting;
-    r.since_unix = now;
-    r.reset_tried = true;
-    r.resets.push_back(now);
-    std::erase_if(r.resets, [&](int64_t t) { return t <= now - cfg.node_window_s; });
-    return RepairStep{RepairMove::kResetGpu, "reset-gpu: reset_gpu fault, node idle"};
-  }
-  if (!cfg.reboot) return std::nullopt;  // no reboots: the node waits for its re-checks
-  if (reboots_since(r, now - cfg.node_window_s) >= cfg.max_reboots_per_node)
-    return replace(s,
-                   "repeat offender: " + std::to_string(cfg.max_reboots_per_node) + " reboots in " +
-                       days(cfg.node_window_s),
-                   now);
-  if (load.in_repair >= cfg.max_in_repair || load.started_in_window >= cfg.max_per_window)
-    return std::nullopt;
-  r.stage = RepairStage::kRebooting;
-  r.since_unix = now;
-  r.reboots.push_back(now);
-  std::erase_if(r.reboots, [&](int64_t t) { return t <= now - cfg.node_window_s; });
-  return RepairStep{RepairMove::kReboot,
-                    "reboot: " + std::string(to_string(*r.remedy)) + " fault, node idle"};
+  return start_rung(s, cfg, load, now);
 }
 
 }  // namespace vigil::drainer

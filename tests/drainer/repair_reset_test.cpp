@@ -118,6 +118,31 @@ TEST(repair_reset, turning_the_rung_off_gives_the_reason_back_but_never_touches_
   EXPECT_EQ(tick(s, admin, resets(false), kNow + 1)->move, RepairMove::kReleased);
 }
 
+TEST(repair_reset, an_adopted_reset_label_without_a_reset_in_progress_gets_its_own_text_back) {
+  NodeState s = drained();
+  s.repair.remedy.reset();
+  s.reason = kResetReason;  // adopted from Slurm: the state dir was lost mid-reset
+  const auto step = tick(s, idle(kResetReason), RepairConfig{});  // even with the ladder off
+  ASSERT_TRUE(step);
+  EXPECT_EQ(step->move, RepairMove::kResetFailed);
+  EXPECT_EQ(s.reason, kReason);
+  NodeState dry = drained();
+  dry.reason = kResetReason;
+  const auto n = idle(kResetReason);
+  EXPECT_FALSE(repair_tick(dry, &n, true, resets(true), {}, {}, /*dry_run=*/true, kNow));
+}
+
+TEST(repair_reset, turning_reboots_off_ends_the_reboot_stages_but_not_a_resets_recheck) {
+  NodeState rebooting = drained();
+  rebooting.repair.stage = RepairStage::kRebooting;
+  EXPECT_EQ(tick(rebooting, idle(), resets(false))->move, RepairMove::kReleased);
+  NodeState after_reset = drained();
+  after_reset.repair.stage = RepairStage::kRechecking;
+  after_reset.repair.since_unix = kNow;
+  after_reset.repair.via_reset = true;
+  EXPECT_FALSE(tick(after_reset, idle(), resets(false)));
+}
+
 TEST(repair_reset, the_state_round_trips) {
   NodeState s = drained();
   ASSERT_TRUE(tick(s, idle(), resets(true)));
@@ -127,6 +152,14 @@ TEST(repair_reset, the_state_round_trips) {
   EXPECT_EQ(back->held_reason, kReason);
   EXPECT_TRUE(back->reset_tried);
   EXPECT_EQ(back->resets, s.repair.resets);
+  // After the node is resumed only the reset history is left: snapshots keep it (the per-node
+  // limit survives a restart).
+  NodeState resumed;
+  resumed.node = "gpu-2";
+  resumed.repair.resets = {kNow};
+  auto node = node_state_from_json(to_json(resumed));
+  ASSERT_TRUE(node.ok()) << node.error().to_string();
+  EXPECT_EQ(node->repair.resets, std::vector<int64_t>{kNow});
 }
 
 // ---- the whole rung through the core -------------------------------------------------------
@@ -229,6 +262,21 @@ TEST_F(ResetRung, a_passed_reset_resumes_after_its_recheck_a_refused_one_reboots
   ASSERT_TRUE(again.open().ok());
   EXPECT_EQ(again.node("gpu-2")->repair.stage, RepairStage::kRebooting);
   EXPECT_TRUE(again.node("gpu-2")->repair.reset_tried);
+}
+
+TEST_F(ResetRung, a_reset_report_from_before_the_request_does_not_answer_it) {
+  Drainer dr(cfg_, slurm_, nullptr, clock_);
+  ASSERT_TRUE(dr.open().ok());
+  const NodeReport old = reset_report("gpu-1", "spooled", Status::kPass);  // an earlier episode
+  clock_.advance(3600);
+  decide(dr, {remap_fail("gpu-1", "a")});
+  EXPECT_EQ(dr.tick(), 1);
+  dr.run_slurm_sink_once();
+  decide(dr, {old});
+  EXPECT_EQ(dr.node("gpu-1")->repair.stage, RepairStage::kResetting);
+  EXPECT_EQ(dr.node("gpu-1")->note,
+            "GPU reset report from before the reset was asked for; not counted");
+  dr.stop();
 }
 
 TEST_F(ResetRung, a_fault_back_after_the_reset_reboots_or_without_reboots_is_for_a_person) {

@@ -223,7 +223,8 @@ std::vector<GpuActivity> read_gpu_activity(const Session& s, const std::string& 
   return out;
 }
 
-BusyScan scan_gpus_for_other_work(const CheckContext& ctx, const BusySampling& sampling) {
+BusyScan scan_gpus_for_other_work(const CheckContext& ctx, const BusySampling& sampling,
+                                  bool processes_only) {
   BusyScan scan;
   auto session = open_session(ctx);
   if (!session) {
@@ -235,6 +236,7 @@ BusyScan scan_gpus_for_other_work(const CheckContext& ctx, const BusySampling& s
   }
   BusyRules rules;
   rules.own_pids = {static_cast<unsigned>(::getpid()), static_cast<unsigned>(::getppid())};
+  if (processes_only) rules.max_idle_utilization_percent = 100;  // no sample is above 100%
   const std::vector<GpuActivity> activity =
       read_gpu_activity(session.value(), ctx.proc_root, rules, sampling);
   scan.busy = judge_gpu_activity(activity, rules);

@@ -99,7 +99,10 @@ std::optional<CheckResult> mig_skip_result(std::string_view check,
 // Opens NVML (ctx.nvml_library) and judges every GPU it sees, excluding this process and its
 // parent. NVML unavailable: nothing busy, `unknown` says why (the NVML checks report NVML
 // itself). Call it in the check's own process before any CUDA call.
-BusyScan scan_gpus_for_other_work(const CheckContext& ctx, const BusySampling& sampling = {});
+// processes_only: busy means a foreign compute process listed; utilization alone is not (the
+// GPU reset, gpu_reset.h: a GPU hung after an XID can read busy with no process on it).
+BusyScan scan_gpus_for_other_work(const CheckContext& ctx, const BusySampling& sampling = {},
+                                  bool processes_only = false);
 
 // error, "GPU busy: gpu2 pid 1234 python 40 GiB; not measured ...", VIGIL-GPU-BUSY.
 CheckResult gpu_busy_result(std::string_view check, const std::vector<GpuBusy>& busy);

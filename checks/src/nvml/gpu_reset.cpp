@@ -75,9 +75,10 @@ std::vector<std::string> set_persistence(const ResetOptions& o,
   return failed;
 }
 
-// Why NVML says the node's GPUs may not be reset now, or "".
+constexpr const char* kFaultResetMig = "VIGIL-RESET-MIG";
+
+// Why MIG keeps the node's GPUs from a reset now, or "".
 std::string refusal(const BusyScan& scan) {
-  if (!scan.busy.empty()) return gpu_busy_result(kCheck, scan.busy).message;
   if (!scan.mig_enabled.empty()) {
     std::vector<std::string> gpus;
     for (int g : scan.mig_enabled) gpus.push_back("gpu" + std::to_string(g));
@@ -162,7 +163,9 @@ Result<std::vector<PersistenceRow>> parse_persistence(std::string_view csv) {
     const std::string line = trimmed(csv.substr(0, nl));
     csv = nl == std::string_view::npos ? std::string_view{} : csv.substr(nl + 1);
     ++line_no;
-    if (line.empty()) continue;
+    // One row per GPU, its UUID first ("GPU-..."); anything else nvidia-smi prints on stdout (a
+    // warning about one GPU) is not a row.
+    if (!line.starts_with("GPU-")) continue;
     const size_t comma = line.find(',');
     const std::string uuid =
         trimmed(std::string_view(line).substr(0, comma == std::string::npos ? 0 : comma));
@@ -186,8 +189,18 @@ CheckResult reset_gpus(const CheckContext& ctx, const ResetOptions& o) {
   if (!before) return error(kCheck, "NVML not available: " + before.error().to_string());
   const size_t gpus = before->gpu_names.size();
   if (gpus == 0) return error(kCheck, "NVML lists no GPU; nothing to reset");
-  const BusyScan scan = scan_gpus_for_other_work(ctx, BusySampling{});
-  if (std::string why = refusal(scan); !why.empty()) return error(kCheck, why, kFaultGpuBusy);
+  // Only a listed process refuses the reset: a GPU hung after an XID may read busy with nothing
+  // on it. Processes NVML cannot list (another PID namespace) meet nvidia-smi's own refusal.
+  const BusyScan scan = scan_gpus_for_other_work(ctx, BusySampling{1}, /*processes_only=*/true);
+  if (!scan.busy.empty()) {
+    std::vector<std::string> who;
+    for (const GpuBusy& b : scan.busy) who.push_back(b.reason);
+    return error(kCheck,
+                 "GPU busy: " + short_list(who, 4, "; ", "; ") +
+                     "; not reset (never someone's work; a leftover goes with the reboot rung)",
+                 kFaultGpuBusy);
+  }
+  if (std::string why = refusal(scan); !why.empty()) return error(kCheck, why, kFaultResetMig);
 
   const auto query =
       smi(o, {"--query-gpu=uuid,persistence_mode", "--format=csv,noheader"}, o.query_timeout);

@@ -278,7 +278,14 @@ SubmitPlan plan_submissions(const std::vector<slurm::SlurmNodeInfo>& nodes,
     return !o.partition.empty() ? o.partition : n.partitions.empty() ? "" : n.partitions.front();
   };
 
-  std::sort(recheck_candidates.begin(), recheck_candidates.end());
+  // Nodes waiting for a GPU reset first: past --max-rechecks a late name would wait until the
+  // drainer's reset_timeout_s sends it to a reboot.
+  std::sort(recheck_candidates.begin(), recheck_candidates.end(),
+            [&](const std::string& a, const std::string& b) {
+              const bool ra = slurm::is_reset_gpu_reason(info.at(a)->reason);
+              const bool rb = slurm::is_reset_gpu_reason(info.at(b)->reason);
+              return ra != rb ? ra : a < b;
+            });
   const size_t recheck_cap = static_cast<size_t>(std::max(o.max_rechecks, 0));
   for (size_t i = 0; i < recheck_candidates.size(); ++i) {
     NodeVerdict& v = verdicts[recheck_candidates[i]];

@@ -81,6 +81,11 @@ TEST(gpu_reset_parse, persistence_rows_are_read_and_a_foreign_line_is_refused) {
   EXPECT_TRUE(rows->at(0).enabled);
   EXPECT_EQ(rows->at(1).uuid, "GPU-b");
   EXPECT_FALSE(rows->at(1).enabled);
+  // A warning line on stdout is not a row; a GPU row that does not read as one is an error.
+  auto warned = nvml::parse_persistence(
+      "WARNING: infoROM is corrupted at gpu 0000:18:00.0\nGPU-a, Enabled\n");
+  ASSERT_TRUE(warned.ok());
+  EXPECT_EQ(warned->size(), 1u);
   auto bad = nvml::parse_persistence("GPU-a, Enabled\nGPU-b, [N/A]\n");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().to_string().find("line 2"), std::string::npos);
@@ -117,11 +122,18 @@ TEST_F(GpuResetTest, a_gpu_with_a_compute_process_is_never_reset) {
   EXPECT_EQ(calls(), "");
 }
 
+TEST_F(GpuResetTest, a_busy_reading_without_a_process_does_not_keep_a_hung_gpu_from_its_reset) {
+  before(
+      nlohmann::json{{"gpus", {gpu(0, {{"utilization", {{"gpu", 100}, {"memory", 0}}}}), gpu(1)}}});
+  EXPECT_EQ(reset().status, Status::kPass);  // a GPU hung after an XID can read 100% busy
+}
+
 TEST_F(GpuResetTest, a_gpu_in_mig_mode_is_never_reset) {
   before(nlohmann::json{{"gpus", {gpu(0, {{"mig", true}}), gpu(1)}}});
   const CheckResult r = reset();
   EXPECT_EQ(r.status, Status::kError);
   EXPECT_NE(r.message.find("MIG enabled on gpu0"), std::string::npos) << r.message;
+  EXPECT_EQ(r.fault_code, "VIGIL-RESET-MIG");
   EXPECT_EQ(calls(), "");
 }
 

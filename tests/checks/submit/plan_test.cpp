@@ -417,8 +417,15 @@ TEST(SubmitPlan, a_node_drained_for_a_gpu_reset_gets_the_reset_mode) {
   plain.reason = "vigil: remap gpu3 pending (1) reset-gpu";  // the word elsewhere: no reset
   const SubmitPlan p = plan_submissions({reset, plain}, {}, options());
   ASSERT_EQ(p.rechecks.size(), 2u);
-  EXPECT_TRUE(has_arg(p.rechecks[0].argv, "--export=ALL,VIGIL_MODE=recheck,VIGIL_RUN_ID=r1"));
-  EXPECT_TRUE(has_arg(p.rechecks[1].argv, "--export=ALL,VIGIL_MODE=reset,VIGIL_RUN_ID=r1"));
+  EXPECT_TRUE(has_arg(p.rechecks[0].argv, "--export=ALL,VIGIL_MODE=reset,VIGIL_RUN_ID=r1"));
+  EXPECT_TRUE(has_arg(p.rechecks[1].argv, "--export=ALL,VIGIL_MODE=recheck,VIGIL_RUN_ID=r1"));
   EXPECT_NE(verdict(p, "n-reset").why.find("srun -Z reset-gpu, then the re-check"),
             std::string::npos);
+  // Past --max-rechecks the node waiting for its reset goes first, whatever its name.
+  SubmitOptions one = options();
+  one.max_rechecks = 1;
+  reset.name = "z-reset";
+  const SubmitPlan capped = plan_submissions({plain, reset}, {}, one);
+  ASSERT_EQ(capped.rechecks.size(), 1u);
+  EXPECT_EQ(capped.rechecks[0].nodes, std::vector<std::string>{"z-reset"});
 }

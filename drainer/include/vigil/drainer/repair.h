@@ -133,7 +133,7 @@ std::optional<RepairStep> repair_tick(NodeState& s, const slurm::SlurmNodeInfo* 
 
 // The outcome of a GPU reset the node reported (the report entry gpu_reset) for a node in the
 // `resetting` stage: pass or warn -> `rechecking` (reports started before `started_unix`, the
-// reset report's own start on the node's clock, are not counted); anything else -> back to no
+// reset report's end on the node's clock, are not counted); anything else -> back to no
 // stage with the drain's own reason, and the reboot rung next (if on). `s` updated in place.
 enum class ResetOutcome { kPassed, kFailed };
 ResetOutcome apply_reset_result(NodeState& s, Status status, int64_t started_unix, int64_t now);
