@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "drainer_fixtures.h"
+#include "ladder_fixture.h"
 #include "vigil/base/time.h"
 #include "vigil/drainer/breaker.h"
 #include "vigil/drainer/drainer.h"
@@ -164,24 +165,11 @@ TEST(repair_reset, the_state_round_trips) {
 
 // ---- the whole rung through the core -------------------------------------------------------
 
-class ResetRung : public ::testing::Test {
+class ResetRung : public testing::LadderTest {
  protected:
   void SetUp() override {
-    cfg_ = testing::drainer_test_config(dir_.str());
+    LadderTest::SetUp();
     cfg_.repair = resets(true);
-    slurm_ = testing::fake_cluster(4);
-  }
-  NodeReport at_now(NodeReport r) {
-    r.start_time = r.end_time = rfc3339_utc(clock_.now_unix());
-    return r;
-  }
-  NodeReport remap_fail(const std::string& node, const std::string& run) {
-    NodeReport r = testing::ecc_fail_report(node, run);
-    r.checks[0].remedy = Remedy::kResetGpu;
-    return at_now(r);
-  }
-  NodeReport pass(const std::string& node, const std::string& run) {
-    return at_now(testing::ecc_pass_report(node, run));
   }
   // What `vigil-check repair reset-gpu` reports.
   NodeReport reset_report(const std::string& node, const std::string& run, Status status) {
@@ -193,21 +181,11 @@ class ResetRung : public ::testing::Test {
     r.checks = {c};
     return at_now(r);
   }
-  void decide(Drainer& dr, const std::vector<NodeReport>& reports) {
-    ASSERT_TRUE(dr.ingest(reports).ok());
-    dr.process_pending();
-    dr.run_slurm_sink_once();
-  }
   std::string reason(const std::string& node) { return slurm_->get(node).reason; }
-
-  testing::TempDir dir_;
-  testing::FakeClock clock_;
-  DrainerConfig cfg_;
-  std::shared_ptr<testing::FakeSlurm> slurm_;
 };
 
 TEST_F(ResetRung, a_passed_reset_resumes_after_its_recheck_a_refused_one_reboots) {
-  slurm_->drain({"gpu-3"}, "bad dimm, ticket 42");  // an admin's
+  ASSERT_TRUE(slurm_->drain({"gpu-3"}, "bad dimm, ticket 42").ok());  // an admin's
   Drainer dr(cfg_, slurm_, nullptr, clock_);
   ASSERT_TRUE(dr.open().ok());
   decide(dr, {remap_fail("gpu-1", "a"), remap_fail("gpu-2", "a"), remap_fail("gpu-3", "a")});
@@ -317,7 +295,7 @@ TEST_F(ResetRung, a_node_resumed_by_an_admin_during_its_reset_is_never_drained_a
   ASSERT_TRUE(dr.open().ok());
   decide(dr, {remap_fail("gpu-1", "a")});
   EXPECT_EQ(dr.tick(), 1);
-  slurm_->undrain({"gpu-1"});  // before the relabel reaches Slurm
+  ASSERT_TRUE(slurm_->undrain({"gpu-1"}).ok());  // before the relabel reaches Slurm
   dr.run_slurm_sink_once();
   EXPECT_FALSE(slurm_->get("gpu-1").drain);
   clock_.advance(7300);  // the reset's timeout would give the reason back: nothing to give

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "drainer_fixtures.h"
+#include "ladder_fixture.h"
 #include "vigil/base/time.h"
 #include "vigil/drainer/breaker.h"
 #include "vigil/drainer/drainer.h"
@@ -309,31 +310,12 @@ TEST(repair, the_stronger_remedy_wins) {
 // slurmctld 22.05 did on the local cluster (FakeSlurm::reboot): one node at a time
 // (max_in_repair 1); gpu-1's reboot clears its fault and it is resumed; gpu-2's fault comes back
 // and it is left for a person; gpu-3, drained by an admin, is never touched.
-class RepairLadder : public ::testing::Test {
+class RepairLadder : public testing::LadderTest {
  protected:
   void SetUp() override {
-    cfg_ = testing::drainer_test_config(dir_.str());
+    LadderTest::SetUp();
     cfg_.repair = on();
     cfg_.repair.max_in_repair = 1;
-    slurm_ = testing::fake_cluster(4);
-  }
-  // Reports of checks that ran now (after any reboot so far).
-  NodeReport now(NodeReport r) {
-    r.start_time = r.end_time = rfc3339_utc(clock_.now_unix());
-    return r;
-  }
-  NodeReport remap_fail(const std::string& node, const std::string& run) {
-    NodeReport r = testing::ecc_fail_report(node, run);
-    r.checks[0].remedy = Remedy::kResetGpu;
-    return now(r);
-  }
-  NodeReport pass(const std::string& node, const std::string& run) {
-    return now(testing::ecc_pass_report(node, run));
-  }
-  void decide(Drainer& dr, const std::vector<NodeReport>& reports) {
-    ASSERT_TRUE(dr.ingest(reports).ok());
-    dr.process_pending();
-    dr.run_slurm_sink_once();
   }
   std::vector<std::string> ops() {
     std::vector<std::string> out;
@@ -341,11 +323,6 @@ class RepairLadder : public ::testing::Test {
       for (const auto& n : c.nodes) out.push_back(c.op + " " + n);
     return out;
   }
-
-  testing::TempDir dir_;
-  testing::FakeClock clock_;
-  DrainerConfig cfg_;
-  std::shared_ptr<testing::FakeSlurm> slurm_;
 };
 
 TEST_F(RepairLadder, reboots_one_node_at_a_time_resumes_the_repaired_and_keeps_the_broken) {
