@@ -39,11 +39,13 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--backend", backend, "nccl (GPUs) or host (MPI_Allreduce on host memory)")
       ->check(CLI::IsMember({"nccl", "host"}));
-  app.add_option("--transport", transport,
-                 "nvlink: NCCL defaults; ib: NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 "
-                 "NCCL_ALGO=Ring so traffic goes through the NICs; fabric: NVLink inside each "
-                 "node, the network between nodes (NCCL_MNNVL_ENABLE=0)")
-      ->check(CLI::IsMember({"nvlink", "ib", "fabric"}))
+  app.add_option(
+         "--transport", transport,
+         "nvlink: NCCL defaults; ib: NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 "
+         "NCCL_ALGO=Ring so traffic goes through the NICs; fabric: NVLink inside each "
+         "node, the network between nodes (NCCL_MNNVL_ENABLE=0); domain: the trays of one NVLink "
+         "domain over multi-node NVLink and NVLS (NCCL_MNNVL_ENABLE=1 NCCL_NVLS_ENABLE=1)")
+      ->check(CLI::IsMember({"nvlink", "ib", "fabric", "domain"}))
       ->capture_default_str();
   app.add_option("--json", opts.json_path, "write every row and the run metadata to FILE");
   app.add_option("--min-busbw", min_busbw,

@@ -200,6 +200,7 @@ int cmd_list() {
   for (const auto& c : vigil::all_checks())
     print(*c, c->min_suite() == vigil::Suite::kFull ? "full" : "quick");
   for (const auto& c : vigil::fabric_checks()) print(*c, "fabric");  // vigil-check fabric only
+  for (const auto& c : vigil::domain_checks()) print(*c, "domain");  // ... --network nvlink-domain
   return 0;
 }
 

@@ -225,9 +225,13 @@ int emit_node_reports(
 
 // A fabric job of k > 2 nodes: rounds of pairs with rotating partners, then one result per
 // node from the localization (docs/fabric.md).
-int cmd_fabric_job(const RunArgs& a, const vigil::CheckContext& ctx) {
-  std::string topology_note;
-  auto loaded = fabric_topology(a.topology, topology_note);
+int cmd_fabric_job(const RunArgs& a, const vigil::CheckContext& ctx,
+                   const vigil::FabricNetwork& network) {
+  std::string topology_note = "no topology (an NVLink domain has no leaf switches)";
+  auto loaded =
+      network.transport == vigil::kDomainTransport
+          ? vigil::Result<std::map<std::string, std::string>>(std::map<std::string, std::string>{})
+          : fabric_topology(a.topology, topology_note);
   if (!loaded.ok()) {
     std::cerr << "vigil-check fabric: " << loaded.error().to_string() << "\n";
     return kExitError;
@@ -238,16 +242,16 @@ int cmd_fabric_job(const RunArgs& a, const vigil::CheckContext& ctx) {
     return kExitError;
   }
   if (!a.quiet) {
-    std::cerr << "vigil-check fabric: " << ctx.fabric_nodes.size() << " nodes, " << a.fabric_rounds
-              << " rounds of pairs, backend " << ctx.fabric_backend << "; " << topology_note
-              << "\n";
+    std::cerr << "vigil-check fabric: " << network.job << ", " << ctx.fabric_nodes.size()
+              << " nodes, " << a.fabric_rounds << " rounds of pairs, backend " << ctx.fabric_backend
+              << "; " << topology_note << "\n";
   }
   vigil::AllreduceTuning tuning;
   if (!a.min_bytes.empty()) tuning.min_bytes = a.min_bytes;
   if (!a.max_bytes.empty()) tuning.max_bytes = a.max_bytes;
   const int64_t start = now_unix();
   const std::uint64_t seed = std::hash<std::string>{}(env_or("SLURM_JOB_ID", a.run_id));
-  auto results = vigil::run_fabric_job(ctx, a.fabric_rounds, seed, leaf_of, tuning);
+  auto results = vigil::run_fabric_job(ctx, a.fabric_rounds, seed, leaf_of, tuning, network);
   const std::string end = vigil::rfc3339_utc(now_unix());
   return emit_node_reports(a, ctx, start, end, [&](const std::string& node) {
     return std::vector<vigil::CheckResult>{results.at(node)};
@@ -307,16 +311,24 @@ int cmd_fabric(const RunArgs& a) {
     return kExitError;
   }
 
-  if (ctx.fabric_nodes.size() > 2) return cmd_fabric_job(a, ctx);
+  const bool domain = a.fabric_network == "nvlink-domain";
+  if (domain && !a.topology.empty()) {
+    std::cerr << "vigil-check fabric: --topology names leaf switches of the InfiniBand fabric; an "
+                 "NVLink domain job has none\n";
+    return kExitError;
+  }
+  const vigil::FabricNetwork& network = domain ? vigil::kNvlinkDomain : vigil::kInfinibandFabric;
+  if (ctx.fabric_nodes.size() > 2) return cmd_fabric_job(a, ctx, network);
 
-  auto checks = vigil::fabric_checks(a.min_bytes, a.max_bytes);
+  auto checks = domain ? vigil::domain_checks(a.min_bytes, a.max_bytes)
+                       : vigil::fabric_checks(a.min_bytes, a.max_bytes);
   size_t done = 0;
   vigil::RunOptions opts = run_options(a, done);
   if (!select_checks(a, checks, opts)) return kExitError;
   const std::string pair = join(ctx.fabric_nodes, "+");
   if (!a.quiet) {
-    std::cerr << "vigil-check fabric: pair " << pair << ", " << ctx.fabric_ranks
-              << " ranks, backend " << ctx.fabric_backend << ", SKU "
+    std::cerr << "vigil-check fabric: " << network.job << ", pair " << pair << ", "
+              << ctx.fabric_ranks << " ranks, backend " << ctx.fabric_backend << ", SKU "
               << (ctx.sku ? ctx.sku->name : "unknown")
               << (sku_note.empty() ? "" : " (" + sku_note + ")") << "\n";
   }

@@ -48,6 +48,7 @@ struct RunArgs {
   std::vector<std::string> fabric_nodes;
   int fabric_ranks = 0;
   std::string fabric_backend = "nccl";
+  std::string fabric_network = "ib";  // ib | nvlink-domain
   std::string min_bytes, max_bytes;
   int fabric_rounds = 3;
   std::string topology;

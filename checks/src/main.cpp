@@ -47,7 +47,8 @@ int main(int argc, char** argv) {
   RunArgs fabric;
   auto* fabric_cmd = app.add_subcommand(
       "fabric",
-      "Inside `sbatch -N 2`: all_reduce across the pair over InfiniBand; one report per node");
+      "Inside `sbatch -N k`: all_reduce across the nodes over InfiniBand (or the trays of one "
+      "NVLink domain); one report per node");
   add_common(fabric_cmd, fabric);
   fabric_cmd->add_option("--nodes", fabric.fabric_nodes, "The allocation's nodes (comma-separated)")
       ->required();
@@ -66,6 +67,13 @@ int main(int argc, char** argv) {
                          "With more than 2 nodes: a '<node> <leaf switch>' map file, or 'slurm' "
                          "(Slurm's topology/tree), to tell a slow switch from a slow node "
                          "(default: Slurm's tree inside a job when it has one)");
+  fabric_cmd
+      ->add_option("--network", fabric.fabric_network,
+                   "ib: the compute fabric between the nodes (NVLink inside each, multi-node "
+                   "NVLink off); nvlink-domain: the trays of one GB200/GB300 NVL72 domain over "
+                   "multi-node NVLink and NVLS, both forced (docs/fabric.md)")
+      ->check(CLI::IsMember({"ib", "nvlink-domain"}))
+      ->capture_default_str();
   fabric_cmd->add_option("--report-nodes", fabric.report_nodes,
                          "Only these nodes get a report (a fabric re-check: the drained node, not "
                          "its known-good partner)");

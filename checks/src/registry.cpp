@@ -45,13 +45,28 @@ std::vector<std::unique_ptr<Check>> all_checks() {
   return out;
 }
 
-std::vector<std::unique_ptr<Check>> fabric_checks(const std::string& min_bytes,
-                                                  const std::string& max_bytes) {
+namespace {
+
+AllreduceTuning sweep(const std::string& min_bytes, const std::string& max_bytes) {
   AllreduceTuning tuning;
   if (!min_bytes.empty()) tuning.min_bytes = min_bytes;
   if (!max_bytes.empty()) tuning.max_bytes = max_bytes;
+  return tuning;
+}
+
+}  // namespace
+
+std::vector<std::unique_ptr<Check>> fabric_checks(const std::string& min_bytes,
+                                                  const std::string& max_bytes) {
   std::vector<std::unique_ptr<Check>> out;
-  out.push_back(make_fabric_allreduce_ib_check(tuning));
+  out.push_back(make_fabric_allreduce_ib_check(sweep(min_bytes, max_bytes)));
+  return out;
+}
+
+std::vector<std::unique_ptr<Check>> domain_checks(const std::string& min_bytes,
+                                                  const std::string& max_bytes) {
+  std::vector<std::unique_ptr<Check>> out;
+  out.push_back(make_domain_allreduce_nvlink_check(sweep(min_bytes, max_bytes)));
   return out;
 }
 
@@ -76,7 +91,7 @@ std::vector<std::unique_ptr<Check>> passive_checks(PassiveSelection selection) {
 }
 
 std::set<std::string> known_check_names() {
-  // The catalog names exactly the checks of the three lists above (check_catalog_registry_test).
+  // The catalog names exactly the checks of the four lists above (check_catalog_registry_test).
   std::set<std::string> names;
   for (const CheckSpec& c : check_catalog()) names.insert(std::string(c.name));
   return names;

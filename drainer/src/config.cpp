@@ -45,6 +45,7 @@ PolicyConfig default_policy() {
   // A k-node fabric job proves its blame (slow with >= 2 partners that are fine elsewhere,
   // docs/fabric.md): one job is enough, unlike a 2-node job's unattributed fail below.
   p.fault_code_drain_after["VIGIL-FABRIC-LOCALIZED"] = 1;
+  p.fault_code_drain_after["VIGIL-DOMAIN-LOCALIZED"] = 1;  // the same rounds, in an NVLink domain
   // Noisy performance figures need repeated evidence before a drain.
   // fabric_allreduce_ib also needs it for another reason: one slow pair cannot say which of
   // its two nodes is at fault, and only a node that keeps failing with new partners is.

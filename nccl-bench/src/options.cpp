@@ -20,6 +20,8 @@ std::string_view to_string(Transport t) {
       return "ib";
     case Transport::kFabric:
       return "fabric";
+    case Transport::kDomain:
+      return "domain";
     case Transport::kNvlink:
       break;
   }
@@ -27,7 +29,7 @@ std::string_view to_string(Transport t) {
 }
 
 std::optional<Transport> transport_from_string(std::string_view s) {
-  for (Transport t : {Transport::kNvlink, Transport::kIb, Transport::kFabric})
+  for (Transport t : {Transport::kNvlink, Transport::kIb, Transport::kFabric, Transport::kDomain})
     if (to_string(t) == s) return t;
   return std::nullopt;
 }
@@ -134,6 +136,16 @@ std::vector<std::pair<std::string, std::string>> transport_env(Transport t) {
   // "auto", for a job across nodes: NVIDIA/nccl src/init.cc) and no byte would cross the NICs.
   if (t == Transport::kFabric)
     return {{"NCCL_P2P_DISABLE", "0"}, {"NCCL_SHM_DISABLE", "0"}, {"NCCL_MNNVL_ENABLE", "0"}};
+  // An NVLink domain job (GB200/GB300 NVL72) measures the trays' NVLink through the NVSwitch
+  // trays, so multi-node NVLink is forced: with NCCL_MNNVL_ENABLE=1 NCCL's init fails ("MNNVL is
+  // not supported on this system", ncclSystemError: NVIDIA/nccl src/init.cc) instead of quietly
+  // joining the trays over the network. NVLS (NVLink SHARP) is forced too (NCCL_NVLS_ENABLE=1
+  // skips the multicast probe, src/transport/nvls.cc): it is the production path in one rack.
+  if (t == Transport::kDomain)
+    return {{"NCCL_P2P_DISABLE", "0"},
+            {"NCCL_SHM_DISABLE", "0"},
+            {"NCCL_MNNVL_ENABLE", "1"},
+            {"NCCL_NVLS_ENABLE", "1"}};
   return {{"NCCL_P2P_DISABLE", "0"}, {"NCCL_SHM_DISABLE", "0"}};
 }
 

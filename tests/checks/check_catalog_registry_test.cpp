@@ -65,6 +65,7 @@ TEST(CheckCatalogRegistry, the_passive_suite_is_the_catalogs_passive_entries_in_
 
 TEST(CheckCatalogRegistry, fabric_checks_is_the_catalogs_fabric_entries_in_order) {
   EXPECT_EQ(identities(fabric_checks()), catalog_suite(CheckSuite::kFabric));
+  EXPECT_EQ(identities(domain_checks()), catalog_suite(CheckSuite::kDomain));
 }
 
 // Both directions by name, so a failure says which check lacks what.
@@ -73,6 +74,7 @@ TEST(CheckCatalogRegistry, every_registered_check_has_an_entry_and_every_entry_a
   for (const auto& c : all_checks()) registered.emplace(c->name());
   for (const auto& c : every_passive_check()) registered.emplace(c->name());
   for (const auto& c : fabric_checks()) registered.emplace(c->name());
+  for (const auto& c : domain_checks()) registered.emplace(c->name());
   for (const std::string& name : registered)
     EXPECT_NE(find_check_spec(name), nullptr) << name << " is registered but not in the catalog";
   for (const CheckSpec& s : check_catalog())

@@ -205,6 +205,18 @@ json reports_for(int seq, bool include_stale_node) {
                                 "fabric-ib")},
                          "-fabric"));
   }
+  // A 3-tray NVLink domain job (NVL72; nodes unknown to Slurm): nvl-2 is localized, and every
+  // tray carries the job's whole-domain figure.
+  for (const char* node : {"nvl-0", "nvl-1", "nvl-2"}) {
+    const bool bad = std::string(node) == "nvl-2";
+    json whole = figure("domain_busbw", 612.0, "GB/s");
+    whole["port"] = "domain:3-nodes";
+    out.push_back(report(node, seq,
+                         {check("domain_allreduce_nvlink", bad ? "fail" : "pass", {whole},
+                                bad ? "3-node NVLink domain job: slow with 2 partners" : "",
+                                bad ? "VIGIL-DOMAIN-LOCALIZED" : "", "nvl-domain")},
+                         "-domain"));
+  }
   const json remap = meas("row_remap_pending", 1, "count", "<=", 0, {}, 3);
   out.push_back(report("gpu-2", seq,
                        {check("nvml_row_remap", "fail", {remap}, "gpu3 row remap pending (1)",

@@ -57,6 +57,8 @@ TEST(DetectConfig, validate_names_each_bad_field) {
   c.cross_margin_scale = 0.5;
   c.drift_tau = 0;
   c.forget_after_s = 0;
+  const std::string dup = "metrics[" + std::to_string(c.metrics.size()) + "]";  // one per catalog
+  const std::string bad = "metrics[" + std::to_string(c.metrics.size() + 1) + "]";  // metric
   c.metrics.push_back({"gpu_hbm", "hbm_bandwidth", "GB/s", "hbm", Direction::kHigherIsBetter});
   c.metrics.push_back({"x", "*", "", "nope", Direction::kHigherIsBetter});
   const auto errors = c.validate();
@@ -70,9 +72,9 @@ TEST(DetectConfig, validate_names_each_bad_field) {
   EXPECT_TRUE(has_error(errors, "cross_margin_scale: 0.5 must be in [1, 5]"));
   EXPECT_TRUE(has_error(errors, "drift_tau: 0"));
   EXPECT_TRUE(has_error(errors, "forget_after_s: must be > 0"));
-  EXPECT_TRUE(has_error(errors, "metrics[8]: duplicate"));
-  EXPECT_TRUE(has_error(errors, "metrics[9].unit: required"));
-  EXPECT_TRUE(has_error(errors, "metrics[9].kind: 'nope' has no entry in margins"));
+  EXPECT_TRUE(has_error(errors, dup + ": duplicate"));
+  EXPECT_TRUE(has_error(errors, bad + ".unit: required"));
+  EXPECT_TRUE(has_error(errors, bad + ".kind: 'nope' has no entry in margins"));
 }
 
 TEST(DetectConfig, all_baselines_off_is_invalid) {

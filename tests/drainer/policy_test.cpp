@@ -272,6 +272,12 @@ TEST(PolicyEngine, a_localized_fabric_fail_drains_after_one_job_a_pair_fail_afte
                   {make_check("fabric_allreduce_ib", F, 1, 0, "GB/s", "VIGIL-FABRIC-LOCALIZED")}),
       &info, {}, 4);
   EXPECT_EQ(localized.action, Action::kDrain) << localized.why;
+  auto tray = eng.on_report(nullptr,
+                            make_report("gpu-3", "a",
+                                        {make_check("domain_allreduce_nvlink", F, 1, 0, "GB/s",
+                                                    "VIGIL-DOMAIN-LOCALIZED")}),
+                            &info, {}, 4);
+  EXPECT_EQ(tray.action, Action::kDrain) << tray.why;  // the same rounds, in an NVLink domain
   auto pair = eng.on_report(
       nullptr,
       make_report("gpu-2", "a",

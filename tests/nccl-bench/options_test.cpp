@@ -73,9 +73,21 @@ TEST(Options, fabric_transport_keeps_nvlink_inside_nodes_and_the_nics_between_th
   EXPECT_EQ(nb::transport_env(nb::Transport::kFabric),
             (std::vector<std::pair<std::string, std::string>>{
                 {"NCCL_P2P_DISABLE", "0"}, {"NCCL_SHM_DISABLE", "0"}, {"NCCL_MNNVL_ENABLE", "0"}}));
-  for (auto t : {nb::Transport::kNvlink, nb::Transport::kIb, nb::Transport::kFabric})
+  for (auto t :
+       {nb::Transport::kNvlink, nb::Transport::kIb, nb::Transport::kFabric, nb::Transport::kDomain})
     EXPECT_EQ(nb::transport_from_string(nb::to_string(t)), t);
   EXPECT_FALSE(nb::transport_from_string("mnnvl"));
+}
+
+// An NVLink domain job: the trays meet over multi-node NVLink with NVLS, both forced, so a
+// broken IMEX domain fails NCCL's init rather than measuring the network.
+TEST(Options, domain_transport_forces_multi_node_nvlink_and_nvls) {
+  EXPECT_EQ(nb::transport_env(nb::Transport::kDomain),
+            (std::vector<std::pair<std::string, std::string>>{{"NCCL_P2P_DISABLE", "0"},
+                                                              {"NCCL_SHM_DISABLE", "0"},
+                                                              {"NCCL_MNNVL_ENABLE", "1"},
+                                                              {"NCCL_NVLS_ENABLE", "1"}}));
+  EXPECT_EQ(nb::to_string(nb::Transport::kDomain), "domain");
 }
 
 TEST(Options, nvlink_transport_overrides_an_inherited_p2p_disable) {

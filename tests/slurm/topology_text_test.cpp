@@ -42,5 +42,32 @@ TEST(SlurmTopologyText, a_node_under_two_leaves_is_an_error) {
       << m.error().to_string();
 }
 
+// topology/block (Slurm 23.11+): "BlockName=%s BlockIndex=%u" then " Nodes=%s", one line per
+// base block (_print_topo_record, SchedMD src/plugins/topology/block/topology_block.c). On an
+// NVL72 cluster each block is one NVLink domain (vigil-submit --nvlink-domains slurm).
+TEST(SlurmTopologyText, blocks_map_each_node_to_its_nvlink_domain) {
+  auto m = blocks_from_scontrol(
+      "BlockName=rack01 BlockIndex=0 Nodes=gb-[001-003]\n"
+      "BlockName=rack02 BlockIndex=1 Nodes=gb-[004-005]\n"
+      "SwitchName=leaf0 Level=0 LinkSpeed=1 Nodes=cpu-1\n");
+  ASSERT_TRUE(m.ok()) << m.error().to_string();
+  const std::map<std::string, std::string> expected = {{"gb-001", "rack01"},
+                                                       {"gb-002", "rack01"},
+                                                       {"gb-003", "rack01"},
+                                                       {"gb-004", "rack02"},
+                                                       {"gb-005", "rack02"}};
+  EXPECT_EQ(*m, expected);
+  // A tree topology has no blocks, and the block lines are no leaf switches.
+  EXPECT_TRUE(blocks_from_scontrol("SwitchName=leaf0 Level=0 Nodes=n1\n").value().empty());
+  EXPECT_EQ(
+      leaf_switches_from_scontrol("BlockName=rack01 BlockIndex=0 Nodes=gb-001\n").value().size(),
+      0u);
+  auto twice = blocks_from_scontrol(
+      "BlockName=a BlockIndex=0 Nodes=n[1-2]\nBlockName=b BlockIndex=1 Nodes=n2\n");
+  ASSERT_FALSE(twice.ok());
+  EXPECT_NE(twice.error().to_string().find("node n2 is in two blocks (a, b)"), std::string::npos)
+      << twice.error().to_string();
+}
+
 }  // namespace
 }  // namespace vigil::slurm

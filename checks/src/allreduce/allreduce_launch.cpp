@@ -38,51 +38,43 @@ CheckResult timeout_result(const AllreduceSpec& spec, std::chrono::seconds t, st
   return r;
 }
 
-// What NCCL connected over, from its own log (nb::parse_transport_log; issue 27): a test that
-// did not send its bytes over the path it is named after measured something else. An IB test
-// with no network connection, or one NCCL made over sockets ("NET/IB : No device found",
-// "Using network Socket": NVIDIA/nccl#1267, #952), and an NVLink test connected over SHM or the
-// network without any P2P: the figure is not judged (error, never a drain; the cause is in the
-// reason, and a node-side cause shows in ib_port / nvml_nvlink). GPUDirect RDMA on fewer than
-// all network connections of an IB test is named as the cause of a low figure, which still
-// counts: every job's traffic on that node is staged through host memory too.
-void judge_transport(CheckResult& r, const AllreduceSpec& spec, const nb::BenchRun& run,
-                     const nb::TransportUse& t) {
+std::string connections_text(const nb::TransportUse& t) {
   std::string used = "NCCL connected via " + (t.paths.empty() ? "?" : short_list(t.paths, 4));
   if (t.net_connections > 0)
     used += " (GDRDMA on " + std::to_string(t.gdr_connections) + " of " +
             std::to_string(t.net_connections) + " network connections)";
   if (t.nvls) used += ", NVLS";
-  const std::string prefix(spec.fault_prefix);
-  auto not_this_path = [&](const char* code, const std::string& why) {
+  return used;
+}
+
+bool uses_path(const nb::TransportUse& t, std::string_view kind) {
+  return std::any_of(t.paths.begin(), t.paths.end(),
+                     [&](const std::string& p) { return p.rfind(kind, 0) == 0; });
+}
+
+// A multi-node run crosses the network whatever its intra-node transport setting says, except
+// an NVLink domain job's, which must not.
+bool across_the_network(const AllreduceSpec& spec, const nb::BenchRun& run) {
+  return spec.transport != kDomainTransport &&
+         (spec.transport == "ib" || spec.map_by_node || run.nodes.value_or(1) > 1);
+}
+
+// GPUDirect RDMA on fewer than all network connections of an IB test is named as the cause of a
+// low figure, which still counts: every job's traffic on that node is staged through host
+// memory too.
+void judge_transport(CheckResult& r, const AllreduceSpec& spec, const nb::BenchRun& run,
+                     const nb::TransportUse& t) {
+  const std::string used = connections_text(t);
+  if (auto wrong = wrong_path(spec, run)) {
     r.status = Status::kError;
-    r.fault_code = prefix + code;
-    r.message = why + " (" + used + "): the figure is not judged; " + r.message;
-  };
-  auto uses = [&](std::string_view kind) {
-    return std::any_of(t.paths.begin(), t.paths.end(),
-                       [&](const std::string& p) { return p.rfind(kind, 0) == 0; });
-  };
-  // A job across nodes (fabric pairs) crosses the network whatever its intra-node transport
-  // setting says; the NVLink rule is for one node only, and not when NCCL set up NVLS (with
-  // NCCL_RUNTIME_CONNECT, 2.22+, an NVLS(Tree) run connects only what it uses).
-  const bool across_nodes = spec.map_by_node || run.nodes.value_or(1) > 1;
-  if (spec.transport == "ib" || across_nodes) {
-    if (t.network == "Socket" || uses("NET/Socket"))
-      return not_this_path("-SOCKET-FALLBACK",
-                           "NCCL fell back to TCP sockets instead of InfiniBand (is rdma-core / "
-                           "libibverbs in the job's image? NCCL_IB_HCA?)");
-    if (t.net_connections == 0 && !t.paths.empty())
-      return not_this_path("-NO-NET", "no NCCL connection went through the network");
-    r.message += "; " + used;
-    if (t.gdr_connections < t.net_connections &&
-        (r.status == Status::kFail || r.status == Status::kWarn))
-      r.fault_code = prefix + "-IB-NO-GDR";
+    r.fault_code = std::string(spec.fault_prefix) + wrong->code;
+    r.message = wrong->why + " (" + used + "): the figure is not judged; " + r.message;
     return;
   }
-  if (spec.transport == "nvlink" && !t.nvls && !uses("P2P") && (uses("SHM") || uses("NET")))
-    return not_this_path("-NO-P2P", "NCCL connected the GPUs without P2P (NVLink)");
   r.message += "; " + used;
+  if (across_the_network(spec, run) && t.gdr_connections < t.net_connections &&
+      (r.status == Status::kFail || r.status == Status::kWarn))
+    r.fault_code = std::string(spec.fault_prefix) + "-IB-NO-GDR";
 }
 
 // Turns a parsed run into the check's verdict.
@@ -150,6 +142,35 @@ CheckResult verdict(const CheckContext& ctx, const AllreduceSpec& spec, const nb
 }
 
 }  // namespace
+
+// An IB or fabric test with no network connection, or one NCCL made over sockets ("NET/IB : No
+// device found", "Using network Socket": NVIDIA/nccl#1267, #952); an NVLink domain test that
+// joined its trays over the network (multi-node NVLink not set up: IMEX, the fabric); an NVLink
+// test connected over SHM or the network without any P2P.
+std::optional<WrongPath> wrong_path(const AllreduceSpec& spec, const nb::BenchRun& run) {
+  if (!run.nccl_transport) return std::nullopt;
+  const nb::TransportUse& t = *run.nccl_transport;
+  if (spec.transport == kDomainTransport) {
+    if (t.net_connections > 0 || uses_path(t, "NET"))
+      return WrongPath{"-NO-MNNVL",
+                       "NCCL joined the trays over the network, not the NVLink domain (is the IMEX "
+                       "service running? nvlink_imex and nvml_fabric say)"};
+    return std::nullopt;
+  }
+  if (across_the_network(spec, run)) {
+    if (t.network == "Socket" || uses_path(t, "NET/Socket"))
+      return WrongPath{"-SOCKET-FALLBACK",
+                       "NCCL fell back to TCP sockets instead of InfiniBand (is rdma-core / "
+                       "libibverbs in the job's image? NCCL_IB_HCA?)"};
+    if (t.net_connections == 0 && !t.paths.empty())
+      return WrongPath{"-NO-NET", "no NCCL connection went through the network"};
+    return std::nullopt;
+  }
+  if (spec.transport == "nvlink" && !t.nvls && !uses_path(t, "P2P") &&
+      (uses_path(t, "SHM") || uses_path(t, "NET")))
+    return WrongPath{"-NO-P2P", "NCCL connected the GPUs without P2P (NVLink)"};
+  return std::nullopt;
+}
 
 void apply_tuning(AllreduceSpec& spec, const AllreduceTuning& tuning) {
   if (tuning.timeout) spec.timeout = *tuning.timeout;

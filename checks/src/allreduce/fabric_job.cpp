@@ -2,27 +2,22 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 
+#include "vigil/base/files.h"
 #include "vigil/base/strings.h"
 
 namespace vigil {
 
-namespace {
-
-constexpr std::string_view kCheck = "fabric_allreduce_ib";
-
-}  // namespace
-
 std::map<std::string, CheckResult> fabric_job_results(
-    const FabricRoundsResult& rounds, const std::map<std::string, std::string>& leaf_of) {
+    const FabricRoundsResult& rounds, const std::map<std::string, std::string>& leaf_of,
+    const FabricNetwork& network) {
+  const std::string prefix(network.fault_prefix);
   std::map<std::string, CheckResult> out;
   const detect::FabricVerdict& v = rounds.verdict;
   for (const detect::NodeBlame& b : v.nodes) {
     CheckResult r;
-    r.check = std::string(kCheck);
-    r.short_name = "fabric-ib";
+    r.check = std::string(network.check);
+    r.short_name = std::string(network.short_name);
     for (const auto& p : rounds.pairs) {
       if (!p.busbw || (p.a != b.node && p.b != b.node)) continue;
       Measurement m;
@@ -32,7 +27,8 @@ std::map<std::string, CheckResult> fabric_job_results(
       m.port = "pair:" + (p.a == b.node ? p.b : p.a);
       r.measurements.push_back(std::move(m));
     }
-    const std::string job = std::to_string(v.nodes.size()) + "-node fabric job: ";
+    const std::string job =
+        std::to_string(v.nodes.size()) + "-node " + std::string(network.job) + ": ";
     bool under_switch = false;
     if (auto it = leaf_of.find(b.node); it != leaf_of.end()) {
       const std::string& leaf = it->second;
@@ -57,21 +53,21 @@ std::map<std::string, CheckResult> fabric_job_results(
     }
     if (b.call == detect::FabricCall::kFail) {
       r.status = Status::kFail;
-      r.fault_code = "VIGIL-FABRIC-LOCALIZED";
+      r.fault_code = prefix + "-LOCALIZED";
       r.message = job + b.message;
     } else if (under_switch) {
       r.status = Status::kWarn;
-      r.fault_code = "VIGIL-FABRIC-SWITCH";
+      r.fault_code = prefix + "-SWITCH";
       r.message = job + b.message;
     } else if (b.call == detect::FabricCall::kPass) {
       r.message = job + b.message + " (pairs >= " + significant(v.slow_below) + " GB/s)";
     } else if (b.slow_pairs > 0) {
       r.status = Status::kWarn;
-      r.fault_code = "VIGIL-FABRIC-UNLOCALIZED";
+      r.fault_code = prefix + "-UNLOCALIZED";
       r.message = job + b.message;
     } else {
       r.status = Status::kError;
-      r.fault_code = "VIGIL-FABRIC-LAUNCH";
+      r.fault_code = prefix + "-LAUNCH";
       r.message = job + "no pair of this node could be measured";
       if (!rounds.job_error.empty()) r.message += "; " + rounds.job_error;
     }
@@ -90,22 +86,8 @@ std::map<std::string, CheckResult> fabric_job_results(
 std::map<std::string, CheckResult> run_fabric_job(const CheckContext& ctx, int rounds,
                                                   std::uint64_t seed,
                                                   const std::map<std::string, std::string>& leaf_of,
-                                                  const AllreduceTuning& tuning) {
-  AllreduceSpec spec;
-  spec.check = kCheck;
-  spec.fault_prefix = "VIGIL-FABRIC";
-  spec.backend = ctx.fabric_backend;
-  // P2P and SHM stay on (review F01): with them off NCCL marks every intra-node pair PATH_NET
-  // (src/graph/paths.cc) and each GPU sends through its own NIC, so busbw is one NIC (~45 GB/s
-  // at NDR) against a floor measured with NVLink inside each node (~390 GB/s across two nodes).
-  // This way NVLink carries the intra-node hops and the fabric the inter-node ones, as a
-  // training job's all_reduce does; the inter-node hop is what a slow link slows.
-  spec.transport = kFabricTransport;
-  const bool full = ctx.suite == Suite::kFull;
-  spec.min_bytes = full ? "512M" : "1G";
-  spec.max_bytes = full ? "8G" : "4G";
-  spec.timeout = std::chrono::seconds(600);
-  apply_tuning(spec, tuning);
+                                                  const AllreduceTuning& tuning,
+                                                  const FabricNetwork& network) {
   FabricRoundsPlan plan;
   plan.nodes = ctx.fabric_nodes;
   plan.rounds = rounds;
@@ -116,28 +98,36 @@ std::map<std::string, CheckResult> run_fabric_job(const CheckContext& ctx, int r
   // The floor raises the "slow pair" line only once the site has confirmed it: an unconfirmed
   // floor (docs/thresholds.md, "Calibration") must not make healthy pairs count as slow, which
   // localization would then turn into a fatal VIGIL-FABRIC-LOCALIZED (review of 2026-11-26).
-  if (const Threshold* t = ctx.sku ? ctx.sku->find(kCheck, "busbw") : nullptr) {
+  if (const Threshold* t = ctx.sku ? ctx.sku->find(network.check, "busbw") : nullptr) {
     if (!t->unconfirmed) plan.judge.floor = t->fail;
   }
-  return fabric_job_results(run_fabric_rounds(ctx, spec, plan), leaf_of);
+  auto results = fabric_job_results(run_fabric_rounds(ctx, fabric_spec(ctx, network, tuning), plan),
+                                    leaf_of, network);
+  if (network.transport != kDomainTransport) return results;
+  // The NVLink domain job's rack-scale figure: one all_reduce over every tray of the job at once,
+  // NVLS forced, as a training job in one rack runs it. It names no tray (the pairs do), so it is
+  // recorded on every node's result, never judged there; its own verdict travels in the message.
+  const CheckResult whole = run_across_nodes(ctx, network, tuning);
+  for (auto& [node, r] : results) {
+    const std::string k = std::to_string(ctx.fabric_nodes.size());
+    const std::string all = k + " nodes";
+    for (const Measurement& m : whole.measurements) {
+      if (m.name != "busbw") continue;
+      Measurement d = m;
+      d.name = "domain_busbw";
+      d.port = "domain:" + k + "-nodes";
+      d.gpu.reset();
+      d.threshold.reset();
+      r.measurements.push_back(std::move(d));
+    }
+    r.message += "; all " + all + " at once: " + std::string(to_string(whole.status)) +
+                 (whole.message.empty() ? "" : " (" + whole.message + ")");
+  }
+  return results;
 }
 
 Result<std::map<std::string, std::string>> load_topology_map(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return Error{"cannot read the topology map", path};
-  std::map<std::string, std::string> leaf_of;
-  std::string line;
-  for (int n = 1; std::getline(in, line); ++n) {
-    if (auto hash = line.find('#'); hash != std::string::npos) line.erase(hash);
-    std::istringstream words(line);
-    std::string node, leaf, extra;
-    if (!(words >> node)) continue;
-    const std::string where = path + ":" + std::to_string(n);
-    if (!(words >> leaf) || (words >> extra))
-      return Error{"expected '<node> <switch>', got '" + line + "'", where};
-    if (!leaf_of.emplace(node, leaf).second) return Error{"node " + node + " listed twice", where};
-  }
-  return leaf_of;
+  return load_node_map(path, "switch");
 }
 
 }  // namespace vigil

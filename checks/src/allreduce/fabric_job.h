@@ -22,16 +22,21 @@
 
 namespace vigil {
 
-// Results keyed by node, from what the rounds measured.
+// Results keyed by node, from what the rounds measured, as `network`'s check (fault codes
+// <prefix>-LOCALIZED, -SWITCH, -UNLOCALIZED, -LAUNCH).
 std::map<std::string, CheckResult> fabric_job_results(
-    const FabricRoundsResult& rounds, const std::map<std::string, std::string>& leaf_of);
+    const FabricRoundsResult& rounds, const std::map<std::string, std::string>& leaf_of,
+    const FabricNetwork& network = kInfinibandFabric);
 
-// Runs the rounds for ctx.fabric_nodes (ctx.fabric_ranks spread evenly, ctx.fabric_backend),
-// judged against the SKU's fabric_allreduce_ib busbw fail bound when there is one.
+// Runs the rounds for ctx.fabric_nodes (ctx.fabric_ranks spread evenly, ctx.fabric_backend)
+// over `network`, judged against the SKU's busbw fail bound of its check when there is one and
+// it is confirmed. An NVLink domain job then runs one all_reduce over all its nodes at once and
+// records its busbw on every node's result as `domain_busbw` (port "domain:<k>-nodes").
 std::map<std::string, CheckResult> run_fabric_job(const CheckContext& ctx, int rounds,
                                                   std::uint64_t seed,
                                                   const std::map<std::string, std::string>& leaf_of,
-                                                  const AllreduceTuning& tuning = {});
+                                                  const AllreduceTuning& tuning = {},
+                                                  const FabricNetwork& network = kInfinibandFabric);
 
 // A topology map file: one "<node> <leaf switch>" per line; blank lines and '#' comments are
 // ignored. Errors name the file and line ("topo.txt:3: expected '<node> <switch>'").

@@ -13,8 +13,11 @@ namespace nb = ncclbench;
 namespace {
 
 // The pair's busbw, or why there is none: vigil-allreduce's JSON, or the text table of a site's
-// all_reduce_perf.
-Result<double> pair_busbw(const LaunchResult& lr, const std::string& json_path, bool site) {
+// all_reduce_perf. A figure measured over another path than the job's (sockets in a fabric job,
+// the network in an NVLink domain job: wrong_path) is no figure: counted as slow, it would blame
+// a node for a setting.
+Result<double> pair_busbw(const AllreduceSpec& spec, const LaunchResult& lr,
+                          const std::string& json_path, bool site) {
   if (lr.timed_out) return Error{"timed out", "mpirun"};
   auto run =
       site ? nb::parse_nccl_tests_text(lr.out) : nb::parse_bench_json(read_launch_file(json_path));
@@ -27,6 +30,7 @@ Result<double> pair_busbw(const LaunchResult& lr, const std::string& json_path, 
   if (run->total_wrong() > 0) return Error{"wrong values in the data check", "all_reduce"};
   if (run->outcome != nb::Outcome::kOk && run->outcome != nb::Outcome::kBelowMinBusbw)
     return Error{std::string(nb::to_string(run->outcome)) + ": " + run->message, "vigil-allreduce"};
+  if (auto wrong = wrong_path(spec, *run)) return Error{wrong->why, "NCCL"};
   return run->summary_busbw();
 }
 
@@ -65,7 +69,8 @@ FabricRoundsResult run_fabric_rounds(const CheckContext& ctx, AllreduceSpec spec
                            plan.nodes[static_cast<std::size_t>(b)],
                            static_cast<int>(r),
                            {}};
-      Result<double> busbw = pair_busbw(results[i], json_paths[i], is_nccl_tests_binary(binary));
+      Result<double> busbw =
+          pair_busbw(spec, results[i], json_paths[i], is_nccl_tests_binary(binary));
       if (busbw.ok()) {
         p.busbw = *busbw;
       } else {

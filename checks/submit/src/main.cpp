@@ -51,6 +51,14 @@ int main(int argc, char** argv) {
                  "MPI ranks per node in a fabric job (one per GPU)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  app.add_option("--nvlink-domains", o.nvlink_domains,
+                 "also submit one NVLink domain job per GB200/GB300 NVL72 domain over its nodes "
+                 "of this run: 'slurm' (the blocks of Slurm's topology/block) or a "
+                 "'<node> <domain>' map file (docs/fabric.md)");
+  app.add_option("--domain-ranks-per-node", p.domain_ranks_per_node,
+                 "MPI ranks per node in an NVLink domain job (one per GPU of a tray)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   app.add_option("--max-jobs", p.max_jobs, "node jobs per run (random subset beyond)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);

@@ -59,20 +59,22 @@ PlannedCommand node_job(const std::string& node, const SubmitOptions& o) {
   return c;
 }
 
-// partition: the group's own partition when --partition is not given (the allocation must lie
-// in one partition), empty when the nodes have none.
-PlannedCommand fabric_job(const std::vector<std::string>& group, const std::string& partition,
-                          const SubmitOptions& o) {
-  PlannedCommand c{"fabric", group, {"sbatch", "--parsable"}};
+// A multi-node job: kind and VIGIL_MODE "fabric" or "domain". partition: the group's own
+// partition when --partition is not given (the allocation must lie in one partition), empty when
+// the nodes have none.
+PlannedCommand multi_node_job(const std::string& kind, const std::vector<std::string>& group,
+                              const std::string& partition, int ranks_per_node,
+                              const SubmitOptions& o) {
+  PlannedCommand c{kind, group, {"sbatch", "--parsable"}};
   add_common_sbatch(c.argv, o);
   if (o.partition.empty() && !partition.empty()) c.argv.push_back("--partition=" + partition);
   std::string list;
   for (const auto& n : group) list += (list.empty() ? "" : ",") + n;
   c.argv.push_back("--nodelist=" + list);
   c.argv.push_back("--nodes=" + std::to_string(group.size()));
-  c.argv.push_back("--ntasks-per-node=" + std::to_string(o.fabric_ranks_per_node));
+  c.argv.push_back("--ntasks-per-node=" + std::to_string(ranks_per_node));
   c.argv.push_back("--time=" + o.fabric_time_limit);
-  c.argv.push_back("--export=ALL,VIGIL_MODE=fabric,VIGIL_RUN_ID=" + o.run_id);
+  c.argv.push_back("--export=ALL,VIGIL_MODE=" + kind + ",VIGIL_RUN_ID=" + o.run_id);
   c.argv.push_back(o.job_script);
   return c;
 }
@@ -104,16 +106,19 @@ PlannedCommand recheck_cmd(const std::string& node, bool reset, const SubmitOpti
 // partner, and the job script reaches the drained node with srun -Z, as the plain re-check does.
 // Only the drained node's report is posted; the partner is held by the allocation, so no user
 // job shares it, and the drained node never leaves DRAIN.
-PlannedCommand fabric_recheck_job(const std::string& drained, const std::string& partner,
-                                  const std::string& partition, const SubmitOptions& o) {
-  PlannedCommand c{"fabric-recheck", {drained, partner}, {"sbatch", "--parsable"}};
+// kind: "fabric-recheck", or "domain-recheck" for a node drained for its NVLink domain (the
+// partner is of the same domain).
+PlannedCommand fabric_recheck_job(const std::string& kind, const std::string& drained,
+                                  const std::string& partner, const std::string& partition,
+                                  int ranks_per_node, const SubmitOptions& o) {
+  PlannedCommand c{kind, {drained, partner}, {"sbatch", "--parsable"}};
   add_common_sbatch(c.argv, o);
   if (o.partition.empty() && !partition.empty()) c.argv.push_back("--partition=" + partition);
   c.argv.push_back("--nodelist=" + partner);
   c.argv.push_back("--nodes=1");
-  c.argv.push_back("--ntasks-per-node=" + std::to_string(o.fabric_ranks_per_node));
+  c.argv.push_back("--ntasks-per-node=" + std::to_string(ranks_per_node));
   c.argv.push_back("--time=" + o.fabric_time_limit);
-  c.argv.push_back("--export=ALL,VIGIL_MODE=fabric-recheck,VIGIL_RUN_ID=" + o.run_id +
+  c.argv.push_back("--export=ALL,VIGIL_MODE=" + kind + ",VIGIL_RUN_ID=" + o.run_id +
                    ",VIGIL_RECHECK_NODE=" + drained);
   c.argv.push_back(o.job_script);
   return c;
@@ -122,7 +127,13 @@ PlannedCommand fabric_recheck_job(const std::string& drained, const std::string&
 }  // namespace
 
 bool is_fabric_drain(const slurm::SlurmNodeInfo& node) {
-  return node.drain && starts_with(node.reason, std::string(slurm::kReasonPrefix) + " fabric-ib");
+  return node.drain &&
+         (starts_with(node.reason, std::string(slurm::kReasonPrefix) + " fabric-ib") ||
+          is_domain_drain(node));
+}
+
+bool is_domain_drain(const slurm::SlurmNodeInfo& node) {
+  return node.drain && starts_with(node.reason, std::string(slurm::kReasonPrefix) + " nvl-domain");
 }
 
 bool is_active_vigil_job(const slurm::SlurmJobInfo& job, const SubmitOptions& options) {
@@ -173,6 +184,72 @@ std::string skip_reason_indexed(const slurm::SlurmNodeInfo& n, const VigilJobInd
     return "vigil job " + std::to_string(it->second->job_id) + " already " + it->second->state;
   }
   return "";
+}
+
+// The partition a node's multi-node job runs in: --partition, else the node's first (one
+// allocation lies in one partition, and a pair's reports carry one SKU); empty when none.
+std::string job_partition(const slurm::SlurmNodeInfo& n, const SubmitOptions& o) {
+  return !o.partition.empty() ? o.partition : n.partitions.empty() ? "" : n.partitions.front();
+}
+
+using Verdicts = std::map<std::string, NodeVerdict>;
+
+void note_group(Verdicts& verdicts, const std::vector<std::string>& group,
+                const std::string& what) {
+  for (const auto& n : group) {
+    std::string others;
+    for (const auto& m : group)
+      if (m != n) others += (others.empty() ? "" : ",") + m;
+    verdicts[n].why += " + " + what + " with " + others;
+  }
+}
+
+// Fabric jobs over this run's node jobs. Pairs in shuffled order: a different partner each run,
+// so a bad link shows up as the node common to several slow pairs. Jobs of fabric_nodes nodes
+// (the last one of a partition may be smaller, down to a pair); inside, vigil-check fabric runs
+// rounds of pairs and names a slow node in one job.
+void add_fabric_jobs(SubmitPlan& plan, Verdicts& verdicts, const std::vector<std::string>& chosen,
+                     const std::vector<slurm::SlurmNodeInfo>& nodes, const SubmitOptions& o) {
+  std::map<std::string, std::string> partition_of;
+  for (const slurm::SlurmNodeInfo& n : nodes) partition_of[n.name] = job_partition(n, o);
+  std::map<std::string, std::vector<std::string>> by_partition;  // in shuffled order
+  for (const std::string& name : chosen) by_partition[partition_of[name]].push_back(name);
+  const size_t k = static_cast<size_t>(std::max(2, o.fabric_nodes));
+  for (const auto& [partition, members] : by_partition) {
+    for (size_t i = 0; i + 1 < members.size(); i += k) {
+      const std::vector<std::string> group(
+          members.begin() + static_cast<long>(i),
+          members.begin() + static_cast<long>(std::min(members.size(), i + k)));
+      plan.jobs.push_back(multi_node_job("fabric", group, partition, o.fabric_ranks_per_node, o));
+      note_group(verdicts, group, "fabric");
+    }
+    if (members.size() % k == 1) verdicts[members.back()].why += " (no fabric partner this run)";
+  }
+}
+
+// NVLink domain jobs (docs/fabric.md "NVLink domain jobs"): the node jobs of this run that share
+// an NVLink domain and a partition get one job together (all of them: the job runs rounds of
+// pairs over multi-node NVLink, then one all_reduce over every tray at once). Nodes without a
+// known domain get none.
+void add_domain_jobs(SubmitPlan& plan, Verdicts& verdicts, const std::vector<std::string>& chosen,
+                     const std::vector<slurm::SlurmNodeInfo>& nodes, const SubmitOptions& o) {
+  std::map<std::string, std::string> partition_of;
+  for (const slurm::SlurmNodeInfo& n : nodes) partition_of[n.name] = job_partition(n, o);
+  std::map<std::pair<std::string, std::string>, std::vector<std::string>> groups;
+  for (const std::string& name : chosen) {
+    auto d = o.nvlink_domain_of.find(name);
+    if (d != o.nvlink_domain_of.end()) groups[{partition_of[name], d->second}].push_back(name);
+  }
+  for (auto& [key, members] : groups) {
+    const auto& [partition, domain] = key;
+    if (members.size() < 2) {
+      verdicts[members.front()].why += " (no NVLink domain partner this run)";
+      continue;
+    }
+    std::sort(members.begin(), members.end());
+    plan.jobs.push_back(multi_node_job("domain", members, partition, o.domain_ranks_per_node, o));
+    note_group(verdicts, members, "NVLink domain " + domain + " job");
+  }
 }
 
 }  // namespace
@@ -226,37 +303,8 @@ SubmitPlan plan_submissions(const std::vector<slurm::SlurmNodeInfo>& nodes,
     verdicts[name].action = PlanStep::kSubmit;
     verdicts[name].why = "node job";
   }
-  if (o.fabric) {
-    // Pairs in shuffled order: a different partner each run, so a bad link shows up as the
-    // node common to several slow pairs. Partners share a partition (--partition, else the
-    // node's first): one allocation lies in one partition, and a pair's reports carry one SKU.
-    std::map<std::string, std::string> partition_of;
-    for (const slurm::SlurmNodeInfo& n : nodes) {
-      partition_of[n.name] = !o.partition.empty()   ? o.partition
-                             : n.partitions.empty() ? std::string()
-                                                    : n.partitions.front();
-    }
-    std::map<std::string, std::vector<std::string>> by_partition;  // in shuffled order
-    for (const std::string& name : chosen) by_partition[partition_of[name]].push_back(name);
-    // Jobs of fabric_nodes nodes (the last one of a partition may be smaller, down to a pair);
-    // inside, vigil-check fabric runs rounds of pairs and names a slow node in one job.
-    const size_t k = static_cast<size_t>(std::max(2, o.fabric_nodes));
-    for (const auto& [partition, members] : by_partition) {
-      for (size_t i = 0; i + 1 < members.size(); i += k) {
-        const std::vector<std::string> group(
-            members.begin() + static_cast<long>(i),
-            members.begin() + static_cast<long>(std::min(members.size(), i + k)));
-        plan.jobs.push_back(fabric_job(group, partition, o));
-        for (const auto& n : group) {
-          std::string others;
-          for (const auto& m : group)
-            if (m != n) others += (others.empty() ? "" : ",") + m;
-          verdicts[n].why += " + fabric with " + others;
-        }
-      }
-      if (members.size() % k == 1) verdicts[members.back()].why += " (no fabric partner this run)";
-    }
-  }
+  if (o.fabric) add_fabric_jobs(plan, verdicts, chosen, nodes, o);
+  if (!o.nvlink_domain_of.empty()) add_domain_jobs(plan, verdicts, chosen, nodes, o);
 
   // Known-good partners for fabric re-checks: idle nodes Vigil may check (not drained, no
   // vigil job), in name order, those without a node job this run first (each holds one
@@ -274,8 +322,10 @@ SubmitPlan plan_submissions(const std::vector<slurm::SlurmNodeInfo>& nodes,
       if (skip_reason_indexed(*n, vigil_jobs, o).empty()) partners.push_back(name);
     }
   }
-  auto partition_of = [&](const slurm::SlurmNodeInfo& n) {
-    return !o.partition.empty() ? o.partition : n.partitions.empty() ? "" : n.partitions.front();
+  auto partition_of = [&](const slurm::SlurmNodeInfo& n) { return job_partition(n, o); };
+  auto domain_of = [&](const std::string& name) {
+    auto it = o.nvlink_domain_of.find(name);
+    return it == o.nvlink_domain_of.end() ? std::string() : it->second;
   };
 
   // Nodes waiting for a GPU reset first: past --max-rechecks a late name would wait until the
@@ -295,19 +345,31 @@ SubmitPlan plan_submissions(const std::vector<slurm::SlurmNodeInfo>& nodes,
     }
     const slurm::SlurmNodeInfo& drained = *info.at(recheck_candidates[i]);
     if (is_fabric_drain(drained)) {
-      // The node checks of a plain re-check do not include the fabric test that drained it.
+      // The node checks of a plain re-check do not include the fabric test that drained it. A
+      // node drained for its NVLink domain is re-checked over that domain: its partner must be
+      // a tray of the same domain, and a node whose domain is not known waits.
+      const bool domain = is_domain_drain(drained);
+      const std::string what = domain ? "NVLink domain" : "fabric";
       const std::string partition = partition_of(drained);
+      const std::string its_domain = domain ? domain_of(drained.name) : "";
       auto p = std::find_if(partners.begin(), partners.end(), [&](const std::string& name) {
-        return partition_of(*info.at(name)) == partition;
+        return partition_of(*info.at(name)) == partition &&
+               (!domain || (!its_domain.empty() && domain_of(name) == its_domain));
       });
       if (p == partners.end()) {
-        v.why = "drained by vigil (fabric); no idle known-good partner in partition " + partition +
+        v.why = "drained by vigil (" + what + "); no idle known-good partner in partition " +
+                partition +
+                (domain ? its_domain.empty() ? " (its NVLink domain is not known: --nvlink-domains)"
+                                             : " and NVLink domain " + its_domain
+                        : "") +
                 " this run";
         continue;
       }
-      plan.jobs.push_back(fabric_recheck_job(drained.name, *p, partition, o));
+      plan.jobs.push_back(fabric_recheck_job(
+          domain ? "domain-recheck" : "fabric-recheck", drained.name, *p, partition,
+          domain ? o.domain_ranks_per_node : o.fabric_ranks_per_node, o));
       v.action = PlanStep::kRecheck;
-      v.why = "drained by vigil (fabric): pair re-check with " + *p + " inside " + *p +
+      v.why = "drained by vigil (" + what + "): pair re-check with " + *p + " inside " + *p +
               "'s allocation, srun -Z onto the node (node stays drained)";
       partners.erase(p);
       continue;

@@ -15,12 +15,14 @@
 #include <thread>
 #include <utility>
 
+#include "vigil/base/files.h"
 #include "vigil/base/process.h"
 #include "vigil/base/strings.h"
 #include "vigil/base/time.h"
 #include "vigil/slurm/slurm_api.h"
 #include "vigil/slurm/slurm_jobs.h"
 #include "vigil/slurm/slurm_rest.h"
+#include "vigil/slurm/slurm_topology.h"
 
 namespace vigil::submit {
 namespace {
@@ -117,6 +119,23 @@ slurm_readers(const SubmitRunOptions& o) {
 
 }  // namespace
 
+Result<std::map<std::string, std::string>> load_nvlink_domains(const std::string& option,
+                                                               const std::string& slurm_conf) {
+  if (option != "slurm") {
+    auto map = load_node_map(option, "domain");
+    if (!map.ok()) return Error{map.error().to_string(), "--nvlink-domains"};
+    return map;
+  }
+  auto blocks = slurm::load_blocks(slurm_conf);
+  if (!blocks.ok()) return Error{blocks.error().to_string(), "--nvlink-domains slurm"};
+  if (blocks->empty())
+    return Error{
+        "Slurm has no blocks (TopologyPlugin=topology/block, Slurm 23.11+); give a "
+        "'<node> <domain>' map file instead",
+        "--nvlink-domains slurm"};
+  return blocks;
+}
+
 int run_submit(const SubmitRunOptions& ro) {
   SubmitRunOptions o = ro;
   if (o.plan.run_id.empty()) o.plan.run_id = default_run_id();
@@ -133,6 +152,15 @@ int run_submit(const SubmitRunOptions& ro) {
     std::stringstream ss;
     ss << in.rdbuf();
     o.plan.recheck_script_text = ss.str();
+  }
+
+  if (!o.nvlink_domains.empty()) {
+    auto domains = load_nvlink_domains(o.nvlink_domains, o.slurm_conf);
+    if (!domains.ok()) {
+      std::fprintf(stderr, "vigil-submit: %s\n", domains.error().to_string().c_str());
+      return 2;
+    }
+    o.plan.nvlink_domain_of = std::move(*domains);
   }
 
   auto readers = slurm_readers(o);

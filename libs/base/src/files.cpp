@@ -6,6 +6,8 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 
 namespace vigil {
 
@@ -52,6 +54,25 @@ VoidResult replace_file_atomically(const std::string& path, const std::string& c
     ::close(d);
   }
   return ok_result();
+}
+
+Result<std::map<std::string, std::string>> load_node_map(const std::string& path,
+                                                         std::string_view value) {
+  std::ifstream in(path);
+  if (!in) return Error{"cannot read the map file", path};
+  std::map<std::string, std::string> out;
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n) {
+    if (auto hash = line.find('#'); hash != std::string::npos) line.erase(hash);
+    std::istringstream words(line);
+    std::string node, second, extra;
+    if (!(words >> node)) continue;
+    const std::string where = path + ":" + std::to_string(n);
+    if (!(words >> second) || (words >> extra))
+      return Error{"expected '<node> <" + std::string(value) + ">', got '" + line + "'", where};
+    if (!out.emplace(node, second).second) return Error{"node " + node + " listed twice", where};
+  }
+  return out;
 }
 
 }  // namespace vigil

@@ -23,6 +23,7 @@ constexpr unsigned kNode = kQuick | kFull;                       // vigil-check 
 constexpr unsigned kNodeAndHooks = kNode | kPassive;             // ... and the Slurm hooks
 constexpr unsigned kHooks = static_cast<unsigned>(kPassive);     // the Slurm hooks only
 constexpr unsigned kFabricJob = static_cast<unsigned>(kFabric);  // vigil-check fabric only
+constexpr unsigned kDomainJob = static_cast<unsigned>(kDomain);  // ... --network nvlink-domain
 
 constexpr std::array<PerfMetric, 1> kGemmMetrics{{
     {"*", "TFLOP/s", "gemm"},  // gemm_bf16_tflops and later precisions
@@ -99,6 +100,9 @@ constexpr CheckSpec kCatalog[] = {
     // its two nodes is at fault; only a node that keeps failing with new partners is. 660 s:
     // NCCL init across 16 ranks on two nodes plus the sweep.
     {"fabric_allreduce_ib", "fabric-ib", kFabricJob, seconds(660), kNoisy, kBusbwMetrics},
+    // NVLink domain jobs (GB200/GB300 NVL72 trays over multi-node NVLink): noisy for the same
+    // reason; a k-node job's localized blame drains after one job (VIGIL-DOMAIN-LOCALIZED).
+    {"domain_allreduce_nvlink", "nvl-domain", kDomainJob, seconds(660), kNoisy, kBusbwMetrics},
 };
 
 }  // namespace

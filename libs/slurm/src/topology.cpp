@@ -24,19 +24,25 @@ namespace {
 
 constexpr const char* kWhere = "load_leaf_switches";
 
-Result<std::vector<SwitchRecord>> records_from_scontrol(const std::string& conf_path) {
+// The text of `scontrol show topology`.
+Result<std::string> scontrol_topology(const std::string& conf_path, const char* where = kWhere) {
   LaunchOptions o;
   o.timeout = std::chrono::seconds(30);
   if (!conf_path.empty()) o.env.emplace_back("SLURM_CONF", conf_path);
   auto run = run_command({"scontrol", "show", "topology"}, o);
-  if (!run.ok()) return Error{run.error().message, kWhere};
+  if (!run.ok()) return Error{run.error().message, where};
   if (run->exit_code != 0 || run->timed_out) {
     const std::string why = run->timed_out ? "timed out after 30 s" : tail_lines(run->err, 3);
     return Error{"`scontrol show topology` failed (exit " + std::to_string(shell_status(*run)) +
                      "): " + why + " (is slurmctld running and reachable from this host?)",
-                 kWhere};
+                 where};
   }
-  return parse_switch_lines(run->out);
+  return run->out;
+}
+
+Result<std::vector<SwitchRecord>> records_from_scontrol(const std::string& conf_path) {
+  VIGIL_TRY(auto text, scontrol_topology(conf_path));
+  return parse_switch_lines(text);
 }
 
 Result<std::vector<SwitchRecord>> records_from_libslurm(const std::string& conf_path) {
@@ -61,19 +67,32 @@ Result<std::vector<SwitchRecord>> records_from_libslurm(const std::string& conf_
 #endif
 }
 
-Result<std::map<std::string, std::string>> leaves_of(const std::vector<SwitchRecord>& records) {
+Result<std::map<std::string, std::string>> leaves_of(const std::vector<SwitchRecord>& records,
+                                                     const char* where = kWhere,
+                                                     std::string_view kind = "leaf switches") {
   return slurm::leaves_of(
       records,
       [](const std::string& expr) -> Result<std::vector<std::string>> {
         return expand_hostlist(expr.c_str());
       },
-      kWhere);
+      where, kind);
 }
+
+constexpr const char* kBlocksWhere = "load_blocks";
 
 }  // namespace
 
 Result<std::map<std::string, std::string>> leaf_switches_from_scontrol(const std::string& text) {
   return leaves_of(parse_switch_lines(text));
+}
+
+Result<std::map<std::string, std::string>> blocks_from_scontrol(const std::string& text) {
+  return leaves_of(parse_block_lines(text), kBlocksWhere, "blocks");
+}
+
+Result<std::map<std::string, std::string>> load_blocks(const std::string& conf_path) {
+  VIGIL_TRY(auto text, scontrol_topology(conf_path, kBlocksWhere));
+  return blocks_from_scontrol(text);
 }
 
 Result<std::map<std::string, std::string>> load_leaf_switches(const std::string& conf_path) {

@@ -22,9 +22,24 @@ std::vector<SwitchRecord> parse_switch_lines(const std::string& text) {
   return out;
 }
 
+std::vector<SwitchRecord> parse_block_lines(const std::string& text) {
+  std::vector<SwitchRecord> out;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream words(line);
+    SwitchRecord r;
+    for (std::string w; words >> w;) {
+      if (w.starts_with("BlockName=")) r.name = w.substr(10);
+      if (w.starts_with("Nodes=")) r.nodes = w.substr(6);
+    }
+    if (!r.name.empty() && !r.nodes.empty()) out.push_back(std::move(r));
+  }
+  return out;
+}
+
 Result<std::map<std::string, std::string>> leaves_of(const std::vector<SwitchRecord>& records,
                                                      const ExpandHostlist& expand,
-                                                     const char* where) {
+                                                     const char* where, std::string_view kind) {
   std::map<std::string, std::string> leaf_of;
   for (const SwitchRecord& s : records) {
     if (s.level != 0) continue;
@@ -34,7 +49,9 @@ Result<std::map<std::string, std::string>> leaves_of(const std::vector<SwitchRec
       auto [it, added] = leaf_of.emplace(node, s.name);
       if (!added && it->second != s.name)
         return Error{
-            "node " + node + " hangs from two leaf switches (" + it->second + ", " + s.name + ")",
+            (kind == "leaf switches" ? "node " + node + " hangs from two leaf switches ("
+                                     : "node " + node + " is in two " + std::string(kind) + " (") +
+                it->second + ", " + s.name + ")",
             where};
     }
   }

@@ -20,11 +20,19 @@ struct SwitchRecord {
 
 std::vector<SwitchRecord> parse_switch_lines(const std::string& text);
 
+// The base blocks `scontrol show topology` prints under TopologyPlugin=topology/block (Slurm
+// 23.11+), one "BlockName=b1 BlockIndex=0 Nodes=gb-[01-18]" line each (the format of
+// _print_topo_record in SchedMD's src/plugins/topology/block/topology_block.c), as level-0
+// records named after the block; other lines are skipped.
+std::vector<SwitchRecord> parse_block_lines(const std::string& text);
+
 using ExpandHostlist = std::function<Result<std::vector<std::string>>(const std::string& expr)>;
 
-// node -> its level-0 switch; an error naming `where` when a node hangs from two leaf switches.
+// node -> its level-0 record (leaf switch or block); an error naming `where` when a node is in
+// two of them (`kind`: "leaf switches", "blocks").
 Result<std::map<std::string, std::string>> leaves_of(const std::vector<SwitchRecord>& records,
                                                      const ExpandHostlist& expand,
-                                                     const char* where);
+                                                     const char* where,
+                                                     std::string_view kind = "leaf switches");
 
 }  // namespace vigil::slurm

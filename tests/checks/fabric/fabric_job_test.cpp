@@ -47,6 +47,26 @@ TEST(FabricJob, the_localized_node_fails_with_its_pairs_and_the_others_pass) {
   }
 }
 
+// An NVLink domain job localizes the same way and reports as its own check (nvl-domain reasons,
+// VIGIL-DOMAIN-* codes), so a slow tray drains with a reason that says which network it was.
+TEST(FabricJob, an_nvlink_domain_job_blames_a_tray_under_its_own_check) {
+  const auto r = fabric_job_results(rounds_of({"t0", "t1", "t2", "t3"}, {{"t0", "t3", 0, 300},
+                                                                         {"t1", "t2", 0, 640},
+                                                                         {"t1", "t3", 1, 290},
+                                                                         {"t0", "t2", 1, 650},
+                                                                         {"t2", "t3", 2, 300},
+                                                                         {"t0", "t1", 2, 645}}),
+                                    {}, kNvlinkDomain);
+  const CheckResult& bad = r.at("t3");
+  EXPECT_EQ(bad.status, Status::kFail);
+  EXPECT_EQ(bad.fault_code, "VIGIL-DOMAIN-LOCALIZED");
+  EXPECT_EQ(bad.check, "domain_allreduce_nvlink");
+  EXPECT_EQ(bad.short_name, "nvl-domain");
+  EXPECT_NE(bad.message.find("4-node NVLink domain job: slow with 3 partners"), std::string::npos)
+      << bad.message;
+  EXPECT_EQ(r.at("t0").status, Status::kPass) << r.at("t0").message;
+}
+
 TEST(FabricJob, a_node_without_a_measured_pair_is_an_error_naming_the_failed_runs) {
   FabricRoundsResult rounds =
       rounds_of({"n0", "n1", "n2", "n3"}, {{"n0", "n1", 0, std::nullopt}, {"n2", "n3", 0, 40}});

@@ -2,11 +2,15 @@
 #include "vigil/submit/plan.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <map>
 #include <set>
+
+#include "vigil/submit/submit.h"
 
 namespace {
 
@@ -428,4 +432,84 @@ TEST(SubmitPlan, a_node_drained_for_a_gpu_reset_gets_the_reset_mode) {
   const SubmitPlan capped = plan_submissions({plain, reset}, {}, one);
   ASSERT_EQ(capped.rechecks.size(), 1u);
   EXPECT_EQ(capped.rechecks[0].nodes, std::vector<std::string>{"z-reset"});
+}
+
+// NVLink domain jobs (issue 27 item 2): the node jobs of a run that share an NVLink domain and a
+// partition get one job together, sorted, with a rank per GPU of a tray.
+TEST(SubmitPlan, nodes_of_one_nvlink_domain_share_one_domain_job) {
+  SubmitOptions o = options();
+  for (const char* n : {"gb-01", "gb-02", "gb-03", "gb-04"}) o.nvlink_domain_of[n] = "rackA";
+  o.nvlink_domain_of["gb-05"] = o.nvlink_domain_of["gb-06"] = "rackB";
+  o.nvlink_domain_of["gb-07"] = "rackC";
+  std::vector<SlurmNodeInfo> nodes;
+  for (const char* n : {"gb-04", "gb-02", "gb-01", "gb-03", "gb-05", "gb-06", "gb-07", "gpu-9"})
+    nodes.push_back(idle(n));
+  const SubmitPlan p = plan_submissions(nodes, {}, o);
+  std::vector<const vigil::submit::PlannedCommand*> domain;
+  for (const auto& j : p.jobs)
+    if (j.kind == "domain") domain.push_back(&j);
+  ASSERT_EQ(domain.size(), 2u);
+  EXPECT_EQ(domain[0]->nodes, (std::vector<std::string>{"gb-01", "gb-02", "gb-03", "gb-04"}));
+  const auto& argv = domain[0]->argv;
+  for (const char* a :
+       {"--nodelist=gb-01,gb-02,gb-03,gb-04", "--nodes=4", "--ntasks-per-node=4", "--partition=gpu",
+        "--exclusive", "--export=ALL,VIGIL_MODE=domain,VIGIL_RUN_ID=r1"})
+    EXPECT_TRUE(has_arg(argv, a)) << a << " in " << vigil::submit::shell_join(argv);
+  EXPECT_EQ(domain[1]->nodes, (std::vector<std::string>{"gb-05", "gb-06"}));
+  EXPECT_NE(verdict(p, "gb-02").why.find("+ NVLink domain rackA job with gb-01,gb-03,gb-04"),
+            std::string::npos)
+      << verdict(p, "gb-02").why;
+  EXPECT_NE(verdict(p, "gb-07").why.find("no NVLink domain partner this run"), std::string::npos);
+  EXPECT_EQ(verdict(p, "gpu-9").why, "node job");  // no domain known: a node job only
+  EXPECT_EQ(p.jobs.size(), 8u + 2u);
+}
+
+// A tray drained for its NVLink domain is re-checked over that domain: its partner is an idle
+// tray of the same domain; without the domain map it waits and the table says why.
+TEST(SubmitPlan, an_nvlink_domain_drain_is_rechecked_with_a_partner_of_its_domain) {
+  SlurmNodeInfo sick = idle("gb-02");
+  sick.drain = true;
+  sick.reason = "vigil: nvl-domain 4-node NVLink domain job: slow with 3 partners";
+  SubmitOptions o = options();
+  o.nodes = {"gb-02"};
+  o.nvlink_domain_of = {{"gb-02", "rackA"}, {"gb-03", "rackA"}, {"gb-11", "rackB"}};
+  SubmitPlan p = plan_submissions({idle("gb-11"), idle("gb-03"), sick}, {}, o);
+  ASSERT_EQ(p.jobs.size(), 1u);
+  EXPECT_EQ(p.jobs[0].kind, "domain-recheck");
+  EXPECT_EQ(p.jobs[0].nodes, (std::vector<std::string>{"gb-02", "gb-03"}));
+  EXPECT_TRUE(has_arg(p.jobs[0].argv, "--ntasks-per-node=4"));
+  EXPECT_TRUE(has_arg(p.jobs[0].argv,
+                      "--export=ALL,VIGIL_MODE=domain-recheck,VIGIL_RUN_ID=r1,"
+                      "VIGIL_RECHECK_NODE=gb-02"));
+  EXPECT_TRUE(p.rechecks.empty());  // not a plain srun -Z re-check: that has no domain test
+  o.nvlink_domain_of.clear();
+  p = plan_submissions({idle("gb-11"), idle("gb-03"), sick}, {}, o);
+  EXPECT_TRUE(p.jobs.empty());
+  EXPECT_NE(verdict(p, "gb-02").why.find("its NVLink domain is not known"), std::string::npos)
+      << verdict(p, "gb-02").why;
+}
+
+// --nvlink-domains FILE: a '<node> <domain>' map; a bad line is an error naming the option, the
+// file and the line, and vigil-submit submits nothing then.
+TEST(SubmitPlan, the_nvlink_domain_map_file_is_read_strictly) {
+  char tmpl[] = "/tmp/vigil-domains-XXXXXX";
+  const int fd = ::mkstemp(tmpl);
+  ASSERT_GE(fd, 0);
+  const std::string good = "# rack map\ngb-01 rackA\ngb-02 rackA  # tray 2\n\ngb-10 rackB\n";
+  ASSERT_EQ(::write(fd, good.data(), good.size()), static_cast<ssize_t>(good.size()));
+  auto m = vigil::submit::load_nvlink_domains(tmpl, "");
+  ASSERT_TRUE(m.ok()) << m.error().to_string();
+  EXPECT_EQ(*m, (std::map<std::string, std::string>{
+                    {"gb-01", "rackA"}, {"gb-02", "rackA"}, {"gb-10", "rackB"}}));
+  const std::string bad = "gb-11\n";
+  ASSERT_EQ(::write(fd, bad.data(), bad.size()), static_cast<ssize_t>(bad.size()));
+  ::close(fd);
+  m = vigil::submit::load_nvlink_domains(tmpl, "");
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.error().to_string().find(std::string(tmpl) + ":6"), std::string::npos)
+      << m.error().to_string();
+  EXPECT_NE(m.error().to_string().find("expected '<node> <domain>'"), std::string::npos);
+  EXPECT_NE(m.error().to_string().find("--nvlink-domains"), std::string::npos);
+  ::unlink(tmpl);
+  EXPECT_FALSE(vigil::submit::load_nvlink_domains("/nonexistent/domains.txt", "").ok());
 }

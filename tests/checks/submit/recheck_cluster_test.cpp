@@ -320,6 +320,59 @@ TEST_F(RecheckTest,
   }
 }
 
+// --nvlink-domains FILE (issue 27 item 2): the node jobs of one NVLink domain get one domain job
+// (sbatch -N 3 here), whose vigil-check fabric --network nvlink-domain runs rounds of pairs and
+// then one all_reduce over all three at once (host backend on loopback: the plumbing, not NVLink).
+// Every node's report carries domain_allreduce_nvlink with the whole-domain figure.
+TEST_F(RecheckTest, an_nvlink_domain_job_runs_over_the_nodes_of_one_domain) {
+  if (std::string(VIGIL_ALLREDUCE_BINARY).empty()) GTEST_SKIP() << "vigil-allreduce not built";
+  const std::string map = scratch_.path() + "/domains.txt";
+  // gpu-2's fixture drains it in its node job: the three healthy nodes share rack1.
+  std::ofstream(map) << "gpu-0 rack1\ngpu-1 rack1\ngpu-3 rack1\ngpu-2 rack2\n";
+  auto r = submit({"--json", "--nvlink-domains=" + map, "--domain-ranks-per-node=1",
+                   "--nodes=gpu-0,gpu-1,gpu-3", "--run-id=dom1"});
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  const auto j = nlohmann::json::parse(r.out);
+  long domain_job = 0;
+  std::vector<long> all;
+  for (const auto& c : j.at("commands")) {
+    const long id = std::stol(c.at("job_id").get<std::string>());
+    all.push_back(id);
+    if (c.at("kind") == "domain") domain_job = id;
+  }
+  ASSERT_EQ(all.size(), 4u) << r.out;  // 3 node jobs + 1 domain job
+  ASSERT_NE(domain_job, 0) << r.out;
+  const bool done = cluster_->wait_for_jobs(all, 300s);
+  std::ifstream in(scratch_.path() + "/vigil-check-" + std::to_string(domain_job) + ".out");
+  std::stringstream text;
+  text << in.rdbuf();
+  ASSERT_TRUE(done) << cluster_->job_field(domain_job, "JobState") << " "
+                    << cluster_->job_field(domain_job, "Reason") << "\n"
+                    << text.str();
+  EXPECT_EQ(cluster_->job_field(domain_job, "NodeList"), "gpu-[0-1,3]");
+  EXPECT_EQ(cluster_->job_field(domain_job, "ExitCode"), "0:0") << text.str();
+  EXPECT_NE(text.str().find("--network nvlink-domain"), std::string::npos) << text.str();
+  EXPECT_NE(text.str().find("NVLink domain job, 3 nodes, 3 rounds of pairs"), std::string::npos)
+      << text.str();
+  EXPECT_NE(text.str().find("all 3 nodes at once: pass"), std::string::npos) << text.str();
+  httplib::Client cli("127.0.0.1", port_);
+  for (const char* node : {"gpu-0", "gpu-1", "gpu-3"}) {
+    nlohmann::json state;
+    for (int i = 0; i < 100; ++i) {  // the report may still be on its way
+      auto res = cli.Get(std::string("/v1/nodes/") + node);
+      if (res && res->status == 200) {
+        state = nlohmann::json::parse(res->body);
+        if (state.at("checks").contains("domain_allreduce_nvlink")) break;
+      }
+      std::this_thread::sleep_for(100ms);
+    }
+    ASSERT_TRUE(state.is_object() && state.at("checks").contains("domain_allreduce_nvlink"))
+        << node << ": " << state.dump();
+    EXPECT_EQ(state.at("checks").at("domain_allreduce_nvlink").at("last_status"), "pass")
+        << state.dump();
+  }
+}
+
 // A node drained for the fabric (reason `vigil: fabric-ib ...`) cannot be re-checked alone, nor
 // inside an allocation (it is DRAIN): vigil-submit submits an exclusive sbatch on an idle
 // known-good partner (gpu-0), whose job runs the pair with mpirun reaching gpu-2 through srun -Z

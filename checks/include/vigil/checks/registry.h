@@ -16,6 +16,9 @@ std::vector<std::unique_ptr<Check>> all_checks();
 // min_bytes / max_bytes: the message sweep ("1G"); empty keeps the check's default.
 std::vector<std::unique_ptr<Check>> fabric_checks(const std::string& min_bytes = "",
                                                   const std::string& max_bytes = "");
+// The same for the trays of one NVLink domain (`vigil-check fabric --network nvlink-domain`).
+std::vector<std::unique_ptr<Check>> domain_checks(const std::string& min_bytes = "",
+                                                  const std::string& max_bytes = "");
 
 // Which optional members the hooks' passive suite has.
 struct PassiveSelection {

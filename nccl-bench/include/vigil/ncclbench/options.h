@@ -13,12 +13,14 @@ namespace vigil::ncclbench {
 enum class Backend { kHost, kNccl };
 // kNvlink: NCCL's own choice (one node's NVLink test); kIb: every byte through the NICs (the
 // loopback test); kFabric: a multi-node job with NVLink inside each node and the network between
-// nodes, never multi-node NVLink (the fabric jobs; transport_env).
-enum class Transport { kNvlink, kIb, kFabric };
+// nodes, never multi-node NVLink (the fabric jobs; transport_env); kDomain: the trays of one
+// NVLink domain (GB200/GB300 NVL72) joined by multi-node NVLink and NVLS, both forced (the
+// NVLink domain jobs).
+enum class Transport { kNvlink, kIb, kFabric, kDomain };
 enum class DataType { kFloat, kBf16 };
 
 std::string_view to_string(Backend b);
-std::string_view to_string(Transport t);  // "nvlink", "ib", "fabric"
+std::string_view to_string(Transport t);  // "nvlink", "ib", "fabric", "domain"
 std::optional<Transport> transport_from_string(std::string_view s);
 std::string_view to_string(DataType d);  // nccl-tests names: "float", "bfloat16"
 std::size_t element_size(DataType d);
@@ -58,6 +60,8 @@ std::optional<std::vector<std::uint64_t>> parse_size_list(std::string_view s);
 // nodes: NVIDIA/nccl src/init.cc), and an InfiniBand test would measure no InfiniBand.
 // nvlink: P2P and SHM explicitly enabled, so an NCCL_P2P_DISABLE=1 inherited from the job's
 // environment cannot turn the NVLink test into a network test without anyone noticing.
+// domain: multi-node NVLink and NVLS forced on (NCCL_MNNVL_ENABLE=1, NCCL_NVLS_ENABLE=1), so a
+// domain whose IMEX or fabric is broken fails NCCL's init instead of measuring the network.
 std::vector<std::pair<std::string, std::string>> transport_env(Transport t);
 
 // NCCL settings that choose the algorithm, protocol, channels or intra-node transports, so that a

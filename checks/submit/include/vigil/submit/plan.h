@@ -4,6 +4,7 @@
 // code (no Slurm, no processes, no clock): tests feed in-memory node and job lists.
 // Reference: docs/recheck.md (re-checks) and docs/deploy.md (the CronJob that runs it).
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,11 @@ struct SubmitOptions {
   bool fabric = false;            // add multi-node fabric jobs over the chosen nodes (IB)
   int fabric_nodes = 8;           // nodes per fabric job (rounds of pairs inside, docs/fabric.md)
   int fabric_ranks_per_node = 8;  // MPI ranks per node in a fabric job (one per GPU)
+  // NVLink domain jobs (GB200/GB300 NVL72, docs/fabric.md "NVLink domain jobs"): node -> its
+  // NVLink domain (Slurm's topology/block blocks, or a site's map). Empty: no domain jobs. The
+  // nodes of this run's subset that share a domain (and a partition) get one job together.
+  std::map<std::string, std::string> nvlink_domain_of;
+  int domain_ranks_per_node = 4;  // one per GPU of a GB200/GB300 compute tray
   int max_jobs = 200;             // node jobs per run; more eligible nodes -> a random subset
   uint64_t seed = 0;              // for the random subset and the fabric pairing
   bool recheck = true;            // re-check nodes drained by Vigil with `srun -Z`
@@ -50,7 +56,9 @@ struct NodeVerdict {
 
 // One command to run: argv[0] is "sbatch" or "srun".
 struct PlannedCommand {
-  std::string kind;  // "node", "fabric", "recheck" or "fabric-recheck" (an sbatch on the partner)
+  // "node", "fabric", "domain", "recheck", or "fabric-recheck" / "domain-recheck" (an sbatch on
+  // the partner)
+  std::string kind;
   std::vector<std::string> nodes;
   std::vector<std::string> argv;
 };
@@ -66,9 +74,11 @@ struct SubmitPlan {
 std::string skip_reason(const slurm::SlurmNodeInfo& node,
                         const std::vector<slurm::SlurmJobInfo>& jobs, const SubmitOptions& options);
 
-// True for a node Vigil drained for the fabric (reason `vigil: fabric-ib ...`): its re-check is
-// a pair test against a known-good partner (docs/fabric.md "Fabric re-check").
+// True for a node Vigil drained for the fabric (reason `vigil: fabric-ib ...`) or for its NVLink
+// domain (`vigil: nvl-domain ...`): its re-check is a pair test against a known-good partner,
+// of the same domain for the latter (docs/fabric.md "Fabric re-check").
 bool is_fabric_drain(const slurm::SlurmNodeInfo& node);
+bool is_domain_drain(const slurm::SlurmNodeInfo& node);
 
 // True for a job submitted by Vigil (name or `vigil:` comment) that is still pending/running.
 bool is_active_vigil_job(const slurm::SlurmJobInfo& job, const SubmitOptions& options);

@@ -4,6 +4,7 @@
 // prints the plan as a table, then submits the sbatch jobs (paced) and runs the `srun -Z`
 // re-checks (bounded concurrency, timeout each). Submitting stays sbatch / srun on either backend:
 // the job script, its #SBATCH lines and `srun -Z` have no REST equivalent that keeps them.
+#include <map>
 #include <string>
 #include <vector>
 
@@ -24,7 +25,15 @@ struct SubmitRunOptions {
   int sbatch_timeout_s = 60;         // one sbatch call
   int max_consecutive_failures = 5;  // stop submitting after this many sbatch failures in a row
   bool json = false;                 // JSON summary instead of the table
+  // --nvlink-domains: "slurm" (Slurm's topology/block blocks, `scontrol show topology`) or a
+  // "<node> <domain>" map file; empty: no NVLink domain jobs (plan.nvlink_domain_of).
+  std::string nvlink_domains;
 };
+
+// plan.nvlink_domain_of from --nvlink-domains; an error naming the option, the file and line, or
+// Slurm's answer (also when Slurm has no blocks: `slurm` was asked for them).
+Result<std::map<std::string, std::string>> load_nvlink_domains(const std::string& option,
+                                                               const std::string& slurm_conf);
 
 // Outcome of one planned command.
 struct CommandOutcome {

@@ -1,7 +1,9 @@
 #pragma once
 // Replacing a file so that a reader sees the old content or the new, never a torn one: write a
 // temporary beside it (pid-unique), fsync it, rename it over the target, fsync the directory.
+#include <map>
 #include <string>
+#include <string_view>
 
 #include "vigil/base/result.h"
 
@@ -16,5 +18,11 @@ struct ReplaceOptions {
 // the drainer's snapshot). Errors name the system call and the path.
 VoidResult replace_file_atomically(const std::string& path, const std::string& content,
                                    ReplaceOptions opts = {});
+
+// A site's map file: one "<node> <value>" per line (a leaf switch, an NVLink domain); blank lines
+// and '#' comments are ignored. Errors name the file and line ("topo.txt:3: expected '<node>
+// <switch>'"), a node listed twice included; `value` names the second column in them.
+Result<std::map<std::string, std::string>> load_node_map(const std::string& path,
+                                                         std::string_view value);
 
 }  // namespace vigil

@@ -23,6 +23,8 @@ enum class CheckSuite : unsigned {
   kFull = 2,     // vigil-check run --suite full (quick checks run in full too)
   kPassive = 4,  // the Slurm hooks' passive suite (passive_checks())
   kFabric = 8,   // vigil-check fabric, across the nodes of one allocation (fabric_checks())
+  kDomain = 16,  // vigil-check fabric --network nvlink-domain: the trays of one NVLink domain
+                 // (domain_checks())
 };
 constexpr unsigned operator|(CheckSuite a, CheckSuite b) {
   return static_cast<unsigned>(a) | static_cast<unsigned>(b);

@@ -20,4 +20,17 @@ Result<std::map<std::string, std::string>> load_leaf_switches(const std::string&
 // leaf switches.
 Result<std::map<std::string, std::string>> leaf_switches_from_scontrol(const std::string& text);
 
+// Slurm's blocks (TopologyPlugin=topology/block, Slurm 23.11+): node -> its base block, read
+// from `scontrol show topology` on every release (libslurm's topology reply is plugin-specific
+// from 23.11 on). On GB200/GB300 NVL72 clusters a block is one NVLink domain: SchedMD's topology
+// guide describes topology/block for such racks, and CoreWeave's SUNK writes one block per
+// NVLink domain from the node's `ds.coreweave.com/nvlink.domain` label (CoreWeave docs, "Topology/
+// Block Scheduling in Slurm"). vigil-submit --nvlink-domains slurm groups its domain jobs by it
+// (docs/fabric.md). Empty when Slurm has no blocks; an error when slurmctld cannot be reached or a
+// node is in two blocks.
+Result<std::map<std::string, std::string>> load_blocks(const std::string& conf_path = "");
+
+// The same map from `scontrol show topology` text.
+Result<std::map<std::string, std::string>> blocks_from_scontrol(const std::string& text);
+
 }  // namespace vigil::slurm

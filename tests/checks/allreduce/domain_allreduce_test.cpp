@@ -1,0 +1,128 @@
+// The NVLink domain jobs (issue 27 item 2, GB200/GB300 NVL72): the 2-tray check and the k-tray
+// job over multi-node NVLink, judged by what NCCL's own log says it connected over, with a
+// stand-in vigil-allreduce (FAKE_TRANSPORT) and the fake NVML's idle GPUs. Also the fabric job's
+// rule that a pair measured over another path than the job's is no figure.
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <string>
+
+#include "allreduce/allreduce_launch.h"
+#include "allreduce/fabric_job.h"
+#include "scoped_env.h"
+#include "vigil/checks/registry.h"
+
+namespace {
+
+using vigil::testing::ScopedEnv;
+
+const std::string kDir = VIGIL_ALLREDUCE_TEST_DIR;
+
+std::string transport(const std::string& paths, int net, bool nvls) {
+  return R"({"network": "IB", "paths": [)" + paths + R"(], "net_connections": )" +
+         std::to_string(net) + R"(, "gdr_connections": )" + std::to_string(net) + R"(, "nvls": )" +
+         (nvls ? "true" : "false") + "}";
+}
+
+class DomainAllreduce : public ::testing::Test {
+ protected:
+  DomainAllreduce()
+      : nvml_("VIGIL_FAKE_NVML_FIXTURE",
+              std::string(VIGIL_SOURCE_DIR) + "/tests/fixtures/nvml/healthy_8x_h100.json") {
+    ctx_.node = "tray-1";
+    ctx_.nvml_library = VIGIL_FAKE_NVML_LIBRARY;
+    ctx_.proc_root = "/nonexistent/proc";
+    ctx_.mpirun = kDir + "/fake_mpirun.sh";
+    ctx_.allreduce_binary = kDir + "/vigil-allreduce-fake.sh";
+    ctx_.has_gpu_runtime = true;
+    ctx_.gpu_count = 4;
+    ctx_.fabric_backend = "nccl";
+    ctx_.fabric_ranks = 8;
+    ctx_.fabric_nodes = {"tray-1", "tray-2"};
+  }
+  vigil::CheckContext ctx_;
+
+ private:
+  ScopedEnv nvml_;
+};
+
+// Two trays: the check of its own name, the trays joined over NVLink with NVLS (recorded), and
+// the figure not judged when NCCL went over the network instead (IMEX down, the fabric not set up).
+TEST_F(DomainAllreduce, two_trays_must_meet_over_nvlink_not_the_network) {
+  auto checks = vigil::domain_checks();
+  ASSERT_EQ(checks.size(), 1u);
+  EXPECT_EQ(checks[0]->name(), "domain_allreduce_nvlink");
+  EXPECT_EQ(checks[0]->short_name(), "nvl-domain");
+  ScopedEnv busbw("FAKE_BUSBW", "700");
+  {
+    ScopedEnv t("FAKE_TRANSPORT", transport(R"("P2P/CUMEM")", 0, true));
+    auto r = checks[0]->run(ctx_);
+    EXPECT_EQ(r.status, vigil::Status::kPass) << r.message;
+    EXPECT_NE(r.message.find("NCCL connected via P2P/CUMEM, NVLS"), std::string::npos) << r.message;
+  }
+  ScopedEnv t("FAKE_TRANSPORT", transport(R"("NET/IB/0/GDRDMA")", 8, false));
+  auto r = checks[0]->run(ctx_);
+  EXPECT_EQ(r.status, vigil::Status::kError) << r.message;
+  EXPECT_EQ(r.fault_code, "VIGIL-DOMAIN-NO-MNNVL");
+  EXPECT_EQ(r.message.rfind("NCCL joined the trays over the network", 0), 0u) << r.message;
+}
+
+// The command line asks vigil-allreduce for the domain transport (MNNVL and NVLS forced).
+TEST_F(DomainAllreduce, the_domain_job_runs_vigil_allreduce_with_the_domain_transport) {
+  const auto spec = vigil::fabric_spec(ctx_, vigil::kNvlinkDomain, {});
+  EXPECT_EQ(spec.check, "domain_allreduce_nvlink");
+  EXPECT_EQ(spec.fault_prefix, "VIGIL-DOMAIN");
+  const auto argv = vigil::allreduce_command(ctx_, spec, "vigil-allreduce", "/tmp/x.json");
+  bool domain = false;
+  for (std::size_t i = 0; i + 1 < argv.size(); ++i)
+    domain = domain || (argv[i] == "--transport" && argv[i + 1] == "domain");
+  EXPECT_TRUE(domain);
+}
+
+// Four trays: rounds of pairs, then all four at once, whose figure every node's result records
+// as domain_busbw. Pairs that went over the network give no figure, so nobody is blamed.
+TEST_F(DomainAllreduce, a_k_tray_job_records_the_whole_domain_figure_and_blames_no_one_for_a_path) {
+  ctx_.fabric_nodes = {"tray-1", "tray-2", "tray-3", "tray-4"};
+  ctx_.fabric_ranks = 16;
+  ScopedEnv busbw("FAKE_BUSBW", "640");
+  {
+    ScopedEnv t("FAKE_TRANSPORT", transport(R"("P2P/CUMEM")", 0, true));
+    auto results = vigil::run_fabric_job(ctx_, 3, 7, {}, {}, vigil::kNvlinkDomain);
+    ASSERT_EQ(results.size(), 4u);
+    for (const auto& [node, r] : results) {
+      EXPECT_EQ(r.check, "domain_allreduce_nvlink");
+      EXPECT_EQ(r.short_name, "nvl-domain");
+      EXPECT_EQ(r.status, vigil::Status::kPass) << node << ": " << r.message;
+      EXPECT_NE(r.message.find("4-node NVLink domain job"), std::string::npos) << r.message;
+      EXPECT_NE(r.message.find("all 4 nodes at once: pass"), std::string::npos) << r.message;
+      std::optional<double> whole;
+      for (const auto& m : r.measurements)
+        if (m.name == "domain_busbw" && m.port == "domain:4-nodes") whole = m.value;
+      EXPECT_EQ(whole, 640) << node;
+    }
+  }
+  ScopedEnv t("FAKE_TRANSPORT", transport(R"("NET/IB/0/GDRDMA")", 8, false));
+  for (const auto& [node, r] : vigil::run_fabric_job(ctx_, 3, 7, {}, {}, vigil::kNvlinkDomain)) {
+    EXPECT_EQ(r.status, vigil::Status::kError) << node << ": " << r.message;
+    EXPECT_EQ(r.fault_code, "VIGIL-DOMAIN-LAUNCH");
+    EXPECT_NE(r.message.find("NCCL joined the trays over the network"), std::string::npos)
+        << r.message;
+  }
+}
+
+// The InfiniBand fabric job: a pair NCCL ran over TCP sockets is no figure either. Counted as a
+// slow pair it would blame a node for a missing rdma-core in the job's image.
+TEST_F(DomainAllreduce, a_fabric_pair_over_sockets_is_no_figure) {
+  ctx_.fabric_nodes = {"n1", "n2", "n3", "n4"};
+  ctx_.fabric_ranks = 32;
+  ScopedEnv busbw("FAKE_BUSBW", "3");
+  ScopedEnv t("FAKE_TRANSPORT", R"({"network": "Socket", "paths": ["NET/Socket"], )"
+                                R"("net_connections": 8, "gdr_connections": 0, "nvls": false})");
+  for (const auto& [node, r] : vigil::run_fabric_job(ctx_, 3, 7, {})) {
+    EXPECT_EQ(r.status, vigil::Status::kError) << node << ": " << r.message;
+    EXPECT_EQ(r.fault_code, "VIGIL-FABRIC-LAUNCH");
+    EXPECT_NE(r.message.find("fell back to TCP sockets"), std::string::npos) << r.message;
+  }
+}
+
+}  // namespace
