@@ -4,12 +4,14 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 
 #include "allreduce/allreduce_repeats.h"
 #include "allreduce/launch_files.h"
 #include "core/counter_state.h"
 #include "cuda/probe_math.h"
+#include "ib/ib_sysfs.h"
 #include "nvml/gpu_busy.h"
 #include "vigil/base/process.h"
 #include "vigil/base/strings.h"
@@ -138,6 +140,8 @@ CheckResult verdict(const CheckContext& ctx, const AllreduceSpec& spec, const nb
     add_measurement(r, ctx, "nvls", t.nvls ? 1 : 0, "bool");
     judge_transport(r, spec, run, t);
   }
+  if (auto hca = fabric_hca_setting(ctx, spec))
+    r.message += "; ran with " + *hca + " (the SKU's infiniband.devices)";
   return r;
 }
 
@@ -198,6 +202,19 @@ bool is_nccl_tests_binary(const std::string& binary) {
   return fs::path(binary).filename().string().rfind("vigil-allreduce", 0) != 0;
 }
 
+std::optional<std::string> fabric_hca_setting(const CheckContext& ctx, const AllreduceSpec& spec) {
+  if (spec.backend != "nccl" || (spec.transport != "ib" && spec.transport != kFabricTransport))
+    return std::nullopt;
+  if (!ctx.sku || ctx.sku->infiniband.devices.empty() || std::getenv("NCCL_IB_HCA") != nullptr)
+    return std::nullopt;
+  const std::vector<std::string> hcas =
+      ib::listed_hcas(ctx.sysfs_root, ctx.sku->infiniband.devices);
+  if (hcas.empty()) return std::nullopt;
+  std::string list;
+  for (const auto& h : hcas) list += (list.empty() ? "" : ",") + h;
+  return "NCCL_IB_HCA==" + list;
+}
+
 std::vector<std::string> allreduce_command(const CheckContext& ctx, const AllreduceSpec& spec,
                                            const std::string& binary,
                                            const std::string& json_path) {
@@ -217,6 +234,7 @@ std::vector<std::string> allreduce_command(const CheckContext& ctx, const Allred
     argv.insert(argv.end(), {"--host", list});
   }
   if (spec.map_by_node) argv.insert(argv.end(), {"--map-by", "node"});
+  if (auto hca = fabric_hca_setting(ctx, spec)) argv.insert(argv.end(), {"-x", *hca});
   const bool site = is_nccl_tests_binary(binary);
   const auto mode = nb::transport_from_string(spec.transport);
   if (site && mode && *mode != nb::Transport::kNvlink) {

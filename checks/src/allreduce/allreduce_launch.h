@@ -67,6 +67,15 @@ std::string find_allreduce_binary(const CheckContext& ctx);
 // True when `binary` is not vigil-allreduce (a site's all_reduce_perf): text output, no --json.
 bool is_nccl_tests_binary(const std::string& binary);
 
+// NCCL_IB_HCA for a run that crosses the network (transport ib or fabric, nccl backend) on a SKU
+// that names its fabric HCAs (infiniband.devices): "NCCL_IB_HCA==<the node's HCAs matching the
+// patterns>", so NCCL measures the HCAs ib_port judges and not a storage or management NIC
+// (NCCL's net_ib.cc reads a leading '=' as an exact-name list and a leading '^' as exclusion).
+// nullopt when the job's environment already sets NCCL_IB_HCA (the site's choice stays), the SKU
+// lists no devices, or none of them is in sysfs. The names come from the node vigil-check runs
+// on; the other nodes of a fabric job are of the same SKU and name their HCAs alike.
+std::optional<std::string> fabric_hca_setting(const CheckContext& ctx, const AllreduceSpec& spec);
+
 // The argv that runs the spec (exposed for tests and docs): mpirun options, then the binary.
 std::vector<std::string> allreduce_command(const CheckContext& ctx, const AllreduceSpec& spec,
                                            const std::string& binary, const std::string& json_path);

@@ -150,6 +150,23 @@ std::string_view fabric_name(std::string_view link_layer) {
   return link_layer == "Ethernet" ? "RoCE" : "InfiniBand";
 }
 
+bool is_fabric_hca(const std::string& hca, const std::vector<std::string>& devices) {
+  return devices.empty() || std::any_of(devices.begin(), devices.end(), [&](const std::string& d) {
+           return ::fnmatch(d.c_str(), hca.c_str(), 0) == 0;
+         });
+}
+
+std::vector<std::string> listed_hcas(const fs::path& root,
+                                     const std::vector<std::string>& devices) {
+  std::vector<std::string> out;
+  if (devices.empty()) return out;
+  auto hcas = list_dirs(root / "sys" / "class" / "infiniband");
+  if (!hcas) return out;
+  for (const auto& dir : *hcas)
+    if (is_fabric_hca(dir.filename().string(), devices)) out.push_back(dir.filename().string());
+  return out;
+}
+
 Result<Scan> scan_ports(const fs::path& root, std::string_view link_layer,
                         const std::vector<std::string>& devices) {
   std::error_code ec;
@@ -170,10 +187,7 @@ Result<Scan> scan_ports(const fs::path& root, std::string_view link_layer,
   VIGIL_TRY(auto hcas, list_dirs(scan.class_dir));
   for (const auto& hca_dir : hcas) {
     const std::string hca = hca_dir.filename().string();
-    const bool listed =
-        devices.empty() || std::any_of(devices.begin(), devices.end(), [&](const std::string& d) {
-          return ::fnmatch(d.c_str(), hca.c_str(), 0) == 0;
-        });
+    const bool listed = is_fabric_hca(hca, devices);
     const fs::path ports_dir = hca_dir / "ports";
     auto ports = list_dirs(ports_dir);
     if (!ports) {

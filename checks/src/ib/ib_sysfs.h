@@ -121,6 +121,15 @@ struct Scan {
   std::vector<Error> errors;  // unreadable entries inside existing HCA/port dirs
 };
 
+// True when `hca` (a directory name under /sys/class/infiniband) is a fabric HCA: it matches one
+// of the SKU's infiniband.devices fnmatch patterns, or the SKU lists none.
+bool is_fabric_hca(const std::string& hca, const std::vector<std::string>& devices);
+
+// The HCAs below root (<root>/sys/class/infiniband) that the SKU's infiniband.devices name, in
+// natural order; empty when the SKU lists none or sysfs has none of them.
+std::vector<std::string> listed_hcas(const std::filesystem::path& root,
+                                     const std::vector<std::string>& devices);
+
 // Lists the ports of `link_layer` ("InfiniBand", or "Ethernet": RoCE) below root. Returns an Error
 // (naming the path) only when root is not a sysfs tree at all (root or <root>/sys/class missing) or
 // the class dir cannot be listed: those are setup problems, not hardware findings. A missing

@@ -1,15 +1,18 @@
 // The NVLink domain jobs (issue 27 item 2, GB200/GB300 NVL72): the 2-tray check and the k-tray
 // job over multi-node NVLink, judged by what NCCL's own log says it connected over, with a
 // stand-in vigil-allreduce (FAKE_TRANSPORT) and the fake NVML's idle GPUs. Also the fabric job's
-// rule that a pair measured over another path than the job's is no figure.
+// rule that a pair measured over another path than the job's is no figure, and the HCAs a
+// network test is limited to (NCCL_IB_HCA from the SKU's infiniband.devices).
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <optional>
 #include <string>
 
 #include "allreduce/allreduce_launch.h"
 #include "allreduce/fabric_job.h"
 #include "scoped_env.h"
+#include "temp_dir.h"
 #include "vigil/checks/registry.h"
 
 namespace {
@@ -123,6 +126,45 @@ TEST_F(DomainAllreduce, a_fabric_pair_over_sockets_is_no_figure) {
     EXPECT_EQ(r.fault_code, "VIGIL-FABRIC-LAUNCH");
     EXPECT_NE(r.message.find("fell back to TCP sockets"), std::string::npos) << r.message;
   }
+}
+
+// Issue 27: a SKU that names its fabric HCAs (infiniband.devices) limits NCCL to them, so an IB
+// or fabric test measures the HCAs ib_port judges, not the node's storage NIC. The site's own
+// NCCL_IB_HCA wins; the NVLink domain test crosses no network and gets none.
+TEST_F(DomainAllreduce, a_network_test_uses_only_the_skus_fabric_hcas) {
+  vigil::testing::TempDir root;
+  for (const char* hca : {"mlx5_0", "mlx5_1", "mlx5_10", "mlx5_2"})
+    std::filesystem::create_directories(root.path() + "/sys/class/infiniband/" + hca);
+  vigil::SkuConfig sku;
+  sku.name = "TEST-SKU";
+  sku.infiniband.ports = 3;
+  sku.infiniband.devices = {"mlx5_[01]", "mlx5_1?"};  // mlx5_2 is the storage NIC
+  ctx_.sku = &sku;
+  ctx_.sysfs_root = root.path();
+  ctx_.fabric_nodes = {"n1", "n2", "n3", "n4"};
+  const auto spec = vigil::fabric_spec(ctx_, vigil::kInfinibandFabric, {});
+  EXPECT_EQ(vigil::fabric_hca_setting(ctx_, spec), "NCCL_IB_HCA==mlx5_0,mlx5_1,mlx5_10");
+  const auto argv = vigil::allreduce_command(ctx_, spec, "vigil-allreduce", "/tmp/x.json");
+  bool passed = false;
+  for (std::size_t i = 0; i + 1 < argv.size(); ++i)
+    passed = passed || (argv[i] == "-x" && argv[i + 1] == "NCCL_IB_HCA==mlx5_0,mlx5_1,mlx5_10");
+  EXPECT_TRUE(passed);
+  {
+    ScopedEnv busbw("FAKE_BUSBW", "380");
+    ctx_.fabric_nodes = {"n1", "n2"};
+    auto r = vigil::fabric_checks().front()->run(ctx_);
+    EXPECT_NE(r.message.find("ran with NCCL_IB_HCA==mlx5_0,mlx5_1,mlx5_10 (the SKU's "
+                             "infiniband.devices)"),
+              std::string::npos)
+        << r.message;
+  }
+  EXPECT_FALSE(vigil::fabric_hca_setting(ctx_, vigil::fabric_spec(ctx_, vigil::kNvlinkDomain, {})));
+  {
+    ScopedEnv site("NCCL_IB_HCA", "mlx5_0");
+    EXPECT_FALSE(vigil::fabric_hca_setting(ctx_, spec));
+  }
+  sku.infiniband.devices.clear();
+  EXPECT_FALSE(vigil::fabric_hca_setting(ctx_, spec));
 }
 
 }  // namespace
