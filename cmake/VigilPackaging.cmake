@@ -25,7 +25,13 @@ set(CPACK_DEBIAN_PACKAGE_SECTION admin)
 set(CPACK_DEBIAN_PACKAGE_HOMEPAGE "https://github.com/vigil")
 
 set(CPACK_DEBIAN_CHECK_PACKAGE_NAME vigil-check)
-set(CPACK_DEBIAN_CHECK_PACKAGE_RECOMMENDS "slurm-client")
+# vigil-check launches vigil-allreduce with transport modes that grow with releases (fabric,
+# domain): an older vigil-allreduce refuses a newer mode and the all_reduce checks then error.
+# Nodes without the all_reduce tests (hooks only) need no vigil-allreduce, so it is recommended,
+# and an older one is declared broken (Debian Policy 7.3: Breaks forces the upgrade together).
+set(CPACK_DEBIAN_CHECK_PACKAGE_RECOMMENDS
+    "slurm-client, vigil-allreduce (>= ${CPACK_PACKAGE_VERSION})")
+set(CPACK_DEBIAN_CHECK_PACKAGE_BREAKS "vigil-allreduce (<< ${CPACK_PACKAGE_VERSION})")
 set(CPACK_COMPONENT_CHECK_DESCRIPTION
     "Vigil node checks and Slurm hooks (vigil-check, vigil-hook, SKU thresholds)")
 set(CPACK_DEBIAN_ALLREDUCE_PACKAGE_NAME vigil-allreduce)

@@ -43,6 +43,11 @@ echo "vigil-drainer Depends: $(dpkg-deb -f "$drainer_deb" Depends)"
 for lib in libyaml-cpp libmunge2; do
   [[ $depends == *$lib* ]] || fail "vigil-check's Depends misses $lib: $depends"
 done
+# vigil-check and vigil-allreduce move together (transport modes): an older vigil-allreduce breaks.
+breaks=$(dpkg-deb -f "$check_deb" Breaks)
+version=$(dpkg-deb -f "$check_deb" Version)
+[[ $breaks == "vigil-allreduce (<< $version)" ]] ||
+  fail "vigil-check must break an older vigil-allreduce (Breaks: $breaks, Version: $version)"
 
 root=$(bash "$repo/tests/support/bare_root.sh" "$repo" "$suite") ||
   fail "could not make the bare $suite root"
