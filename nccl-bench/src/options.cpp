@@ -194,7 +194,7 @@ std::vector<std::string> remove_tuning_env() {
   return removed;
 }
 
-std::vector<std::string> conf_tuning_in_effect(const std::string& etc_conf) {
+std::vector<std::string> nccl_conf_files(const std::string& etc_conf) {
   std::vector<std::string> files;
   if (const char* f = std::getenv("NCCL_CONF_FILE"); f && *f) {
     files.push_back(f);
@@ -202,8 +202,23 @@ std::vector<std::string> conf_tuning_in_effect(const std::string& etc_conf) {
     files.push_back(std::string(home) + "/.nccl.conf");
   }
   files.push_back(etc_conf);
+  return files;
+}
+
+bool conf_files_set(const std::string& name, const std::string& etc_conf) {
+  for (const std::string& f : nccl_conf_files(etc_conf)) {
+    std::ifstream in(f);
+    for (std::string line; in && std::getline(in, line);) {
+      line = std::string(trim(line, " \t\r"));
+      if (line.rfind(name + "=", 0) == 0) return true;
+    }
+  }
+  return false;
+}
+
+std::vector<std::string> conf_tuning_in_effect(const std::string& etc_conf) {
   std::vector<std::string> out;
-  for (const std::string& f : files) {
+  for (const std::string& f : nccl_conf_files(etc_conf)) {
     std::ifstream in(f);
     if (!in) continue;
     std::stringstream text;

@@ -171,6 +171,39 @@ TEST_P(SlurmClient, drain_one_node_shows_vigil_reason_in_sinfo_R) {
   EXPECT_EQ(node("gpu-1").drain, false);
 }
 
+// The repair ladder's reboot (docs/repair.md) on this cluster's Slurm release (22.05 here, 24.11
+// in the trixie root's lean set): slurmctld runs the RebootProgram on the idle drained node
+// (scripts/lib/local-reboot.sh: slurmd restarted in a new time namespace, a fresh boot), and the
+// node registers with a new boot time, still drained, still with Vigil's reason, so it stays
+// Vigil's for the re-check that decides its resume. slurmrestd has no reboot: refused.
+TEST_P(SlurmClient, a_reboot_keeps_the_drain_and_vigils_reason_across_the_new_boot) {
+  const std::string reason = "vigil: remap gpu3 row remap pending (1)";
+  if (GetParam() == Backend::kRest) {
+    EXPECT_FALSE(api_->reboot({"gpu-3"}, reason).ok());
+    return;
+  }
+  ASSERT_TRUE(api_->drain({"gpu-3"}, reason).ok());
+  const slurm::SlurmNodeInfo before = node("gpu-3");
+  ASSERT_GT(before.boot_time, 0);
+  auto r = api_->reboot({"gpu-3"}, reason);
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  slurm::SlurmNodeInfo after;
+  const bool rebooted = eventually(
+      [&] {
+        after = node("gpu-3");
+        return after.boot_time > before.boot_time && !after.reboot_pending &&
+               after.state != "DOWN" && !after.not_responding;
+      },
+      90);
+  ASSERT_TRUE(rebooted) << "state " << after.state << " reboot_pending " << after.reboot_pending
+                        << " boot " << before.boot_time << " -> " << after.boot_time << " reason '"
+                        << after.reason << "'\n"
+                        << cluster_->run("cat " + cluster_->dir() + "/log/local-reboot.log");
+  EXPECT_TRUE(after.drain) << after.state;
+  EXPECT_EQ(after.reason.rfind(reason, 0), 0u) << after.reason;
+  EXPECT_TRUE(slurm::drained_by_vigil(after)) << after.reason;
+}
+
 // "ALL" is every node to slurm_update_node and scontrol: every backend refuses it, in any
 // case, before any RPC, whoever the caller is.
 TEST_P(SlurmClient, the_keyword_all_is_refused_as_a_node_name_before_any_rpc) {

@@ -74,6 +74,10 @@ SlurmTestCluster* SlurmTestCluster::get(bool rest) {
   try {
     LocalSlurmCluster::Options options;
     options.rest = rest;
+    // `scontrol reboot` on this release (the repair ladder's reboot, docs/repair.md): the local
+    // RebootProgram restarts the node's slurmd in a new time namespace, a fresh boot to slurmctld.
+    options.extra_conf = std::string("RebootProgram=") + VIGIL_SOURCE_DIR +
+                         "/scripts/lib/local-reboot.sh\nResumeTimeout=120\n";
     g_cluster->cluster_ = std::make_unique<vigil::testing::LocalSlurmCluster>(options);
   } catch (const std::exception& e) {
     ADD_FAILURE() << "local Slurm cluster did not start: " << e.what();

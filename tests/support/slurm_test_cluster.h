@@ -2,8 +2,9 @@
 // The Slurm sink tests' view of the shared local cluster (tests/support LocalSlurmCluster,
 // nodes gpu-[0-3]). libslurm binds a process to one slurm.conf, so all tests in one binary share
 // one cluster: started on first use, stopped (every daemon, by PID) when the program ends.
-// Adds what LocalSlurmCluster does not offer: stopping and restarting slurmctld alone, and a
-// reset of node states between tests.
+// Adds what LocalSlurmCluster does not offer: stopping and restarting slurmctld alone, a reset
+// of node states between tests, and `scontrol reboot` (RebootProgram scripts/lib/local-reboot.sh,
+// docs/local-cluster.md "Reboots").
 #include <memory>
 #include <string>
 

@@ -205,10 +205,11 @@ bool is_nccl_tests_binary(const std::string& binary) {
 std::optional<std::string> fabric_hca_setting(const CheckContext& ctx, const AllreduceSpec& spec) {
   if (spec.backend != "nccl" || (spec.transport != "ib" && spec.transport != kFabricTransport))
     return std::nullopt;
-  if (!ctx.sku || ctx.sku->infiniband.devices.empty() || std::getenv("NCCL_IB_HCA") != nullptr)
+  if (!ctx.sku || ctx.sku->infiniband.devices.empty() || std::getenv("NCCL_IB_HCA") != nullptr ||
+      nb::conf_files_set("NCCL_IB_HCA"))
     return std::nullopt;
   const std::vector<std::string> hcas =
-      ib::listed_hcas(ctx.sysfs_root, ctx.sku->infiniband.devices);
+      ib::listed_hcas(ctx.sysfs_root, ctx.sku->infiniband.link_layer, ctx.sku->infiniband.devices);
   if (hcas.empty()) return std::nullopt;
   std::string list;
   for (const auto& h : hcas) list += (list.empty() ? "" : ",") + h;

@@ -71,9 +71,11 @@ bool is_nccl_tests_binary(const std::string& binary);
 // that names its fabric HCAs (infiniband.devices): "NCCL_IB_HCA==<the node's HCAs matching the
 // patterns>", so NCCL measures the HCAs ib_port judges and not a storage or management NIC
 // (NCCL's net_ib.cc reads a leading '=' as an exact-name list and a leading '^' as exclusion).
-// nullopt when the job's environment already sets NCCL_IB_HCA (the site's choice stays), the SKU
-// lists no devices, or none of them is in sysfs. The names come from the node vigil-check runs
-// on; the other nodes of a fabric job are of the same SKU and name their HCAs alike.
+// Only HCAs with a port of the SKU's link layer count (those ib_port judges). nullopt when the
+// job's environment or a NCCL configuration file already sets NCCL_IB_HCA (the site's choice
+// stays), the SKU lists no devices, or none of them is in sysfs. The names come from the node
+// vigil-check runs on; the other nodes of a fabric job are of the same SKU and name their HCAs
+// alike.
 std::optional<std::string> fabric_hca_setting(const CheckContext& ctx, const AllreduceSpec& spec);
 
 // The argv that runs the spec (exposed for tests and docs): mpirun options, then the binary.

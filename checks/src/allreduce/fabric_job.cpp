@@ -107,7 +107,12 @@ std::map<std::string, CheckResult> run_fabric_job(const CheckContext& ctx, int r
   // The NVLink domain job's rack-scale figure: one all_reduce over every tray of the job at once,
   // NVLS forced, as a training job in one rack runs it. It names no tray (the pairs do), so it is
   // recorded on every node's result, never judged there; its own verdict travels in the message.
-  const CheckResult whole = run_across_nodes(ctx, network, tuning);
+  // No SKU and no state: no floor meant for a pair judges it, nothing repeats it past the job's
+  // time, and it never joins the 2-tray check's busbw history.
+  CheckContext whole_ctx = ctx;
+  whole_ctx.sku = nullptr;
+  whole_ctx.state_dir.clear();
+  const CheckResult whole = run_across_nodes(whole_ctx, network, tuning);
   for (auto& [node, r] : results) {
     const std::string k = std::to_string(ctx.fabric_nodes.size());
     const std::string all = k + " nodes";

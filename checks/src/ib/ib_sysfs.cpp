@@ -156,17 +156,6 @@ bool is_fabric_hca(const std::string& hca, const std::vector<std::string>& devic
          });
 }
 
-std::vector<std::string> listed_hcas(const fs::path& root,
-                                     const std::vector<std::string>& devices) {
-  std::vector<std::string> out;
-  if (devices.empty()) return out;
-  auto hcas = list_dirs(root / "sys" / "class" / "infiniband");
-  if (!hcas) return out;
-  for (const auto& dir : *hcas)
-    if (is_fabric_hca(dir.filename().string(), devices)) out.push_back(dir.filename().string());
-  return out;
-}
-
 Result<Scan> scan_ports(const fs::path& root, std::string_view link_layer,
                         const std::vector<std::string>& devices) {
   std::error_code ec;
@@ -262,6 +251,17 @@ void merge_read_errors(CheckResult& r, const std::vector<Error>& errors) {
     r.message = what;
     r.fault_code = std::string(kFaultSysfsUnreadable);
   }
+}
+
+std::vector<std::string> listed_hcas(const fs::path& root, std::string_view link_layer,
+                                     const std::vector<std::string>& devices) {
+  std::vector<std::string> out;
+  if (devices.empty()) return out;
+  auto scan = scan_ports(root, link_layer, devices);
+  if (!scan) return out;
+  for (const PortDir& p : scan->ports)
+    if (out.empty() || out.back() != p.hca) out.push_back(p.hca);
+  return out;
 }
 
 }  // namespace vigil::ib

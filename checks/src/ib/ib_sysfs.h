@@ -125,9 +125,10 @@ struct Scan {
 // of the SKU's infiniband.devices fnmatch patterns, or the SKU lists none.
 bool is_fabric_hca(const std::string& hca, const std::vector<std::string>& devices);
 
-// The HCAs below root (<root>/sys/class/infiniband) that the SKU's infiniband.devices name, in
-// natural order; empty when the SKU lists none or sysfs has none of them.
-std::vector<std::string> listed_hcas(const std::filesystem::path& root,
+// The fabric HCAs below root that the SKU's infiniband.devices name and that have a port of its
+// link layer: the HCAs ib_port judges (scan_ports), in natural order. Empty when the SKU lists no
+// devices or sysfs has none of them.
+std::vector<std::string> listed_hcas(const std::filesystem::path& root, std::string_view link_layer,
                                      const std::vector<std::string>& devices);
 
 // Lists the ports of `link_layer` ("InfiniBand", or "Ethernet": RoCE) below root. Returns an Error

@@ -42,6 +42,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--nodes", p.nodes, "only these nodes (comma separated)")->delimiter(',');
   app.add_option("--sbatch-arg", p.extra_sbatch_args, "extra sbatch argument (repeatable)");
+  app.add_option("--deadline", p.deadline,
+                 "sbatch --deadline of every job ('' for none): Slurm removes a job whose node was "
+                 "drained meanwhile instead of letting it pend and block that node's re-check")
+      ->capture_default_str();
   app.add_flag("--fabric", p.fabric,
                "also submit multi-node fabric jobs over the nodes (rounds of pairs inside)");
   app.add_option("--fabric-nodes", p.fabric_nodes,
@@ -55,6 +59,11 @@ int main(int argc, char** argv) {
                  "also submit one NVLink domain job per GB200/GB300 NVL72 domain over its nodes "
                  "of this run: 'slurm' (the blocks of Slurm's topology/block) or a "
                  "'<node> <domain>' map file (docs/fabric.md)");
+  app.add_option("--domain-nodes", p.domain_nodes,
+                 "nodes per NVLink domain job at most (an NVL72 has 18 trays; a larger domain of "
+                 "the map is split)")
+      ->capture_default_str()
+      ->check(CLI::Range(2, 72));
   app.add_option("--domain-ranks-per-node", p.domain_ranks_per_node,
                  "MPI ranks per node in an NVLink domain job (one per GPU of a tray)")
       ->capture_default_str()

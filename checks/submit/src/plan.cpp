@@ -45,6 +45,7 @@ void add_common_sbatch(std::vector<std::string>& argv, const SubmitOptions& o) {
   if (!o.qos.empty()) argv.push_back("--qos=" + o.qos);
   if (!o.account.empty()) argv.push_back("--account=" + o.account);
   if (!o.reservation.empty()) argv.push_back("--reservation=" + o.reservation);
+  if (!o.deadline.empty()) argv.push_back("--deadline=" + o.deadline);
   for (const auto& a : o.extra_sbatch_args) argv.push_back(a);
 }
 
@@ -240,15 +241,20 @@ void add_domain_jobs(SubmitPlan& plan, Verdicts& verdicts, const std::vector<std
     auto d = o.nvlink_domain_of.find(name);
     if (d != o.nvlink_domain_of.end()) groups[{partition_of[name], d->second}].push_back(name);
   }
+  // A map's "domain" larger than one NVL72 is split: no job spans more than domain_nodes trays.
+  const size_t k = static_cast<size_t>(std::max(2, o.domain_nodes));
   for (auto& [key, members] : groups) {
     const auto& [partition, domain] = key;
-    if (members.size() < 2) {
-      verdicts[members.front()].why += " (no NVLink domain partner this run)";
-      continue;
-    }
     std::sort(members.begin(), members.end());
-    plan.jobs.push_back(multi_node_job("domain", members, partition, o.domain_ranks_per_node, o));
-    note_group(verdicts, members, "NVLink domain " + domain + " job");
+    for (size_t i = 0; i + 1 < members.size(); i += k) {
+      const std::vector<std::string> group(
+          members.begin() + static_cast<long>(i),
+          members.begin() + static_cast<long>(std::min(members.size(), i + k)));
+      plan.jobs.push_back(multi_node_job("domain", group, partition, o.domain_ranks_per_node, o));
+      note_group(verdicts, group, "NVLink domain " + domain + " job");
+    }
+    if (members.size() % k == 1)
+      verdicts[members.back()].why += " (no NVLink domain partner this run)";
   }
 }
 

@@ -84,8 +84,9 @@ void print_table(const SubmitPlan& plan, const std::vector<CommandOutcome>& outc
     } else {
       r = o.exit_code == 0 ? "job " + o.job_id : "sbatch failed";
     }
-    if (o.kind == "fabric") r = "fabric " + r;
+    if (o.kind == "fabric" || o.kind == "domain") r = o.kind + " " + r;
     if (o.kind == "fabric-recheck") r = "fabric re-check " + r;
+    if (o.kind == "domain-recheck") r = "domain re-check " + r;
     for (const auto& n : o.nodes) {
       auto& slot = results[n];
       slot += (slot.empty() ? "" : ", ") + r;

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <optional>
 #include <string>
 
@@ -129,16 +130,26 @@ TEST_F(DomainAllreduce, a_fabric_pair_over_sockets_is_no_figure) {
 }
 
 // Issue 27: a SKU that names its fabric HCAs (infiniband.devices) limits NCCL to them, so an IB
-// or fabric test measures the HCAs ib_port judges, not the node's storage NIC. The site's own
-// NCCL_IB_HCA wins; the NVLink domain test crosses no network and gets none.
-TEST_F(DomainAllreduce, a_network_test_uses_only_the_skus_fabric_hcas) {
+// or fabric test measures the HCAs ib_port judges: those the patterns match with a port of the
+// SKU's link layer (mlx5_2 below matches the pattern but is an Ethernet storage NIC). The site's
+// own NCCL_IB_HCA wins, in the environment or a NCCL configuration file; the NVLink domain test
+// crosses no network and gets none.
+using NetworkHcas = DomainAllreduce;
+
+TEST_F(NetworkHcas, a_network_test_uses_only_the_skus_fabric_hcas) {
   vigil::testing::TempDir root;
-  for (const char* hca : {"mlx5_0", "mlx5_1", "mlx5_10", "mlx5_2"})
-    std::filesystem::create_directories(root.path() + "/sys/class/infiniband/" + hca);
+  auto port = [&](const std::string& hca, const std::string& layer) {
+    const std::string dir = root.path() + "/sys/class/infiniband/" + hca + "/ports/1";
+    std::filesystem::create_directories(dir);
+    std::ofstream(dir + "/link_layer") << layer << "\n";
+  };
+  for (const char* hca : {"mlx5_0", "mlx5_1", "mlx5_10"}) port(hca, "InfiniBand");
+  port("mlx5_2", "Ethernet");
+  port("mlx5_9", "InfiniBand");  // not in the list
   vigil::SkuConfig sku;
   sku.name = "TEST-SKU";
   sku.infiniband.ports = 3;
-  sku.infiniband.devices = {"mlx5_[01]", "mlx5_1?"};  // mlx5_2 is the storage NIC
+  sku.infiniband.devices = {"mlx5_[012]", "mlx5_1?"};
   ctx_.sku = &sku;
   ctx_.sysfs_root = root.path();
   ctx_.fabric_nodes = {"n1", "n2", "n3", "n4"};
@@ -161,6 +172,12 @@ TEST_F(DomainAllreduce, a_network_test_uses_only_the_skus_fabric_hcas) {
   EXPECT_FALSE(vigil::fabric_hca_setting(ctx_, vigil::fabric_spec(ctx_, vigil::kNvlinkDomain, {})));
   {
     ScopedEnv site("NCCL_IB_HCA", "mlx5_0");
+    EXPECT_FALSE(vigil::fabric_hca_setting(ctx_, spec));
+  }
+  {
+    const std::string conf = root.path() + "/nccl.conf";
+    std::ofstream(conf) << "# site\nNCCL_IB_HCA=mlx5_1\n";
+    ScopedEnv file("NCCL_CONF_FILE", conf);
     EXPECT_FALSE(vigil::fabric_hca_setting(ctx_, spec));
   }
   sku.infiniband.devices.clear();

@@ -462,6 +462,18 @@ TEST(SubmitPlan, nodes_of_one_nvlink_domain_share_one_domain_job) {
   EXPECT_NE(verdict(p, "gb-07").why.find("no NVLink domain partner this run"), std::string::npos);
   EXPECT_EQ(verdict(p, "gpu-9").why, "node job");  // no domain known: a node job only
   EXPECT_EQ(p.jobs.size(), 8u + 2u);
+  // Every sbatch carries the deadline that keeps a job whose node was drained from pending forever.
+  EXPECT_TRUE(has_arg(argv, "--deadline=now+2hours")) << vigil::submit::shell_join(argv);
+  // A domain larger than --domain-nodes is split; a last single node gets no domain job.
+  o.domain_nodes = 3;
+  const SubmitPlan split = plan_submissions(nodes, {}, o);
+  std::vector<std::vector<std::string>> groups;
+  for (const auto& j : split.jobs)
+    if (j.kind == "domain") groups.push_back(j.nodes);
+  EXPECT_EQ(groups, (std::vector<std::vector<std::string>>{{"gb-01", "gb-02", "gb-03"},
+                                                           {"gb-05", "gb-06"}}));
+  EXPECT_NE(verdict(split, "gb-04").why.find("no NVLink domain partner this run"),
+            std::string::npos);
 }
 
 // A tray drained for its NVLink domain is re-checked over that domain: its partner is an idle

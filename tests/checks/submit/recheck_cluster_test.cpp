@@ -294,7 +294,8 @@ TEST_F(RecheckTest,
   text << in.rdbuf();
   EXPECT_EQ(cluster_->job_field(fabric_job, "NodeList"), "gpu-[0-1]");
   EXPECT_EQ(cluster_->job_field(fabric_job, "ExitCode"), "1:0") << text.str();  // verdict: fail
-  EXPECT_NE(text.str().find("pair gpu-0,gpu-1 (2 ranks)"), std::string::npos) << text.str();
+  EXPECT_NE(text.str().find("fabric job over gpu-0,gpu-1 (2 ranks)"), std::string::npos)
+      << text.str();
   EXPECT_NE(text.str().find("FAIL    "), std::string::npos) << text.str();
   EXPECT_NE(text.str().find("pair gpu-0+gpu-1: busbw "), std::string::npos) << text.str();
   EXPECT_NE(text.str().find("report for gpu-1 delivered"), std::string::npos) << text.str();
@@ -370,6 +371,7 @@ TEST_F(RecheckTest, an_nvlink_domain_job_runs_over_the_nodes_of_one_domain) {
         << node << ": " << state.dump();
     EXPECT_EQ(state.at("checks").at("domain_allreduce_nvlink").at("last_status"), "pass")
         << state.dump();
+    EXPECT_EQ(state.at("last_run_id"), "dom1-domain") << state.dump();  // not a node job's id
   }
 }
 

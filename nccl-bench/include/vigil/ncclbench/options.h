@@ -86,6 +86,13 @@ std::vector<std::string> remove_tuning_env();
 // environment (conf_file_tuning).
 std::vector<std::string> conf_tuning_in_effect(const std::string& etc_conf = "/etc/nccl.conf");
 
+// The configuration files NCCL reads, in its order: $NCCL_CONF_FILE (else $HOME/.nccl.conf),
+// then `etc_conf`.
+std::vector<std::string> nccl_conf_files(const std::string& etc_conf = "/etc/nccl.conf");
+// True when one of those files sets `name` (a "NAME=value" line): the site's choice, which a
+// variable in the environment would override.
+bool conf_files_set(const std::string& name, const std::string& etc_conf = "/etc/nccl.conf");
+
 // NCCL states its choice only in its debug log: with NCCL_DEBUG=INFO and NCCL_DEBUG_SUBSYS=TUNING,
 // communicator rank 0 logs every collective it enqueues. The settings that write that log to
 // `path` (NCCL_DEBUG_FILE), or none when the job set NCCL_DEBUG itself (the job's debugging

@@ -26,6 +26,12 @@ struct SubmitOptions {
   std::string fabric_time_limit = "30:00";  // --time of fabric jobs
   std::vector<std::string> nodes;           // only these nodes (empty: all)
   std::vector<std::string> extra_sbatch_args;
+  // sbatch --deadline of every job (Slurm's `now+<count><unit>` form; empty: none). A job that
+  // cannot start because one of its nodes was drained meanwhile (a node job draining a node of
+  // the same run's fabric or domain job, a hook draining it) would otherwise pend forever, and
+  // each later run would skip its nodes ("vigil job ... already PENDING"), the drained node's
+  // re-check included. Slurm removes a job that can no longer end before its deadline.
+  std::string deadline = "now+2hours";
   bool fabric = false;            // add multi-node fabric jobs over the chosen nodes (IB)
   int fabric_nodes = 8;           // nodes per fabric job (rounds of pairs inside, docs/fabric.md)
   int fabric_ranks_per_node = 8;  // MPI ranks per node in a fabric job (one per GPU)
@@ -34,6 +40,7 @@ struct SubmitOptions {
   // nodes of this run's subset that share a domain (and a partition) get one job together.
   std::map<std::string, std::string> nvlink_domain_of;
   int domain_ranks_per_node = 4;  // one per GPU of a GB200/GB300 compute tray
+  int domain_nodes = 18;          // nodes per domain job at most: the 18 trays of an NVL72
   int max_jobs = 200;             // node jobs per run; more eligible nodes -> a random subset
   uint64_t seed = 0;              // for the random subset and the fabric pairing
   bool recheck = true;            // re-check nodes drained by Vigil with `srun -Z`

@@ -37,7 +37,7 @@ Result<std::map<std::string, std::string>> load_nvlink_domains(const std::string
 
 // Outcome of one planned command.
 struct CommandOutcome {
-  std::string kind;  // node | fabric | recheck
+  std::string kind;  // PlannedCommand::kind: node, fabric, domain, recheck, *-recheck
   std::vector<std::string> nodes;
   std::string command;  // shell_join(argv), with an inline script shortened
   bool ran = false;
