@@ -4,6 +4,8 @@
 #include <initializer_list>
 #include <string_view>
 
+#include "vigil/report/json_keys.h"
+
 // GCC 12 warns that the vector inside a moved-from RecordBody "may be used uninitialized" when a
 // record kind is wrapped in Result<RecordBody>: a known false positive of -Wmaybe-uninitialized
 // with std::variant (GCC bugzilla 105562 and its duplicates); clang and GCC 13 do not warn.
@@ -22,11 +24,8 @@ constexpr DoneOutcome kAllOutcomes[] = {DoneOutcome::kOk, DoneOutcome::kSkipped,
 // The first field of `j` outside `known` (and the journal's own "seq" and "t"), if any.
 std::optional<std::string> stray_field(const json& j,
                                        std::initializer_list<std::string_view> known) {
-  for (const auto& [k, v] : j.items()) {
-    bool ok = k == "seq" || k == "t";
-    for (auto n : known) ok = ok || k == n;
-    if (!ok) return k;
-  }
+  for (const std::string& k : unknown_keys(j, known))
+    if (k != "seq" && k != "t") return k;  // every record's envelope
   return std::nullopt;
 }
 

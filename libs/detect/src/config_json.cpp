@@ -5,6 +5,7 @@
 #include <set>
 
 #include "vigil/detect/config.h"
+#include "vigil/report/json_keys.h"
 
 namespace vigil::detect {
 
@@ -17,9 +18,8 @@ struct Reader {
   std::vector<std::string> errors;
 
   void only_keys(const json& j, const std::string& at, const std::set<std::string>& allowed) {
-    for (const auto& [k, v] : j.items()) {
-      if (!allowed.count(k)) errors.push_back(at + k + ": unknown field");
-    }
+    for (const std::string& k : unknown_keys(j, allowed))
+      errors.push_back(at + k + ": unknown field");
   }
   bool object(const json& j, const std::string& field) {
     if (j.is_object()) return true;
