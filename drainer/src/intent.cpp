@@ -56,6 +56,7 @@ NodeEvent state_event(const NodeState& s, std::string type) {
   if (s.switch_suspect) e.fabric_switch = s.fabric_switch;
   if (s.repair.stage != RepairStage::kNone) e.repair = std::string(to_string(s.repair.stage));
   e.evidence = s.repair.evidence;
+  e.bug_report = s.repair.bug_report;
   return e;
 }
 
@@ -76,6 +77,7 @@ nlohmann::json to_json(const NodeEvent& e) {
   if (e.k8s_node) j["k8s_node"] = *e.k8s_node;
   if (!e.repair.empty()) j["repair"] = e.repair;  // optional: events journaled before the ladder
   if (!e.evidence.empty()) j["evidence"] = e.evidence;
+  if (!e.bug_report.empty()) j["bug_report"] = e.bug_report;
   return j;
 }
 
@@ -104,6 +106,7 @@ Result<NodeEvent> node_event_from_json(const nlohmann::json& j) {
     if (j.contains("k8s_node")) e.k8s_node = j.at("k8s_node").get<std::string>();
     e.repair = j.value("repair", "");
     e.evidence = j.value("evidence", "");
+    e.bug_report = j.value("bug_report", "");
     return e;
   } catch (const std::exception& ex) {
     return Error{ex.what(), "event"};

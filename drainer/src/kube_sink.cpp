@@ -56,6 +56,7 @@ VoidResult KubeSink::write_state(const std::string& k8s, const NodeEvent& s) {
   a[pre + "fabric-switch-suspect"] = unless_empty(s.fabric_switch);
   a[pre + "repair"] = unless_empty(s.repair);
   a[pre + "evidence"] = unless_empty(s.evidence);
+  a[pre + "bug-report"] = unless_empty(s.bug_report);
   VoidResult res = kube_->annotate_node(k8s, a);
   if (res.ok() && cfg_.condition) {
     kube::NodeCondition c;

@@ -357,6 +357,7 @@ PolicyEngine::Step PolicyEngine::on_reset_report(const NodeState* prev, NodeStat
             "GPU reset report from before the reset was asked for; not counted"};
   const std::string what = "GPU reset " + std::string(to_string(reset.status)) +
                            (reset.message.empty() ? "" : ": " + reset.message);
+  if (reset.evidence) s.repair.bug_report = *reset.evidence;
   // Checks that started before the reset ended say nothing about the GPUs after it.
   const auto ended = parse_rfc3339(r.end_time);
   if (apply_reset_result(s, reset.status, ended.value_or(started.value_or(now)), now) ==

@@ -74,6 +74,7 @@ nlohmann::json to_json(const RepairState& r) {
       {"stage", to_string(r.stage)}, {"since_unix", r.since_unix}, {"reboots", r.reboots}};
   if (r.remedy) j["remedy"] = to_string(*r.remedy);
   if (!r.evidence.empty()) j["evidence"] = r.evidence;
+  if (!r.bug_report.empty()) j["bug_report"] = r.bug_report;
   if (r.booted_unix) j["booted_unix"] = r.booted_unix;
   if (r.part_drain_unix) j["part_drain_unix"] = r.part_drain_unix;
   if (!r.offender.empty()) j["offender"] = r.offender;
@@ -98,6 +99,7 @@ Result<RepairState> repair_state_from_json(const nlohmann::json& j) {
   r.since_unix = j.value("since_unix", int64_t{0});
   r.reboots = j.value("reboots", std::vector<int64_t>{});
   r.evidence = j.value("evidence", "");
+  r.bug_report = j.value("bug_report", "");
   r.booted_unix = j.value("booted_unix", int64_t{0});
   r.part_drain_unix = j.value("part_drain_unix", int64_t{0});
   r.offender = j.value("offender", "");
@@ -146,6 +148,7 @@ void end_repair(NodeState& s) {
   s.repair.remedy.reset();
   s.repair.since_unix = 0;
   s.repair.evidence.clear();
+  s.repair.bug_report.clear();
   s.repair.booted_unix = 0;
   s.repair.part_drain_unix = 0;
   s.repair.offender.clear();

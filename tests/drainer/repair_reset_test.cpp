@@ -153,6 +153,12 @@ TEST(repair_reset, the_state_round_trips) {
   EXPECT_EQ(back->held_reason, kReason);
   EXPECT_TRUE(back->reset_tried);
   EXPECT_EQ(back->resets, s.repair.resets);
+  s.repair.bug_report = "/var/lib/vigil/evidence/gpu-2.log.gz";
+  EXPECT_EQ(repair_state_from_json(to_json(s.repair))->bug_report, s.repair.bug_report);
+  NodeEvent e = state_event(s, "reset_gpu");
+  auto parsed = node_event_from_json(to_json(e));
+  ASSERT_TRUE(parsed.ok()) << parsed.error().to_string();
+  EXPECT_EQ(parsed->bug_report, s.repair.bug_report);
   // After the node is resumed only the reset history is left: snapshots keep it (the per-node
   // limit survives a restart).
   NodeState resumed;
@@ -177,6 +183,7 @@ class ResetRung : public testing::LadderTest {
     c.check = std::string(kGpuResetResult);
     c.status = status;
     c.message = status == Status::kPass ? "reset 8 GPUs; all back" : "GPU busy: gpu1 pid 7";
+    if (status == Status::kPass) c.evidence = "/var/lib/vigil/evidence/" + node + ".log.gz";
     NodeReport r = testing::ecc_pass_report(node, run);
     r.checks = {c};
     return at_now(r);
@@ -207,6 +214,11 @@ TEST_F(ResetRung, a_passed_reset_resumes_after_its_recheck_a_refused_one_reboots
   EXPECT_EQ(reason("gpu-1"), own);  // back: vigil-submit re-checks without another reset
   EXPECT_TRUE(dr.node("gpu-1")->checks.count("nvml_ecc"));
   EXPECT_FALSE(dr.node("gpu-1")->checks.count(std::string(kGpuResetResult)));  // not a check
+  // The bug report the reset kept on the node, in the state and every event until the episode
+  // ends.
+  EXPECT_EQ(dr.node("gpu-1")->repair.bug_report, "/var/lib/vigil/evidence/gpu-1.log.gz");
+  EXPECT_EQ(state_event(*dr.node("gpu-1"), "reset_passed").bug_report,
+            "/var/lib/vigil/evidence/gpu-1.log.gz");
   decide(dr, {stale});
   EXPECT_EQ(dr.node("gpu-1")->note, "report from before the GPU reset; not counted");
   clock_.advance(1);
@@ -215,6 +227,7 @@ TEST_F(ResetRung, a_passed_reset_resumes_after_its_recheck_a_refused_one_reboots
   EXPECT_FALSE(dr.node("gpu-1")->drained_by_vigil);
   EXPECT_FALSE(slurm_->get("gpu-1").drain);
   EXPECT_NE(dr.node("gpu-1")->note.find("after a GPU reset (repaired)"), std::string::npos);
+  EXPECT_TRUE(dr.node("gpu-1")->repair.bug_report.empty());  // the episode ended
 
   decide(dr, {reset_report("gpu-2", "r1", Status::kError)});  // busy: not reset
   EXPECT_EQ(dr.node("gpu-2")->last_action, LastAction::kResetFailed);

@@ -228,6 +228,29 @@ TEST(NodeReport, remedy_is_optional_round_trips_and_is_validated) {
       << error_of(bad);
 }
 
+// A file the check kept on the node (the GPU reset's bug report, docs/repair.md): optional, an
+// absolute path of printable characters, carried through unchanged.
+TEST(NodeReport, evidence_is_optional_an_absolute_path_and_round_trips) {
+  auto plain = parse_node_report(valid_report());
+  ASSERT_TRUE(plain) << plain.error;
+  EXPECT_FALSE(plain.value->checks[0].evidence);
+  EXPECT_FALSE(to_json(*plain.value)["checks"][0].contains("evidence"));
+  json j = valid_report();
+  j["checks"][0]["evidence"] = "/var/lib/vigil/evidence/gpu-1-20261127T070000Z.log.gz";
+  auto p = parse_node_report(j);
+  ASSERT_TRUE(p) << p.error;
+  EXPECT_EQ(*p.value->checks[0].evidence, j["checks"][0]["evidence"]);
+  EXPECT_EQ(to_json(*p.value)["checks"][0]["evidence"], j["checks"][0]["evidence"]);
+  const std::vector<std::string> bads = {"", "relative/file", "/a\nb",
+                                         "/" + std::string(4096, 'x')};
+  for (const std::string& bad : bads) {
+    json b = valid_report();
+    b["checks"][0]["evidence"] = bad;
+    EXPECT_EQ(error_of(b).rfind("/checks/0/evidence: must be an absolute path", 0), 0u)
+        << error_of(b);
+  }
+}
+
 TEST(NodeReport, context_is_optional_round_trips_and_is_validated) {
   auto plain = parse_node_report(valid_report());
   ASSERT_TRUE(plain) << plain.error;

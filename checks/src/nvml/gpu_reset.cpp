@@ -134,12 +134,17 @@ bool runnable(const std::string& cmd) {
   return false;
 }
 
-std::string keep_bug_report(const ResetOptions& o, int64_t now) {
-  if (o.evidence_dir.empty()) return "";
-  if (!runnable(o.bug_report)) return "; no bug report (" + o.bug_report + " not found)";
+struct BugReport {
+  std::string note;  // for the message
+  std::string path;  // the file kept on the node (the report's `evidence`); empty: none
+};
+
+BugReport keep_bug_report(const ResetOptions& o, int64_t now) {
+  if (o.evidence_dir.empty()) return {};
+  if (!runnable(o.bug_report)) return {"; no bug report (" + o.bug_report + " not found)", ""};
   std::error_code ec;
   std::filesystem::create_directories(o.evidence_dir, ec);
-  if (ec) return "; no bug report (" + o.evidence_dir + ": " + ec.message() + ")";
+  if (ec) return {"; no bug report (" + o.evidence_dir + ": " + ec.message() + ")", ""};
   std::string stamp = rfc3339_utc(now);
   std::erase_if(stamp, [](char c) { return c == '-' || c == ':'; });
   const std::string out = o.evidence_dir + "/" + o.node + "-" + stamp + ".nvidia-bug-report.log";
@@ -148,9 +153,13 @@ std::string keep_bug_report(const ResetOptions& o, int64_t now) {
   const mode_t old = ::umask(077);  // the node's logs and configuration: root's only
   const auto ran = run_command({o.bug_report, "--output-file", out}, opts);
   ::umask(old);
+  // NVIDIA's script appends .gz to the name it is given.
+  const std::string file = std::filesystem::exists(out + ".gz", ec) ? out + ".gz" : out;
+  const bool kept = std::filesystem::exists(file, ec);
   if (!succeeded(ran))
-    return "; bug report incomplete (" + what_happened(o.bug_report, ran) + "): " + out;
-  return "; bug report: " + out + (std::filesystem::exists(out + ".gz", ec) ? ".gz" : "");
+    return {"; bug report incomplete (" + what_happened(o.bug_report, ran) + "): " + file,
+            kept ? file : ""};
+  return {"; bug report: " + file, kept ? file : ""};
 }
 
 }  // namespace
@@ -211,12 +220,18 @@ CheckResult reset_gpus(const CheckContext& ctx, const ResetOptions& o) {
   std::vector<std::string> persistent;
   for (const PersistenceRow& r : *rows)
     if (r.enabled) persistent.push_back(r.uuid);
-  const std::string evidence = keep_bug_report(o, static_cast<int64_t>(std::time(nullptr)));
+  const BugReport bug_report = keep_bug_report(o, static_cast<int64_t>(std::time(nullptr)));
+  const std::string& evidence = bug_report.note;
+  // Every outcome from here on names the file the bug report left, in a field of its own.
+  auto kept = [&](CheckResult r) {
+    if (!bug_report.path.empty()) r.evidence = bug_report.path;
+    return r;
+  };
 
   // Persistence mode holds the GPU open (NVIDIA/NVSentinel #1690): off for the reset, then back.
   if (auto failed = set_persistence(o, persistent, false); !failed.empty()) {
     set_persistence(o, persistent, true);
-    return error(kCheck, short_list(failed, 2, "; ", "; ") + "; not reset" + evidence);
+    return kept(error(kCheck, short_list(failed, 2, "; ", "; ") + "; not reset" + evidence));
   }
   const auto reset = smi(o, {"--gpu-reset"}, o.reset_timeout);
   const std::vector<std::string> not_restored = set_persistence(o, persistent, true);
@@ -232,13 +247,13 @@ CheckResult reset_gpus(const CheckContext& ctx, const ResetOptions& o) {
     const bool exited = reset && !reset.value().timed_out && reset.value().term_signal == 0;
     r.status = exited ? reset_failure_status(reset.value().exit_code) : Status::kError;
     r.message = what_happened("nvidia-smi --gpu-reset", reset) + evidence;
-    return r;
+    return kept(r);
   }
   auto after = read_gpu_inventory(ctx.nvml_library);
   if (!after) {
     r.status = Status::kFail;
     r.message = "reset, but NVML does not answer after it: " + after.error().to_string() + evidence;
-    return r;
+    return kept(r);
   }
   std::vector<std::string> missing;
   const std::set<std::string> back(after->uuids.begin(), after->uuids.end());
@@ -250,7 +265,7 @@ CheckResult reset_gpus(const CheckContext& ctx, const ResetOptions& o) {
     r.status = Status::kFail;
     r.message =
         "reset, but " + short_list(missing, 4, ", ", ", ") + " did not come back" + evidence;
-    return r;
+    return kept(r);
   }
   r.status = not_restored.empty() ? Status::kPass : Status::kWarn;
   r.message = "reset " + std::to_string(gpus) + " GPUs; all back" +
@@ -258,7 +273,7 @@ CheckResult reset_gpus(const CheckContext& ctx, const ResetOptions& o) {
                                     : "; persistence mode not restored: " +
                                           short_list(not_restored, 2, "; ", "; ")) +
               forget_reset_xids(o, scan.bus_ids) + evidence;
-  return r;
+  return kept(r);
 }
 
 }  // namespace vigil::nvml

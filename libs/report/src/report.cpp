@@ -11,6 +11,7 @@
 
 #include "vigil/base/slurm_names.h"
 #include "vigil/base/strings.h"
+#include "vigil/report/json_keys.h"
 
 namespace vigil {
 
@@ -76,6 +77,7 @@ json to_json(const CheckResult& r) {
             {"fault_code", r.fault_code}, {"duration_s", r.duration_s}};
   if (!r.short_name.empty()) j["short_name"] = r.short_name;
   if (r.remedy) j["remedy"] = std::string(to_string(*r.remedy));
+  if (r.evidence) j["evidence"] = *r.evidence;
   return j;
 }
 
@@ -121,9 +123,8 @@ struct FieldError {
 
 void only_keys(const json& j, const std::string& path, const std::set<std::string>& allowed) {
   if (!j.is_object()) fail_at(path, "must be an object");
-  for (const auto& [k, v] : j.items()) {
-    if (!allowed.count(k)) fail_at(path + "/" + k, "unknown field");
-  }
+  if (const auto stray = unknown_keys(j, allowed); !stray.empty())
+    fail_at(path + "/" + stray.front(), "unknown field");
 }
 
 // A pointer, not a reference: GCC 14's -Wdangling-reference takes a reference returned next to a
@@ -229,7 +230,7 @@ Measurement parse_measurement(const json& j, const std::string& path) {
 CheckResult parse_check(const json& j, const std::string& path) {
   only_keys(j, path,
             {"check", "short_name", "status", "measurements", "message", "fault_code", "remedy",
-             "duration_s"});
+             "evidence", "duration_s"});
   CheckResult r;
   r.check = need_string(j, path, "check");
   if (!name_chars_ok(r.check, "_")) fail_at(path + "/check", "must be snake_case [A-Za-z0-9_]");
@@ -248,6 +249,15 @@ CheckResult parse_check(const json& j, const std::string& path) {
   }
   r.message = need_string(j, path, "message", /*allow_empty=*/true);
   r.fault_code = opt_string(j, path, "fault_code").value_or("");
+  if (auto ev = opt_string(j, path, "evidence")) {
+    // An absolute path of printable characters: it reaches events, the audit log and a
+    // Kubernetes annotation as it is.
+    const bool printable =
+        std::all_of(ev->begin(), ev->end(), [](unsigned char c) { return c >= 0x20 && c != 0x7f; });
+    if (ev->empty() || ev->front() != '/' || ev->size() > 4096 || !printable)
+      fail_at(path + "/evidence", "must be an absolute path of 1 to 4096 printable characters");
+    r.evidence = *ev;
+  }
   if (auto rem = opt_string(j, path, "remedy")) {
     r.remedy = remedy_from_string(*rem);
     if (!r.remedy) fail_at(path + "/remedy", "must be one of reset_gpu, reboot, service");

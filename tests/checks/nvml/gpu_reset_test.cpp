@@ -217,12 +217,17 @@ TEST_F(GpuResetTest, the_drivers_bug_report_is_kept_before_the_reset_and_never_b
       "reset 2 GPUs; all back; bug report: " + opts_.evidence_dir + "/test-node-";
   EXPECT_EQ(r.message.rfind(prefix, 0), 0u) << r.message;
   EXPECT_TRUE(r.message.ends_with(".nvidia-bug-report.log.gz")) << r.message;
+  // ... and in a field of its own, the file the script left (NVIDIA's appends .gz).
+  ASSERT_TRUE(r.evidence);
+  EXPECT_EQ(r.message.substr(r.message.find(opts_.evidence_dir)), *r.evidence);
+  EXPECT_TRUE(std::filesystem::exists(*r.evidence)) << *r.evidence;
   EXPECT_NE(calls().find("bug-report\n-pm 0 -i GPU-0aaa\n--gpu-reset"), std::string::npos)
       << calls();  // before anything changes on the GPUs
   opts_.bug_report = (tmp_ / "absent-bug-report.sh").string();
   const CheckResult none = reset();
   EXPECT_EQ(none.status, Status::kPass);
   EXPECT_NE(none.message.find("; no bug report ("), std::string::npos) << none.message;
+  EXPECT_FALSE(none.evidence);
 }
 
 TEST_F(GpuResetTest, no_nvml_is_an_error) {

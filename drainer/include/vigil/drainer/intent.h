@@ -60,6 +60,7 @@ struct NodeEvent {
   std::string fabric_switch;  // set when the node's leaf switch is suspected
   std::string repair;         // the repair ladder's stage ("rebooting", ...); "" when none
   std::string evidence;       // the draining report's evidence file, while repairs are on
+  std::string bug_report;     // the GPU reset's bug report on the node (RepairState::bug_report)
   bool dry_run = false;
 };
 // A node's state as an event of `type` (replay rebuilds the events of sinks that do not journal

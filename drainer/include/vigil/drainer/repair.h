@@ -76,7 +76,10 @@ struct RepairState {
   int64_t since_unix = 0;        // when the stage began
   std::vector<int64_t> reboots;  // when Vigil asked Slurm to reboot the node (node_window_s)
   std::string evidence;          // the draining report's evidence file, this drain episode
-  int64_t booted_unix = 0;       // the boot time slurmd registered with after the reboot
+  // The driver's bug report the GPU reset kept on the node before resetting (the gpu_reset
+  // result's `evidence`: its path on the node), this drain episode.
+  std::string bug_report;
+  int64_t booted_unix = 0;  // the boot time slurmd registered with after the reboot
   // Part history (parts.h): when this drain was counted against the node's parts (0: it was
   // not), undone if Slurm never applies the drain; and, for a repeat offender, why the ladder
   // relabels the drain `replace` at its next tick ("gpu3 serial S drained 3 times in 30 days").
@@ -91,7 +94,8 @@ struct RepairState {
   bool reset_tried = false;
   bool via_reset = false;
 };
-// {"stage", "remedy"?, "since_unix", "reboots", "evidence"?}; absent in snapshots written
+// {"stage", "remedy"?, "since_unix", "reboots", "evidence"?, "bug_report"?, ...}; absent in
+// snapshots written
 // before the ladder.
 nlohmann::json to_json(const RepairState& r);
 Result<RepairState> repair_state_from_json(const nlohmann::json& j);

@@ -46,6 +46,9 @@ struct CheckResult {
   std::string message;           // one human line; for fail/warn: what is wrong, with figures
   std::string fault_code;        // stable code, e.g. "VIGIL-NVML-REMAP-PENDING"; empty on pass
   std::optional<Remedy> remedy;  // on fail, when the check knows what clears the fault
+  // A file the check kept on the node for people, by its absolute path there: the driver's
+  // nvidia-bug-report.sh output kept before a GPU reset (docs/repair.md). Optional.
+  std::optional<std::string> evidence;
   double duration_s = 0;
 };
 
