@@ -71,6 +71,7 @@ Result<RecordBody> decision_from_json(const json& j) {
     d.breaker = std::move(*b);
   } else if (j.contains("breaker_drain")) {
     const auto& bd = j.at("breaker_drain");
+    if (!bd.is_object()) return Error{"not an object", "decision.breaker_drain"};
     if (auto k = stray_field(bd, {"group", "at"}))
       return Error{"unknown field", "decision.breaker_drain." + *k};
     d.breaker_drain = BreakerDrain{bd.at("group").get<std::string>(), bd.at("at").get<int64_t>()};

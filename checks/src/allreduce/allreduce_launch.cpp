@@ -208,8 +208,8 @@ std::optional<std::string> fabric_hca_setting(const CheckContext& ctx, const All
   if (!ctx.sku || ctx.sku->infiniband.devices.empty() || std::getenv("NCCL_IB_HCA") != nullptr ||
       nb::conf_files_set("NCCL_IB_HCA"))
     return std::nullopt;
-  const std::vector<std::string> hcas =
-      ib::listed_hcas(ctx.sysfs_root, ctx.sku->infiniband.link_layer, ctx.sku->infiniband.devices);
+  const std::vector<std::string> hcas = ib::listed_hca_ports(
+      ctx.sysfs_root, ctx.sku->infiniband.link_layer, ctx.sku->infiniband.devices);
   if (hcas.empty()) return std::nullopt;
   std::string list;
   for (const auto& h : hcas) list += (list.empty() ? "" : ",") + h;

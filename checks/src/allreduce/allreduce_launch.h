@@ -68,10 +68,11 @@ std::string find_allreduce_binary(const CheckContext& ctx);
 bool is_nccl_tests_binary(const std::string& binary);
 
 // NCCL_IB_HCA for a run that crosses the network (transport ib or fabric, nccl backend) on a SKU
-// that names its fabric HCAs (infiniband.devices): "NCCL_IB_HCA==<the node's HCAs matching the
-// patterns>", so NCCL measures the HCAs ib_port judges and not a storage or management NIC
-// (NCCL's net_ib.cc reads a leading '=' as an exact-name list and a leading '^' as exclusion).
-// Only HCAs with a port of the SKU's link layer count (those ib_port judges). nullopt when the
+// that names its fabric HCAs (infiniband.devices): "NCCL_IB_HCA==<the node's ports of those HCAs
+// as hca:port>", so NCCL measures the ports ib_port judges and not a storage or management NIC
+// (NCCL's net_ib.cc reads a leading '=' as an exact-name list, '^' as exclusion, and
+// "name:port" as one port). Only ports of the SKU's link layer count (a VPI HCA's Ethernet port
+// on an InfiniBand SKU does not). nullopt when the
 // job's environment or a NCCL configuration file already sets NCCL_IB_HCA (the site's choice
 // stays), the SKU lists no devices, or none of them is in sysfs. The names come from the node
 // vigil-check runs on; the other nodes of a fabric job are of the same SKU and name their HCAs

@@ -253,14 +253,13 @@ void merge_read_errors(CheckResult& r, const std::vector<Error>& errors) {
   }
 }
 
-std::vector<std::string> listed_hcas(const fs::path& root, std::string_view link_layer,
-                                     const std::vector<std::string>& devices) {
+std::vector<std::string> listed_hca_ports(const fs::path& root, std::string_view link_layer,
+                                          const std::vector<std::string>& devices) {
   std::vector<std::string> out;
   if (devices.empty()) return out;
   auto scan = scan_ports(root, link_layer, devices);
   if (!scan) return out;
-  for (const PortDir& p : scan->ports)
-    if (out.empty() || out.back() != p.hca) out.push_back(p.hca);
+  for (const PortDir& p : scan->ports) out.push_back(p.hca + ":" + p.port);
   return out;
 }
 

@@ -125,11 +125,13 @@ struct Scan {
 // of the SKU's infiniband.devices fnmatch patterns, or the SKU lists none.
 bool is_fabric_hca(const std::string& hca, const std::vector<std::string>& devices);
 
-// The fabric HCAs below root that the SKU's infiniband.devices name and that have a port of its
-// link layer: the HCAs ib_port judges (scan_ports), in natural order. Empty when the SKU lists no
-// devices or sysfs has none of them.
-std::vector<std::string> listed_hcas(const std::filesystem::path& root, std::string_view link_layer,
-                                     const std::vector<std::string>& devices);
+// The fabric ports below root as NCCL_IB_HCA names them ("mlx5_0:1"): the ports of the SKU's link
+// layer on the HCAs its infiniband.devices name, the ports ib_port judges (scan_ports), in
+// natural order; a VPI HCA's port of the other link layer is left out. Empty when the SKU lists
+// no devices or sysfs has none of them.
+std::vector<std::string> listed_hca_ports(const std::filesystem::path& root,
+                                          std::string_view link_layer,
+                                          const std::vector<std::string>& devices);
 
 // Lists the ports of `link_layer` ("InfiniBand", or "Ethernet": RoCE) below root. Returns an Error
 // (naming the path) only when root is not a sysfs tree at all (root or <root>/sys/class missing) or

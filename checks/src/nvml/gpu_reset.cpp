@@ -147,7 +147,9 @@ BugReport keep_bug_report(const ResetOptions& o, int64_t now) {
   if (ec) return {"; no bug report (" + o.evidence_dir + ": " + ec.message() + ")", ""};
   std::string stamp = rfc3339_utc(now);
   std::erase_if(stamp, [](char c) { return c == '-' || c == ':'; });
-  const std::string out = o.evidence_dir + "/" + o.node + "-" + stamp + ".nvidia-bug-report.log";
+  // Absolute, so the report's `evidence` names the file wherever vigil-check ran from.
+  const std::string out = std::filesystem::absolute(o.evidence_dir, ec).string() + "/" + o.node +
+                          "-" + stamp + ".nvidia-bug-report.log";
   LaunchOptions opts;
   opts.timeout = o.bug_report_timeout;
   const mode_t old = ::umask(077);  // the node's logs and configuration: root's only
@@ -155,7 +157,8 @@ BugReport keep_bug_report(const ResetOptions& o, int64_t now) {
   ::umask(old);
   // NVIDIA's script appends .gz to the name it is given.
   const std::string file = std::filesystem::exists(out + ".gz", ec) ? out + ".gz" : out;
-  const bool kept = std::filesystem::exists(file, ec);
+  // Only a path the report codec takes: a report it refused would lose the reset's outcome.
+  const bool kept = std::filesystem::exists(file, ec) && is_evidence_path(file);
   if (!succeeded(ran))
     return {"; bug report incomplete (" + what_happened(o.bug_report, ran) + "): " + file,
             kept ? file : ""};

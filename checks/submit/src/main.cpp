@@ -42,10 +42,12 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--nodes", p.nodes, "only these nodes (comma separated)")->delimiter(',');
   app.add_option("--sbatch-arg", p.extra_sbatch_args, "extra sbatch argument (repeatable)");
-  app.add_option("--deadline", p.deadline,
-                 "sbatch --deadline of every job ('' for none): Slurm removes a job whose node was "
+  app.add_option("--max-pending-s", p.max_pending_s,
+                 "how long a job may wait for its nodes (0: forever): every sbatch gets "
+                 "--deadline=now+<its --time + this>, so Slurm cancels a job whose node was "
                  "drained meanwhile instead of letting it pend and block that node's re-check")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   app.add_flag("--fabric", p.fabric,
                "also submit multi-node fabric jobs over the nodes (rounds of pairs inside)");
   app.add_option("--fabric-nodes", p.fabric_nodes,
@@ -90,6 +92,16 @@ int main(int argc, char** argv) {
   app.add_flag("--json", o.json, "JSON output instead of the table");
   CLI11_PARSE(app, argc, argv);
   p.recheck = !no_recheck;
+  for (const auto& [option, value] :
+       {std::pair{"--time", &p.time_limit}, std::pair{"--fabric-time", &p.fabric_time_limit}}) {
+    if (!vigil::submit::slurm_time_limit_s(*value)) {
+      std::fprintf(stderr,
+                   "vigil-submit: %s '%s' is not a Slurm time limit (minutes, MM:SS, HH:MM:SS, "
+                   "D-HH, D-HH:MM or D-HH:MM:SS)\n",
+                   option, value->c_str());
+      return 2;
+    }
+  }
   o.slurm_rest = backend == "rest";
   if (o.slurm_rest && o.rest.url.empty()) {
     std::fprintf(stderr, "vigil-submit: --slurm-backend rest needs --slurm-rest-url\n");

@@ -35,8 +35,10 @@ bool in_partition(const slurm::SlurmNodeInfo& n, const std::string& partition) {
   return std::find(n.partitions.begin(), n.partitions.end(), partition) != n.partitions.end();
 }
 
-// sbatch options every Vigil job carries (node and fabric jobs alike).
-void add_common_sbatch(std::vector<std::string>& argv, const SubmitOptions& o) {
+// sbatch options every Vigil job carries (node and fabric jobs alike). time_limit: the job's own
+// --time, whose length is part of its deadline (SubmitOptions::max_pending_s).
+void add_common_sbatch(std::vector<std::string>& argv, const SubmitOptions& o,
+                       const std::string& time_limit) {
   argv.push_back("--job-name=" + o.job_name);
   argv.push_back("--comment=vigil:" + o.run_id);
   argv.push_back("--exclusive");
@@ -45,13 +47,17 @@ void add_common_sbatch(std::vector<std::string>& argv, const SubmitOptions& o) {
   if (!o.qos.empty()) argv.push_back("--qos=" + o.qos);
   if (!o.account.empty()) argv.push_back("--account=" + o.account);
   if (!o.reservation.empty()) argv.push_back("--reservation=" + o.reservation);
-  if (!o.deadline.empty()) argv.push_back("--deadline=" + o.deadline);
+  if (o.max_pending_s > 0) {
+    // An unreadable limit was refused before planning (main.cpp); none here gets no deadline.
+    if (auto limit = slurm_time_limit_s(time_limit))
+      argv.push_back("--deadline=now+" + std::to_string(*limit + o.max_pending_s));
+  }
   for (const auto& a : o.extra_sbatch_args) argv.push_back(a);
 }
 
 PlannedCommand node_job(const std::string& node, const SubmitOptions& o) {
   PlannedCommand c{"node", {node}, {"sbatch", "--parsable"}};
-  add_common_sbatch(c.argv, o);
+  add_common_sbatch(c.argv, o, o.time_limit);
   c.argv.push_back("--nodelist=" + node);
   c.argv.push_back("--nodes=1");
   c.argv.push_back("--time=" + o.time_limit);
@@ -67,7 +73,7 @@ PlannedCommand multi_node_job(const std::string& kind, const std::vector<std::st
                               const std::string& partition, int ranks_per_node,
                               const SubmitOptions& o) {
   PlannedCommand c{kind, group, {"sbatch", "--parsable"}};
-  add_common_sbatch(c.argv, o);
+  add_common_sbatch(c.argv, o, o.fabric_time_limit);
   if (o.partition.empty() && !partition.empty()) c.argv.push_back("--partition=" + partition);
   std::string list;
   for (const auto& n : group) list += (list.empty() ? "" : ",") + n;
@@ -113,7 +119,7 @@ PlannedCommand fabric_recheck_job(const std::string& kind, const std::string& dr
                                   const std::string& partner, const std::string& partition,
                                   int ranks_per_node, const SubmitOptions& o) {
   PlannedCommand c{kind, {drained, partner}, {"sbatch", "--parsable"}};
-  add_common_sbatch(c.argv, o);
+  add_common_sbatch(c.argv, o, o.fabric_time_limit);
   if (o.partition.empty() && !partition.empty()) c.argv.push_back("--partition=" + partition);
   c.argv.push_back("--nodelist=" + partner);
   c.argv.push_back("--nodes=1");
@@ -389,6 +395,41 @@ SubmitPlan plan_submissions(const std::vector<slurm::SlurmNodeInfo>& nodes,
   }
   for (auto& [name, v] : verdicts) plan.verdicts.push_back(std::move(v));
   return plan;
+}
+
+std::optional<int64_t> slurm_time_limit_s(std::string_view limit) {
+  // Slurm's forms: minutes, minutes:seconds, hours:minutes:seconds, days-hours,
+  // days-hours:minutes, days-hours:minutes:seconds.
+  int64_t days = 0;
+  bool has_days = false;
+  if (auto dash = limit.find('-'); dash != std::string_view::npos) {
+    std::string_view d = limit.substr(0, dash);
+    if (d.empty() || d.size() > 4 || !std::all_of(d.begin(), d.end(), ::isdigit))
+      return std::nullopt;
+    days = std::stoll(std::string(d));
+    has_days = true;
+    limit = limit.substr(dash + 1);
+  }
+  std::vector<int64_t> parts;
+  while (true) {
+    const size_t colon = limit.find(':');
+    std::string_view p = limit.substr(0, colon);
+    if (p.empty() || p.size() > 6 || !std::all_of(p.begin(), p.end(), ::isdigit))
+      return std::nullopt;
+    parts.push_back(std::stoll(std::string(p)));
+    if (colon == std::string_view::npos) break;
+    limit = limit.substr(colon + 1);
+  }
+  if (parts.size() > 3) return std::nullopt;
+  int64_t s = 0;
+  if (has_days) {  // days-hours[:minutes[:seconds]]
+    const int64_t mult[] = {3600, 60, 1};
+    for (size_t i = 0; i < parts.size(); ++i) s += parts[i] * mult[i];
+    return days * 86400 + s;
+  }
+  if (parts.size() == 1) return parts[0] * 60;             // minutes
+  if (parts.size() == 2) return parts[0] * 60 + parts[1];  // minutes:seconds
+  return parts[0] * 3600 + parts[1] * 60 + parts[2];       // hours:minutes:seconds
 }
 
 std::string shell_join(const std::vector<std::string>& argv) {

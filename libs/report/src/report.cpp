@@ -250,11 +250,7 @@ CheckResult parse_check(const json& j, const std::string& path) {
   r.message = need_string(j, path, "message", /*allow_empty=*/true);
   r.fault_code = opt_string(j, path, "fault_code").value_or("");
   if (auto ev = opt_string(j, path, "evidence")) {
-    // An absolute path of printable characters: it reaches events, the audit log and a
-    // Kubernetes annotation as it is.
-    const bool printable =
-        std::all_of(ev->begin(), ev->end(), [](unsigned char c) { return c >= 0x20 && c != 0x7f; });
-    if (ev->empty() || ev->front() != '/' || ev->size() > 4096 || !printable)
+    if (!is_evidence_path(*ev))
       fail_at(path + "/evidence", "must be an absolute path of 1 to 4096 printable characters");
     r.evidence = *ev;
   }
@@ -457,6 +453,11 @@ std::string reason_detail(const CheckResult& r) {
 
 bool is_known_context(std::string_view context) {
   return context == "job" || context == "prolog" || context == "epilog" || context == "healthcheck";
+}
+
+bool is_evidence_path(std::string_view s) {
+  return !s.empty() && s.front() == '/' && s.size() <= 4096 &&
+         std::all_of(s.begin(), s.end(), [](unsigned char c) { return c >= 0x20 && c != 0x7f; });
 }
 
 }  // namespace vigil

@@ -15,6 +15,7 @@
 #include "scoped_env.h"
 #include "temp_dir.h"
 #include "vigil/checks/registry.h"
+#include "vigil/ncclbench/options.h"
 
 namespace {
 
@@ -137,7 +138,11 @@ TEST_F(DomainAllreduce, a_fabric_pair_over_sockets_is_no_figure) {
 using NetworkHcas = DomainAllreduce;
 
 TEST_F(NetworkHcas, a_network_test_uses_only_the_skus_fabric_hcas) {
+  if (vigil::ncclbench::conf_files_set("NCCL_IB_HCA", "/etc/nccl.conf"))
+    GTEST_SKIP() << "this host's /etc/nccl.conf sets NCCL_IB_HCA (the site's choice wins)";
   vigil::testing::TempDir root;
+  std::ofstream(root.path() + "/empty.conf") << "";
+  ScopedEnv no_user_conf("NCCL_CONF_FILE", root.path() + "/empty.conf");
   auto port = [&](const std::string& hca, const std::string& layer) {
     const std::string dir = root.path() + "/sys/class/infiniband/" + hca + "/ports/1";
     std::filesystem::create_directories(dir);
@@ -145,6 +150,9 @@ TEST_F(NetworkHcas, a_network_test_uses_only_the_skus_fabric_hcas) {
   };
   for (const char* hca : {"mlx5_0", "mlx5_1", "mlx5_10"}) port(hca, "InfiniBand");
   port("mlx5_2", "Ethernet");
+  std::filesystem::create_directories(root.path() + "/sys/class/infiniband/mlx5_10/ports/2");
+  std::ofstream(root.path() + "/sys/class/infiniband/mlx5_10/ports/2/link_layer")
+      << "Ethernet\n";           // a VPI HCA's Ethernet port: not the fabric
   port("mlx5_9", "InfiniBand");  // not in the list
   vigil::SkuConfig sku;
   sku.name = "TEST-SKU";
@@ -154,17 +162,18 @@ TEST_F(NetworkHcas, a_network_test_uses_only_the_skus_fabric_hcas) {
   ctx_.sysfs_root = root.path();
   ctx_.fabric_nodes = {"n1", "n2", "n3", "n4"};
   const auto spec = vigil::fabric_spec(ctx_, vigil::kInfinibandFabric, {});
-  EXPECT_EQ(vigil::fabric_hca_setting(ctx_, spec), "NCCL_IB_HCA==mlx5_0,mlx5_1,mlx5_10");
+  EXPECT_EQ(vigil::fabric_hca_setting(ctx_, spec), "NCCL_IB_HCA==mlx5_0:1,mlx5_1:1,mlx5_10:1");
   const auto argv = vigil::allreduce_command(ctx_, spec, "vigil-allreduce", "/tmp/x.json");
   bool passed = false;
   for (std::size_t i = 0; i + 1 < argv.size(); ++i)
-    passed = passed || (argv[i] == "-x" && argv[i + 1] == "NCCL_IB_HCA==mlx5_0,mlx5_1,mlx5_10");
+    passed =
+        passed || (argv[i] == "-x" && argv[i + 1] == "NCCL_IB_HCA==mlx5_0:1,mlx5_1:1,mlx5_10:1");
   EXPECT_TRUE(passed);
   {
     ScopedEnv busbw("FAKE_BUSBW", "380");
     ctx_.fabric_nodes = {"n1", "n2"};
     auto r = vigil::fabric_checks().front()->run(ctx_);
-    EXPECT_NE(r.message.find("ran with NCCL_IB_HCA==mlx5_0,mlx5_1,mlx5_10 (the SKU's "
+    EXPECT_NE(r.message.find("ran with NCCL_IB_HCA==mlx5_0:1,mlx5_1:1,mlx5_10:1 (the SKU's "
                              "infiniband.devices)"),
               std::string::npos)
         << r.message;

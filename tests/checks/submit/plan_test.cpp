@@ -462,8 +462,9 @@ TEST(SubmitPlan, nodes_of_one_nvlink_domain_share_one_domain_job) {
   EXPECT_NE(verdict(p, "gb-07").why.find("no NVLink domain partner this run"), std::string::npos);
   EXPECT_EQ(verdict(p, "gpu-9").why, "node job");  // no domain known: a node job only
   EXPECT_EQ(p.jobs.size(), 8u + 2u);
-  // Every sbatch carries the deadline that keeps a job whose node was drained from pending forever.
-  EXPECT_TRUE(has_arg(argv, "--deadline=now+2hours")) << vigil::submit::shell_join(argv);
+  // Every sbatch carries the deadline that keeps a job whose node was drained from pending
+  // forever: its own time limit (30:00) plus --max-pending-s (7200).
+  EXPECT_TRUE(has_arg(argv, "--deadline=now+9000")) << vigil::submit::shell_join(argv);
   // A domain larger than --domain-nodes is split; a last single node gets no domain job.
   o.domain_nodes = 3;
   const SubmitPlan split = plan_submissions(nodes, {}, o);
@@ -524,4 +525,27 @@ TEST(SubmitPlan, the_nvlink_domain_map_file_is_read_strictly) {
   EXPECT_NE(m.error().to_string().find("--nvlink-domains"), std::string::npos);
   ::unlink(tmpl);
   EXPECT_FALSE(vigil::submit::load_nvlink_domains("/nonexistent/domains.txt", "").ok());
+}
+
+// Slurm's --time forms (sbatch(1)), which the deadline adds to the wait; anything else is refused
+// by vigil-submit before it plans.
+TEST(SubmitPlan, slurm_time_limits_in_every_form_slurm_takes) {
+  using vigil::submit::slurm_time_limit_s;
+  EXPECT_EQ(slurm_time_limit_s("30"), 1800);
+  EXPECT_EQ(slurm_time_limit_s("30:00"), 1800);
+  EXPECT_EQ(slurm_time_limit_s("1:30:00"), 5400);
+  EXPECT_EQ(slurm_time_limit_s("2-0"), 2 * 86400);
+  EXPECT_EQ(slurm_time_limit_s("2-01:30"), 2 * 86400 + 3600 + 1800);
+  EXPECT_EQ(slurm_time_limit_s("1-00:00:10"), 86400 + 10);
+  for (const char* bad : {"", "2h", "1:2:3:4", "-5", "a-1", "1-", ":30", "30:"})
+    EXPECT_FALSE(slurm_time_limit_s(bad)) << bad;
+  SubmitOptions o = options();
+  o.time_limit = "1-00:00:00";
+  o.max_pending_s = 600;
+  auto p = plan_submissions({idle("gpu-0")}, {}, o);
+  EXPECT_TRUE(has_arg(p.jobs[0].argv, "--deadline=now+87000"))
+      << vigil::submit::shell_join(p.jobs[0].argv);
+  o.max_pending_s = 0;  // forever: no deadline
+  p = plan_submissions({idle("gpu-0")}, {}, o);
+  for (const auto& a : p.jobs[0].argv) EXPECT_NE(a.rfind("--deadline", 0), 0u) << a;
 }

@@ -5,7 +5,9 @@
 // Reference: docs/recheck.md (re-checks) and docs/deploy.md (the CronJob that runs it).
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "vigil/slurm/reason.h"
@@ -26,12 +28,14 @@ struct SubmitOptions {
   std::string fabric_time_limit = "30:00";  // --time of fabric jobs
   std::vector<std::string> nodes;           // only these nodes (empty: all)
   std::vector<std::string> extra_sbatch_args;
-  // sbatch --deadline of every job (Slurm's `now+<count><unit>` form; empty: none). A job that
-  // cannot start because one of its nodes was drained meanwhile (a node job draining a node of
-  // the same run's fabric or domain job, a hook draining it) would otherwise pend forever, and
-  // each later run would skip its nodes ("vigil job ... already PENDING"), the drained node's
-  // re-check included. Slurm removes a job that can no longer end before its deadline.
-  std::string deadline = "now+2hours";
+  // How long a job may wait for its nodes (seconds; 0: forever). Every sbatch gets
+  // --deadline=now+<its time limit + this>: a job that cannot start because one of its nodes was
+  // drained meanwhile (a node job draining a node of the same run's fabric or domain job, a hook
+  // draining it) would otherwise pend forever, and each later run would skip its nodes ("vigil
+  // job ... already PENDING"), the drained node's re-check included. Slurm cancels a pending job
+  // once now + its time limit passes its deadline (state DEADLINE; deadline_ok() in slurmctld's
+  // job_scheduler.c), so the limit is part of the deadline, not taken from the wait.
+  int max_pending_s = 7200;
   bool fabric = false;            // add multi-node fabric jobs over the chosen nodes (IB)
   int fabric_nodes = 8;           // nodes per fabric job (rounds of pairs inside, docs/fabric.md)
   int fabric_ranks_per_node = 8;  // MPI ranks per node in a fabric job (one per GPU)
@@ -93,6 +97,10 @@ bool is_active_vigil_job(const slurm::SlurmJobInfo& job, const SubmitOptions& op
 SubmitPlan plan_submissions(const std::vector<slurm::SlurmNodeInfo>& nodes,
                             const std::vector<slurm::SlurmJobInfo>& jobs,
                             const SubmitOptions& options);
+
+// A Slurm time limit ("30", "30:00", "1:00:00", "2-0", "2-00:30", "2-00:30:00") in seconds, or
+// nullopt when it is none of Slurm's forms (sbatch(1), --time).
+std::optional<int64_t> slurm_time_limit_s(std::string_view limit);
 
 // argv as a copy-pasteable shell line ('quoted' where needed).
 std::string shell_join(const std::vector<std::string>& argv);

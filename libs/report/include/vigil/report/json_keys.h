@@ -2,6 +2,7 @@
 // The one unknown-key rule of Vigil's strict JSON readers (reports, detection settings, journal
 // records): a key a reader does not know is an error naming it, never silently ignored (a typo in
 // a setting, or a field a newer writer added, must not change meaning without a word).
+#include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>

@@ -63,6 +63,10 @@ struct GpuPart {
   bool operator==(const GpuPart&) const = default;
 };
 
+// A check result's `evidence` as the codec takes it: an absolute path of 1-4096 printable
+// characters (it reaches events, the audit log and a Kubernetes annotation as it is).
+bool is_evidence_path(std::string_view s);
+
 // A serial or UUID as `gpus` takes it: 1..96 printable ASCII characters without blanks (96:
 // NVML_DEVICE_UUID_V2_BUFFER_SIZE, the larger of the two buffers). The checker drops an
 // identifier that is not, the reader refuses it.
