@@ -5,36 +5,37 @@
 
 namespace vigil::slurm {
 
-std::vector<SwitchRecord> parse_switch_lines(const std::string& text) {
+namespace {
+
+// The records of one kind of `scontrol show topology` line: `name_key` ("SwitchName=",
+// "BlockName=") names the record; a switch line also needs its Level=, a block line its Nodes=.
+std::vector<SwitchRecord> parse_records(const std::string& text, std::string_view name_key,
+                                        bool needs_level) {
   std::vector<SwitchRecord> out;
   std::istringstream lines(text);
   for (std::string line; std::getline(lines, line);) {
     std::istringstream words(line);
     SwitchRecord r;
-    r.level = -1;
+    r.level = needs_level ? -1 : 0;
     for (std::string w; words >> w;) {
-      if (w.starts_with("SwitchName=")) r.name = w.substr(11);
-      if (w.starts_with("Level=")) r.level = std::atoi(w.c_str() + 6);
+      if (w.starts_with(name_key)) r.name = w.substr(name_key.size());
+      if (needs_level && w.starts_with("Level=")) r.level = std::atoi(w.c_str() + 6);
       if (w.starts_with("Nodes=")) r.nodes = w.substr(6);
     }
-    if (!r.name.empty() && r.level >= 0) out.push_back(std::move(r));
+    if (!r.name.empty() && r.level >= 0 && (needs_level || !r.nodes.empty()))
+      out.push_back(std::move(r));
   }
   return out;
 }
 
+}  // namespace
+
+std::vector<SwitchRecord> parse_switch_lines(const std::string& text) {
+  return parse_records(text, "SwitchName=", true);
+}
+
 std::vector<SwitchRecord> parse_block_lines(const std::string& text) {
-  std::vector<SwitchRecord> out;
-  std::istringstream lines(text);
-  for (std::string line; std::getline(lines, line);) {
-    std::istringstream words(line);
-    SwitchRecord r;
-    for (std::string w; words >> w;) {
-      if (w.starts_with("BlockName=")) r.name = w.substr(10);
-      if (w.starts_with("Nodes=")) r.nodes = w.substr(6);
-    }
-    if (!r.name.empty() && !r.nodes.empty()) out.push_back(std::move(r));
-  }
-  return out;
+  return parse_records(text, "BlockName=", false);
 }
 
 Result<std::map<std::string, std::string>> leaves_of(const std::vector<SwitchRecord>& records,

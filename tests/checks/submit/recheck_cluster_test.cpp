@@ -96,6 +96,22 @@ class RecheckTest : public ::testing::Test {
     return vigil::testing::sinfo_state(*cluster_, node);
   }
 
+  // The drainer's state of `node` once it holds a result of `check` (the report may still be on
+  // its way), or the last state read (a null or check-less one when it never came).
+  nlohmann::json state_with_check(const std::string& node, const std::string& check) {
+    httplib::Client cli("127.0.0.1", port_);
+    nlohmann::json state;
+    for (int i = 0; i < 100; ++i) {
+      auto res = cli.Get("/v1/nodes/" + node);
+      if (res && res->status == 200) {
+        state = nlohmann::json::parse(res->body);
+        if (state.at("checks").contains(check)) break;
+      }
+      std::this_thread::sleep_for(100ms);
+    }
+    return state;
+  }
+
   bool wait_until(const std::function<bool()>& cond, std::chrono::seconds timeout) {
     return vigil::testing::wait_until(cond, 200ms, timeout);
   }
@@ -300,17 +316,8 @@ TEST_F(RecheckTest,
   EXPECT_NE(text.str().find("pair gpu-0+gpu-1: busbw "), std::string::npos) << text.str();
   EXPECT_NE(text.str().find("report for gpu-1 delivered"), std::string::npos) << text.str();
 
-  httplib::Client cli("127.0.0.1", port_);
   for (const char* node : {"gpu-0", "gpu-1"}) {
-    nlohmann::json state;
-    for (int i = 0; i < 100; ++i) {  // the report may still be on its way
-      auto res = cli.Get(std::string("/v1/nodes/") + node);
-      if (res && res->status == 200) {
-        state = nlohmann::json::parse(res->body);
-        if (state.at("checks").contains("fabric_allreduce_ib")) break;
-      }
-      std::this_thread::sleep_for(100ms);
-    }
+    const nlohmann::json state = state_with_check(node, "fabric_allreduce_ib");
     ASSERT_TRUE(state.is_object() && state.at("checks").contains("fabric_allreduce_ib"))
         << node << ": " << state.dump();
     const auto& fab = state.at("checks").at("fabric_allreduce_ib");
@@ -356,17 +363,8 @@ TEST_F(RecheckTest, an_nvlink_domain_job_runs_over_the_nodes_of_one_domain) {
   EXPECT_NE(text.str().find("NVLink domain job, 3 nodes, 3 rounds of pairs"), std::string::npos)
       << text.str();
   EXPECT_NE(text.str().find("all 3 nodes at once: pass"), std::string::npos) << text.str();
-  httplib::Client cli("127.0.0.1", port_);
   for (const char* node : {"gpu-0", "gpu-1", "gpu-3"}) {
-    nlohmann::json state;
-    for (int i = 0; i < 100; ++i) {  // the report may still be on its way
-      auto res = cli.Get(std::string("/v1/nodes/") + node);
-      if (res && res->status == 200) {
-        state = nlohmann::json::parse(res->body);
-        if (state.at("checks").contains("domain_allreduce_nvlink")) break;
-      }
-      std::this_thread::sleep_for(100ms);
-    }
+    const nlohmann::json state = state_with_check(node, "domain_allreduce_nvlink");
     ASSERT_TRUE(state.is_object() && state.at("checks").contains("domain_allreduce_nvlink"))
         << node << ": " << state.dump();
     EXPECT_EQ(state.at("checks").at("domain_allreduce_nvlink").at("last_status"), "pass")
@@ -433,15 +431,7 @@ TEST_F(RecheckTest, fabric_drained_node_is_rechecked_against_a_known_good_partne
     EXPECT_NE(log.str().find("report for gpu-2 delivered"), std::string::npos) << log.str();
     EXPECT_EQ(log.str().find("report for gpu-0"), std::string::npos) << log.str();
     if (round == 1) {
-      nlohmann::json state;
-      for (int i = 0; i < 100; ++i) {  // the report may still be on its way
-        auto res = cli.Get("/v1/nodes/gpu-2");
-        if (res && res->status == 200) {
-          state = nlohmann::json::parse(res->body);
-          if (state.at("checks").contains("fabric_allreduce_ib")) break;
-        }
-        std::this_thread::sleep_for(100ms);
-      }
+      const nlohmann::json state = state_with_check("gpu-2", "fabric_allreduce_ib");
       ASSERT_TRUE(state.is_object() && state.at("checks").contains("fabric_allreduce_ib"))
           << state.dump() << "\n"
           << log.str();
