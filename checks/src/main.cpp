@@ -148,6 +148,24 @@ int main(int argc, char** argv) {
   reset_cmd->add_option("--bug-report", bug_report, "nvidia-bug-report.sh to run")
       ->envname("VIGIL_BUG_REPORT")
       ->capture_default_str();
+  std::vector<std::string> stop_units;
+  reset_cmd
+      ->add_option("--stop-unit", stop_units,
+                   "A systemd unit that holds the GPUs open (e.g. nvidia-dcgm), stopped for the "
+                   "reset and started again after it (repeatable; comma-separated in the "
+                   "environment)")
+      ->envname("VIGIL_RESET_STOP_UNITS")
+      ->delimiter(',')
+      ->check(CLI::Validator(
+          [](std::string& unit) -> std::string {
+            // systemd.unit(5)'s characters; never an option of systemctl's own.
+            const bool ok = !unit.empty() && unit[0] != '-' &&
+                            unit.find_first_not_of(
+                                "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstu"
+                                "vwxyz0123456789:_.@\\-") == std::string::npos;
+            return ok ? "" : "'" + unit + "' is not a systemd unit name";
+          },
+          "UNIT"));
   reset_cmd->add_flag("--quiet,-q", repair.quiet, "No progress line on stderr");
 
   auto* th_cmd = app.add_subcommand("thresholds", "Threshold files");
@@ -183,6 +201,7 @@ int main(int argc, char** argv) {
     reset.xid_state_dirs = xid_state_dirs;
     reset.evidence_dir = evidence_dir;
     reset.bug_report = bug_report;
+    reset.stop_units = stop_units;
     return cmd_repair_reset(repair, reset);
   }
   if (*validate_cmd) return cmd_thresholds_validate(validate_dir);

@@ -186,6 +186,11 @@ TEST_F(VigilCheckCli, bad_arguments_exit_3_with_a_message) {
   EXPECT_EQ(bad_spacing.exit_code, 3);
   EXPECT_NE(bad_spacing.err.find("--repeat-spacing-s between 0 and 600"), std::string::npos)
       << bad_spacing.err;
+  // A unit for the GPU reset to stop is never one of systemctl's own options.
+  auto bad_unit = run_command({kBinary, "repair", "reset-gpu", "--stop-unit=--all"});
+  EXPECT_EQ(bad_unit.exit_code, 3);
+  EXPECT_NE(bad_unit.err.find("'--all' is not a systemd unit name"), std::string::npos)
+      << bad_unit.err;
 }
 
 // vigil-check fabric: one run across the pair, one report per node, each spooled. The

@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
+#include <set>
 #include <thread>
 #include <utility>
 
@@ -275,6 +277,47 @@ std::optional<CheckResult> mig_skip_result(std::string_view check,
   return skipped(check, "MIG enabled on " + short_list(gpus, 8, ", ", ", ") +
                             ": the probe measures whole GPUs and a MIG slice would read as a "
                             "slow GPU; run it with MIG disabled (nvidia-smi -mig 0)");
+}
+
+std::vector<DeviceHolder> gpu_device_holders(const std::string& proc_root,
+                                             const std::string& dev_dir) {
+  std::vector<DeviceHolder> out;
+  const std::string node_prefix = dev_dir + "/nvidia";
+  const auto is_gpu_node = [&](const std::string& target) {
+    if (!target.starts_with(node_prefix) || target.size() == node_prefix.size()) return false;
+    return target.find_first_not_of("0123456789", node_prefix.size()) == std::string::npos;
+  };
+  const std::string self = std::to_string(::getpid());
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(proc_root, ec)) {
+    const std::string pid = entry.path().filename();
+    if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos || pid == self)
+      continue;
+    std::error_code fd_ec;  // gone, or another user's: not listed
+    std::set<std::string> devices;
+    for (const auto& fd : std::filesystem::directory_iterator(entry.path() / "fd", fd_ec)) {
+      std::error_code link_ec;
+      const std::string target = std::filesystem::read_symlink(fd.path(), link_ec).string();
+      if (!link_ec && is_gpu_node(target)) devices.insert(target);
+    }
+    std::string name;
+    if (!devices.empty()) {
+      std::ifstream comm(entry.path() / "comm");
+      std::getline(comm, name);
+    }
+    if (!devices.empty())
+      out.push_back({static_cast<unsigned>(std::stoul(pid)), trimmed(name),
+                     std::vector<std::string>(devices.begin(), devices.end())});
+  }
+  std::sort(out.begin(), out.end(),
+            [](const DeviceHolder& a, const DeviceHolder& b) { return a.pid < b.pid; });
+  return out;
+}
+
+std::string holder_text(const DeviceHolder& h) {
+  return (h.name.empty() ? "pid " + std::to_string(h.pid)
+                         : h.name + " (pid " + std::to_string(h.pid) + ")") +
+         " on " + short_list(h.devices, 2);
 }
 
 CheckResult gpu_busy_result(std::string_view check, const std::vector<GpuBusy>& busy) {

@@ -104,6 +104,27 @@ std::optional<CheckResult> mig_skip_result(std::string_view check,
 BusyScan scan_gpus_for_other_work(const CheckContext& ctx, const BusySampling& sampling = {},
                                   bool processes_only = false);
 
+// A process with a GPU's device node open ("/dev/nvidia3"): a client NVML's process list does
+// not show, which keeps `nvidia-smi --gpu-reset` from running ("In use by another client": DCGM's
+// nv-hostengine, dcgm-exporter, nvidia-persistenced, an X server, another nvidia-smi;
+// nvidia-smi(1) --gpu-reset, NVIDIA/NVSentinel #1690 and #1691, IBM/CAST #551).
+struct DeviceHolder {
+  unsigned pid = 0;
+  std::string name;                  // <proc_root>/<pid>/comm, "" when unreadable
+  std::vector<std::string> devices;  // the device nodes it holds, as the fds' links read
+};
+
+// Every process but this one with an open fd on <dev_dir>/nvidia<N> (the per-GPU nodes; the
+// control node nvidiactl and nvidia-uvm do not hold a GPU), found through the
+// <proc_root>/<pid>/fd links, in pid order. A process whose fds cannot be read (another user's,
+// without root) is not listed: nvidia-smi's own refusal stays the last word. Processes in another
+// PID namespace (a pod's, seen from a Slinky slurmd pod) are not visible either.
+std::vector<DeviceHolder> gpu_device_holders(const std::string& proc_root,
+                                             const std::string& dev_dir);
+
+// "nv-hostengine (pid 812) on /dev/nvidia0, /dev/nvidia1 +6 more"
+std::string holder_text(const DeviceHolder& h);
+
 // error, "GPU busy: gpu2 pid 1234 python 40 GiB; not measured ...", VIGIL-GPU-BUSY.
 CheckResult gpu_busy_result(std::string_view check, const std::vector<GpuBusy>& busy);
 

@@ -9,6 +9,7 @@
 #include <ctime>
 #include <filesystem>
 #include <set>
+#include <utility>
 
 #include "gpu_busy.h"
 #include "inventory.h"
@@ -71,6 +72,45 @@ std::vector<std::string> set_persistence(const ResetOptions& o,
   for (const std::string& uuid : uuids) {
     const auto ran = smi(o, {"-pm", on ? "1" : "0", "-i", uuid}, o.query_timeout);
     if (!succeeded(ran)) failed.push_back(what_happened("nvidia-smi -pm", ran) + " (" + uuid + ")");
+  }
+  return failed;
+}
+
+Result<LaunchResult> systemctl(const ResetOptions& o, std::vector<std::string> args) {
+  args.insert(args.begin(), o.systemctl);
+  LaunchOptions opts;
+  opts.timeout = o.unit_timeout;
+  return run_command(args, opts);
+}
+
+// The site's units that hold the GPUs (gpu_reset.h), stopped where active, in the order named.
+// The first that will not stop ends the list: nothing is reset then.
+struct StoppedUnits {
+  std::vector<std::string> stopped;  // to start again, whatever happens
+  std::string failed;                // "systemctl stop nvidia-dcgm exited 5: ..." or ""
+};
+
+StoppedUnits stop_units(const ResetOptions& o) {
+  StoppedUnits out;
+  for (const std::string& unit : o.stop_units) {
+    if (!succeeded(systemctl(o, {"is-active", "--quiet", unit}))) continue;  // not running
+    const auto ran = systemctl(o, {"stop", unit});
+    if (!succeeded(ran)) {
+      out.failed = what_happened("systemctl stop " + unit, ran);
+      break;
+    }
+    out.stopped.push_back(unit);
+  }
+  return out;
+}
+
+// Starts the stopped units again, the last stopped first; returns those that would not start.
+std::vector<std::string> start_units(const ResetOptions& o,
+                                     const std::vector<std::string>& stopped) {
+  std::vector<std::string> failed;
+  for (auto it = stopped.rbegin(); it != stopped.rend(); ++it) {
+    const auto ran = systemctl(o, {"start", *it});
+    if (!succeeded(ran)) failed.push_back(what_happened("systemctl start " + *it, ran));
   }
   return failed;
 }
@@ -231,13 +271,35 @@ CheckResult reset_gpus(const CheckContext& ctx, const ResetOptions& o) {
     return r;
   };
 
-  // Persistence mode holds the GPU open (NVIDIA/NVSentinel #1690): off for the reset, then back.
+  // Whatever holds the GPUs open goes quiet for the reset and comes back after it, on every
+  // path: the site's units, then persistence mode (NVIDIA/NVSentinel #1690).
+  const StoppedUnits units = stop_units(o);
+  auto restore = [&] {
+    std::vector<std::string> failed = set_persistence(o, persistent, true);
+    for (std::string& f : start_units(o, units.stopped)) failed.push_back(std::move(f));
+    return failed;
+  };
+  if (!units.failed.empty()) {
+    restore();
+    return kept(error(kCheck, units.failed + "; not reset" + evidence));
+  }
   if (auto failed = set_persistence(o, persistent, false); !failed.empty()) {
-    set_persistence(o, persistent, true);
+    restore();
     return kept(error(kCheck, short_list(failed, 2, "; ", "; ") + "; not reset" + evidence));
   }
+  if (const auto holders = gpu_device_holders(ctx.proc_root, o.dev_dir); !holders.empty()) {
+    restore();
+    std::vector<std::string> who;
+    for (const DeviceHolder& h : holders) who.push_back(holder_text(h));
+    return kept(error(kCheck,
+                      "GPUs held open by " + short_list(who, 3, "; ", "; ") +
+                          "; not reset (a unit that holds them can be stopped for the reset: "
+                          "--stop-unit, docs/repair.md)" +
+                          evidence,
+                      kFaultGpuHeld));
+  }
   const auto reset = smi(o, {"--gpu-reset"}, o.reset_timeout);
-  const std::vector<std::string> not_restored = set_persistence(o, persistent, true);
+  const std::vector<std::string> not_restored = restore();
 
   CheckResult r;
   r.check = std::string(kCheck);
@@ -271,11 +333,10 @@ CheckResult reset_gpus(const CheckContext& ctx, const ResetOptions& o) {
     return kept(r);
   }
   r.status = not_restored.empty() ? Status::kPass : Status::kWarn;
-  r.message = "reset " + std::to_string(gpus) + " GPUs; all back" +
-              (not_restored.empty() ? ""
-                                    : "; persistence mode not restored: " +
-                                          short_list(not_restored, 2, "; ", "; ")) +
-              forget_reset_xids(o, scan.bus_ids) + evidence;
+  r.message =
+      "reset " + std::to_string(gpus) + " GPUs; all back" +
+      (not_restored.empty() ? "" : "; not restored: " + short_list(not_restored, 2, "; ", "; ")) +
+      forget_reset_xids(o, scan.bus_ids) + evidence;
   return kept(r);
 }
 

@@ -18,6 +18,15 @@
 //   another client"; disabling it first and restoring it after is what made the same reset
 //   succeed (NVIDIA/NVSentinel #1690, PR #1692; NVIDIA/gpu-operator #118 for
 //   nvidia-persistenced). Done per GPU UUID with `nvidia-smi -pm 0|1 -i UUID`.
+// - Clients NVML's process list does not show hold the GPUs open too, and nvidia-smi refuses the
+//   reset while they do: DCGM's nv-hostengine and dcgm-exporter, X, another nvidia-smi
+//   (nvidia-smi(1) --gpu-reset; NVIDIA/NVSentinel #1691; IBM/CAST #551 stops nv-hostengine and
+//   nvidia-persistenced before a reset). The systemd units the site names (--stop-unit, e.g.
+//   nvidia-dcgm) are stopped, if active, before persistence mode goes off, and started again on
+//   every path. Then /proc is searched for any process still holding a /dev/nvidiaN open: one
+//   left is an error VIGIL-GPU-HELD that names it ("nv-hostengine (pid 812) on /dev/nvidia0"),
+//   and nothing is reset. Fabric Manager is not such a unit: on NVSwitch systems it is the one
+//   that re-trains a reset GPU's NVLinks.
 // - Before the reset, nvidia-bug-report.sh keeps the driver's state (as vigil-reboot does before
 //   a reboot); its path, or why there is none, is in the result's message.
 // - After a good reset, the XIDs kmsg_xid remembers for this boot whose action a reset clears
@@ -25,10 +34,12 @@
 // - This process holds no NVML session while nvidia-smi resets (a monitoring client would
 //   block it, nvidia-smi(1)); NVML is opened again afterwards to check that every GPU came back
 //   with its UUID.
-// Status: pass (every GPU reset and back), warn (reset, but persistence mode not restored),
+// Status: pass (every GPU reset and back), warn (reset, but persistence mode or a stopped unit
+// not restored),
 // fail (nvidia-smi's exit code names the hardware: 14 infoROM corrupted, 15 GPU fallen off the
 // bus, nvidia-smi(1) "RETURN VALUE"; or a GPU did not come back), error (not attempted or
-// refused for a reason of the setup: busy, MIG, no nvidia-smi, no permission, timed out...).
+// refused for a reason of the setup: busy, MIG, held open, a unit that would not stop, no
+// nvidia-smi, no permission, timed out...).
 // Compiled, not run on a GPU: tested with the fake NVML and a stand-in nvidia-smi.
 #include <chrono>
 #include <optional>
@@ -55,6 +66,13 @@ struct ResetOptions {
   std::string evidence_dir;
   std::string bug_report = "nvidia-bug-report.sh";  // --bug-report / VIGIL_BUG_REPORT
   std::chrono::seconds bug_report_timeout{300};
+  // systemd units holding the GPUs that the reset stops and starts again (--stop-unit /
+  // VIGIL_RESET_STOP_UNITS): those active before are started again, in reverse order, whatever
+  // the outcome. Empty: none stopped.
+  std::vector<std::string> stop_units;
+  std::string systemctl = "systemctl";
+  std::chrono::seconds unit_timeout{90};  // each stop / start / is-active call
+  std::string dev_dir = "/dev";           // where the per-GPU device nodes nvidia<N> are
 };
 
 // One row of `nvidia-smi --query-gpu=uuid,persistence_mode --format=csv,noheader`.
@@ -64,6 +82,8 @@ struct PersistenceRow {
 };
 // Pure: the rows, or an error naming the line that is not "<uuid>, Enabled|Disabled".
 Result<std::vector<PersistenceRow>> parse_persistence(std::string_view csv);
+
+inline constexpr const char* kFaultGpuHeld = "VIGIL-GPU-HELD";
 
 // Pure: the status a failed `nvidia-smi --gpu-reset` exit code means (nvidia-smi(1) "RETURN
 // VALUE": 14 infoROM corrupted and 15 GPU fallen off the bus are the GPU's; the rest, e.g. 4

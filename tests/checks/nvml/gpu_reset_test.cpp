@@ -4,11 +4,16 @@
 // cleared, or a GPU gone). Compiled, not run on a GPU: the real nvidia-smi is never called.
 #include "nvml/gpu_reset.h"
 
+#include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <sstream>
 
+#include "nvml/gpu_busy.h"
 #include "nvml_test_support.h"
 #include "passive/kmsg_reader.h"
 #include "vigil/report/check_catalog.h"
@@ -69,9 +74,55 @@ class GpuResetTest : public NvmlCheckTest {
     return ss.str();
   }
   CheckResult reset() { return nvml::reset_gpus(ctx_, opts_); }
+  // A stand-in systemctl that logs "systemctl <args>"; `active` units answer is-active;
+  // stopping `no_stop` and starting `no_start` fail.
+  void systemctl(const std::string& active, const std::string& no_stop = "none",
+                 const std::string& no_start = "none") {
+    opts_.systemctl = (tmp_ / "systemctl").string();
+    std::ofstream out(opts_.systemctl, std::ios::trunc);
+    out << "#!/bin/sh\n"
+        << "echo \"systemctl $*\" >> '" << log_ << "'\n"
+        << "case \"$1\" in\n"
+        << "  is-active) case ' " << active << " ' in *\" $3 \"*) exit 0 ;; esac; exit 3 ;;\n"
+        << "  stop) [ \"$2\" = '" << no_stop << "' ] && { echo 'Job failed'; exit 1; }; exit 0 ;;\n"
+        << "  start) [ \"$2\" = '" << no_start << "' ] && { echo 'Job failed'; exit 1; }; "
+        << "exit 0 ;;\n"
+        << "esac\nexit 2\n";
+    out.close();
+    ::chmod(opts_.systemctl.c_str(), 0755);
+  }
+  // A child process (`sleep`) holding `file` open; killed by the fixture.
+  pid_t hold_open(const std::filesystem::path& file) {
+    std::ofstream(file.string()) << "";
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      const int fd = ::open(file.c_str(), O_RDONLY);
+      if (fd < 0) ::_exit(126);
+      ::execlp("sleep", "sleep", "30", static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    holders_.push_back(pid);
+    // Until its fd and its name (after exec) are there.
+    for (int i = 0; i < 200; ++i) {
+      std::ifstream comm("/proc/" + std::to_string(pid) + "/comm");
+      std::string name;
+      std::getline(comm, name);
+      if (name == "sleep") break;
+      ::usleep(10000);
+    }
+    return pid;
+  }
+  void TearDown() override {
+    for (pid_t pid : holders_) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+    }
+    NvmlCheckTest::TearDown();
+  }
 
   std::string fixture_, log_;
   nvml::ResetOptions opts_;
+  std::vector<pid_t> holders_;
 };
 
 TEST(gpu_reset_parse, persistence_rows_are_read_and_a_foreign_line_is_refused) {
@@ -137,6 +188,75 @@ TEST_F(GpuResetTest, a_gpu_in_mig_mode_is_never_reset) {
   EXPECT_EQ(calls(), "");
 }
 
+TEST_F(GpuResetTest, a_process_holding_a_gpu_device_node_open_keeps_every_gpu_from_its_reset) {
+  // A real process with a real fd, found through the real /proc: only the device node's
+  // directory is the test's (nvidia<N>; the control node nvidiactl holds no GPU).
+  const std::filesystem::path dev = tmp_ / "dev";
+  std::filesystem::create_directories(dev);
+  opts_.dev_dir = dev.string();
+  const pid_t holder = hold_open(dev / "nvidia1");
+  const pid_t control = hold_open(dev / "nvidiactl");
+  const CheckResult r = reset();
+  EXPECT_EQ(r.status, Status::kError);
+  EXPECT_EQ(r.fault_code, "VIGIL-GPU-HELD");
+  const std::string named = "GPUs held open by sleep (pid " + std::to_string(holder) + ") on " +
+                            (dev / "nvidia1").string();
+  EXPECT_EQ(r.message.rfind(named + "; not reset", 0), 0u) << r.message;
+  EXPECT_EQ(r.message.find("pid " + std::to_string(control)), std::string::npos) << r.message;
+  // Persistence mode went off for the look and came back; nothing was reset.
+  EXPECT_EQ(calls(),
+            "--query-gpu=uuid,persistence_mode --format=csv,noheader\n"
+            "-pm 0 -i GPU-0aaa\n"
+            "-pm 1 -i GPU-0aaa\n");
+  // Without a holder the same node is reset.
+  ::kill(holder, SIGKILL);
+  ::waitpid(holder, nullptr, 0);
+  holders_.erase(holders_.begin());
+  EXPECT_EQ(reset().status, Status::kPass);
+  EXPECT_TRUE(nvml::gpu_device_holders("/proc", dev.string()).empty());
+}
+
+TEST_F(GpuResetTest, the_sites_units_stop_for_the_reset_and_start_again_the_inactive_untouched) {
+  systemctl("nvidia-dcgm nvsm");
+  opts_.stop_units = {"nvidia-dcgm", "dcgm-exporter", "nvsm"};
+  const CheckResult r = reset();
+  EXPECT_EQ(r.status, Status::kPass) << r.message;
+  EXPECT_EQ(calls(),
+            "--query-gpu=uuid,persistence_mode --format=csv,noheader\n"
+            "systemctl is-active --quiet nvidia-dcgm\n"
+            "systemctl stop nvidia-dcgm\n"
+            "systemctl is-active --quiet dcgm-exporter\n"
+            "systemctl is-active --quiet nvsm\n"
+            "systemctl stop nvsm\n"
+            "-pm 0 -i GPU-0aaa\n"
+            "--gpu-reset\n"
+            "-pm 1 -i GPU-0aaa\n"
+            "systemctl start nvsm\n"
+            "systemctl start nvidia-dcgm\n");
+}
+
+TEST_F(GpuResetTest, a_unit_that_will_not_stop_keeps_the_gpus_from_the_reset_and_the_rest_return) {
+  systemctl("nvidia-dcgm nvsm", "nvsm");
+  opts_.stop_units = {"nvidia-dcgm", "nvsm"};
+  const CheckResult r = reset();
+  EXPECT_EQ(r.status, Status::kError);
+  EXPECT_EQ(r.message.rfind("systemctl stop nvsm exited 1: Job failed; not reset", 0), 0u)
+      << r.message;
+  EXPECT_EQ(calls().find("--gpu-reset"), std::string::npos) << calls();
+  EXPECT_EQ(calls().find("-pm 0"), std::string::npos) << calls();
+  EXPECT_TRUE(calls().ends_with("-pm 1 -i GPU-0aaa\nsystemctl start nvidia-dcgm\n")) << calls();
+}
+
+TEST_F(GpuResetTest, a_unit_that_will_not_start_again_is_a_warning_after_a_good_reset) {
+  systemctl("nvidia-dcgm", "none", "nvidia-dcgm");
+  opts_.stop_units = {"nvidia-dcgm"};
+  const CheckResult r = reset();
+  EXPECT_EQ(r.status, Status::kWarn);
+  EXPECT_TRUE(
+      r.message.ends_with("; not restored: systemctl start nvidia-dcgm exited 1: Job failed"))
+      << r.message;
+}
+
 TEST_F(GpuResetTest, a_refused_reset_is_an_error_and_persistence_mode_comes_back) {
   stand_in(255);
   const CheckResult r = reset();
@@ -164,8 +284,7 @@ TEST_F(GpuResetTest, persistence_mode_not_restored_is_a_warning_after_a_good_res
   stand_in(0, 6);
   const CheckResult r = reset();
   EXPECT_EQ(r.status, Status::kWarn);
-  EXPECT_NE(r.message.find("persistence mode not restored: nvidia-smi -pm exited 6"),
-            std::string::npos)
+  EXPECT_NE(r.message.find("; not restored: nvidia-smi -pm exited 6"), std::string::npos)
       << r.message;
 }
 
