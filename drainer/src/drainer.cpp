@@ -19,8 +19,9 @@ VoidResult Drainer::open() { return core_->open(); }
 bool Drainer::ready() const { return core_->ready(); }
 void Drainer::start() { core_->start(); }
 void Drainer::stop() { core_->stop(); }
-Result<IngestOutcome> Drainer::ingest(const std::vector<NodeReport>& reports) {
-  return core_->ingest(reports);
+Result<IngestOutcome> Drainer::ingest(const std::vector<NodeReport>& reports,
+                                      std::vector<nlohmann::json>* received) {
+  return core_->ingest(reports, received);
 }
 Result<int> Drainer::ingest_dir(const std::string& dir) { return core_->ingest_dir(dir); }
 std::vector<ReportDecision> Drainer::decide_now(const std::vector<NodeReport>& reports) {

@@ -70,7 +70,8 @@ class DrainerCore {
   bool ready() const { return ready_.load(); }
   void start();
   void stop();
-  Result<IngestOutcome> ingest(const std::vector<NodeReport>& reports);
+  Result<IngestOutcome> ingest(const std::vector<NodeReport>& reports,
+                               std::vector<nlohmann::json>* received = nullptr);
   Result<int> ingest_dir(const std::string& dir);
   std::vector<ReportDecision> decide_now(const std::vector<NodeReport>& reports);
   SharedDrainPolicy shared_policy() const;

@@ -139,7 +139,8 @@ HttpReply HttpApi::post_reports(const HttpRequest& req) const {
     return r;
   }
   if (req.body.size() > static_cast<size_t>(cfg_.max_body_bytes)) return too_large(req.body.size());
-  auto parsed = parse_node_reports(req.body);
+  std::vector<nlohmann::json> received;  // each report's JSON, journaled as it came
+  auto parsed = parse_node_reports(req.body, &received);
   if (!parsed) {
     d_.metrics().on_ingest("invalid");
     const auto colon = parsed.error.find(": ");
@@ -153,7 +154,7 @@ HttpReply HttpApi::post_reports(const HttpRequest& req) const {
       return refusal_reply(*r);
     }
   }
-  auto out = d_.ingest(*parsed.value);
+  auto out = d_.ingest(*parsed.value, &received);
   if (!out.ok()) {
     auto r = error_reply(503, "not stored: " + out.error().to_string());
     r.headers.emplace_back("Retry-After", "5");

@@ -15,13 +15,17 @@ namespace fs = std::filesystem;
 
 namespace vigil::drainer {
 
-Result<IngestOutcome> DrainerCore::ingest(const std::vector<NodeReport>& reports) {
+Result<IngestOutcome> DrainerCore::ingest(const std::vector<NodeReport>& reports,
+                                          std::vector<nlohmann::json>* received) {
   if (!ready_) return Error{"drainer not ready", "DrainerCore::ingest"};
   IngestOutcome out;
   const int64_t now = clock_.now_unix();
   std::vector<nlohmann::json> all;  // serialised outside the lock
   all.reserve(reports.size());
-  for (const auto& r : reports) all.push_back(report_record(now, r));
+  const bool as_received = received && received->size() == reports.size();
+  for (size_t k = 0; k < reports.size(); ++k)
+    all.push_back(as_received ? report_record(now, reports[k], std::move((*received)[k]))
+                              : report_record(now, reports[k]));
   {
     std::lock_guard lk(ingest_mu_);
     std::vector<nlohmann::json> recs;

@@ -129,11 +129,17 @@ std::string_view to_string(DoneOutcome o) {
 }
 
 json report_record(int64_t received_unix_s, const NodeReport& report) {
-  return {{"t", "report"},
-          {"node", report.node},
-          {"run_id", report.run_id},
-          {"received_unix_s", received_unix_s},
-          {"report", to_json(report)}};
+  return report_record(received_unix_s, report, to_json(report));
+}
+
+json report_record(int64_t received_unix_s, const NodeReport& report, json received) {
+  json r = json::object();
+  r["t"] = "report";
+  r["node"] = report.node;
+  r["run_id"] = report.run_id;
+  r["received_unix_s"] = received_unix_s;
+  r["report"] = std::move(received);
+  return r;
 }
 
 json to_json(const Decided& d) {

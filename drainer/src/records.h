@@ -80,6 +80,11 @@ struct Overloaded : F... {
 // the hot paths (ingest, decisions) a copy of the report or state into a RecordBody.
 nlohmann::json to_json(const RecordBody& r);
 nlohmann::json report_record(int64_t received_unix_s, const NodeReport& report);
+// The same record with the report's JSON as it was received and strictly read
+// (parse_node_reports' `validated`), not built again from the struct: one JSON tree per report
+// fewer on the ingest path. Replay reads either form with the same codec.
+nlohmann::json report_record(int64_t received_unix_s, const NodeReport& report,
+                             nlohmann::json received);
 nlohmann::json to_json(const Decided& d);
 // Strict: see the header comment. Errors name the field ("decision.state: ...").
 Result<JournalRecord> record_from_json(const nlohmann::json& j);

@@ -377,7 +377,8 @@ std::optional<std::string> node_name_problem(std::string_view name) {
   return slurm_name_problem(name);
 }
 
-Parsed<std::vector<NodeReport>> parse_node_reports(std::string_view text) {
+Parsed<std::vector<NodeReport>> parse_node_reports(std::string_view text,
+                                                   std::vector<nlohmann::json>* validated) {
   Parsed<std::vector<NodeReport>> out;
   json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) {
@@ -392,6 +393,13 @@ Parsed<std::vector<NodeReport>> parse_node_reports(std::string_view text) {
         reports.push_back(parse_report(j[i], "/" + std::to_string(i)));
     } else {
       reports.push_back(parse_report(j, ""));
+    }
+    if (validated) {
+      validated->clear();
+      if (j.is_array())
+        for (auto& each : j) validated->push_back(std::move(each));
+      else
+        validated->push_back(std::move(j));
     }
     out.value = std::move(reports);
   } catch (const FieldError& e) {

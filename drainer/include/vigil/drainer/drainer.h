@@ -62,8 +62,11 @@ class Drainer {
   void start();
   void stop();
 
-  // Durable + idempotent on (node, run_id). Returns after the journal fsync.
-  Result<IngestOutcome> ingest(const std::vector<NodeReport>& reports);
+  // Durable + idempotent on (node, run_id). Returns after the journal fsync. `received`, when
+  // given (parse_node_reports' `validated`, one per report), is journaled as each report's JSON
+  // and left moved-from.
+  Result<IngestOutcome> ingest(const std::vector<NodeReport>& reports,
+                               std::vector<nlohmann::json>* received = nullptr);
   // Reads every *.json in dir (one report or an array per file), ingests, deletes the file
   // once durable; unparsable files move to dir/rejected/. Returns the number of files taken.
   Result<int> ingest_dir(const std::string& dir);

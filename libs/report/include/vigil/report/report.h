@@ -106,8 +106,12 @@ nlohmann::json to_json(const NodeReport& r);
 Parsed<NodeReport> parse_node_report(const nlohmann::json& j);
 Parsed<NodeReport> parse_node_report(std::string_view text);
 Parsed<CheckResult> parse_check_result(const nlohmann::json& j);
-// A POST body may hold one report or an array of reports.
-Parsed<std::vector<NodeReport>> parse_node_reports(std::string_view text);
+// A POST body may hold one report or an array of reports. With `validated`, each report's own
+// JSON object, checked by the same strict reading, is moved there in the same order: the drainer
+// journals it as received instead of building it again from the struct (drainer ingest bench,
+// docs/benchmarks.md "Drainer ingest").
+Parsed<std::vector<NodeReport>> parse_node_reports(
+    std::string_view text, std::vector<nlohmann::json>* validated = nullptr);
 
 // Why `name` cannot name exactly one Slurm node, or nullopt when it can: 1-253 characters of
 // [A-Za-z0-9._-] (no hostlist brackets, commas or spaces, which Slurm expands) and none of
