@@ -54,6 +54,27 @@ TEST(HttpApi, batch_of_reports_in_one_post) {
   EXPECT_EQ(nlohmann::json::parse(r->body)["accepted"], 4);
 }
 
+// Each report is journaled as it was sent (once strictly read), not rebuilt from the struct: a
+// field sent as null, which the struct reads as absent, is still in the journal's line.
+TEST(HttpApi, the_journal_holds_each_report_as_it_was_sent) {
+  Server s;
+  nlohmann::json sent = nlohmann::json::parse(report_body("gpu-2", "as-sent"));
+  sent["k8s_node"] = nullptr;
+  auto r = s.post(nlohmann::json::array({sent}).dump());
+  ASSERT_EQ(r->status, 202) << r->body;
+  std::vector<nlohmann::json> reports;
+  for (const auto& e : std::filesystem::directory_iterator(s.cfg.state_dir)) {
+    if (!e.path().filename().string().starts_with("journal-")) continue;
+    std::ifstream in(e.path());
+    for (std::string line; std::getline(in, line);) {
+      const auto rec = nlohmann::json::parse(line);
+      if (rec.value("t", "") == "report") reports.push_back(rec.at("report"));
+    }
+  }
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_EQ(reports[0].dump(), sent.dump());
+}
+
 struct Rejection {
   std::string name;
   std::string body;

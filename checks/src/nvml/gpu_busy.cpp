@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -287,27 +288,30 @@ std::vector<DeviceHolder> gpu_device_holders(const std::string& proc_root,
     if (!target.starts_with(node_prefix) || target.size() == node_prefix.size()) return false;
     return target.find_first_not_of("0123456789", node_prefix.size()) == std::string::npos;
   };
-  const std::string self = std::to_string(::getpid());
+  const unsigned self = static_cast<unsigned>(::getpid());
+  // Never the throwing operator++: a process that exits mid-scan makes readdir of its fd
+  // directory fail, and the reset must still restore what it stopped (gpu_reset.cpp).
+  namespace fs = std::filesystem;
   std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(proc_root, ec)) {
-    const std::string pid = entry.path().filename();
-    if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos || pid == self)
-      continue;
-    std::error_code fd_ec;  // gone, or another user's: not listed
+  for (fs::directory_iterator it(proc_root, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename();
+    unsigned pid = 0;
+    const auto [last, parse_ec] = std::from_chars(name.data(), name.data() + name.size(), pid);
+    if (parse_ec != std::errc() || last != name.data() + name.size() || pid == self) continue;
     std::set<std::string> devices;
-    for (const auto& fd : std::filesystem::directory_iterator(entry.path() / "fd", fd_ec)) {
+    std::error_code fd_ec;  // gone, or another user's: not listed
+    for (fs::directory_iterator fd(it->path() / "fd", fd_ec), fds_end; !fd_ec && fd != fds_end;
+         fd.increment(fd_ec)) {
       std::error_code link_ec;
-      const std::string target = std::filesystem::read_symlink(fd.path(), link_ec).string();
+      const std::string target = fs::read_symlink(fd->path(), link_ec).string();
       if (!link_ec && is_gpu_node(target)) devices.insert(target);
     }
-    std::string name;
-    if (!devices.empty()) {
-      std::ifstream comm(entry.path() / "comm");
-      std::getline(comm, name);
-    }
-    if (!devices.empty())
-      out.push_back({static_cast<unsigned>(std::stoul(pid)), trimmed(name),
-                     std::vector<std::string>(devices.begin(), devices.end())});
+    if (devices.empty()) continue;
+    std::string comm_name;
+    std::ifstream comm(it->path() / "comm");
+    std::getline(comm, comm_name);
+    out.push_back(
+        {pid, trimmed(comm_name), std::vector<std::string>(devices.begin(), devices.end())});
   }
   std::sort(out.begin(), out.end(),
             [](const DeviceHolder& a, const DeviceHolder& b) { return a.pid < b.pid; });

@@ -83,36 +83,57 @@ Result<LaunchResult> systemctl(const ResetOptions& o, std::vector<std::string> a
   return run_command(args, opts);
 }
 
-// The site's units that hold the GPUs (gpu_reset.h), stopped where active, in the order named.
-// The first that will not stop ends the list: nothing is reset then.
-struct StoppedUnits {
-  std::vector<std::string> stopped;  // to start again, whatever happens
-  std::string failed;                // "systemctl stop nvidia-dcgm exited 5: ..." or ""
+// What the reset quiets (gpu_reset.h): the site's units, then persistence mode. Brought back
+// once, on the path that asks, or by the destructor when something throws on the way.
+class Quieted {
+ public:
+  Quieted(const ResetOptions& o, std::vector<std::string> persistent)
+      : o_(o), persistent_(std::move(persistent)) {}
+  Quieted(const Quieted&) = delete;
+  Quieted& operator=(const Quieted&) = delete;
+  ~Quieted() {
+    if (!restored_) (void)restore();
+  }
+
+  // Stops the active ones in the order named; "" or why one would not stop (the rest are left).
+  std::string stop_units() {
+    for (const std::string& unit : o_.stop_units) {
+      if (!succeeded(systemctl(o_, {"is-active", "--quiet", unit}))) continue;  // not running
+      // Started again whatever the stop's outcome: a stop that timed out here goes on in systemd.
+      stopped_.push_back(unit);
+      const auto ran = systemctl(o_, {"stop", unit});
+      if (!succeeded(ran)) return what_happened("systemctl stop " + unit, ran);
+    }
+    return "";
+  }
+  // Persistence mode off where it was on; the GPUs it could not set, with why.
+  std::vector<std::string> persistence_off() {
+    persistence_off_ = true;  // a partial failure is set back too
+    return set_persistence(o_, persistent_, false);
+  }
+  // Persistence mode back on where it went off, the units started again (the last stopped
+  // first); what would not come back.
+  std::vector<std::string> restore() {
+    restored_ = true;
+    std::vector<std::string> failed;
+    if (persistence_off_) failed = set_persistence(o_, persistent_, true);
+    for (auto it = stopped_.rbegin(); it != stopped_.rend(); ++it) {
+      const auto ran = systemctl(o_, {"start", *it});
+      if (!succeeded(ran)) failed.push_back(what_happened("systemctl start " + *it, ran));
+    }
+    return failed;
+  }
+
+ private:
+  const ResetOptions& o_;
+  const std::vector<std::string> persistent_;
+  std::vector<std::string> stopped_;
+  bool persistence_off_ = false, restored_ = false;
 };
 
-StoppedUnits stop_units(const ResetOptions& o) {
-  StoppedUnits out;
-  for (const std::string& unit : o.stop_units) {
-    if (!succeeded(systemctl(o, {"is-active", "--quiet", unit}))) continue;  // not running
-    const auto ran = systemctl(o, {"stop", unit});
-    if (!succeeded(ran)) {
-      out.failed = what_happened("systemctl stop " + unit, ran);
-      break;
-    }
-    out.stopped.push_back(unit);
-  }
-  return out;
-}
-
-// Starts the stopped units again, the last stopped first; returns those that would not start.
-std::vector<std::string> start_units(const ResetOptions& o,
-                                     const std::vector<std::string>& stopped) {
-  std::vector<std::string> failed;
-  for (auto it = stopped.rbegin(); it != stopped.rend(); ++it) {
-    const auto ran = systemctl(o, {"start", *it});
-    if (!succeeded(ran)) failed.push_back(what_happened("systemctl start " + *it, ran));
-  }
-  return failed;
+// "; not restored: ..." for a result's message, or "".
+std::string not_restored_note(const std::vector<std::string>& failed) {
+  return failed.empty() ? "" : "; not restored: " + short_list(failed, 2, "; ", "; ");
 }
 
 constexpr const char* kFaultResetMig = "VIGIL-RESET-MIG";
@@ -273,33 +294,28 @@ CheckResult reset_gpus(const CheckContext& ctx, const ResetOptions& o) {
 
   // Whatever holds the GPUs open goes quiet for the reset and comes back after it, on every
   // path: the site's units, then persistence mode (NVIDIA/NVSentinel #1690).
-  const StoppedUnits units = stop_units(o);
-  auto restore = [&] {
-    std::vector<std::string> failed = set_persistence(o, persistent, true);
-    for (std::string& f : start_units(o, units.stopped)) failed.push_back(std::move(f));
-    return failed;
-  };
-  if (!units.failed.empty()) {
-    restore();
-    return kept(error(kCheck, units.failed + "; not reset" + evidence));
+  Quieted quiet(o, persistent);
+  if (std::string failed = quiet.stop_units(); !failed.empty()) {
+    const std::string note = not_restored_note(quiet.restore());
+    return kept(error(kCheck, failed + "; not reset" + note + evidence));
   }
-  if (auto failed = set_persistence(o, persistent, false); !failed.empty()) {
-    restore();
-    return kept(error(kCheck, short_list(failed, 2, "; ", "; ") + "; not reset" + evidence));
+  if (auto failed = quiet.persistence_off(); !failed.empty()) {
+    const std::string note = not_restored_note(quiet.restore());
+    return kept(error(kCheck, short_list(failed, 2, "; ", "; ") + "; not reset" + note + evidence));
   }
   if (const auto holders = gpu_device_holders(ctx.proc_root, o.dev_dir); !holders.empty()) {
-    restore();
+    const std::string note = not_restored_note(quiet.restore());
     std::vector<std::string> who;
     for (const DeviceHolder& h : holders) who.push_back(holder_text(h));
     return kept(error(kCheck,
                       "GPUs held open by " + short_list(who, 3, "; ", "; ") +
                           "; not reset (a unit that holds them can be stopped for the reset: "
                           "--stop-unit, docs/repair.md)" +
-                          evidence,
+                          note + evidence,
                       kFaultGpuHeld));
   }
   const auto reset = smi(o, {"--gpu-reset"}, o.reset_timeout);
-  const std::vector<std::string> not_restored = restore();
+  const std::string restored = not_restored_note(quiet.restore());
 
   CheckResult r;
   r.check = std::string(kCheck);
@@ -311,13 +327,14 @@ CheckResult reset_gpus(const CheckContext& ctx, const ResetOptions& o) {
   if (!succeeded(reset)) {
     const bool exited = reset && !reset.value().timed_out && reset.value().term_signal == 0;
     r.status = exited ? reset_failure_status(reset.value().exit_code) : Status::kError;
-    r.message = what_happened("nvidia-smi --gpu-reset", reset) + evidence;
+    r.message = what_happened("nvidia-smi --gpu-reset", reset) + restored + evidence;
     return kept(r);
   }
   auto after = read_gpu_inventory(ctx.nvml_library);
   if (!after) {
     r.status = Status::kFail;
-    r.message = "reset, but NVML does not answer after it: " + after.error().to_string() + evidence;
+    r.message = "reset, but NVML does not answer after it: " + after.error().to_string() +
+                restored + evidence;
     return kept(r);
   }
   std::vector<std::string> missing;
@@ -328,15 +345,13 @@ CheckResult reset_gpus(const CheckContext& ctx, const ResetOptions& o) {
     missing.push_back(std::to_string(gpus - after->gpu_names.size()) + " GPU(s)");
   if (!missing.empty()) {
     r.status = Status::kFail;
-    r.message =
-        "reset, but " + short_list(missing, 4, ", ", ", ") + " did not come back" + evidence;
+    r.message = "reset, but " + short_list(missing, 4, ", ", ", ") + " did not come back" +
+                restored + evidence;
     return kept(r);
   }
-  r.status = not_restored.empty() ? Status::kPass : Status::kWarn;
-  r.message =
-      "reset " + std::to_string(gpus) + " GPUs; all back" +
-      (not_restored.empty() ? "" : "; not restored: " + short_list(not_restored, 2, "; ", "; ")) +
-      forget_reset_xids(o, scan.bus_ids) + evidence;
+  r.status = restored.empty() ? Status::kPass : Status::kWarn;
+  r.message = "reset " + std::to_string(gpus) + " GPUs; all back" + restored +
+              forget_reset_xids(o, scan.bus_ids) + evidence;
   return kept(r);
 }
 

@@ -243,8 +243,9 @@ TEST_F(GpuResetTest, a_unit_that_will_not_stop_keeps_the_gpus_from_the_reset_and
   EXPECT_EQ(r.message.rfind("systemctl stop nvsm exited 1: Job failed; not reset", 0), 0u)
       << r.message;
   EXPECT_EQ(calls().find("--gpu-reset"), std::string::npos) << calls();
-  EXPECT_EQ(calls().find("-pm 0"), std::string::npos) << calls();
-  EXPECT_TRUE(calls().ends_with("-pm 1 -i GPU-0aaa\nsystemctl start nvidia-dcgm\n")) << calls();
+  EXPECT_EQ(calls().find("-pm "), std::string::npos) << calls();  // persistence never touched
+  // Both started again: a stop that failed or timed out may still be carried out by systemd.
+  EXPECT_TRUE(calls().ends_with("systemctl start nvsm\nsystemctl start nvidia-dcgm\n")) << calls();
 }
 
 TEST_F(GpuResetTest, a_unit_that_will_not_start_again_is_a_warning_after_a_good_reset) {
