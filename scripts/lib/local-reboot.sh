@@ -14,6 +14,11 @@
 # It returns at once: slurmd waits for this program, and the slurmd is what it stops, so the
 # work happens in a detached child.
 set -euo pipefail
+# Slurm 26.05's slurmd runs the RebootProgram with a PATH without the sbin directories (measured
+# in the forky root, 2026-11-27: "unshare: failed to execute slurmd"). Found by name, not through
+# /proc/PID/exe, so the new daemon's name stays "slurmd" (Debian's binary is slurmd-wlm behind a
+# symlink) and a second reboot of the node still finds it.
+export PATH=${PATH:+$PATH:}/usr/local/sbin:/usr/sbin:/sbin:/usr/bin:/bin
 
 # shellcheck source-path=SCRIPTDIR source=daemons.sh
 source "$(dirname "${BASH_SOURCE[0]}")/daemons.sh"
@@ -100,6 +105,26 @@ main() {
   # shellcheck disable=SC2016 # expanded by the child's bash
   setsid bash -c "$(declare -f restart spawn terminate pid_alive log)"'; restart "$@"' \
     local-reboot "$slurmd" "$node" "$conf" "$dir" </dev/null >>"$dir/log/local-reboot.log" 2>&1 &
+  # Return only once the child has left our process group: Slurm 26.05's slurmd kills the
+  # RebootProgram's process group as soon as it exits (measured in the forky root, 2026-11-27:
+  # a child still on its way to setsid(2) was killed before its first line, and the node stayed
+  # DOWN+REBOOT_ISSUED). 22.05 and 24.11 leave it alone.
+  local child=$! mine waited=0
+  mine=$(pgrp_of $$)
+  while [[ $(pgrp_of "$child") == "$mine" ]] && ((waited < 100)); do
+    sleep 0.05
+    waited=$((waited + 1))
+  done
+}
+
+# A process's group id, field 5 of /proc/PID/stat ("" once it is gone); the command name in
+# field 2 may hold spaces, so the fields are read after its closing parenthesis.
+pgrp_of() {
+  local stat pgrp
+  stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 0
+  stat=${stat##*) }
+  read -r _ _ pgrp _ <<<"$stat"
+  echo "$pgrp"
 }
 
 main "$@"
