@@ -3,6 +3,7 @@
 // leaf switches under a spine; and `vigil-check fabric --topology slurm` reading the same tree
 // (docs/fabric.md).
 #include <gtest/gtest.h>
+#include <slurm/slurm.h>
 
 #include <map>
 #include <string>
@@ -83,6 +84,33 @@ TEST(SlurmTopology, leaf_switches_of_a_tree_topology_come_from_slurmctld) {
   // floor is unconfirmed (docs/thresholds.md, "Calibration"), so it does not mark them slow.
   EXPECT_EQ(r.exit_code, 0) << r.describe();
 #endif
+}
+
+// topology/block (Slurm 23.11+; 24.11 in the trixie root's lean set, 26.05 in forky's): the
+// grouping `vigil-submit --nvlink-domains slurm` takes NVLink domains from, read from a real
+// slurmctld's `scontrol show topology` (SUNK writes one block per NVL72 domain, docs/fabric.md).
+TEST(SlurmTopology, blocks_of_a_block_topology_come_from_slurmctld) {
+  if (SLURM_VERSION_NUMBER < SLURM_VERSION_NUM(23, 11, 0))
+    GTEST_SKIP() << "topology/block came with Slurm 23.11; this build's Slurm is older";
+  {
+    LocalSlurmCluster::Options o;
+    o.extra_conf = "TopologyPlugin=topology/block";
+    o.etc_files["topology.conf"] =
+        "# two NVLink domains of two trays each\n"
+        "BlockName=nvl0 Nodes=gpu-[0-1]\n"
+        "BlockName=nvl1 Nodes=gpu-[2-3]\n";
+    LocalSlurmCluster cluster(o);
+    auto blocks = load_blocks(cluster.slurm_conf());
+    ASSERT_TRUE(blocks.ok()) << blocks.error().to_string();
+    const std::map<std::string, std::string> expected = {
+        {"gpu-0", "nvl0"}, {"gpu-1", "nvl0"}, {"gpu-2", "nvl1"}, {"gpu-3", "nvl1"}};
+    EXPECT_EQ(*blocks, expected) << cluster.run({"scontrol", "show", "topology"}).out;
+  }
+  // A tree cluster has no blocks: empty, not an error.
+  LocalSlurmCluster tree(tree_cluster());
+  auto none = load_blocks(tree.slurm_conf());
+  ASSERT_TRUE(none.ok()) << none.error().to_string();
+  EXPECT_TRUE(none->empty());
 }
 
 }  // namespace
