@@ -73,7 +73,8 @@ Result<int> DrainerCore::ingest_dir(const std::string& dir) {
     std::ifstream in(f);
     std::stringstream ss;
     ss << in.rdbuf();
-    auto parsed = parse_node_reports(ss.str());
+    std::vector<nlohmann::json> received;  // journaled as it came, like a POST's
+    auto parsed = parse_node_reports(ss.str(), &received);
     if (!parsed) {
       metrics_.on_ingest("invalid");
       fs::create_directories(fs::path(dir) / "rejected", ec);
@@ -84,7 +85,7 @@ Result<int> DrainerCore::ingest_dir(const std::string& dir) {
                      {"error", parsed.error}});
       continue;
     }
-    VIGIL_TRY(auto o, ingest(*parsed.value));
+    VIGIL_TRY(auto o, ingest(*parsed.value, &received));
     (void)o;
     fs::remove(f, ec);  // durable in the journal now
     taken++;

@@ -295,27 +295,25 @@ CheckResult reset_gpus(const CheckContext& ctx, const ResetOptions& o) {
   // Whatever holds the GPUs open goes quiet for the reset and comes back after it, on every
   // path: the site's units, then persistence mode (NVIDIA/NVSentinel #1690).
   Quieted quiet(o, persistent);
-  if (std::string failed = quiet.stop_units(); !failed.empty()) {
-    const std::string note = not_restored_note(quiet.restore());
-    return kept(error(kCheck, failed + "; not reset" + note + evidence));
-  }
-  if (auto failed = quiet.persistence_off(); !failed.empty()) {
-    const std::string note = not_restored_note(quiet.restore());
-    return kept(error(kCheck, short_list(failed, 2, "; ", "; ") + "; not reset" + note + evidence));
-  }
+  // Not reset, for `why`: what was quieted comes back first, and the message says what did not.
+  auto refuse = [&](const std::string& why, const char* fault = "") {
+    const std::string not_restored = not_restored_note(quiet.restore());
+    return kept(error(kCheck, why + not_restored + evidence, fault));
+  };
+  if (std::string failed = quiet.stop_units(); !failed.empty())
+    return refuse(failed + "; not reset");
+  if (auto failed = quiet.persistence_off(); !failed.empty())
+    return refuse(short_list(failed, 2, "; ", "; ") + "; not reset");
   if (const auto holders = gpu_device_holders(ctx.proc_root, o.dev_dir); !holders.empty()) {
-    const std::string note = not_restored_note(quiet.restore());
     std::vector<std::string> who;
     for (const DeviceHolder& h : holders) who.push_back(holder_text(h));
-    return kept(error(kCheck,
-                      "GPUs held open by " + short_list(who, 3, "; ", "; ") +
-                          "; not reset (a unit that holds them can be stopped for the reset: "
-                          "--stop-unit, docs/repair.md)" +
-                          note + evidence,
-                      kFaultGpuHeld));
+    return refuse("GPUs held open by " + short_list(who, 3, "; ", "; ") +
+                      "; not reset (a unit that holds them can be stopped for the reset: "
+                      "--stop-unit, docs/repair.md)",
+                  kFaultGpuHeld);
   }
   const auto reset = smi(o, {"--gpu-reset"}, o.reset_timeout);
-  const std::string restored = not_restored_note(quiet.restore());
+  const std::string not_restored = not_restored_note(quiet.restore());
 
   CheckResult r;
   r.check = std::string(kCheck);
@@ -327,14 +325,14 @@ CheckResult reset_gpus(const CheckContext& ctx, const ResetOptions& o) {
   if (!succeeded(reset)) {
     const bool exited = reset && !reset.value().timed_out && reset.value().term_signal == 0;
     r.status = exited ? reset_failure_status(reset.value().exit_code) : Status::kError;
-    r.message = what_happened("nvidia-smi --gpu-reset", reset) + restored + evidence;
+    r.message = what_happened("nvidia-smi --gpu-reset", reset) + not_restored + evidence;
     return kept(r);
   }
   auto after = read_gpu_inventory(ctx.nvml_library);
   if (!after) {
     r.status = Status::kFail;
     r.message = "reset, but NVML does not answer after it: " + after.error().to_string() +
-                restored + evidence;
+                not_restored + evidence;
     return kept(r);
   }
   std::vector<std::string> missing;
@@ -346,11 +344,11 @@ CheckResult reset_gpus(const CheckContext& ctx, const ResetOptions& o) {
   if (!missing.empty()) {
     r.status = Status::kFail;
     r.message = "reset, but " + short_list(missing, 4, ", ", ", ") + " did not come back" +
-                restored + evidence;
+                not_restored + evidence;
     return kept(r);
   }
-  r.status = restored.empty() ? Status::kPass : Status::kWarn;
-  r.message = "reset " + std::to_string(gpus) + " GPUs; all back" + restored +
+  r.status = not_restored.empty() ? Status::kPass : Status::kWarn;
+  r.message = "reset " + std::to_string(gpus) + " GPUs; all back" + not_restored +
               forget_reset_xids(o, scan.bus_ids) + evidence;
   return kept(r);
 }
