@@ -31,7 +31,7 @@ namespace {
 // report that brings a part its node did not have), once per chunk, not once per report.
 class PartsElsewhere {
  public:
-  explicit PartsElsewhere(const std::map<std::string, NodeState>& nodes) : nodes_(nodes) {}
+  explicit PartsElsewhere(const std::map<std::string, NodeRecord>& nodes) : nodes_(nodes) {}
   PartLookup for_node(const std::string& node) {
     return [this, node](const PartRecord& part) { return find(node, part); };
   }
@@ -53,8 +53,8 @@ class PartsElsewhere {
     }
     return drains;
   }
-  const std::map<std::string, NodeState>& nodes_;
-  std::optional<std::vector<std::pair<std::string, const NodeState*>>> with_drains_;
+  const std::map<std::string, NodeRecord>& nodes_;
+  std::optional<std::vector<std::pair<std::string, const NodeRecord*>>> with_drains_;
 };
 
 }  // namespace
@@ -62,8 +62,8 @@ class PartsElsewhere {
 void DrainerCore::apply_locked(const Decided& d) {
   // A resumed node was repaired: its old figures are no baseline for the new hardware.
   if (slow_ && cfg_.detection.reset_on_resume && d.action == Action::kResume)
-    slow_->reset_node(d.state.node);
-  nodes_[d.state.node] = d.state;
+    slow_->reset_node(d.record.node);
+  nodes_[d.record.node] = d.record;
   if (d.breaker)
     breaker_ = *d.breaker;
   else if (d.breaker_drain)
@@ -100,7 +100,7 @@ std::optional<std::string_view> DrainerCore::repair_step_of(const Decision& d, c
       d.action == Action::kResetGpu || d.action == Action::kResetPassed ||
       d.action == Action::kResetFailed)
     return to_string(d.action);
-  const auto it = nodes_.find(d.state.node);
+  const auto it = nodes_.find(d.record.node);
   if (d.action == Action::kResume && r && it != nodes_.end() &&
       it->second.repair.stage == RepairStage::kRechecking)
     return "repaired";
@@ -110,7 +110,7 @@ std::optional<std::string_view> DrainerCore::repair_step_of(const Decision& d, c
 // Evidence for the repair ladder (docs/repair.md): the report that drained the node, kept before
 // anything reboots it. One small file per drain while reboots are on; a failed write is logged
 // and the drain goes on without it.
-std::string DrainerCore::save_evidence_locked(const NodeState& s, const NodeReport& r,
+std::string DrainerCore::save_evidence_locked(const NodeRecord& s, const NodeReport& r,
                                               uint64_t report_seq) {
   const std::string dir =
       cfg_.repair.evidence_dir.empty() ? cfg_.state_dir + "/evidence" : cfg_.repair.evidence_dir;
@@ -138,16 +138,16 @@ void DrainerCore::apply_decision_locked(const Decision& d, const NodeReport* r, 
                                         std::vector<nlohmann::json>& records,
                                         std::vector<Intent>& intents, std::string_view event_type) {
   // A copy only for a drain whose evidence is kept: every other decision uses d.state as is.
-  std::optional<NodeState> with_evidence;
+  std::optional<NodeRecord> with_evidence;
   if (d.action == Action::kDrain && r && cfg_.repair.ladder_on()) {
-    with_evidence = d.state;
-    with_evidence->repair.evidence = save_evidence_locked(d.state, *r, report_seq);
+    with_evidence = d.record;
+    with_evidence->repair.evidence = save_evidence_locked(d.record, *r, report_seq);
   }
-  const NodeState& s = with_evidence ? *with_evidence : d.state;
+  const NodeRecord& s = with_evidence ? *with_evidence : d.record;
   const std::string now = rfc3339_utc(clock_.now_unix());
   Decided rec;
   rec.action = d.action;
-  rec.state = s;
+  rec.record = s;
   rec.report_seq = report_seq;
   NodeEvent e = state_event(
       s, event_type.empty() ? std::string(to_string(d.action)) : std::string(event_type));
@@ -244,13 +244,13 @@ int DrainerCore::process_pending() {
   return total;
 }
 
-NodeReport DrainerCore::judge_slow_locked(const NodeReport& r, const NodeState* prev) {
+NodeReport DrainerCore::judge_slow_locked(const NodeReport& r, const NodeRecord* prev) {
   if (!slow_) return r;
   // The report's own end time, not the clock: replay re-judges the same reports in the same
   // order and must rebuild the same baselines.
   const int64_t at = parse_rfc3339(r.end_time).value_or(clock_.now_unix());
   // A drained node's figures (re-checks of a sick node) never become anyone's baseline.
-  const bool drained = prev && prev->health == NodeHealth::kDrained;
+  const bool drained = prev && prev->state == NodeState::kDrained;
   auto v = slow_->judge(r, at, drained ? detect::Learn::kNo : detect::Learn::kYes);
   if (!v.ok()) {
     // An invalid figure is the checker's bug, never a reason to drain: decided on as reported.
@@ -297,7 +297,7 @@ int DrainerCore::process_chunk(PassView& pass, std::vector<Intent>& intents) {
     PartsElsewhere parts_elsewhere(nodes_);
     for (const auto& a : batch) {
       auto it = nodes_.find(a.report.node);
-      const NodeState* prev = it == nodes_.end() ? nullptr : &it->second;
+      const NodeRecord* prev = it == nodes_.end() ? nullptr : &it->second;
       auto sv = view.find(a.report.node);
       const slurm::SlurmNodeInfo* info = sv == view.end() ? nullptr : &sv->second;
       // The node's breaker group: its partition per Slurm (else as known), else its SKU.
@@ -309,9 +309,9 @@ int DrainerCore::process_chunk(PassView& pass, std::vector<Intent>& intents) {
       const NodeReport judged = judge_slow_locked(a.report, prev);
       Decision d = engine_.on_report(prev, judged, info, breaker_, gsize, unknown_to_slurm,
                                      parts_elsewhere.for_node(a.report.node));
-      const bool switch_evidence = fold_switch_evidence(d.state, a.report);
+      const bool switch_evidence = fold_switch_evidence(d.record, a.report);
       apply_decision_locked(d, &a.report, a.seq, records, intents);
-      if (switch_evidence) spread_switch_verdict_locked(d.state, a.report, records, intents);
+      if (switch_evidence) spread_switch_verdict_locked(d.record, a.report, records, intents);
     }
     auto w = journal_->append(std::move(records));
     if (!w.ok()) {
@@ -337,10 +337,10 @@ int DrainerCore::tick() {
       auto st = engine_.on_tick(s);
       if (!st) continue;
       Decision d;
-      d.before = s.health;
-      d.after = st->health;
+      d.before = s.state;
+      d.after = st->state;
       d.why = st->note;
-      d.state = *st;
+      d.record = *st;
       d.breaker = breaker_;
       apply_decision_locked(d, nullptr, 0, records, intents);
       became_stale++;
@@ -375,14 +375,14 @@ int DrainerCore::repair_pass() {
   const int64_t now = clock_.now_unix();
   std::vector<nlohmann::json> records;
   std::vector<Intent> intents;
-  std::vector<std::pair<std::string, NodeState>> before;  // restored if the journal fails
+  std::vector<std::pair<std::string, NodeRecord>> before;  // restored if the journal fails
   int steps = 0;
   {
     std::lock_guard lk(mu_);
     RepairLoad load = repair_load(nodes_, cfg_.repair, now);  // kept current step by step
     for (auto& [name, s] : nodes_) {
       const auto vi = view->find(name);
-      NodeState next = s;
+      NodeRecord next = s;
       const auto step = repair_tick(next, vi == view->end() ? nullptr : &vi->second, !view->empty(),
                                     cfg_.repair, load, breaker_, cfg_.dry_run, now);
       if (!step) continue;
@@ -412,7 +412,7 @@ int DrainerCore::repair_pass() {
   return steps;
 }
 
-void DrainerCore::apply_repair_step_locked(const NodeState& prev, NodeState next,
+void DrainerCore::apply_repair_step_locked(const NodeRecord& prev, NodeRecord next,
                                            const RepairStep& step,
                                            std::vector<nlohmann::json>& records,
                                            std::vector<Intent>& intents) {
@@ -437,12 +437,12 @@ void DrainerCore::apply_repair_step_locked(const NodeState& prev, NodeState next
   }
   d.reason = next.reason;
   d.driving_checks = next.driving_checks;
-  d.before = prev.health;
-  d.after = next.health;
+  d.before = prev.state;
+  d.after = next.state;
   next.last_action = last_action_of(d.action);
   next.note = step.why;
   d.why = step.why;
-  d.state = std::move(next);
+  d.record = std::move(next);
   d.breaker = breaker_;
   apply_decision_locked(d, nullptr, 0, records, intents,
                         step.move == RepairMove::kRebooted ? "rebooted" : "");
@@ -462,7 +462,7 @@ Result<std::string> DrainerCore::resume(const std::string& node) {
     auto it = nodes_.find(node);
     auto vi = view.find(node);
     const slurm::SlurmNodeInfo* info = vi == view.end() ? nullptr : &vi->second;
-    NodeState s;
+    NodeRecord s;
     if (it != nodes_.end())
       s = it->second;
     else if (info)
@@ -520,7 +520,7 @@ VoidResult DrainerCore::reset_breaker() {
 }
 
 // The verdict a node's latest decision gives on the report it decided.
-ReportDecision verdict_of(const NodeState& s, const NodeReport& r) {
+ReportDecision verdict_of(const NodeRecord& s, const NodeReport& r) {
   ReportDecision d{r.node, r.run_id, DrainVerdict::kUnknown, "", s.note};
   if (s.last_run_id != r.run_id) {
     d.why = "the node has decided a newer report since";
@@ -534,7 +534,7 @@ ReportDecision verdict_of(const NodeState& s, const NodeReport& r) {
     d.verdict = DrainVerdict::kBreakerHeld;
   } else if (s.drained_by_vigil) {
     d.verdict = DrainVerdict::kAlreadyDrained;
-  } else if (s.health == NodeHealth::kDrained) {
+  } else if (s.state == NodeState::kDrained) {
     d.verdict = DrainVerdict::kOtherOwner;
   } else {
     d.verdict = DrainVerdict::kNoDrain;

@@ -36,9 +36,9 @@ int Drainer::tick() { return core_->tick(); }
 VoidResult Drainer::snapshot_now() { return core_->snapshot_now(); }
 Result<std::string> Drainer::resume(const std::string& node) { return core_->resume(node); }
 VoidResult Drainer::reset_breaker() { return core_->reset_breaker(); }
-std::vector<NodeState> Drainer::nodes() const { return core_->nodes(); }
+std::vector<NodeRecord> Drainer::nodes() const { return core_->nodes(); }
 nlohmann::json Drainer::nodes_view() const { return core_->nodes_view(); }
-std::optional<NodeState> Drainer::node(const std::string& name) const { return core_->node(name); }
+std::optional<NodeRecord> Drainer::node(const std::string& name) const { return core_->node(name); }
 BreakerState Drainer::breaker() const { return core_->breaker(); }
 std::vector<detect::HealthyFigures> Drainer::healthy_figures(const std::string& sku) const {
   return core_->healthy_figures(sku);

@@ -71,14 +71,14 @@ nlohmann::json DrainerCore::nodes_view() const {
           {"dry_run", cfg_.dry_run}};
 }
 
-std::vector<NodeState> DrainerCore::nodes() const {
+std::vector<NodeRecord> DrainerCore::nodes() const {
   std::lock_guard lk(mu_);
-  std::vector<NodeState> v;
+  std::vector<NodeRecord> v;
   for (const auto& [n, s] : nodes_) v.push_back(s);
   return v;
 }
 
-std::optional<NodeState> DrainerCore::node(const std::string& name) const {
+std::optional<NodeRecord> DrainerCore::node(const std::string& name) const {
   std::lock_guard lk(mu_);
   auto it = nodes_.find(name);
   if (it == nodes_.end()) return std::nullopt;

@@ -81,9 +81,9 @@ class DrainerCore {
   VoidResult snapshot_now();
   Result<std::string> resume(const std::string& node);
   VoidResult reset_breaker();
-  std::vector<NodeState> nodes() const;
+  std::vector<NodeRecord> nodes() const;
   nlohmann::json nodes_view() const;
-  std::optional<NodeState> node(const std::string& name) const;
+  std::optional<NodeRecord> node(const std::string& name) const;
   BreakerState breaker() const;
   std::vector<detect::HealthyFigures> healthy_figures(const std::string& sku) const;
   size_t pending(SinkKind sink) const;
@@ -106,7 +106,7 @@ class DrainerCore {
   struct NotDrained {
     Intent intent;
     std::string why;
-    NodeHealth health;
+    NodeState state;
   };
 
   // replay.cpp
@@ -129,7 +129,7 @@ class DrainerCore {
   // The report the policy decides on: `r` with the fail-slow verdicts folded in (detection
   // enabled), after the detection engine judged it and learned from it (unless the node is
   // drained). Also used by replay to rebuild the engine's baselines.
-  NodeReport judge_slow_locked(const NodeReport& r, const NodeState* prev);
+  NodeReport judge_slow_locked(const NodeReport& r, const NodeRecord* prev);
   // `event_type` overrides the event's type (default: the decision's action).
   void apply_decision_locked(const Decision& d, const NodeReport* r, uint64_t report_seq,
                              std::vector<nlohmann::json>& records, std::vector<Intent>& intents,
@@ -140,7 +140,7 @@ class DrainerCore {
   void enqueue_intents_locked(const std::vector<Intent>& intents);
   // fabric_switches.cpp: `from` carries its switch's newest verdict; every other node known
   // under that switch takes it too (a journaled decision with no action, annotated again).
-  void spread_switch_verdict_locked(const NodeState& from, const NodeReport& r,
+  void spread_switch_verdict_locked(const NodeRecord& from, const NodeReport& r,
                                     std::vector<nlohmann::json>& records,
                                     std::vector<Intent>& intents);
   void refresh_gauges_locked();
@@ -149,8 +149,8 @@ class DrainerCore {
   // The repair ladder (repair.h) over the nodes Vigil drained: one journaled decision per step.
   int repair_pass();
   // Evidence is written under mu_, as journal appends are: one small file per drain, no fsync.
-  std::string save_evidence_locked(const NodeState& s, const NodeReport& r, uint64_t report_seq);
-  void apply_repair_step_locked(const NodeState& prev, NodeState next, const RepairStep& step,
+  std::string save_evidence_locked(const NodeRecord& s, const NodeReport& r, uint64_t report_seq);
+  void apply_repair_step_locked(const NodeRecord& prev, NodeRecord next, const RepairStep& step,
                                 std::vector<nlohmann::json>& records, std::vector<Intent>& intents);
 
   // sink_worker.cpp
@@ -193,7 +193,7 @@ class DrainerCore {
   std::map<std::string, RunIdWindow> seen_runs_;  // node -> its recent run ids (run_ids.h)
   std::deque<Accepted> undecided_;
   mutable std::mutex mu_;  // guards everything below, and each lane's backoff
-  std::map<std::string, NodeState> nodes_;
+  std::map<std::string, NodeRecord> nodes_;
   BreakerState breaker_;
   std::map<uint64_t, Intent> pending_;  // by id
   std::set<uint64_t> in_flight_;

@@ -12,7 +12,7 @@ namespace {
 constexpr std::string_view kSwitchPort = "switch:";
 }  // namespace
 
-bool fold_switch_evidence(NodeState& s, const NodeReport& r) {
+bool fold_switch_evidence(NodeRecord& s, const NodeReport& r) {
   bool found = false;
   for (const auto& c : r.checks) {
     for (const auto& m : c.measurements) {
@@ -27,7 +27,7 @@ bool fold_switch_evidence(NodeState& s, const NodeReport& r) {
   return found;
 }
 
-void DrainerCore::spread_switch_verdict_locked(const NodeState& from, const NodeReport& r,
+void DrainerCore::spread_switch_verdict_locked(const NodeRecord& from, const NodeReport& r,
                                                std::vector<nlohmann::json>& records,
                                                std::vector<Intent>& intents) {
   const std::string why = from.switch_suspect
@@ -41,11 +41,11 @@ void DrainerCore::spread_switch_verdict_locked(const NodeState& from, const Node
         s.switch_suspect == from.switch_suspect)
       continue;
     Decision d;
-    d.before = s.health;
-    d.after = s.health;
+    d.before = s.state;
+    d.after = s.state;
     d.why = why;
-    d.state = s;
-    d.state.switch_suspect = from.switch_suspect;
+    d.record = s;
+    d.record.switch_suspect = from.switch_suspect;
     d.breaker = breaker_;
     // Assigns nodes_[name] in place: the iteration stays valid.
     apply_decision_locked(d, nullptr, 0, records, intents);

@@ -41,11 +41,11 @@ std::optional<IntentAction> intent_action_from_string(std::string_view s) {
 
 bool sink_takes(SinkKind sink, IntentAction action) { return sink_spec(sink).takes(action); }
 
-NodeEvent state_event(const NodeState& s, std::string type) {
+NodeEvent state_event(const NodeRecord& s, std::string type) {
   NodeEvent e;
   e.type = std::move(type);
   e.node = s.node;
-  e.before = e.health = s.health;
+  e.before = e.state = s.state;
   e.reason = s.reason;
   e.why = s.note;
   e.checks = s.driving_checks;
@@ -65,7 +65,10 @@ nlohmann::json to_json(const NodeEvent& e) {
                    {"time", e.time},
                    {"node", e.node},
                    {"before", std::string(to_string(e.before))},
-                   {"health", std::string(to_string(e.health))},
+                   {"state", std::string(to_string(e.state))},
+                   // The same value under the event format's first name (until 2026-11-27):
+                   // receivers written against it keep working (docs/drainer.md).
+                   {"health", std::string(to_string(e.state))},
                    {"reason", e.reason},
                    {"why", e.why},
                    {"checks", e.checks},
@@ -87,11 +90,13 @@ Result<NodeEvent> node_event_from_json(const nlohmann::json& j) {
     e.type = j.at("type").get<std::string>();
     e.time = j.at("time").get<std::string>();
     e.node = j.at("node").get<std::string>();
-    for (auto [field, out] : {std::pair{"before", &e.before}, std::pair{"health", &e.health}}) {
+    // "state" since 2026-11-27; events journaled before have only "health".
+    const char* state_key = j.contains("state") ? "state" : "health";
+    for (auto [field, out] : {std::pair{"before", &e.before}, std::pair{state_key, &e.state}}) {
       const std::string v = j.at(field).get<std::string>();
-      auto h = node_health_from_string(v);
-      if (!h) return Error{std::string(field) + ": unknown node health '" + v + "'", "event"};
-      *out = *h;
+      auto st = node_state_from_string(v);
+      if (!st) return Error{std::string(field) + ": unknown node state '" + v + "'", "event"};
+      *out = *st;
     }
     e.reason = j.at("reason").get<std::string>();
     e.why = j.at("why").get<std::string>();

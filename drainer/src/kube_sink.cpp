@@ -49,7 +49,7 @@ VoidResult KubeSink::write_state(const std::string& k8s, const NodeEvent& s) {
                  "kube_node_name"};
   const auto& pre = cfg_.annotation_prefix;
   std::map<std::string, std::optional<std::string>> a;
-  a[pre + "state"] = std::string(annotation_value(s.health));
+  a[pre + "state"] = std::string(annotation_value(s.state));
   a[pre + "reason"] = unless_empty(s.reason);
   a[pre + "last-check"] = unless_empty(s.last_check_time);
   a[pre + "failing"] = unless_empty(failing_annotation(s.failing));
@@ -61,10 +61,10 @@ VoidResult KubeSink::write_state(const std::string& k8s, const NodeEvent& s) {
   if (res.ok() && cfg_.condition) {
     kube::NodeCondition c;
     c.type = cfg_.condition_type;
-    c.status = s.health == NodeHealth::kDrained                                       ? "False"
-               : (s.health == NodeHealth::kStale || s.health == NodeHealth::kUnknown) ? "Unknown"
-                                                                                      : "True";
-    c.reason = "Vigil" + camel(to_string(s.health));
+    c.status = s.state == NodeState::kDrained                                     ? "False"
+               : (s.state == NodeState::kStale || s.state == NodeState::kUnknown) ? "Unknown"
+                                                                                  : "True";
+    c.reason = "Vigil" + camel(to_string(s.state));
     c.message = s.reason.empty() ? s.why : s.reason;
     res = kube_->set_node_condition(k8s, c);
   }
@@ -72,7 +72,7 @@ VoidResult KubeSink::write_state(const std::string& k8s, const NodeEvent& s) {
     // Keeps non-Slurm pods off a node Vigil drained; removed again once it is resumed.
     const std::string key = pre + "unhealthy";
     std::optional<kube::NodeTaint> taint;
-    if (s.health == NodeHealth::kDrained) taint = kube::NodeTaint{key, "true", "NoSchedule"};
+    if (s.state == NodeState::kDrained) taint = kube::NodeTaint{key, "true", "NoSchedule"};
     res = kube_->set_node_taint(k8s, key, taint);
   }
   return res;
@@ -84,7 +84,7 @@ SinkResult KubeSink::apply(const std::vector<Intent>& batch) {
     const std::string k8s = node_name(i.event);
     const VoidResult res = write_state(k8s, i.event);
     const std::string detail = "k8s node " + (k8s.empty() ? "(none)" : k8s) + ", state " +
-                               std::string(annotation_value(i.event.health));
+                               std::string(annotation_value(i.event.state));
     out.outcomes.push_back(res.ok() ? IntentOutcome::ok(i.id, detail)
                                     : IntentOutcome::retry(i.id, res.error().to_string(), detail));
     out.back_off = out.back_off || !res.ok();

@@ -232,14 +232,14 @@ void drop(prometheus::Family<prometheus::Gauge>& fam,
 }
 }  // namespace
 
-void Metrics::on_node(const NodeState& s, const NodeReport* r) {
+void Metrics::on_node(const NodeRecord& s, const NodeReport* r) {
   std::lock_guard lk(impl_->mu);
   auto& ns = impl_->nodes[s.node];
   const std::string skey = s.sku + '\x1f' + s.partition;
   if (ns.state.empty() || ns.state_key != skey) {
     for (auto* g : ns.state) impl_->node_state.Remove(g);
     ns.state.clear();
-    for (NodeHealth h : kAllNodeHealth) {
+    for (NodeState h : kAllNodeStates) {
       ns.state.push_back(&impl_->node_state.Add({{"node", s.node},
                                                  {"sku", s.sku},
                                                  {"partition", s.partition},
@@ -248,7 +248,7 @@ void Metrics::on_node(const NodeState& s, const NodeReport* r) {
     ns.state_key = skey;
   }
   for (size_t i = 0; i < ns.state.size(); ++i)
-    ns.state[i]->Set(kAllNodeHealth[i] == s.health ? 1 : 0);
+    ns.state[i]->Set(kAllNodeStates[i] == s.state ? 1 : 0);
   // Every node known under a switch carries the switch's verdict (Drainer keeps them equal).
   if (!s.fabric_switch.empty())
     impl_->switch_suspect.Add({{"switch", s.fabric_switch}}).Set(s.switch_suspect ? 1 : 0);

@@ -21,32 +21,32 @@ bool contains(const std::vector<std::string>& v, const std::string& x) {
 
 }  // namespace
 
-std::string_view to_string(NodeHealth h) {
+std::string_view to_string(NodeState h) {
   switch (h) {
-    case NodeHealth::kHealthy:
+    case NodeState::kHealthy:
       return "healthy";
-    case NodeHealth::kWarn:
+    case NodeState::kWarn:
       return "warn";
-    case NodeHealth::kDrained:
+    case NodeState::kDrained:
       return "drained";
-    case NodeHealth::kWouldDrain:
+    case NodeState::kWouldDrain:
       return "would_drain";
-    case NodeHealth::kStale:
+    case NodeState::kStale:
       return "stale";
-    case NodeHealth::kError:
+    case NodeState::kError:
       return "error";
-    case NodeHealth::kUnknown:
+    case NodeState::kUnknown:
       return "unknown";
   }
   return "unknown";
 }
 
-std::string_view annotation_value(NodeHealth h) {
-  return h == NodeHealth::kWouldDrain ? "would-drain" : to_string(h);
+std::string_view annotation_value(NodeState h) {
+  return h == NodeState::kWouldDrain ? "would-drain" : to_string(h);
 }
 
-std::optional<NodeHealth> node_health_from_string(std::string_view s) {
-  for (NodeHealth h : kAllNodeHealth)
+std::optional<NodeState> node_state_from_string(std::string_view s) {
+  for (NodeState h : kAllNodeStates)
     if (to_string(h) == s) return h;
   return std::nullopt;
 }
@@ -157,7 +157,7 @@ std::string drain_reason(const CheckResult& r, size_t max_len) {
   return slurm::make_reason(reason_name(r), reason_detail(r), max_len);
 }
 
-NodeHealth health_from_checks(const NodeState& s) {
+NodeState state_from_checks(const NodeRecord& s) {
   bool any_fail = false, any_warn = false, any_ok = false, any_error = false;
   for (const auto& [name, c] : s.checks) {
     switch (c.last_status) {
@@ -178,10 +178,10 @@ NodeHealth health_from_checks(const NodeState& s) {
     }
   }
   // A fail that has not (yet) reached drain_after is a suspect node: warn.
-  if (any_fail || any_warn) return NodeHealth::kWarn;
-  if (any_error) return NodeHealth::kError;
-  if (any_ok) return NodeHealth::kHealthy;
-  return s.checks.empty() ? NodeHealth::kUnknown : NodeHealth::kHealthy;
+  if (any_fail || any_warn) return NodeState::kWarn;
+  if (any_error) return NodeState::kError;
+  if (any_ok) return NodeState::kHealthy;
+  return s.checks.empty() ? NodeState::kUnknown : NodeState::kHealthy;
 }
 
 PolicyEngine::PolicyEngine(PolicyConfig policy, BreakerConfig breaker, bool dry_run,
@@ -194,23 +194,23 @@ PolicyEngine::PolicyEngine(PolicyConfig policy, BreakerConfig breaker, bool dry_
       reboots_(reboots),
       clock_(clock) {}
 
-std::string next_sku(const NodeState* prev, const NodeReport& r) {
+std::string next_sku(const NodeRecord* prev, const NodeReport& r) {
   // A report that could not tell the SKU (NVML broken on the node, or a fabric job whose batch
   // host could not detect it) keeps the node in its known SKU group.
   if (r.sku == "unknown" && prev && !prev->sku.empty()) return prev->sku;
   return r.sku;
 }
 
-std::string PolicyEngine::group_key(const NodeState& s) {
+std::string PolicyEngine::group_key(const NodeRecord& s) {
   return breaker_group(s.partition, s.sku);
 }
 
 namespace {
 
 // The node's state carried over from `prev`, refreshed with what every report says.
-NodeState start_state(const NodeState* prev, const NodeReport& r, const slurm::SlurmNodeInfo* slurm,
-                      int64_t now) {
-  NodeState s = prev ? *prev : NodeState{};
+NodeRecord start_state(const NodeRecord* prev, const NodeReport& r,
+                       const slurm::SlurmNodeInfo* slurm, int64_t now) {
+  NodeRecord s = prev ? *prev : NodeRecord{};
   s.node = r.node;
   s.sku = next_sku(prev, r);
   if (r.k8s_node) s.k8s_node = r.k8s_node;
@@ -232,7 +232,7 @@ std::optional<Remedy> remedy_of(const std::vector<const CheckResult*>& cands) {
 }
 
 // Slurm is the truth about who owns a drain.
-void sync_ownership(NodeState& s, const slurm::SlurmNodeInfo* slurm) {
+void sync_ownership(NodeRecord& s, const slurm::SlurmNodeInfo* slurm) {
   if (!slurm) return;
   if (s.drained_by_vigil && !slurm::drained_by_vigil(*slurm)) {
     s.drained_by_vigil = false;
@@ -258,7 +258,7 @@ const CheckResult* find_result(const NodeReport& r, std::string_view name) {
 }
 
 // The per-check and per-node counters; returns whether the report failed.
-bool count_report(NodeState& s, const NodeReport& r) {
+bool count_report(NodeRecord& s, const NodeReport& r) {
   bool report_fail = false, report_ran = false;
   for (const auto& c : r.checks) {
     CheckState& cs = s.checks[c.check];
@@ -289,26 +289,26 @@ bool count_report(NodeState& s, const NodeReport& r) {
 
 }  // namespace
 
-Decision PolicyEngine::finish(Decision& d, NodeState& s, Step step) {
+Decision PolicyEngine::finish(Decision& d, NodeRecord& s, Step step) {
   d.action = step.action;
-  s.health = step.health;
+  s.state = step.state;
   s.last_action = last_action_of(step.action);
   if (!step.why.empty()) s.note = s.note.empty() ? step.why : s.note + "; " + step.why;
   d.why = s.note;
-  d.after = step.health;
-  d.state = std::move(s);
+  d.after = step.state;
+  d.record = std::move(s);
   return d;
 }
 
-Decision PolicyEngine::on_report(const NodeState* prev, const NodeReport& r,
+Decision PolicyEngine::on_report(const NodeRecord* prev, const NodeReport& r,
                                  const slurm::SlurmNodeInfo* slurm, const BreakerState& breaker,
                                  int group_size, bool unknown_to_slurm,
                                  const PartLookup& parts_elsewhere) const {
   const int64_t now = clock_.now_unix();
   Decision d;
   d.breaker = breaker;
-  d.before = prev ? prev->health : NodeHealth::kUnknown;
-  NodeState s = start_state(prev, r, slurm, now);
+  d.before = prev ? prev->state : NodeState::kUnknown;
+  NodeRecord s = start_state(prev, r, slurm, now);
   sync_ownership(s, slurm);
   for (const auto& swap : update_parts(s.parts, s.departed_parts, r.gpus, parts_elsewhere))
     s.note += (s.note.empty() ? "" : "; ") + swap;
@@ -326,7 +326,7 @@ Decision PolicyEngine::on_report(const NodeState* prev, const NodeReport& r,
     const auto started = parse_rfc3339(r.start_time);
     if (started && *started < s.repair.booted_unix)
       return finish(d, s,
-                    {Action::kNone, NodeHealth::kDrained,
+                    {Action::kNone, NodeState::kDrained,
                      s.repair.via_reset ? "report from before the GPU reset; not counted"
                                         : "report from before the reboot; not counted"});
   }
@@ -341,19 +341,19 @@ constexpr int64_t kResetSkewS = 600;
 
 // The report of `vigil-check repair reset-gpu` (the entry gpu_reset): the reset rung's outcome
 // (repair.h), never a check of the node's health, so nothing of it is counted.
-PolicyEngine::Step PolicyEngine::on_reset_report(const NodeState* prev, NodeState& s,
+PolicyEngine::Step PolicyEngine::on_reset_report(const NodeRecord* prev, NodeRecord& s,
                                                  const NodeReport& r, const CheckResult& reset,
                                                  int64_t now) const {
   s.failing = prev ? prev->failing : std::vector<FailingMeasurement>{};
-  const NodeHealth health = prev ? prev->health : NodeHealth::kUnknown;
+  const NodeState state = prev ? prev->state : NodeState::kUnknown;
   if (!s.drained_by_vigil || s.repair.stage != RepairStage::kResetting || dry_run_)
-    return {Action::kNone, health, "GPU reset report outside the repair ladder; not counted"};
+    return {Action::kNone, state, "GPU reset report outside the repair ladder; not counted"};
   // A reset started well before this one was asked for (a spooled report of an earlier episode, a
   // reset run by hand) does not answer it. The report's time is the node's clock, the request
   // the drainer's: kResetSkewS of disagreement is tolerated.
   const auto started = parse_rfc3339(r.start_time);
   if (started && *started < s.repair.since_unix - kResetSkewS)
-    return {Action::kNone, health,
+    return {Action::kNone, state,
             "GPU reset report from before the reset was asked for; not counted"};
   const std::string what = "GPU reset " + std::string(to_string(reset.status)) +
                            (reset.message.empty() ? "" : ": " + reset.message);
@@ -362,12 +362,12 @@ PolicyEngine::Step PolicyEngine::on_reset_report(const NodeState* prev, NodeStat
   const auto ended = parse_rfc3339(r.end_time);
   if (apply_reset_result(s, reset.status, ended.value_or(started.value_or(now)), now) ==
       ResetOutcome::kPassed)
-    return {Action::kResetPassed, NodeHealth::kDrained, what + "; waiting for the re-check"};
-  return {Action::kResetFailed, NodeHealth::kDrained,
+    return {Action::kResetPassed, NodeState::kDrained, what + "; waiting for the re-check"};
+  return {Action::kResetFailed, NodeState::kDrained,
           what + (reboots_ ? "; reboot next" : "; the node waits for its re-checks or a person")};
 }
 
-std::vector<const CheckResult*> PolicyEngine::drain_candidates(NodeState& s,
+std::vector<const CheckResult*> PolicyEngine::drain_candidates(NodeRecord& s,
                                                                const NodeReport& r) const {
   // Failing now and reached drain_after. Fatal ones (drain_after 1) first.
   std::vector<const CheckResult*> cands;
@@ -383,7 +383,7 @@ std::vector<const CheckResult*> PolicyEngine::drain_candidates(NodeState& s,
   return cands;
 }
 
-PolicyEngine::Step PolicyEngine::drain_or_block(Decision& d, NodeState& s,
+PolicyEngine::Step PolicyEngine::drain_or_block(Decision& d, NodeRecord& s,
                                                 const std::vector<const CheckResult*>& cands,
                                                 const slurm::SlurmNodeInfo* slurm, int group_size,
                                                 bool unknown_to_slurm, int64_t now) const {
@@ -402,41 +402,41 @@ PolicyEngine::Step PolicyEngine::drain_or_block(Decision& d, NodeState& s,
         s.repair.via_reset = false;
         s.repair.booted_unix = 0;
         s.repair.since_unix = now;
-        return {Action::kNone, NodeHealth::kDrained,
+        return {Action::kNone, NodeState::kDrained,
                 "fault back after GPU reset: " + reason + "; reboot next"};
       }
       const char* after = s.repair.via_reset ? "GPU reset" : "reboot";
       mark_replace(s, std::string("fault back after ") + after, now);
       d.reason = s.reason;
-      return {Action::kReplace, NodeHealth::kDrained, "replace: " + reason + " after " + after};
+      return {Action::kReplace, NodeState::kDrained, "replace: " + reason + " after " + after};
     }
-    return {Action::kNone, NodeHealth::kDrained, "already drained by vigil"};
+    return {Action::kNone, NodeState::kDrained, "already drained by vigil"};
   }
   if (unknown_to_slurm)
-    return {Action::kNone, NodeHealth::kError,
+    return {Action::kNone, NodeState::kError,
             "would drain but Slurm has no node '" + s.node +
                 "' (does the report's node name match a Slurm NodeName?)"};
   if (slurm && slurm::untouchable(*slurm))
-    return {Action::kNone, NodeHealth::kWarn,
+    return {Action::kNone, NodeState::kWarn,
             "would drain but node is " +
                 std::string(slurm->down   ? "DOWN"
                             : slurm->fail ? "FAIL"
                                           : "MAINT") +
                 "; not touched"};
   if (slurm && slurm::drained_by_other(*slurm))
-    return {Action::kNone, NodeHealth::kDrained,
+    return {Action::kNone, NodeState::kDrained,
             "already drained by another owner: " + slurm->reason};
   s.reason = reason;
   s.driving_checks = driving;
   end_repair(s);
   s.repair.remedy = remedy_of(cands);
-  if (dry_run_) return {Action::kWouldDrain, NodeHealth::kWouldDrain, "dry-run: would drain"};
+  if (dry_run_) return {Action::kWouldDrain, NodeState::kWouldDrain, "dry-run: would drain"};
   if (d.breaker.open)
-    return {Action::kBreakerBlocked, NodeHealth::kWouldDrain,
+    return {Action::kBreakerBlocked, NodeState::kWouldDrain,
             "circuit breaker open: " + d.breaker.why};
   d.counted_drain = breaker_.try_count(d.breaker, group_key(s), group_size, now);
   if (!d.counted_drain)
-    return {Action::kBreakerBlocked, NodeHealth::kWouldDrain,
+    return {Action::kBreakerBlocked, NodeState::kWouldDrain,
             "circuit breaker opened: " + d.breaker.why};
   s.drained_by_vigil = true;
   // Part history: this drain counts against the part of each GPU whose figures fail (parts.h);
@@ -446,20 +446,20 @@ PolicyEngine::Step PolicyEngine::drain_or_block(Decision& d, NodeState& s,
   if (counted.counted) s.repair.part_drain_unix = now;
   if (counted.offender && repair_) {
     s.repair.offender = offender_text(*counted.offender, parts_);
-    return {Action::kDrain, NodeHealth::kDrained,
+    return {Action::kDrain, NodeState::kDrained,
             "drain: " + reason + "; repeat offender: " + s.repair.offender};
   }
-  return {Action::kDrain, NodeHealth::kDrained, "drain: " + reason};
+  return {Action::kDrain, NodeState::kDrained, "drain: " + reason};
 }
 
-PolicyEngine::Step PolicyEngine::maybe_resume(NodeState& s, const NodeReport& r, bool report_fail,
+PolicyEngine::Step PolicyEngine::maybe_resume(NodeRecord& s, const NodeReport& r, bool report_fail,
                                               const slurm::SlurmNodeInfo* slurm) const {
   if (!s.drained_by_vigil) {
     if (slurm && slurm::drained_by_other(*slurm))
-      return {Action::kNone, NodeHealth::kDrained, "drained by another owner: " + slurm->reason};
+      return {Action::kNone, NodeState::kDrained, "drained by another owner: " + slurm->reason};
     s.reason.clear();
     s.driving_checks.clear();
-    return {Action::kNone, health_from_checks(s), ""};
+    return {Action::kNone, state_from_checks(s), ""};
   }
   bool ready = !report_fail;
   if (ready && s.driving_checks.empty()) {
@@ -474,47 +474,46 @@ PolicyEngine::Step PolicyEngine::maybe_resume(NodeState& s, const NodeReport& r,
     }
   }
   if (s.repair.stage == RepairStage::kReplace)
-    return {Action::kNone, NodeHealth::kDrained,
-            "replace: stays drained until a person resumes it"};
-  if (!ready) return {Action::kNone, NodeHealth::kDrained, ""};
+    return {Action::kNone, NodeState::kDrained, "replace: stays drained until a person resumes it"};
+  if (!ready) return {Action::kNone, NodeState::kDrained, ""};
   if (s.repair.stage == RepairStage::kRebooting)
-    return {Action::kNone, NodeHealth::kDrained, "passes before the reboot; resume deferred"};
+    return {Action::kNone, NodeState::kDrained, "passes before the reboot; resume deferred"};
   if (s.repair.stage == RepairStage::kResetting)
-    return {Action::kNone, NodeHealth::kDrained, "passes before the GPU reset; resume deferred"};
+    return {Action::kNone, NodeState::kDrained, "passes before the GPU reset; resume deferred"};
   if (slurm && slurm::untouchable(*slurm))
-    return {Action::kNone, NodeHealth::kDrained,
+    return {Action::kNone, NodeState::kDrained,
             "passes reached resume_after but node is DOWN/FAIL/MAINT; resume deferred"};
-  if (dry_run_) return {Action::kWouldResume, NodeHealth::kDrained, "dry-run: would resume"};
+  if (dry_run_) return {Action::kWouldResume, NodeState::kDrained, "dry-run: would resume"};
   const bool repaired = s.repair.stage == RepairStage::kRechecking;
   const bool via_reset = s.repair.via_reset;
   s.drained_by_vigil = false;
   s.reason.clear();
   s.driving_checks.clear();
   end_repair(s);
-  return {Action::kResume, health_from_checks(s),
+  return {Action::kResume, state_from_checks(s),
           std::string("resume: checks passed resume_after times") +
               (!repaired   ? ""
                : via_reset ? " after a GPU reset (repaired)"
                            : " after a reboot (repaired)")};
 }
 
-std::optional<NodeState> PolicyEngine::on_tick(const NodeState& s) const {
-  if (s.drained_by_vigil || s.health == NodeHealth::kStale || s.health == NodeHealth::kDrained ||
+std::optional<NodeRecord> PolicyEngine::on_tick(const NodeRecord& s) const {
+  if (s.drained_by_vigil || s.state == NodeState::kStale || s.state == NodeState::kDrained ||
       s.last_report_unix == 0)
     return std::nullopt;
   if (clock_.now_unix() - s.last_report_unix <= policy_.staleness_s) return std::nullopt;
-  NodeState n = s;
-  n.health = NodeHealth::kStale;
+  NodeRecord n = s;
+  n.state = NodeState::kStale;
   n.note = "no report for more than " + std::to_string(policy_.staleness_s) + "s";
   n.last_action = LastAction::kNone;
   return n;
 }
 
-Decision PolicyEngine::on_operator_resume(const NodeState& s,
+Decision PolicyEngine::on_operator_resume(const NodeRecord& s,
                                           const slurm::SlurmNodeInfo* slurm) const {
   Decision d;
-  d.before = s.health;
-  NodeState n = s;
+  d.before = s.state;
+  NodeRecord n = s;
   const bool owned = slurm ? slurm::drained_by_vigil(*slurm) : s.drained_by_vigil;
   if (!owned) {
     d.action = Action::kNone;
@@ -522,8 +521,8 @@ Decision PolicyEngine::on_operator_resume(const NodeState& s,
                 ? "not resumed: drained by another owner: " + slurm->reason
                 : "not resumed: node is not drained by vigil";
     n.note = d.why;
-    d.after = n.health;
-    d.state = std::move(n);
+    d.after = n.state;
+    d.record = std::move(n);
     return d;
   }
   for (const auto& c : n.driving_checks) {
@@ -536,20 +535,20 @@ Decision PolicyEngine::on_operator_resume(const NodeState& s,
   end_repair(n);
   if (dry_run_) {
     d.action = Action::kWouldResume;
-    n.health = NodeHealth::kDrained;
+    n.state = NodeState::kDrained;
   } else {
     d.action = Action::kResume;
     // Until the next report proves otherwise, the node is what its checks last said, minus
     // the fails the operator overrode.
     for (auto& [name, c] : n.checks)
       if (c.last_status == Status::kFail) c.last_status = Status::kSkipped;
-    n.health = health_from_checks(n);
+    n.state = state_from_checks(n);
   }
   n.last_action = last_action_of(d.action);
   n.note = "operator resume";
   d.why = n.note;
-  d.after = n.health;
-  d.state = std::move(n);
+  d.after = n.state;
+  d.record = std::move(n);
   return d;
 }
 

@@ -56,10 +56,10 @@ Result<RecordBody> decision_from_json(const json& j) {
   auto a = action_from_string(action);
   if (!a) return Error{"unknown action '" + action + "'", "decision.action"};
   d.action = *a;
-  auto s = node_state_from_json(j.at("state"));
+  auto s = node_record_from_json(j.at("state"));
   if (!s.ok()) return Error{s.error().to_string(), "decision.state"};
-  d.state = std::move(*s);
-  if (d.state.node != j.at("node").get<std::string>())
+  d.record = std::move(*s);
+  if (d.record.node != j.at("node").get<std::string>())
     return Error{"differs from state.node", "decision.node"};
   VIGIL_TRY(d.intents, intents_from_json(j, "decision.intents"));
   d.report_seq = j.value("report_seq", uint64_t{0});
@@ -146,9 +146,9 @@ json to_json(const Decided& d) {
   json intents = json::array();
   for (const auto& i : d.intents) intents.push_back(to_json(i));
   json j{{"t", "decision"},
-         {"node", d.state.node},
+         {"node", d.record.node},
          {"action", std::string(to_string(d.action))},
-         {"state", to_json(d.state)},
+         {"state", to_json(d.record)},
          {"intents", intents}};
   if (d.report_seq) j["report_seq"] = d.report_seq;
   if (d.breaker) j["breaker"] = to_json(*d.breaker);

@@ -1,7 +1,7 @@
 #pragma once
 // The journal's records, typed. Every record the drainer writes is one of four kinds, each with
 // one strict codec: a record this build cannot read (an unknown "t", an unknown or missing
-// field of the record, an unknown action, outcome, sink, intent action, node health or check
+// field of the record, an unknown action, outcome, sink, intent action, node state or check
 // status) is an error, never skipped or defaulted, so replay stops and names where. (The node
 // state and breaker inside a decision still read absent optional fields as their defaults and
 // ignore fields they do not know, as snapshots always have.) Replay is a visit over these
@@ -13,7 +13,8 @@
 //   {"t":"decision","node","action","state","intents"[,"report_seq"][,"breaker"|"breaker_drain"]}
 //   {"t":"done","ids","outcome"}
 //   {"t":"breaker_reset","breaker"[,"intents"]}
-// The spelling is the one journals have had since the first release, so old journals replay.
+// The spelling is the one journals have had since the first release, so old journals replay:
+// a decision's "state" holds the node's whole NodeRecord (named NodeState until 2026-11-27).
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -40,7 +41,7 @@ struct ReportAccepted {
 // made the journal grow quadratically.
 struct Decided {
   Action action = Action::kNone;
-  NodeState state;
+  NodeRecord record;
   std::vector<Intent> intents;
   uint64_t report_seq = 0;  // the ReportAccepted it decided; 0: staleness, operator, switch
   std::optional<BreakerState> breaker;

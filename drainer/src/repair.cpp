@@ -114,7 +114,7 @@ std::optional<Remedy> stronger(std::optional<Remedy> a, std::optional<Remedy> b)
   return rank(b) > rank(a) ? b : a;
 }
 
-RepairLoad repair_load(const std::map<std::string, NodeState>& nodes, const RepairConfig& cfg,
+RepairLoad repair_load(const std::map<std::string, NodeRecord>& nodes, const RepairConfig& cfg,
                        int64_t now) {
   RepairLoad load;
   for (const auto& [name, s] : nodes) {
@@ -129,7 +129,7 @@ std::string reset_reason(std::string_view reason) {
   return slurm::make_reason(slurm::kResetGpuWord, own_text(reason));
 }
 
-void mark_replace(NodeState& s, const std::string& why, int64_t now) {
+void mark_replace(NodeRecord& s, const std::string& why, int64_t now) {
   // A reset in flight gives its reason back first: the replace names the drain's own text.
   if (!s.repair.held_reason.empty()) s.reason = s.repair.held_reason;
   s.repair.held_reason.clear();
@@ -143,7 +143,7 @@ void mark_replace(NodeState& s, const std::string& why, int64_t now) {
   s.repair.since_unix = now;
 }
 
-void end_repair(NodeState& s) {
+void end_repair(NodeRecord& s) {
   s.repair.stage = RepairStage::kNone;
   s.repair.remedy.reset();
   s.repair.since_unix = 0;
@@ -169,7 +169,7 @@ bool in_repair(const RepairState& r) {
 namespace {
 // The reset ended without resetting: the drain's own reason back, no stage; reset_tried stays,
 // so the ladder's next step is the reboot rung.
-void end_reset(NodeState& s, int64_t now) {
+void end_reset(NodeRecord& s, int64_t now) {
   if (!s.repair.held_reason.empty()) s.reason = s.repair.held_reason;
   s.repair.held_reason.clear();
   s.repair.stage = RepairStage::kNone;
@@ -177,7 +177,7 @@ void end_reset(NodeState& s, int64_t now) {
 }
 }  // namespace
 
-ResetOutcome apply_reset_result(NodeState& s, Status status, int64_t started_unix, int64_t now) {
+ResetOutcome apply_reset_result(NodeRecord& s, Status status, int64_t started_unix, int64_t now) {
   if (status != Status::kPass && status != Status::kWarn) {
     end_reset(s, now);
     return ResetOutcome::kFailed;
@@ -192,7 +192,7 @@ ResetOutcome apply_reset_result(NodeState& s, Status status, int64_t started_uni
   return ResetOutcome::kPassed;
 }
 
-void restart_counts(NodeState& s) {
+void restart_counts(NodeRecord& s) {
   for (auto& [name, c] : s.checks) {
     c.consecutive_fails = 0;
     c.consecutive_passes = 0;
@@ -203,17 +203,17 @@ void restart_counts(NodeState& s) {
 
 namespace {
 
-std::optional<RepairStep> release(NodeState& s, std::string why) {
+std::optional<RepairStep> release(NodeRecord& s, std::string why) {
   end_repair(s);
   return RepairStep{RepairMove::kReleased, std::move(why)};
 }
 
-std::optional<RepairStep> replace(NodeState& s, const std::string& why, int64_t now) {
+std::optional<RepairStep> replace(NodeRecord& s, const std::string& why, int64_t now) {
   mark_replace(s, why, now);
   return RepairStep{RepairMove::kReplace, why};
 }
 
-std::optional<RepairStep> reset_failed(NodeState& s, std::string why, int64_t now) {
+std::optional<RepairStep> reset_failed(NodeRecord& s, std::string why, int64_t now) {
   end_reset(s, now);
   return RepairStep{RepairMove::kResetFailed, std::move(why)};
 }
@@ -224,7 +224,7 @@ bool back_from_reboot(const slurm::SlurmNodeInfo& n, const RepairState& r) {
 }
 
 // An idle node Vigil drained, no stage yet, breaker closed: its first rung, or nothing.
-std::optional<RepairStep> start_rung(NodeState& s, const RepairConfig& cfg, const RepairLoad& load,
+std::optional<RepairStep> start_rung(NodeRecord& s, const RepairConfig& cfg, const RepairLoad& load,
                                      int64_t now) {
   RepairState& r = s.repair;
   if (*r.remedy == Remedy::kService) return replace(s, "remedy: service", now);
@@ -259,7 +259,7 @@ std::optional<RepairStep> start_rung(NodeState& s, const RepairConfig& cfg, cons
 
 }  // namespace
 
-std::optional<RepairStep> repair_tick(NodeState& s, const slurm::SlurmNodeInfo* slurm,
+std::optional<RepairStep> repair_tick(NodeRecord& s, const slurm::SlurmNodeInfo* slurm,
                                       bool view_read, const RepairConfig& cfg,
                                       const RepairLoad& load, const BreakerState& breaker,
                                       bool dry_run, int64_t now) {

@@ -43,7 +43,7 @@ VoidResult DrainerCore::replay(const Recovered& rec) {
 VoidResult DrainerCore::replay_snapshot(const nlohmann::json& s) {
   try {
     for (const auto& nj : s.at("nodes")) {
-      VIGIL_TRY(auto ns, node_state_from_json(nj));
+      VIGIL_TRY(auto ns, node_record_from_json(nj));
       nodes_[ns.node] = std::move(ns);
     }
     VIGIL_TRY(breaker_, breaker_state_from_json(s.at("breaker")));
@@ -106,7 +106,7 @@ void DrainerCore::replay_record(const JournalRecord& rec) {
               // A sink that converges to the node's state gets it from the decision; one that
               // delivers events journaled its event with the intent.
               if (!sink_spec(i.sink).ordered)
-                i.event = state_event(d.state, std::string(to_string(d.action)));
+                i.event = state_event(d.record, std::string(to_string(d.action)));
               next_intent_id_ = std::max(next_intent_id_, i.id + 1);
               pending_[i.id] = std::move(i);
             }
@@ -127,7 +127,7 @@ void DrainerCore::replay_record(const JournalRecord& rec) {
 
 // The state a snapshot holds, copied under the locks; serialised after they are released.
 struct DrainerCore::StateCopy {
-  std::map<std::string, NodeState> nodes;
+  std::map<std::string, NodeRecord> nodes;
   std::map<std::string, RunIdWindow> seen_runs;
   std::map<uint64_t, Intent> pending;
   std::deque<Accepted> undecided;

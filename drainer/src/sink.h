@@ -20,15 +20,15 @@ enum class OutcomeKind {
   kRetry,       // failed (why = the error); try again after the sink's backoff
   kGaveUp,      // failed for good (why); the next decision for the node makes a new intent
   kNotDrained,  // a drain not issued because the node is not vigil's to drain (why); the
-                // node must not stay recorded as drained by vigil: it gets `health`
+                // node must not stay recorded as drained by vigil: it gets `state`
 };
 
 struct IntentOutcome {
   uint64_t intent_id = 0;
   OutcomeKind kind = OutcomeKind::kOk;
   std::string why;
-  NodeHealth health = NodeHealth::kUnknown;  // kNotDrained only
-  std::string detail;                        // for the audit line (e.g. the Kubernetes node)
+  NodeState state = NodeState::kUnknown;  // kNotDrained only
+  std::string detail;                     // for the audit line (e.g. the Kubernetes node)
 
   static IntentOutcome ok(uint64_t id, std::string detail = {}) {
     return {id, OutcomeKind::kOk, {}, {}, std::move(detail)};
@@ -42,8 +42,8 @@ struct IntentOutcome {
   static IntentOutcome gave_up(uint64_t id, std::string why) {
     return {id, OutcomeKind::kGaveUp, std::move(why), {}, {}};
   }
-  static IntentOutcome not_drained(uint64_t id, std::string why, NodeHealth health) {
-    return {id, OutcomeKind::kNotDrained, std::move(why), health, {}};
+  static IntentOutcome not_drained(uint64_t id, std::string why, NodeState state) {
+    return {id, OutcomeKind::kNotDrained, std::move(why), state, {}};
   }
 };
 

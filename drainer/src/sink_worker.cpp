@@ -75,7 +75,7 @@ int DrainerCore::apply_outcomes(SinkLane& lane, const std::vector<Intent>& batch
         ok.push_back(i.id);
         break;
       case OutcomeKind::kNotDrained:
-        not_drained.push_back({i, o.why, o.health});
+        not_drained.push_back({i, o.why, o.state});
         [[fallthrough]];
       case OutcomeKind::kSkipped:
         skipped.push_back(i.id);
@@ -139,17 +139,17 @@ void DrainerCore::correct_not_drained(const std::vector<NotDrained>& not_drained
         newer = p->second.sink == SinkKind::kSlurm && p->second.node == k.intent.node;
       if (newer) continue;
       Decision d;
-      d.before = it->second.health;
-      d.state = it->second;
-      d.state.drained_by_vigil = false;
-      d.state.reason.clear();
-      forget_drain(d.state.parts, d.state.repair.part_drain_unix);  // never applied: not counted
-      end_repair(d.state);
-      d.state.health = d.after = k.health;
-      d.state.last_action = LastAction::kDrainSkipped;
-      d.state.note = "drain not applied: " + k.why;
-      d.why = d.state.note;
-      d.driving_checks = d.state.driving_checks;
+      d.before = it->second.state;
+      d.record = it->second;
+      d.record.drained_by_vigil = false;
+      d.record.reason.clear();
+      forget_drain(d.record.parts, d.record.repair.part_drain_unix);  // never applied: not counted
+      end_repair(d.record);
+      d.record.state = d.after = k.state;
+      d.record.last_action = LastAction::kDrainSkipped;
+      d.record.note = "drain not applied: " + k.why;
+      d.why = d.record.note;
+      d.driving_checks = d.record.driving_checks;
       d.breaker = breaker_;
       apply_decision_locked(d, nullptr, 0, records, intents, to_string(LastAction::kDrainSkipped));
     }

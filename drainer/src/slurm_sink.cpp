@@ -96,7 +96,7 @@ bool SlurmSink::reboot(const std::vector<const Intent*>& batch, const std::strin
 
 std::optional<IntentOutcome> SlurmSink::judge_drain(const Intent& i, const slurm::SlurmNodeInfo* n,
                                                     Rpcs& rpcs) {
-  if (!n) return IntentOutcome::not_drained(i.id, "node unknown to Slurm", NodeHealth::kError);
+  if (!n) return IntentOutcome::not_drained(i.id, "node unknown to Slurm", NodeState::kError);
   // A replace only relabels Vigil's own drain (also on a node that went DOWN in its reboot); it
   // never drains a node that is no longer drained, or drained by someone else.
   // Told by its journaled reason: the Slurm lane does not journal the event, so after a restart
@@ -109,10 +109,10 @@ std::optional<IntentOutcome> SlurmSink::judge_drain(const Intent& i, const slurm
     return std::nullopt;
   }
   if (slurm::untouchable(*n))
-    return IntentOutcome::not_drained(i.id, "node is DOWN/FAIL/MAINT", NodeHealth::kWarn);
+    return IntentOutcome::not_drained(i.id, "node is DOWN/FAIL/MAINT", NodeState::kWarn);
   if (slurm::drained_by_other(*n))
     return IntentOutcome::not_drained(i.id, "drained by another owner: " + n->reason,
-                                      NodeHealth::kDrained);
+                                      NodeState::kDrained);
   // Already applied (e.g. before a crash): not repeated.
   if (n->drain && n->reason == i.reason) return IntentOutcome::ok(i.id, "already drained");
   rpcs.drains[i.reason].push_back(&i);

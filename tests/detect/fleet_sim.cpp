@@ -82,7 +82,7 @@ struct Totals {
 };
 
 struct Track {
-  std::optional<drainer::NodeState> state;  // the drainer's state of the node
+  std::optional<drainer::NodeRecord> state;  // the drainer's state of the node
   bool drained = false, warned = false, right_check = false;
   int drain_cycle = -1;
 };
@@ -107,7 +107,7 @@ class Decider {
     info.partitions = {"gpu"};
     const drainer::Decision d =
         engine_.on_report(t.state ? &*t.state : nullptr, report, &info, breaker_, group_size_);
-    t.state = d.state;
+    t.state = d.record;
     breaker_ = d.breaker;
     if (d.action != drainer::Action::kDrain) return {};
     return d.driving_checks;

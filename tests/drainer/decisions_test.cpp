@@ -59,7 +59,7 @@ TEST(Drainer, reports_from_a_node_unknown_to_slurm_never_count_towards_the_break
     dr.run_slurm_sink_once();
   }
   EXPECT_FALSE(dr.breaker().open);
-  EXPECT_EQ(dr.node("ghost-7")->health, NodeHealth::kError);
+  EXPECT_EQ(dr.node("ghost-7")->state, NodeState::kError);
   EXPECT_NE(dr.node("ghost-7")->note.find("Slurm has no node 'ghost-7'"), std::string::npos);
   ASSERT_TRUE(dr.ingest({bad("gpu-1", "a")}).ok());
   dr.process_pending();
@@ -264,7 +264,7 @@ TEST(Drainer, stale_nodes_are_marked_not_drained) {
   clock.advance(3601);
   EXPECT_EQ(dr.tick(), 1);
   dr.run_kube_sink_once();
-  EXPECT_EQ(dr.node("gpu-0")->health, NodeHealth::kStale);
+  EXPECT_EQ(dr.node("gpu-0")->state, NodeState::kStale);
   EXPECT_EQ(kube->annotations_of("gpu-0")["vigil.dev/state"], "stale");
   EXPECT_TRUE(slurm->calls_copy().empty());
   EXPECT_NE(dr.metrics_text().find(R"(vigil_node_report_age_seconds{node="gpu-0"} 3601)"),

@@ -157,7 +157,7 @@ TEST(Drainer, kill_9_at_any_moment_loses_no_report_and_repeats_no_drain) {
       const std::string n = "n" + std::to_string(i);
       auto s = dr.node(n);
       ASSERT_TRUE(s) << "lost acknowledged report of " << n << " (round " << round << ")";
-      EXPECT_EQ(s->health, NodeHealth::kDrained) << n;
+      EXPECT_EQ(s->state, NodeState::kDrained) << n;
       ASSERT_TRUE(log.count(n)) << n << " never drained";
       EXPECT_EQ(log[n].first, 1) << n << " drained " << log[n].first << " times";
     }

@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "vigil/drainer/policy.h"
+
 namespace vigil::drainer {
 namespace {
 
@@ -87,6 +89,40 @@ TEST(Intent, an_unknown_sink_or_action_is_an_error_that_names_it) {
   EXPECT_FALSE(intent_from_json(with("kubernetes", "drain")).ok());
   EXPECT_FALSE(intent_from_json(with("slurm", "annotate")).ok());
   EXPECT_FALSE(intent_from_json(nlohmann::json{{"sink", "slurm"}}).ok());  // no id
+}
+
+// The node's verdict is "state" in events as in /v1/nodes, metrics and annotations
+// (docs/architecture.md "One name per concept"); "health", the event format's first name, is
+// still written with the same value for receivers written against it, and an event journaled
+// before 2026-11-27 (only "health") still reads.
+TEST(Intent, an_event_says_state_keeps_health_and_reads_what_older_journals_hold) {
+  NodeRecord s;
+  s.node = "gpu-1";
+  s.state = NodeState::kDrained;
+  NodeEvent e = state_event(s, "drain");
+  e.before = NodeState::kHealthy;
+  const nlohmann::json j = to_json(e);
+  EXPECT_EQ(j.at("state"), "drained");
+  EXPECT_EQ(j.at("health"), "drained");
+  EXPECT_EQ(j.at("before"), "healthy");
+
+  nlohmann::json old = j;
+  old.erase("state");  // the form journaled before the rename
+  auto back = node_event_from_json(old);
+  ASSERT_TRUE(back.ok()) << back.error().to_string();
+  EXPECT_EQ(back->state, NodeState::kDrained);
+  EXPECT_EQ(back->before, NodeState::kHealthy);
+
+  nlohmann::json newer = j;
+  newer["health"] = "healthy";  // "state" wins where both are there
+  EXPECT_EQ(node_event_from_json(newer)->state, NodeState::kDrained);
+  newer["state"] = "sick";
+  auto bad = node_event_from_json(newer);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().to_string().find("state: unknown node state 'sick'"), std::string::npos)
+      << bad.error().to_string();
+  old.erase("health");
+  EXPECT_FALSE(node_event_from_json(old).ok());  // neither: an error, not a default
 }
 
 }  // namespace

@@ -152,13 +152,13 @@ class PartPolicy : public ::testing::Test {
     return r;
   }
   // One episode: a failing report drains (nvml_row_remap is fatal), two passing ones resume.
-  Decision episode(const PolicyEngine& e, NodeState& s, int n, const std::string& serial) {
+  Decision episode(const PolicyEngine& e, NodeRecord& s, int n, const std::string& serial) {
     Decision d = e.on_report(&s, report("f" + std::to_string(n), true, serial), nullptr, {}, 10);
-    s = d.state;
+    s = d.record;
     for (int i = 0; i < 2; ++i)
       s = e.on_report(&s, report("p" + std::to_string(n) + std::to_string(i), false, serial),
                       nullptr, {}, 10)
-              .state;
+              .record;
     clock.advance(5 * kDay);
     return d;
   }
@@ -167,7 +167,7 @@ class PartPolicy : public ::testing::Test {
 
 TEST_F(PartPolicy, the_third_drain_of_one_part_names_it_an_offender) {
   PolicyEngine e(default_policy(), BreakerConfig{}, false, clock, /*repair=*/true);
-  NodeState s;
+  NodeRecord s;
   s.node = "gpu-2";
   EXPECT_EQ(episode(e, s, 1, "1652823054323").action, Action::kDrain);
   EXPECT_EQ(episode(e, s, 2, "1652823054323").action, Action::kDrain);
@@ -176,12 +176,12 @@ TEST_F(PartPolicy, the_third_drain_of_one_part_names_it_an_offender) {
   // A plain drain (Slurm drains it as any other); the ladder relabels it `replace` next.
   EXPECT_EQ(third.action, Action::kDrain);
   EXPECT_EQ(third.reason.rfind("vigil: nvml_row_remap", 0), 0u) << third.reason;
-  EXPECT_EQ(third.state.repair.offender, "gpu3 serial 1652823054323 drained 3 times in 30 days");
+  EXPECT_EQ(third.record.repair.offender, "gpu3 serial 1652823054323 drained 3 times in 30 days");
 }
 
 TEST_F(PartPolicy, with_the_ladder_off_the_history_is_kept_and_a_swap_starts_it_afresh) {
   PolicyEngine off(default_policy(), BreakerConfig{}, false, clock);
-  NodeState s;
+  NodeRecord s;
   s.node = "gpu-2";
   for (int n = 1; n <= 3; ++n)
     EXPECT_EQ(episode(off, s, n, "1652823054323").action, Action::kDrain);
@@ -190,7 +190,7 @@ TEST_F(PartPolicy, with_the_ladder_off_the_history_is_kept_and_a_swap_starts_it_
   EXPECT_EQ(s.parts[3].drains.size(), 3u);
   PolicyEngine on(default_policy(), BreakerConfig{}, false, clock, /*repair=*/true);
   const Decision swapped = episode(on, s, 4, "1652823059999");  // a new board in slot 3
-  EXPECT_TRUE(swapped.state.repair.offender.empty());
+  EXPECT_TRUE(swapped.record.repair.offender.empty());
   EXPECT_NE(swapped.why.find("gpu3 part changed"), std::string::npos) << swapped.why;
   EXPECT_EQ(s.parts[3].drains.size(), 1u);
 }

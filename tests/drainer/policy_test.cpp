@@ -25,7 +25,7 @@ enum class Slurm { kIdle, kDown, kFail, kMaint, kOtherDrain, kUnknown };
 struct Step {
   std::vector<std::pair<std::string, Status>> checks;
   Action want_action;
-  NodeHealth want_health;
+  NodeState want_health;
   Slurm slurm = Slurm::kIdle;
 };
 
@@ -41,7 +41,7 @@ void run_case(const Case& c) {
   PolicyConfig pol = default_policy();  // nccl_allreduce_ib: drain_after 3; nvml_ecc fatal
   pol.defaults = {2, 2};
   PolicyEngine eng(pol, BreakerConfig{}, c.dry_run, clock);
-  std::optional<NodeState> state;
+  std::optional<NodeRecord> state;
   BreakerState breaker;
   slurm::SlurmNodeInfo info;
   info.name = "gpu-1";
@@ -76,8 +76,8 @@ void run_case(const Case& c) {
     Decision d = eng.on_report(state ? &*state : nullptr, r, sp, breaker, 4);
     EXPECT_EQ(to_string(d.action), to_string(st.want_action)) << d.why;
     EXPECT_EQ(to_string(d.after), to_string(st.want_health)) << d.why;
-    EXPECT_EQ(d.state.health, d.after);
-    state = d.state;
+    EXPECT_EQ(d.record.state, d.after);
+    state = d.record;
     breaker = d.breaker;
     if (d.action == Action::kDrain) {
       info.drain = true;
@@ -94,70 +94,69 @@ void run_case(const Case& c) {
 TEST(PolicyEngine, table_of_report_sequences) {
   const std::string ecc = "nvml_ecc", nccl = "nccl_allreduce_ib", temp = "nvml_pcie";
   const std::vector<Case> cases = {
-      {"fatal check drains on the first fail",
-       {{{{ecc, F}}, Action::kDrain, NodeHealth::kDrained}}},
+      {"fatal check drains on the first fail", {{{{ecc, F}}, Action::kDrain, NodeState::kDrained}}},
       {"noisy check drains only after 3 consecutive fails",
-       {{{{nccl, F}}, Action::kNone, NodeHealth::kWarn},
-        {{{nccl, F}}, Action::kNone, NodeHealth::kWarn},
-        {{{nccl, F}}, Action::kDrain, NodeHealth::kDrained}}},
+       {{{{nccl, F}}, Action::kNone, NodeState::kWarn},
+        {{{nccl, F}}, Action::kNone, NodeState::kWarn},
+        {{{nccl, F}}, Action::kDrain, NodeState::kDrained}}},
       {"a pass in between resets the fail streak",
-       {{{{nccl, F}}, Action::kNone, NodeHealth::kWarn},
-        {{{nccl, F}}, Action::kNone, NodeHealth::kWarn},
-        {{{nccl, P}}, Action::kNone, NodeHealth::kHealthy},
-        {{{nccl, F}}, Action::kNone, NodeHealth::kWarn},
-        {{{nccl, F}}, Action::kNone, NodeHealth::kWarn}}},
+       {{{{nccl, F}}, Action::kNone, NodeState::kWarn},
+        {{{nccl, F}}, Action::kNone, NodeState::kWarn},
+        {{{nccl, P}}, Action::kNone, NodeState::kHealthy},
+        {{{nccl, F}}, Action::kNone, NodeState::kWarn},
+        {{{nccl, F}}, Action::kNone, NodeState::kWarn}}},
       {"warn never drains",
-       {{{{ecc, W}}, Action::kNone, NodeHealth::kWarn},
-        {{{ecc, W}}, Action::kNone, NodeHealth::kWarn},
-        {{{ecc, W}}, Action::kNone, NodeHealth::kWarn},
-        {{{ecc, W}}, Action::kNone, NodeHealth::kWarn}}},
+       {{{{ecc, W}}, Action::kNone, NodeState::kWarn},
+        {{{ecc, W}}, Action::kNone, NodeState::kWarn},
+        {{{ecc, W}}, Action::kNone, NodeState::kWarn},
+        {{{ecc, W}}, Action::kNone, NodeState::kWarn}}},
       {"error and skipped never drain",
-       {{{{ecc, E}}, Action::kNone, NodeHealth::kError},
-        {{{ecc, E}, {temp, S}}, Action::kNone, NodeHealth::kError},
-        {{{ecc, S}}, Action::kNone, NodeHealth::kHealthy}}},
+       {{{{ecc, E}}, Action::kNone, NodeState::kError},
+        {{{ecc, E}, {temp, S}}, Action::kNone, NodeState::kError},
+        {{{ecc, S}}, Action::kNone, NodeState::kHealthy}}},
       {"error neither extends nor resets a fail streak",
-       {{{{nccl, F}}, Action::kNone, NodeHealth::kWarn},
-        {{{nccl, E}}, Action::kNone, NodeHealth::kError},
-        {{{nccl, F}}, Action::kNone, NodeHealth::kWarn},
-        {{{nccl, F}}, Action::kDrain, NodeHealth::kDrained}}},
+       {{{{nccl, F}}, Action::kNone, NodeState::kWarn},
+        {{{nccl, E}}, Action::kNone, NodeState::kError},
+        {{{nccl, F}}, Action::kNone, NodeState::kWarn},
+        {{{nccl, F}}, Action::kDrain, NodeState::kDrained}}},
       {"resume after resume_after consecutive passes",
-       {{{{ecc, F}}, Action::kDrain, NodeHealth::kDrained},
-        {{{ecc, P}}, Action::kNone, NodeHealth::kDrained},
-        {{{ecc, P}}, Action::kResume, NodeHealth::kHealthy},
-        {{{ecc, P}}, Action::kNone, NodeHealth::kHealthy}}},
+       {{{{ecc, F}}, Action::kDrain, NodeState::kDrained},
+        {{{ecc, P}}, Action::kNone, NodeState::kDrained},
+        {{{ecc, P}}, Action::kResume, NodeState::kHealthy},
+        {{{ecc, P}}, Action::kNone, NodeState::kHealthy}}},
       {"a fail during the resume streak restarts it",
-       {{{{ecc, F}}, Action::kDrain, NodeHealth::kDrained},
-        {{{ecc, P}}, Action::kNone, NodeHealth::kDrained},
-        {{{ecc, F}}, Action::kNone, NodeHealth::kDrained},
-        {{{ecc, P}}, Action::kNone, NodeHealth::kDrained},
-        {{{ecc, P}}, Action::kResume, NodeHealth::kHealthy}}},
+       {{{{ecc, F}}, Action::kDrain, NodeState::kDrained},
+        {{{ecc, P}}, Action::kNone, NodeState::kDrained},
+        {{{ecc, F}}, Action::kNone, NodeState::kDrained},
+        {{{ecc, P}}, Action::kNone, NodeState::kDrained},
+        {{{ecc, P}}, Action::kResume, NodeState::kHealthy}}},
       {"resume needs the driving check itself to pass",
-       {{{{ecc, F}}, Action::kDrain, NodeHealth::kDrained},
-        {{{temp, P}}, Action::kNone, NodeHealth::kDrained},
-        {{{temp, P}}, Action::kNone, NodeHealth::kDrained},
-        {{{temp, P}, {ecc, S}}, Action::kNone, NodeHealth::kDrained}}},
+       {{{{ecc, F}}, Action::kDrain, NodeState::kDrained},
+        {{{temp, P}}, Action::kNone, NodeState::kDrained},
+        {{{temp, P}}, Action::kNone, NodeState::kDrained},
+        {{{temp, P}, {ecc, S}}, Action::kNone, NodeState::kDrained}}},
       {"never drains a node drained by another owner",
-       {{{{ecc, F}}, Action::kNone, NodeHealth::kDrained, Slurm::kOtherDrain},
-        {{{ecc, P}}, Action::kNone, NodeHealth::kDrained, Slurm::kOtherDrain},
-        {{{ecc, P}}, Action::kNone, NodeHealth::kDrained, Slurm::kOtherDrain}}},
-      {"never touches a DOWN node", {{{{ecc, F}}, Action::kNone, NodeHealth::kWarn, Slurm::kDown}}},
-      {"never touches a FAIL node", {{{{ecc, F}}, Action::kNone, NodeHealth::kWarn, Slurm::kFail}}},
+       {{{{ecc, F}}, Action::kNone, NodeState::kDrained, Slurm::kOtherDrain},
+        {{{ecc, P}}, Action::kNone, NodeState::kDrained, Slurm::kOtherDrain},
+        {{{ecc, P}}, Action::kNone, NodeState::kDrained, Slurm::kOtherDrain}}},
+      {"never touches a DOWN node", {{{{ecc, F}}, Action::kNone, NodeState::kWarn, Slurm::kDown}}},
+      {"never touches a FAIL node", {{{{ecc, F}}, Action::kNone, NodeState::kWarn, Slurm::kFail}}},
       {"never touches a MAINT node",
-       {{{{ecc, F}}, Action::kNone, NodeHealth::kWarn, Slurm::kMaint}}},
+       {{{{ecc, F}}, Action::kNone, NodeState::kWarn, Slurm::kMaint}}},
       {"resume is deferred while the node is DOWN",
-       {{{{ecc, F}}, Action::kDrain, NodeHealth::kDrained},
-        {{{ecc, P}}, Action::kNone, NodeHealth::kDrained, Slurm::kDown},
-        {{{ecc, P}}, Action::kNone, NodeHealth::kDrained, Slurm::kDown},
-        {{{ecc, P}}, Action::kResume, NodeHealth::kHealthy}}},
+       {{{{ecc, F}}, Action::kDrain, NodeState::kDrained},
+        {{{ecc, P}}, Action::kNone, NodeState::kDrained, Slurm::kDown},
+        {{{ecc, P}}, Action::kNone, NodeState::kDrained, Slurm::kDown},
+        {{{ecc, P}}, Action::kResume, NodeState::kHealthy}}},
       {"drains when Slurm's view is unknown (the sink re-checks)",
-       {{{{ecc, F}}, Action::kDrain, NodeHealth::kDrained, Slurm::kUnknown}}},
+       {{{{ecc, F}}, Action::kDrain, NodeState::kDrained, Slurm::kUnknown}}},
       {"a node already drained by vigil gets no second drain",
-       {{{{ecc, F}}, Action::kDrain, NodeHealth::kDrained},
-        {{{ecc, F}}, Action::kNone, NodeHealth::kDrained}}},
+       {{{{ecc, F}}, Action::kDrain, NodeState::kDrained},
+        {{{ecc, F}}, Action::kNone, NodeState::kDrained}}},
       {"dry-run: would drain, never drains",
-       {{{{ecc, F}}, Action::kWouldDrain, NodeHealth::kWouldDrain},
-        {{{ecc, F}}, Action::kWouldDrain, NodeHealth::kWouldDrain},
-        {{{ecc, P}}, Action::kNone, NodeHealth::kHealthy}},
+       {{{{ecc, F}}, Action::kWouldDrain, NodeState::kWouldDrain},
+        {{{ecc, F}}, Action::kWouldDrain, NodeState::kWouldDrain},
+        {{{ecc, P}}, Action::kNone, NodeState::kHealthy}},
        true},
   };
   for (const auto& c : cases) run_case(c);
@@ -184,14 +183,14 @@ TEST(PolicyEngine, vigil_drain_taken_over_by_admin_is_never_resumed) {
   ASSERT_EQ(d.action, Action::kDrain);
   info.drain = true;
   info.reason = "admin: keep out, RMA";  // admin overwrote the reason
-  auto s = d.state;
+  auto s = d.record;
   for (int i = 0; i < 5; ++i) {
     auto d2 = eng.on_report(
         &s, make_report("gpu-1", "p" + std::to_string(i), {make_check("nvml_ecc", P, 0, 0)}), &info,
         {}, 4);
     EXPECT_EQ(d2.action, Action::kNone);
-    EXPECT_FALSE(d2.state.drained_by_vigil);
-    s = d2.state;
+    EXPECT_FALSE(d2.record.drained_by_vigil);
+    s = d2.record;
   }
 }
 
@@ -205,12 +204,12 @@ TEST(PolicyEngine, the_failing_summary_carries_the_checks_remedy) {
   xid.remedy = Remedy::kReboot;
   auto d = eng.on_report(nullptr, make_report("gpu-1", "a", {xid}), &info, {}, 4);
   ASSERT_EQ(d.action, Action::kDrain);
-  ASSERT_EQ(d.state.failing.size(), 1u);
-  EXPECT_EQ(d.state.failing[0].remedy, Remedy::kReboot);
+  ASSERT_EQ(d.record.failing.size(), 1u);
+  EXPECT_EQ(d.record.failing[0].remedy, Remedy::kReboot);
   auto plain = eng.on_report(nullptr, make_report("gpu-2", "a", {make_check("nvml_ecc", F, 1, 0)}),
                              &info, {}, 4);
-  ASSERT_EQ(plain.state.failing.size(), 1u);
-  EXPECT_FALSE(plain.state.failing[0].remedy);
+  ASSERT_EQ(plain.record.failing.size(), 1u);
+  EXPECT_FALSE(plain.record.failing[0].remedy);
 }
 
 TEST(PolicyEngine, a_report_without_a_known_sku_keeps_the_node_in_its_sku_group) {
@@ -219,13 +218,13 @@ TEST(PolicyEngine, a_report_without_a_known_sku_keeps_the_node_in_its_sku_group)
   auto info = f.idle("gpu-1");
   auto d = eng.on_report(nullptr, make_report("gpu-1", "a", {make_check("nvml_ecc", P)}, "B200"),
                          &info, {}, 4);
-  ASSERT_EQ(d.state.sku, "B200");
+  ASSERT_EQ(d.record.sku, "B200");
   auto d2 = eng.on_report(
-      &d.state, make_report("gpu-1", "b", {make_check("nvml_ecc", P)}, "unknown"), &info, {}, 4);
-  EXPECT_EQ(d2.state.sku, "B200");
+      &d.record, make_report("gpu-1", "b", {make_check("nvml_ecc", P)}, "unknown"), &info, {}, 4);
+  EXPECT_EQ(d2.record.sku, "B200");
   auto d3 = eng.on_report(
       nullptr, make_report("gpu-2", "a", {make_check("nvml_ecc", P)}, "unknown"), &info, {}, 4);
-  EXPECT_EQ(d3.state.sku, "unknown");  // nothing better known
+  EXPECT_EQ(d3.record.sku, "unknown");  // nothing better known
 }
 
 TEST(PolicyEngine, adopts_a_vigil_drain_it_has_no_record_of_and_resumes_it) {
@@ -237,9 +236,9 @@ TEST(PolicyEngine, adopts_a_vigil_drain_it_has_no_record_of_and_resumes_it) {
   auto d =
       eng.on_report(nullptr, make_report("gpu-3", "a", {make_check("nvml_ecc", P)}), &info, {}, 4);
   EXPECT_EQ(d.action, Action::kNone);
-  EXPECT_TRUE(d.state.drained_by_vigil);
-  auto d2 =
-      eng.on_report(&d.state, make_report("gpu-3", "b", {make_check("nvml_ecc", P)}), &info, {}, 4);
+  EXPECT_TRUE(d.record.drained_by_vigil);
+  auto d2 = eng.on_report(&d.record, make_report("gpu-3", "b", {make_check("nvml_ecc", P)}), &info,
+                          {}, 4);
   EXPECT_EQ(d2.action, Action::kResume);
 }
 
@@ -290,7 +289,7 @@ TEST(PolicyEngine, drain_reason_is_the_vigil_reason_of_the_most_fatal_check) {
   Fixture f;
   PolicyEngine eng(f.pol, {}, false, f.clock);
   auto info = f.idle("gpu-1");
-  NodeState s;
+  NodeRecord s;
   // nccl has failed twice already; now both fail: ecc (fatal) must lead the reason.
   s.node = "gpu-1";
   s.checks["nccl_allreduce_ib"].consecutive_fails = 2;
@@ -386,17 +385,17 @@ TEST(PolicyEngine, stale_after_configured_silence_but_drained_nodes_stay_drained
                           nullptr, {}, 4);
   ASSERT_EQ(dd.action, Action::kDrain);
   clock.advance(600);
-  EXPECT_FALSE(eng.on_tick(d.state));
+  EXPECT_FALSE(eng.on_tick(d.record));
   clock.advance(1);
-  auto st = eng.on_tick(d.state);
+  auto st = eng.on_tick(d.record);
   ASSERT_TRUE(st);
-  EXPECT_EQ(st->health, NodeHealth::kStale);
+  EXPECT_EQ(st->state, NodeState::kStale);
   EXPECT_FALSE(eng.on_tick(*st));  // only once
-  EXPECT_FALSE(eng.on_tick(dd.state));
+  EXPECT_FALSE(eng.on_tick(dd.record));
   // A new report makes it fresh again.
   auto back =
       eng.on_report(&*st, make_report("a", "2", {make_check("nvml_ecc", P)}), nullptr, {}, 4);
-  EXPECT_EQ(back.after, NodeHealth::kHealthy);
+  EXPECT_EQ(back.after, NodeState::kHealthy);
 }
 
 TEST(PolicyEngine, operator_resume_lifts_only_vigil_drains) {
@@ -409,11 +408,11 @@ TEST(PolicyEngine, operator_resume_lifts_only_vigil_drains) {
   ASSERT_EQ(d.action, Action::kDrain);
   info.drain = true;
   info.reason = d.reason;
-  auto r = eng.on_operator_resume(d.state, &info);
+  auto r = eng.on_operator_resume(d.record, &info);
   EXPECT_EQ(r.action, Action::kResume);
-  EXPECT_FALSE(r.state.drained_by_vigil);
+  EXPECT_FALSE(r.record.drained_by_vigil);
   info.reason = "admin: do not touch";
-  auto r2 = eng.on_operator_resume(d.state, &info);
+  auto r2 = eng.on_operator_resume(d.record, &info);
   EXPECT_EQ(r2.action, Action::kNone);
   EXPECT_NE(r2.why.find("another owner"), std::string::npos);
 }

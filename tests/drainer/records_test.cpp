@@ -26,10 +26,10 @@ std::string error_of(const json& j) {
 Decided a_drain() {
   Decided d;
   d.action = Action::kDrain;
-  d.state.node = "gpu-3";
-  d.state.health = NodeHealth::kDrained;
-  d.state.drained_by_vigil = true;
-  d.state.checks["nvml_ecc"].last_status = Status::kFail;
+  d.record.node = "gpu-3";
+  d.record.state = NodeState::kDrained;
+  d.record.drained_by_vigil = true;
+  d.record.checks["nvml_ecc"].last_status = Status::kFail;
   d.report_seq = 12;
   Intent i;
   i.id = 7;

@@ -32,8 +32,8 @@ RepairConfig resets(bool reboots) {
   return c;
 }
 
-NodeState drained() {
-  NodeState s;
+NodeRecord drained() {
+  NodeRecord s;
   s.node = "gpu-2";
   s.drained_by_vigil = true;
   s.reason = kReason;
@@ -51,13 +51,13 @@ slurm::SlurmNodeInfo idle(const std::string& reason = kReason) {
   return n;
 }
 
-std::optional<RepairStep> tick(NodeState& s, const slurm::SlurmNodeInfo& n, const RepairConfig& c,
+std::optional<RepairStep> tick(NodeRecord& s, const slurm::SlurmNodeInfo& n, const RepairConfig& c,
                                int64_t now = kNow, RepairLoad load = {}) {
   return repair_tick(s, &n, true, c, load, BreakerState{}, false, now);
 }
 
 TEST(repair_reset, a_reset_fault_asks_for_a_gpu_reset_first_by_relabelling_the_drain) {
-  NodeState s = drained();
+  NodeRecord s = drained();
   const auto step = tick(s, idle(), resets(true));
   ASSERT_TRUE(step);
   EXPECT_EQ(step->move, RepairMove::kResetGpu);
@@ -69,25 +69,25 @@ TEST(repair_reset, a_reset_fault_asks_for_a_gpu_reset_first_by_relabelling_the_d
   EXPECT_TRUE(slurm::is_reset_gpu_reason(s.reason));
   EXPECT_EQ(reset_reason(kResetReason), kResetReason);  // never "reset-gpu reset-gpu"
   // The limits hold resets back as they hold reboots.
-  NodeState held = drained();
+  NodeRecord held = drained();
   EXPECT_FALSE(tick(held, idle(), resets(true), kNow, RepairLoad{2, 0}));
   EXPECT_FALSE(tick(held, idle(), resets(true), kNow, RepairLoad{0, 10}));
 }
 
 TEST(repair_reset, a_reboot_fault_or_a_node_reset_too_often_goes_to_the_reboot_rung) {
-  NodeState reboot = drained();
+  NodeRecord reboot = drained();
   reboot.repair.remedy = Remedy::kReboot;
   EXPECT_EQ(tick(reboot, idle(), resets(true))->move, RepairMove::kReboot);
-  NodeState often = drained();
+  NodeRecord often = drained();
   often.repair.resets = {kNow - 3 * 86400, kNow - 86400};  // max_resets_per_node 2 in 30 days
   EXPECT_EQ(tick(often, idle(), resets(true))->move, RepairMove::kReboot);
-  NodeState no_reboots = drained();
+  NodeRecord no_reboots = drained();
   no_reboots.repair.resets = often.repair.resets;
   EXPECT_FALSE(tick(no_reboots, idle(), resets(false)));  // waits drained, as before the ladder
 }
 
 TEST(repair_reset, no_reset_report_in_time_gives_the_reason_back_and_the_reboot_follows) {
-  NodeState s = drained();
+  NodeRecord s = drained();
   ASSERT_TRUE(tick(s, idle(), resets(true)));
   EXPECT_FALSE(tick(s, idle(kResetReason), resets(true), kNow + 7200));
   const auto late = tick(s, idle(kResetReason), resets(true), kNow + 7201);
@@ -101,7 +101,7 @@ TEST(repair_reset, no_reset_report_in_time_gives_the_reason_back_and_the_reboot_
 
 TEST(repair_reset, turning_the_rung_off_gives_the_reason_back_but_never_touches_a_foreign_drain) {
   for (bool dry_run : {false, true}) {
-    NodeState s = drained();
+    NodeRecord s = drained();
     ASSERT_TRUE(tick(s, idle(), resets(false)));
     RepairConfig off = resets(false);
     off.reset_gpu = dry_run;
@@ -113,31 +113,31 @@ TEST(repair_reset, turning_the_rung_off_gives_the_reason_back_but_never_touches_
     EXPECT_EQ(undone->move, RepairMove::kResetFailed);
     EXPECT_EQ(s.reason, kReason);
   }
-  NodeState s = drained();
+  NodeRecord s = drained();
   ASSERT_TRUE(tick(s, idle(), resets(false)));
   const auto admin = idle("bad dimm, ticket 42");
   EXPECT_EQ(tick(s, admin, resets(false), kNow + 1)->move, RepairMove::kReleased);
 }
 
 TEST(repair_reset, an_adopted_reset_label_without_a_reset_in_progress_gets_its_own_text_back) {
-  NodeState s = drained();
+  NodeRecord s = drained();
   s.repair.remedy.reset();
   s.reason = kResetReason;  // adopted from Slurm: the state dir was lost mid-reset
   const auto step = tick(s, idle(kResetReason), RepairConfig{});  // even with the ladder off
   ASSERT_TRUE(step);
   EXPECT_EQ(step->move, RepairMove::kResetFailed);
   EXPECT_EQ(s.reason, kReason);
-  NodeState dry = drained();
+  NodeRecord dry = drained();
   dry.reason = kResetReason;
   const auto n = idle(kResetReason);
   EXPECT_FALSE(repair_tick(dry, &n, true, resets(true), {}, {}, /*dry_run=*/true, kNow));
 }
 
 TEST(repair_reset, turning_reboots_off_ends_the_reboot_stages_but_not_a_resets_recheck) {
-  NodeState rebooting = drained();
+  NodeRecord rebooting = drained();
   rebooting.repair.stage = RepairStage::kRebooting;
   EXPECT_EQ(tick(rebooting, idle(), resets(false))->move, RepairMove::kReleased);
-  NodeState after_reset = drained();
+  NodeRecord after_reset = drained();
   after_reset.repair.stage = RepairStage::kRechecking;
   after_reset.repair.since_unix = kNow;
   after_reset.repair.via_reset = true;
@@ -145,7 +145,7 @@ TEST(repair_reset, turning_reboots_off_ends_the_reboot_stages_but_not_a_resets_r
 }
 
 TEST(repair_reset, the_state_round_trips) {
-  NodeState s = drained();
+  NodeRecord s = drained();
   ASSERT_TRUE(tick(s, idle(), resets(true)));
   auto back = repair_state_from_json(to_json(s.repair));
   ASSERT_TRUE(back.ok());
@@ -161,10 +161,10 @@ TEST(repair_reset, the_state_round_trips) {
   EXPECT_EQ(parsed->bug_report, s.repair.bug_report);
   // After the node is resumed only the reset history is left: snapshots keep it (the per-node
   // limit survives a restart).
-  NodeState resumed;
+  NodeRecord resumed;
   resumed.node = "gpu-2";
   resumed.repair.resets = {kNow};
-  auto node = node_state_from_json(to_json(resumed));
+  auto node = node_record_from_json(to_json(resumed));
   ASSERT_TRUE(node.ok()) << node.error().to_string();
   EXPECT_EQ(node->repair.resets, std::vector<int64_t>{kNow});
 }

@@ -29,8 +29,8 @@ RepairConfig on() {
   return c;
 }
 
-NodeState drained(std::optional<Remedy> remedy = Remedy::kResetGpu) {
-  NodeState s;
+NodeRecord drained(std::optional<Remedy> remedy = Remedy::kResetGpu) {
+  NodeRecord s;
   s.node = "gpu-2";
   s.drained_by_vigil = true;
   s.reason = "vigil: remap gpu3 row remap pending (1)";
@@ -48,7 +48,7 @@ slurm::SlurmNodeInfo idle_drained() {
   return n;
 }
 
-std::optional<RepairStep> tick(NodeState& s, const slurm::SlurmNodeInfo* n,
+std::optional<RepairStep> tick(NodeRecord& s, const slurm::SlurmNodeInfo* n,
                                const RepairConfig& c = on(), RepairLoad load = {},
                                BreakerState breaker = {}, bool dry_run = false,
                                int64_t now = kNow) {
@@ -56,7 +56,7 @@ std::optional<RepairStep> tick(NodeState& s, const slurm::SlurmNodeInfo* n,
 }
 
 TEST(repair, an_idle_node_vigil_drained_for_a_reset_fault_is_rebooted) {
-  NodeState s = drained();
+  NodeRecord s = drained();
   const auto n = idle_drained();
   const auto step = tick(s, &n);
   ASSERT_TRUE(step);
@@ -70,16 +70,16 @@ TEST(repair, an_idle_node_vigil_drained_for_a_reset_fault_is_rebooted) {
 
 TEST(repair, nothing_happens_with_reboots_off_in_dry_run_or_without_a_remedy) {
   const auto n = idle_drained();
-  NodeState s = drained();
+  NodeRecord s = drained();
   EXPECT_FALSE(tick(s, &n, RepairConfig{}));  // off by default
   EXPECT_FALSE(tick(s, &n, on(), {}, {}, /*dry_run=*/true));
-  NodeState none = drained(std::nullopt);  // a fault no reset or reboot is known to clear
+  NodeRecord none = drained(std::nullopt);  // a fault no reset or reboot is known to clear
   EXPECT_FALSE(tick(none, &n));
   EXPECT_EQ(s.repair.stage, RepairStage::kNone);
 }
 
 TEST(repair, a_busy_foreign_or_unknown_node_is_not_rebooted) {
-  NodeState s = drained();
+  NodeRecord s = drained();
   EXPECT_FALSE(tick(s, nullptr));  // Slurm's view unknown: wait
   auto busy = idle_drained();
   busy.state = "MIXED";  // DRAINING: user jobs still run
@@ -94,7 +94,7 @@ TEST(repair, a_busy_foreign_or_unknown_node_is_not_rebooted) {
   down.down = true;
   down.state = "DOWN";
   EXPECT_FALSE(tick(s, &down));
-  NodeState mine_not = drained();
+  NodeRecord mine_not = drained();
   mine_not.drained_by_vigil = false;
   const auto n = idle_drained();
   EXPECT_FALSE(tick(mine_not, &n));
@@ -103,7 +103,7 @@ TEST(repair, a_busy_foreign_or_unknown_node_is_not_rebooted) {
 
 TEST(repair, the_limits_and_an_open_breaker_hold_reboots_back) {
   const auto n = idle_drained();
-  NodeState s = drained();
+  NodeRecord s = drained();
   RepairConfig c = on();
   c.max_in_repair = 2;
   c.max_per_window = 3;
@@ -118,7 +118,7 @@ TEST(repair, the_limits_and_an_open_breaker_hold_reboots_back) {
 TEST(repair, the_load_counts_nodes_in_the_ladder_and_reboots_in_the_window) {
   RepairConfig c = on();
   c.window_s = 3600;
-  std::map<std::string, NodeState> nodes;
+  std::map<std::string, NodeRecord> nodes;
   nodes["a"].repair.stage = RepairStage::kRebooting;
   nodes["a"].repair.reboots = {kNow - 60};
   nodes["b"].repair.stage = RepairStage::kRechecking;
@@ -130,7 +130,7 @@ TEST(repair, the_load_counts_nodes_in_the_ladder_and_reboots_in_the_window) {
 }
 
 TEST(repair, a_new_boot_time_moves_the_node_to_its_recheck) {
-  NodeState s = drained();
+  NodeRecord s = drained();
   auto n = idle_drained();
   ASSERT_TRUE(tick(s, &n));
   n.state = "DOWN";  // slurmctld issued the reboot
@@ -149,7 +149,7 @@ TEST(repair, a_new_boot_time_moves_the_node_to_its_recheck) {
 }
 
 TEST(repair, a_node_not_back_from_its_reboot_in_time_is_for_a_person) {
-  NodeState s = drained();
+  NodeRecord s = drained();
   auto n = idle_drained();
   ASSERT_TRUE(tick(s, &n));
   n.down = true;
@@ -165,19 +165,19 @@ TEST(repair, a_node_not_back_from_its_reboot_in_time_is_for_a_person) {
 
 TEST(repair, a_service_remedy_and_a_repeat_offender_go_straight_to_replace) {
   const auto n = idle_drained();
-  NodeState service = drained(Remedy::kService);
+  NodeRecord service = drained(Remedy::kService);
   auto step = tick(service, &n);
   ASSERT_TRUE(step);
   EXPECT_EQ(step->move, RepairMove::kReplace);
   EXPECT_EQ(service.reason, "vigil: replace remap gpu3 row remap pending (1) (remedy: service)");
 
-  NodeState again = drained();
+  NodeRecord again = drained();
   again.repair.reboots = {kNow - 10 * 86400, kNow - 86400};  // 2 reboots in 30 days already
   step = tick(again, &n);
   ASSERT_TRUE(step);
   EXPECT_EQ(step->move, RepairMove::kReplace);
   EXPECT_EQ(step->why, "repeat offender: 2 reboots in 30d");
-  NodeState old = drained();
+  NodeRecord old = drained();
   old.repair.reboots = {kNow - 40 * 86400, kNow - 86400};  // one fell out of the window
   step = tick(old, &n);
   ASSERT_TRUE(step);
@@ -186,7 +186,7 @@ TEST(repair, a_service_remedy_and_a_repeat_offender_go_straight_to_replace) {
 }
 
 TEST(repair, replace_stays_replace_and_names_itself_once) {
-  NodeState s = drained();
+  NodeRecord s = drained();
   mark_replace(s, "fault back after reboot", kNow);
   mark_replace(s, "again", kNow);
   EXPECT_EQ(s.reason,
@@ -196,7 +196,7 @@ TEST(repair, replace_stays_replace_and_names_itself_once) {
 }
 
 TEST(repair, a_pending_reboot_or_a_replace_reason_is_not_idle_for_the_ladder) {
-  NodeState s = drained();
+  NodeRecord s = drained();
   auto pending = idle_drained();
   pending.reboot_pending = true;  // an admin's `scontrol reboot` already waits
   EXPECT_FALSE(tick(s, &pending));
@@ -206,7 +206,7 @@ TEST(repair, a_pending_reboot_or_a_replace_reason_is_not_idle_for_the_ladder) {
 }
 
 TEST(repair, a_node_resumed_by_someone_else_during_its_reboot_leaves_the_ladder) {
-  NodeState s = drained();
+  NodeRecord s = drained();
   auto n = idle_drained();
   ASSERT_TRUE(tick(s, &n));
   n.drain = false;  // an admin resumed it
@@ -219,7 +219,7 @@ TEST(repair, a_node_resumed_by_someone_else_during_its_reboot_leaves_the_ladder)
 }
 
 TEST(repair, an_unknown_slurm_view_never_times_a_reboot_out) {
-  NodeState s = drained();
+  NodeRecord s = drained();
   const auto n = idle_drained();
   ASSERT_TRUE(tick(s, &n));
   EXPECT_FALSE(tick(s, nullptr, on(), {}, {}, false, kNow + 7200));  // slurmctld unreachable
@@ -227,7 +227,7 @@ TEST(repair, an_unknown_slurm_view_never_times_a_reboot_out) {
 }
 
 TEST(repair, a_node_gone_from_a_readable_slurm_table_leaves_the_ladder) {
-  NodeState s = drained();
+  NodeRecord s = drained();
   const auto n = idle_drained();
   ASSERT_TRUE(tick(s, &n));
   const auto step = repair_tick(s, nullptr, /*view_read=*/true, on(), {}, {}, false, kNow + 5);
@@ -238,7 +238,7 @@ TEST(repair, a_node_gone_from_a_readable_slurm_table_leaves_the_ladder) {
 }
 
 TEST(repair, a_recheck_that_never_comes_ends_in_replace) {
-  NodeState s = drained();
+  NodeRecord s = drained();
   auto n = idle_drained();
   ASSERT_TRUE(tick(s, &n));
   n.boot_time = kNow + 60;
@@ -252,7 +252,7 @@ TEST(repair, a_recheck_that_never_comes_ends_in_replace) {
 
 TEST(repair, turning_reboots_off_or_dry_run_on_releases_nodes_in_the_ladder) {
   for (bool dry : {false, true}) {
-    NodeState s = drained();
+    NodeRecord s = drained();
     const auto n = idle_drained();
     ASSERT_TRUE(tick(s, &n));
     RepairConfig c = on();
@@ -266,7 +266,7 @@ TEST(repair, turning_reboots_off_or_dry_run_on_releases_nodes_in_the_ladder) {
 }
 
 TEST(repair, the_node_returns_with_fresh_counters) {
-  NodeState s = drained();
+  NodeRecord s = drained();
   s.checks["nvml_row_remap"].consecutive_fails = 3;
   s.checks["nvml_ecc"].consecutive_passes = 5;
   s.consecutive_fails = 3;
@@ -326,7 +326,7 @@ class RepairLadder : public testing::LadderTest {
 };
 
 TEST_F(RepairLadder, reboots_one_node_at_a_time_resumes_the_repaired_and_keeps_the_broken) {
-  slurm_->drain({"gpu-3"}, "bad dimm, ticket 42");  // an admin's
+  ASSERT_TRUE(slurm_->drain({"gpu-3"}, "bad dimm, ticket 42").ok());  // an admin's
   Drainer dr(cfg_, slurm_, nullptr, clock_);
   ASSERT_TRUE(dr.open().ok());
   decide(dr, {remap_fail("gpu-1", "a"), remap_fail("gpu-2", "a"), remap_fail("gpu-3", "a")});
@@ -522,7 +522,7 @@ TEST_F(RepairLadder, a_report_from_before_the_reboot_neither_replaces_nor_resume
 
 // A "vigil: replace" drain Vigil has no record of (state dir lost) stays a person's.
 TEST_F(RepairLadder, an_adopted_replace_drain_is_never_rebooted_or_resumed) {
-  slurm_->drain({"gpu-1"}, "vigil: replace remap gpu3 (fault back after reboot)");
+  ASSERT_TRUE(slurm_->drain({"gpu-1"}, "vigil: replace remap gpu3 (fault back after reboot)").ok());
   Drainer dr(cfg_, slurm_, nullptr, clock_);
   ASSERT_TRUE(dr.open().ok());
   decide(dr, {remap_fail("gpu-1", "a")});

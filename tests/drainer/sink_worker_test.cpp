@@ -175,7 +175,7 @@ TEST(SinkWorker, a_skipped_drain_does_not_undo_a_newer_pending_decision) {
   EXPECT_EQ(dr.pending(SinkKind::kSlurm), 0u);
   EXPECT_FALSE(dr.node("gpu-1")->drained_by_vigil);
   EXPECT_EQ(dr.node("gpu-1")->last_action, LastAction::kDrainSkipped);
-  EXPECT_EQ(dr.node("gpu-1")->health, NodeHealth::kDrained);
+  EXPECT_EQ(dr.node("gpu-1")->state, NodeState::kDrained);
   EXPECT_TRUE(slurm->calls_copy().empty());
   EXPECT_EQ(slurm->get("gpu-1").reason, "admin: x");
 }

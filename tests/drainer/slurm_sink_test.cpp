@@ -44,7 +44,7 @@ TEST(Drainer, actions_wait_while_slurmctld_is_unreachable_and_apply_once_back) {
   slurm->reachable = false;
   ASSERT_TRUE(dr.ingest({bad("gpu-2", "r1")}).ok());
   dr.process_pending();
-  EXPECT_EQ(dr.node("gpu-2")->health, NodeHealth::kDrained);
+  EXPECT_EQ(dr.node("gpu-2")->state, NodeState::kDrained);
   EXPECT_EQ(dr.run_slurm_sink_once(), 1);
   EXPECT_EQ(dr.run_slurm_sink_once(), 1);
   EXPECT_EQ(dr.pending(SinkKind::kSlurm), 1u);
@@ -74,7 +74,7 @@ TEST(Drainer, pending_actions_survive_restart_and_are_applied_once) {
   EXPECT_EQ(dr.process_pending(), 0);  // decision was journaled: not decided again
   EXPECT_EQ(dr.run_slurm_sink_once(), 0);
   EXPECT_EQ(slurm->calls_copy().size(), 1u);
-  EXPECT_EQ(dr.node("gpu-1")->health, NodeHealth::kDrained);
+  EXPECT_EQ(dr.node("gpu-1")->state, NodeState::kDrained);
 }
 
 TEST(Drainer, an_action_applied_before_a_crash_is_not_repeated) {
@@ -149,8 +149,8 @@ TEST(Drainer, the_sink_rechecks_ownership_before_acting) {
     EXPECT_FALSE(dr.node(n)->drained_by_vigil) << n;
     EXPECT_EQ(dr.node(n)->last_action, LastAction::kDrainSkipped) << n;
   }
-  EXPECT_EQ(dr.node("gpu-0")->health, NodeHealth::kWarn);
-  EXPECT_EQ(dr.node("gpu-1")->health, NodeHealth::kDrained);
+  EXPECT_EQ(dr.node("gpu-0")->state, NodeState::kWarn);
+  EXPECT_EQ(dr.node("gpu-1")->state, NodeState::kDrained);
   EXPECT_NE(dr.node("gpu-1")->note.find("admin: x"), std::string::npos);
   Drainer again(test_config(d.str()), slurm, nullptr, clock);
   ASSERT_TRUE(again.open().ok());

@@ -142,7 +142,8 @@ TEST(WebhookSink, a_drain_arrives_as_a_cloudevent_with_its_required_attributes) 
   const auto& data = e["data"];
   EXPECT_EQ(data["node"], "gpu-1");
   EXPECT_EQ(data["before"], "unknown");
-  EXPECT_EQ(data["health"], "drained");
+  EXPECT_EQ(data["state"], "drained");
+  EXPECT_EQ(data["health"], "drained");  // the first name, kept for older receivers
   EXPECT_EQ(data["run_id"], "run-7");
   EXPECT_EQ(data["checks"], nlohmann::json::array({"nvml_ecc"}));
   EXPECT_NE(data["reason"].get<std::string>().find("vigil"), std::string::npos);

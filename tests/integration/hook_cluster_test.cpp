@@ -254,7 +254,7 @@ TEST_F(HookOnCluster,
   // gpu-1's prolog hit the time box: error, not fail; the drainer saw it and did not drain.
   auto n1 = drainer_->node("gpu-1");
   ASSERT_TRUE(n1);
-  EXPECT_NE(n1->health, vigil::drainer::NodeHealth::kDrained);
+  EXPECT_NE(n1->state, vigil::drainer::NodeState::kDrained);
   EXPECT_NE(hook_log("gpu-1").find("error in"), std::string::npos) << hook_log("gpu-1");
   std::printf(
       "[ measured ] prolog: gpu-0 drained with '%s'; job %ld requeued (Restarts=%s, "
@@ -370,7 +370,7 @@ TEST_F(HookOnCluster, drainer_down_the_hook_drains_itself_and_the_spooled_report
   EXPECT_EQ(drainer_->run_slurm_sink_once(), 0);
   auto st = drainer_->node("gpu-0");
   ASSERT_TRUE(st);
-  EXPECT_EQ(st->health, vigil::drainer::NodeHealth::kDrained);
+  EXPECT_EQ(st->state, vigil::drainer::NodeState::kDrained);
   // The drainer's own sink worker runs too (start_drainer): it may hold the adopted drain's
   // intent for a moment, so wait for it to be done; the reason check below proves no new RPC.
   const auto until = Clock::now() + std::chrono::seconds(10);
@@ -451,7 +451,7 @@ TEST_F(HookOnCluster, a_bad_thresholds_file_everywhere_drains_one_node_and_reque
   auto n1 = drainer_->node("gpu-1");
   ASSERT_TRUE(n1);
   EXPECT_EQ(n1->last_action, vigil::drainer::LastAction::kBreakerBlocked);
-  EXPECT_EQ(n1->health, vigil::drainer::NodeHealth::kWouldDrain);
+  EXPECT_EQ(n1->state, vigil::drainer::NodeState::kWouldDrain);
   EXPECT_TRUE(drainer_->breaker().open);
   const std::string metrics = drainer_->metrics_text();
   EXPECT_NE(metrics.find("vigil_circuit_breaker_open 1"), std::string::npos);

@@ -236,7 +236,7 @@ TEST_F(HookAct, drainer_down_the_hook_drains_itself_and_spools_the_report) {
   EXPECT_EQ(*n, 1);
   d.dr->process_pending();
   d.dr->run_slurm_sink_once();
-  EXPECT_EQ(d.dr->node("gpu-0")->health, drainer::NodeHealth::kDrained);
+  EXPECT_EQ(d.dr->node("gpu-0")->state, drainer::NodeState::kDrained);
   EXPECT_EQ(drains(), 1);
 }
 
@@ -337,7 +337,7 @@ TEST_F(HookAct, drainer_up_drains_and_the_hook_only_confirms) {
   EXPECT_EQ(o.exit_code, 1);
   EXPECT_EQ(o.action, "drained by vigil-drainer (vigil: xid XID 79 0000:18:00)") << o.action;
   EXPECT_EQ(drains(), 1);
-  EXPECT_EQ(d.dr->node("gpu-0")->health, drainer::NodeHealth::kDrained);
+  EXPECT_EQ(d.dr->node("gpu-0")->state, drainer::NodeState::kDrained);
   // The next fatal report on the drained node: already drained, nothing more.
   o = act(fatal_report("r2"), opts_);
   EXPECT_EQ(o.verdict, DrainVerdict::kAlreadyDrained);

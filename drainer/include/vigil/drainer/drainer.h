@@ -91,11 +91,11 @@ class Drainer {
   VoidResult reset_breaker();
 
   // ---- views ----
-  std::vector<NodeState> nodes() const;
+  std::vector<NodeRecord> nodes() const;
   // GET /v1/nodes and `vigil-drainer status --json`: nodes, breaker, pending actions per sink,
   // dry_run.
   nlohmann::json nodes_view() const;
-  std::optional<NodeState> node(const std::string& name) const;
+  std::optional<NodeRecord> node(const std::string& name) const;
   BreakerState breaker() const;
   // The detection engine's healthy figures of `sku` (vigil-drainer calibrate); empty when
   // detection is off or nothing was learned.

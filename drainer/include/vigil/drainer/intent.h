@@ -48,12 +48,12 @@ struct NodeEvent {
   std::string type = "none";
   std::string time;  // when it was decided, RFC 3339
   std::string node;
-  NodeHealth before = NodeHealth::kUnknown;
-  NodeHealth health = NodeHealth::kUnknown;  // after the decision
-  std::string reason;                        // the Slurm drain reason, if any
-  std::string why;                           // the decision's explanation (the node's note)
-  std::vector<std::string> checks;           // the checks that drove it
-  std::vector<FailingMeasurement> failing;   // of the node's latest report (failing.h)
+  NodeState before = NodeState::kUnknown;
+  NodeState state = NodeState::kUnknown;    // after the decision
+  std::string reason;                       // the Slurm drain reason, if any
+  std::string why;                          // the decision's explanation (the node's note)
+  std::vector<std::string> checks;          // the checks that drove it
+  std::vector<FailingMeasurement> failing;  // of the node's latest report (failing.h)
   std::string last_check_time;
   std::string run_id;
   std::optional<std::string> k8s_node;
@@ -65,7 +65,7 @@ struct NodeEvent {
 };
 // A node's state as an event of `type` (replay rebuilds the events of sinks that do not journal
 // them from the decision's state).
-NodeEvent state_event(const NodeState& s, std::string type);
+NodeEvent state_event(const NodeRecord& s, std::string type);
 nlohmann::json to_json(const NodeEvent& e);
 Result<NodeEvent> node_event_from_json(const nlohmann::json& j);
 

@@ -40,7 +40,7 @@ class Metrics {
   // Declares the reason series up front so they read 0 before the first refusal.
   void declare_rejected(const std::vector<std::string>& reasons);
   // Replaces the node's per-check series with those of `report` (null: keep them).
-  void on_node(const NodeState& s, const NodeReport* report);
+  void on_node(const NodeRecord& s, const NodeReport* report);
   void on_action(std::string_view action, std::string_view sink, std::string_view outcome,
                  double n = 1);
   void on_given_up(std::string_view sink, double n = 1);  // vigil_sink_given_up_total

@@ -23,13 +23,13 @@
 namespace vigil::drainer {
 
 // Node states as exported (metric label form; annotations use "would-drain").
-enum class NodeHealth { kHealthy, kWarn, kDrained, kWouldDrain, kStale, kError, kUnknown };
-std::string_view to_string(NodeHealth h);
-std::string_view annotation_value(NodeHealth h);
-std::optional<NodeHealth> node_health_from_string(std::string_view s);
-inline constexpr NodeHealth kAllNodeHealth[] = {
-    NodeHealth::kHealthy, NodeHealth::kWarn,  NodeHealth::kDrained, NodeHealth::kWouldDrain,
-    NodeHealth::kStale,   NodeHealth::kError, NodeHealth::kUnknown};
+enum class NodeState { kHealthy, kWarn, kDrained, kWouldDrain, kStale, kError, kUnknown };
+std::string_view to_string(NodeState h);
+std::string_view annotation_value(NodeState h);
+std::optional<NodeState> node_state_from_string(std::string_view s);
+inline constexpr NodeState kAllNodeStates[] = {
+    NodeState::kHealthy, NodeState::kWarn,  NodeState::kDrained, NodeState::kWouldDrain,
+    NodeState::kStale,   NodeState::kError, NodeState::kUnknown};
 
 struct CheckState {
   Status last_status = Status::kSkipped;
@@ -61,12 +61,12 @@ enum class LastAction {
 std::string_view to_string(LastAction a);
 std::optional<LastAction> last_action_from_string(std::string_view s);
 
-struct NodeState {
+struct NodeRecord {
   std::string node;
   std::string sku;
   std::string partition;
   std::optional<std::string> k8s_node;
-  NodeHealth health = NodeHealth::kUnknown;
+  NodeState state = NodeState::kUnknown;
   bool drained_by_vigil = false;
   std::string reason;                       // vigil drain reason (also for would-drain)
   std::vector<std::string> driving_checks;  // the checks that drove the (would-)drain
@@ -121,10 +121,10 @@ struct Decision {
   std::string reason;  // Slurm reason for kDrain / kWouldDrain / kBreakerBlocked / kReboot /
                        // kReplace
   std::vector<std::string> driving_checks;
-  NodeHealth before = NodeHealth::kUnknown;
-  NodeHealth after = NodeHealth::kUnknown;
+  NodeState before = NodeState::kUnknown;
+  NodeState after = NodeState::kUnknown;
   std::string why;
-  NodeState state;                            // the node's next state
+  NodeRecord record;                          // the node's next record
   BreakerState breaker;                       // the breaker's next state
   std::optional<BreakerDrain> counted_drain;  // set when this decision counted a drain
 };
@@ -145,15 +145,15 @@ class PolicyEngine {
   // node's partition (or SKU when the partition is unknown), for the breaker's percent cap.
   // unknown_to_slurm: Slurm's view was read and has no such node (a name mismatch): such a
   // node is never drained, so its reports cannot count towards the breaker.
-  Decision on_report(const NodeState* prev, const NodeReport& report,
+  Decision on_report(const NodeRecord* prev, const NodeReport& report,
                      const slurm::SlurmNodeInfo* slurm, const BreakerState& breaker, int group_size,
                      bool unknown_to_slurm = false, const PartLookup& parts_elsewhere = {}) const;
   // Staleness sweep: the new state when the node just became stale, else nullopt.
-  std::optional<NodeState> on_tick(const NodeState& s) const;
+  std::optional<NodeRecord> on_tick(const NodeRecord& s) const;
   // Operator `resume NODE`: lifts a vigil drain regardless of counters (never another owner's).
-  Decision on_operator_resume(const NodeState& s, const slurm::SlurmNodeInfo* slurm) const;
+  Decision on_operator_resume(const NodeRecord& s, const slurm::SlurmNodeInfo* slurm) const;
 
-  static std::string group_key(const NodeState& s);
+  static std::string group_key(const NodeRecord& s);
 
   const PolicyConfig& policy() const { return policy_; }
   bool dry_run() const { return dry_run_; }
@@ -161,19 +161,19 @@ class PolicyEngine {
  private:
   // on_report's steps (policy.cpp): which failing checks reached drain_after, fatal first;
   // drain, or what stops the drain; with no candidate, resume when the checks passed enough.
-  struct Step {  // what a step concluded: the action, the node's health, why (into the note)
+  struct Step {  // what a step concluded: the action, the node's state, why (into the note)
     Action action;
-    NodeHealth health;
+    NodeState state;
     std::string why;
   };
-  static Decision finish(Decision& d, NodeState& s, Step step);
-  Step on_reset_report(const NodeState* prev, NodeState& s, const NodeReport& r,
+  static Decision finish(Decision& d, NodeRecord& s, Step step);
+  Step on_reset_report(const NodeRecord* prev, NodeRecord& s, const NodeReport& r,
                        const CheckResult& reset, int64_t now) const;
-  std::vector<const CheckResult*> drain_candidates(NodeState& s, const NodeReport& r) const;
-  Step drain_or_block(Decision& d, NodeState& s, const std::vector<const CheckResult*>& cands,
+  std::vector<const CheckResult*> drain_candidates(NodeRecord& s, const NodeReport& r) const;
+  Step drain_or_block(Decision& d, NodeRecord& s, const std::vector<const CheckResult*>& cands,
                       const slurm::SlurmNodeInfo* slurm, int group_size, bool unknown_to_slurm,
                       int64_t now) const;
-  Step maybe_resume(NodeState& s, const NodeReport& r, bool report_fail,
+  Step maybe_resume(NodeRecord& s, const NodeReport& r, bool report_fail,
                     const slurm::SlurmNodeInfo* slurm) const;
 
   PolicyConfig policy_;
@@ -188,16 +188,16 @@ class PolicyEngine {
 // A fabric job's switch evidence in `r` (a `switch_suspected` measurement, port
 // `switch:<leaf>`: 1 = suspected, 0 = a good pair left the leaf) set into `s`. Returns whether
 // the report carried any; a report without it leaves the node's switch verdict as it was.
-bool fold_switch_evidence(NodeState& s, const NodeReport& r);
+bool fold_switch_evidence(NodeRecord& s, const NodeReport& r);
 
 // The node's SKU after report `r`: the report's, unless it says "unknown" and the node's is
 // known. The breaker sizes the node's group and the policy counts its drain under this SKU.
-std::string next_sku(const NodeState* prev, const NodeReport& r);
+std::string next_sku(const NodeRecord* prev, const NodeReport& r);
 
 // Health of a node that is not drained, from the latest statuses of its checks.
-NodeHealth health_from_checks(const NodeState& s);
+NodeState state_from_checks(const NodeRecord& s);
 
-nlohmann::json to_json(const NodeState& s);
-Result<NodeState> node_state_from_json(const nlohmann::json& j);
+nlohmann::json to_json(const NodeRecord& s);
+Result<NodeRecord> node_record_from_json(const nlohmann::json& j);
 
 }  // namespace vigil::drainer

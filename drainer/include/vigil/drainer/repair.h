@@ -32,7 +32,7 @@ struct SlurmNodeInfo;
 
 namespace vigil::drainer {
 
-struct NodeState;
+struct NodeRecord;
 struct BreakerState;
 
 struct RepairConfig {
@@ -112,7 +112,7 @@ struct RepairLoad {
   int in_repair = 0;
   int started_in_window = 0;
 };
-RepairLoad repair_load(const std::map<std::string, NodeState>& nodes, const RepairConfig& cfg,
+RepairLoad repair_load(const std::map<std::string, NodeRecord>& nodes, const RepairConfig& cfg,
                        int64_t now);
 
 // kReleased: the ladder ends without a step of its own (the drain is no longer Vigil's in Slurm,
@@ -130,7 +130,7 @@ struct RepairStep {
 // reboots off or in dry-run it only releases nodes still in the ladder.
 // slurm: the node's row; null when Slurm's table could not be read (view_read false: wait) or
 // has no such node (view_read true: the node leaves the ladder).
-std::optional<RepairStep> repair_tick(NodeState& s, const slurm::SlurmNodeInfo* slurm,
+std::optional<RepairStep> repair_tick(NodeRecord& s, const slurm::SlurmNodeInfo* slurm,
                                       bool view_read, const RepairConfig& cfg,
                                       const RepairLoad& load, const BreakerState& breaker,
                                       bool dry_run, int64_t now);
@@ -140,17 +140,17 @@ std::optional<RepairStep> repair_tick(NodeState& s, const slurm::SlurmNodeInfo* 
 // reset report's end on the node's clock, are not counted); anything else -> back to no
 // stage with the drain's own reason, and the reboot rung next (if on). `s` updated in place.
 enum class ResetOutcome { kPassed, kFailed };
-ResetOutcome apply_reset_result(NodeState& s, Status status, int64_t started_unix, int64_t now);
+ResetOutcome apply_reset_result(NodeRecord& s, Status status, int64_t started_unix, int64_t now);
 
 // `s` to the `replace` stage: its reason becomes "vigil: replace <old reason's text> (why)".
-void mark_replace(NodeState& s, const std::string& why, int64_t now);
+void mark_replace(NodeRecord& s, const std::string& why, int64_t now);
 // The ladder's stage ends (resumed, released, no longer Vigil's); the reboot history stays.
-void end_repair(NodeState& s);
+void end_repair(NodeRecord& s);
 // The reason a node the ladder gave up on carries in Slurm: "vigil: replace ...".
 bool is_replace_reason(std::string_view reason);
 // In the ladder now: resetting, rebooting, or re-checking after either.
 bool in_repair(const RepairState& r);
 // At the node's return: counters start afresh, so only reports after the reboot decide.
-void restart_counts(NodeState& s);
+void restart_counts(NodeRecord& s);
 
 }  // namespace vigil::drainer

@@ -1,4 +1,4 @@
-// NodeState's JSON (drainer/src/node_state_json.cpp): what the journal's decisions, snapshots
+// NodeRecord's JSON (drainer/src/node_record_json.cpp): what the journal's decisions, snapshots
 // and the API hold round-trips, a value this build does not know is an error naming it, and a
 // snapshot written before a field existed (parts, repair) still reads.
 #include <gtest/gtest.h>
@@ -22,9 +22,9 @@ TEST(NodeStateJson, state_round_trips_through_json) {
   PolicyEngine eng(default_policy(), {}, false, clock);
   auto d = eng.on_report(nullptr, make_report("a", "1", {make_check("nvml_ecc", F, 1, 0)}), nullptr,
                          {}, 4);
-  auto back = node_state_from_json(to_json(d.state));
+  auto back = node_record_from_json(to_json(d.record));
   ASSERT_TRUE(back.ok()) << back.error().to_string();
-  EXPECT_EQ(to_json(back.value()), to_json(d.state));
+  EXPECT_EQ(to_json(back.value()), to_json(d.record));
   auto b = breaker_state_from_json(to_json(d.breaker));
   ASSERT_TRUE(b.ok());
   EXPECT_EQ(to_json(b.value()), to_json(d.breaker));
@@ -40,52 +40,52 @@ TEST(NodeStateJson, last_action_is_typed_and_strict) {
   EXPECT_EQ(to_string(LastAction::kDrainSkipped), "drain_skipped");
   EXPECT_EQ(to_string(LastAction::kNone), "");
   EXPECT_EQ(last_action_of(Action::kWouldDrain), LastAction::kWouldDrain);
-  NodeState s;
+  NodeRecord s;
   s.node = "gpu-1";
   auto j = to_json(s);
   j["last_action"] = "repair";
-  auto back = node_state_from_json(j);
+  auto back = node_record_from_json(j);
   ASSERT_FALSE(back.ok());
   EXPECT_NE(back.error().to_string().find("unknown last_action 'repair'"), std::string::npos);
 }
 
 TEST(NodeStateJson, part_history_round_trips_and_old_snapshots_have_none) {
-  NodeState s;
+  NodeRecord s;
   s.node = "gpu-2";
   s.parts = {{3, "1652823054323", "GPU-3", {1'800'000'000}}};
   auto j = to_json(s);
   EXPECT_EQ(j["parts"][0]["serial"], "1652823054323");
-  auto back = node_state_from_json(j);
+  auto back = node_record_from_json(j);
   ASSERT_TRUE(back.ok()) << back.error().to_string();
   ASSERT_EQ(back->parts.size(), 1u);
   EXPECT_EQ(back->parts[0].drains, std::vector<int64_t>{1'800'000'000});
   j.erase("parts");  // written before part history
-  back = node_state_from_json(j);
+  back = node_record_from_json(j);
   ASSERT_TRUE(back.ok());
   EXPECT_TRUE(back->parts.empty());
   EXPECT_FALSE(to_json(*back).contains("parts"));
   j["parts"] = nlohmann::json::parse(R"([{"index": 3, "drains": "often"}])");
-  back = node_state_from_json(j);
+  back = node_record_from_json(j);
   ASSERT_FALSE(back.ok());
   EXPECT_NE(back.error().to_string().find("gpu-2"), std::string::npos) << back.error().to_string();
 }
 
 // Parts that left the node: several may have left the same slot, unlike the slots themselves.
 TEST(NodeStateJson, departed_parts_round_trip_with_repeated_slots) {
-  NodeState s;
+  NodeRecord s;
   s.node = "gpu-2";
   s.departed_parts = {{3, "S1", "GPU-1", {100}}, {3, "S2", "GPU-2", {200}}};
   auto j = to_json(s);
   ASSERT_EQ(j["departed_parts"].size(), 2u);
-  auto back = node_state_from_json(j);
+  auto back = node_record_from_json(j);
   ASSERT_TRUE(back.ok()) << back.error().to_string();
   ASSERT_EQ(back->departed_parts.size(), 2u);
   EXPECT_EQ(back->departed_parts[1].serial, "S2");
   j.erase("departed_parts");  // written before 2026-11-27
-  EXPECT_TRUE(node_state_from_json(j)->departed_parts.empty());
-  EXPECT_FALSE(to_json(NodeState{}).contains("departed_parts"));
+  EXPECT_TRUE(node_record_from_json(j)->departed_parts.empty());
+  EXPECT_FALSE(to_json(NodeRecord{}).contains("departed_parts"));
   s.parts = s.departed_parts;  // but a slot holds one part
-  EXPECT_FALSE(node_state_from_json(to_json(s)).ok());
+  EXPECT_FALSE(node_record_from_json(to_json(s)).ok());
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// NodeState as JSON: the journal's decisions, snapshots and the API (policy.h). Reading is
+// NodeRecord as JSON: the journal's decisions, snapshots and the API (policy.h). Reading is
 // lenient about absent fields (snapshots written before a field existed) and strict about the
 // values of known ones (an unknown state, status, last action, repair stage or part record is an
 // error naming the node).
@@ -10,7 +10,7 @@
 
 namespace vigil::drainer {
 
-nlohmann::json to_json(const NodeState& s) {
+nlohmann::json to_json(const NodeRecord& s) {
   nlohmann::json checks = nlohmann::json::object();
   for (const auto& [name, c] : s.checks) {
     checks[name] = {{"last_status", std::string(to_string(c.last_status))},
@@ -22,7 +22,7 @@ nlohmann::json to_json(const NodeState& s) {
   nlohmann::json j{{"node", s.node},
                    {"sku", s.sku},
                    {"partition", s.partition},
-                   {"state", std::string(to_string(s.health))},
+                   {"state", std::string(to_string(s.state))},
                    {"drained_by_vigil", s.drained_by_vigil},
                    {"reason", s.reason},
                    {"driving_checks", s.driving_checks},
@@ -50,15 +50,15 @@ nlohmann::json to_json(const NodeState& s) {
   return j;
 }
 
-Result<NodeState> node_state_from_json(const nlohmann::json& j) {
+Result<NodeRecord> node_record_from_json(const nlohmann::json& j) {
   try {
-    NodeState s;
+    NodeRecord s;
     s.node = j.at("node").get<std::string>();
     s.sku = j.value("sku", "");
     s.partition = j.value("partition", "");
-    auto h = node_health_from_string(j.value("state", "unknown"));
-    if (!h) return Error{"unknown state " + j.value("state", ""), "node_state_from_json"};
-    s.health = *h;
+    auto h = node_state_from_string(j.value("state", "unknown"));
+    if (!h) return Error{"unknown state " + j.value("state", ""), "node_record_from_json"};
+    s.state = *h;
     s.drained_by_vigil = j.value("drained_by_vigil", false);
     s.reason = j.value("reason", "");
     s.driving_checks = j.value("driving_checks", std::vector<std::string>{});
@@ -68,7 +68,7 @@ Result<NodeState> node_state_from_json(const nlohmann::json& j) {
         const std::string status = c.value("last_status", "skipped");
         auto st = status_from_string(status);
         if (!st)
-          return Error{"unknown status '" + status + "' of check " + name, "node_state_from_json"};
+          return Error{"unknown status '" + status + "' of check " + name, "node_record_from_json"};
         cs.last_status = *st;
         cs.consecutive_fails = c.value("consecutive_fails", 0);
         cs.consecutive_passes = c.value("consecutive_passes", 0);
@@ -85,13 +85,13 @@ Result<NodeState> node_state_from_json(const nlohmann::json& j) {
     const std::string last = j.value("last_action", "");
     const auto la = last_action_from_string(last);
     if (!la)
-      return Error{"unknown last_action '" + last + "'", "node_state_from_json(" + s.node + ")"};
+      return Error{"unknown last_action '" + last + "'", "node_record_from_json(" + s.node + ")"};
     s.last_action = *la;
     s.note = j.value("note", "");
     if (j.contains("failing")) {  // an array; a JSON string before 2026-11-27
       auto failing = failing_from_json(j.at("failing"));
       if (!failing.ok())
-        return Error{failing.error().to_string(), "node_state_from_json(" + s.node + ")"};
+        return Error{failing.error().to_string(), "node_record_from_json(" + s.node + ")"};
       s.failing = std::move(failing.value());
     }
     if (j.contains("k8s_node")) s.k8s_node = j.at("k8s_node").get<std::string>();
@@ -99,25 +99,25 @@ Result<NodeState> node_state_from_json(const nlohmann::json& j) {
     s.switch_suspect = j.value("switch_suspect", false);
     if (j.contains("repair")) {  // absent before the repair ladder
       auto r = repair_state_from_json(j.at("repair"));
-      if (!r.ok()) return Error{r.error().to_string(), "node_state_from_json(" + s.node + ")"};
+      if (!r.ok()) return Error{r.error().to_string(), "node_record_from_json(" + s.node + ")"};
       s.repair = std::move(r.value());
     }
     if (j.contains("parts")) {  // absent before part history
       auto parts = parts_from_json(j.at("parts"));
       if (!parts.ok())
-        return Error{parts.error().to_string(), "node_state_from_json(" + s.node + ")"};
+        return Error{parts.error().to_string(), "node_record_from_json(" + s.node + ")"};
       s.parts = std::move(parts.value());
     }
     if (j.contains("departed_parts")) {  // absent before 2026-11-27
       auto gone = parts_from_json(j.at("departed_parts"), /*one_per_slot=*/false);
       if (!gone.ok())
         return Error{"departed_" + gone.error().to_string(),
-                     "node_state_from_json(" + s.node + ")"};
+                     "node_record_from_json(" + s.node + ")"};
       s.departed_parts = std::move(gone.value());
     }
     return s;
   } catch (const std::exception& e) {
-    return Error{e.what(), "node_state_from_json"};
+    return Error{e.what(), "node_record_from_json"};
   }
 }
 
