@@ -1,5 +1,8 @@
 // The Kubernetes sink with an in-memory API: annotations, condition and taint follow the node's
-// state, its failures never block Slurm, and the node name comes from the report or a pod.
+// state, its failures never block Slurm, the node name comes from the report or a pod, and the
+// repair ladder's annotations follow the intent's event.
+#include "kube_sink.h"
+
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -115,6 +118,52 @@ TEST(Drainer, kubernetes_node_from_report_or_pod_lookup) {
   dr.process_pending();
   dr.run_kube_sink_once();
   EXPECT_EQ(kube->annotations_of("k8s-worker-0")["vigil.dev/state"], "healthy");
+}
+
+// The repair ladder's annotations come from the intent's event alone (docs/repair.md,
+// docs/kubernetes.md): the stage, the draining report's evidence file and the GPU reset's bug
+// report are written while set and removed once the event no longer carries them.
+TEST(KubeSink, repair_evidence_and_bug_report_annotations_follow_the_event) {
+  auto kube = std::make_shared<FakeKube>();
+  KubeSettings cfg;
+  cfg.enabled = true;
+  KubeSink sink(kube, cfg);
+  Intent i;
+  i.id = 3;
+  i.sink = SinkKind::kKubernetes;
+  i.action = IntentAction::kAnnotate;
+  i.node = "gpu-2";
+  i.event.type = "reset_failed";
+  i.event.node = "gpu-2";
+  i.event.state = NodeState::kDrained;
+  i.event.reason = "vigil: reset-gpu remap gpu3 row remap pending (1)";
+  i.event.repair = "rebooting";
+  i.event.evidence = "/var/lib/vigil/evidence/gpu-2-17.json";
+  i.event.bug_report = "/var/lib/vigil/evidence/gpu-2.nvidia-bug-report.log.gz";
+  SinkResult r = sink.apply({i});
+  ASSERT_EQ(r.outcomes.size(), 1u);
+  EXPECT_EQ(r.outcomes[0].kind, OutcomeKind::kOk) << r.outcomes[0].why;
+  auto a = kube->annotations_of("gpu-2");
+  EXPECT_EQ(a["vigil.dev/state"], "drained");
+  EXPECT_EQ(a["vigil.dev/repair"], "rebooting");
+  EXPECT_EQ(a["vigil.dev/evidence"], i.event.evidence);
+  EXPECT_EQ(a["vigil.dev/bug-report"], i.event.bug_report);
+  EXPECT_EQ(kube->conditions["gpu-2"].status, "False");
+
+  i.id = 4;  // resumed after the repair: nothing of the ladder is left on the node
+  i.event.type = "resume";
+  i.event.state = NodeState::kHealthy;
+  i.event.reason.clear();
+  i.event.repair.clear();
+  i.event.evidence.clear();
+  i.event.bug_report.clear();
+  ASSERT_EQ(sink.apply({i}).outcomes[0].kind, OutcomeKind::kOk);
+  a = kube->annotations_of("gpu-2");
+  EXPECT_EQ(a["vigil.dev/state"], "healthy");
+  for (const char* k :
+       {"vigil.dev/repair", "vigil.dev/evidence", "vigil.dev/bug-report", "vigil.dev/reason"})
+    EXPECT_EQ(a.count(k), 0u) << k;
+  EXPECT_EQ(kube->conditions["gpu-2"].status, "True");
 }
 
 }  // namespace
