@@ -2,6 +2,8 @@
 // outside the core).
 #include "vigil/drainer/config.h"
 
+#include "vigil/report/check_catalog.h"
+
 namespace vigil::drainer {
 
 std::string_view to_string(NodeMapping m) {
@@ -29,6 +31,26 @@ CheckPolicy PolicyConfig::for_check(std::string_view check, std::string_view fau
       p.drain_after = it->second;
   }
   return p;
+}
+
+void shared_fatal_rule(const PolicyConfig& policy, SharedDrainPolicy& out) {
+  out.fatal_checks.clear();
+  std::set<std::string> names = policy.fatal_checks;
+  for (const CheckSpec& c : check_catalog()) names.insert(std::string(c.name));
+  for (const auto& [name, _] : policy.checks) names.insert(name);
+  for (const std::string& n : names)
+    if (policy.for_check(n).drain_after <= 1) out.fatal_checks.insert(n);
+  out.fatal_fault_codes = policy.fatal_fault_codes;
+  out.lenient_fault_codes.clear();
+  // A fault code's own drain_after replaces whatever the check and the fatal lists say.
+  for (const auto& [code, after] : policy.fault_code_drain_after) {
+    if (after <= 1) {
+      out.fatal_fault_codes.insert(code);
+    } else {
+      out.fatal_fault_codes.erase(code);
+      out.lenient_fault_codes.insert(code);
+    }
+  }
 }
 
 PolicyConfig default_policy() {

@@ -560,7 +560,7 @@ std::vector<ReportDecision> DrainerCore::decide_now(const std::vector<NodeReport
 
 SharedDrainPolicy DrainerCore::shared_policy() const {
   SharedDrainPolicy p;
-  p.fatal_checks = cfg_.policy.fatal_checks;
+  shared_fatal_rule(cfg_.policy, p);
   p.dry_run = cfg_.dry_run;
   p.breaker_max_drains = cfg_.breaker.max_drains;
   p.breaker_max_percent = cfg_.breaker.max_percent;

@@ -109,7 +109,7 @@ std::vector<const CheckResult*> fatal_failures(const NodeReport& r,
                                                const SharedDrainPolicy& policy) {
   std::vector<const CheckResult*> out;
   for (const auto& c : r.checks)
-    if (c.status == Status::kFail && policy.is_fatal(c.check)) out.push_back(&c);
+    if (c.status == Status::kFail && policy.is_fatal(c.check, c.fault_code)) out.push_back(&c);
   return out;
 }
 

@@ -27,7 +27,12 @@ const std::set<std::string>& default_noisy_checks() {
   return kNoisy;
 }
 
-bool SharedDrainPolicy::is_fatal(std::string_view check) const {
+bool SharedDrainPolicy::is_fatal(std::string_view check, std::string_view fault_code) const {
+  if (!fault_code.empty()) {
+    const std::string code(fault_code);
+    if (lenient_fault_codes.count(code)) return false;
+    if (fatal_fault_codes.count(code)) return true;
+  }
   return fatal_checks.count(std::string(check)) > 0;
 }
 
@@ -39,6 +44,8 @@ int breaker_cap(int max_drains, double max_percent, int group_size) {
 
 nlohmann::json to_json(const SharedDrainPolicy& p) {
   return {{"fatal_checks", p.fatal_checks},
+          {"fatal_fault_codes", p.fatal_fault_codes},
+          {"lenient_fault_codes", p.lenient_fault_codes},
           {"dry_run", p.dry_run},
           {"breaker",
            {{"max_drains", p.breaker_max_drains},
@@ -88,6 +95,8 @@ Result<SharedDrainPolicy> shared_policy_from_json(const nlohmann::json& j) {
   if (!j.is_object()) return Error{"not an object", "policy"};
   SharedDrainPolicy p;
   VIGIL_TAKE(j, "fatal_checks", "policy.", p.fatal_checks);
+  VIGIL_TAKE(j, "fatal_fault_codes", "policy.", p.fatal_fault_codes);  // absent before 2026-11-27
+  VIGIL_TAKE(j, "lenient_fault_codes", "policy.", p.lenient_fault_codes);
   VIGIL_TAKE(j, "dry_run", "policy.", p.dry_run);
   VIGIL_TAKE(j, "source", "policy.", p.source);
   if (j.contains("breaker")) {

@@ -122,6 +122,18 @@ TEST(HookVerdict, fatal_means_a_fail_of_a_check_the_policy_lists) {
   SharedDrainPolicy site;
   site.fatal_checks = {"gpu_count"};
   EXPECT_TRUE(fatal_failures(fatal_report(), site).empty());
+  // The drainer's fault-code rules bind the hook too: a fatal code makes any check's fail fatal,
+  // and a code with its own drain_after over 1 makes even a fatal check's fail wait.
+  auto with_code = [](const char* check, const char* code) {
+    auto c = make_check(check, Status::kFail);
+    c.fault_code = code;
+    return make_report("gpu-0", "r", {c});
+  };
+  site.fatal_fault_codes = {"VIGIL-NVML-NVLINK-DOWN"};
+  site.lenient_fault_codes = {"VIGIL-GPU-COUNT-LOW"};
+  EXPECT_EQ(fatal_failures(with_code("nvml_nvlink", "VIGIL-NVML-NVLINK-DOWN"), site).size(), 1u);
+  EXPECT_TRUE(fatal_failures(with_code("gpu_count", "VIGIL-GPU-COUNT-LOW"), site).empty());
+  EXPECT_EQ(fatal_failures(with_code("gpu_count", "VIGIL-GPU-MISSING"), site).size(), 1u);
 }
 
 TEST(HookVerdict, the_reason_is_the_drainers_format) {
@@ -179,11 +191,15 @@ TEST(HookVerdict, the_policy_cache_round_trips_and_a_bad_one_is_marked_unreadabl
   const std::string path = dir / "state/drainer-policy.json";
   SharedDrainPolicy p;
   p.fatal_checks = {"gpu_count", "kmsg_xid"};
+  p.fatal_fault_codes = {"VIGIL-NCCL-WRONG-RESULTS"};
+  p.lenient_fault_codes = {"VIGIL-NVML-REMAP-PENDING"};
   p.dry_run = true;
   p.breaker_max_drains = 3;
   ASSERT_TRUE(save_policy_cache(path, p, 1'800'000'000).ok());
   const auto back = load_policy_cache(path);
   EXPECT_EQ(back.fatal_checks, p.fatal_checks);
+  EXPECT_EQ(back.fatal_fault_codes, p.fatal_fault_codes);
+  EXPECT_EQ(back.lenient_fault_codes, p.lenient_fault_codes);
   EXPECT_TRUE(back.dry_run);
   EXPECT_EQ(back.breaker_max_drains, 3);
   EXPECT_EQ(back.source, "vigil-drainer at 2027-01-15T08:00:00Z");

@@ -38,6 +38,11 @@ struct PolicyConfig {
   CheckPolicy for_check(std::string_view check, std::string_view fault_code = {}) const;
 };
 
+// What of `policy` drains after one report, for the hooks (SharedDrainPolicy's fatal_checks,
+// fatal_fault_codes, lenient_fault_codes): for every catalog check (the hooks run no other)
+// and fault code, out.is_fatal(check, code) == (policy.for_check(check, code).drain_after <= 1).
+void shared_fatal_rule(const PolicyConfig& policy, SharedDrainPolicy& out);
+
 struct BreakerConfig {
   int max_drains = kDefaultBreakerMaxDrains;       // new drains per window per partition/SKU group
   double max_percent = kDefaultBreakerMaxPercent;  // ... and at most this percent of its nodes

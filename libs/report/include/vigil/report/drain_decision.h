@@ -44,7 +44,14 @@ inline constexpr int64_t kDefaultBreakerWindowS = 3600;  // sliding window
 
 // The part of the drainer's configuration a hook needs when it must act alone.
 struct SharedDrainPolicy {
+  // What drains after one failing report, as the drainer's policy says (its
+  // PolicyConfig::for_check(check, fault_code).drain_after == 1): the checks that do (the fatal
+  // list and any check the site set to drain_after 1), the fault codes that make any check do
+  // so, and the fault codes whose own drain_after (over 1) overrides both. The drainer sends
+  // them with every answer (drainer/src/config.cpp, shared_fatal_rule).
   std::set<std::string> fatal_checks = default_fatal_checks();
+  std::set<std::string> fatal_fault_codes;
+  std::set<std::string> lenient_fault_codes;
   bool dry_run = false;
   // The drainer's breaker (breaker.* in drainer.yaml), applied by the hook to what Slurm shows:
   // nodes drained with a vigil: reason in the window, per partition.
@@ -57,7 +64,8 @@ struct SharedDrainPolicy {
   std::string source = "built-in defaults";  // or "vigil-drainer at <time>" once cached
   bool unreadable = false;  // set by a reader whose cached copy could not be read (not sent)
 
-  bool is_fatal(std::string_view check) const;
+  // Whether a failing result of `check` with `fault_code` drains after one report.
+  bool is_fatal(std::string_view check, std::string_view fault_code = {}) const;
 };
 
 // The most drains a breaker allows in its window for a group of group_size nodes:
