@@ -137,7 +137,7 @@ std::string DrainerCore::save_evidence_locked(const NodeRecord& s, const NodeRep
 void DrainerCore::apply_decision_locked(const Decision& d, const NodeReport* r, uint64_t report_seq,
                                         std::vector<nlohmann::json>& records,
                                         std::vector<Intent>& intents, std::string_view event_type) {
-  // A copy only for a drain whose evidence is kept: every other decision uses d.state as is.
+  // A copy only for a drain whose evidence is kept: every other decision uses d.record as is.
   std::optional<NodeRecord> with_evidence;
   if (d.action == Action::kDrain && r && cfg_.repair.ladder_on()) {
     with_evidence = d.record;

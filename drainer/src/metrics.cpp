@@ -239,11 +239,11 @@ void Metrics::on_node(const NodeRecord& s, const NodeReport* r) {
   if (ns.state.empty() || ns.state_key != skey) {
     for (auto* g : ns.state) impl_->node_state.Remove(g);
     ns.state.clear();
-    for (NodeState h : kAllNodeStates) {
+    for (NodeState st : kAllNodeStates) {
       ns.state.push_back(&impl_->node_state.Add({{"node", s.node},
                                                  {"sku", s.sku},
                                                  {"partition", s.partition},
-                                                 {"state", std::string(to_string(h))}}));
+                                                 {"state", std::string(to_string(st))}}));
     }
     ns.state_key = skey;
   }

@@ -56,9 +56,9 @@ Result<NodeRecord> node_record_from_json(const nlohmann::json& j) {
     s.node = j.at("node").get<std::string>();
     s.sku = j.value("sku", "");
     s.partition = j.value("partition", "");
-    auto h = node_state_from_string(j.value("state", "unknown"));
-    if (!h) return Error{"unknown state " + j.value("state", ""), "node_record_from_json"};
-    s.state = *h;
+    auto st = node_state_from_string(j.value("state", "unknown"));
+    if (!st) return Error{"unknown state " + j.value("state", ""), "node_record_from_json"};
+    s.state = *st;
     s.drained_by_vigil = j.value("drained_by_vigil", false);
     s.reason = j.value("reason", "");
     s.driving_checks = j.value("driving_checks", std::vector<std::string>{});

@@ -21,8 +21,8 @@ bool contains(const std::vector<std::string>& v, const std::string& x) {
 
 }  // namespace
 
-std::string_view to_string(NodeState h) {
-  switch (h) {
+std::string_view to_string(NodeState st) {
+  switch (st) {
     case NodeState::kHealthy:
       return "healthy";
     case NodeState::kWarn:
@@ -41,13 +41,13 @@ std::string_view to_string(NodeState h) {
   return "unknown";
 }
 
-std::string_view annotation_value(NodeState h) {
-  return h == NodeState::kWouldDrain ? "would-drain" : to_string(h);
+std::string_view annotation_value(NodeState st) {
+  return st == NodeState::kWouldDrain ? "would-drain" : to_string(st);
 }
 
 std::optional<NodeState> node_state_from_string(std::string_view s) {
-  for (NodeState h : kAllNodeStates)
-    if (to_string(h) == s) return h;
+  for (NodeState st : kAllNodeStates)
+    if (to_string(st) == s) return st;
   return std::nullopt;
 }
 

@@ -82,7 +82,7 @@ struct Totals {
 };
 
 struct Track {
-  std::optional<drainer::NodeRecord> state;  // the drainer's state of the node
+  std::optional<drainer::NodeRecord> record;  // the drainer's record of the node
   bool drained = false, warned = false, right_check = false;
   int drain_cycle = -1;
 };
@@ -106,8 +106,8 @@ class Decider {
     info.state = "IDLE";
     info.partitions = {"gpu"};
     const drainer::Decision d =
-        engine_.on_report(t.state ? &*t.state : nullptr, report, &info, breaker_, group_size_);
-    t.state = d.record;
+        engine_.on_report(t.record ? &*t.record : nullptr, report, &info, breaker_, group_size_);
+    t.record = d.record;
     breaker_ = d.breaker;
     if (d.action != drainer::Action::kDrain) return {};
     return d.driving_checks;

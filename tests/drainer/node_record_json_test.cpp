@@ -17,7 +17,7 @@ using testing::make_check;
 using testing::make_report;
 constexpr Status F = Status::kFail;
 
-TEST(NodeStateJson, state_round_trips_through_json) {
+TEST(NodeRecordJson, state_round_trips_through_json) {
   FakeClock clock;
   PolicyEngine eng(default_policy(), {}, false, clock);
   auto d = eng.on_report(nullptr, make_report("a", "1", {make_check("nvml_ecc", F, 1, 0)}), nullptr,
@@ -32,7 +32,7 @@ TEST(NodeStateJson, state_round_trips_through_json) {
 
 // last_action is typed: every spelling round-trips, and one this build does not know is an
 // error rather than a state that silently lost what the node's last decision did.
-TEST(NodeStateJson, last_action_is_typed_and_strict) {
+TEST(NodeRecordJson, last_action_is_typed_and_strict) {
   for (LastAction a :
        {LastAction::kNone, LastAction::kDrain, LastAction::kResume, LastAction::kWouldDrain,
         LastAction::kWouldResume, LastAction::kBreakerBlocked, LastAction::kDrainSkipped})
@@ -49,7 +49,7 @@ TEST(NodeStateJson, last_action_is_typed_and_strict) {
   EXPECT_NE(back.error().to_string().find("unknown last_action 'repair'"), std::string::npos);
 }
 
-TEST(NodeStateJson, part_history_round_trips_and_old_snapshots_have_none) {
+TEST(NodeRecordJson, part_history_round_trips_and_old_snapshots_have_none) {
   NodeRecord s;
   s.node = "gpu-2";
   s.parts = {{3, "1652823054323", "GPU-3", {1'800'000'000}}};
@@ -71,7 +71,7 @@ TEST(NodeStateJson, part_history_round_trips_and_old_snapshots_have_none) {
 }
 
 // Parts that left the node: several may have left the same slot, unlike the slots themselves.
-TEST(NodeStateJson, departed_parts_round_trip_with_repeated_slots) {
+TEST(NodeRecordJson, departed_parts_round_trip_with_repeated_slots) {
   NodeRecord s;
   s.node = "gpu-2";
   s.departed_parts = {{3, "S1", "GPU-1", {100}}, {3, "S2", "GPU-2", {200}}};

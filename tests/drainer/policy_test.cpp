@@ -25,7 +25,7 @@ enum class Slurm { kIdle, kDown, kFail, kMaint, kOtherDrain, kUnknown };
 struct Step {
   std::vector<std::pair<std::string, Status>> checks;
   Action want_action;
-  NodeState want_health;
+  NodeState want_state;
   Slurm slurm = Slurm::kIdle;
 };
 
@@ -41,7 +41,7 @@ void run_case(const Case& c) {
   PolicyConfig pol = default_policy();  // nccl_allreduce_ib: drain_after 3; nvml_ecc fatal
   pol.defaults = {2, 2};
   PolicyEngine eng(pol, BreakerConfig{}, c.dry_run, clock);
-  std::optional<NodeRecord> state;
+  std::optional<NodeRecord> record;
   BreakerState breaker;
   slurm::SlurmNodeInfo info;
   info.name = "gpu-1";
@@ -73,11 +73,11 @@ void run_case(const Case& c) {
         break;
     }
     const slurm::SlurmNodeInfo* sp = st.slurm == Slurm::kUnknown ? nullptr : &now;
-    Decision d = eng.on_report(state ? &*state : nullptr, r, sp, breaker, 4);
+    Decision d = eng.on_report(record ? &*record : nullptr, r, sp, breaker, 4);
     EXPECT_EQ(to_string(d.action), to_string(st.want_action)) << d.why;
-    EXPECT_EQ(to_string(d.after), to_string(st.want_health)) << d.why;
+    EXPECT_EQ(to_string(d.after), to_string(st.want_state)) << d.why;
     EXPECT_EQ(d.record.state, d.after);
-    state = d.record;
+    record = d.record;
     breaker = d.breaker;
     if (d.action == Action::kDrain) {
       info.drain = true;

@@ -37,7 +37,7 @@ const std::map<std::string, std::vector<double>>* EngineState::rings(const std::
   return h == n->second.history.end() ? nullptr : &h->second;
 }
 
-NodeState& EngineState::touch(const std::string& node, std::int64_t now) {
+NodeHistory& EngineState::touch(const std::string& node, std::int64_t now) {
   auto [it, inserted] = nodes.try_emplace(node);
   if (!inserted) by_age.erase({it->second.last_seen, node});
   it->second.last_seen = std::max(now, inserted ? now : it->second.last_seen);

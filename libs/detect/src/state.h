@@ -46,7 +46,7 @@ struct FleetKey {
   NodeTable unit_spreads;
 };
 
-struct NodeState {
+struct NodeHistory {
   std::int64_t last_seen = 0;
   // Per figure, per unit id ("gpu3", "node" for a node's level): the ring of healthy
   // figures, oldest first, at most history_window values.
@@ -56,7 +56,7 @@ struct NodeState {
 
 struct EngineState {
   std::map<KeyId, std::string> units;
-  std::map<std::string, NodeState> nodes;
+  std::map<std::string, NodeHistory> nodes;
   std::set<std::pair<std::int64_t, std::string>> by_age;  // (last_seen, node)
   std::map<KeyId, FleetKey> fleet;
 
@@ -64,7 +64,7 @@ struct EngineState {
   const std::map<std::string, std::vector<double>>* rings(const std::string& node,
                                                           const KeyId& key) const;
   // Records that `node` reported at `now` (creates it).
-  NodeState& touch(const std::string& node, std::int64_t now);
+  NodeHistory& touch(const std::string& node, std::int64_t now);
   // Drops nodes last seen before `cutoff`.
   void forget_before(std::int64_t cutoff);
   void erase_node(const std::string& node);

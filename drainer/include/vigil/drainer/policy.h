@@ -24,8 +24,8 @@ namespace vigil::drainer {
 
 // Node states as exported (metric label form; annotations use "would-drain").
 enum class NodeState { kHealthy, kWarn, kDrained, kWouldDrain, kStale, kError, kUnknown };
-std::string_view to_string(NodeState h);
-std::string_view annotation_value(NodeState h);
+std::string_view to_string(NodeState st);
+std::string_view annotation_value(NodeState st);
 std::optional<NodeState> node_state_from_string(std::string_view s);
 inline constexpr NodeState kAllNodeStates[] = {
     NodeState::kHealthy, NodeState::kWarn,  NodeState::kDrained, NodeState::kWouldDrain,
@@ -194,7 +194,7 @@ bool fold_switch_evidence(NodeRecord& s, const NodeReport& r);
 // known. The breaker sizes the node's group and the policy counts its drain under this SKU.
 std::string next_sku(const NodeRecord* prev, const NodeReport& r);
 
-// Health of a node that is not drained, from the latest statuses of its checks.
+// The state of a node that is not drained, from the latest statuses of its checks.
 NodeState state_from_checks(const NodeRecord& s);
 
 nlohmann::json to_json(const NodeRecord& s);
