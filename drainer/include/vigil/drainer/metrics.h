@@ -1,5 +1,6 @@
 #pragma once
-// The metrics sink. Every metric Vigil exports is declared once in kMetricTable (metrics.cpp)
+// The drainer's metrics: not a sink, an observer of decisions and sink outcomes (drainer_core.h).
+// Every metric Vigil exports is declared once in kMetricTable (metrics.cpp)
 // with exactly the names in docs/drainer.md; /metrics serialises the registry in the
 // Prometheus text format (prometheus-cpp TextSerializer, served by the drainer's libmicrohttpd
 // listener, http_server.cpp).
