@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "backend.h"
+#include "vigil/base/strings.h"
 
 namespace vigil::ncclbench {
 namespace {
@@ -38,12 +39,6 @@ float from_bf16(std::uint16_t h) {
   float f;
   std::memcpy(&f, &bits, 4);
   return f;
-}
-
-std::string gib(std::uint64_t b) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f GiB", static_cast<double>(b) / (1ull << 30));
-  return buf;
 }
 
 class NcclBackend final : public CommBackend {
@@ -76,9 +71,10 @@ class NcclBackend final : public CommBackend {
     const std::uint64_t need = 2 * bytes_ + (256ull << 20);  // + headroom for NCCL's buffers
     if (need > free_b)
       return Error{"message size " + std::to_string(max_bytes) +
-                       " B does not fit: 2 buffers need " + gib(2 * bytes_) +
+                       " B does not fit: 2 buffers need " + bytes_text(2 * bytes_) +
                        " plus NCCL headroom, GPU " + std::to_string(device_) + " has " +
-                       gib(free_b) + " free of " + gib(total_b) + "; lower -e (maxbytes)",
+                       bytes_text(free_b) + " free of " + bytes_text(total_b) +
+                       "; lower -e (maxbytes)",
                    "cudaMemGetInfo(gpu " + std::to_string(device_) + ")"};
     VIGIL_CUDA(cudaMalloc(&send_, bytes_));
     VIGIL_CUDA(cudaMalloc(&recv_, bytes_));

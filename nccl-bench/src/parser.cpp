@@ -5,16 +5,10 @@
 #include <string>
 #include <vector>
 
+#include "vigil/base/strings.h"
+
 namespace vigil::ncclbench {
 namespace {
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
-
-bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 
 std::vector<std::string_view> split_ws(std::string_view s) {
   std::vector<std::string_view> out;
@@ -156,11 +150,11 @@ std::string nccl_version_from_code(std::string_view code) {
 void parse_comment(std::string_view body, BenchRun& run, std::optional<Layout>& layout) {
   auto t = split_ws(body);
   if (t.empty()) return;
-  if (starts_with(body, "nccl-tests version")) {
+  if (body.starts_with("nccl-tests version")) {
     run.tool = "nccl-tests";
     if (t.size() >= 3) run.tool_version = std::string(t[2]);
     for (auto tok : t)
-      if (starts_with(tok, "nccl-library="))
+      if (tok.starts_with("nccl-library="))
         run.nccl_version = nccl_version_from_code(tok.substr(13));
     return;
   }
@@ -174,7 +168,7 @@ void parse_comment(std::string_view body, BenchRun& run, std::optional<Layout>& 
     }
     return;
   }
-  if (starts_with(body, "Collective test starting:") && t.size() >= 4) {
+  if (body.starts_with("Collective test starting:") && t.size() >= 4) {
     std::string name(t[3]);
     if (name.size() > 5 && name.ends_with("_perf")) name.resize(name.size() - 5);
     run.collective = name;

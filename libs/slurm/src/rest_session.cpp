@@ -15,22 +15,16 @@
 
 #include "vigil/base/http_client.h"
 #include "vigil/base/process.h"
+#include "vigil/base/strings.h"
 
 namespace vigil::slurm {
 namespace {
 
-std::string trim(std::string s) {
-  const auto blank = [](unsigned char c) { return std::isspace(c) != 0; };
-  s.erase(s.begin(), std::find_if_not(s.begin(), s.end(), blank));
-  s.erase(std::find_if_not(s.rbegin(), s.rend(), blank).base(), s.end());
-  return s;
-}
-
 // `scontrol token` prints "SLURM_JWT=<token>"; a token file may hold either form.
 std::string token_text(const std::string& raw) {
-  std::string t = trim(raw);
+  std::string t(trim(raw));
   constexpr std::string_view kPrefix = "SLURM_JWT=";
-  if (t.starts_with(kPrefix)) t = trim(t.substr(kPrefix.size()));
+  if (t.starts_with(kPrefix)) t = std::string(trim(t.substr(kPrefix.size())));
   return t;
 }
 
@@ -155,9 +149,9 @@ Result<std::string> RestSession::token_locked(bool refresh) {
       auto run = run_command(settings_.token_command, opts);
       if (!run.ok()) return run.error();
       if (run->exit_code != 0) {
-        return Error{
-            "the JWT command exited " + std::to_string(shell_status(*run)) + ": " + trim(run->err),
-            "slurm.rest.token_command (" + settings_.token_command.front() + ")"};
+        return Error{"the JWT command exited " + std::to_string(shell_status(*run)) + ": " +
+                         std::string(trim(run->err)),
+                     "slurm.rest.token_command (" + settings_.token_command.front() + ")"};
       }
       token_ = token_text(run->out);
     }
@@ -219,7 +213,7 @@ Result<RestReply> RestSession::send_locked(const char* method, const std::string
                  where};
   }
   if (reply.body.is_discarded() || !reply.body.is_object()) {
-    std::string text = trim(res->body.substr(0, 200));
+    std::string text(trim(std::string_view(res->body).substr(0, 200)));
     return Error{"slurmrestd answered HTTP " + std::to_string(reply.status) +
                      " without a JSON object: " + (text.empty() ? "(empty)" : text),
                  where};
