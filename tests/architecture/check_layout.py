@@ -72,6 +72,7 @@ TARGET_COMPONENT = {
     # That vigil-check links no libslurm is checked by its own test
     # (vigil_check_does_not_link_libslurm), on the binary.
     "slurm_cli": "slurm",
+    "kube_api": "kube",  # libs/kube's interface alone (headers, no client)
     "drainer_core": "drainer_core",
 }
 # Targets other components may never link, whatever ALLOWED says: nothing depends on the check
@@ -94,7 +95,10 @@ CORE_CMAKE = "drainer/CMakeLists.txt"
 CORE_TARGET = "vigil_drainer_core"
 PROGRAM_TARGET = "vigil_drainer"
 CORE_FORBIDDEN_INCLUDE = re.compile(r'^\s*#\s*include\s*[<"](httplib\.h|microhttpd\.h|yaml-cpp/[^>"]*)[>"]')
-CORE_FORBIDDEN_LINK = ("httplib::httplib", "PkgConfig::MHD", "yaml-cpp::yaml-cpp")
+# vigil::slurm and vigil::kube are the clients (libslurm, cpp-httplib, yaml-cpp); the core links
+# their rules and interfaces only (vigil::slurm_cli, vigil::kube_api).
+CORE_FORBIDDEN_LINK = ("httplib::httplib", "PkgConfig::MHD", "yaml-cpp::yaml-cpp", "vigil::slurm",
+                       "vigil::kube")
 DRAINER_INCLUDE_RE = re.compile(r'^\s*#\s*include\s*"(vigil/drainer/[\w.]+|[\w.]+\.h)"')
 
 
@@ -145,7 +149,7 @@ def check_drainer_core(repo):
     for m in LINK_RE.finditer(cmake):
         if m.group(1) == CORE_TARGET:
             for lib in CORE_FORBIDDEN_LINK:
-                if lib in m.group(2):
+                if re.search(re.escape(lib) + r"(?![\w])", m.group(2)):
                     problems.append(f"{CORE_CMAKE}: target {CORE_TARGET} may not link {lib}")
     return problems
 
@@ -243,7 +247,8 @@ def self_test():
         "libs/slurm/src/ok.cpp": '#include "vigil/slurm/slurm_api.h"\n#include "vigil/base/result.h"\n',
         "drainer/CMakeLists.txt": (
             "add_library(vigil_drainer_core\n  src/core_a.cpp\n  src/core_b.cpp\n)\n"
-            "target_link_libraries(vigil_drainer_core PRIVATE yaml-cpp::yaml-cpp)\n"
+            "target_link_libraries(vigil_drainer_core PUBLIC vigil::slurm_cli vigil::kube\n"
+            "  PRIVATE yaml-cpp::yaml-cpp)\n"
             "add_library(vigil_drainer\n  src/front.cpp\n)\n"),
         "drainer/src/core_a.cpp": '#include "core_a.h"\n#include "front.h"\n',
         "drainer/src/core_a.h": "#include <httplib.h>\n",
@@ -266,10 +271,12 @@ def self_test():
                 "drainer/src/core_a.h:1: the drainer core may not include httplib.h",
                 "drainer/src/core_a.cpp:2: the drainer core may not include the program's front.h",
                 "target vigil_drainer_core may not link yaml-cpp::yaml-cpp",
+                "target vigil_drainer_core may not link vigil::kube",
                 "drainer/src/front.cpp: no tests/drainer/front_test.cpp"]
     missing = [e for e in expected if not any(e in p for p in found)]
     extra = [p for p in found
-             if "ok.cpp" in p or "core_b" in p or ("front.cpp" in p and "front_test" not in p)]
+             if "ok.cpp" in p or "core_b" in p or ("front.cpp" in p and "front_test" not in p)
+             or "may not link vigil::slurm" in p]
     for p in found:
         print("planted and found:", p)
     if missing or extra:
