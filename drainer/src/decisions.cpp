@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "audit_log.h"
+#include "decider.h"
 #include "drainer_core.h"
 #include "records.h"
 #include "sink_worker.h"
@@ -24,41 +25,6 @@ struct DrainerCore::PassView {
   std::map<std::string, int> partition_counts;
 };
 
-namespace {
-
-// Part history follows a GPU to another node (parts.h): the drains recorded against a part on
-// the other nodes of the table. The nodes with any are gathered on the first question only (a
-// report that brings a part its node did not have), once per chunk, not once per report.
-class PartsElsewhere {
- public:
-  explicit PartsElsewhere(const std::map<std::string, NodeRecord>& nodes) : nodes_(nodes) {}
-  PartLookup for_node(const std::string& node) {
-    return [this, node](const PartRecord& part) { return find(node, part); };
-  }
-
- private:
-  std::vector<int64_t> find(const std::string& node, const PartRecord& part) {
-    if (!with_drains_) {
-      with_drains_.emplace();
-      auto drained = [](const PartRecord& p) { return !p.drains.empty(); };
-      for (const auto& [name, s] : nodes_)
-        if (!s.departed_parts.empty() || std::any_of(s.parts.begin(), s.parts.end(), drained))
-          with_drains_->emplace_back(name, &s);  // map nodes stay put while states change
-    }
-    std::vector<int64_t> drains;
-    for (const auto& [name, s] : *with_drains_) {
-      if (name == node) continue;  // the node's own parts: update_parts looks at them itself
-      collect_drains(s->parts, part, drains);
-      collect_drains(s->departed_parts, part, drains);
-    }
-    return drains;
-  }
-  const std::map<std::string, NodeRecord>& nodes_;
-  std::optional<std::vector<std::pair<std::string, const NodeRecord*>>> with_drains_;
-};
-
-}  // namespace
-
 void DrainerCore::apply_locked(const Decided& d) {
   // A resumed node was repaired: its old figures are no baseline for the new hardware.
   if (slow_ && cfg_.detection.reset_on_resume && d.action == Action::kResume)
@@ -69,6 +35,8 @@ void DrainerCore::apply_locked(const Decided& d) {
   else if (d.breaker_drain)
     Breaker(cfg_.breaker).count(breaker_, *d.breaker_drain);
 }
+
+void DrainerCore::apply_locked(const BreakerReset& b) { breaker_ = b.breaker; }
 
 void DrainerCore::owe_intents_locked(const NodeEvent& e, const std::string& reason,
                                      bool by_operator, std::vector<Intent>& out) {
@@ -290,28 +258,15 @@ int DrainerCore::process_chunk(PassView& pass, std::vector<Intent>& intents) {
   {
     std::lock_guard lk(mu_);
     std::vector<nlohmann::json> records;
-    // Known nodes per breaker group, counted once per batch (not once per report).
-    std::map<std::string, int> known;
-    for (const auto& [n, s] : nodes_) known[PolicyEngine::group_key(s)]++;
-    BreakerGroups groups(partition_counts, !view.empty(), std::move(known));
-    PartsElsewhere parts_elsewhere(nodes_);
+    Decider decider(engine_, nodes_, view, partition_counts);
     for (const auto& a : batch) {
       auto it = nodes_.find(a.report.node);
-      const NodeRecord* prev = it == nodes_.end() ? nullptr : &it->second;
-      auto sv = view.find(a.report.node);
-      const slurm::SlurmNodeInfo* info = sv == view.end() ? nullptr : &sv->second;
-      // The node's breaker group: its partition per Slurm (else as known), else its SKU.
-      std::string partition = prev ? prev->partition : "";
-      if (info && !info->partitions.empty()) partition = info->partitions.front();
-      const int gsize =
-          groups.size(partition, breaker_group(partition, next_sku(prev, a.report)), !prev);
-      const bool unknown_to_slurm = !info && !view.empty();
-      const NodeReport judged = judge_slow_locked(a.report, prev);
-      Decision d = engine_.on_report(prev, judged, info, breaker_, gsize, unknown_to_slurm,
-                                     parts_elsewhere.for_node(a.report.node));
-      const bool switch_evidence = fold_switch_evidence(d.record, a.report);
-      apply_decision_locked(d, &a.report, a.seq, records, intents);
-      if (switch_evidence) spread_switch_verdict_locked(d.record, a.report, records, intents);
+      const NodeReport judged =
+          judge_slow_locked(a.report, it == nodes_.end() ? nullptr : &it->second);
+      Decider::Outcome rd = decider.decide(a.report, judged, breaker_);
+      apply_decision_locked(rd.decision, &a.report, a.seq, records, intents);
+      if (rd.switch_evidence)
+        spread_switch_verdict_locked(rd.decision.record, a.report, records, intents);
     }
     auto w = journal_->append(std::move(records));
     if (!w.ok()) {
@@ -498,7 +453,6 @@ VoidResult DrainerCore::reset_breaker() {
   {
     std::lock_guard lk(mu_);
     const std::string was = breaker_.why;
-    breaker_ = BreakerState{};
     const std::string now = rfc3339_utc(clock_.now_unix());
     NodeEvent e;
     e.type = "breaker_reset";
@@ -506,8 +460,10 @@ VoidResult DrainerCore::reset_breaker() {
     e.why = "reset by an operator; it was: " + was;
     e.dry_run = cfg_.dry_run;
     owe_intents_locked(e, "", true, intents);
-    auto w = journal_->append({to_json(RecordBody{BreakerReset{breaker_, intents}})});
+    const BreakerReset reset{BreakerState{}, intents};
+    auto w = journal_->append({to_json(RecordBody{reset})});
     if (!w.ok()) return w.error();
+    apply_locked(reset);
     metrics_.set_breaker_open(false);
     audit_->write({{"time", now}, {"event", "breaker_reset"}, {"was", was}});
   }

@@ -44,6 +44,7 @@ namespace vigil::drainer {
 
 class AuditLog;
 class SlurmViewCache;
+struct BreakerReset;
 struct Decided;
 struct JournalRecord;
 enum class DoneOutcome;
@@ -117,6 +118,8 @@ class DrainerCore {
   // breaker (whole or the drain it counted), the detection engine's reset on a resume. The
   // intents are the caller's: live enqueues them once durable, replay at once.
   void apply_locked(const Decided& d);
+  // The same for an operator's breaker reset: the breaker as the record holds it.
+  void apply_locked(const BreakerReset& b);
   VoidResult maybe_snapshot();
   struct StateCopy;  // replay.cpp
   StateCopy copy_state_locked() const;

@@ -115,7 +115,7 @@ void DrainerCore::replay_record(const JournalRecord& rec) {
             for (uint64_t id : d.ids) pending_.erase(id);
           },
           [&](const BreakerReset& b) {
-            breaker_ = b.breaker;
+            apply_locked(b);
             for (const auto& i : b.intents) {
               next_intent_id_ = std::max(next_intent_id_, i.id + 1);
               pending_[i.id] = i;
