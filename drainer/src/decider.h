@@ -24,14 +24,20 @@ class Decider {
     bool switch_evidence = false;  // the report carried switch evidence (fold_switch_evidence)
   };
 
-  // table: the node table, which the caller may change between decide() calls (each decision
-  // is applied before the next is made); view and partition_counts: Slurm's node table of the
+  // table: the node table; the caller applies each decision before the next decide() and may
+  // change records but not erase any (the part history of other nodes is gathered once, at
+  // the first question, as pointers into it); view and partition_counts: Slurm's node table of the
   // pass and its nodes per partition (both empty when Slurm's view is unknown). Group sizes of
   // nodes Slurm shows no partition for are counted from the table once, here.
   Decider(const PolicyEngine& engine, const std::map<std::string, NodeRecord>& table,
           const SlurmView& view, const std::map<std::string, int>& partition_counts);
+  // Everything is kept by reference: a temporary would dangle.
   Decider(const PolicyEngine&, const std::map<std::string, NodeRecord>&, const SlurmView&,
-          std::map<std::string, int>&&) = delete;  // kept by reference
+          std::map<std::string, int>&&) = delete;
+  Decider(const PolicyEngine&, const std::map<std::string, NodeRecord>&, SlurmView&&,
+          const std::map<std::string, int>&) = delete;
+  Decider(const PolicyEngine&, std::map<std::string, NodeRecord>&&, const SlurmView&,
+          const std::map<std::string, int>&) = delete;
 
   // report: as received (its switch evidence); judged: the report the policy judges (the slow
   // verdicts folded in, slow_verdicts.h), for the same node.

@@ -231,7 +231,7 @@ NodeReport DrainerCore::judge_slow_locked(const NodeReport& r, const NodeRecord*
   }
   metrics_.on_verdicts(*v);
   NodeReport judged = r;
-  fold_verdicts(judged, *v);
+  fold_verdicts(judged, *v, engine_.policy());
   return judged;
 }
 

@@ -17,6 +17,11 @@
 namespace vigil::ncclbench {
 namespace {
 
+// Two decimals: near the limit a whole-GiB figure would say "needs 80 GiB, 80 GiB free".
+std::string gib(std::uint64_t b) {
+  return fixed(static_cast<double>(b) / (1ull << 30), 2) + " GiB";
+}
+
 std::string cuda_error(cudaError_t e) {
   return std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e);
 }
@@ -71,10 +76,9 @@ class NcclBackend final : public CommBackend {
     const std::uint64_t need = 2 * bytes_ + (256ull << 20);  // + headroom for NCCL's buffers
     if (need > free_b)
       return Error{"message size " + std::to_string(max_bytes) +
-                       " B does not fit: 2 buffers need " + bytes_text(2 * bytes_) +
+                       " B does not fit: 2 buffers need " + gib(2 * bytes_) +
                        " plus NCCL headroom, GPU " + std::to_string(device_) + " has " +
-                       bytes_text(free_b) + " free of " + bytes_text(total_b) +
-                       "; lower -e (maxbytes)",
+                       gib(free_b) + " free of " + gib(total_b) + "; lower -e (maxbytes)",
                    "cudaMemGetInfo(gpu " + std::to_string(device_) + ")"};
     VIGIL_CUDA(cudaMalloc(&send_, bytes_));
     VIGIL_CUDA(cudaMalloc(&recv_, bytes_));

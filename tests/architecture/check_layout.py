@@ -98,7 +98,7 @@ CORE_FORBIDDEN_INCLUDE = re.compile(r'^\s*#\s*include\s*[<"](httplib\.h|microhtt
 # vigil::slurm and vigil::kube are the clients (libslurm, cpp-httplib, yaml-cpp); the core links
 # their rules and interfaces only (vigil::slurm_cli, vigil::kube_api).
 CORE_FORBIDDEN_LINK = ("httplib::httplib", "PkgConfig::MHD", "yaml-cpp::yaml-cpp", "vigil::slurm",
-                       "vigil::kube")
+                       "vigil::kube", "vigil_slurm", "vigil_kube")
 DRAINER_INCLUDE_RE = re.compile(r'^\s*#\s*include\s*"(vigil/drainer/[\w.]+|[\w.]+\.h)"')
 
 

@@ -100,7 +100,7 @@ class Decider {
   std::vector<std::string> decide(NodeReport report, const ReportVerdicts& rv, std::int64_t now,
                                   Track& t) {
     clock_.now = now;
-    drainer::fold_verdicts(report, rv);
+    drainer::fold_verdicts(report, rv, engine_.policy());
     slurm::SlurmNodeInfo info;
     info.name = report.node;
     info.state = "IDLE";

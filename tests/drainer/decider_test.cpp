@@ -1,5 +1,5 @@
 // The pure decision step (drainer/src/decider.h) on plain values: a report, a node table and
-// Slurm's view in, one Decision out, nothing else changed.
+// Slurm's view in, one Decision out (the Decider holds them const: applying is the caller's).
 #include "decider.h"
 
 #include <gtest/gtest.h>
@@ -49,9 +49,7 @@ TEST_F(DeciderTest, a_fatal_fail_drains_and_nothing_but_the_decision_changes) {
   EXPECT_EQ(rd.decision.record.state, NodeState::kDrained);
   EXPECT_TRUE(rd.decision.record.drained_by_vigil);
   EXPECT_FALSE(rd.switch_evidence);
-  ASSERT_TRUE(rd.decision.counted_drain);  // the breaker's next state counts it ...
-  EXPECT_EQ(table_.at("gpu-1").state, NodeState::kHealthy);  // ... the table is the caller's
-  EXPECT_FALSE(table_.at("gpu-1").drained_by_vigil);
+  ASSERT_TRUE(rd.decision.counted_drain);  // in the breaker's next state; applying is the core's
 }
 
 TEST_F(DeciderTest, a_node_slurm_does_not_know_is_never_drained) {

@@ -115,7 +115,9 @@ TEST(Intent, an_event_says_state_keeps_health_and_reads_what_older_journals_hold
 
   nlohmann::json newer = j;
   newer["health"] = "healthy";  // "state" wins where both are there
-  EXPECT_EQ(node_event_from_json(newer)->state, NodeState::kDrained);
+  auto both = node_event_from_json(newer);
+  ASSERT_TRUE(both.ok()) << both.error().to_string();
+  EXPECT_EQ(both->state, NodeState::kDrained);
   newer["state"] = "sick";
   auto bad = node_event_from_json(newer);
   ASSERT_FALSE(bad.ok());
