@@ -126,7 +126,9 @@ void DrainerCore::apply_decision_locked(const Decision& d, const NodeReport* r, 
   e.dry_run = cfg_.dry_run;
   owe_intents_locked(e, d.reason, !r, rec.intents);
   if (d.action == Action::kWouldDrain || d.action == Action::kWouldResume) {
-    metrics_.on_action(d.action == Action::kWouldDrain ? "drain" : "resume", "slurm", "dry_run");
+    metrics_.on_action(
+        d.action == Action::kWouldDrain ? IntentAction::kDrain : IntentAction::kResume,
+        SinkKind::kSlurm, Metrics::Outcome::kDryRun);
   }
   const bool breaker_changed = d.breaker.open != breaker_.open;
   if (breaker_changed) {

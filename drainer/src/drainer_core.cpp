@@ -31,8 +31,9 @@ DrainerCore::DrainerCore(DrainerConfig cfg, std::shared_ptr<slurm::SlurmApi> slu
     metrics_.set_pending(spec.name, 0);
     for (IntentAction a : kAllIntentActions)
       if (spec.takes(a))
-        for (const char* outcome : {"ok", "error", "skipped"})
-          metrics_.on_action(to_string(a), spec.name, outcome, 0);
+        for (auto outcome :
+             {Metrics::Outcome::kOk, Metrics::Outcome::kError, Metrics::Outcome::kSkipped})
+          metrics_.on_action(a, spec.kind, outcome, 0);
   }
 }
 

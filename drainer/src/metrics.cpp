@@ -156,13 +156,26 @@ void Metrics::declare_rejected(const std::vector<std::string>& reasons) {
   for (const auto& r : reasons) impl_->rejected.Add({{"reason", r}});
 }
 
-void Metrics::on_action(std::string_view action, std::string_view sink, std::string_view outcome,
-                        double n) {
+std::string_view Metrics::outcome_name(Outcome o) {
+  switch (o) {
+    case Outcome::kOk:
+      return "ok";
+    case Outcome::kError:
+      return "error";
+    case Outcome::kSkipped:
+      return "skipped";
+    case Outcome::kDryRun:
+      return "dry_run";
+  }
+  return "error";
+}
+
+void Metrics::on_action(IntentAction action, SinkKind sink, Outcome outcome, double n) {
   std::lock_guard lk(impl_->mu);
   impl_->actions
-      .Add({{"action", std::string(action)},
-            {"sink", std::string(sink)},
-            {"outcome", std::string(outcome)}})
+      .Add({{"action", std::string(to_string(action))},
+            {"sink", std::string(to_string(sink))},
+            {"outcome", std::string(outcome_name(outcome))}})
       .Increment(n);
 }
 

@@ -179,11 +179,12 @@ void DrainerCore::observe_outcomes(const SinkLane& lane, const std::vector<Inten
     auto it = by_id.find(o.intent_id);
     if (it == by_id.end()) continue;
     const Intent& i = *it->second;
-    const char* outcome = o.kind == OutcomeKind::kOk ? "ok"
-                          : o.kind == OutcomeKind::kRetry || o.kind == OutcomeKind::kGaveUp
-                              ? "error"
-                              : "skipped";
-    metrics_.on_action(to_string(i.action), sink, outcome);
+    const Metrics::Outcome mo = o.kind == OutcomeKind::kOk ? Metrics::Outcome::kOk
+                                : o.kind == OutcomeKind::kRetry || o.kind == OutcomeKind::kGaveUp
+                                    ? Metrics::Outcome::kError
+                                    : Metrics::Outcome::kSkipped;
+    metrics_.on_action(i.action, lane.spec.kind, mo);
+    const std::string outcome(Metrics::outcome_name(mo));
     lines[{i.action, outcome, i.reason, o.why, o.detail}].push_back(i.node);
   }
   if (!gave_up.empty()) metrics_.on_given_up(sink, static_cast<double>(gave_up.size()));

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "vigil/detect/detect.h"
+#include "vigil/drainer/intent.h"
 #include "vigil/drainer/policy.h"
 #include "vigil/report/report.h"
 
@@ -42,8 +43,10 @@ class Metrics {
   void declare_rejected(const std::vector<std::string>& reasons);
   // Replaces the node's per-check series with those of `report` (null: keep them).
   void on_node(const NodeRecord& s, const NodeReport* report);
-  void on_action(std::string_view action, std::string_view sink, std::string_view outcome,
-                 double n = 1);
+  // vigil_actions_total{action, sink, outcome}: the labels are the journal's spellings.
+  enum class Outcome { kOk, kError, kSkipped, kDryRun };
+  static std::string_view outcome_name(Outcome o);  // "ok" | "error" | "skipped" | "dry_run"
+  void on_action(IntentAction action, SinkKind sink, Outcome outcome, double n = 1);
   void on_given_up(std::string_view sink, double n = 1);  // vigil_sink_given_up_total
   void set_pending(std::string_view sink, double n);
   void set_breaker_open(bool open);
