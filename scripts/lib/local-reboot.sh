@@ -60,6 +60,12 @@ restart() {
   fi
   echo "$node $(date +%s)" >>"$dir/log/reboots"
   rm -f "$dir/run/slurmd-$node.pid"
+  # The cluster is being stopped (local-cluster.sh stop marks run/stopping first): no slurmd
+  # may outlive it.
+  if [[ -f $dir/run/stopping || ! -f $dir/run/pids ]]; then
+    log "cluster in $dir stopped; $node not restarted"
+    return 0
+  fi
   # Uptime starts below one second: slurmd reports its boot time in whole seconds, and it must
   # not fall before the second slurmctld issued the reboot in. A slurmd "rebooted" before runs
   # us inside its time namespace: the host's uptime is ours minus our namespace's offset.
