@@ -2,14 +2,22 @@
 # Embedded local Slurm cluster for Vigil's tests and demo (see docs/local-cluster.md).
 #
 #   local-cluster.sh start  DIR [--nodes N] [--timeout SECONDS] [--rest] [--extra-conf FILE]
-#                               [--node-addrs]
+#                               [--node-addrs] [--profile production|bare] [--gpus G]
 #   local-cluster.sh stop   DIR [--clean]
 #   local-cluster.sh status DIR
 #   local-cluster.sh env    DIR
 #   local-cluster.sh run    DIR [--nodes N] [--timeout SECONDS] [--extra-conf FILE] -- COMMAND...
 #
 # --extra-conf appends FILE's lines to the generated slurm.conf (Prolog=, Epilog=,
-# HealthCheckProgram= ... for the hook tests); without it the configuration is unchanged.
+# HealthCheckProgram= ... for the hook tests); a key it repeats overrides ours (slurmctld: "latest
+# value used").
+# --profile production (the default) configures Slurm as GPU sites do: task/cgroup with affinity,
+# proctrack/cgroup, cgroup accounting, cgroup.conf ConstrainDevices/Cores/RAMSpace=yes,
+# PrologFlags=Alloc,Contain, GresTypes=gpu and gres.conf File= over G (--gpus, default 8)
+# character devices per node under DIR/dev/<node> (NVIDIA's major 195, a distinct minor each;
+# never the host's /dev), and Slurm's default timeouts. Each slurmd then runs in its own cgroup
+# tree (scripts/lib/node-cgroup.sh). A host without usable cgroups makes `start` exit 4 with the
+# reason. --profile bare is the old cgroup-less configuration (task/none, no GRES).
 # `start` runs one private munged, one slurmctld and N slurmd (gpu-0 .. gpu-N-1) on loopback.
 # --node-addrs gives node gpu-i its own loopback address, NodeAddr=127.0.1.(i+1) (Linux routes
 # all of 127.0.0.0/8 to lo, so nothing needs setting up), and its own munged with that address
@@ -42,6 +50,8 @@ readonly DEFAULT_TIMEOUT=120
 readonly MAX_DIR_LEN=60
 readonly LOCK_FILE=${VIGIL_CLUSTER_LOCK_FILE:-/tmp/vigil-local-cluster.lock}
 readonly MARKER="# vigil local cluster"
+NODE_CGROUP="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lib/node-cgroup.sh"
+readonly NODE_CGROUP
 
 # shellcheck source-path=SCRIPTDIR source=lib/daemons.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/daemons.sh"
@@ -88,7 +98,7 @@ conf_slurmds() {
   local conf=$1/etc/slurm.conf p cmd
   for p in /proc/[0-9]*; do
     [[ $(cat "$p/comm" 2>/dev/null) == slurmd ]] || continue
-    cmd=$(tr '\0' ' ' <"$p/cmdline" 2>/dev/null) || continue
+    cmd=$(tr '\0' ' ' 2>/dev/null <"$p/cmdline") || continue
     [[ " $cmd " == *" -f $conf "* ]] && echo "${p#/proc/}"
   done
   return 0
@@ -108,23 +118,92 @@ tail_logs() {
 # Node address of gpu-I with --node-addrs.
 node_addr() { echo "127.0.1.$(($1 + 1))"; }
 
+# extra: more words for every node (the production profile's Gres= and RealMemory=).
 node_lines() {
-  local nodes=$1 node_port=$2 cpus=$3 addrs=$4 i
+  local nodes=$1 node_port=$2 cpus=$3 addrs=$4 extra=${5:-} i
   if ((addrs)); then
     for ((i = 0; i < nodes; i++)); do
-      echo "NodeName=gpu-$i NodeHostname=localhost NodeAddr=$(node_addr $i) Port=$((node_port + i)) CPUs=$cpus State=UNKNOWN"
+      echo "NodeName=gpu-$i NodeHostname=localhost NodeAddr=$(node_addr $i) Port=$((node_port + i)) CPUs=$cpus$extra State=UNKNOWN"
     done
   else
-    echo "NodeName=gpu-[0-$((nodes - 1))] NodeHostname=localhost NodeAddr=127.0.0.1 Port=[$node_port-$((node_port + nodes - 1))] CPUs=$cpus State=UNKNOWN"
+    echo "NodeName=gpu-[0-$((nodes - 1))] NodeHostname=localhost NodeAddr=127.0.0.1 Port=[$node_port-$((node_port + nodes - 1))] CPUs=$cpus$extra State=UNKNOWN"
+  fi
+}
+
+# The production profile's GPUs: DIR/dev/gpu-i/nvidia0 .. nvidia(G-1), character devices with
+# NVIDIA's major 195 (the driver's fixed major, NV_MAJOR_DEVICE_NUMBER in the open kernel
+# module) and the minor i*G+j, distinct across the simulated nodes because the device cgroup
+# matches major:minor, not the path. No driver is behind them: an open the cgroup allows fails
+# with ENXIO, one it denies with EPERM (measured with Slurm 22.05 and 24.11.5,
+# ../shared/reviews/wave4-reality.md), which is what the fake NVML and CUDA stand-ins read
+# (VIGIL_FAKE_GPU_DEV_DIR).
+make_gpu_devices() {
+  local dir=$1 nodes=$2 gpus=$3 i j
+  for ((i = 0; i < nodes; i++)); do
+    mkdir -p "$dir/dev/gpu-$i"
+    for ((j = 0; j < gpus; j++)); do
+      [[ -c $dir/dev/gpu-$i/nvidia$j ]] || mknod -m 0666 "$dir/dev/gpu-$i/nvidia$j" c 195 $((i * gpus + j))
+    done
+  done
+}
+
+# gres.conf: each node's GPUs by file, as sites without NVML autodetection write it (gres.conf(5)).
+write_gres_conf() {
+  local dir=$1 nodes=$2 gpus=$3 i
+  {
+    echo "AutoDetect=off"
+    for ((i = 0; i < nodes; i++)); do
+      echo "NodeName=gpu-$i Name=gpu File=$dir/dev/gpu-$i/nvidia[0-$((gpus - 1))]"
+    done
+  } >"$dir/etc/gres.conf"
+}
+
+# The slurm.conf lines that differ between the profiles.
+profile_lines() {
+  if [[ $1 == production ]]; then
+    cat <<EOF
+# Production profile: what GPU sites run (slurm.conf(5), cgroup.conf(5), gres.conf(5)). Each
+# slurmd has its own cgroup tree (scripts/lib/node-cgroup.sh).
+ProctrackType=proctrack/cgroup
+TaskPlugin=task/cgroup,task/affinity
+JobAcctGatherType=jobacct_gather/cgroup
+PrologFlags=Alloc,Contain
+GresTypes=gpu
+# Slurm's defaults, written out (slurm.conf(5)).
+SlurmdTimeout=300
+SlurmctldTimeout=120
+MessageTimeout=10
+KillWait=30
+ResumeTimeout=60
+EOF
+  else
+    cat <<EOF
+# Bare profile: no cgroups (several slurmd share one host), no GRES, short timeouts.
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+SlurmdTimeout=30
+SlurmctldTimeout=30
+MessageTimeout=20
+KillWait=5
+EOF
   fi
 }
 
 write_slurm_conf() {
-  local dir=$1 nodes=$2 ctld_port=$3 node_port=$4 rest=$5 extra=${6:-} addrs=${7:-0} cpus major minor
+  local dir=$1 nodes=$2 ctld_port=$3 node_port=$4 rest=$5 extra=${6:-} addrs=${7:-0}
+  local profile=${8:-bare} gpus=${9:-0} cpus major minor node_extra="" mem
   # At least 2 CPUs per node, so a job can hold 2 MPI slots even on a 1-core runner
   # (config_overrides makes slurmd report the configured, not the detected, hardware).
   cpus=$(nproc)
   ((cpus >= 2)) || cpus=2
+  if [[ $profile == production ]]; then
+    # ConstrainRAMSpace limits a job that asks for no memory to its node's RealMemory; the
+    # default (1 MB) would kill every job. Half the host's memory, shared out.
+    mem=$(($(awk '/^MemTotal:/ {print int($2 / 1024)}' /proc/meminfo) / 2 / nodes))
+    ((mem >= 512)) || mem=512
+    node_extra=" RealMemory=$mem Gres=gpu:$gpus"
+  fi
   cat >"$dir/etc/slurm.conf" <<EOF
 $MARKER in $dir (generated by scripts/$PROG; test/demo only)
 ClusterName=vigil
@@ -146,10 +225,7 @@ SlurmctldDebug=info
 SlurmdDebug=info
 PlugStackConfig=$dir/etc/plugstack.conf
 TmpFS=$dir/tmp
-# No cgroups: several slurmd share one host (and often one container).
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-JobAcctGatherType=jobacct_gather/none
+$(profile_lines "$profile")
 AccountingStorageType=accounting_storage/none
 JobCompType=jobcomp/none
 SelectType=select/cons_tres
@@ -160,16 +236,12 @@ SchedulerType=sched/backfill
 MpiDefault=none
 ReturnToService=2
 SlurmdParameters=config_overrides
-SlurmdTimeout=30
-SlurmctldTimeout=30
-MessageTimeout=20
-KillWait=5
 MinJobAge=600
 InactiveLimit=0
 MailProg=/bin/true
 PropagateResourceLimits=NONE
 $( ((rest)) && jwt_conf_lines "$dir/etc/jwt.key")
-$(node_lines "$nodes" "$node_port" "$cpus" "$addrs")
+$(node_lines "$nodes" "$node_port" "$cpus" "$addrs" "$node_extra")
 PartitionName=gpu Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 # Hidden partition for health-check jobs (the drainer's re-check path uses it).
 PartitionName=vigil Nodes=ALL Hidden=YES MaxTime=INFINITE State=UP PriorityTier=10
@@ -187,7 +259,18 @@ EOF
   local version
   version=$(slurmd -V | sed -n 's/^slurm[^0-9]*\([0-9]*\)\.\([0-9]*\).*/\1 \2/p')
   read -r major minor <<<"$version"
-  if ((10#${major:-0} > 23 || (10#${major:-0} == 23 && 10#${minor:-0} >= 11))); then
+  if [[ $profile == production ]]; then
+    # The host's cgroup v1 hierarchies (node-cgroup.sh probe refuses anything else), named
+    # rather than autodetected: Slurm does not support hybrid hosts (cgroups.html), and this
+    # one also mounts an empty cgroup2 at /sys/fs/cgroup/unified.
+    cat >"$dir/etc/cgroup.conf" <<EOF
+CgroupPlugin=cgroup/v1
+ConstrainDevices=yes
+ConstrainCores=yes
+ConstrainRAMSpace=yes
+EOF
+    write_gres_conf "$dir" "$nodes" "$gpus"
+  elif ((10#${major:-0} > 23 || (10#${major:-0} == 23 && 10#${minor:-0} >= 11))); then
     echo "CgroupPlugin=disabled" >"$dir/etc/cgroup.conf"
   fi
 }
@@ -236,8 +319,13 @@ fail_start() {
 
 cmd_start() {
   local dir="" nodes=$DEFAULT_NODES timeout=$DEFAULT_TIMEOUT rest=0 extra="" addrs=0
+  local profile=${VIGIL_CLUSTER_PROFILE:-production} gpus=8
   while [[ $# -gt 0 ]]; do
     case $1 in
+      --profile) profile=${2:?--profile needs production or bare}; shift 2 ;;
+      --profile=*) profile=${1#*=}; shift ;;
+      --gpus) gpus=${2:?--gpus needs a value}; shift 2 ;;
+      --gpus=*) gpus=${1#*=}; shift ;;
       --rest) rest=1; shift ;;
       --node-addrs) addrs=1; shift ;;
       --extra-conf) extra=${2:?--extra-conf needs a file}; shift 2 ;;
@@ -253,6 +341,10 @@ cmd_start() {
   [[ -n $dir ]] || usage
   [[ $nodes =~ ^[0-9]+$ && $nodes -ge 1 && $nodes -le 64 ]] || die "--nodes must be 1..64"
   [[ $timeout =~ ^[0-9]+$ ]] || die "--timeout must be a number of seconds"
+  [[ $profile == production || $profile == bare ]] || die "--profile must be production or bare"
+  [[ $gpus =~ ^[0-9]+$ && $gpus -ge 1 && $gpus -le 8 ]] || die "--gpus must be 1..8"
+  # NVIDIA's GPU minors are 0..254 (255 is nvidiactl).
+  ((nodes * gpus <= 255)) || die "--nodes x --gpus must be at most 255 (one device minor each)"
   [[ -z $extra || -r $extra ]] || die "--extra-conf: cannot read '$extra'"
   dir=$(abs_dir "$dir")
   [[ ${#dir} -le $MAX_DIR_LEN ]] ||
@@ -268,6 +360,12 @@ cmd_start() {
     die "a cluster is already running in $dir (stop it with: $0 stop $dir)"
   fi
 
+  local why
+  if [[ $profile == production ]] && ! why=$(bash "$NODE_CGROUP" probe); then
+    log "error: the production profile needs cgroups this host does not give: $why"
+    log "(tests skip with this reason; --profile bare runs without cgroups)"
+    exit 4
+  fi
   mkdir -p "$dir"/{etc,munge,state,spool,log,run,tmp}
   # munged insists that everyone may traverse the directories above its socket.
   chmod 0711 "$dir" "$dir/munge"
@@ -290,10 +388,13 @@ cmd_start() {
     rest_port=$((node_port + nodes))
     last_port=$rest_port
   fi
-  write_slurm_conf "$dir" "$nodes" "$ctld_port" "$node_port" "$rest" "$extra" "$addrs"
+  if [[ $profile == production ]]; then make_gpu_devices "$dir" "$nodes" "$gpus"; fi
+  write_slurm_conf "$dir" "$nodes" "$ctld_port" "$node_port" "$rest" "$extra" "$addrs" "$profile" "$gpus"
   write_env "$dir" "$nodes" "$rest_port"
   cat >"$dir/cluster.info" <<EOF
 nodes=$nodes
+profile=$profile
+gpus_per_node=$([[ $profile == production ]] && echo "$gpus" || echo 0)
 slurmctld_port=$ctld_port
 slurmd_ports=$node_port-$((node_port + nodes - 1))
 slurmrestd_port=$rest_port
@@ -325,7 +426,8 @@ EOF
 
   spawn "$dir" slurmctld slurmctld slurmctld -D -f "$dir/etc/slurm.conf"
   for ((i = 0; i < nodes; i++)); do
-    spawn "$dir" slurmd "slurmd-gpu-$i" slurmd -D -N "gpu-$i" -f "$dir/etc/slurm.conf"
+    # shellcheck disable=SC2046 # the wrapper's words (none with the bare profile)
+    spawn "$dir" slurmd "slurmd-gpu-$i" $(node_wrapper "$dir" "gpu-$i") slurmd -D -N "gpu-$i" -f "$dir/etc/slurm.conf"
   done
   if ((rest)); then
     spawn_slurmrestd "$dir" "$dir/etc/slurm.conf" "$rest_port" ||
@@ -410,6 +512,8 @@ cmd_stop() {
     # One the reboot started just before the marker above, after the first look.
     # shellcheck disable=SC2046
     terminate 10 $(conf_slurmds "$dir")
+    # The production profile's per-node cgroup trees, and any task still in them.
+    bash "$NODE_CGROUP" clean "$dir"
     log "stopped cluster in $dir"
   else
     log "no cluster running in $dir"
@@ -461,7 +565,7 @@ cmd_run() {
   while [[ $# -gt 0 && $1 != -- ]]; do
     start_args+=("$1")
     [[ $1 == -* || -n $RUN_DIR ]] || RUN_DIR=$1
-    case $1 in --nodes | --timeout | --extra-conf) start_args+=("${2:?}"); shift ;; esac
+    case $1 in --nodes | --timeout | --extra-conf | --profile | --gpus) start_args+=("${2:?}"); shift ;; esac
     shift
   done
   [[ $# -gt 1 && -n $RUN_DIR ]] || usage

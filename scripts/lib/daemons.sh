@@ -122,3 +122,13 @@ write_jwt_token() {
   token=$(SLURM_CONF=$conf timeout 20 scontrol token username=root lifespan=86400) || return 1
   (umask 077 && echo "${token#SLURM_JWT=}" >"$out")
 }
+
+# The words that start a simulated node's slurmd: the production profile's node-cgroup.sh (its
+# own cgroup tree, docs/local-cluster.md "Profiles"), nothing with the bare one. The profile is
+# the one DIR/cluster.info records, so a local reboot restarts the node as it was started.
+node_wrapper() {
+  local dir=$1 node=$2
+  if grep -qx 'profile=production' "$dir/cluster.info" 2>/dev/null; then
+    echo bash "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/node-cgroup.sh" exec "$dir" "$node" --
+  fi
+}

@@ -51,7 +51,7 @@ arg_after() {
 }
 
 restart() {
-  local slurmd=$1 node=$2 conf=$3 dir=$4 up new waited=0
+  local slurmd=$1 node=$2 conf=$3 dir=$4 wrapper=$5 up new waited=0
   set -u
   sleep 2
   terminate 10 "$slurmd"
@@ -70,8 +70,11 @@ restart() {
   # not fall before the second slurmctld issued the reboot in. A slurmd "rebooted" before runs
   # us inside its time namespace: the host's uptime is ours minus our namespace's offset.
   up=$(($(cut -d. -f1 /proc/uptime) - $(awk '$1 == "boottime" {print $2}' /proc/self/timens_offsets)))
+  # wrapper: the production profile's node-cgroup.sh (daemons.sh node_wrapper), which sees that
+  # it already runs inside the node's cgroup namespace and keeps the new slurmd there.
+  # shellcheck disable=SC2086 # wrapper is words, or nothing
   spawn "$dir" slurmd "slurmd-$node" unshare --fork --kill-child=TERM --time \
-    --boottime "-$up" slurmd -D -N "$node" -f "$conf"
+    --boottime "-$up" $wrapper slurmd -D -N "$node" -f "$conf"
   # Record slurmd itself too (unshare is its parent), so `stop` signals the daemon directly.
   while [[ ! -s $dir/run/slurmd-$node.pid ]] && ((waited < 100)); do
     sleep 0.1
@@ -110,7 +113,7 @@ main() {
   log "rebooting $node (slurmd $slurmd) in $dir"
   # shellcheck disable=SC2016 # expanded by the child's bash
   setsid bash -c "$(declare -f restart spawn terminate pid_alive log)"'; restart "$@"' \
-    local-reboot "$slurmd" "$node" "$conf" "$dir" </dev/null >>"$dir/log/local-reboot.log" 2>&1 &
+    local-reboot "$slurmd" "$node" "$conf" "$dir" "$(node_wrapper "$dir" "$node")" </dev/null >>"$dir/log/local-reboot.log" 2>&1 &
   # Return only once the child has left our process group: Slurm 26.05's slurmd kills the
   # RebootProgram's process group as soon as it exits (measured in the forky root, 2026-11-27:
   # a child still on its way to setsid(2) was killed before its first line, and the node stayed

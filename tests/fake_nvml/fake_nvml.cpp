@@ -3,8 +3,12 @@
 // is read again on every first nvmlInit_v2, so a test may rewrite it between check runs.
 // Any fixture problem makes nvmlInit_v2 fail with NVML_ERROR_UNKNOWN; nvmlErrorString then
 // explains it. Format: docs/fake-nvml.md.
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -34,6 +38,9 @@ struct nvmlDevice_st {
   unsigned pci_device_id = 0;
   unsigned pci_subsystem_id = 0;
   bool lost = false;
+  // The GPU's device node ("device" in the fixture, else VIGIL_FAKE_GPU_DEV_DIR/nvidia<index>;
+  // empty: none, every caller may talk to it). See device_access() below.
+  std::string device_node;
   // [error type: corrected, uncorrected][counter: volatile, aggregate]
   std::array<std::array<std::optional<unsigned long long>, 2>, 2> ecc;
   struct Remap {
@@ -181,6 +188,7 @@ nvmlDevice_st parse_gpu(const json& j, const std::string& at) {
               "uuid",
               "pci",
               "lost",
+              "device",
               "ecc",
               "remapped_rows",
               "retired_pages_pending",
@@ -224,6 +232,7 @@ nvmlDevice_st parse_gpu(const json& j, const std::string& at) {
     g.device = dev;
   }
   if (j.contains("lost")) g.lost = to_bool(j["lost"], at + "/lost");
+  if (j.contains("device")) g.device_node = to_string(j["device"], at + "/device");
   if (j.contains("ecc")) {
     const json& e = j["ecc"];
     const std::string a = at + "/ecc";
@@ -473,6 +482,14 @@ std::unique_ptr<Fixture> load_fixture(std::string& problem, int& init_error) {
       gpu.merge_patch(j["gpus"][i]);
       f->gpus.push_back(parse_gpu(gpu, "/gpus/" + std::to_string(i)));
     }
+    // VIGIL_FAKE_GPU_DEV_DIR: the node's /dev as the local cluster's production profile makes it
+    // (DIR/dev/<node>/nvidia<i>, scripts/local-cluster.sh), for fixtures that name no device.
+    if (const char* dev = std::getenv("VIGIL_FAKE_GPU_DEV_DIR"); dev && *dev) {
+      for (size_t i = 0; i < f->gpus.size(); ++i) {
+        if (f->gpus[i].device_node.empty())
+          f->gpus[i].device_node = std::string(dev) + "/nvidia" + std::to_string(i);
+      }
+    }
     if (j.contains("xid_events")) {
       if (!j["xid_events"].is_array()) throw FixtureError{"/xid_events: expected an array"};
       for (size_t i = 0; i < j["xid_events"].size(); ++i) {
@@ -618,11 +635,33 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int* count) {
   return NVML_SUCCESS;
 }
 
+// Whether the calling process may talk to GPU d, as the driver decides it: by opening its device
+// node. Under Slurm's task/cgroup with ConstrainDevices=yes a GPU the step does not hold is denied
+// by the device cgroup (EPERM); the local cluster's device nodes have no driver behind them, so a
+// permitted open fails with ENXIO instead (both measured, ../shared/reviews/wave4-reality.md).
+// nvml.h: nvmlDeviceGetCount_v2 counts every GPU "even if nvmlDeviceGetHandleByIndex_v2 returns
+// NVML_ERROR_NO_PERMISSION for such device", and nvmlDeviceGetHandleByIndex_v2 answers
+// NVML_ERROR_NO_PERMISSION "if the user doesn't have permission to talk to this device".
+nvmlReturn_t device_access(const nvmlDevice_st& d) {
+  if (d.device_node.empty()) return NVML_SUCCESS;
+  const int fd = ::open(d.device_node.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd >= 0) {
+    ::close(fd);
+    return NVML_SUCCESS;
+  }
+  if (errno == ENXIO) return NVML_SUCCESS;
+  // EPERM/EACCES, and also a node that is missing (ENOENT, a container without the device):
+  // this caller cannot talk to the GPU, which says nothing about the GPU's health.
+  return NVML_ERROR_NO_PERMISSION;
+}
+
 FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index,
                                                             nvmlDevice_t* handle) {
   std::lock_guard<std::mutex> lock(g_mu);
   if (!g_fixture) return NVML_ERROR_UNINITIALIZED;
   if (!handle || index >= g_fixture->gpus.size()) return NVML_ERROR_INVALID_ARGUMENT;
+  if (const nvmlReturn_t access = device_access(g_fixture->gpus[index]); access != NVML_SUCCESS)
+    return access;
   if (g_fixture->gpus[index].lost) return NVML_ERROR_GPU_IS_LOST;
   // "errors": {"nvmlDeviceGetHandleByIndex_v2": 8} gives a GPU without a handle, as a GPU with
   // a loose power cable (8), an IRQ problem (11) or in an unknown bad state (999) answers.

@@ -6,12 +6,18 @@
 #   VIGIL_FAKE_NVML_LIB  fake libnvidia-ml.so.1 (tests/fake_nvml)
 #   VIGIL_FIXTURES_DIR   <dir>/<node>/nvml.json and <dir>/<node>/sysfs (a per-run copy, so a test
 #                        can "repair" a node by copying a healthy fixture over it)
+#   VIGIL_CLUSTER_DIR    the local cluster (default: from SLURM_CONF); its dev/<node> becomes
+#                        VIGIL_FAKE_GPU_DEV_DIR when the cluster runs the production profile
 #   VIGIL_FAKE_EXCLUDE   checks to report as skipped (default: those that need a real GPU, and
 #                        host_allreduce, a slower MPI run the issue-2 cluster test keeps)
 set -euo pipefail
 node=${SLURMD_NODENAME:?not inside a Slurm step}
 fixtures=${VIGIL_FIXTURES_DIR:?set VIGIL_FIXTURES_DIR}
 export VIGIL_FAKE_NVML_FIXTURE=$fixtures/$node/nvml.json
+# The production profile's /dev of this node (docs/local-cluster.md "Profiles"): the fake NVML
+# and CUDA then see only the GPUs this step's device cgroup lets it open, as the real ones do.
+cluster=${VIGIL_CLUSTER_DIR:-$(dirname "$(dirname "${SLURM_CONF:-/nonexistent/etc/slurm.conf}")")}
+if [[ -d $cluster/dev/$node ]]; then export VIGIL_FAKE_GPU_DEV_DIR=$cluster/dev/$node; fi
 # `repair reset-gpu` (the job script's reset mode) takes NVML but no sysfs or check selection;
 # its nvidia-smi is VIGIL_NVIDIA_SMI (tests/support/fake-nvidia-smi.sh in the cluster tests).
 if [[ ${1:-} == repair ]]; then

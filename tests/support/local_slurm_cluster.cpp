@@ -3,6 +3,8 @@
 #include <stdlib.h>
 
 #include <charconv>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -32,7 +34,31 @@ std::string LocalSlurmCluster::script_path() { return std::string(VIGIL_LOCAL_CL
 
 LocalSlurmCluster::LocalSlurmCluster() : LocalSlurmCluster(Options{}) {}
 
+namespace {
+// VIGIL_CLUSTER_PROFILE=bare (with VIGIL_CLUSTER_BARE_BECAUSE saying why): every cluster of this
+// process runs the bare profile, said aloud; tests that need the production one skip.
+std::optional<std::string> bare_forced() {
+  const char* p = std::getenv("VIGIL_CLUSTER_PROFILE");
+  if (!p || std::string(p) != "bare") return std::nullopt;
+  const char* why = std::getenv("VIGIL_CLUSTER_BARE_BECAUSE");
+  return std::string("VIGIL_CLUSTER_PROFILE=bare: ") + (why && *why ? why : "(no reason given)");
+}
+}  // namespace
+
+std::optional<std::string> LocalSlurmCluster::production_unavailable() {
+  if (auto forced = bare_forced()) return forced;
+  const std::string probe =
+      std::filesystem::path(script_path()).parent_path().string() + "/lib/node-cgroup.sh";
+  const auto r = run_command({"bash", probe, "probe"});
+  if (r.exit_code == 0) return std::nullopt;
+  return "the production Slurm profile needs per-node cgroup trees: " + r.out + r.err;
+}
+
 LocalSlurmCluster::LocalSlurmCluster(Options options) : options_(options) {
+  if (auto forced = bare_forced(); forced && options_.bare_because.empty()) {
+    std::fprintf(stderr, "LocalSlurmCluster: bare profile, %s\n", forced->c_str());
+    options_.bare_because = *forced;
+  }
   std::string tmpl = kDirTemplate;
   if (mkdtemp(tmpl.data()) == nullptr) {
     throw std::runtime_error("LocalSlurmCluster: mkdtemp " + tmpl + " failed");
@@ -54,6 +80,11 @@ LocalSlurmCluster::LocalSlurmCluster(Options options) : options_(options) {
       std::ofstream(dir_ + "/etc/" + name) << text;
   }
   if (options_.node_addresses) argv.push_back("--node-addrs");
+  if (production()) {
+    argv.insert(argv.end(), {"--profile", "production", "--gpus", std::to_string(options_.gpus)});
+  } else {
+    argv.insert(argv.end(), {"--profile", "bare"});
+  }
   if (!options_.extra_conf.empty()) {
     const std::string extra = dir_ + "/extra.conf";
     std::ofstream(extra) << options_.extra_conf << "\n";

@@ -34,7 +34,18 @@ class LocalSlurmCluster {
     // gpu-i gets NodeAddr 127.0.1.(i+1) and its own munged with that origin
     // (local-cluster.sh --node-addrs): credentials say which node encoded them.
     bool node_addresses = false;
+    // The production profile (local-cluster.sh --profile production, docs/local-cluster.md
+    // "Profiles"): task/cgroup, proctrack/cgroup, ConstrainDevices=yes, `gpus` GRES GPUs per
+    // node over DIR/dev/<node>/nvidia*, Slurm's default timeouts. Every test uses it unless it
+    // names why it cannot in bare_because (then the old cgroup-less profile, no GRES).
+    std::string bare_because{};
+    int gpus = 8;
   };
+
+  // Why this host cannot run the production profile (scripts/lib/node-cgroup.sh probe), or
+  // nullopt when it can. A test that needs it skips with this reason; it never falls back to the
+  // bare profile silently.
+  static std::optional<std::string> production_unavailable();
 
   LocalSlurmCluster();
   explicit LocalSlurmCluster(Options options);
@@ -44,6 +55,9 @@ class LocalSlurmCluster {
 
   const std::string& dir() const { return dir_; }
   std::string slurm_conf() const { return dir_ + "/etc/slurm.conf"; }
+  bool production() const { return options_.bare_because.empty(); }
+  // The production profile's /dev of a node: DIR/dev/gpu-1 holds nvidia0 .. nvidia(gpus-1).
+  std::string node_dev_dir(const std::string& node) const { return dir_ + "/dev/" + node; }
   std::vector<std::string> node_names() const;  // "gpu-0", ...
   // With Options::rest: slurmrestd's URL and a file with a root JWT (empty otherwise).
   std::string rest_url() const;

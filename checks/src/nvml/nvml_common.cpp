@@ -106,15 +106,27 @@ void Verdict::query_failed(const Session& s, int gpu, std::string_view call_name
 }
 
 void Verdict::gpus_lost(const Session& s) {
+  std::vector<std::string> hidden;  // one finding for all of them, the hint said once
   for (const auto& [g, rc] : s.no_handle) {
     const std::string gs = "gpu" + std::to_string(g);
-    if (!handle_error_is_hardware(rc)) {
+    if (rc == NVML_ERROR_NO_PERMISSION) {
+      hidden.push_back(gs);
+    } else if (!handle_error_is_hardware(rc)) {
       add(Status::kError, gs + " nvmlDeviceGetHandleByIndex_v2: " + s.err(rc), kFaultQuery);
     } else if (rc == NVML_ERROR_GPU_IS_LOST) {
       add(Status::kFail, gs + " lost (GPU is lost)", kFaultGpuLost);
     } else {
       add(Status::kFail, gs + " unusable (" + s.err(rc) + ")", kFaultGpuLost);
     }
+  }
+  if (!hidden.empty()) {
+    add(Status::kError,
+        short_list(hidden, 8, ",", " ") +
+            " hidden from this process (nvmlDeviceGetHandleByIndex_v2: " +
+            s.err(NVML_ERROR_NO_PERMISSION) +
+            "): a Slurm step whose device cgroup does not hold them; run the check in an "
+            "allocation of the node's GPUs",
+        kFaultGpuHidden);
   }
 }
 

@@ -18,6 +18,10 @@ inline constexpr std::string_view kFaultPrefix = "VIGIL-NVML";
 inline constexpr const char* kFaultUnavailable = "VIGIL-NVML-UNAVAILABLE";
 inline constexpr const char* kFaultQuery = "VIGIL-NVML-QUERY";
 inline constexpr const char* kFaultGpuLost = "VIGIL-NVML-GPU-LOST";
+// A GPU NVML counts but will not give this process (NVML_ERROR_NO_PERMISSION): the caller may
+// not open its device node, as in a Slurm step whose device cgroup does not hold it
+// (ConstrainDevices=yes; an `srun -Z` step holds none). Vigil's setup, never the GPU's health.
+inline constexpr const char* kFaultGpuHidden = "VIGIL-NVML-GPU-HIDDEN";
 
 // NVML opened for one check run, with a handle per GPU index.
 struct Session {

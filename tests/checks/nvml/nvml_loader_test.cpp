@@ -1,6 +1,9 @@
 // The NVML loading path: dlopen of the fake library, a missing library, a library without the
 // NVML symbols, and every kind of broken fixture. None of these may look like a health failure.
 #include <dlfcn.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
 
 #include <functional>
 
@@ -192,9 +195,36 @@ TEST_F(fake_nvml, a_handle_refused_for_permission_is_an_error_of_that_gpu_only) 
   use_fixture_json(j);
   CheckResult r = run(make_nvml_ecc_check());
   EXPECT_EQ(r.status, Status::kError) << r.message;
-  EXPECT_NE(r.message.find("gpu6 nvmlDeviceGetHandleByIndex_v2: Insufficient Permissions"),
+  EXPECT_NE(r.message.find("gpu6 hidden from this process (nvmlDeviceGetHandleByIndex_v2: "
+                           "Insufficient Permissions"),
             std::string::npos)
       << r.message;
+  EXPECT_EQ(r.fault_code, "VIGIL-NVML-GPU-HIDDEN");
+  EXPECT_EQ(count(r, "volatile_uncorrected_ecc"), 7);
+}
+
+// The production profile's device semantics (docs/fake-nvml.md `device`): a GPU whose device
+// node the process may not open answers NO_PERMISSION, one whose open succeeds or fails with
+// ENXIO (no driver behind the node) is usable. EPERM needs a device cgroup's deny, so it is
+// covered by the cluster test (tests/integration/production_slurm_test.cpp); here: a node that
+// opens, a missing one (ENOENT: hidden, an error, never a fail) and, as root, a character device
+// with no driver (ENXIO).
+TEST_F(fake_nvml, a_gpu_names_its_device_node_and_enxio_means_allowed) {
+  const std::string dev = (tmp_ / "dev").string();
+  std::filesystem::create_directories(dev);
+  nlohmann::json j = load_fixture("healthy_8x_h100");
+  // /dev/null opens: allowed. A missing node: NVML_ERROR_NO_PERMISSION, an error, never a fail.
+  j["gpus"][0]["device"] = "/dev/null";
+  j["gpus"][1]["device"] = dev + "/missing";
+  // As root: a character device with NVIDIA's major and no driver behind it (ENXIO): allowed.
+  const std::string nodriver = dev + "/nvidia2";
+  if (geteuid() == 0 && mknod(nodriver.c_str(), S_IFCHR | 0666, makedev(195, 254)) == 0)
+    j["gpus"][2]["device"] = nodriver;
+  use_fixture_json(j);
+  CheckResult r = run(make_nvml_ecc_check());
+  EXPECT_EQ(r.status, Status::kError) << r.message;
+  EXPECT_NE(r.message.find("gpu1 hidden from this process"), std::string::npos) << r.message;
+  EXPECT_EQ(r.fault_code, "VIGIL-NVML-GPU-HIDDEN");
   EXPECT_EQ(count(r, "volatile_uncorrected_ecc"), 7);
 }
 
