@@ -4,7 +4,8 @@
 # one sbatch job per node runs vigil-check (fake GPUs/IB per node) and POSTs its report to the
 # drainer. gpu-2 has a GPU with pending row remaps: the drainer drains it (`sinfo -R` shows the
 # vigil reason; the drainer's metrics show it drained). Then gpu-2's fixture is "repaired" and
-# vigil-submit re-checks it with `srun -Z` (it stays drained meanwhile); after resume_after (2)
+# vigil-submit re-checks it held (docs/recheck.md: a reservation, an allocation of every GPU, the
+# drain back before the check runs); after resume_after (2)
 # passing re-checks the drainer resumes it. Every daemon is stopped on exit, also on Ctrl-C.
 #
 #   scripts/demo.sh [--skip-deps] [--skip-build] [--build-dir DIR] [--keep-cluster]
@@ -205,7 +206,7 @@ step "A user job that wants gpu-2 waits while it is drained"
 user_job=$(sbatch --parsable --nodelist=gpu-2 --job-name=user-job --output=/dev/null --wrap 'hostname')
 squeue -j "$user_job"
 
-step "\"Repairing\" gpu-2 (healthy NVML fixture over the per-run copy) and re-checking it with srun -Z"
+step "\"Repairing\" gpu-2 (healthy NVML fixture over the per-run copy) and re-checking it held (reservation vigil-hold-gpu-2)"
 cp "$repo/tests/fixtures/nvml/healthy_8x_h100.json" "$run_dir/fixtures/gpu-2/nvml.json"
 for pass in 1 2; do
   echo "  re-check $pass of 2 (resume_after = 2); gpu-2 stays drained meanwhile: $(drained_reason)"
@@ -217,7 +218,7 @@ for _ in $(seq 50); do
 done
 [[ $(drained_reason) != *drain* ]] || { tail -20 "$run_dir/drainer.log" >&2; die "gpu-2 was not resumed"; }
 
-# srun -Z steps leave slurmctld briefly unsure of the node ("idle*") until its next ping.
+# A re-check can leave slurmctld briefly unsure of the node ("idle*") until its next ping.
 for _ in $(seq 600); do
   [[ $(sinfo -h -n gpu-2 -p vigil -o %T) != *'*'* ]] && break
   sleep 0.2

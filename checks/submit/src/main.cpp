@@ -9,7 +9,8 @@ int main(int argc, char** argv) {
   vigil::submit::SubmitOptions& p = o.plan;
   CLI::App app{
       "vigil-submit: submits one Vigil health-check job per eligible Slurm node (sbatch), "
-      "optional multi-node fabric jobs, and re-checks nodes Vigil drained with srun -Z "
+      "optional multi-node fabric jobs, and re-checks nodes Vigil drained, each held in a "
+      "reservation with every GPU allocated "
       "(docs/deploy.md, docs/recheck.md)"};
   app.add_option("--job-script", p.job_script, "sbatch job script (cronjobs/vigil-check.sbatch)")
       ->capture_default_str();
@@ -79,7 +80,7 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   bool no_recheck = false;
   app.add_flag("--no-recheck", no_recheck, "do not re-check nodes drained by Vigil");
-  app.add_option("--max-rechecks", p.max_rechecks, "srun -Z re-checks per run")
+  app.add_option("--max-rechecks", p.max_rechecks, "held re-checks per run")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   app.add_option("--recheck-concurrency", o.recheck_concurrency, "re-checks at a time")

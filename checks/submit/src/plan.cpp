@@ -86,15 +86,45 @@ PlannedCommand multi_node_job(const std::string& kind, const std::vector<std::st
   return c;
 }
 
-// srun -Z: no allocation, so it runs on a DRAINED node and no job record is created; the node
-// stays drained (with its vigil reason) the whole time. Needs root or SlurmUser.
-// reset: the drainer asked for a GPU reset first (reason "vigil: reset-gpu ..."): the job
-// script's mode `reset` runs `vigil-check repair reset-gpu`, then the re-check if it passed.
-PlannedCommand recheck_cmd(const std::string& node, bool reset, const SubmitOptions& o) {
+// A re-check of a node Vigil drained, held (docs/recheck.md "The hold"). No job starts on a
+// DRAIN node, and `srun -Z`, which does run there, holds no GRES: with task/cgroup and
+// ConstrainDevices=yes its step may open no GPU (Slurm: a faked credential without GRES, and
+// gres_g_get_devices() denies every GRES device to it; measured on the local cluster's production
+// profile, tests/integration/production_slurm_test.cpp). So the node is held in a reservation
+// only the checker may use, undrained, allocated whole with every GPU (--gres=gpu:N from its
+// Gres) and drained again with its own reason before the step runs. reset: the drainer asked for
+// a GPU reset first (reason "vigil: reset-gpu ..."): the job script's mode `reset` runs
+// `vigil-check repair reset-gpu`, then the re-check if it passed.
+PlannedCommand recheck_cmd(const SlurmNodeInfo& node, bool reset, const SubmitOptions& o) {
+  const std::string partition = !o.partition.empty()      ? o.partition
+                                : node.partitions.empty() ? ""
+                                                          : node.partitions.front();
+  const int gpus = slurm::gpu_count(node.gres);
+  Hold hold{node.name,
+            hold_reservation(node.name),
+            node.reason,
+            o.hold_user.empty() ? "root" : o.hold_user,
+            {"salloc"}};
+  auto& a = hold.allocate;
+  // No shell: the allocation only holds the node; --immediate: a node that cannot be had within
+  // a minute (another job slipped in before the hold) is given up, never waited for.
+  a.insert(a.end(), {"--no-shell", "--immediate=60"});
+  a.push_back("--reservation=" + hold.reservation);
+  a.push_back("--nodelist=" + node.name);
+  a.insert(a.end(), {"--nodes=1", "--exclusive"});
+  if (gpus > 0) a.push_back("--gres=gpu:" + std::to_string(gpus));
+  // The allocation outlives a vigil-submit killed mid-way by no more than this (minutes).
+  a.push_back("--time=" + std::to_string(o.recheck_timeout_s / 60 + 5));
+  a.push_back("--job-name=" + o.job_name + "-recheck");
+  a.push_back("--comment=vigil:" + o.run_id);
+  if (!partition.empty()) a.push_back("--partition=" + partition);
+  if (!o.qos.empty()) a.push_back("--qos=" + o.qos);
+  if (!o.account.empty()) a.push_back("--account=" + o.account);
   PlannedCommand c{"recheck",
-                   {node},
-                   {"srun", "--no-allocate", "--nodelist=" + node, "--nodes=1", "--ntasks=1",
-                    "--job-name=" + o.job_name + "-recheck"}};
+                   {node.name},
+                   {"srun", "--jobid=" + std::string(kHoldJobId), "--nodelist=" + node.name,
+                    "--nodes=1", "--ntasks=1"}};
+  if (gpus > 0) c.argv.push_back("--gres=gpu:" + std::to_string(gpus));
   c.argv.push_back(std::string("--export=ALL,VIGIL_MODE=") + (reset ? "reset" : "recheck") +
                    ",VIGIL_RUN_ID=" + o.run_id);
   c.argv.push_back("bash");
@@ -105,12 +135,14 @@ PlannedCommand recheck_cmd(const std::string& node, bool reset, const SubmitOpti
     c.argv.push_back(o.recheck_script_text);
     c.argv.push_back("vigil-recheck");  // $0 of the inline script
   }
+  c.hold = std::move(hold);
   return c;
 }
 
 // A node Vigil drained for the fabric (docs/fabric.md "Fabric re-check"): no allocation can
 // include a DRAIN node, so the pair test runs inside an exclusive allocation of the known-good
-// partner, and the job script reaches the drained node with srun -Z, as the plain re-check does.
+// partner, and the job script reaches the drained node with srun -Z. (Not held yet: under
+// ConstrainDevices=yes that step opens no GPU of the drained node; docs/recheck.md.)
 // Only the drained node's report is posted; the partner is held by the allocation, so no user
 // job shares it, and the drained node never leaves DRAIN.
 // kind: "fabric-recheck", or "domain-recheck" for a node drained for its NVLink domain (the
@@ -132,6 +164,8 @@ PlannedCommand fabric_recheck_job(const std::string& kind, const std::string& dr
 }
 
 }  // namespace
+
+std::string hold_reservation(const std::string& node) { return std::string(kHoldPrefix) + node; }
 
 bool is_fabric_drain(const slurm::SlurmNodeInfo& node) {
   return node.drain &&
@@ -387,11 +421,13 @@ SubmitPlan plan_submissions(const std::vector<slurm::SlurmNodeInfo>& nodes,
       continue;
     }
     const bool reset = slurm::is_reset_gpu_reason(drained.reason);
-    plan.rechecks.push_back(recheck_cmd(recheck_candidates[i], reset, o));
+    plan.rechecks.push_back(recheck_cmd(drained, reset, o));
     v.action = PlanStep::kRecheck;
-    v.why = reset ? "drained by vigil for a GPU reset: srun -Z reset-gpu, then the re-check "
-                    "(node stays drained)"
-                  : "drained by vigil: srun -Z re-check (node stays drained)";
+    v.why = reset ? "drained by vigil for a GPU reset: held, reset-gpu, then the re-check "
+                    "(reservation " +
+                        hold_reservation(drained.name) + ")"
+                  : "drained by vigil: held re-check (reservation " +
+                        hold_reservation(drained.name) + ")";
   }
   for (auto& [name, v] : verdicts) plan.verdicts.push_back(std::move(v));
   return plan;

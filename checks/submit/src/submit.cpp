@@ -1,7 +1,11 @@
-// vigil-submit: read Slurm, plan, print, launch (sbatch paced; srun -Z re-checks in parallel).
+// vigil-submit: read Slurm, plan, print, launch (sbatch paced; held re-checks in parallel).
 #include "vigil/submit/submit.h"
 
+#include <pwd.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -15,6 +19,7 @@
 #include <thread>
 #include <utility>
 
+#include "hold.h"
 #include "vigil/base/files.h"
 #include "vigil/base/process.h"
 #include "vigil/base/strings.h"
@@ -58,7 +63,43 @@ std::string display_command(const PlannedCommand& c, const std::string& job_scri
   if (inline_script) {
     line.replace(line.find(kMarker), kMarker.size(), "\"$(cat " + shell_join({job_script}) + ")\"");
   }
+  if (c.hold) {
+    // What the hold does around the step (hold.cpp run_held), in order.
+    const Hold& h = *c.hold;
+    line = shell_join({"scontrol", "create", "reservation", "ReservationName=" + h.reservation,
+                       "Nodes=" + h.node, "Users=" + h.user, "StartTime=now", "Duration=UNLIMITED",
+                       "Flags=IGNORE_JOBS"}) +
+           " && scontrol update NodeName=" + h.node + " State=UNDRAIN && " +
+           shell_join(h.allocate) + " && " +
+           shell_join(
+               {"scontrol", "update", "NodeName=" + h.node, "State=DRAIN", "Reason=" + h.reason}) +
+           " && " + line + "; scancel " + std::string(kHoldJobId) +
+           "; scontrol delete ReservationName=" + h.reservation;
+  }
   return line;
+}
+
+// Runs the held re-checks, at most `concurrency` at a time; results in input order.
+std::vector<LaunchResult> run_rechecks(const std::vector<PlannedCommand>& rechecks, int concurrency,
+                                       int timeout_s, const std::string& slurm_conf) {
+  std::vector<LaunchResult> results(rechecks.size());
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t i = next++; i < rechecks.size(); i = next++) {
+      results[i] = run_held(rechecks[i], timeout_s, slurm_conf);
+    }
+  };
+  std::vector<std::thread> pool;
+  const size_t n = std::min(rechecks.size(), static_cast<size_t>(std::max(1, concurrency)));
+  for (size_t t = 0; t < n; ++t) pool.emplace_back(worker);
+  for (auto& t : pool) t.join();
+  return results;
+}
+
+// The name of the user this process runs as: the only user of a re-check's hold.
+std::string own_user() {
+  if (const passwd* pw = getpwuid(geteuid()); pw && pw->pw_name) return pw->pw_name;
+  return "root";
 }
 
 std::string last_line(const std::string& s) {
@@ -80,7 +121,9 @@ void print_table(const SubmitPlan& plan, const std::vector<CommandOutcome>& outc
     } else if (!o.ran) {
       r = "not run";
     } else if (o.kind == "recheck") {
-      r = o.timed_out ? "timed out" : "check exit " + std::to_string(o.exit_code);
+      r = o.timed_out                  ? "timed out"
+          : o.exit_code == kHoldFailed ? "hold failed"
+                                       : "check exit " + std::to_string(o.exit_code);
     } else {
       r = o.exit_code == 0 ? "job " + o.job_id : "sbatch failed";
     }
@@ -182,9 +225,22 @@ int run_submit(const SubmitRunOptions& ro) {
                  jobs.error().to_string().c_str());
     return 2;
   }
+  // Holds an earlier run left when it was killed (docs/recheck.md "The hold").
+  if (o.plan.recheck && !o.dry_run) {
+    const auto released = release_stale_holds(*jobs, o.plan, o.slurm_conf);
+    for (const auto& line : released) std::fprintf(stderr, "vigil-submit: %s\n", line.c_str());
+    if (!released.empty()) {
+      nodes = readers.value().first->load_nodes();
+      if (!nodes.ok()) {
+        std::fprintf(stderr, "vigil-submit: cannot read node states: %s\n",
+                     nodes.error().to_string().c_str());
+        return 2;
+      }
+    }
+  }
+  if (o.plan.hold_user.empty()) o.plan.hold_user = own_user();
   const SubmitPlan plan = plan_submissions(*nodes, *jobs, o.plan);
-  std::fprintf(stderr,
-               "vigil-submit: run %s: %zu nodes, %zu sbatch jobs, %zu srun -Z re-checks%s\n",
+  std::fprintf(stderr, "vigil-submit: run %s: %zu nodes, %zu sbatch jobs, %zu held re-checks%s\n",
                o.plan.run_id.c_str(), plan.verdicts.size(), plan.jobs.size(), plan.rechecks.size(),
                o.dry_run ? " (dry run)" : "");
 
@@ -236,9 +292,8 @@ int run_submit(const SubmitRunOptions& ro) {
       std::fprintf(stderr,
                    "vigil-submit: running %zu re-check(s), %d at a time, %d s timeout each\n",
                    plan.rechecks.size(), o.recheck_concurrency, o.plan.recheck_timeout_s);
-      std::vector<std::vector<std::string>> argvs;
-      for (const auto& c : plan.rechecks) argvs.push_back(c.argv);
-      const auto results = run_all(argvs, o.recheck_concurrency, o.plan.recheck_timeout_s);
+      const auto results = run_rechecks(plan.rechecks, o.recheck_concurrency,
+                                        o.plan.recheck_timeout_s, o.slurm_conf);
       for (size_t i = 0; i < results.size(); ++i) {
         CommandOutcome& out = outcomes[plan.jobs.size() + i];
         out.ran = true;
@@ -246,7 +301,7 @@ int run_submit(const SubmitRunOptions& ro) {
         out.timed_out = results[i].timed_out;
         out.output = trim(results[i].out);
         // 0..3 are vigil-check's verdicts (pass/fail/warn/error); anything else means the
-        // re-check itself did not run to the end.
+        // re-check itself did not run to the end (kHoldFailed: its hold could not be set up).
         if (out.timed_out || out.exit_code < 0 || out.exit_code > 3) {
           rc = 1;
           std::fprintf(stderr, "vigil-submit: re-check of %s %s (exit %d): %s\n",

@@ -92,6 +92,7 @@ SlurmNodeInfo to_node_info(const json& n) {
   info.partitions = strings(n, "partitions");
   info.address = str(n, "address");
   info.hostname = str(n, "hostname");
+  info.gres = str(n, "gres");
   return info;
 }
 

@@ -213,6 +213,7 @@ Result<std::vector<SlurmNodeInfo>> nodes_from_scontrol(const std::string& text) 
     parse_state(field(line, "State"), n);
     n.address = field(line, "NodeAddr");
     n.hostname = field(line, "NodeHostName");
+    n.gres = field(line, "Gres");
     n.boot_time = local_time(field(line, "BootTime"));
     std::stringstream parts(field(line, "Partitions"));
     for (std::string p; std::getline(parts, p, ',');)

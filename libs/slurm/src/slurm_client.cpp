@@ -88,6 +88,7 @@ SlurmNodeInfo to_node_info(const node_info_t& n) {
   info.partitions = split_commas(n.partitions);
   if (n.node_addr != nullptr) info.address = n.node_addr;
   if (n.node_hostname != nullptr) info.hostname = n.node_hostname;
+  if (n.gres != nullptr) info.gres = n.gres;
   return info;
 }
 

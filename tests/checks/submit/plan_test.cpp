@@ -250,11 +250,17 @@ TEST(SubmitPlan, fabric_jobs_take_eight_nodes_each_and_the_rest_as_a_smaller_job
   EXPECT_EQ(without, 1u);
 }
 
-TEST(SubmitPlan, nodes_drained_by_vigil_get_an_srun_no_allocate_recheck_not_an_sbatch) {
+// A node Vigil drained is re-checked held (docs/recheck.md "The hold"): a reservation of it for
+// the submitting user, an allocation of the whole node with every GPU of its Gres inside it, and
+// the step in that allocation with the same GPUs; never `srun -Z`, whose step may open no GPU
+// under ConstrainDevices=yes (tests/integration/production_slurm_test.cpp).
+TEST(SubmitPlan, nodes_drained_by_vigil_get_a_held_recheck_with_every_gpu_not_an_sbatch) {
   SlurmNodeInfo ours = idle("gpu-2");
   ours.drain = true;
   ours.reason = "vigil: remap gpu3 pending 1>0";
+  ours.gres = "gpu:h100:8(S:0-1)";
   SubmitOptions o = options();
+  o.hold_user = "vigil";
   o.recheck_script_text = "#!/bin/bash\nvigil-check run\n";
   SubmitPlan p = plan_submissions({idle("gpu-1"), ours}, {}, o);
   ASSERT_EQ(p.jobs.size(), 1u);
@@ -262,10 +268,29 @@ TEST(SubmitPlan, nodes_drained_by_vigil_get_an_srun_no_allocate_recheck_not_an_s
   ASSERT_EQ(p.rechecks.size(), 1u);
   const auto& argv = p.rechecks[0].argv;
   EXPECT_EQ(argv[0], "srun");
-  EXPECT_TRUE(has_arg(argv, "--no-allocate"));
+  EXPECT_FALSE(has_arg(argv, "--no-allocate"));
+  EXPECT_TRUE(has_arg(argv, "--jobid=@HOLD_JOB@"));
   EXPECT_TRUE(has_arg(argv, "--nodelist=gpu-2"));
+  EXPECT_TRUE(has_arg(argv, "--gres=gpu:8"));
   EXPECT_TRUE(has_arg(argv, o.recheck_script_text));
+  ASSERT_TRUE(p.rechecks[0].hold.has_value());
+  const vigil::submit::Hold& hold = *p.rechecks[0].hold;
+  EXPECT_EQ(hold.node, "gpu-2");
+  EXPECT_EQ(hold.reservation, "vigil-hold-gpu-2");
+  EXPECT_EQ(hold.reason, ours.reason);  // restored word for word once the node is allocated
+  EXPECT_EQ(hold.user, "vigil");
+  EXPECT_EQ(hold.allocate[0], "salloc");
+  for (const char* a : {"--no-shell", "--reservation=vigil-hold-gpu-2", "--nodelist=gpu-2",
+                        "--exclusive", "--gres=gpu:8", "--partition=gpu", "--comment=vigil:r1"})
+    EXPECT_TRUE(has_arg(hold.allocate, a)) << a;
   EXPECT_EQ(verdict(p, "gpu-2").action, PlanStep::kRecheck);
+  EXPECT_NE(verdict(p, "gpu-2").why.find("held re-check"), std::string::npos);
+  // A node without GPUs in its Gres gets no --gres (nothing of it is constrained).
+  ours.gres = "(null)";
+  p = plan_submissions({ours}, {}, o);
+  ASSERT_EQ(p.rechecks.size(), 1u);
+  EXPECT_TRUE(std::none_of(p.rechecks[0].hold->allocate.begin(), p.rechecks[0].hold->allocate.end(),
+                           [](const std::string& a) { return a.rfind("--gres", 0) == 0; }));
   // A vigil drain of a node that is also DOWN cannot run anything.
   ours.down = true;
   p = plan_submissions({ours}, {}, o);
@@ -423,7 +448,7 @@ TEST(SubmitPlan, a_node_drained_for_a_gpu_reset_gets_the_reset_mode) {
   ASSERT_EQ(p.rechecks.size(), 2u);
   EXPECT_TRUE(has_arg(p.rechecks[0].argv, "--export=ALL,VIGIL_MODE=reset,VIGIL_RUN_ID=r1"));
   EXPECT_TRUE(has_arg(p.rechecks[1].argv, "--export=ALL,VIGIL_MODE=recheck,VIGIL_RUN_ID=r1"));
-  EXPECT_NE(verdict(p, "n-reset").why.find("srun -Z reset-gpu, then the re-check"),
+  EXPECT_NE(verdict(p, "n-reset").why.find("held, reset-gpu, then the re-check"),
             std::string::npos);
   // Past --max-rechecks the node waiting for its reset goes first, whatever its name.
   SubmitOptions one = options();

@@ -1,8 +1,11 @@
-// Re-checking a node Vigil drained, against the real local Slurm cluster (docs/recheck.md):
-// vigil-submit submits the checks (sbatch), the drainer drains gpu-2 (fake NVML: row remap
-// pending); vigil-submit re-checks it with `srun -Z` while it stays DRAINED with its vigil reason;
-// after the fixture is repaired, resume_after (2) passing re-checks make the drainer UNDRAIN it.
-// A user job submitted with --nodelist=gpu-2 meanwhile stays PENDING until the resume.
+// Re-checking a node Vigil drained, against the real local Slurm cluster on its production
+// profile (task/cgroup, ConstrainDevices=yes, 8 GRES GPUs per node; docs/recheck.md): vigil-submit
+// submits the checks (sbatch), the drainer drains gpu-2 (fake NVML: row remap pending);
+// vigil-submit re-checks it held (a reservation, an allocation with every GPU, the drain and its
+// reason back before the check runs); the fake NVML answers only for GPUs the step may open, so a
+// passing re-check is one that saw all 8. After the fixture is repaired, resume_after (2) passing
+// re-checks make the drainer UNDRAIN it. A user job submitted with --nodelist=gpu-2 meanwhile
+// stays PENDING until the resume and the end of the hold.
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <stdlib.h>
@@ -56,6 +59,7 @@ struct Sample {
   std::string node_state;  // sinfo %T
   std::string reason;      // sinfo %E
   std::string user_job_state;
+  bool held = false;  // the hold's reservation exists
 };
 
 std::string trim(std::string s) {
@@ -123,6 +127,8 @@ class RecheckTest : public ::testing::Test {
         Sample s;
         s.at = std::chrono::system_clock::now();
         std::tie(s.node_state, s.reason) = node_state(node);
+        s.held = cluster_->run({"scontrol", "-o", "show", "reservation", "vigil-hold-" + node})
+                     .out.find("ReservationName=vigil-hold-") != std::string::npos;
         s.user_job_state = cluster_->job_field(user_job, "JobState");
         {
           std::lock_guard<std::mutex> lock(samples_mutex_);
@@ -167,8 +173,8 @@ nlohmann::json recheck_of(const std::string& json_text, const std::string& node)
   return nullptr;
 }
 
-TEST_F(RecheckTest,
-       drained_node_is_rechecked_with_srun_no_allocate_and_resumed_no_user_job_between) {
+TEST_F(RecheckTest, drained_node_is_rechecked_held_with_every_gpu_and_resumed_no_user_job_between) {
+  if (auto why = LocalSlurmCluster::production_unavailable()) GTEST_SKIP() << *why;
   // 1. The scheduled run: one sbatch per node; gpu-2's report fails (row remap) -> drained.
   auto first = submit({"--json"});
   ASSERT_EQ(first.exit_code, 0) << first.describe();
@@ -193,7 +199,7 @@ TEST_F(RecheckTest,
   ASSERT_TRUE(user_job) << why;
   start_monitor("gpu-2", *user_job);
 
-  // 3. Re-check while still broken: srun -Z runs the check, the node stays drained.
+  // 3. Re-check while still broken: the held re-check runs the check, the node stays drained.
   auto still_bad = submit({"--json", "--nodes=gpu-2"});
   ASSERT_EQ(still_bad.exit_code, 0) << still_bad.describe();
   auto rc = recheck_of(still_bad.out, "gpu-2");
@@ -209,6 +215,8 @@ TEST_F(RecheckTest,
   ASSERT_EQ(pass1.exit_code, 0) << pass1.describe();
   rc = recheck_of(pass1.out, "gpu-2");
   ASSERT_FALSE(rc.is_null()) << pass1.out;
+  // 0: every check passed, the NVML ones included, which they do only when the step may open all
+  // 8 GPUs (a GPU it may not open is `error VIGIL-NVML-GPU-HIDDEN`, exit 3).
   EXPECT_EQ(rc.at("exit_code"), 0) << rc.dump(2);
   std::this_thread::sleep_for(1s);  // the drainer's batch window; one pass must not resume
   EXPECT_EQ(node_state("gpu-2").second.rfind("vigil:", 0), 0u) << node_state("gpu-2").second;
@@ -225,10 +233,11 @@ TEST_F(RecheckTest,
   EXPECT_EQ(cluster_->job_field(*user_job, "JobState"), "COMPLETED");
 
   // 5. What the monitor saw: while the node was drained the reason was vigil's and the user job
-  // was PENDING; the user job ran only once the node was no longer drained.
+  // was PENDING; while it was held (undrained for seconds, allocated to the re-check) the user job
+  // was PENDING too; it ran only once the node was neither drained nor held.
   std::lock_guard<std::mutex> lock(samples_mutex_);
   ASSERT_GT(samples_.size(), 5u);
-  size_t drained_samples = 0;
+  size_t drained_samples = 0, held_samples = 0;
   for (const Sample& s : samples_) {
     const bool drained = s.node_state.find("drain") != std::string::npos;
     if (drained) {
@@ -236,14 +245,27 @@ TEST_F(RecheckTest,
       EXPECT_EQ(s.reason.rfind("vigil:", 0), 0u) << "reason lost during the re-check: " << s.reason;
       EXPECT_EQ(s.user_job_state, "PENDING") << "user job state while drained";
     }
+    if (s.held) {
+      ++held_samples;
+      EXPECT_EQ(s.user_job_state, "PENDING")
+          << "user job state while held (" << s.node_state << ")";
+    }
     if (s.user_job_state == "RUNNING" || s.user_job_state == "COMPLETED") {
       EXPECT_FALSE(drained) << "user job ran on a drained node";
+      EXPECT_FALSE(s.held) << "user job ran on a held node";
     }
   }
   EXPECT_GT(drained_samples, 3u);
-  // srun -Z leaves no job record: only the 4 sbatch jobs and the user job exist.
+  EXPECT_GT(held_samples, 0u) << "the monitor never saw a hold";
+  // Each held re-check is an ordinary job of Slurm's (3 of them), and no hold is left behind.
   const auto jobs = cluster_->run({"squeue", "-h", "-t", "all", "-o", "%j"});
-  EXPECT_EQ(jobs.out.find("recheck"), std::string::npos) << jobs.out;
+  size_t rechecks = 0;
+  for (size_t at = jobs.out.find("vigil-check-recheck"); at != std::string::npos;
+       at = jobs.out.find("vigil-check-recheck", at + 1))
+    ++rechecks;
+  EXPECT_EQ(rechecks, 3u) << jobs.out;
+  const auto res = cluster_->run({"scontrol", "-o", "show", "reservation"});
+  EXPECT_EQ(res.out.find("vigil-hold-"), std::string::npos) << res.out;
 }
 
 // The real libslurm readers behind the plan: an admin drain, a DOWN node and a pending vigil job

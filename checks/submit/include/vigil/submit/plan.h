@@ -1,7 +1,7 @@
 #pragma once
 // vigil-submit planning: turns Slurm node states and the job queue into the sbatch jobs and the
-// `srun -Z` re-checks to launch, and says for every node why it was or was not chosen. Pure
-// code (no Slurm, no processes, no clock): tests feed in-memory node and job lists.
+// held re-checks to launch, and says for every node why it was or was not chosen. Pure code (no
+// Slurm, no processes, no clock): tests feed in-memory node and job lists.
 // Reference: docs/recheck.md (re-checks) and docs/deploy.md (the CronJob that runs it).
 #include <cstdint>
 #include <map>
@@ -47,12 +47,16 @@ struct SubmitOptions {
   int domain_nodes = 18;          // nodes per domain job at most: the 18 trays of an NVL72
   int max_jobs = 200;             // node jobs per run; more eligible nodes -> a random subset
   uint64_t seed = 0;              // for the random subset and the fabric pairing
-  bool recheck = true;            // re-check nodes drained by Vigil with `srun -Z`
+  bool recheck = true;            // re-check nodes drained by Vigil (held, docs/recheck.md)
   int max_rechecks = 50;
-  int recheck_timeout_s = 900;  // per re-check; srun is killed after it
-  // The job script's text, run on the node as `bash -c TEXT` by srun -Z (the script file lives
-  // in the submitting pod, not on the node). Empty: `bash job_script` (a shared file system).
+  int recheck_timeout_s = 900;  // per re-check; its srun is killed after it
+  // The job script's text, run on the node as `bash -c TEXT` by a re-check's srun (the script
+  // file lives in the submitting pod, not on the node). Empty: `bash job_script` (a shared file
+  // system).
   std::string recheck_script_text;
+  // Who may use a re-check's hold reservation (Users=): the user vigil-submit runs as (empty:
+  // root).
+  std::string hold_user;
 };
 
 enum class PlanStep { kSubmit, kRecheck, kSkip };
@@ -65,6 +69,25 @@ struct NodeVerdict {
   std::string why;
 };
 
+// The name a re-check's hold reservation of `node` gets; every Vigil hold is named so.
+inline constexpr std::string_view kHoldPrefix = "vigil-hold-";
+std::string hold_reservation(const std::string& node);
+
+// What stands in a re-check's step for the hold's job id (srun --jobid=...).
+inline constexpr std::string_view kHoldJobId = "@HOLD_JOB@";
+
+// A drained node held for its re-check (docs/recheck.md "The hold"): a reservation only the
+// checker may use keeps every user job off the node while it is undrained for the seconds the
+// allocation takes; the allocation (`salloc`, holding every GPU of the node) then gets the drain
+// and its reason back before anything runs, and the step runs inside it with every GPU.
+struct Hold {
+  std::string node;
+  std::string reservation;            // hold_reservation(node)
+  std::string reason;                 // the drain's reason, restored once the node is allocated
+  std::string user;                   // the reservation's only user (SubmitOptions::hold_user)
+  std::vector<std::string> allocate;  // salloc --no-shell ... (the allocation on the node)
+};
+
 // One command to run: argv[0] is "sbatch" or "srun".
 struct PlannedCommand {
   // "node", "fabric", "domain", "recheck", or "fabric-recheck" / "domain-recheck" (an sbatch on
@@ -72,16 +95,18 @@ struct PlannedCommand {
   std::string kind;
   std::vector<std::string> nodes;
   std::vector<std::string> argv;
+  // A re-check: the hold argv runs in (argv is then `srun --jobid=<kHoldJobId> ...`).
+  std::optional<Hold> hold{};
 };
 
 struct SubmitPlan {
   std::vector<PlannedCommand> jobs;      // sbatch: node jobs, fabric jobs, fabric re-checks
-  std::vector<PlannedCommand> rechecks;  // srun -Z, one per node drained by Vigil
+  std::vector<PlannedCommand> rechecks;  // held re-checks, one per node drained by Vigil
   std::vector<NodeVerdict> verdicts;     // every candidate node, sorted by name
 };
 
 // Why a node may not get a check now; empty when it may. Order matters: a node that is both
-// DOWN and drained reports DOWN (nothing can run on it, not even srun -Z).
+// DOWN and drained reports DOWN (nothing can run on it).
 std::string skip_reason(const slurm::SlurmNodeInfo& node,
                         const std::vector<slurm::SlurmJobInfo>& jobs, const SubmitOptions& options);
 

@@ -1,9 +1,10 @@
 #pragma once
 // vigil-submit: the CronJob's entry point. Reads node states and the job queue through
 // vigil::slurm (libslurm, or slurmrestd with a JWT: the drainer's two backends), plans (plan.h),
-// prints the plan as a table, then submits the sbatch jobs (paced) and runs the `srun -Z`
-// re-checks (bounded concurrency, timeout each). Submitting stays sbatch / srun on either backend:
-// the job script, its #SBATCH lines and `srun -Z` have no REST equivalent that keeps them.
+// prints the plan as a table, then submits the sbatch jobs (paced) and runs the held re-checks
+// (bounded concurrency, timeout each; hold.h). Submitting stays sbatch / salloc / srun and
+// scontrol on either backend: the job script, its #SBATCH lines and the hold's steps have no REST
+// equivalent that keeps them.
 #include <map>
 #include <string>
 #include <vector>
@@ -21,7 +22,7 @@ struct SubmitRunOptions {
   slurm::RestSettings rest;          // with slurm_rest: as the drainer's slurm.rest
   bool dry_run = false;              // print the commands, run nothing
   int interval_ms = 200;             // pause between two sbatch calls
-  int recheck_concurrency = 4;       // srun -Z re-checks at a time
+  int recheck_concurrency = 4;       // held re-checks at a time
   int sbatch_timeout_s = 60;         // one sbatch call
   int max_consecutive_failures = 5;  // stop submitting after this many sbatch failures in a row
   bool json = false;                 // JSON summary instead of the table

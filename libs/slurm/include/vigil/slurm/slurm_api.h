@@ -31,7 +31,14 @@ struct SlurmNodeInfo {
   // drainer's `auth: munge` resolves to tell which addresses may speak for the node.
   std::string address;
   std::string hostname;
+  // The node's generic resources as Slurm prints them ("gpu:8", "gpu:h100:8(S:0-1)"; empty when
+  // none). gpu_count() reads the GPUs out of it.
+  std::string gres;
 };
+
+// The GPUs in a node's Gres ("gpu:8" -> 8, "gpu:h100:4(S:0),gpu:a100:2" -> 6, "(null)" -> 0):
+// what an allocation must ask for (--gres=gpu:N) to hold every GPU of the node.
+int gpu_count(const std::string& gres);
 
 class SlurmApi {
  public:

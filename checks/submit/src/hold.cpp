@@ -1,0 +1,210 @@
+// The hold around a re-check of a node Vigil drained (docs/recheck.md "The hold"; plan.h Hold).
+// Everything goes through Slurm's own commands (scontrol, salloc, srun, scancel) as processes:
+// several holds run at once, and libslurm's configuration is process-global.
+#include "hold.h"
+
+#include <algorithm>
+#include <chrono>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include "vigil/base/strings.h"
+#include "vigil/slurm/reason.h"
+#include "vigil/slurm/scontrol.h"
+
+namespace vigil::submit {
+namespace {
+
+using std::chrono::seconds;
+
+LaunchOptions slurm_options(const std::string& slurm_conf, int timeout_s) {
+  LaunchOptions o;
+  o.timeout = seconds(timeout_s);
+  o.merge_stderr = true;
+  o.max_output = 64 << 10;
+  if (!slurm_conf.empty()) o.env.emplace_back("SLURM_CONF", slurm_conf);
+  return o;
+}
+
+// One Slurm command; its output, or why it failed.
+Result<std::string> slurm_cmd(const std::vector<std::string>& argv, const std::string& conf,
+                              int timeout_s = 30) {
+  auto r = run_command(argv, slurm_options(conf, timeout_s));
+  if (!r.ok()) return Error{r.error().message, argv.front()};
+  if (r->exit_code != 0 || r->timed_out) {
+    return Error{"`" + shell_join(argv) + "` failed (exit " + std::to_string(shell_status(*r)) +
+                     "): " + std::string(trim(r->out)),
+                 argv.front()};
+  }
+  return r->out;
+}
+
+// The node as scontrol shows it now.
+Result<slurm::SlurmNodeInfo> node_now(const std::string& node, const std::string& conf) {
+  auto api = slurm::make_scontrol_api(conf);
+  VIGIL_TRY(auto nodes, api->load_nodes_named({node}));
+  if (nodes.empty()) return Error{"node " + node + " unknown to slurmctld", "hold"};
+  return nodes.front();
+}
+
+VoidResult drain(const std::string& node, const std::string& reason, const std::string& conf) {
+  return slurm::make_scontrol_api(conf)->drain({node}, reason);
+}
+
+// Deletes the reservation; Slurm refuses while a job of it still completes, so a few tries.
+VoidResult release(const Hold& h, const std::string& conf) {
+  Result<std::string> r = Error{"not tried", "hold"};
+  for (int attempt = 0; attempt < 30; ++attempt) {
+    r = slurm_cmd({"scontrol", "delete", "ReservationName=" + h.reservation}, conf);
+    if (r.ok()) return ok_result();
+    std::this_thread::sleep_for(seconds(2));
+  }
+  return r.error();
+}
+
+// Cancels the hold's allocation and waits until slurmctld lets it go (its Epilog included).
+void end_allocation(const std::string& job, const std::string& conf) {
+  (void)slurm_cmd({"scancel", job}, conf);
+  for (int waited = 0; waited < 120; ++waited) {
+    auto q = slurm_cmd({"squeue", "-h", "-j", job, "-o", "%T"}, conf);
+    if (q.ok() && trim(*q).empty()) return;
+    std::this_thread::sleep_for(seconds(1));
+  }
+}
+
+LaunchResult refused(const Hold& h, const std::string& why) {
+  LaunchResult r;
+  r.exit_code = kHoldFailed;
+  r.out = "vigil-submit: hold of " + h.node + " (" + h.reservation + "): " + why;
+  return r;
+}
+
+}  // namespace
+
+LaunchResult run_held(const PlannedCommand& c, int timeout_s, const std::string& conf) {
+  const Hold& h = *c.hold;
+  // 1. The reservation: from now on no job but the checker's may start on the node.
+  auto created = slurm_cmd(
+      {"scontrol", "create", "reservation", "ReservationName=" + h.reservation, "Nodes=" + h.node,
+       "Users=" + h.user, "StartTime=now", "Duration=UNLIMITED", "Flags=IGNORE_JOBS"},
+      conf);
+  if (!created.ok()) {
+    return refused(
+        h, "cannot create the reservation; node stays drained: " + created.error().to_string());
+  }
+  auto give_up = [&](const std::string& why, bool undrained) {
+    std::string text = why;
+    if (undrained) {
+      if (auto d = drain(h.node, h.reason, conf); !d.ok()) {
+        // Undrained and not drained again: the reservation stays, so no user job lands; the
+        // next run drains it ("re-check interrupted") and lets it go.
+        return refused(h, text + "; draining again failed too, so the reservation stays: " +
+                              d.error().to_string());
+      }
+    }
+    if (auto rel = release(h, conf); !rel.ok())
+      text += "; the reservation stays (next run lets it go): " + rel.error().to_string();
+    return refused(h, text);
+  };
+  // 2. slurmctld applies a new reservation to its nodes on its next pass (seconds): undraining
+  // before the node shows RESERVED would let a pending user job start there.
+  slurm::SlurmNodeInfo n;
+  for (int waited = 0;; ++waited) {
+    auto now = node_now(h.node, conf);
+    if (!now.ok()) return give_up(now.error().to_string(), false);
+    n = *now;
+    if (n.reserved || n.maint) break;
+    if (waited >= 60) return give_up("the reservation did not take hold within 30 s", false);
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  // 3. Still Vigil's drain, with the reason planned, and idle: else someone acted meanwhile.
+  if (!n.drain || n.reason != h.reason || n.state != "IDLE" || n.completing) {
+    return give_up("the node changed since the plan (" + n.state + (n.drain ? "+DRAIN" : "") +
+                       ", reason '" + n.reason + "'); not re-checked",
+                   false);
+  }
+  if (auto u = slurm_cmd({"scontrol", "update", "NodeName=" + h.node, "State=UNDRAIN"}, conf);
+      !u.ok())
+    return give_up("cannot undrain: " + u.error().to_string(), false);
+  // 4. The allocation: the whole node with every GPU, inside the reservation.
+  auto alloc = run_command(h.allocate, slurm_options(conf, 90));
+  std::smatch m;
+  static const std::regex kGranted("Granted job allocation ([0-9]+)");
+  const std::string alloc_out = alloc.ok() ? alloc->out : alloc.error().message;
+  if (!alloc.ok() || alloc->exit_code != 0 || !std::regex_search(alloc_out, m, kGranted))
+    return give_up("salloc failed: " + std::string(trim(alloc_out)), true);
+  const std::string job = m[1];
+  // 5. The drain and its reason back before anything runs: the drainer sees its own drain for the
+  // whole re-check, and resumes the node (inside the allocation) when the reports say so.
+  if (auto d = drain(h.node, h.reason, conf); !d.ok()) {
+    end_allocation(job, conf);
+    return give_up("cannot drain it again: " + d.error().to_string(), true);
+  }
+  // 6. The re-check itself, a step of the allocation.
+  std::vector<std::string> step = c.argv;
+  for (auto& a : step) {
+    if (const auto at = a.find(kHoldJobId); at != std::string::npos)
+      a.replace(at, kHoldJobId.size(), job);
+  }
+  LaunchOptions lo = slurm_options(conf, timeout_s);
+  lo.max_output = 4096;
+  auto result = run_command(step, lo);
+  LaunchResult out;
+  if (result.ok()) {
+    out = *result;
+  } else {
+    out.exit_code = 127;
+    out.out = result.error().message;
+  }
+  // 7. Let the node go: the allocation, then the reservation. The drain stays as the drainer
+  // left it (a pass that reached resume_after has already lifted it).
+  end_allocation(job, conf);
+  if (auto rel = release(h, conf); !rel.ok())
+    out.out += "\nvigil-submit: the reservation " + h.reservation +
+               " stays (next run lets it go): " + rel.error().to_string();
+  return out;
+}
+
+std::vector<std::string> release_stale_holds(const std::vector<slurm::SlurmJobInfo>& jobs,
+                                             const SubmitOptions& o, const std::string& conf) {
+  std::vector<std::string> done;
+  auto listing = slurm_cmd({"scontrol", "-o", "show", "reservation"}, conf);
+  if (!listing.ok()) return done;  // "No reservations in the system" exits 0; a failure: next run
+  static const std::regex kName("ReservationName=(\\S+)");
+  std::istringstream lines(*listing);
+  for (std::string line; std::getline(lines, line);) {
+    std::smatch m;
+    if (!std::regex_search(line, m, kName)) continue;
+    const std::string name = m[1];
+    if (name.rfind(kHoldPrefix, 0) != 0) continue;
+    const std::string node = name.substr(kHoldPrefix.size());
+    const bool in_progress = std::any_of(jobs.begin(), jobs.end(), [&](const auto& j) {
+      return j.active && j.name == o.job_name + "-recheck" &&
+             std::find(j.nodes.begin(), j.nodes.end(), node) != j.nodes.end();
+    });
+    if (in_progress) continue;  // another vigil-submit's hold
+    Hold h{node, name, "", "", {}};
+    std::string what = "released " + name;
+    auto n = node_now(node, conf);
+    if (n.ok() && !n->drain) {
+      // Undrained inside a hold that nobody finishes: never proven healthy by this hold, so it
+      // is drained for its next re-check rather than let go into service.
+      const std::string reason = std::string(slurm::kReasonPrefix) + " recheck interrupted";
+      if (auto d = drain(node, reason, conf); !d.ok()) {
+        done.push_back("kept " + name + ": " + node +
+                       " is not drained and draining failed: " + d.error().to_string());
+        continue;
+      }
+      what += " and drained " + node + " ('" + reason + "')";
+    }
+    if (auto rel = release(h, conf); !rel.ok()) {
+      done.push_back("could not release " + name + ": " + rel.error().to_string());
+      continue;
+    }
+    done.push_back(what);
+  }
+  return done;
+}
+
+}  // namespace vigil::submit

@@ -1,0 +1,28 @@
+// gpu_count over the Gres strings Slurm prints: scontrol show node and libslurm's node_info_t
+// (22.05: "gpu:8"; typed with sockets, slurm.conf(5) and scontrol(1): "gpu:h100:8(S:0-1)").
+#include <gtest/gtest.h>
+
+#include "vigil/slurm/slurm_api.h"
+
+namespace vigil::slurm {
+namespace {
+
+TEST(GpuCount, reads_the_gpus_of_a_node_gres) {
+  EXPECT_EQ(gpu_count("gpu:8"), 8);
+  EXPECT_EQ(gpu_count("gpu:h100:8(S:0-1)"), 8);
+  // Socket lists hold commas that do not separate entries.
+  EXPECT_EQ(gpu_count("gpu:h100:4(S:0,2),gpu:a100:2(S:1)"), 6);
+  EXPECT_EQ(gpu_count("nic:2,gpu:4,shard:32"), 4);
+  EXPECT_EQ(gpu_count("gpu:h100"), 1);  // a type without a count is one (slurm.conf(5))
+  EXPECT_EQ(gpu_count("gpu"), 1);
+}
+
+TEST(GpuCount, a_node_without_gpus_has_none) {
+  EXPECT_EQ(gpu_count(""), 0);
+  EXPECT_EQ(gpu_count("(null)"), 0);
+  EXPECT_EQ(gpu_count("mps:400"), 0);
+  EXPECT_EQ(gpu_count("gpus:8"), 0);  // another name, not gpu
+}
+
+}  // namespace
+}  // namespace vigil::slurm
