@@ -134,9 +134,9 @@ node_lines() {
 # NVIDIA's major 195 (the driver's fixed major, NV_MAJOR_DEVICE_NUMBER in the open kernel
 # module) and the minor i*G+j, distinct across the simulated nodes because the device cgroup
 # matches major:minor, not the path. No driver is behind them: an open the cgroup allows fails
-# with ENXIO, one it denies with EPERM (measured with Slurm 22.05 and 24.11.5,
-# ../shared/reviews/wave4-reality.md), which is what the fake NVML and CUDA stand-ins read
-# (VIGIL_FAKE_GPU_DEV_DIR).
+# with ENXIO, one it denies with EPERM (measured with Slurm 22.05 and 24.11.5, the wave-4
+# review's W1; tests/integration/production_slurm_test.cpp), which is what the fake NVML and CUDA
+# stand-ins read (VIGIL_FAKE_GPU_DEV_DIR).
 make_gpu_devices() {
   local dir=$1 nodes=$2 gpus=$3 i j
   for ((i = 0; i < nodes; i++)); do

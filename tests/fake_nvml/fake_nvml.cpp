@@ -638,10 +638,11 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int* count) {
 // Whether the calling process may talk to GPU d, as the driver decides it: by opening its device
 // node. Under Slurm's task/cgroup with ConstrainDevices=yes a GPU the step does not hold is denied
 // by the device cgroup (EPERM); the local cluster's device nodes have no driver behind them, so a
-// permitted open fails with ENXIO instead (both measured, ../shared/reviews/wave4-reality.md).
-// nvml.h: nvmlDeviceGetCount_v2 counts every GPU "even if nvmlDeviceGetHandleByIndex_v2 returns
-// NVML_ERROR_NO_PERMISSION for such device", and nvmlDeviceGetHandleByIndex_v2 answers
-// NVML_ERROR_NO_PERMISSION "if the user doesn't have permission to talk to this device".
+// permitted open fails with ENXIO instead (both measured: the wave-4 review W1,
+// production_slurm_test). nvml.h: nvmlDeviceGetCount_v2 counts every GPU "even if
+// nvmlDeviceGetHandleByIndex_v2 returns NVML_ERROR_NO_PERMISSION for such device", and
+// nvmlDeviceGetHandleByIndex_v2 answers NVML_ERROR_NO_PERMISSION "if the user doesn't have
+// permission to talk to this device".
 nvmlReturn_t device_access(const nvmlDevice_st& d) {
   if (d.device_node.empty()) return NVML_SUCCESS;
   const int fd = ::open(d.device_node.c_str(), O_RDWR | O_CLOEXEC);

@@ -3,8 +3,8 @@
 // the cluster made (NVIDIA's major 195). Which Slurm steps can talk to which GPU, seen the way
 // vigil-check sees it: through the fake NVML, whose nvmlDeviceGetHandleByIndex_v2 opens each GPU's
 // device node and answers NVML_ERROR_NO_PERMISSION where the step's device cgroup denies it, as
-// the real library does (nvml.h). This is the table of ../shared/reviews/wave4-reality.md
-// ("Verified after the review"), now a test that fails if Slurm or the fake stop behaving so:
+// the real library does (nvml.h). This is the table of the wave-4 review's W1 ("Verified after
+// the review", docs/recheck.md), now a test that fails if Slurm or the fake stop behaving so:
 //   batch step of an --exclusive job (vigil-submit's node job)     every GPU
 //   srun --gres=gpu:N (a user job)                                  its N GPUs only
 //   a plain srun step inside the --exclusive job (mpirun's ranks)   none
