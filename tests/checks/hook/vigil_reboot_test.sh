@@ -18,12 +18,13 @@ name=\$4
 [ -f "$t/other-node" ] && name=gpu-30
 echo "NodeName=\$name Arch=x86_64 State=IDLE+DRAIN+REBOOT_REQUESTED Reason=\$(cat "$t/reason")"
 SH
-# nvidia-bug-report.sh --output-file BASE: writes BASE.gz, as NVIDIA's script does with gzip.
+# nvidia-bug-report.sh --safe-mode --output-file BASE: writes BASE.gz, as NVIDIA's script does
+# with gzip.
 cat >"$t/bug-report" <<SH
 #!/bin/sh
 echo "\$@" >"$t/bug-report.args"
-[ "\$1" = --output-file ] || exit 3
-echo report >"\$2.gz"
+[ "\$1" = --safe-mode ] && [ "\$2" = --output-file ] || exit 3
+echo report >"\$3.gz"
 SH
 printf '#!/bin/sh\nsleep 30\n' >"$t/hang"
 printf '#!/bin/sh\nexit 4\n' >"$t/broken"
@@ -36,7 +37,9 @@ run() {  # run NAME REASON BUG_REPORT LOG_PATTERN [want a report: yes|no]
   : >"$t/log"
   [ "$reason" = "(none)" ] || printf '%s\n' "$reason" >"$t/reason"
   local rc=0
-  SLURMD_NODENAME=gpu-3 VIGIL_HOOK_LOG=$t/log VIGIL_EVIDENCE_DIR=$t/evidence \
+  # NAME_VAR: the variable that names the node (SLURMD_NODENAME; Slurm 26.05: SLURM_NODE_NAME).
+  env -u SLURMD_NODENAME -u SLURM_NODE_NAME "${NAME_VAR:-SLURMD_NODENAME}=gpu-3" \
+    VIGIL_HOOK_LOG=$t/log VIGIL_EVIDENCE_DIR=$t/evidence \
     VIGIL_SCONTROL=$t/scontrol VIGIL_BUG_REPORT=$bug VIGIL_BUG_REPORT_TIMEOUT=2 \
     "$wrapper" "$t/reboot" now || rc=$?
   local got_report=no
@@ -53,8 +56,11 @@ run() {  # run NAME REASON BUG_REPORT LOG_PATTERN [want a report: yes|no]
 }
 run vigils-reboot "vigil: remap gpu3 row remap pending (1) : reboot issued [root@1764200000]" \
   "$t/bug-report" "bug report in $t/evidence/gpu-3-" yes
-grep -q -- "--output-file $t/evidence/gpu-3-" "$t/bug-report.args" || {
-  echo "FAIL: nvidia-bug-report.sh was not given --output-file"; fail=1; }
+grep -q -- "--safe-mode --output-file $t/evidence/gpu-3-" "$t/bug-report.args" || {
+  echo "FAIL: nvidia-bug-report.sh was not given --safe-mode --output-file"; fail=1; }
+# Slurm 26.05 names the node to its RebootProgram in SLURM_NODE_NAME only (review W14).
+NAME_VAR=SLURM_NODE_NAME run named-by-26.05 "vigil: xid gpu1 Xid 79" "$t/bug-report" \
+  "bug report in $t/evidence/gpu-3-" yes
 run admins-reboot "bios update [admin@1764200000]" "$t/bug-report" "is not Vigil's" no
 [ ! -e "$t/bug-report.args" ] || { echo "FAIL: a bug report before an admin's reboot"; fail=1; }
 run no-scontrol "(none)" "$t/bug-report" "reason 'unknown' is not Vigil's" no

@@ -60,7 +60,7 @@ LocalSlurmCluster::Options reboot_cluster(const std::string& fixtures, const std
   LocalSlurmCluster::Options o;
   const std::string src = VIGIL_SOURCE_DIR;
   std::ofstream(scratch + "/nvidia-bug-report.sh")
-      << "#!/bin/sh\n[ \"$1\" = --output-file ] && echo \"stand-in\" > \"$2.gz\"\n";
+      << "#!/bin/sh\n[ \"$1 $2\" = \"--safe-mode --output-file\" ] && echo \"stand-in\" > \"$3.gz\"\n";
   fs::permissions(scratch + "/nvidia-bug-report.sh",
                   fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
   o.extra_conf = "RebootProgram=\"/usr/bin/env VIGIL_HOOK_LOG=" + scratch +
