@@ -115,6 +115,10 @@ in_root() {
     shift 2
     mount -t proc proc "$root/proc"
     mount --rbind /dev "$root/dev"
+    # /sys with its cgroup hierarchies: the production profile of the local cluster gives each slurmd
+    # its own cgroup tree (scripts/lib/node-cgroup.sh, docs/local-cluster.md "Profiles").
+    mkdir -p "$root/sys"
+    mount --rbind /sys "$root/sys"
     mount -t tmpfs -o mode=1777 tmpfs "$root/dev/shm"
     mkdir -p "$root/vigil" "$root/tmp"
     mount --bind "$repo" "$root/vigil"

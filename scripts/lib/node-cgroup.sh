@@ -73,7 +73,15 @@ cmd_probe() {
     echo "no cgroup v1 devices hierarchy (a cgroup v2-only host: the per-node trees are not implemented there yet)"
     return 1
   fi
-  unshare --cgroup --mount true 2>/dev/null || { echo "cannot create cgroup and mount namespaces (unshare --cgroup --mount)"; return 1; }
+  unshare --cgroup --mount --propagation unchanged true 2>/dev/null || { echo "cannot create cgroup and mount namespaces (unshare --cgroup --mount)"; return 1; }
+  # Slurm's cgroup v1 plugin, where distributions install Slurm's plugins (Debian:
+  # /usr/lib/<triplet>/slurm-wlm; upstream builds: <prefix>/lib/slurm).
+  if ! compgen -G "/usr/lib/*/slurm-wlm/cgroup_v1.so" >/dev/null &&
+    ! compgen -G "/usr/lib*/slurm/cgroup_v1.so" >/dev/null &&
+    ! compgen -G "/usr/local/lib*/slurm/cgroup_v1.so" >/dev/null; then
+    echo "this Slurm has no cgroup/v1 plugin (cgroup_v1.so), and the host offers only cgroup v1"
+    return 1
+  fi
   echo "cgroup v1 with devices: per-node cgroup trees available"
 }
 
@@ -102,10 +110,19 @@ cmd_exec() {
     mounts+=("$target" "$names")
   done < <(v1_mounts)
   # In the new namespaces: mount each hierarchy again (now rooted at NODE's group), then CMD.
+  # Propagation is made private for the cgroup mounts only: unshare's default makes "/" private,
+  # which fails inside a chroot whose "/" is no mount point (scripts/slurm-root.sh).
   # shellcheck disable=SC2016 # expanded by the inner bash
-  exec unshare --cgroup --mount --propagation private bash -c '
+  exec unshare --cgroup --mount --propagation unchanged bash -c '
     set -e
-    while [[ $1 != -- ]]; do umount "$1"; mount -t cgroup -o "$2" cgroup "$1"; shift 2; done
+    while [[ $1 != -- ]]; do
+      # Private first, the mount and what holds it, so that neither the umount nor the new
+      # mount reaches the host.
+      mount --make-rprivate "$(dirname "$1")" 2>/dev/null || mount --make-private "$1"
+      umount "$1"
+      mount -t cgroup -o "$2" cgroup "$1"
+      shift 2
+    done
     shift
     exec "$@"' node-cgroup "${mounts[@]}" -- "$@"
 }

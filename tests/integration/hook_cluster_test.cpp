@@ -243,7 +243,10 @@ TEST_F(HookOnCluster,
       {"-N", "1", "--requeue", "-o", w() + "/job-%j.out", "--wrap", "echo ran on $SLURMD_NODENAME"},
       {}, &why);
   ASSERT_TRUE(id) << why;
-  ASSERT_TRUE(cluster_->wait_for_jobs({*id}, std::chrono::seconds(180)))
+  // A requeued batch job may start again only after the credential lifetime (AuthInfo
+  // cred_expire, 120 s by default: its EligibleTime), then at the next scheduling pass
+  // (sched_interval, 60 s by default): up to 180 s plus the prologs.
+  ASSERT_TRUE(cluster_->wait_for_jobs({*id}, std::chrono::seconds(300)))
       << cluster_->job_field(*id, "JobState") << "\n"
       << hook_log("gpu-0") << hook_log("gpu-1");
   EXPECT_EQ(cluster_->job_field(*id, "JobState"), "COMPLETED") << hook_log("gpu-0");

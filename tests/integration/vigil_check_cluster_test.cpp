@@ -66,7 +66,9 @@ TEST(VigilCheckOnCluster, sbatch_on_every_node_reports_only_gpu2_failing_with_ro
   for (const auto& node : cluster.node_names()) {
     std::string failure;
     const auto id =
-        cluster.submit({"--nodelist=" + node, "--job-name=vigil-check-" + node,
+        // --exclusive, as vigil-submit's node job: on the production profile a job that holds
+        // no GPU may open none (ConstrainDevices=yes), and the NVML checks would be `error`.
+        cluster.submit({"--nodelist=" + node, "--exclusive", "--job-name=vigil-check-" + node,
                         "--output=" + run.path() + "/" + node + ".log",
                         std::string(VIGIL_SOURCE_DIR) + "/tests/integration/node-check-job.sh"},
                        job_env, &failure);
