@@ -90,6 +90,14 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   app.add_flag("--dry-run", o.dry_run, "print the sbatch/srun commands, run nothing");
+  app.add_flag("--check-config", o.check_config,
+               "read Slurm's configuration (slurm.conf with cgroup.conf, the nodes' Gres, "
+               "--partition, --reservation) and say what Vigil needs and what is wrong; submits "
+               "nothing (exit 1 on a problem)");
+  app.add_option("--boot-time-s", o.boot_time_s,
+                 "--check-config: how long a node takes to boot, for ResumeTimeout")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   app.add_flag("--json", o.json, "JSON output instead of the table");
   CLI11_PARSE(app, argc, argv);
   p.recheck = !no_recheck;

@@ -2,6 +2,7 @@
 #include "vigil/submit/submit.h"
 
 #include <pwd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <thread>
 #include <utility>
@@ -28,6 +30,7 @@
 #include "vigil/slurm/slurm_jobs.h"
 #include "vigil/slurm/slurm_rest.h"
 #include "vigil/slurm/slurm_topology.h"
+#include "vigil/submit/config_check.h"
 
 namespace vigil::submit {
 namespace {
@@ -180,7 +183,64 @@ Result<std::map<std::string, std::string>> load_nvlink_domains(const std::string
   return blocks;
 }
 
+int run_config_check(const SubmitRunOptions& o) {
+  LaunchOptions lo;
+  lo.timeout = std::chrono::seconds(30);
+  if (!o.slurm_conf.empty()) lo.env.emplace_back("SLURM_CONF", o.slurm_conf);
+  auto shown = run_command({"scontrol", "show", "config"}, lo);
+  if (!shown.ok() || shown->exit_code != 0) {
+    std::fprintf(
+        stderr, "vigil-submit --check-config: `scontrol show config` failed: %s\n",
+        shown.ok() ? std::string(trim(shown->err)).c_str() : shown.error().to_string().c_str());
+    return 2;
+  }
+  auto readers = slurm_readers(o);
+  if (!readers.ok()) {
+    std::fprintf(stderr, "vigil-submit: %s\n", readers.error().to_string().c_str());
+    return 2;
+  }
+  auto nodes = readers.value().first->load_nodes();
+  if (!nodes.ok()) {
+    std::fprintf(stderr, "vigil-submit: cannot read node states: %s\n",
+                 nodes.error().to_string().c_str());
+    return 2;
+  }
+  ConfigCheckInput in;
+  in.config = parse_show_config(shown->out);
+  in.partition = o.plan.partition;
+  in.reservation = o.plan.reservation;
+  in.boot_s = o.boot_time_s;
+  const std::set<std::string> wanted(o.plan.nodes.begin(), o.plan.nodes.end());
+  in.partition_found = in.partition.empty();
+  for (const auto& n : *nodes) {
+    const bool in_partition =
+        in.partition.empty() ||
+        std::find(n.partitions.begin(), n.partitions.end(), in.partition) != n.partitions.end();
+    if (in_partition && !in.partition.empty()) in.partition_found = true;
+    if (in_partition && (wanted.empty() || wanted.count(n.name))) in.nodes.push_back(n);
+  }
+  if (!in.reservation.empty()) {
+    auto res = run_command({"scontrol", "-o", "show", "reservation", in.reservation}, lo);
+    in.reservation_found = res.ok() && res->exit_code == 0 &&
+                           res->out.find("ReservationName=" + in.reservation) != std::string::npos;
+  }
+  in.file_state = [](const std::string& path) {
+    struct stat st {};
+    if (path.empty() || ::stat(path.c_str(), &st) != 0) return 2;
+    return ::access(path.c_str(), X_OK) == 0 && S_ISREG(st.st_mode) ? 0 : 1;
+  };
+  const auto findings = check_config(in);
+  std::printf("%s", config_table(findings).c_str());
+  const bool problem = std::any_of(findings.begin(), findings.end(),
+                                   [](const auto& f) { return f.level == ConfigLevel::kProblem; });
+  std::fprintf(stderr, "vigil-submit --check-config: %s\n",
+               problem ? "problems above; fix them before the first run"
+                       : "nothing stops Vigil here (warnings above are choices to make)");
+  return problem ? 1 : 0;
+}
+
 int run_submit(const SubmitRunOptions& ro) {
+  if (ro.check_config) return run_config_check(ro);
   SubmitRunOptions o = ro;
   if (o.plan.run_id.empty()) o.plan.run_id = default_run_id();
   if (o.plan.seed == 0) o.plan.seed = static_cast<uint64_t>(std::time(nullptr));

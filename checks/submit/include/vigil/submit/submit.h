@@ -29,6 +29,10 @@ struct SubmitRunOptions {
   // --nvlink-domains: "slurm" (Slurm's topology/block blocks, `scontrol show topology`) or a
   // "<node> <domain>" map file; empty: no NVLink domain jobs (plan.nvlink_domain_of).
   std::string nvlink_domains;
+  // --check-config: read Slurm's configuration, say what Vigil needs and what is wrong, submit
+  // nothing (config_check.h). boot_time_s: how long the nodes take to boot (ResumeTimeout).
+  bool check_config = false;
+  int boot_time_s = 600;
 };
 
 // plan.nvlink_domain_of from --nvlink-domains; an error naming the option, the file and line, or
@@ -47,6 +51,10 @@ struct CommandOutcome {
   std::string job_id;  // sbatch --parsable output
   std::string output;  // last part of stdout+stderr (errors, the re-check's verdict)
 };
+
+// --check-config: the findings table on stdout; 0 no problem (warnings may remain), 1 a problem,
+// 2 Slurm could not be read.
+int run_config_check(const SubmitRunOptions& options);
 
 // Exit code of vigil-submit: 0 everything planned was launched (re-checks may report an
 // unhealthy node: that is a result, not an error), 1 some sbatch/srun failed to launch or timed

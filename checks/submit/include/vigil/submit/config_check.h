@@ -1,0 +1,52 @@
+#pragma once
+// vigil-submit --check-config: what Vigil needs from a cluster's Slurm, read through Slurm itself
+// (`scontrol show config`, which includes cgroup.conf; the node table for Gres; the
+// reservation), and what is wrong, each with its fix (docs/deploy.md "Checking a cluster's
+// Slurm"). Pure: the caller passes what Slurm said and a way to look at files.
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "vigil/slurm/slurm_api.h"
+
+namespace vigil::submit {
+
+// `scontrol show config` as key -> value: "(null)" reads as empty; Slurm 24.11 and later print
+// several Prolog/Epilog scripts as Prolog[0], Prolog[1]: those are joined with ",".
+std::map<std::string, std::string> parse_show_config(std::string_view text);
+
+enum class ConfigLevel { kOk, kWarn, kProblem };
+std::string_view to_string(ConfigLevel level);
+
+struct ConfigFinding {
+  std::string setting;  // "ResumeTimeout", "Prolog", "Gres", "--partition", ...
+  std::string value;    // as Slurm has it ("60 sec"), "(unset)" when unset
+  ConfigLevel level = ConfigLevel::kOk;
+  std::string what;  // what it means for Vigil
+  std::string fix;   // what to change; empty when nothing
+};
+
+struct ConfigCheckInput {
+  std::map<std::string, std::string> config;  // parse_show_config
+  std::vector<slurm::SlurmNodeInfo> nodes;    // the nodes in scope (--partition / --nodes)
+  std::string partition;                      // --partition ("" none)
+  bool partition_found = true;                // some node is in it
+  std::string reservation;                    // --reservation ("" none)
+  bool reservation_found = true;
+  // What a reboot of Vigil's costs before the node is back (docs/repair.md): vigil-reboot's bug
+  // report (VIGIL_BUG_REPORT_TIMEOUT 120 s + 10 s) and the node's boot (--boot-time-s).
+  int bug_report_s = 130;
+  int boot_s = 600;
+  // A hook's program as Slurm names it: 0 executable here, 1 present but not executable,
+  // 2 not visible from here (it lives on the nodes).
+  std::function<int(const std::string& path)> file_state;
+};
+
+std::vector<ConfigFinding> check_config(const ConfigCheckInput& input);
+
+// The findings as the table an admin reads: SETTING VALUE VERDICT WHAT (fix).
+std::string config_table(const std::vector<ConfigFinding>& findings);
+
+}  // namespace vigil::submit
