@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -97,6 +98,15 @@ std::vector<LaunchResult> run_rechecks(const std::vector<PlannedCommand>& rechec
   for (size_t t = 0; t < n; ++t) pool.emplace_back(worker);
   for (auto& t : pool) t.join();
   return results;
+}
+
+// The node table, or nullopt after saying why it could not be read.
+std::optional<std::vector<slurm::SlurmNodeInfo>> load_nodes_or_say(slurm::SlurmApi& api) {
+  auto nodes = api.load_nodes();
+  if (nodes.ok()) return std::move(*nodes);
+  std::fprintf(stderr, "vigil-submit: cannot read node states: %s\n",
+               nodes.error().to_string().c_str());
+  return std::nullopt;
 }
 
 // The name of the user this process runs as: the only user of a re-check's hold.
@@ -199,12 +209,8 @@ int run_config_check(const SubmitRunOptions& o) {
     std::fprintf(stderr, "vigil-submit: %s\n", readers.error().to_string().c_str());
     return 2;
   }
-  auto nodes = readers.value().first->load_nodes();
-  if (!nodes.ok()) {
-    std::fprintf(stderr, "vigil-submit: cannot read node states: %s\n",
-                 nodes.error().to_string().c_str());
-    return 2;
-  }
+  auto nodes = load_nodes_or_say(*readers.value().first);
+  if (!nodes) return 2;
   ConfigCheckInput in;
   in.config = parse_show_config(shown->out);
   in.partition = o.plan.partition;
@@ -273,12 +279,8 @@ int run_submit(const SubmitRunOptions& ro) {
                  readers.error().to_string().c_str());
     return 2;
   }
-  auto nodes = readers.value().first->load_nodes();
-  if (!nodes.ok()) {
-    std::fprintf(stderr, "vigil-submit: cannot read node states: %s\n",
-                 nodes.error().to_string().c_str());
-    return 2;
-  }
+  auto nodes = load_nodes_or_say(*readers.value().first);
+  if (!nodes) return 2;
   auto jobs = readers.value().second->load_jobs();
   if (!jobs.ok()) {
     std::fprintf(stderr, "vigil-submit: cannot read the job queue: %s\n",
@@ -290,12 +292,8 @@ int run_submit(const SubmitRunOptions& ro) {
     const auto released = release_stale_holds(*jobs, o.plan, o.slurm_conf);
     for (const auto& line : released) std::fprintf(stderr, "vigil-submit: %s\n", line.c_str());
     if (!released.empty()) {
-      nodes = readers.value().first->load_nodes();
-      if (!nodes.ok()) {
-        std::fprintf(stderr, "vigil-submit: cannot read node states: %s\n",
-                     nodes.error().to_string().c_str());
-        return 2;
-      }
+      nodes = load_nodes_or_say(*readers.value().first);
+      if (!nodes) return 2;
     }
   }
   if (o.plan.hold_user.empty()) o.plan.hold_user = own_user();
