@@ -165,7 +165,11 @@ profile_lines() {
 # Production profile: what GPU sites run (slurm.conf(5), cgroup.conf(5), gres.conf(5)). Each
 # slurmd has its own cgroup tree (scripts/lib/node-cgroup.sh).
 ProctrackType=proctrack/cgroup
-TaskPlugin=task/cgroup,task/affinity
+# Without task/affinity, and ConstrainCores=no in cgroup.conf, unlike most sites: the simulated
+# nodes share the host's cores, and binding or confining each node's first task to its first CPU
+# puts every node's rank on host core 0 (measured: the NVLink domain test's host all_reduce pairs
+# fell from above 1.71 to 0.92 GB/s). What Vigil depends on, the device constraint, is kept.
+TaskPlugin=task/cgroup
 JobAcctGatherType=jobacct_gather/cgroup
 PrologFlags=Alloc,Contain
 GresTypes=gpu
@@ -266,7 +270,8 @@ EOF
     cat >"$dir/etc/cgroup.conf" <<EOF
 CgroupPlugin=cgroup/v1
 ConstrainDevices=yes
-ConstrainCores=yes
+# Not yes, as most sites set it: every simulated node's CPU 0 is the host's core 0 (slurm.conf).
+ConstrainCores=no
 ConstrainRAMSpace=yes
 EOF
     write_gres_conf "$dir" "$nodes" "$gpus"

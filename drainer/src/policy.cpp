@@ -233,7 +233,8 @@ std::optional<Remedy> remedy_of(const std::vector<const CheckResult*>& cands) {
 
 // Slurm is the truth about who owns a drain.
 void sync_ownership(NodeRecord& s, const slurm::SlurmNodeInfo* slurm) {
-  if (!slurm) return;
+  // Undrained for the seconds of a held re-check: the drain comes back before the check runs.
+  if (!slurm || slurm::held_by_vigil(*slurm)) return;
   if (s.drained_by_vigil && !slurm::drained_by_vigil(*slurm)) {
     s.drained_by_vigil = false;
     s.note = slurm->drain ? "drain taken over by another owner: " + slurm->reason

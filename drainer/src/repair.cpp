@@ -265,6 +265,9 @@ std::optional<RepairStep> repair_tick(NodeRecord& s, const slurm::SlurmNodeInfo*
                                       bool dry_run, int64_t now) {
   RepairState& r = s.repair;
   if (!s.drained_by_vigil) return std::nullopt;
+  // Undrained for the seconds of its held re-check (docs/recheck.md): not a drain someone lifted;
+  // the drain and its reason come back before the check runs. Nothing moves meanwhile.
+  if (slurm && slurm::held_by_vigil(*slurm)) return std::nullopt;
   // A reset asked for gives the drain's own reason back when the rung is turned off (never
   // touching a drain that is no longer Vigil's; without Slurm's table: wait).
   if (r.stage == RepairStage::kResetting && (!cfg.reset_gpu || dry_run)) {

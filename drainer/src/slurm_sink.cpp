@@ -122,6 +122,8 @@ std::optional<IntentOutcome> SlurmSink::judge_drain(const Intent& i, const slurm
 std::optional<IntentOutcome> SlurmSink::judge_resume(const Intent& i, const slurm::SlurmNodeInfo* n,
                                                      Rpcs& rpcs) {
   if (!n) return IntentOutcome::skipped(i.id, "node unknown to Slurm");
+  if (slurm::held_by_vigil(*n))
+    return IntentOutcome::skipped(i.id, "held for its re-check (drain comes back first)");
   if (!n->drain) return IntentOutcome::ok(i.id, "already resumed");
   if (!slurm::drained_by_vigil(*n))
     return IntentOutcome::skipped(i.id, "drain reason not owned by vigil: " + n->reason);

@@ -90,9 +90,11 @@ cmd_exec() {
   shift 2
   [[ ${1:-} == -- ]] && shift
   [[ $# -gt 0 ]] || { echo "node-cgroup.sh exec: no command" >&2; exit 2; }
-  # Already inside a node's namespaces: a local reboot (scripts/lib/local-reboot.sh) is run by
-  # the node's slurmd and starts the new slurmd from there, which is where it belongs.
-  if [[ $(readlink /proc/self/ns/cgroup) != "$(readlink /proc/1/ns/cgroup)" ]]; then exec "$@"; fi
+  # Already inside this node's namespaces: a local reboot (scripts/lib/local-reboot.sh) is run by
+  # the node's slurmd and starts the new slurmd from there, which is where it belongs. The node's
+  # cgroup namespace is the one recorded when it was made (PID 1's cannot always be read).
+  local ns_file=$dir/run/cgroupns-$node
+  if [[ -s $ns_file && $(readlink /proc/self/ns/cgroup) == "$(<"$ns_file")" ]]; then exec "$@"; fi
   while read -r target opts; do
     [[ -n $target ]] || continue
     names=$(names_of "$opts")
@@ -107,6 +109,8 @@ cmd_exec() {
       done
     fi
     echo $$ >"$group/cgroup.procs"
+    # What `clean` removes, whatever cgroup it runs from.
+    grep -qxF "$(dirname "$group")" "$dir/run/cgroups" 2>/dev/null || dirname "$group" >>"$dir/run/cgroups"
     mounts+=("$target" "$names")
   done < <(v1_mounts)
   # In the new namespaces: mount each hierarchy again (now rooted at NODE's group), then CMD.
@@ -115,25 +119,25 @@ cmd_exec() {
   # shellcheck disable=SC2016 # expanded by the inner bash
   exec unshare --cgroup --mount --propagation unchanged bash -c '
     set -e
+    readlink /proc/self/ns/cgroup >"$1"
+    shift
     while [[ $1 != -- ]]; do
-      # Private first, the mount and what holds it, so that neither the umount nor the new
-      # mount reaches the host.
-      mount --make-rprivate "$(dirname "$1")" 2>/dev/null || mount --make-private "$1"
+      # Private first: the mount that holds it (whatever it is) and, with it, the hierarchy, so
+      # that neither the umount nor the new mount reaches the host through a shared peer.
+      mount --make-rprivate "$(findmnt -n -o TARGET -T "$(dirname "$1")")"
       umount "$1"
       mount -t cgroup -o "$2" cgroup "$1"
       shift 2
     done
     shift
-    exec "$@"' node-cgroup "${mounts[@]}" -- "$@"
+    exec "$@"' node-cgroup "$ns_file" "${mounts[@]}" -- "$@"
 }
 
 cmd_clean() {
-  local dir=$1 target opts names group pids
-  while read -r target opts; do
-    [[ -n $target ]] || continue
-    names=$(names_of "$opts")
-    group=$(group_path "$target" "$names" "$dir") || continue
-    [[ -d $group ]] || continue
+  local dir=$1 group pids
+  [[ -f $dir/run/cgroups ]] || return 0
+  while read -r group; do
+    [[ -n $group && $group == */vigil-"$(basename "$dir")" && -d $group ]] || continue
     # Whatever still runs in the cluster's groups belongs to it (a job's task that outlived its
     # slurmstepd): KILL, then remove the groups deepest first.
     for _ in 1 2 3 4 5; do
@@ -145,7 +149,8 @@ cmd_clean() {
     done
     find "$group" -depth -type d -exec rmdir {} + 2>/dev/null || true
     [[ ! -d $group ]] || echo "node-cgroup.sh: could not remove $group" >&2
-  done < <(v1_mounts)
+  done <"$dir/run/cgroups"
+  rm -f "$dir/run/cgroups"
 }
 
 case ${1:-} in

@@ -194,6 +194,28 @@ TEST(PolicyEngine, vigil_drain_taken_over_by_admin_is_never_resumed) {
   }
 }
 
+// A report that arrives while the node is undrained inside Vigil's own hold (the Prolog of the
+// held re-check's job, docs/recheck.md): the drain stays Vigil's, and no pass resumes a node that
+// Slurm shows undrained; without the hold the same view is a drain lifted outside Vigil.
+TEST(PolicyEngine, a_node_undrained_inside_its_hold_stays_vigils) {
+  Fixture f;
+  PolicyEngine eng(f.pol, {}, false, f.clock);
+  auto info = f.idle("gpu-1");
+  auto d = eng.on_report(nullptr, make_report("gpu-1", "a", {make_check("nvml_ecc", F, 1, 0)}),
+                         &info, {}, 4);
+  ASSERT_EQ(d.action, Action::kDrain);
+  info.reserved = true;  // held: undrained for the seconds before its allocation
+  info.vigil_hold = true;
+  auto held = eng.on_report(&d.record, make_report("gpu-1", "b", {make_check("nvml_ecc", P, 0, 0)}),
+                            &info, {}, 4);
+  EXPECT_TRUE(held.record.drained_by_vigil) << held.why;
+  EXPECT_EQ(held.record.reason, d.reason);
+  info.vigil_hold = false;
+  auto lifted = eng.on_report(
+      &d.record, make_report("gpu-1", "c", {make_check("nvml_ecc", P, 0, 0)}), &info, {}, 4);
+  EXPECT_FALSE(lifted.record.drained_by_vigil) << lifted.why;
+}
+
 // The check's remedy (docs/xid.md) travels with the failing figures into the node's state,
 // the Node annotation and /v1/nodes: what the repair ladder will act on.
 TEST(PolicyEngine, the_failing_summary_carries_the_checks_remedy) {

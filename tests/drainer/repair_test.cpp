@@ -218,6 +218,30 @@ TEST(repair, a_node_resumed_by_someone_else_during_its_reboot_leaves_the_ladder)
   EXPECT_EQ(s.reason, "vigil: remap gpu3 row remap pending (1)");  // never "replace"
 }
 
+// A held re-check (docs/recheck.md "The hold") lifts the drain for the seconds between its
+// UNDRAIN and its allocation, inside reservation vigil-hold-<node>: that is not a drain someone
+// lifted. Found on the local cluster: the drainer released the ladder there, adopted the drain
+// again when it came back and rebooted the node a second time.
+TEST(repair, a_node_undrained_inside_its_hold_keeps_its_stage) {
+  NodeRecord s = drained();
+  auto n = idle_drained();
+  ASSERT_TRUE(tick(s, &n));
+  n.boot_time = kNow + 60;  // back from the reboot
+  ASSERT_EQ(tick(s, &n, on(), {}, {}, false, kNow + 120)->move, RepairMove::kRebooted);
+  ASSERT_EQ(s.repair.stage, RepairStage::kRechecking);
+  n.drain = false;
+  n.reason.clear();
+  n.vigil_hold = true;  // vigil-hold-gpu-2 exists
+  n.reserved = true;
+  EXPECT_FALSE(tick(s, &n, on(), {}, {}, false, kNow + 130));
+  EXPECT_EQ(s.repair.stage, RepairStage::kRechecking);
+  // Without the hold, the same view is a drain someone lifted.
+  n.vigil_hold = false;
+  const auto step = tick(s, &n, on(), {}, {}, false, kNow + 140);
+  ASSERT_TRUE(step);
+  EXPECT_EQ(step->move, RepairMove::kReleased);
+}
+
 TEST(repair, an_unknown_slurm_view_never_times_a_reboot_out) {
   NodeRecord s = drained();
   const auto n = idle_drained();

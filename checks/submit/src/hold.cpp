@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <regex>
 #include <sstream>
 #include <thread>
@@ -80,10 +81,34 @@ LaunchResult refused(const Hold& h, const std::string& why) {
   return r;
 }
 
+// The reservation's line of `scontrol -o show reservation NAME`, or "" when it does not exist.
+std::string reservation_line(const std::string& name, const std::string& conf) {
+  auto r = slurm_cmd({"scontrol", "-o", "show", "reservation", name}, conf);
+  if (!r.ok() || r->find("ReservationName=" + name + " ") == std::string::npos) return "";
+  return *r;
+}
+
+// A hold whose node has its drain back (step 5 of run_held) gets an end: its Duration becomes the
+// re-check's limit and a margin. Before that it has none: Slurm shows "Duration=UNLIMITED" as
+// "Duration=365-00:00:00" (measured on 22.05). A hold still open that nobody finishes may have
+// left its node undrained; a closed one, nothing.
+bool open_hold(const std::string& line) {
+  static const std::regex kDays("Duration=([0-9]+)-");
+  std::smatch m;
+  if (line.find("Duration=UNLIMITED") != std::string::npos) return true;
+  return std::regex_search(line, m, kDays) && std::stol(m[1]) >= 30;
+}
+
 }  // namespace
 
 LaunchResult run_held(const PlannedCommand& c, int timeout_s, const std::string& conf) {
   const Hold& h = *c.hold;
+  // 0. A node already in a reservation (the site's, or another run's hold) is left alone: ours
+  // could overlap it, and its users' jobs could start on the node once it is undrained.
+  if (auto before = node_now(h.node, conf); !before.ok() || before->reserved || before->maint) {
+    return refused(h, before.ok() ? "the node is already in a reservation; not re-checked"
+                                  : before.error().to_string());
+  }
   // 1. The reservation: from now on no job but the checker's may start on the node.
   auto created = slurm_cmd(
       {"scontrol", "create", "reservation", "ReservationName=" + h.reservation, "Nodes=" + h.node,
@@ -93,13 +118,20 @@ LaunchResult run_held(const PlannedCommand& c, int timeout_s, const std::string&
     return refused(
         h, "cannot create the reservation; node stays drained: " + created.error().to_string());
   }
+  // undrained: the node may have been undrained (a failed or timed-out UNDRAIN may still have
+  // been applied): it is drained again first, and the reservation is kept when that fails or
+  // the node cannot be read, so no user job can land on a node that was not checked.
   auto give_up = [&](const std::string& why, bool undrained) {
     std::string text = why;
     if (undrained) {
-      if (auto d = drain(h.node, h.reason, conf); !d.ok()) {
-        // Undrained and not drained again: the reservation stays, so no user job lands; the
-        // next run drains it ("re-check interrupted") and lets it go.
-        return refused(h, text + "; draining again failed too, so the reservation stays: " +
+      auto now = node_now(h.node, conf);
+      VoidResult d = !now.ok()    ? VoidResult(now.error())
+                     : now->drain ? ok_result()
+                                  : drain(h.node, h.reason, conf);
+      if (!d.ok()) {
+        return refused(h, text +
+                              "; draining again failed too, so the reservation stays (the "
+                              "next run drains and releases it): " +
                               d.error().to_string());
       }
     }
@@ -114,7 +146,7 @@ LaunchResult run_held(const PlannedCommand& c, int timeout_s, const std::string&
     auto now = node_now(h.node, conf);
     if (!now.ok()) return give_up(now.error().to_string(), false);
     n = *now;
-    if (n.reserved || n.maint) break;
+    if ((n.reserved || n.maint) && !reservation_line(h.reservation, conf).empty()) break;
     if (waited >= 60) return give_up("the reservation did not take hold within 30 s", false);
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
   }
@@ -124,16 +156,21 @@ LaunchResult run_held(const PlannedCommand& c, int timeout_s, const std::string&
                        ", reason '" + n.reason + "'); not re-checked",
                    false);
   }
+  // From the UNDRAIN to step 5 the node has no drain; an admin's drain landing in that gap of
+  // seconds is overwritten by step 5 (docs/recheck.md).
   if (auto u = slurm_cmd({"scontrol", "update", "NodeName=" + h.node, "State=UNDRAIN"}, conf);
       !u.ok())
-    return give_up("cannot undrain: " + u.error().to_string(), false);
+    return give_up("cannot undrain: " + u.error().to_string(), true);
   // 4. The allocation: the whole node with every GPU, inside the reservation.
   auto alloc = run_command(h.allocate, slurm_options(conf, 90));
   std::smatch m;
   static const std::regex kGranted("Granted job allocation ([0-9]+)");
   const std::string alloc_out = alloc.ok() ? alloc->out : alloc.error().message;
-  if (!alloc.ok() || alloc->exit_code != 0 || !std::regex_search(alloc_out, m, kGranted))
+  const bool granted = std::regex_search(alloc_out, m, kGranted);
+  if (!alloc.ok() || alloc->exit_code != 0 || !granted) {
+    if (granted) end_allocation(m[1], conf);  // granted, then salloc failed or timed out
     return give_up("salloc failed: " + std::string(trim(alloc_out)), true);
+  }
   const std::string job = m[1];
   // 5. The drain and its reason back before anything runs: the drainer sees its own drain for the
   // whole re-check, and resumes the node (inside the allocation) when the reports say so.
@@ -141,6 +178,11 @@ LaunchResult run_held(const PlannedCommand& c, int timeout_s, const std::string&
     end_allocation(job, conf);
     return give_up("cannot drain it again: " + d.error().to_string(), true);
   }
+  // The mark of a hold whose drain is back: an end (the allocation's limit and a margin). A
+  // vigil-submit killed from here on leaves nothing to undo; the reservation ends by itself.
+  (void)slurm_cmd({"scontrol", "update", "ReservationName=" + h.reservation,
+                   "Duration=" + std::to_string(timeout_s / 60 + 15)},
+                  conf);
   // 6. The re-check itself, a step of the allocation.
   std::vector<std::string> step = c.argv;
   for (auto& a : step) {
@@ -172,6 +214,7 @@ std::vector<std::string> release_stale_holds(const std::vector<slurm::SlurmJobIn
   auto listing = slurm_cmd({"scontrol", "-o", "show", "reservation"}, conf);
   if (!listing.ok()) return done;  // "No reservations in the system" exits 0; a failure: next run
   static const std::regex kName("ReservationName=(\\S+)");
+  static const std::regex kStart("StartTime=([0-9T:-]+)");
   std::istringstream lines(*listing);
   for (std::string line; std::getline(lines, line);) {
     std::smatch m;
@@ -183,11 +226,26 @@ std::vector<std::string> release_stale_holds(const std::vector<slurm::SlurmJobIn
       return j.active && j.name == o.job_name + "-recheck" &&
              std::find(j.nodes.begin(), j.nodes.end(), node) != j.nodes.end();
     });
-    if (in_progress) continue;  // another vigil-submit's hold
+    if (in_progress) continue;  // another vigil-submit's hold, its allocation running
+    // A hold younger than a whole re-check may be another run's, between its reservation and
+    // its allocation (a manual run beside the schedule): left alone.
+    std::smatch start;
+    if (std::regex_search(line, start, kStart)) {
+      std::tm tm{};
+      if (strptime(start[1].str().c_str(), "%Y-%m-%dT%H:%M:%S", &tm) != nullptr &&
+          std::difftime(std::time(nullptr), std::mktime(&tm)) <
+              o.recheck_timeout_s + o.hold_setup_s)
+        continue;
+    }
     Hold h{node, name, "", "", {}};
     std::string what = "released " + name;
     auto n = node_now(node, conf);
-    if (n.ok() && !n->drain) {
+    if (!n.ok()) {
+      done.push_back("kept " + name + ": cannot read " + node + ": " + n.error().to_string());
+      continue;
+    }
+    // With its drain back (the mark: an end) the node is as the drainer left it.
+    if (!n->drain && open_hold(line)) {
       // Undrained inside a hold that nobody finishes: never proven healthy by this hold, so it
       // is drained for its next re-check rather than let go into service.
       const std::string reason = std::string(slurm::kReasonPrefix) + " recheck interrupted";
@@ -197,6 +255,8 @@ std::vector<std::string> release_stale_holds(const std::vector<slurm::SlurmJobIn
         continue;
       }
       what += " and drained " + node + " ('" + reason + "')";
+    } else if (!n->drain) {
+      what += " (" + node + "'s drain was back; the drainer has resumed it)";
     }
     if (auto rel = release(h, conf); !rel.ok()) {
       done.push_back("could not release " + name + ": " + rel.error().to_string());

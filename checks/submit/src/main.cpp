@@ -89,6 +89,12 @@ int main(int argc, char** argv) {
   app.add_option("--recheck-timeout-s", p.recheck_timeout_s, "timeout of one re-check")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  app.add_option("--hold-setup-s", p.hold_setup_s,
+                 "how long a re-check's hold may take to set up (reservation, salloc, the drain "
+                 "back); a hold older than this plus --recheck-timeout-s with no re-check job is "
+                 "taken for one a killed run left, and released")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   app.add_flag("--dry-run", o.dry_run, "print the sbatch/srun commands, run nothing");
   app.add_flag("--check-config", o.check_config,
                "read Slurm's configuration (slurm.conf with cgroup.conf, the nodes' Gres, "

@@ -217,7 +217,12 @@ std::string skip_reason_indexed(const slurm::SlurmNodeInfo& n, const VigilJobInd
   if (n.drain && ours && (n.state == "ALLOCATED" || n.state == "MIXED")) {
     return "draining (user jobs still running); re-checked once drained";
   }
-  if ((n.maint || n.reserved) && o.reservation.empty() && !(n.drain && ours)) {
+  // A node Vigil drained that sits in a reservation (the site's, or another run's hold) cannot be
+  // held for its re-check: ours could overlap it, and that reservation's jobs could start on the
+  // node once it is undrained.
+  if ((n.maint || n.reserved) && n.drain && ours)
+    return "drained by vigil, in a reservation; re-checked once the reservation ends";
+  if ((n.maint || n.reserved) && o.reservation.empty()) {
     return n.maint ? "in a MAINT reservation (pass --reservation to use it)"
                    : "reserved (pass --reservation to use the reservation)";
   }

@@ -68,17 +68,12 @@ std::string display_command(const PlannedCommand& c, const std::string& job_scri
     line.replace(line.find(kMarker), kMarker.size(), "\"$(cat " + shell_join({job_script}) + ")\"");
   }
   if (c.hold) {
-    // What the hold does around the step (hold.cpp run_held), in order.
+    // Not a line to paste: the hold's steps have checks between them (hold.cpp run_held).
     const Hold& h = *c.hold;
-    line = shell_join({"scontrol", "create", "reservation", "ReservationName=" + h.reservation,
-                       "Nodes=" + h.node, "Users=" + h.user, "StartTime=now", "Duration=UNLIMITED",
-                       "Flags=IGNORE_JOBS"}) +
-           " && scontrol update NodeName=" + h.node + " State=UNDRAIN && " +
-           shell_join(h.allocate) + " && " +
-           shell_join(
-               {"scontrol", "update", "NodeName=" + h.node, "State=DRAIN", "Reason=" + h.reason}) +
-           " && " + line + "; scancel " + std::string(kHoldJobId) +
-           "; scontrol delete ReservationName=" + h.reservation;
+    line = "[hold " + h.reservation + ": reservation for " + h.user +
+           ", wait for RESERVED, check the drain, UNDRAIN, " + shell_join(h.allocate) + ", DRAIN " +
+           shell_join({"Reason=" + h.reason}) + "] " + line +
+           " [then scancel, delete the reservation]";
   }
   return line;
 }

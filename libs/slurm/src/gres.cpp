@@ -1,7 +1,9 @@
-// A node's GPU count from its Gres string, as slurmctld prints it (slurm.conf(5) "Gres":
-// name[:type]:count per entry, comma separated; scontrol and libslurm append the sockets as
-// "(S:0-1)" or "(S:0,2)", whose commas are not entry separators).
+// What the node table does not say by itself, shared by every backend: a node's GPU count from
+// its Gres string, as slurmctld prints it (slurm.conf(5) "Gres": name[:type]:count per entry,
+// comma separated; scontrol and libslurm append the sockets as "(S:0-1)" or "(S:0,2)", whose
+// commas are not entry separators), and which nodes a Vigil hold reservation holds.
 #include <charconv>
+#include <set>
 #include <string>
 #include <string_view>
 
@@ -40,6 +42,11 @@ int gpu_count(const std::string& gres) {
     }
   }
   return total;
+}
+
+void mark_holds(std::vector<SlurmNodeInfo>& nodes, const std::vector<std::string>& reservations) {
+  std::set<std::string> names(reservations.begin(), reservations.end());
+  for (SlurmNodeInfo& n : nodes) n.vigil_hold = names.count(kHoldReservationPrefix + n.name) > 0;
 }
 
 }  // namespace vigil::slurm

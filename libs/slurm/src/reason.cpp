@@ -33,5 +33,6 @@ bool is_reset_gpu_reason(std::string_view reason) {
 
 bool drained_by_vigil(const SlurmNodeInfo& n) { return n.drain && reason_is_vigil(n.reason); }
 bool drained_by_other(const SlurmNodeInfo& n) { return n.drain && !reason_is_vigil(n.reason); }
+bool held_by_vigil(const SlurmNodeInfo& n) { return n.vigil_hold && !n.drain; }
 
 }  // namespace vigil::slurm

@@ -164,7 +164,10 @@ class RestSlurmApi final : public SlurmApi {
       out.push_back(std::move(*node));
       --left;
     }
-    if (left == 0) return out;
+    if (left == 0) {
+      mark_holds(out, reservation_names());
+      return out;
+    }
     VIGIL_TRY(auto all, read_table());
     std::erase_if(all, [&](const SlurmNodeInfo& n) { return !wanted.count(n.name); });
     return all;
@@ -215,9 +218,23 @@ class RestSlurmApi final : public SlurmApi {
       if (!n.is_object() || str(n, "name").empty()) continue;
       out.push_back(to_node_info(n));
     }
+    mark_holds(out, reservation_names());
     std::lock_guard lk(mu_);
     table_read_ = std::chrono::steady_clock::now() - started;
     return out;
+  }
+
+  // `GET reservations`: their names, for Vigil's holds (slurm_api.h vigil_hold); unreadable:
+  // none. Every API version since v0.0.38 answers {"reservations": [{"name": ...}, ...]}.
+  std::vector<std::string> reservation_names() {
+    std::vector<std::string> names;
+    auto reply = session_->get("reservations");
+    if (!reply.ok() || !reply.value().ok()) return names;
+    const auto it = reply.value().body.find("reservations");
+    if (it == reply.value().body.end() || !it->is_array()) return names;
+    for (const auto& r : *it)
+      if (r.is_object() && !str(r, "name").empty()) names.push_back(str(r, "name"));
+    return names;
   }
 
   // One node, or nullopt when the reply is anything but that node: the caller then reads the

@@ -86,7 +86,9 @@ class ScontrolApi final : public SlurmApi {
 
   Result<std::vector<SlurmNodeInfo>> load_nodes() override {
     VIGIL_TRY(auto out, scontrol({"-o", "show", "node"}, "load_nodes"));
-    return nodes_from_scontrol(out);
+    VIGIL_TRY(auto nodes, nodes_from_scontrol(out));
+    mark_holds(nodes, reservation_names());
+    return nodes;
   }
 
   Result<std::vector<SlurmNodeInfo>> load_nodes_named(
@@ -104,6 +106,7 @@ class ScontrolApi final : public SlurmApi {
       for (auto& n : found)
         if (n.name == name) out.push_back(std::move(n));
     }
+    if (!out.empty()) mark_holds(out, reservation_names());
     return out;
   }
 
@@ -142,6 +145,21 @@ class ScontrolApi final : public SlurmApi {
   }
 
  private:
+  // `scontrol -o show reservation`: one line per reservation ("No reservations in the system"
+  // when none); unreadable: none (slurm_api.h vigil_hold).
+  std::vector<std::string> reservation_names() {
+    std::vector<std::string> names;
+    auto r = run({"-o", "show", "reservation"});
+    if (!r.ok() || r->exit_code != 0) return names;
+    static const std::string kKey = "ReservationName=";
+    std::istringstream lines(r->out);
+    for (std::string line; std::getline(lines, line);) {
+      if (line.rfind(kKey, 0) != 0) continue;
+      names.push_back(line.substr(kKey.size(), line.find(' ') - kKey.size()));
+    }
+    return names;
+  }
+
   Result<LaunchResult> run(std::vector<std::string> args) {
     LaunchOptions o = scontrol_options(conf_);
     args.insert(args.begin(), "scontrol");

@@ -143,6 +143,16 @@ class LibslurmApi final : public SlurmApi {
       if (n.name == nullptr) continue;  // hidden / unused slot
       out.push_back(to_node_info(n));
     }
+    // The reservations' names, for Vigil's holds (slurm_api.h vigil_hold): 22.05's node_info_t
+    // does not name a node's reservation. Unreadable: no node counts as held.
+    reserve_info_msg_t* resv = nullptr;
+    if (slurm_load_reservations(0, &resv) == SLURM_SUCCESS && resv != nullptr) {
+      std::vector<std::string> names;
+      for (uint32_t i = 0; i < resv->record_count; ++i)
+        if (resv->reservation_array[i].name) names.emplace_back(resv->reservation_array[i].name);
+      slurm_free_reservation_info_msg(resv);
+      mark_holds(out, names);
+    }
     return out;
   }
 

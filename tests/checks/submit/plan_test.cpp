@@ -285,6 +285,13 @@ TEST(SubmitPlan, nodes_drained_by_vigil_get_a_held_recheck_with_every_gpu_not_an
     EXPECT_TRUE(has_arg(hold.allocate, a)) << a;
   EXPECT_EQ(verdict(p, "gpu-2").action, PlanStep::kRecheck);
   EXPECT_NE(verdict(p, "gpu-2").why.find("held re-check"), std::string::npos);
+  // In a reservation (the site's, or another run's hold): not held, said so (review of the hold:
+  // ours could overlap it, and its jobs could start on the undrained node).
+  ours.reserved = true;
+  p = plan_submissions({ours}, {}, o);
+  EXPECT_TRUE(p.rechecks.empty());
+  EXPECT_NE(verdict(p, "gpu-2").why.find("in a reservation"), std::string::npos);
+  ours.reserved = false;
   // A node without GPUs in its Gres gets no --gres (nothing of it is constrained).
   ours.gres = "(null)";
   p = plan_submissions({ours}, {}, o);

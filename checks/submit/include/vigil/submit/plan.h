@@ -57,6 +57,9 @@ struct SubmitOptions {
   // Who may use a re-check's hold reservation (Users=): the user vigil-submit runs as (empty:
   // root).
   std::string hold_user;
+  // How long a hold may take to set up (reservation, salloc, the drain back) before a later run
+  // treats it as abandoned, on top of recheck_timeout_s (hold.h release_stale_holds).
+  int hold_setup_s = 600;
 };
 
 enum class PlanStep { kSubmit, kRecheck, kSkip };

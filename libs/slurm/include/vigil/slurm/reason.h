@@ -25,5 +25,9 @@ bool is_reset_gpu_reason(std::string_view reason);  // "vigil: reset-gpu ..."
 bool untouchable(const SlurmNodeInfo& n);           // DOWN, FAIL or MAINT: never touched
 bool drained_by_vigil(const SlurmNodeInfo& n);
 bool drained_by_other(const SlurmNodeInfo& n);
+// Undrained inside Vigil's own hold (vigil_hold, not drained): the seconds of a held re-check
+// between UNDRAIN and the allocation, after which the drain and its reason come back
+// (docs/recheck.md). Not a drain someone lifted: ownership and the repair ladder stay as they are.
+bool held_by_vigil(const SlurmNodeInfo& n);
 
 }  // namespace vigil::slurm

@@ -34,7 +34,18 @@ struct SlurmNodeInfo {
   // The node's generic resources as Slurm prints them ("gpu:8", "gpu:h100:8(S:0-1)"; empty when
   // none). gpu_count() reads the GPUs out of it.
   std::string gres;
+  // A reservation named kHoldReservationPrefix + name exists: vigil-submit holds the node for a
+  // re-check (docs/recheck.md "The hold"). For the seconds between its UNDRAIN and the
+  // allocation the node is not drained; held_by_vigil() (reason.h) tells that apart from a drain
+  // someone lifted.
+  bool vigil_hold = false;
 };
+
+// The reservation a held re-check of node N creates: kHoldReservationPrefix + N.
+inline constexpr const char* kHoldReservationPrefix = "vigil-hold-";
+
+// Sets vigil_hold on every node whose hold reservation is among `reservations` (their names).
+void mark_holds(std::vector<SlurmNodeInfo>& nodes, const std::vector<std::string>& reservations);
 
 // The GPUs in a node's Gres ("gpu:8" -> 8, "gpu:h100:4(S:0),gpu:a100:2" -> 6, "(null)" -> 0):
 // what an allocation must ask for (--gres=gpu:N) to hold every GPU of the node.
