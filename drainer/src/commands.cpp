@@ -73,6 +73,24 @@ std::shared_ptr<slurm::SlurmApi> make_slurm(const DrainerConfig& c) {
   return std::shared_ptr<slurm::SlurmApi>(slurm::make_libslurm_api(c.slurm.conf));
 }
 
+// The repair ladder needs Slurm's ResumeTimeout (repair.h): read once at start, said aloud.
+DrainerConfig with_resume_timeout(DrainerConfig c, slurm::SlurmApi* slurm) {
+  if (!c.repair.reboot || !slurm) return c;
+  auto t = slurm->resume_timeout_s();
+  if (!t.ok()) {
+    std::cerr << "vigil-drainer: repair.reboot: cannot read Slurm's ResumeTimeout ("
+              << t.error().to_string() << "); reboots are not checked against it\n";
+    return c;
+  }
+  c.repair.resume_timeout_s = *t;
+  const int64_t need = c.repair.bug_report_s + c.repair.boot_time_s;
+  if (*t < need)
+    std::cerr << "vigil-drainer: repair.reboot: Slurm's ResumeTimeout is " << *t
+              << " s, shorter than the bug report and a boot (" << need
+              << " s): reboots are refused; raise ResumeTimeout (vigil-submit --check-config)\n";
+  return c;
+}
+
 Result<std::shared_ptr<kube::KubeApi>> make_kube(const DrainerConfig& c) {
   if (!c.kubernetes.enabled) return std::shared_ptr<kube::KubeApi>();
   VIGIL_TRY(auto kc, c.kubernetes.kubeconfig.empty()
@@ -229,8 +247,10 @@ int run_serve(const CommandOptions& o) {
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
 
   SystemClock clock;
-  Drainer d(c, make_slurm(c), kube.value(), clock, make_http_webhook(c.webhook));
-  HttpServer http(d, c);
+  auto slurm = make_slurm(cfg.value());
+  const DrainerConfig c2 = with_resume_timeout(cfg.value(), slurm.get());
+  Drainer d(c2, slurm, kube.value(), clock, make_http_webhook(c2.webhook));
+  HttpServer http(d, c2);
   auto port = http.bind();
   if (!port.ok()) {
     std::cerr << "vigil-drainer: " << port.error().to_string() << "\n";

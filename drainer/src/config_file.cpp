@@ -284,7 +284,7 @@ void read_repair(const Reader& rd, const YAML::Node& r, RepairConfig& repair) {
       r, "repair",
       {"reboot", "reset_gpu", "max_in_repair", "max_per_window", "window_s", "max_reboots_per_node",
        "max_resets_per_node", "node_window_s", "reboot_timeout_s", "reset_timeout_s",
-       "recheck_timeout_s", "evidence_dir", "part_drains", "part_window_s"});
+       "recheck_timeout_s", "evidence_dir", "part_drains", "part_window_s", "boot_time_s"});
   rd.get(r, "reboot", "repair.reboot", repair.reboot);
   rd.get(r, "reset_gpu", "repair.reset_gpu", repair.reset_gpu);
   rd.get(r, "max_resets_per_node", "repair.max_resets_per_node", repair.max_resets_per_node);
@@ -295,6 +295,7 @@ void read_repair(const Reader& rd, const YAML::Node& r, RepairConfig& repair) {
   rd.get(r, "max_reboots_per_node", "repair.max_reboots_per_node", repair.max_reboots_per_node);
   rd.get(r, "node_window_s", "repair.node_window_s", repair.node_window_s);
   rd.get(r, "reboot_timeout_s", "repair.reboot_timeout_s", repair.reboot_timeout_s);
+  rd.get(r, "boot_time_s", "repair.boot_time_s", repair.boot_time_s);
   rd.get(r, "recheck_timeout_s", "repair.recheck_timeout_s", repair.recheck_timeout_s);
   rd.get(r, "evidence_dir", "repair.evidence_dir", repair.evidence_dir);
   rd.get(r, "part_drains", "repair.part_drains", repair.part_drains);
@@ -308,6 +309,7 @@ void read_repair(const Reader& rd, const YAML::Node& r, RepairConfig& repair) {
   for (const auto& [key, v] : {std::pair{"window_s", repair.window_s},
                                {"node_window_s", repair.node_window_s},
                                {"reboot_timeout_s", repair.reboot_timeout_s},
+                               {"boot_time_s", repair.boot_time_s},
                                {"reset_timeout_s", repair.reset_timeout_s},
                                {"recheck_timeout_s", repair.recheck_timeout_s},
                                {"part_window_s", repair.part_window_s}})

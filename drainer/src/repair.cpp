@@ -242,6 +242,18 @@ std::optional<RepairStep> start_rung(NodeRecord& s, const RepairConfig& cfg, con
     return RepairStep{RepairMove::kResetGpu, "reset-gpu: reset_gpu fault, node idle"};
   }
   if (!cfg.reboot) return std::nullopt;  // no reboots: the node waits for its re-checks
+  // Slurm would mark the node DOWN "reboot timed out" before it is back (review W2): refused
+  // once for this drain (its remedy is dropped), said so; the node waits for its re-checks.
+  if (cfg.resume_timeout_s > 0 && cfg.resume_timeout_s < cfg.bug_report_s + cfg.boot_time_s) {
+    r.remedy.reset();
+    return RepairStep{RepairMove::kReleased,
+                      "reboot refused: Slurm's ResumeTimeout (" +
+                          std::to_string(cfg.resume_timeout_s) +
+                          " s) is shorter than the bug report and a boot (" +
+                          std::to_string(cfg.bug_report_s + cfg.boot_time_s) +
+                          " s, repair.boot_time_s); raise ResumeTimeout (vigil-submit "
+                          "--check-config)"};
+  }
   if (reboots_since(r, now - cfg.node_window_s) >= cfg.max_reboots_per_node)
     return replace(s,
                    "repeat offender: " + std::to_string(cfg.max_reboots_per_node) + " reboots in " +
@@ -302,6 +314,14 @@ std::optional<RepairStep> repair_tick(NodeRecord& s, const slurm::SlurmNodeInfo*
   if (r.stage == RepairStage::kNone && !r.offender.empty() && slurm::drained_by_vigil(*slurm))
     return replace(s, "repeat offender: " + r.offender, now);
   if (r.stage == RepairStage::kRebooting) {
+    // Slurm gave up on the reboot first (ResumeTimeout): on 24.11 and 26.05 the node stays DOWN
+    // with Vigil's reason + " : reboot timed out" (node_mgr.c set_node_down_ptr; review W2), on
+    // 22.05 the drain goes too (below: no longer Vigil's). Not the node's fault: released, never
+    // `replace`; it stays DOWN and drained until a person brings it back.
+    if (slurm->down && slurm->reason.find("reboot timed out") != std::string::npos)
+      return release(s,
+                     "Slurm's ResumeTimeout ended the reboot ('reboot timed out'): the node stays "
+                     "DOWN and drained until a person resumes it; raise ResumeTimeout");
     if (back_from_reboot(*slurm, r)) {
       r.stage = RepairStage::kRechecking;
       r.since_unix = now;

@@ -242,6 +242,49 @@ TEST(repair, a_node_undrained_inside_its_hold_keeps_its_stage) {
   EXPECT_EQ(step->move, RepairMove::kReleased);
 }
 
+// Review W2: slurmctld marks a node DOWN "reboot timed out" when it is not back within
+// ResumeTimeout (slurm.conf(5), default 60 s), and vigil-reboot's bug report alone may take 130 s.
+// With a ResumeTimeout known to be shorter than that and a boot, the rung is refused once, said
+// so, and the node waits for its re-checks; a long enough one reboots as before.
+TEST(repair, a_resume_timeout_shorter_than_a_reboot_refuses_the_rung_once) {
+  RepairConfig c = on();
+  c.resume_timeout_s = 60;  // Slurm's default
+  NodeRecord s = drained();
+  const auto n = idle_drained();
+  const auto step = tick(s, &n, c);
+  ASSERT_TRUE(step);
+  EXPECT_EQ(step->move, RepairMove::kReleased);
+  EXPECT_NE(step->why.find("reboot refused: Slurm's ResumeTimeout (60 s) is shorter than the bug "
+                           "report and a boot (730 s"),
+            std::string::npos)
+      << step->why;
+  EXPECT_EQ(s.repair.stage, RepairStage::kNone);
+  EXPECT_TRUE(s.repair.reboots.empty());
+  EXPECT_FALSE(tick(s, &n, c)) << "said once, not on every tick";
+  c.resume_timeout_s = 1800;
+  NodeRecord t = drained();
+  ASSERT_TRUE(tick(t, &n, c));
+  EXPECT_EQ(t.repair.stage, RepairStage::kRebooting);
+}
+
+// Review W2/W15: on 24.11 and 26.05 a reboot past ResumeTimeout leaves the node DOWN, still
+// drained, with Vigil's reason + " : reboot timed out". Not the node's fault: released, never
+// `replace`, however long it stays so.
+TEST(repair, a_reboot_slurm_timed_out_is_released_not_replaced) {
+  NodeRecord s = drained();
+  auto n = idle_drained();
+  ASSERT_TRUE(tick(s, &n));
+  n.down = true;
+  n.state = "DOWN";
+  n.reason = "vigil: remap gpu3 row remap pending (1) : reboot timed out";
+  const auto step = tick(s, &n, on(), {}, {}, false, kNow + 7200);  // past reboot_timeout_s too
+  ASSERT_TRUE(step);
+  EXPECT_EQ(step->move, RepairMove::kReleased);
+  EXPECT_NE(step->why.find("ResumeTimeout ended the reboot"), std::string::npos) << step->why;
+  EXPECT_EQ(s.repair.stage, RepairStage::kNone);
+  EXPECT_EQ(s.reason.find("replace"), std::string::npos) << s.reason;
+}
+
 TEST(repair, an_unknown_slurm_view_never_times_a_reboot_out) {
   NodeRecord s = drained();
   const auto n = idle_drained();

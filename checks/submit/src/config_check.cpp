@@ -158,26 +158,6 @@ void check_hooks(const ConfigCheckInput& in, std::vector<ConfigFinding>& out) {
 
 }  // namespace
 
-std::map<std::string, std::string> parse_show_config(std::string_view text) {
-  std::map<std::string, std::string> out;
-  std::stringstream ss{std::string(text)};
-  for (std::string line; std::getline(ss, line);) {
-    const size_t eq = line.find(" = ");
-    if (eq == std::string::npos) continue;
-    std::string key(trim(std::string_view(line).substr(0, eq)));
-    std::string value(trim(std::string_view(line).substr(eq + 3)));
-    if (value == "(null)") value.clear();
-    if (const size_t bracket = key.find('['); bracket != std::string::npos) {
-      key.resize(bracket);  // Prolog[0], Prolog[1]: one list
-      std::string& all = out[key];
-      if (!value.empty()) all += (all.empty() ? "" : ",") + value;
-      continue;
-    }
-    out[key] = value;
-  }
-  return out;
-}
-
 std::string_view to_string(ConfigLevel level) {
   switch (level) {
     case ConfigLevel::kOk:

@@ -27,6 +27,7 @@
 #include "vigil/base/process.h"
 #include "vigil/base/strings.h"
 #include "vigil/base/time.h"
+#include "vigil/slurm/scontrol.h"
 #include "vigil/slurm/slurm_api.h"
 #include "vigil/slurm/slurm_jobs.h"
 #include "vigil/slurm/slurm_rest.h"
@@ -207,7 +208,7 @@ int run_config_check(const SubmitRunOptions& o) {
   auto nodes = load_nodes_or_say(*readers.value().first);
   if (!nodes) return 2;
   ConfigCheckInput in;
-  in.config = parse_show_config(shown->out);
+  in.config = slurm::config_from_scontrol(shown->out);
   in.partition = o.plan.partition;
   in.reservation = o.plan.reservation;
   in.boot_s = o.boot_time_s;

@@ -65,6 +65,11 @@ VoidResult SlurmApi::reboot(const std::vector<std::string>& nodes, const std::st
                "reboot"};
 }
 
+Result<int64_t> SlurmApi::resume_timeout_s() {
+  return Error{"this Slurm backend cannot read slurmctld's configuration (slurmrestd)",
+               "ResumeTimeout"};
+}
+
 Error unknown_nodes_error(const KnownSplit& split, const std::string& unknown_list,
                           std::string where) {
   return Error{"node(s) " + abbreviate(unknown_list, split.unknown.size()) +

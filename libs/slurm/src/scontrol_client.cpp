@@ -1,6 +1,8 @@
 // make_scontrol_api, nodes_from_scontrol, load_leaf_switches_scontrol: see scontrol.h.
+#include <charconv>
 #include <cstdlib>
 #include <ctime>
+#include <map>
 #include <regex>
 #include <sstream>
 
@@ -144,6 +146,16 @@ class ScontrolApi final : public SlurmApi {
     return ok_result();
   }
 
+  Result<int64_t> resume_timeout_s() override {
+    VIGIL_TRY(auto out, scontrol({"show", "config"}, "show config"));
+    const std::string v = config_from_scontrol(out)["ResumeTimeout"];  // "60 sec"
+    int64_t t = -1;
+    const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), t);
+    if (ec != std::errc() || t < 0)
+      return Error{"no ResumeTimeout in `scontrol show config`", "ResumeTimeout"};
+    return t;
+  }
+
  private:
   // `scontrol -o show reservation`: one line per reservation ("No reservations in the system"
   // when none); unreadable: none (slurm_api.h vigil_hold).
@@ -211,6 +223,26 @@ class ScontrolApi final : public SlurmApi {
 
 std::unique_ptr<SlurmApi> make_scontrol_api(const std::string& conf_path) {
   return std::make_unique<ScontrolApi>(conf_path);
+}
+
+std::map<std::string, std::string> config_from_scontrol(std::string_view text) {
+  std::map<std::string, std::string> out;
+  std::stringstream ss{std::string(text)};
+  for (std::string line; std::getline(ss, line);) {
+    const size_t eq = line.find(" = ");
+    if (eq == std::string::npos) continue;
+    std::string key(trim(std::string_view(line).substr(0, eq)));
+    std::string value(trim(std::string_view(line).substr(eq + 3)));
+    if (value == "(null)") value.clear();
+    if (const size_t bracket = key.find('['); bracket != std::string::npos) {
+      key.resize(bracket);  // Prolog[0], Prolog[1]: one list
+      std::string& all = out[key];
+      if (!value.empty()) all += (all.empty() ? "" : ",") + value;
+      continue;
+    }
+    out[key] = value;
+  }
+  return out;
 }
 
 Result<std::vector<SlurmNodeInfo>> nodes_from_scontrol(const std::string& text) {

@@ -115,6 +115,17 @@ class LibslurmApi final : public SlurmApi {
     return update(nodes, NODE_STATE_UNDRAIN, nullptr, "UNDRAIN");
   }
 
+  Result<int64_t> resume_timeout_s() override {
+    std::lock_guard<std::mutex> lock(libslurm_mutex());
+    if (auto init = ensure_libslurm_initialized(conf_path_); !init.ok()) return init.error();
+    slurm_conf_t* conf = nullptr;
+    if (slurm_load_ctl_conf(0, &conf) != SLURM_SUCCESS || conf == nullptr)
+      return Error{slurm_error_text(compat::last_error()), "slurm_load_ctl_conf"};
+    const int64_t t = conf->resume_timeout;
+    slurm_free_ctl_conf(conf);
+    return t;
+  }
+
   // libslurm has no public call that asks for a reboot (scontrol sends the RPC with internal
   // symbols): scontrol of the same installation does it (scontrol_client.cpp).
   VoidResult reboot(const std::vector<std::string>& nodes, const std::string& reason) override {

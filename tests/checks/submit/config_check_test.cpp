@@ -39,15 +39,15 @@ ConfigLevel level_of(const std::vector<ConfigFinding>& f, const std::string& set
 }
 
 TEST(ConfigCheck, parses_show_config_of_every_release_including_numbered_scripts) {
-  auto c = parse_show_config(fixture("show-config-22.05.8-production.txt"));
+  auto c = slurm::config_from_scontrol(fixture("show-config-22.05.8-production.txt"));
   EXPECT_EQ(c["ResumeTimeout"], "60 sec");
   EXPECT_EQ(c["ConstrainDevices"], "yes");  // cgroup.conf's part of the output
   EXPECT_EQ(c["Prolog"], "");               // "(null)"
   EXPECT_EQ(c["TaskPlugin"], "task/cgroup,task/affinity");
-  c = parse_show_config(fixture("show-config-24.11.5-production-hooks.txt"));
+  c = slurm::config_from_scontrol(fixture("show-config-24.11.5-production-hooks.txt"));
   EXPECT_EQ(c["Prolog"], "/usr/bin/vigil-hook");  // printed as Prolog[0]
   EXPECT_EQ(c["RebootProgram"], "/usr/bin/vigil-reboot /usr/sbin/reboot");
-  c = parse_show_config(fixture("show-config-26.05.5-production-hooks.txt"));
+  c = slurm::config_from_scontrol(fixture("show-config-26.05.5-production-hooks.txt"));
   EXPECT_EQ(c["Epilog"], "/usr/bin/vigil-hook");
   EXPECT_EQ(c["ResumeTimeout"], "1800 sec");
 }
@@ -56,7 +56,7 @@ TEST(ConfigCheck, parses_show_config_of_every_release_including_numbered_scripts
 // Vigil's hooks and Slurm's default ResumeTimeout (60 s) without a RebootProgram.
 TEST(ConfigCheck, a_fresh_production_cluster_warns_about_hooks_and_reboots_only) {
   ConfigCheckInput in;
-  in.config = parse_show_config(fixture("show-config-22.05.8-production.txt"));
+  in.config = slurm::config_from_scontrol(fixture("show-config-22.05.8-production.txt"));
   in.nodes = nodes("show-node-22.05.8-production.txt");
   const auto f = check_config(in);
   EXPECT_EQ(level_of(f, "Gres"), ConfigLevel::kOk);
@@ -75,7 +75,7 @@ TEST(ConfigCheck, a_fresh_production_cluster_warns_about_hooks_and_reboots_only)
 // The bare profile: no GRES at all; nodes whose GPUs Slurm does not know are named.
 TEST(ConfigCheck, nodes_without_gpu_gres_are_named_with_the_fix) {
   ConfigCheckInput in;
-  in.config = parse_show_config(fixture("show-config-22.05.8-bare.txt"));
+  in.config = slurm::config_from_scontrol(fixture("show-config-22.05.8-bare.txt"));
   in.nodes = nodes("show-node-22.05.txt");
   const auto f = check_config(in);
   const ConfigFinding* g = find(f, "GresTypes, Gres");
@@ -94,7 +94,7 @@ TEST(ConfigCheck, finds_each_misconfiguration_with_its_fix) {
     SCOPED_TRACE(release);
     ConfigCheckInput in;
     in.config =
-        parse_show_config(fixture(std::string("show-config-") + release + "-production-hooks.txt"));
+        slurm::config_from_scontrol(fixture(std::string("show-config-") + release + "-production-hooks.txt"));
     in.nodes = nodes(std::string("show-node-") + release + "-production.txt");
     in.file_state = [](const std::string&) { return 0; };
     auto f = check_config(in);

@@ -6,12 +6,12 @@
 //
 // A node drained for a fault whose documented remedy is a GPU reset or a reboot (the report's
 // `remedy`, from NVIDIA's Xid catalogue, the driver's recovery action or the check's own
-// source) climbs: reboot through Slurm -> re-check (vigil-submit's srun -Z, unchanged) ->
+// source) climbs: reboot through Slurm -> re-check (vigil-submit's held re-check) ->
 // resumed when the re-checks pass, or `replace` when the fault comes back, the node does not
 // come back from its reboot, it is a repeat offender, or its remedy is hardware service.
 // `replace` keeps the node drained with "vigil: replace ..." and Vigil never touches it again
 // until a person resumes it. With `repair.reset_gpu` a reset_gpu fault first climbs the GPU
-// reset rung: the drain's reason becomes "vigil: reset-gpu ...", vigil-submit's srun -Z runs
+// reset rung: the drain's reason becomes "vigil: reset-gpu ...", vigil-submit's held re-check runs
 // `vigil-check repair reset-gpu` for such a node, and its report (the entry gpu_reset) decides:
 // reset and back -> re-check as after a reboot; refused, failed or never reported -> the
 // reboot rung (or, with reboots off, the node waits drained as before).
@@ -51,6 +51,14 @@ struct RepairConfig {
   // From asking Slurm to reboot to the node registering with a new boot time. NVIDIA's
   // NVSentinel notes bare-metal reboots "can take close to 30 minutes" (NVIDIA/NVSentinel #126).
   int64_t reboot_timeout_s = 3600;
+  // What a reboot takes before the node is back: vigil-reboot's bug report (its default
+  // VIGIL_BUG_REPORT_TIMEOUT 120 s + 10 s to kill it) and the node's boot (`repair.boot_time_s`).
+  // Slurm marks a node DOWN "reboot timed out" when it is not back within ResumeTimeout
+  // (slurm.conf(5), default 60 s; review W2), so the reboot rung is refused while Slurm's
+  // ResumeTimeout (resume_timeout_s, read from slurmctld at start; 0: unknown) is shorter.
+  int64_t bug_report_s = 130;
+  int64_t boot_time_s = 600;
+  int64_t resume_timeout_s = 0;
   // From the node's return to its first report after it: re-checks that never come (or only
   // ever `error`) must not hold a slot of max_in_repair forever.
   int64_t recheck_timeout_s = 86400;

@@ -13,10 +13,6 @@
 
 namespace vigil::submit {
 
-// `scontrol show config` as key -> value: "(null)" reads as empty; Slurm 24.11 and later print
-// several Prolog/Epilog scripts as Prolog[0], Prolog[1]: those are joined with ",".
-std::map<std::string, std::string> parse_show_config(std::string_view text);
-
 enum class ConfigLevel { kOk, kWarn, kProblem };
 std::string_view to_string(ConfigLevel level);
 
@@ -29,7 +25,7 @@ struct ConfigFinding {
 };
 
 struct ConfigCheckInput {
-  std::map<std::string, std::string> config;  // parse_show_config
+  std::map<std::string, std::string> config;  // slurm::config_from_scontrol
   std::vector<slurm::SlurmNodeInfo> nodes;    // the nodes in scope (--partition / --nodes)
   std::string partition;                      // --partition ("" none)
   bool partition_found = true;                // some node is in it

@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "vigil/base/result.h"
@@ -28,6 +29,11 @@ std::unique_ptr<SlurmApi> make_scontrol_api(const std::string& conf_path = "");
 // `Reason=... [user@2026-11-26T05:00:00]`: the bracket gives reason_time (local time, as scontrol
 // prints it).
 Result<std::vector<SlurmNodeInfo>> nodes_from_scontrol(const std::string& text);
+
+// `scontrol show config` as key -> value (cgroup.conf's part included): "(null)" reads as empty;
+// Slurm 24.11 and later print several Prolog/Epilog scripts as Prolog[0], Prolog[1]: those are
+// joined with ",".
+std::map<std::string, std::string> config_from_scontrol(std::string_view text);
 
 // node -> leaf switch through scontrol (see slurm_topology.h for the meaning and errors).
 Result<std::map<std::string, std::string>> load_leaf_switches_scontrol(

@@ -70,6 +70,10 @@ class SlurmApi {
   // boot time (measured on Slurm 22.05, docs/repair.md). Default: refused, for a backend that
   // cannot (slurmrestd has no reboot operation).
   virtual VoidResult reboot(const std::vector<std::string>& nodes, const std::string& reason);
+  // slurm.conf's ResumeTimeout in seconds: how long slurmctld waits for a node it reboots before
+  // it marks it DOWN "reboot timed out" (slurm.conf(5); default 60). Default: an error, for a
+  // backend that cannot read slurmctld's configuration (slurmrestd).
+  virtual Result<int64_t> resume_timeout_s();
 };
 
 // Real libslurm client. conf_path: slurm.conf to use (empty: SLURM_CONF / default).
