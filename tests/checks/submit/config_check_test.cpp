@@ -93,8 +93,8 @@ TEST(ConfigCheck, finds_each_misconfiguration_with_its_fix) {
   for (const char* release : {"24.11.5", "26.05.5"}) {
     SCOPED_TRACE(release);
     ConfigCheckInput in;
-    in.config =
-        slurm::config_from_scontrol(fixture(std::string("show-config-") + release + "-production-hooks.txt"));
+    in.config = slurm::config_from_scontrol(
+        fixture(std::string("show-config-") + release + "-production-hooks.txt"));
     in.nodes = nodes(std::string("show-node-") + release + "-production.txt");
     in.file_state = [](const std::string&) { return 0; };
     auto f = check_config(in);
