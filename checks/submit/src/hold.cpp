@@ -81,13 +81,6 @@ LaunchResult refused(const Hold& h, const std::string& why) {
   return r;
 }
 
-// The reservation's line of `scontrol -o show reservation NAME`, or "" when it does not exist.
-std::string reservation_line(const std::string& name, const std::string& conf) {
-  auto r = slurm_cmd({"scontrol", "-o", "show", "reservation", name}, conf);
-  if (!r.ok() || r->find("ReservationName=" + name + " ") == std::string::npos) return "";
-  return *r;
-}
-
 // A hold whose node has its drain back (step 5 of run_held) gets an end: its Duration becomes the
 // re-check's limit and a margin. Before that it has none: Slurm shows "Duration=UNLIMITED" as
 // "Duration=365-00:00:00" (measured on 22.05). A hold still open that nobody finishes may have
@@ -146,7 +139,8 @@ LaunchResult run_held(const PlannedCommand& c, int timeout_s, const std::string&
     auto now = node_now(h.node, conf);
     if (!now.ok()) return give_up(now.error().to_string(), false);
     n = *now;
-    if ((n.reserved || n.maint) && !reservation_line(h.reservation, conf).empty()) break;
+    // node_now's table marks the node held when vigil-hold-<node> exists (slurm_api.h).
+    if ((n.reserved || n.maint) && n.vigil_hold) break;
     if (waited >= 60) return give_up("the reservation did not take hold within 30 s", false);
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
   }
