@@ -9,6 +9,8 @@
 //   srun --gres=gpu:N (a user job)                                  its N GPUs only
 //   a plain srun step inside the --exclusive job (mpirun's ranks)   none
 //   srun --gres=gpu:8 inside that job                               every GPU
+//   a plain srun step of an --exclusive --gres=gpu:8 job (fabric      every GPU
+//   jobs, held re-checks)
 //   srun -Z (vigil-submit's re-check and reset today)               none: VIGIL-NVML-GPU-HIDDEN
 #include <gtest/gtest.h>
 
@@ -113,10 +115,16 @@ TEST_F(ProductionSlurm, each_step_sees_exactly_the_gpus_its_allocation_holds) {
   const long node_job = submit(
       {"--nodelist=gpu-0", "--exclusive", out, "--wrap",
        script_ + " batch; srun " + script_ + " step; srun --gres=gpu:8 " + script_ + " step-gres"});
+  // vigil-submit's fabric job, and the hold of a re-check: --exclusive and --gres=gpu:8 on the
+  // allocation. A plain step inside it (how mpirun starts its daemon on another node, or the
+  // held re-check's step) gets every GPU the job asked for (srun(1), --gres: a step gets all the
+  // job's GRES by default, except those --exclusive alone gave it).
+  const long gres_job = submit({"--nodelist=gpu-0", "--exclusive", "--gres=gpu:8", out, "--wrap",
+                                "srun " + script_ + " gres-job-step"});
   // A user job that holds 2 of gpu-1's GPUs.
   const long user_job =
       submit({"--nodelist=gpu-1", "--gres=gpu:2", out, "--wrap", script_ + " user"});
-  ASSERT_TRUE(cluster_->wait_for_jobs({node_job, user_job}, std::chrono::seconds(300)));
+  ASSERT_TRUE(cluster_->wait_for_jobs({node_job, gres_job, user_job}, std::chrono::seconds(300)));
   // srun -Z: no allocation, so no GRES, so every GPU denied (Slurm: a faked credential without
   // GRES; gres_g_get_devices(NULL) denies every GRES file).
   const auto z =
@@ -129,6 +137,9 @@ TEST_F(ProductionSlurm, each_step_sees_exactly_the_gpus_its_allocation_holds) {
   const Seen step_gres = seen("step-gres", "gpu-0");
   EXPECT_EQ(step_gres.status, Status::kPass) << step_gres.text;
   EXPECT_EQ(step_gres.gpus, 8) << step_gres.text;
+  const Seen gres_job_step = seen("gres-job-step", "gpu-0");
+  EXPECT_EQ(gres_job_step.status, Status::kPass) << gres_job_step.text;
+  EXPECT_EQ(gres_job_step.gpus, 8) << gres_job_step.text;
   for (const auto& [label, node] : {std::pair{"step", "gpu-0"}, std::pair{"noalloc", "gpu-1"}}) {
     SCOPED_TRACE(label);
     const Seen s = seen(label, node);

@@ -57,6 +57,11 @@ AllreduceSpec fabric_spec(const CheckContext& ctx, const FabricNetwork& network,
   // training job's all_reduce does; the inter-node hop is what a slow link slows.
   spec.transport = std::string(network.transport);
   spec.ranks = ctx.fabric_ranks;
+  // The nodes by name, not from mpirun's view of an allocation: a held fabric re-check runs
+  // mpirun with Slurm's allocation reader off (cronjobs/vigil-check.sbatch), and without --host
+  // every rank started on mpirun's own node (seen on the local cluster: the drained node never
+  // ran a rank, and the pair "passed").
+  spec.hosts = ctx.fabric_nodes;
   spec.map_by_node = true;
   const bool full = ctx.suite == Suite::kFull;
   spec.min_bytes = full ? "512M" : "1G";

@@ -41,12 +41,41 @@ Result<std::string> slurm_cmd(const std::vector<std::string>& argv, const std::s
   return r->out;
 }
 
-// The node as scontrol shows it now.
-Result<slurm::SlurmNodeInfo> node_now(const std::string& node, const std::string& conf) {
+// The nodes as scontrol shows them now, in the order asked.
+Result<std::vector<slurm::SlurmNodeInfo>> nodes_now(const std::vector<std::string>& names,
+                                                    const std::string& conf) {
   auto api = slurm::make_scontrol_api(conf);
-  VIGIL_TRY(auto nodes, api->load_nodes_named({node}));
-  if (nodes.empty()) return Error{"node " + node + " unknown to slurmctld", "hold"};
+  VIGIL_TRY(auto nodes, api->load_nodes_named(names));
+  std::vector<slurm::SlurmNodeInfo> out;
+  for (const std::string& name : names) {
+    auto it =
+        std::find_if(nodes.begin(), nodes.end(), [&](const auto& n) { return n.name == name; });
+    if (it == nodes.end()) return Error{"node " + name + " unknown to slurmctld", "hold"};
+    out.push_back(*it);
+  }
+  return out;
+}
+
+Result<slurm::SlurmNodeInfo> node_now(const std::string& node, const std::string& conf) {
+  VIGIL_TRY(auto nodes, nodes_now({node}, conf));
   return nodes.front();
+}
+
+// The held node first, then its partners.
+std::vector<std::string> held_nodes(const Hold& h) {
+  std::vector<std::string> all = {h.node};
+  all.insert(all.end(), h.partners.begin(), h.partners.end());
+  return all;
+}
+
+// Why a partner cannot serve (busy, drained, down, or already reserved), or empty.
+std::string partner_unfit(const slurm::SlurmNodeInfo& p, bool hold_taken) {
+  if (p.drain || p.state != "IDLE" || p.completing)
+    return "the partner " + p.name + " is no longer idle (" + p.state + (p.drain ? "+DRAIN" : "") +
+           ")";
+  if (!hold_taken && (p.reserved || p.maint))
+    return "the partner " + p.name + " is already in a reservation";
+  return "";
 }
 
 VoidResult drain(const std::string& node, const std::string& reason, const std::string& conf) {
@@ -96,15 +125,23 @@ bool open_hold(const std::string& line) {
 
 LaunchResult run_held(const PlannedCommand& c, int timeout_s, const std::string& conf) {
   const Hold& h = *c.hold;
+  const std::vector<std::string> names = held_nodes(h);
   // 0. A node already in a reservation (the site's, or another run's hold) is left alone: ours
-  // could overlap it, and its users' jobs could start on the node once it is undrained.
-  if (auto before = node_now(h.node, conf); !before.ok() || before->reserved || before->maint) {
-    return refused(h, before.ok() ? "the node is already in a reservation; not re-checked"
-                                  : before.error().to_string());
+  // could overlap it, and its users' jobs could start on the node once it is undrained. A partner
+  // must be idle: the hold must not wait behind, nor overlap, anyone's job.
+  auto before = nodes_now(names, conf);
+  if (!before.ok()) return refused(h, before.error().to_string());
+  if (before->front().reserved || before->front().maint)
+    return refused(h, "the node is already in a reservation; not re-checked");
+  for (size_t i = 1; i < before->size(); ++i) {
+    if (auto why = partner_unfit((*before)[i], false); !why.empty())
+      return refused(h, why + "; not re-checked");
   }
-  // 1. The reservation: from now on no job but the checker's may start on the node.
+  // 1. The reservation: from now on no job but the checker's may start on the nodes.
+  std::string list;
+  for (const auto& n : names) list += (list.empty() ? "" : ",") + n;
   auto created = slurm_cmd(
-      {"scontrol", "create", "reservation", "ReservationName=" + h.reservation, "Nodes=" + h.node,
+      {"scontrol", "create", "reservation", "ReservationName=" + h.reservation, "Nodes=" + list,
        "Users=" + h.user, "StartTime=now", "Duration=UNLIMITED", "Flags=IGNORE_JOBS"},
       conf);
   if (!created.ok()) {
@@ -134,28 +171,36 @@ LaunchResult run_held(const PlannedCommand& c, int timeout_s, const std::string&
   };
   // 2. slurmctld applies a new reservation to its nodes on its next pass (seconds): undraining
   // before the node shows RESERVED would let a pending user job start there.
-  slurm::SlurmNodeInfo n;
+  std::vector<slurm::SlurmNodeInfo> now;
   for (int waited = 0;; ++waited) {
-    auto now = node_now(h.node, conf);
-    if (!now.ok()) return give_up(now.error().to_string(), false);
-    n = *now;
-    // node_now's table marks the node held when vigil-hold-<node> exists (slurm_api.h).
-    if ((n.reserved || n.maint) && n.vigil_hold) break;
+    auto read = nodes_now(names, conf);
+    if (!read.ok()) return give_up(read.error().to_string(), false);
+    now = std::move(*read);
+    // The table marks the node held when vigil-hold-<node> exists (slurm_api.h).
+    const bool taken =
+        now.front().vigil_hold &&
+        std::all_of(now.begin(), now.end(), [](const auto& x) { return x.reserved || x.maint; });
+    if (taken) break;
     if (waited >= 60) return give_up("the reservation did not take hold within 30 s", false);
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
   }
   // 3. Still Vigil's drain, with the reason planned, and idle: else someone acted meanwhile.
+  const slurm::SlurmNodeInfo& n = now.front();
   if (!n.drain || n.reason != h.reason || n.state != "IDLE" || n.completing) {
     return give_up("the node changed since the plan (" + n.state + (n.drain ? "+DRAIN" : "") +
                        ", reason '" + n.reason + "'); not re-checked",
                    false);
+  }
+  for (size_t i = 1; i < now.size(); ++i) {
+    if (auto why = partner_unfit(now[i], true); !why.empty())
+      return give_up(why + "; not re-checked", false);
   }
   // From the UNDRAIN to step 5 the node has no drain; an admin's drain landing in that gap of
   // seconds is overwritten by step 5 (docs/recheck.md).
   if (auto u = slurm_cmd({"scontrol", "update", "NodeName=" + h.node, "State=UNDRAIN"}, conf);
       !u.ok())
     return give_up("cannot undrain: " + u.error().to_string(), true);
-  // 4. The allocation: the whole node with every GPU, inside the reservation.
+  // 4. The allocation: the whole node (and its partners) with every GPU, inside the reservation.
   auto alloc = run_command(h.allocate, slurm_options(conf, 90));
   std::smatch m;
   static const std::regex kGranted("Granted job allocation ([0-9]+)");
@@ -231,7 +276,7 @@ std::vector<std::string> release_stale_holds(const std::vector<slurm::SlurmJobIn
               o.recheck_timeout_s + o.hold_setup_s)
         continue;
     }
-    Hold h{node, name, "", "", {}};
+    Hold h{node, name, "", "", {}, {}};
     std::string what = "released " + name;
     auto n = node_now(node, conf);
     if (!n.ok()) {

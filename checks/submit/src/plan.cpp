@@ -6,6 +6,7 @@
 #include <map>
 #include <random>
 #include <set>
+#include <tuple>
 #include <unordered_map>
 
 namespace vigil::submit {
@@ -69,8 +70,14 @@ PlannedCommand node_job(const std::string& node, const SubmitOptions& o) {
 // A multi-node job: kind and VIGIL_MODE "fabric" or "domain". partition: the group's own
 // partition when --partition is not given (the allocation must lie in one partition), empty when
 // the nodes have none.
+// gpus: the GPUs every node of the group has in Slurm (its Gres), 0 when it has none.
+// --gres=gpu:N on the allocation, not only --exclusive: a step gets by default every GRES the job
+// asked for, but none that --exclusive alone gave it (srun(1), --gres), and mpirun starts its
+// daemons on the other nodes as such steps. Measured on the production profile: in an
+// `--exclusive` job the plain step opens no GPU, in an `--exclusive --gres=gpu:4` job it opens
+// all 4 (docs/recheck.md "Which step sees which GPU").
 PlannedCommand multi_node_job(const std::string& kind, const std::vector<std::string>& group,
-                              const std::string& partition, int ranks_per_node,
+                              const std::string& partition, int ranks_per_node, int gpus,
                               const SubmitOptions& o) {
   PlannedCommand c{kind, group, {"sbatch", "--parsable"}};
   add_common_sbatch(c.argv, o, o.fabric_time_limit);
@@ -79,6 +86,7 @@ PlannedCommand multi_node_job(const std::string& kind, const std::vector<std::st
   for (const auto& n : group) list += (list.empty() ? "" : ",") + n;
   c.argv.push_back("--nodelist=" + list);
   c.argv.push_back("--nodes=" + std::to_string(group.size()));
+  if (gpus > 0) c.argv.push_back("--gres=gpu:" + std::to_string(gpus));
   c.argv.push_back("--ntasks-per-node=" + std::to_string(ranks_per_node));
   c.argv.push_back("--time=" + o.fabric_time_limit);
   c.argv.push_back("--export=ALL,VIGIL_MODE=" + kind + ",VIGIL_RUN_ID=" + o.run_id);
@@ -86,32 +94,30 @@ PlannedCommand multi_node_job(const std::string& kind, const std::vector<std::st
   return c;
 }
 
-// A re-check of a node Vigil drained, held (docs/recheck.md "The hold"). No job starts on a
-// DRAIN node, and `srun -Z`, which does run there, holds no GRES: with task/cgroup and
-// ConstrainDevices=yes its step may open no GPU (Slurm: a faked credential without GRES, and
+// The hold of a drained node (docs/recheck.md "The hold"), with the partners held beside it. No
+// job starts on a DRAIN node, and `srun -Z`, which does run there, holds no GRES: with task/cgroup
+// and ConstrainDevices=yes its step may open no GPU (Slurm: a faked credential without GRES, and
 // gres_g_get_devices() denies every GRES device to it; measured on the local cluster's production
 // profile, tests/integration/production_slurm_test.cpp). So the node is held in a reservation
 // only the checker may use, undrained, allocated whole with every GPU (--gres=gpu:N from its
-// Gres) and drained again with its own reason before the step runs. reset: the drainer asked for
-// a GPU reset first (reason "vigil: reset-gpu ..."): the job script's mode `reset` runs
-// `vigil-check repair reset-gpu`, then the re-check if it passed.
-PlannedCommand recheck_cmd(const SlurmNodeInfo& node, bool reset, const SubmitOptions& o) {
-  const std::string partition = !o.partition.empty()      ? o.partition
-                                : node.partitions.empty() ? ""
-                                                          : node.partitions.front();
+// Gres) and drained again with its own reason before the step runs.
+Hold make_hold(const SlurmNodeInfo& node, const std::vector<std::string>& partners,
+               const std::string& partition, const SubmitOptions& o) {
   const int gpus = slurm::gpu_count(node.gres);
-  Hold hold{node.name,
-            hold_reservation(node.name),
-            node.reason,
-            o.hold_user.empty() ? "root" : o.hold_user,
-            {"salloc"}};
+  Hold hold{node.name,   hold_reservation(node.name),
+            node.reason, o.hold_user.empty() ? "root" : o.hold_user,
+            {"salloc"},  partners};
+  std::string list = node.name;
+  for (const auto& p : partners) list += "," + p;
   auto& a = hold.allocate;
-  // No shell: the allocation only holds the node; --immediate: a node that cannot be had within
-  // a minute (another job slipped in before the hold) is given up, never waited for.
+  // No shell: the allocation only holds the nodes; --immediate: nodes that cannot be had within
+  // a minute (another job slipped in before the hold) are given up, never waited for.
   a.insert(a.end(), {"--no-shell", "--immediate=60"});
   a.push_back("--reservation=" + hold.reservation);
-  a.push_back("--nodelist=" + node.name);
-  a.insert(a.end(), {"--nodes=1", "--exclusive"});
+  a.push_back("--nodelist=" + list);
+  a.push_back("--nodes=" + std::to_string(1 + partners.size()));
+  a.push_back("--exclusive");
+  // Per node; a step then gets every one of them by default (multi_node_job).
   if (gpus > 0) a.push_back("--gres=gpu:" + std::to_string(gpus));
   // The allocation outlives a vigil-submit killed mid-way by no more than this (minutes).
   a.push_back("--time=" + std::to_string(o.recheck_timeout_s / 60 + 5));
@@ -120,46 +126,61 @@ PlannedCommand recheck_cmd(const SlurmNodeInfo& node, bool reset, const SubmitOp
   if (!partition.empty()) a.push_back("--partition=" + partition);
   if (!o.qos.empty()) a.push_back("--qos=" + o.qos);
   if (!o.account.empty()) a.push_back("--account=" + o.account);
-  PlannedCommand c{"recheck",
-                   {node.name},
-                   {"srun", "--jobid=" + std::string(kHoldJobId), "--nodelist=" + node.name,
-                    "--nodes=1", "--ntasks=1"}};
-  if (gpus > 0) c.argv.push_back("--gres=gpu:" + std::to_string(gpus));
-  c.argv.push_back(std::string("--export=ALL,VIGIL_MODE=") + (reset ? "reset" : "recheck") +
-                   ",VIGIL_RUN_ID=" + o.run_id);
-  c.argv.push_back("bash");
+  return hold;
+}
+
+// The step of a held re-check: the job script on `on` (one task, the node's every GPU: the
+// default of a step in an allocation that asked for them), in VIGIL_MODE `mode`; `env`: more
+// exports.
+std::vector<std::string> held_step(const std::string& on, const std::string& mode,
+                                   const std::string& env, const SubmitOptions& o) {
+  std::vector<std::string> argv = {
+      "srun",
+      "--jobid=" + std::string(kHoldJobId),
+      "--nodelist=" + on,
+      "--nodes=1",
+      "--ntasks=1",
+      "--export=ALL,VIGIL_MODE=" + mode + ",VIGIL_RUN_ID=" + o.run_id + env,
+      "bash"};
   if (o.recheck_script_text.empty()) {
-    c.argv.push_back(o.job_script);
+    argv.push_back(o.job_script);
   } else {
-    c.argv.push_back("-c");
-    c.argv.push_back(o.recheck_script_text);
-    c.argv.push_back("vigil-recheck");  // $0 of the inline script
+    argv.push_back("-c");
+    argv.push_back(o.recheck_script_text);
+    argv.push_back("vigil-recheck");  // $0 of the inline script
   }
-  c.hold = std::move(hold);
+  return argv;
+}
+
+// A held re-check of a node Vigil drained. reset: the drainer asked for a GPU reset first (reason
+// "vigil: reset-gpu ..."): the job script's mode `reset` runs `vigil-check repair reset-gpu`,
+// then the re-check if it passed.
+PlannedCommand recheck_cmd(const SlurmNodeInfo& node, bool reset, const SubmitOptions& o) {
+  const std::string partition = !o.partition.empty()      ? o.partition
+                                : node.partitions.empty() ? ""
+                                                          : node.partitions.front();
+  PlannedCommand c{
+      "recheck", {node.name}, held_step(node.name, reset ? "reset" : "recheck", "", o)};
+  c.hold = make_hold(node, {}, partition, o);
   return c;
 }
 
-// A node Vigil drained for the fabric (docs/fabric.md "Fabric re-check"): no allocation can
-// include a DRAIN node, so the pair test runs inside an exclusive allocation of the known-good
-// partner, and the job script reaches the drained node with srun -Z. (Not held yet: under
-// ConstrainDevices=yes that step opens no GPU of the drained node; docs/recheck.md.)
-// Only the drained node's report is posted; the partner is held by the allocation, so no user
-// job shares it, and the drained node never leaves DRAIN.
-// kind: "fabric-recheck", or "domain-recheck" for a node drained for its NVLink domain (the
-// partner is of the same domain).
-PlannedCommand fabric_recheck_job(const std::string& kind, const std::string& drained,
+// A node Vigil drained for the fabric (docs/fabric.md "Fabric re-check"): the pair test against
+// a known-good partner, both held in one reservation and allocation. The job script runs as a
+// step on the partner, and its mpirun reaches the drained node through a second step of the
+// allocation, so the ranks on both sides hold every GPU of their node. Only the drained node's
+// report is posted; the partner is a reference. kind: "fabric-recheck", or "domain-recheck" for a
+// node drained for its NVLink domain (the partner is of the same domain).
+PlannedCommand fabric_recheck_cmd(const std::string& kind, const SlurmNodeInfo& drained,
                                   const std::string& partner, const std::string& partition,
                                   int ranks_per_node, const SubmitOptions& o) {
-  PlannedCommand c{kind, {drained, partner}, {"sbatch", "--parsable"}};
-  add_common_sbatch(c.argv, o, o.fabric_time_limit);
-  if (o.partition.empty() && !partition.empty()) c.argv.push_back("--partition=" + partition);
-  c.argv.push_back("--nodelist=" + partner);
-  c.argv.push_back("--nodes=1");
-  c.argv.push_back("--ntasks-per-node=" + std::to_string(ranks_per_node));
-  c.argv.push_back("--time=" + o.fabric_time_limit);
-  c.argv.push_back("--export=ALL,VIGIL_MODE=" + kind + ",VIGIL_RUN_ID=" + o.run_id +
-                   ",VIGIL_RECHECK_NODE=" + drained);
-  c.argv.push_back(o.job_script);
+  PlannedCommand c{kind,
+                   {drained.name, partner},
+                   held_step(partner, kind,
+                             ",VIGIL_RECHECK_NODE=" + drained.name +
+                                 ",VIGIL_RANKS_PER_NODE=" + std::to_string(ranks_per_node),
+                             o)};
+  c.hold = make_hold(drained, {partner}, partition, o);
   return c;
 }
 
@@ -256,17 +277,21 @@ void note_group(Verdicts& verdicts, const std::vector<std::string>& group,
 // rounds of pairs and names a slow node in one job.
 void add_fabric_jobs(SubmitPlan& plan, Verdicts& verdicts, const std::vector<std::string>& chosen,
                      const std::vector<slurm::SlurmNodeInfo>& nodes, const SubmitOptions& o) {
-  std::map<std::string, std::string> partition_of;
-  for (const slurm::SlurmNodeInfo& n : nodes) partition_of[n.name] = job_partition(n, o);
-  std::map<std::string, std::vector<std::string>> by_partition;  // in shuffled order
-  for (const std::string& name : chosen) by_partition[partition_of[name]].push_back(name);
+  std::map<std::string, std::pair<std::string, int>> key_of;  // partition, GPUs in Slurm
+  for (const slurm::SlurmNodeInfo& n : nodes)
+    key_of[n.name] = {job_partition(n, o), slurm::gpu_count(n.gres)};
+  // One allocation lies in one partition and asks every node for the same GPUs.
+  std::map<std::pair<std::string, int>, std::vector<std::string>> groups;  // in shuffled order
+  for (const std::string& name : chosen) groups[key_of[name]].push_back(name);
   const size_t k = static_cast<size_t>(std::max(2, o.fabric_nodes));
-  for (const auto& [partition, members] : by_partition) {
+  for (const auto& [key, members] : groups) {
+    const auto& [partition, gpus] = key;
     for (size_t i = 0; i + 1 < members.size(); i += k) {
       const std::vector<std::string> group(
           members.begin() + static_cast<long>(i),
           members.begin() + static_cast<long>(std::min(members.size(), i + k)));
-      plan.jobs.push_back(multi_node_job("fabric", group, partition, o.fabric_ranks_per_node, o));
+      plan.jobs.push_back(
+          multi_node_job("fabric", group, partition, o.fabric_ranks_per_node, gpus, o));
       note_group(verdicts, group, "fabric");
     }
     if (members.size() % k == 1) verdicts[members.back()].why += " (no fabric partner this run)";
@@ -279,23 +304,26 @@ void add_fabric_jobs(SubmitPlan& plan, Verdicts& verdicts, const std::vector<std
 // known domain get none.
 void add_domain_jobs(SubmitPlan& plan, Verdicts& verdicts, const std::vector<std::string>& chosen,
                      const std::vector<slurm::SlurmNodeInfo>& nodes, const SubmitOptions& o) {
-  std::map<std::string, std::string> partition_of;
-  for (const slurm::SlurmNodeInfo& n : nodes) partition_of[n.name] = job_partition(n, o);
-  std::map<std::pair<std::string, std::string>, std::vector<std::string>> groups;
+  std::map<std::string, std::pair<std::string, int>> key_of;  // partition, GPUs in Slurm
+  for (const slurm::SlurmNodeInfo& n : nodes)
+    key_of[n.name] = {job_partition(n, o), slurm::gpu_count(n.gres)};
+  std::map<std::tuple<std::string, std::string, int>, std::vector<std::string>> groups;
   for (const std::string& name : chosen) {
     auto d = o.nvlink_domain_of.find(name);
-    if (d != o.nvlink_domain_of.end()) groups[{partition_of[name], d->second}].push_back(name);
+    if (d != o.nvlink_domain_of.end())
+      groups[{key_of[name].first, d->second, key_of[name].second}].push_back(name);
   }
   // A map's "domain" larger than one NVL72 is split: no job spans more than domain_nodes trays.
   const size_t k = static_cast<size_t>(std::max(2, o.domain_nodes));
   for (auto& [key, members] : groups) {
-    const auto& [partition, domain] = key;
+    const auto& [partition, domain, gpus] = key;
     std::sort(members.begin(), members.end());
     for (size_t i = 0; i + 1 < members.size(); i += k) {
       const std::vector<std::string> group(
           members.begin() + static_cast<long>(i),
           members.begin() + static_cast<long>(std::min(members.size(), i + k)));
-      plan.jobs.push_back(multi_node_job("domain", group, partition, o.domain_ranks_per_node, o));
+      plan.jobs.push_back(
+          multi_node_job("domain", group, partition, o.domain_ranks_per_node, gpus, o));
       note_group(verdicts, group, "NVLink domain " + domain + " job");
     }
     if (members.size() % k == 1)
@@ -310,12 +338,95 @@ std::string skip_reason(const slurm::SlurmNodeInfo& n, const std::vector<slurm::
   return skip_reason_indexed(n, index_vigil_jobs(jobs, o), o);
 }
 
+namespace {
+
+// The held re-checks, in order (nodes waiting for a GPU reset first: past --max-rechecks a late
+// name would wait until the drainer's reset_timeout_s sends it to a reboot). A node drained for
+// the fabric or its NVLink domain takes a known-good partner out of `check_candidates`: an idle
+// node Vigil may check (not drained, no vigil job), in name order, of the same partition, the same
+// GPUs in Slurm, and for a domain drain the same NVLink domain. The partner is held with it, so
+// it gets no node job this run (it has to be idle when the hold begins); --nodes does not restrict
+// partners: a partner is a reference, never judged.
+void add_rechecks(SubmitPlan& plan, Verdicts& verdicts, std::vector<std::string> candidates,
+                  std::vector<std::string>& check_candidates,
+                  const std::vector<slurm::SlurmNodeInfo>& nodes, const VigilJobIndex& vigil_jobs,
+                  const SubmitOptions& o) {
+  std::map<std::string, const slurm::SlurmNodeInfo*> info;
+  for (const slurm::SlurmNodeInfo& n : nodes) info[n.name] = &n;
+  std::sort(candidates.begin(), candidates.end(), [&](const std::string& a, const std::string& b) {
+    const bool ra = slurm::is_reset_gpu_reason(info.at(a)->reason);
+    const bool rb = slurm::is_reset_gpu_reason(info.at(b)->reason);
+    return ra != rb ? ra : a < b;
+  });
+  std::set<std::string> taken;  // partners already given
+  auto domain_of = [&](const std::string& name) {
+    auto it = o.nvlink_domain_of.find(name);
+    return it == o.nvlink_domain_of.end() ? std::string() : it->second;
+  };
+  const size_t cap = static_cast<size_t>(std::max(o.max_rechecks, 0));
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    NodeVerdict& v = verdicts[candidates[i]];
+    if (i >= cap) {
+      v.why = "drained by vigil; over --max-rechecks " + std::to_string(cap);
+      continue;
+    }
+    const slurm::SlurmNodeInfo& drained = *info.at(candidates[i]);
+    v.action = PlanStep::kRecheck;
+    if (!is_fabric_drain(drained)) {
+      const bool reset = slurm::is_reset_gpu_reason(drained.reason);
+      plan.rechecks.push_back(recheck_cmd(drained, reset, o));
+      v.why = std::string(reset ? "drained by vigil for a GPU reset: held, reset-gpu, then the "
+                                  "re-check (reservation "
+                                : "drained by vigil: held re-check (reservation ") +
+              hold_reservation(drained.name) + ")";
+      continue;
+    }
+    // The node checks of a plain re-check do not include the fabric test that drained it.
+    const bool domain = is_domain_drain(drained);
+    const std::string what = domain ? "NVLink domain" : "fabric";
+    const std::string partition = job_partition(drained, o);
+    const std::string its_domain = domain ? domain_of(drained.name) : "";
+    const int gpus = slurm::gpu_count(drained.gres);
+    auto p = std::find_if(info.begin(), info.end(), [&](const auto& entry) {
+      const slurm::SlurmNodeInfo& n = *entry.second;
+      return !n.drain && n.state == "IDLE" && !taken.count(n.name) &&
+             job_partition(n, o) == partition && slurm::gpu_count(n.gres) == gpus &&
+             (!domain || (!its_domain.empty() && domain_of(n.name) == its_domain)) &&
+             skip_reason_indexed(n, vigil_jobs, o).empty();
+    });
+    if (p == info.end()) {
+      v.action = PlanStep::kSkip;
+      v.why = "drained by vigil (" + what + "); no idle known-good partner in partition " +
+              partition +
+              (domain ? its_domain.empty() ? " (its NVLink domain is not known: --nvlink-domains)"
+                                           : " and NVLink domain " + its_domain
+                      : "") +
+              " this run";
+      continue;
+    }
+    const std::string& partner = p->first;
+    taken.insert(partner);
+    check_candidates.erase(std::remove(check_candidates.begin(), check_candidates.end(), partner),
+                           check_candidates.end());
+    if (auto pv = verdicts.find(partner); pv != verdicts.end())
+      pv->second.why = "held as the known-good partner of " + drained.name + "'s " + what +
+                       " re-check; its own checks next run";
+    plan.rechecks.push_back(fabric_recheck_cmd(
+        domain ? "domain-recheck" : "fabric-recheck", drained, partner, partition,
+        domain ? o.domain_ranks_per_node : o.fabric_ranks_per_node, o));
+    v.why = "drained by vigil (" + what + "): held pair re-check with " + partner +
+            " (reservation " + hold_reservation(drained.name) + ")";
+  }
+}
+
+}  // namespace
+
 SubmitPlan plan_submissions(const std::vector<slurm::SlurmNodeInfo>& nodes,
                             const std::vector<slurm::SlurmJobInfo>& jobs, const SubmitOptions& o) {
   SubmitPlan plan;
   const std::set<std::string> wanted(o.nodes.begin(), o.nodes.end());
   const VigilJobIndex vigil_jobs = index_vigil_jobs(jobs, o);
-  std::map<std::string, NodeVerdict> verdicts;
+  Verdicts verdicts;
   std::vector<std::string> check_candidates;
   std::vector<std::string> recheck_candidates;
   for (const slurm::SlurmNodeInfo& n : nodes) {
@@ -333,6 +444,7 @@ SubmitPlan plan_submissions(const std::vector<slurm::SlurmNodeInfo>& nodes,
   for (const std::string& name : o.nodes) {
     if (!verdicts.count(name)) verdicts[name] = {name, PlanStep::kSkip, "unknown to slurmctld"};
   }
+  add_rechecks(plan, verdicts, recheck_candidates, check_candidates, nodes, vigil_jobs, o);
 
   // Random subset under the cap: a large fleet is covered over several runs instead of
   // flooding slurmctld in one. Seeded, so a plan can be reproduced.
@@ -356,84 +468,6 @@ SubmitPlan plan_submissions(const std::vector<slurm::SlurmNodeInfo>& nodes,
   }
   if (o.fabric) add_fabric_jobs(plan, verdicts, chosen, nodes, o);
   if (!o.nvlink_domain_of.empty()) add_domain_jobs(plan, verdicts, chosen, nodes, o);
-
-  // Known-good partners for fabric re-checks: idle nodes Vigil may check (not drained, no
-  // vigil job), in name order, those without a node job this run first (each holds one
-  // exclusive allocation at a time). --nodes does not restrict them: a partner is a reference.
-  std::map<std::string, const slurm::SlurmNodeInfo*> info;
-  for (const slurm::SlurmNodeInfo& n : nodes) info[n.name] = &n;
-  std::vector<std::string> partners;
-  const std::set<std::string> busy(chosen.begin(), chosen.end());
-  const bool fabric_drains =
-      std::any_of(recheck_candidates.begin(), recheck_candidates.end(),
-                  [&](const std::string& name) { return is_fabric_drain(*info.at(name)); });
-  for (int pass = 0; fabric_drains && pass < 2; ++pass) {
-    for (const auto& [name, n] : info) {
-      if (n->drain || n->state != "IDLE" || busy.count(name) != static_cast<size_t>(pass)) continue;
-      if (skip_reason_indexed(*n, vigil_jobs, o).empty()) partners.push_back(name);
-    }
-  }
-  auto partition_of = [&](const slurm::SlurmNodeInfo& n) { return job_partition(n, o); };
-  auto domain_of = [&](const std::string& name) {
-    auto it = o.nvlink_domain_of.find(name);
-    return it == o.nvlink_domain_of.end() ? std::string() : it->second;
-  };
-
-  // Nodes waiting for a GPU reset first: past --max-rechecks a late name would wait until the
-  // drainer's reset_timeout_s sends it to a reboot.
-  std::sort(recheck_candidates.begin(), recheck_candidates.end(),
-            [&](const std::string& a, const std::string& b) {
-              const bool ra = slurm::is_reset_gpu_reason(info.at(a)->reason);
-              const bool rb = slurm::is_reset_gpu_reason(info.at(b)->reason);
-              return ra != rb ? ra : a < b;
-            });
-  const size_t recheck_cap = static_cast<size_t>(std::max(o.max_rechecks, 0));
-  for (size_t i = 0; i < recheck_candidates.size(); ++i) {
-    NodeVerdict& v = verdicts[recheck_candidates[i]];
-    if (i >= recheck_cap) {
-      v.why = "drained by vigil; over --max-rechecks " + std::to_string(recheck_cap);
-      continue;
-    }
-    const slurm::SlurmNodeInfo& drained = *info.at(recheck_candidates[i]);
-    if (is_fabric_drain(drained)) {
-      // The node checks of a plain re-check do not include the fabric test that drained it. A
-      // node drained for its NVLink domain is re-checked over that domain: its partner must be
-      // a tray of the same domain, and a node whose domain is not known waits.
-      const bool domain = is_domain_drain(drained);
-      const std::string what = domain ? "NVLink domain" : "fabric";
-      const std::string partition = partition_of(drained);
-      const std::string its_domain = domain ? domain_of(drained.name) : "";
-      auto p = std::find_if(partners.begin(), partners.end(), [&](const std::string& name) {
-        return partition_of(*info.at(name)) == partition &&
-               (!domain || (!its_domain.empty() && domain_of(name) == its_domain));
-      });
-      if (p == partners.end()) {
-        v.why = "drained by vigil (" + what + "); no idle known-good partner in partition " +
-                partition +
-                (domain ? its_domain.empty() ? " (its NVLink domain is not known: --nvlink-domains)"
-                                             : " and NVLink domain " + its_domain
-                        : "") +
-                " this run";
-        continue;
-      }
-      plan.jobs.push_back(fabric_recheck_job(
-          domain ? "domain-recheck" : "fabric-recheck", drained.name, *p, partition,
-          domain ? o.domain_ranks_per_node : o.fabric_ranks_per_node, o));
-      v.action = PlanStep::kRecheck;
-      v.why = "drained by vigil (" + what + "): pair re-check with " + *p + " inside " + *p +
-              "'s allocation, srun -Z onto the node (node stays drained)";
-      partners.erase(p);
-      continue;
-    }
-    const bool reset = slurm::is_reset_gpu_reason(drained.reason);
-    plan.rechecks.push_back(recheck_cmd(drained, reset, o));
-    v.action = PlanStep::kRecheck;
-    v.why = reset ? "drained by vigil for a GPU reset: held, reset-gpu, then the re-check "
-                    "(reservation " +
-                        hold_reservation(drained.name) + ")"
-                  : "drained by vigil: held re-check (reservation " +
-                        hold_reservation(drained.name) + ")";
-  }
   for (auto& [name, v] : verdicts) plan.verdicts.push_back(std::move(v));
   return plan;
 }

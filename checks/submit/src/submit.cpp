@@ -129,7 +129,7 @@ void print_table(const SubmitPlan& plan, const std::vector<CommandOutcome>& outc
       r = "dry-run";
     } else if (!o.ran) {
       r = "not run";
-    } else if (o.kind == "recheck") {
+    } else if (o.kind.ends_with("recheck")) {  // every re-check is held
       r = o.timed_out                  ? "timed out"
           : o.exit_code == kHoldFailed ? "hold failed"
                                        : "check exit " + std::to_string(o.exit_code);

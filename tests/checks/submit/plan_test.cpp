@@ -224,6 +224,46 @@ TEST(SubmitPlan, fabric_partners_share_a_partition_and_the_job_asks_for_it) {
   }
 }
 
+// A multi-node job asks for every GPU of its nodes (--gres=gpu:N from their Gres): mpirun starts
+// its daemons on the other nodes as plain steps, and a plain step of an --exclusive job without a
+// GPU request may open no GPU under ConstrainDevices=yes (production_slurm_test). One allocation
+// asks every node for the same count, so nodes with other GPUs in Slurm are not grouped together.
+TEST(SubmitPlan, a_fabric_job_asks_for_every_gpu_of_its_nodes_and_groups_by_their_count) {
+  SubmitOptions o = options();
+  o.fabric = true;
+  o.fabric_nodes = 8;
+  std::vector<SlurmNodeInfo> nodes;
+  for (int i = 0; i < 4; ++i) {
+    SlurmNodeInfo eight = idle("big-" + std::to_string(i));
+    eight.gres = "gpu:h100:8(S:0-1)";
+    nodes.push_back(eight);
+    SlurmNodeInfo four = idle("small-" + std::to_string(i));
+    four.gres = "gpu:h100:4";
+    nodes.push_back(four);
+  }
+  nodes.push_back(idle("cpu-0"));  // no GPU in Slurm: no --gres
+  nodes.push_back(idle("cpu-1"));
+  const SubmitPlan p = plan_submissions(nodes, {}, o);
+  int jobs = 0;
+  for (const auto& j : p.jobs) {
+    if (j.kind != "fabric") continue;
+    ++jobs;
+    const std::string family = j.nodes[0].substr(0, j.nodes[0].find('-'));
+    for (const auto& n : j.nodes) EXPECT_EQ(n.substr(0, n.find('-')), family) << n;
+    const bool gres = std::any_of(j.argv.begin(), j.argv.end(),
+                                  [](const std::string& a) { return a.rfind("--gres", 0) == 0; });
+    const std::string want = family == "big"     ? "--gres=gpu:8"
+                             : family == "small" ? "--gres=gpu:4"
+                                                 : "";
+    if (want.empty()) {
+      EXPECT_FALSE(gres) << family;
+    } else {
+      EXPECT_TRUE(has_arg(j.argv, want)) << family;
+    }
+  }
+  EXPECT_EQ(jobs, 3);
+}
+
 TEST(SubmitPlan, fabric_jobs_take_eight_nodes_each_and_the_rest_as_a_smaller_job) {
   SubmitOptions o = options();
   o.fabric = true;  // fabric_nodes defaults to 8
@@ -271,7 +311,10 @@ TEST(SubmitPlan, nodes_drained_by_vigil_get_a_held_recheck_with_every_gpu_not_an
   EXPECT_FALSE(has_arg(argv, "--no-allocate"));
   EXPECT_TRUE(has_arg(argv, "--jobid=@HOLD_JOB@"));
   EXPECT_TRUE(has_arg(argv, "--nodelist=gpu-2"));
-  EXPECT_TRUE(has_arg(argv, "--gres=gpu:8"));
+  // The step asks for no GRES of its own: a step gets every GPU the allocation asked for by
+  // default (srun(1), --gres; production_slurm_test measures it).
+  EXPECT_TRUE(std::none_of(argv.begin(), argv.end(),
+                           [](const std::string& a) { return a.rfind("--gres", 0) == 0; }));
   EXPECT_TRUE(has_arg(argv, o.recheck_script_text));
   ASSERT_TRUE(p.rechecks[0].hold.has_value());
   const vigil::submit::Hold& hold = *p.rechecks[0].hold;
@@ -280,9 +323,11 @@ TEST(SubmitPlan, nodes_drained_by_vigil_get_a_held_recheck_with_every_gpu_not_an
   EXPECT_EQ(hold.reason, ours.reason);  // restored word for word once the node is allocated
   EXPECT_EQ(hold.user, "vigil");
   EXPECT_EQ(hold.allocate[0], "salloc");
-  for (const char* a : {"--no-shell", "--reservation=vigil-hold-gpu-2", "--nodelist=gpu-2",
-                        "--exclusive", "--gres=gpu:8", "--partition=gpu", "--comment=vigil:r1"})
+  for (const char* a :
+       {"--no-shell", "--reservation=vigil-hold-gpu-2", "--nodelist=gpu-2", "--nodes=1",
+        "--exclusive", "--gres=gpu:8", "--partition=gpu", "--comment=vigil:r1"})
     EXPECT_TRUE(has_arg(hold.allocate, a)) << a;
+  EXPECT_TRUE(hold.partners.empty());
   EXPECT_EQ(verdict(p, "gpu-2").action, PlanStep::kRecheck);
   EXPECT_NE(verdict(p, "gpu-2").why.find("held re-check"), std::string::npos);
   // In a reservation (the site's, or another run's hold): not held, said so (review of the hold:
@@ -318,53 +363,75 @@ TEST(SubmitPlan, nodes_drained_by_vigil_get_a_held_recheck_with_every_gpu_not_an
 }
 
 // A node drained for the fabric cannot be re-checked alone (the node checks do not include the
-// pair test) nor inside an allocation (it is DRAIN): an exclusive sbatch on an idle known-good
-// partner runs the pair, reaching the drained node with srun -Z (docs/fabric.md).
-TEST(SubmitPlan, a_fabric_drain_is_rechecked_in_a_known_good_partners_allocation) {
+// pair test): it is held with an idle known-good partner of the same partition and GPUs, in one
+// reservation and one allocation of both with every GPU, and the job script runs as a step on the
+// partner (docs/fabric.md "Fabric re-check"). The partner gets no node job this run.
+TEST(SubmitPlan, a_fabric_drain_is_rechecked_held_with_a_known_good_partner) {
   SlurmNodeInfo sick = idle("gpu-2");
   sick.drain = true;
   sick.reason = "vigil: fabric-ib 4-node fabric job: slow with 3 partners";
+  sick.gres = "gpu:h100:8(S:0-1)";
   SlurmNodeInfo remap = idle("gpu-5");
   remap.drain = true;
   remap.reason = "vigil: remap gpu3 pending 1>0";
   SlurmNodeInfo busy = idle("gpu-0");
   busy.state = "ALLOCATED";  // a user job: no partner now
+  busy.gres = sick.gres;
+  SlurmNodeInfo four = idle("gpu-1");  // other GPUs in Slurm: not a partner for an 8-GPU node
+  four.gres = "gpu:4";
+  SlurmNodeInfo good = idle("gpu-3");
+  good.gres = "gpu:h100:8";
   SubmitOptions o = options();
-  o.nodes = {"gpu-2", "gpu-5"};  // --nodes restricts what is checked, not who partners
-  SubmitPlan p = plan_submissions({busy, idle("gpu-1"), sick, remap}, {}, o);
-  ASSERT_EQ(p.jobs.size(), 1u);
-  const auto& job = p.jobs[0];
-  EXPECT_EQ(job.kind, "fabric-recheck");
-  EXPECT_EQ(job.argv[0], "sbatch");
-  EXPECT_TRUE(has_arg(job.argv, "--nodelist=gpu-1")) << vigil::submit::shell_join(job.argv);
-  EXPECT_TRUE(has_arg(job.argv, "--nodes=1"));
-  EXPECT_TRUE(has_arg(job.argv, "--exclusive"));
-  EXPECT_TRUE(has_arg(job.argv, "--partition=gpu"));
-  EXPECT_TRUE(has_arg(job.argv,
+  o.nodes = {"gpu-2", "gpu-5", "gpu-3"};  // --nodes restricts what is checked, not who partners
+  SubmitPlan p = plan_submissions({busy, four, sick, good, remap}, {}, o);
+  EXPECT_TRUE(p.jobs.empty()) << "the partner gets no node job this run";
+  ASSERT_EQ(p.rechecks.size(), 2u);
+  const auto& rc = p.rechecks[0].kind == "fabric-recheck" ? p.rechecks[0] : p.rechecks[1];
+  EXPECT_EQ(rc.kind, "fabric-recheck");
+  EXPECT_EQ(rc.nodes, (std::vector<std::string>{"gpu-2", "gpu-3"}));
+  EXPECT_EQ(rc.argv[0], "srun");
+  EXPECT_TRUE(has_arg(rc.argv, "--jobid=@HOLD_JOB@"));
+  EXPECT_TRUE(has_arg(rc.argv, "--nodelist=gpu-3")) << vigil::submit::shell_join(rc.argv);
+  EXPECT_TRUE(has_arg(rc.argv,
                       "--export=ALL,VIGIL_MODE=fabric-recheck,VIGIL_RUN_ID=r1,"
-                      "VIGIL_RECHECK_NODE=gpu-2"));
+                      "VIGIL_RECHECK_NODE=gpu-2,VIGIL_RANKS_PER_NODE=8"));
+  EXPECT_FALSE(has_arg(rc.argv, "--no-allocate"));
+  ASSERT_TRUE(rc.hold.has_value());
+  EXPECT_EQ(rc.hold->node, "gpu-2");
+  EXPECT_EQ(rc.hold->reservation, "vigil-hold-gpu-2");
+  EXPECT_EQ(rc.hold->partners, (std::vector<std::string>{"gpu-3"}));
+  EXPECT_EQ(rc.hold->reason, sick.reason);
+  for (const char* a : {"--nodelist=gpu-2,gpu-3", "--nodes=2", "--exclusive", "--gres=gpu:8",
+                        "--reservation=vigil-hold-gpu-2", "--partition=gpu"})
+    EXPECT_TRUE(has_arg(rc.hold->allocate, a)) << a;
   EXPECT_EQ(verdict(p, "gpu-2").action, PlanStep::kRecheck);
-  EXPECT_NE(verdict(p, "gpu-2").why.find("pair re-check with gpu-1"), std::string::npos);
-  // The other vigil drain keeps its srun -Z re-check.
-  ASSERT_EQ(p.rechecks.size(), 1u);
-  EXPECT_EQ(p.rechecks[0].nodes[0], "gpu-5");
-  // No idle partner: nothing launched for it, and the table says why.
-  p = plan_submissions({busy, sick}, {}, o);
+  EXPECT_NE(verdict(p, "gpu-2").why.find("held pair re-check with gpu-3"), std::string::npos);
+  EXPECT_NE(verdict(p, "gpu-3").why.find("known-good partner of gpu-2"), std::string::npos)
+      << verdict(p, "gpu-3").why;
+  // The other vigil drain keeps its single-node held re-check.
+  const auto& plain = p.rechecks[0].kind == "fabric-recheck" ? p.rechecks[1] : p.rechecks[0];
+  EXPECT_EQ(plain.kind, "recheck");
+  EXPECT_EQ(plain.nodes, (std::vector<std::string>{"gpu-5"}));
+  // No idle partner with its GPUs: nothing launched for it, and the table says why.
+  p = plan_submissions({busy, four, sick}, {}, o);
   EXPECT_TRUE(p.jobs.empty());
   EXPECT_TRUE(p.rechecks.empty());
   EXPECT_NE(verdict(p, "gpu-2").why.find("no idle known-good partner"), std::string::npos);
   // One partner per re-check: two fabric drains take two partners.
   SlurmNodeInfo sick2 = sick;
-  sick2.name = "gpu-3";
+  sick2.name = "gpu-4";
+  SlurmNodeInfo good2 = good;
+  good2.name = "gpu-6";
   o.nodes = {};
-  p = plan_submissions({idle("gpu-1"), idle("gpu-4"), sick, sick2}, {}, o);
+  p = plan_submissions({good, good2, sick, sick2}, {}, o);
   std::set<std::string> partners;
-  for (const auto& j : p.jobs) {
+  for (const auto& j : p.rechecks) {
     if (j.kind != "fabric-recheck") continue;
     ASSERT_EQ(j.nodes.size(), 2u);
     partners.insert(j.nodes[1]);
   }
-  EXPECT_EQ(partners, (std::set<std::string>{"gpu-1", "gpu-4"}));
+  EXPECT_EQ(partners, (std::set<std::string>{"gpu-3", "gpu-6"}));
+  EXPECT_TRUE(p.jobs.empty());
 }
 
 TEST(SubmitPlan, caps_rechecks_and_honours_the_node_and_partition_filters) {
@@ -519,17 +586,17 @@ TEST(SubmitPlan, an_nvlink_domain_drain_is_rechecked_with_a_partner_of_its_domai
   o.nodes = {"gb-02"};
   o.nvlink_domain_of = {{"gb-02", "rackA"}, {"gb-03", "rackA"}, {"gb-11", "rackB"}};
   SubmitPlan p = plan_submissions({idle("gb-11"), idle("gb-03"), sick}, {}, o);
-  ASSERT_EQ(p.jobs.size(), 1u);
-  EXPECT_EQ(p.jobs[0].kind, "domain-recheck");
-  EXPECT_EQ(p.jobs[0].nodes, (std::vector<std::string>{"gb-02", "gb-03"}));
-  EXPECT_TRUE(has_arg(p.jobs[0].argv, "--ntasks-per-node=4"));
-  EXPECT_TRUE(has_arg(p.jobs[0].argv,
+  EXPECT_TRUE(p.jobs.empty());
+  ASSERT_EQ(p.rechecks.size(), 1u);  // held like every re-check, with its partner
+  EXPECT_EQ(p.rechecks[0].kind, "domain-recheck");
+  EXPECT_EQ(p.rechecks[0].nodes, (std::vector<std::string>{"gb-02", "gb-03"}));
+  EXPECT_EQ(p.rechecks[0].hold->partners, (std::vector<std::string>{"gb-03"}));
+  EXPECT_TRUE(has_arg(p.rechecks[0].argv,
                       "--export=ALL,VIGIL_MODE=domain-recheck,VIGIL_RUN_ID=r1,"
-                      "VIGIL_RECHECK_NODE=gb-02"));
-  EXPECT_TRUE(p.rechecks.empty());  // not a plain srun -Z re-check: that has no domain test
+                      "VIGIL_RECHECK_NODE=gb-02,VIGIL_RANKS_PER_NODE=4"));
   o.nvlink_domain_of.clear();
   p = plan_submissions({idle("gb-11"), idle("gb-03"), sick}, {}, o);
-  EXPECT_TRUE(p.jobs.empty());
+  EXPECT_TRUE(p.rechecks.empty());
   EXPECT_NE(verdict(p, "gb-02").why.find("its NVLink domain is not known"), std::string::npos)
       << verdict(p, "gb-02").why;
 }

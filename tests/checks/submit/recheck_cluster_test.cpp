@@ -17,6 +17,7 @@
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -94,6 +95,23 @@ class RecheckTest : public ::testing::Test {
     for (const auto& [k, v] : env) all[k] = v;
     return vigil::testing::run_vigil_submit(*cluster_, {scratch_.path(), fixtures_, port_}, extra,
                                             all);
+  }
+
+  // The environment that runs every rank through tests/support/vigil-allreduce-rank-gpus.sh,
+  // which records which GPUs of its node the rank's Slurm step may open.
+  std::map<std::string, std::string> rank_probe_env() const {
+    return {{"VIGIL_ALLREDUCE",
+             std::string(VIGIL_SOURCE_DIR) + "/tests/support/vigil-allreduce-rank-gpus.sh"},
+            {"VIGIL_RANK_REAL", VIGIL_ALLREDUCE_BINARY},
+            {"VIGIL_RANK_GPU_LOG", rank_log()}};
+  }
+  std::string rank_log() const { return scratch_.path() + "/rank-gpus.log"; }
+  // Per node, what its ranks could open ("8/8"), each distinct answer once.
+  std::map<std::string, std::set<std::string>> rank_gpus() const {
+    std::map<std::string, std::set<std::string>> seen;
+    std::ifstream in(rank_log());
+    for (std::string node, opened; in >> node >> opened;) seen[node].insert(opened);
+    return seen;
   }
 
   std::pair<std::string, std::string> node_state(const std::string& node) {
@@ -304,7 +322,8 @@ TEST_F(RecheckTest, dry_run_reads_slurm_skips_with_reasons_and_submits_nothing) 
 }
 
 // --fabric: a 2-node sbatch job runs vigil-check fabric, the all_reduce across the pair (one
-// rank per node here, host backend on loopback), next to the per-node jobs. Both nodes get a
+// rank per node here, host backend on loopback), next to the per-node jobs; each rank may open
+// every GPU of its node. Both nodes get a
 // report in the drainer. Loopback is far below the H100 fabric threshold, so the pair fails;
 // one slow pair cannot say which node is at fault (drain_after 3 for fabric_allreduce_ib), so
 // neither node is drained.
@@ -312,7 +331,8 @@ TEST_F(RecheckTest,
        fabric_job_reports_the_pair_result_for_both_nodes_and_one_slow_pair_drains_nothing) {
   if (std::string(VIGIL_ALLREDUCE_BINARY).empty()) GTEST_SKIP() << "vigil-allreduce not built";
   auto r = submit(
-      {"--json", "--fabric", "--fabric-ranks-per-node=1", "--nodes=gpu-0,gpu-1", "--run-id=fab1"});
+      {"--json", "--fabric", "--fabric-ranks-per-node=1", "--nodes=gpu-0,gpu-1", "--run-id=fab1"},
+      rank_probe_env());
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   const auto j = nlohmann::json::parse(r.out);
   long fabric_job = 0;
@@ -337,6 +357,14 @@ TEST_F(RecheckTest,
   EXPECT_NE(text.str().find("FAIL    "), std::string::npos) << text.str();
   EXPECT_NE(text.str().find("pair gpu-0+gpu-1: busbw "), std::string::npos) << text.str();
   EXPECT_NE(text.str().find("report for gpu-1 delivered"), std::string::npos) << text.str();
+  // Every rank, the one mpirun started on the other node through a plain step included, may open
+  // every GPU of its node: the job asked for --gres=gpu:8 (a plain step of an --exclusive job
+  // without it opens none, production_slurm_test).
+  if (cluster_->production()) {
+    EXPECT_EQ(rank_gpus(), (std::map<std::string, std::set<std::string>>{{"gpu-0", {"8/8"}},
+                                                                         {"gpu-1", {"8/8"}}}))
+        << text.str();
+  }
 
   for (const char* node : {"gpu-0", "gpu-1"}) {
     const nlohmann::json state = state_with_check(node, "fabric_allreduce_ib");
@@ -353,14 +381,16 @@ TEST_F(RecheckTest,
 // --nvlink-domains FILE (issue 27 item 2): the node jobs of one NVLink domain get one domain job
 // (sbatch -N 3 here), whose vigil-check fabric --network nvlink-domain runs rounds of pairs and
 // then one all_reduce over all three at once (host backend on loopback: the plumbing, not NVLink).
-// Every node's report carries domain_allreduce_nvlink with the whole-domain figure.
+// Every node's report carries domain_allreduce_nvlink with the whole-domain figure, and every
+// rank may open every GPU of its node.
 TEST_F(RecheckTest, an_nvlink_domain_job_runs_over_the_nodes_of_one_domain) {
   if (std::string(VIGIL_ALLREDUCE_BINARY).empty()) GTEST_SKIP() << "vigil-allreduce not built";
   const std::string map = scratch_.path() + "/domains.txt";
   // gpu-2's fixture drains it in its node job: the three healthy nodes share rack1.
   std::ofstream(map) << "gpu-0 rack1\ngpu-1 rack1\ngpu-3 rack1\ngpu-2 rack2\n";
   auto r = submit({"--json", "--nvlink-domains=" + map, "--domain-ranks-per-node=1",
-                   "--nodes=gpu-0,gpu-1,gpu-3", "--run-id=dom1"});
+                   "--nodes=gpu-0,gpu-1,gpu-3", "--run-id=dom1"},
+                  rank_probe_env());
   ASSERT_EQ(r.exit_code, 0) << r.describe();
   const auto j = nlohmann::json::parse(r.out);
   long domain_job = 0;
@@ -385,6 +415,11 @@ TEST_F(RecheckTest, an_nvlink_domain_job_runs_over_the_nodes_of_one_domain) {
   EXPECT_NE(text.str().find("NVLink domain job, 3 nodes, 3 rounds of pairs"), std::string::npos)
       << text.str();
   EXPECT_NE(text.str().find("all 3 nodes at once: pass"), std::string::npos) << text.str();
+  if (cluster_->production()) {  // every rank of every round held all 8 GPUs of its tray
+    EXPECT_EQ(rank_gpus(), (std::map<std::string, std::set<std::string>>{
+                               {"gpu-0", {"8/8"}}, {"gpu-1", {"8/8"}}, {"gpu-3", {"8/8"}}}))
+        << text.str();
+  }
   for (const char* node : {"gpu-0", "gpu-1", "gpu-3"}) {
     const nlohmann::json state = state_with_check(node, "domain_allreduce_nvlink");
     ASSERT_TRUE(state.is_object() && state.at("checks").contains("domain_allreduce_nvlink"))
@@ -395,13 +430,15 @@ TEST_F(RecheckTest, an_nvlink_domain_job_runs_over_the_nodes_of_one_domain) {
   }
 }
 
-// A node drained for the fabric (reason `vigil: fabric-ib ...`) cannot be re-checked alone, nor
-// inside an allocation (it is DRAIN): vigil-submit submits an exclusive sbatch on an idle
-// known-good partner (gpu-0), whose job runs the pair with mpirun reaching gpu-2 through srun -Z
-// and posts gpu-2's report only. The loopback pair passes against lowered fabric thresholds (a
-// copy of the SKU files with the fabric_allreduce_ib floor at 0.001 GB/s): two passing re-checks
-// resume gpu-2 (resume_after 2), and a user job asking for gpu-2 stays PENDING until then.
-TEST_F(RecheckTest, fabric_drained_node_is_rechecked_against_a_known_good_partner_and_resumed) {
+// A node drained for the fabric (reason `vigil: fabric-ib ...`) cannot be re-checked alone (the
+// node checks do not include the pair test): vigil-submit holds it with an idle known-good
+// partner (gpu-0) in one reservation and allocation, runs the job script as a step on gpu-0, and
+// its mpirun reaches gpu-2 through a second step of the allocation; gpu-2's report only is posted.
+// Every rank on both nodes may open every GPU of its node. The loopback pair passes against
+// lowered fabric thresholds (a copy of the SKU files with the fabric_allreduce_ib floor at 0.001
+// GB/s): two passing re-checks resume gpu-2 (resume_after 2), and a user job asking for gpu-2
+// stays PENDING until then, while gpu-2 is held included.
+TEST_F(RecheckTest, fabric_drained_node_is_rechecked_held_with_a_known_good_partner_and_resumed) {
   if (std::string(VIGIL_ALLREDUCE_BINARY).empty()) GTEST_SKIP() << "vigil-allreduce not built";
   const std::string th = scratch_.path() + "/thresholds";
   fs::create_directories(th);
@@ -419,7 +456,8 @@ TEST_F(RecheckTest, fabric_drained_node_is_rechecked_against_a_known_good_partne
       out << line << "\n";
     }
   }
-  const std::map<std::string, std::string> env = {{"VIGIL_THRESHOLDS", th}};
+  std::map<std::string, std::string> env = rank_probe_env();
+  env["VIGIL_THRESHOLDS"] = th;
   const std::string reason = "vigil: fabric-ib 4-node fabric job: slow with 3 partners";
   auto drain =
       cluster_->run({"scontrol", "update", "nodename=gpu-2", "state=drain", "reason=" + reason});
@@ -442,21 +480,20 @@ TEST_F(RecheckTest, fabric_drained_node_is_rechecked_against_a_known_good_partne
       if (c.at("kind") == "fabric-recheck") cmd = c;
     ASSERT_FALSE(cmd.is_null()) << r.out;
     EXPECT_EQ(cmd.at("nodes"), nlohmann::json::array({"gpu-2", "gpu-0"})) << cmd.dump();
-    const long id = std::stol(cmd.at("job_id").get<std::string>());
-    ASSERT_TRUE(cluster_->wait_for_jobs({id}, 240s));
-    std::ifstream in(scratch_.path() + "/vigil-check-" + std::to_string(id) + ".out");
-    std::stringstream log;
-    log << in.rdbuf();
-    EXPECT_EQ(cluster_->job_field(id, "NodeList"), "gpu-0");
-    EXPECT_EQ(cluster_->job_field(id, "ExitCode"), "0:0") << log.str();
-    EXPECT_NE(log.str().find("re-check gpu-2 against gpu-0"), std::string::npos) << log.str();
-    EXPECT_NE(log.str().find("report for gpu-2 delivered"), std::string::npos) << log.str();
-    EXPECT_EQ(log.str().find("report for gpu-0"), std::string::npos) << log.str();
+    const std::string out = cmd.at("output");
+    EXPECT_EQ(cmd.at("exit_code"), 0) << out;
+    EXPECT_NE(out.find("report for gpu-2 delivered"), std::string::npos) << out;
+    EXPECT_EQ(out.find("report for gpu-0"), std::string::npos) << out;
+    if (cluster_->production()) {
+      EXPECT_EQ(rank_gpus(), (std::map<std::string, std::set<std::string>>{{"gpu-0", {"8/8"}},
+                                                                           {"gpu-2", {"8/8"}}}))
+          << out;
+    }
     if (round == 1) {
       const nlohmann::json state = state_with_check("gpu-2", "fabric_allreduce_ib");
       ASSERT_TRUE(state.is_object() && state.at("checks").contains("fabric_allreduce_ib"))
           << state.dump() << "\n"
-          << log.str();
+          << out;
       EXPECT_EQ(state.at("checks").at("fabric_allreduce_ib").at("last_status"), "pass")
           << state.dump();
       std::this_thread::sleep_for(1s);  // one pass must not resume
@@ -478,7 +515,7 @@ TEST_F(RecheckTest, fabric_drained_node_is_rechecked_against_a_known_good_partne
   stop_monitor();
   EXPECT_EQ(cluster_->job_field(*user_job, "JobState"), "COMPLETED");
   std::lock_guard<std::mutex> lock(samples_mutex_);
-  size_t drained_samples = 0;
+  size_t drained_samples = 0, held_samples = 0;
   for (const Sample& s : samples_) {
     const bool drained = s.node_state.find("drain") != std::string::npos;
     if (drained) {
@@ -486,11 +523,19 @@ TEST_F(RecheckTest, fabric_drained_node_is_rechecked_against_a_known_good_partne
       EXPECT_EQ(s.reason, reason) << "reason changed during the fabric re-check";
       EXPECT_EQ(s.user_job_state, "PENDING") << "user job state while drained";
     }
+    if (s.held) {
+      ++held_samples;
+      EXPECT_EQ(s.user_job_state, "PENDING") << "user job state while held";
+    }
     if (s.user_job_state == "RUNNING" || s.user_job_state == "COMPLETED") {
       EXPECT_FALSE(drained) << "user job ran on a drained node";
+      EXPECT_FALSE(s.held) << "user job ran on a held node";
     }
   }
   EXPECT_GT(drained_samples, 3u);
+  EXPECT_GT(held_samples, 0u) << "the monitor never saw a hold";
+  const auto res = cluster_->run({"scontrol", "-o", "show", "reservation"});
+  EXPECT_EQ(res.out.find("vigil-hold-"), std::string::npos) << res.out;
 }
 
 }  // namespace

@@ -83,18 +83,22 @@ inline constexpr std::string_view kHoldJobId = "@HOLD_JOB@";
 // checker may use keeps every user job off the node while it is undrained for the seconds the
 // allocation takes; the allocation (`salloc`, holding every GPU of the node) then gets the drain
 // and its reason back before anything runs, and the step runs inside it with every GPU.
+// A fabric or NVLink-domain re-check holds its known-good partner in the same reservation and
+// allocation: the pair test runs as a step on the partner, and mpirun reaches the drained node
+// through a step of the same allocation, so both sides hold every GPU of their node.
 struct Hold {
   std::string node;
-  std::string reservation;            // hold_reservation(node)
-  std::string reason;                 // the drain's reason, restored once the node is allocated
-  std::string user;                   // the reservation's only user (SubmitOptions::hold_user)
-  std::vector<std::string> allocate;  // salloc --no-shell ... (the allocation on the node)
+  std::string reservation;              // hold_reservation(node)
+  std::string reason;                   // the drain's reason, restored once the node is allocated
+  std::string user;                     // the reservation's only user (SubmitOptions::hold_user)
+  std::vector<std::string> allocate;    // salloc --no-shell ... (the allocation on the node)
+  std::vector<std::string> partners{};  // idle nodes held with it, never undrained (fabric)
 };
 
 // One command to run: argv[0] is "sbatch" or "srun".
 struct PlannedCommand {
-  // "node", "fabric", "domain", "recheck", or "fabric-recheck" / "domain-recheck" (an sbatch on
-  // the partner)
+  // "node", "fabric", "domain" (sbatch), or "recheck", "fabric-recheck", "domain-recheck" (held;
+  // nodes: the drained node, then the partner)
   std::string kind;
   std::vector<std::string> nodes;
   std::vector<std::string> argv;
@@ -103,7 +107,7 @@ struct PlannedCommand {
 };
 
 struct SubmitPlan {
-  std::vector<PlannedCommand> jobs;      // sbatch: node jobs, fabric jobs, fabric re-checks
+  std::vector<PlannedCommand> jobs;      // sbatch: node jobs, fabric and NVLink domain jobs
   std::vector<PlannedCommand> rechecks;  // held re-checks, one per node drained by Vigil
   std::vector<NodeVerdict> verdicts;     // every candidate node, sorted by name
 };
