@@ -41,10 +41,10 @@ readonly ROOT_FORMAT=1
 # `test --set lean` (scripts/test.sh's default, sized for CI): the Slurm client on both backends
 # (libslurm and slurmrestd/JWT: node table, drain, undrain, states, names, job reader, every REST
 # API version, tokens), the hostlist, reason and topology units, Slurm's switch tree from a
-# topology/tree cluster, the drainer's drain / resume / ownership tests and vigil-submit's REST
-# reader against the real cluster. `--set full`: every test of the VIGIL_SLURM_ONLY build.
-readonly LEAN_TARGETS="slurm_test slurm_client_test slurm_topology_test drainer_slurm_test submit_rest_test"
-readonly LEAN_TESTS='^(Hostlist|Reason|Ownership|SlurmTopology|SlurmTopologyText|ScontrolText)\.|SlurmClient\.|^RestClient\.|^LibslurmClient\.a_second|^DrainerSlurm\.(failing_report|resume_after|over_slurmrestd|a_node_an_admin|an_admin_drain_after|a_down_node)|^SubmitRest\.'
+# topology/tree cluster, the drainer's drain / resume / ownership tests, a reboot past
+# ResumeTimeout, and vigil-submit's REST reader against the real cluster. `--set full`: every test of the VIGIL_SLURM_ONLY build.
+readonly LEAN_TARGETS="slurm_test slurm_client_test slurm_topology_test drainer_slurm_test drainer_reboot_timeout_slurm_test submit_rest_test"
+readonly LEAN_TESTS='^(Hostlist|Reason|Ownership|SlurmTopology|SlurmTopologyText|ScontrolText)\.|SlurmClient\.|^RestClient\.|^LibslurmClient\.a_second|^DrainerSlurm\.(failing_report|resume_after|over_slurmrestd|a_node_an_admin|an_admin_drain_after|a_down_node)|^SubmitRest\.|^SlurmRebootTimeout\.'
 
 log() { echo "$PROG: $*" >&2; }
 die() {

@@ -15,9 +15,15 @@ BUILD_DIR=${VIGIL_BUILD_DIR:-build}
 JOBS=${VIGIL_JOBS:-2}
 
 bash scripts/install-deps.sh
-# ccache (when installed) lets a second clone's build reuse the first one's objects.
+# ccache (when installed) lets a second clone's build reuse the first one's objects. Paths under
+# the clone are hashed relative to it (CCACHE_BASEDIR), and the build directory is not hashed
+# (CCACHE_NOHASHDIR; the debug info then names the first clone's paths): without both, a clone at
+# another path missed almost every object (0.6 % hits measured, 2026-12-01).
 launcher=()
-if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
+if command -v ccache >/dev/null; then
+  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-true}
+fi
 cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo "${launcher[@]}" ${VIGIL_CMAKE_ARGS:-}
 cmake --build "$BUILD_DIR" -j"$JOBS"
 # Unit tests in parallel, then integration tests (real Slurm, MPI, Prometheus) one at a time.

@@ -387,6 +387,9 @@ void DrainerCore::apply_repair_step_locked(const NodeRecord& prev, NodeRecord ne
     case RepairMove::kResetFailed:
       d.action = Action::kResetFailed;
       break;
+    case RepairMove::kRedrain:  // Vigil's drain back on a node Slurm's reboot timeout undrained
+      d.action = Action::kDrain;
+      break;
     case RepairMove::kRebooted:
     case RepairMove::kReleased:
       d.action = Action::kNone;

@@ -39,7 +39,8 @@ nlohmann::json to_json(const NodeRecord& s) {
   // Only once the ladder touched the node: snapshots of nodes it never saw stay as they were.
   if (s.repair.stage != RepairStage::kNone || s.repair.remedy || !s.repair.reboots.empty() ||
       s.repair.part_drain_unix || !s.repair.offender.empty() || !s.repair.resets.empty() ||
-      !s.repair.held_reason.empty() || s.repair.reset_tried || s.repair.via_reset)
+      !s.repair.held_reason.empty() || s.repair.reset_tried || s.repair.via_reset ||
+      s.repair.redrained)
     j["repair"] = to_json(s.repair);
   if (!s.fabric_switch.empty()) {
     j["fabric_switch"] = s.fabric_switch;

@@ -82,6 +82,7 @@ nlohmann::json to_json(const RepairState& r) {
   if (!r.held_reason.empty()) j["held_reason"] = r.held_reason;
   if (r.reset_tried) j["reset_tried"] = true;
   if (r.via_reset) j["via_reset"] = true;
+  if (r.redrained) j["redrained"] = true;
   return j;
 }
 
@@ -107,6 +108,7 @@ Result<RepairState> repair_state_from_json(const nlohmann::json& j) {
   r.held_reason = j.value("held_reason", "");
   r.reset_tried = j.value("reset_tried", false);
   r.via_reset = j.value("via_reset", false);
+  r.redrained = j.value("redrained", false);
   return r;
 }
 
@@ -153,6 +155,7 @@ void end_repair(NodeRecord& s) {
   s.repair.part_drain_unix = 0;
   s.repair.offender.clear();
   s.repair.held_reason.clear();
+  s.repair.redrained = false;
   s.repair.reset_tried = false;
   s.repair.via_reset = false;
 }
@@ -221,6 +224,38 @@ std::optional<RepairStep> reset_failed(NodeRecord& s, std::string why, int64_t n
 // A node back from its reboot: a boot at or after the request, slurmd answering.
 bool back_from_reboot(const slurm::SlurmNodeInfo& n, const RepairState& r) {
   return n.boot_time >= r.since_unix && !n.down && !n.not_responding && !n.reboot_pending;
+}
+
+// Slurm gave up on the reboot (ResumeTimeout, slurm.conf(5)) before the node registered again:
+// DOWN, with " : reboot timed out" appended to Vigil's reason (node_mgr.c set_node_down_ptr).
+// Measured on the local clusters with ReturnToService=2 (docs/repair.md "Slurm's own timeout"):
+// 22.05 lifts the drain with it and puts the node back in service, unchecked, the moment it
+// registers; 24.11 and 26.05 keep the drain, and the node registers IDLE+DRAIN.
+bool reboot_timed_out(const slurm::SlurmNodeInfo& n) {
+  return n.down && slurm::reason_is_vigil(n.reason) &&
+         n.reason.find("reboot timed out") != std::string::npos;
+}
+
+// A reboot Slurm's ResumeTimeout ended is still a reboot: the node may be booting. Its drain is
+// kept (asked back while the node is DOWN where Slurm lifted it, so registering again cannot put
+// it in service unchecked) and the ladder waits for it as for any reboot (reboot_timeout_s, then
+// replace). A node that registered again and that Slurm keeps DOWN (ReturnToService 0 or 1) is
+// released to a person.
+std::optional<RepairStep> after_reboot_timeout(NodeRecord& s, const slurm::SlurmNodeInfo& n) {
+  RepairState& r = s.repair;
+  if (n.boot_time >= r.since_unix && !n.not_responding && !n.reboot_pending) {
+    end_repair(s);
+    return RepairStep{RepairMove::kReleased,
+                      "back from its reboot, but Slurm keeps it DOWN: its ResumeTimeout ended the "
+                      "reboot ('reboot timed out') and ReturnToService does not return such a "
+                      "node; a person resumes it; raise ResumeTimeout"};
+  }
+  if (n.drain || r.redrained) return std::nullopt;
+  r.redrained = true;
+  return RepairStep{RepairMove::kRedrain,
+                    "Slurm's ResumeTimeout ended the reboot and lifted the drain ('reboot timed "
+                    "out'): drained again while DOWN, so that the node does not return to "
+                    "service unchecked when it registers; raise ResumeTimeout"};
 }
 
 // An idle node Vigil drained, no stage yet, breaker closed: its first rung, or nothing.
@@ -307,6 +342,16 @@ std::optional<RepairStep> repair_tick(NodeRecord& s, const slurm::SlurmNodeInfo*
     if (view_read && r.stage != RepairStage::kNone) return release(s, "node unknown to Slurm");
     return std::nullopt;
   }
+  // Not back within reboot_timeout_s: `replace` (a reboot Slurm timed out included).
+  auto overdue = [&]() -> std::optional<RepairStep> {
+    if (now - r.since_unix <= cfg.reboot_timeout_s) return std::nullopt;
+    return replace(s, "not back from reboot within " + std::to_string(cfg.reboot_timeout_s) + "s",
+                   now);
+  };
+  if (r.stage == RepairStage::kRebooting && reboot_timed_out(*slurm)) {
+    if (auto step = after_reboot_timeout(s, *slurm)) return step;
+    return overdue();
+  }
   if (r.stage != RepairStage::kNone && !slurm::drained_by_vigil(*slurm))
     return release(s, "drain no longer vigil's: " + slurm->reason);
   // A part drained too often (parts.h): relabelled `replace` once Slurm shows Vigil's drain,
@@ -314,24 +359,15 @@ std::optional<RepairStep> repair_tick(NodeRecord& s, const slurm::SlurmNodeInfo*
   if (r.stage == RepairStage::kNone && !r.offender.empty() && slurm::drained_by_vigil(*slurm))
     return replace(s, "repeat offender: " + r.offender, now);
   if (r.stage == RepairStage::kRebooting) {
-    // Slurm gave up on the reboot first (ResumeTimeout): on 24.11 and 26.05 the node stays DOWN
-    // with Vigil's reason + " : reboot timed out" (node_mgr.c set_node_down_ptr; review W2), on
-    // 22.05 the drain goes too (below: no longer Vigil's). Not the node's fault: released, never
-    // `replace`; it stays DOWN and drained until a person brings it back.
-    if (slurm->down && slurm->reason.find("reboot timed out") != std::string::npos)
-      return release(s,
-                     "Slurm's ResumeTimeout ended the reboot ('reboot timed out'): the node stays "
-                     "DOWN and drained until a person resumes it; raise ResumeTimeout");
     if (back_from_reboot(*slurm, r)) {
+      r.redrained = false;
       r.stage = RepairStage::kRechecking;
       r.since_unix = now;
       r.booted_unix = slurm->boot_time;
       restart_counts(s);
       return RepairStep{RepairMove::kRebooted, "rebooted; waiting for the re-check"};
     }
-    if (now - r.since_unix <= cfg.reboot_timeout_s) return std::nullopt;
-    return replace(s, "not back from reboot within " + std::to_string(cfg.reboot_timeout_s) + "s",
-                   now);
+    return overdue();
   }
   if (r.stage == RepairStage::kResetting) {
     if (now - r.since_unix <= cfg.reset_timeout_s) return std::nullopt;

@@ -9,7 +9,7 @@
 # for what a reboot clears, e.g. a fake NVML fixture), and start slurmd again inside a new time
 # namespace whose CLOCK_BOOTTIME starts near zero (unshare --time --boottime), so its uptime,
 # and the boot time it reports, are those of a freshly booted machine. Each reboot appends
-# "NODE EPOCH" to DIR/log/reboots.
+# "NODE EPOCH" to DIR/log/reboots. DIR/etc/reboot-delay-s (seconds) makes the boot that long.
 #
 # It returns at once: slurmd waits for this program, and the slurmd is what it stops, so the
 # work happens in a detached child.
@@ -60,6 +60,14 @@ restart() {
   fi
   echo "$node $(date +%s)" >>"$dir/log/reboots"
   rm -f "$dir/run/slurmd-$node.pid"
+  # DIR/etc/reboot-delay-s: how many seconds this boot takes (a test of a reboot that outlasts
+  # Slurm's ResumeTimeout); none, at once. Cut short when the cluster is stopped meanwhile.
+  local delay=0 slept=0
+  [[ -f $dir/etc/reboot-delay-s ]] && delay=$(($(cat "$dir/etc/reboot-delay-s") * 10))
+  while ((slept < delay)) && [[ ! -f $dir/run/stopping && -f $dir/run/pids ]]; do
+    sleep 0.1
+    slept=$((slept + 1))
+  done
   # The cluster is being stopped (local-cluster.sh stop marks run/stopping first): no slurmd
   # may outlive it.
   if [[ -f $dir/run/stopping || ! -f $dir/run/pids ]]; then

@@ -267,20 +267,90 @@ TEST(repair, a_resume_timeout_shorter_than_a_reboot_refuses_the_rung_once) {
   EXPECT_EQ(t.repair.stage, RepairStage::kRebooting);
 }
 
-// Review W2/W15: on 24.11 and 26.05 a reboot past ResumeTimeout leaves the node DOWN, still
-// drained, with Vigil's reason + " : reboot timed out". Not the node's fault: released, never
-// `replace`, however long it stays so.
-TEST(repair, a_reboot_slurm_timed_out_is_released_not_replaced) {
+// Review W2/W15, measured on the local clusters with ReturnToService=2 (docs/repair.md "Slurm's
+// own timeout"; reboot_timeout_slurm_test runs it on the real Slurm): a reboot past ResumeTimeout
+// leaves the node DOWN with Vigil's reason + " : reboot issued : reboot timed out". On 24.11 and
+// 26.05 the drain stays and the node registers IDLE+DRAIN: the ladder waits for it as for any
+// reboot and re-checks it.
+TEST(repair, a_reboot_slurm_timed_out_is_still_a_reboot_the_ladder_waits_for) {
   NodeRecord s = drained();
   auto n = idle_drained();
   ASSERT_TRUE(tick(s, &n));
   n.down = true;
   n.state = "DOWN";
-  n.reason = "vigil: remap gpu3 row remap pending (1) : reboot timed out";
+  n.reason = "vigil: remap gpu3 row remap pending (1) : reboot issued : reboot timed out";
+  EXPECT_FALSE(tick(s, &n, on(), {}, {}, false, kNow + 60));  // drain still Vigil's: waiting
+  EXPECT_EQ(s.repair.stage, RepairStage::kRebooting);
+  // It registers again, IDLE+DRAIN (24.11, 26.05): back from its reboot, re-checked next.
+  n.down = false;
+  n.state = "IDLE";
+  n.boot_time = kNow + 90;
+  const auto back = tick(s, &n, on(), {}, {}, false, kNow + 100);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->move, RepairMove::kRebooted);
+  EXPECT_EQ(s.repair.stage, RepairStage::kRechecking);
+  // One that never comes back is replaced at reboot_timeout_s, as any reboot.
+  NodeRecord t = drained();
+  auto m = idle_drained();
+  ASSERT_TRUE(tick(t, &m));
+  m.down = true;
+  m.state = "DOWN";
+  m.reason = n.reason;
+  m.not_responding = true;
+  const auto late = tick(t, &m, on(), {}, {}, false, kNow + 7200);
+  ASSERT_TRUE(late);
+  EXPECT_EQ(late->move, RepairMove::kReplace);
+}
+
+// 22.05 lifts the drain with the timeout, and with ReturnToService=2 the node went back into
+// service unchecked when it registered (measured). The ladder drains it again while it is DOWN,
+// once, and then waits for it as for any reboot.
+TEST(repair, a_reboot_timeout_that_lifted_the_drain_drains_the_down_node_again_once) {
+  NodeRecord s = drained();
+  auto n = idle_drained();
+  ASSERT_TRUE(tick(s, &n));
+  n.down = true;
+  n.drain = false;
+  n.state = "DOWN";
+  n.reason = "vigil: remap gpu3 row remap pending (1) : reboot issued : reboot timed out";
+  const auto step = tick(s, &n, on(), {}, {}, false, kNow + 40);
+  ASSERT_TRUE(step);
+  EXPECT_EQ(step->move, RepairMove::kRedrain);
+  EXPECT_NE(step->why.find("drained again while DOWN"), std::string::npos) << step->why;
+  EXPECT_EQ(s.reason, "vigil: remap gpu3 row remap pending (1)");  // Vigil's own text
+  EXPECT_EQ(s.repair.stage, RepairStage::kRebooting);
+  EXPECT_TRUE(s.repair.redrained);
+  EXPECT_FALSE(tick(s, &n, on(), {}, {}, false, kNow + 45)) << "asked once, not every tick";
+  // The state survives a restart.
+  auto again = vigil::drainer::repair_state_from_json(vigil::drainer::to_json(s.repair));
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(again->redrained);
+  // Drained again, DOWN+DRAIN, it registers IDLE+DRAIN: re-checked next.
+  n.drain = true;
+  n.down = false;
+  n.state = "IDLE";
+  n.boot_time = kNow + 90;
+  const auto back = tick(s, &n, on(), {}, {}, false, kNow + 100);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->move, RepairMove::kRebooted);
+  EXPECT_FALSE(s.repair.redrained);
+}
+
+// With ReturnToService 0 or 1 a node Slurm set DOWN "reboot timed out" registers again and stays
+// DOWN: no reboot of Vigil's is pending any more, so the ladder lets a person have it, never
+// `replace` (the node is back; Slurm's timeout was too short).
+TEST(repair, a_node_back_but_kept_down_by_slurms_reboot_timeout_is_released_not_replaced) {
+  NodeRecord s = drained();
+  auto n = idle_drained();
+  ASSERT_TRUE(tick(s, &n));
+  n.down = true;
+  n.state = "DOWN";
+  n.reason = "vigil: remap gpu3 row remap pending (1) : reboot issued : reboot timed out";
+  n.boot_time = kNow + 90;                                          // registered again
   const auto step = tick(s, &n, on(), {}, {}, false, kNow + 7200);  // past reboot_timeout_s too
   ASSERT_TRUE(step);
   EXPECT_EQ(step->move, RepairMove::kReleased);
-  EXPECT_NE(step->why.find("ResumeTimeout ended the reboot"), std::string::npos) << step->why;
+  EXPECT_NE(step->why.find("Slurm keeps it DOWN"), std::string::npos) << step->why;
   EXPECT_EQ(s.repair.stage, RepairStage::kNone);
   EXPECT_EQ(s.reason.find("replace"), std::string::npos) << s.reason;
 }
@@ -456,6 +526,44 @@ TEST_F(RepairLadder, reboots_one_node_at_a_time_resumes_the_repaired_and_keeps_t
   ASSERT_TRUE(again.open().ok());
   EXPECT_EQ(again.node("gpu-2")->repair.stage, RepairStage::kReplace);
   EXPECT_EQ(again.node("gpu-1")->repair.reboots.size(), 1u);
+}
+
+// 22.05's reboot timeout through the core and the Slurm sink: slurmctld sets the rebooting node
+// DOWN "reboot timed out" and lifts Vigil's drain (measured, reboot_timeout_slurm_test); the
+// ladder drains the DOWN node again (the one DOWN node the sink drains) with Vigil's own reason,
+// so it registers IDLE+DRAIN and is re-checked before any job.
+TEST_F(RepairLadder, a_reboot_slurm_timed_out_and_undrained_is_drained_again_while_down) {
+  Drainer dr(cfg_, slurm_, nullptr, clock_);
+  ASSERT_TRUE(dr.open().ok());
+  decide(dr, {remap_fail("gpu-1", "a")});
+  EXPECT_EQ(dr.tick(), 1);
+  dr.run_slurm_sink_once();
+  ASSERT_EQ(ops().back(), "reboot gpu-1");
+  const std::string reason = slurm_->get("gpu-1").reason;
+  slurm_->set("gpu-1", [&](slurm::SlurmNodeInfo& n) {  // what 22.05 shows then
+    n.down = true;
+    n.drain = false;
+    n.reboot_pending = false;
+    n.state = "DOWN";
+    n.reason = reason + " : reboot issued : reboot timed out";
+  });
+  clock_.advance(10);  // past the cached Slurm view
+  EXPECT_EQ(dr.tick(), 1);
+  dr.run_slurm_sink_once();
+  EXPECT_EQ(ops().back(), "drain gpu-1");
+  EXPECT_EQ(slurm_->get("gpu-1").reason, "vigil: nvml_ecc nvml_ecc failed");
+  EXPECT_TRUE(slurm_->get("gpu-1").drain);
+  EXPECT_EQ(dr.node("gpu-1")->repair.stage, RepairStage::kRebooting);
+  clock_.advance(10);
+  EXPECT_EQ(dr.tick(), 0);  // once
+  // The node registers again IDLE+DRAIN; rebooted, its re-checks decide.
+  slurm_->finish_reboot("gpu-1", clock_.now_unix());
+  clock_.advance(10);
+  EXPECT_EQ(dr.tick(), 1);
+  EXPECT_EQ(dr.node("gpu-1")->repair.stage, RepairStage::kRechecking);
+  decide(dr, {pass("gpu-1", "b")});
+  decide(dr, {pass("gpu-1", "c")});
+  EXPECT_EQ(ops().back(), "undrain gpu-1");
 }
 
 TEST_F(RepairLadder, dry_run_and_reboots_off_touch_nothing) {

@@ -101,6 +101,9 @@ struct RepairState {
   std::string held_reason;
   bool reset_tried = false;
   bool via_reset = false;
+  // Slurm's ResumeTimeout ended this reboot and took the drain with it (22.05): Vigil's drain was
+  // asked back while the node is DOWN (repair_tick), once.
+  bool redrained = false;
 };
 // {"stage", "remedy"?, "since_unix", "reboots", "evidence"?, "bug_report"?, ...}; absent in
 // snapshots written
@@ -127,7 +130,17 @@ RepairLoad repair_load(const std::map<std::string, NodeRecord>& nodes, const Rep
 // or reboots were turned off or dry-run on while a node was in the ladder).
 // kResetGpu: the reason becomes "vigil: reset-gpu ..."; kResetFailed: the reset did not come
 // (timeout) or the rung was turned off, the drain's own reason comes back.
-enum class RepairMove { kReboot, kRebooted, kReplace, kReleased, kResetGpu, kResetFailed };
+// kRedrain: Vigil's drain again, with its own reason, on a node Slurm set DOWN "reboot timed out"
+// and undrained (22.05), before it registers again.
+enum class RepairMove {
+  kReboot,
+  kRebooted,
+  kReplace,
+  kReleased,
+  kResetGpu,
+  kResetFailed,
+  kRedrain
+};
 struct RepairStep {
   RepairMove move;
   std::string why;  // into the node's note and the event
