@@ -122,7 +122,7 @@ class LibslurmApi final : public SlurmApi {
     if (slurm_load_ctl_conf(0, &conf) != SLURM_SUCCESS || conf == nullptr)
       return Error{slurm_error_text(compat::last_error()), "slurm_load_ctl_conf"};
     const int64_t t = conf->resume_timeout;
-    slurm_free_ctl_conf(conf);
+    compat::free_ctl_conf(conf);
     return t;
   }
 

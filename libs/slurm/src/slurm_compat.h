@@ -3,8 +3,8 @@
 // against (docs/slurm-compat.md). Everything else in libs/slurm uses the names below; a release
 // with a new difference gets a branch on SLURM_VERSION_NUMBER here and nowhere else.
 //
-// Built and tested against: 22.05 (Debian bookworm) and 24.11 (Debian trixie, through
-// scripts/slurm-root.sh).
+// Built and tested against: 22.05 (Debian bookworm), 24.11 (Debian trixie) and 26.05 (Debian
+// forky), the last two through scripts/slurm-root.sh.
 #include <slurm/slurm.h>
 #include <slurm/slurm_errno.h>
 #include <slurm/slurm_version.h>
@@ -28,6 +28,22 @@ using Hostlist = hostlist_t*;
 #else
 using Hostlist = hostlist_t;
 #endif
+
+// Frees what slurm_load_ctl_conf() returned: slurm_free_ctl_conf() up to 24.11 at least,
+// slurm_free_conf() in 26.05 (the headers of the trixie and forky roots; the release that renamed
+// it is not known here, so whichever the header declares is called, found at instantiation by
+// argument-dependent lookup on slurm_conf_t, which lives in the global namespace).
+namespace detail {
+template <typename Conf>
+auto free_conf(Conf* c, int) -> decltype(slurm_free_conf(c)) {
+  return slurm_free_conf(c);
+}
+template <typename Conf>
+void free_conf(Conf* c, long) {
+  slurm_free_ctl_conf(c);
+}
+}  // namespace detail
+inline void free_ctl_conf(slurm_conf_t* c) { detail::free_conf(c, 0); }
 
 // The Slurm error of the last failed call: slurm_get_errno() up to 23.02; 23.11 removed it and
 // libslurm sets errno itself.
