@@ -348,7 +348,11 @@ std::optional<RepairStep> repair_tick(NodeRecord& s, const slurm::SlurmNodeInfo*
     return replace(s, "not back from reboot within " + std::to_string(cfg.reboot_timeout_s) + "s",
                    now);
   };
-  if (r.stage == RepairStage::kRebooting && reboot_timed_out(*slurm)) {
+  // After a redrain the reason is Vigil's own again, without Slurm's note: still this case while
+  // the node is DOWN (ReturnToService 0 or 1 keeps it so after it registers).
+  if (r.stage == RepairStage::kRebooting &&
+      (reboot_timed_out(*slurm) ||
+       (r.redrained && slurm->down && slurm::drained_by_vigil(*slurm)))) {
     if (auto step = after_reboot_timeout(s, *slurm)) return step;
     return overdue();
   }

@@ -336,6 +336,28 @@ TEST(repair, a_reboot_timeout_that_lifted_the_drain_drains_the_down_node_again_o
   EXPECT_FALSE(s.repair.redrained);
 }
 
+// 22.05 with ReturnToService 0 or 1: drained again while DOWN, the node registers and Slurm keeps
+// it DOWN+DRAIN with Vigil's own reason (Slurm's note went with the redrain): released to a
+// person, never `replace` (found by review: it was replaced at reboot_timeout_s).
+TEST(repair, a_redrained_node_that_registers_but_stays_down_is_released_not_replaced) {
+  NodeRecord s = drained();
+  auto n = idle_drained();
+  ASSERT_TRUE(tick(s, &n));
+  n.down = true;
+  n.drain = false;
+  n.state = "DOWN";
+  n.reason = "vigil: remap gpu3 row remap pending (1) : reboot issued : reboot timed out";
+  ASSERT_EQ(tick(s, &n, on(), {}, {}, false, kNow + 40)->move, RepairMove::kRedrain);
+  n.drain = true;
+  n.reason = s.reason;                                        // the redrain's
+  EXPECT_FALSE(tick(s, &n, on(), {}, {}, false, kNow + 50));  // still booting
+  n.boot_time = kNow + 90;                                    // registered, still DOWN
+  const auto step = tick(s, &n, on(), {}, {}, false, kNow + 7200);
+  ASSERT_TRUE(step);
+  EXPECT_EQ(step->move, RepairMove::kReleased) << step->why;
+  EXPECT_EQ(s.reason.find("replace"), std::string::npos) << s.reason;
+}
+
 // With ReturnToService 0 or 1 a node Slurm set DOWN "reboot timed out" registers again and stays
 // DOWN: no reboot of Vigil's is pending any more, so the ladder lets a person have it, never
 // `replace` (the node is back; Slurm's timeout was too short).
