@@ -87,6 +87,7 @@ int prepare(const RunArgs& a, vigil::Loaded<vigil::SkuSet>& skus, vigil::CheckCo
   ctx.mpirun = a.mpirun;
   ctx.imex_ctl = a.imex_ctl;
   ctx.xid_wait = std::chrono::milliseconds(a.xid_wait_ms);
+  ctx.expected_gpus = a.expected_gpus;
 
   if (hook) {  // the passive suite detects the SKU in its own child, with its one NVML attach
     if (!a.sku.empty() && !(ctx.sku = skus.value->by_name(a.sku))) {

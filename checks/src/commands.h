@@ -35,6 +35,7 @@ struct RunArgs {
   std::string mpirun = "mpirun";
   std::string imex_ctl;  // nvlink_imex's nvidia-imex-ctl (empty: searched)
   int xid_wait_ms = 2000;
+  int expected_gpus = 0;       // --expected-gpus / VIGIL_EXPECTED_GPUS (Slurm's Gres); 0: the SKU's
   int repeat_spacing_s = 120;  // `run` only: the wait before confirmation repeats (detection.md)
   std::string report_url;
   std::string token_file;

@@ -11,6 +11,16 @@
 
 using namespace vigil_cli;  // RunArgs, HookArgs, cmd_*, kExitError (commands.h, cli_util.h)
 
+namespace {
+// The node's GPU count as Slurm knows it (gpu_count's expectation; docs/vigil-check.md).
+void add_expected_gpus(CLI::App* cmd, RunArgs& r) {
+  cmd->add_option("--expected-gpus", r.expected_gpus,
+                  "GPUs this node has in Slurm (its Gres gpu:N); 0: the SKU's count")
+      ->envname("VIGIL_EXPECTED_GPUS")
+      ->check(CLI::Range(0, 1024));
+}
+}  // namespace
+
 int main(int argc, char** argv) {
   CLI::App app{"vigil-check: GPU and fabric health checks for one node"};
   app.require_subcommand(1);
@@ -30,6 +40,7 @@ int main(int argc, char** argv) {
     cmd->add_option("--only", r.only, "Run only these checks (comma-separated)");
     cmd->add_option("--exclude", r.exclude, "Report these checks as skipped (comma-separated)");
     cmd->add_flag("--quiet,-q", r.quiet, "No progress lines on stderr");
+    add_expected_gpus(cmd, r);
   };
   RunArgs run;
   auto* run_cmd = app.add_subcommand("run", "Run the checks on this node and report");
@@ -97,6 +108,7 @@ int main(int argc, char** argv) {
       ->envname("VIGIL_SYSFS_ROOT");
   hook_cmd->add_option("--state-dir", hook.run.state_dir, "XID cursor and counter state")
       ->envname("VIGIL_HOOK_STATE_DIR");
+  add_expected_gpus(hook_cmd, hook.run);
   hook_cmd->add_option("--kmsg", hook.kmsg, "Kernel log to read XIDs from")->envname("VIGIL_KMSG");
   hook_cmd->add_option("--slurm-conf", hook.slurm_conf,
                        "slurm.conf for the drain fallback (default: SLURM_CONF)");

@@ -24,5 +24,16 @@ TEST(GpuCount, a_node_without_gpus_has_none) {
   EXPECT_EQ(gpu_count("gpus:8"), 0);  // another name, not gpu
 }
 
+// What gpu_count (the check) expects from Slurm: the physical GPUs, never MIG slices (Slurm's
+// gres.html "MIG Support": AutoDetect=nvml names their types after the profile).
+TEST(GpuCount, mig_slices_say_nothing_about_the_physical_gpus) {
+  EXPECT_EQ(physical_gpu_count("gpu:h100:8(S:0-1)"), 8);
+  EXPECT_EQ(physical_gpu_count("gpu:4"), 4);
+  EXPECT_EQ(physical_gpu_count("(null)"), 0);
+  EXPECT_EQ(physical_gpu_count("gpu:nvidia_a100_1g.5gb:7(S:0)"), 0);
+  EXPECT_EQ(physical_gpu_count("gpu:a100:4,gpu:a100_3g.40gb:2"), 0);
+  EXPECT_EQ(physical_gpu_count("gpu:1g.10gb:14"), 0);
+}
+
 }  // namespace
 }  // namespace vigil::slurm

@@ -1,4 +1,5 @@
-// gpu_count: how many GPUs NVML sees, against the SKU's expected count. A GPU that fell off
+// gpu_count: how many GPUs NVML sees, against the node's count in Slurm (--expected-gpus,
+// VIGIL_EXPECTED_GPUS) or else the SKU's expected count. A GPU that fell off
 // the bus usually disappears from NVML entirely, so this is the check that catches it.
 #include <set>
 
@@ -23,6 +24,14 @@ class GpuCountCheck final : public Check {
     CheckResult r;
     r.check = std::string(name());
     Measurement& m = add_measurement(r, ctx, "gpu_count", s.count(), "count");
+    // The site's own count first: Slurm's Gres for the node (slurmd refuses to register a node
+    // with fewer GPUs than its gres.conf and slurm.conf say, slurm.conf(5) Gres), so a 4-GPU
+    // board of a GPU whose catalogue board has 8 is judged against 4.
+    if (ctx.expected_gpus > 0) {
+      m.threshold.reset();
+      default_threshold(m, Op::kGe, ctx.expected_gpus, std::nullopt,
+                        "Slurm Gres gpu:" + std::to_string(ctx.expected_gpus));
+    }
     if (!m.threshold && ctx.sku && ctx.sku->match.gpu_count > 0) {
       default_threshold(m, Op::kGe, ctx.sku->match.gpu_count, std::nullopt,
                         "SKU " + ctx.sku->name + " match.gpu_count");

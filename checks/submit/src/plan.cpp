@@ -56,13 +56,21 @@ void add_common_sbatch(std::vector<std::string>& argv, const SubmitOptions& o,
   for (const auto& a : o.extra_sbatch_args) argv.push_back(a);
 }
 
-PlannedCommand node_job(const std::string& node, const SubmitOptions& o) {
-  PlannedCommand c{"node", {node}, {"sbatch", "--parsable"}};
+// ",VIGIL_EXPECTED_GPUS=N" for a node whose Gres says how many GPUs it has (vigil-check's
+// gpu_count then expects the site's count, not the SKU catalogue's), else "".
+std::string expected_gpus_export(const SlurmNodeInfo& node) {
+  const int n = slurm::physical_gpu_count(node.gres);
+  return n > 0 ? ",VIGIL_EXPECTED_GPUS=" + std::to_string(n) : "";
+}
+
+PlannedCommand node_job(const SlurmNodeInfo& node, const SubmitOptions& o) {
+  PlannedCommand c{"node", {node.name}, {"sbatch", "--parsable"}};
   add_common_sbatch(c.argv, o, o.time_limit);
-  c.argv.push_back("--nodelist=" + node);
+  c.argv.push_back("--nodelist=" + node.name);
   c.argv.push_back("--nodes=1");
   c.argv.push_back("--time=" + o.time_limit);
-  c.argv.push_back("--export=ALL,VIGIL_MODE=node,VIGIL_RUN_ID=" + o.run_id);
+  c.argv.push_back("--export=ALL,VIGIL_MODE=node,VIGIL_RUN_ID=" + o.run_id +
+                   expected_gpus_export(node));
   c.argv.push_back(o.job_script);
   return c;
 }
@@ -160,7 +168,9 @@ PlannedCommand recheck_cmd(const SlurmNodeInfo& node, bool reset, const SubmitOp
                                 : node.partitions.empty() ? ""
                                                           : node.partitions.front();
   PlannedCommand c{
-      "recheck", {node.name}, held_step(node.name, reset ? "reset" : "recheck", "", o)};
+      "recheck",
+      {node.name},
+      held_step(node.name, reset ? "reset" : "recheck", expected_gpus_export(node), o)};
   c.hold = make_hold(node, {}, partition, o);
   return c;
 }
@@ -343,10 +353,10 @@ namespace {
 // The held re-checks, in order (nodes waiting for a GPU reset first: past --max-rechecks a late
 // name would wait until the drainer's reset_timeout_s sends it to a reboot). A node drained for
 // the fabric or its NVLink domain takes a known-good partner out of `check_candidates`: an idle
-// node Vigil may check (not drained, no vigil job), in name order, of the same partition, the same
-// GPUs in Slurm, and for a domain drain the same NVLink domain. The partner is held with it, so
-// it gets no node job this run (it has to be idle when the hold begins); --nodes does not restrict
-// partners: a partner is a reference, never judged.
+// node Vigil may check (not drained, no vigil job, in no reservation), of the same partition, the
+// same GPUs in Slurm, and for a domain drain the same NVLink domain, in the run's seeded order. The
+// partner is held with it, so it gets no node job this run (it has to be idle when the hold
+// begins); --nodes does not restrict partners: a partner is a reference, never judged.
 void add_rechecks(SubmitPlan& plan, Verdicts& verdicts, std::vector<std::string> candidates,
                   std::vector<std::string>& check_candidates,
                   const std::vector<slurm::SlurmNodeInfo>& nodes, const VigilJobIndex& vigil_jobs,
@@ -359,6 +369,13 @@ void add_rechecks(SubmitPlan& plan, Verdicts& verdicts, std::vector<std::string>
     return ra != rb ? ra : a < b;
   });
   std::set<std::string> taken;  // partners already given
+  // Partners in the run's seeded order, not by name: another partner each run, so one slow node
+  // cannot fail every pair re-check of its partition, and no node is the partner (and without a
+  // node job) run after run.
+  std::vector<const slurm::SlurmNodeInfo*> partner_order;
+  for (const auto& [name, n] : info) partner_order.push_back(n);
+  std::mt19937_64 partner_rng(o.seed ^ 0x9e3779b97f4a7c15ULL);
+  std::shuffle(partner_order.begin(), partner_order.end(), partner_rng);
   auto domain_of = [&](const std::string& name) {
     auto it = o.nvlink_domain_of.find(name);
     return it == o.nvlink_domain_of.end() ? std::string() : it->second;
@@ -387,14 +404,16 @@ void add_rechecks(SubmitPlan& plan, Verdicts& verdicts, std::vector<std::string>
     const std::string partition = job_partition(drained, o);
     const std::string its_domain = domain ? domain_of(drained.name) : "";
     const int gpus = slurm::gpu_count(drained.gres);
-    auto p = std::find_if(info.begin(), info.end(), [&](const auto& entry) {
-      const slurm::SlurmNodeInfo& n = *entry.second;
-      return !n.drain && n.state == "IDLE" && !taken.count(n.name) &&
-             job_partition(n, o) == partition && slurm::gpu_count(n.gres) == gpus &&
+    auto p = std::find_if(partner_order.begin(), partner_order.end(), [&](const auto* np) {
+      const slurm::SlurmNodeInfo& n = *np;
+      // What run_held asks of a partner too (hold.cpp partner_unfit): idle, in no reservation.
+      return !n.drain && n.state == "IDLE" && !n.completing && !n.reserved && !n.maint &&
+             !taken.count(n.name) && job_partition(n, o) == partition &&
+             slurm::gpu_count(n.gres) == gpus &&
              (!domain || (!its_domain.empty() && domain_of(n.name) == its_domain)) &&
              skip_reason_indexed(n, vigil_jobs, o).empty();
     });
-    if (p == info.end()) {
+    if (p == partner_order.end()) {
       v.action = PlanStep::kSkip;
       v.why = "drained by vigil (" + what + "); no idle known-good partner in partition " +
               partition +
@@ -404,7 +423,7 @@ void add_rechecks(SubmitPlan& plan, Verdicts& verdicts, std::vector<std::string>
               " this run";
       continue;
     }
-    const std::string& partner = p->first;
+    const std::string& partner = (*p)->name;
     taken.insert(partner);
     check_candidates.erase(std::remove(check_candidates.begin(), check_candidates.end(), partner),
                            check_candidates.end());
@@ -459,10 +478,12 @@ SubmitPlan plan_submissions(const std::vector<slurm::SlurmNodeInfo>& nodes,
         "not in this run's random subset (--max-jobs " + std::to_string(cap) + ")";
   }
 
+  std::unordered_map<std::string, const SlurmNodeInfo*> by_name;
+  for (const SlurmNodeInfo& n : nodes) by_name.emplace(n.name, &n);
   std::vector<std::string> chosen_sorted = chosen;
   std::sort(chosen_sorted.begin(), chosen_sorted.end());
   for (const std::string& name : chosen_sorted) {
-    plan.jobs.push_back(node_job(name, o));
+    plan.jobs.push_back(node_job(*by_name.at(name), o));
     verdicts[name].action = PlanStep::kSubmit;
     verdicts[name].why = "node job";
   }

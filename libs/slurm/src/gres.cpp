@@ -3,6 +3,7 @@
 // comma separated; scontrol and libslurm append the sockets as "(S:0-1)" or "(S:0,2)", whose
 // commas are not entry separators), and which nodes a Vigil hold reservation holds.
 #include <charconv>
+#include <regex>
 #include <set>
 #include <string>
 #include <string_view>
@@ -42,6 +43,12 @@ int gpu_count(const std::string& gres) {
     }
   }
   return total;
+}
+
+int physical_gpu_count(const std::string& gres) {
+  static const std::regex kMigProfile("gpu:[^:,]*[0-9]+g\\.[0-9]+gb");
+  if (std::regex_search(gres, kMigProfile)) return 0;
+  return gpu_count(gres);
 }
 
 void mark_holds(std::vector<SlurmNodeInfo>& nodes, const std::vector<std::string>& reservations) {

@@ -248,6 +248,29 @@ TEST_F(nvml_gpu_count, fails_with_seven_of_eight) {
   EXPECT_EQ(r.fault_code, "VIGIL-NVML-GPU-COUNT");
 }
 
+// The site's count from Slurm (--expected-gpus, the node's Gres) replaces the SKU's catalogue
+// count: a board with 7 GPUs where Slurm says 7 passes; where Slurm says 8 it fails as before.
+TEST_F(nvml_gpu_count, the_count_slurm_has_for_the_node_replaces_the_skus) {
+  use_fixture("seven_of_eight_gpus");
+  use_sku({{"gpu_count", {{"gpu_count", ge(8, std::nullopt, "count")}}}});
+  ctx_.expected_gpus = 7;
+  CheckResult r = run(make_gpu_count_check());
+  EXPECT_EQ(r.status, Status::kPass) << r.message;
+  ASSERT_TRUE(find(r, "gpu_count")->threshold);
+  EXPECT_EQ(find(r, "gpu_count")->threshold->fail, 7);
+  EXPECT_EQ(find(r, "gpu_count")->threshold->source, "Slurm Gres gpu:7");
+  ctx_.expected_gpus = 8;
+  r = run(make_gpu_count_check());
+  EXPECT_EQ(r.status, Status::kFail);
+  EXPECT_EQ(r.message, "7 of 8 GPUs visible");
+  // Without a SKU at all, Slurm's count still judges.
+  use_sku({});
+  ctx_.sku = nullptr;
+  ctx_.expected_gpus = 7;
+  r = run(make_gpu_count_check());
+  EXPECT_EQ(r.status, Status::kPass) << r.message;
+}
+
 TEST_F(nvml_gpu_count, uses_sku_match_count_when_no_threshold) {
   use_fixture("seven_of_eight_gpus");
   use_sku({});

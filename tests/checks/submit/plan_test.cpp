@@ -163,6 +163,22 @@ TEST(SubmitPlan, caps_node_jobs_with_a_seeded_random_subset) {
   EXPECT_NE(names(a), first200);
 }
 
+// The site's GPU count, from Slurm: a node job tells vigil-check how many GPUs the node's Gres
+// has (VIGIL_EXPECTED_GPUS), so a 4-GPU board of a GPU whose catalogue board has 8 is judged
+// against 4; no Gres, or MIG slices as GRES: nothing, the SKU's count.
+TEST(SubmitPlan, a_node_job_carries_the_gpu_count_slurm_has_for_the_node) {
+  SlurmNodeInfo four = idle("gpu-0");
+  four.gres = "gpu:h100:4(S:0)";
+  SlurmNodeInfo mig = idle("gpu-1");
+  mig.gres = "gpu:nvidia_a100_1g.5gb:7";
+  const SubmitPlan p = plan_submissions({four, mig, idle("gpu-2")}, {}, options());
+  ASSERT_EQ(p.jobs.size(), 3u);
+  EXPECT_TRUE(has_arg(p.jobs[0].argv,
+                      "--export=ALL,VIGIL_MODE=node,VIGIL_RUN_ID=r1,VIGIL_EXPECTED_GPUS=4"));
+  EXPECT_TRUE(has_arg(p.jobs[1].argv, "--export=ALL,VIGIL_MODE=node,VIGIL_RUN_ID=r1"));
+  EXPECT_TRUE(has_arg(p.jobs[2].argv, "--export=ALL,VIGIL_MODE=node,VIGIL_RUN_ID=r1"));
+}
+
 TEST(SubmitPlan, fabric_jobs_pair_distinct_chosen_nodes_with_two_node_allocations) {
   SubmitOptions o = options();
   o.fabric = true;
@@ -328,6 +344,10 @@ TEST(SubmitPlan, nodes_drained_by_vigil_get_a_held_recheck_with_every_gpu_not_an
         "--exclusive", "--gres=gpu:8", "--partition=gpu", "--comment=vigil:r1"})
     EXPECT_TRUE(has_arg(hold.allocate, a)) << a;
   EXPECT_TRUE(hold.partners.empty());
+  // The step tells vigil-check the node's GPUs in Slurm (gpu_count expects them).
+  EXPECT_TRUE(
+      has_arg(argv, "--export=ALL,VIGIL_MODE=recheck,VIGIL_RUN_ID=r1,VIGIL_EXPECTED_GPUS=8"))
+      << vigil::submit::shell_join(argv);
   EXPECT_EQ(verdict(p, "gpu-2").action, PlanStep::kRecheck);
   EXPECT_NE(verdict(p, "gpu-2").why.find("held re-check"), std::string::npos);
   // In a reservation (the site's, or another run's hold): not held, said so (review of the hold:
@@ -432,6 +452,25 @@ TEST(SubmitPlan, a_fabric_drain_is_rechecked_held_with_a_known_good_partner) {
   }
   EXPECT_EQ(partners, (std::set<std::string>{"gpu-3", "gpu-6"}));
   EXPECT_TRUE(p.jobs.empty());
+  // Another partner from run to run (the seed), never one in a reservation (run_held would
+  // refuse it and the re-check would fail every run).
+  std::vector<SlurmNodeInfo> fleet = {sick};
+  for (int i = 10; i < 20; ++i) {
+    SlurmNodeInfo n = good;
+    n.name = "gpu-" + std::to_string(i);
+    n.reserved = i % 2 == 0;
+    fleet.push_back(n);
+  }
+  std::set<std::string> seen;
+  for (uint64_t seed = 1; seed <= 12; ++seed) {
+    o.seed = seed;
+    const SubmitPlan q = plan_submissions(fleet, {}, o);
+    ASSERT_EQ(q.rechecks.size(), 1u);
+    const std::string partner = q.rechecks[0].nodes.at(1);
+    EXPECT_EQ(std::stoi(partner.substr(4)) % 2, 1) << partner << " is in a reservation";
+    seen.insert(partner);
+  }
+  EXPECT_GT(seen.size(), 2u);
 }
 
 TEST(SubmitPlan, caps_rechecks_and_honours_the_node_and_partition_filters) {

@@ -51,6 +51,9 @@ struct CheckContext {
   std::chrono::milliseconds xid_wait{2000};  // how long nvml_xid listens for events
   bool has_gpu_runtime = false;              // set by the runner: CUDA built in and a device seen
   int gpu_count = -1;                        // GPUs seen by NVML, -1 if NVML unavailable
+  // The node's GPUs as the site configured them in Slurm (its Gres, gpu:N; vigil-submit passes
+  // it as VIGIL_EXPECTED_GPUS); 0: unknown, the SKU's catalogue count is used.
+  int expected_gpus = 0;
   // Fabric jobs (`vigil-check fabric`): the allocation's nodes, MPI ranks across them, backend.
   std::vector<std::string> fabric_nodes;
   int fabric_ranks = 0;

@@ -50,6 +50,10 @@ void mark_holds(std::vector<SlurmNodeInfo>& nodes, const std::vector<std::string
 // The GPUs in a node's Gres ("gpu:8" -> 8, "gpu:h100:4(S:0),gpu:a100:2" -> 6, "(null)" -> 0):
 // what an allocation must ask for (--gres=gpu:N) to hold every GPU of the node.
 int gpu_count(const std::string& gres);
+// The physical GPUs a node's Gres says it has, as NVML lists them (gpu_count's expectation), or
+// 0 when it does not say: no GPU, or MIG slices as GRES (a type named after a MIG profile,
+// "gpu:a100_1g.5gb:7": Slurm's gres.html "MIG Support"), whose count is not the GPUs'.
+int physical_gpu_count(const std::string& gres);
 
 class SlurmApi {
  public:
