@@ -55,6 +55,26 @@ std::optional<RepairStep> tick(NodeRecord& s, const slurm::SlurmNodeInfo* n,
   return repair_tick(s, n, /*view_read=*/n != nullptr, c, load, breaker, dry_run, now);
 }
 
+// A node in the `rebooting` stage: Vigil's drain, and the reboot rung taken.
+NodeRecord rebooting() {
+  NodeRecord s = drained();
+  const auto n = idle_drained();
+  const auto step = repair_tick(s, &n, true, on(), {}, {}, false, kNow);
+  EXPECT_TRUE(step && step->move == RepairMove::kReboot);
+  return s;
+}
+
+// What Slurm shows once its ResumeTimeout ended the reboot: DOWN, its note appended to Vigil's
+// reason; the drain kept (24.11, 26.05) or lifted (22.05). Measured: docs/repair.md.
+slurm::SlurmNodeInfo reboot_timed_out_view(bool drain) {
+  auto n = idle_drained();
+  n.down = true;
+  n.drain = drain;
+  n.state = "DOWN";
+  n.reason = "vigil: remap gpu3 row remap pending (1) : reboot issued : reboot timed out";
+  return n;
+}
+
 TEST(repair, an_idle_node_vigil_drained_for_a_reset_fault_is_rebooted) {
   NodeRecord s = drained();
   const auto n = idle_drained();
@@ -273,12 +293,8 @@ TEST(repair, a_resume_timeout_shorter_than_a_reboot_refuses_the_rung_once) {
 // 26.05 the drain stays and the node registers IDLE+DRAIN: the ladder waits for it as for any
 // reboot and re-checks it.
 TEST(repair, a_reboot_slurm_timed_out_is_still_a_reboot_the_ladder_waits_for) {
-  NodeRecord s = drained();
-  auto n = idle_drained();
-  ASSERT_TRUE(tick(s, &n));
-  n.down = true;
-  n.state = "DOWN";
-  n.reason = "vigil: remap gpu3 row remap pending (1) : reboot issued : reboot timed out";
+  NodeRecord s = rebooting();
+  auto n = reboot_timed_out_view(true);
   EXPECT_FALSE(tick(s, &n, on(), {}, {}, false, kNow + 60));  // drain still Vigil's: waiting
   EXPECT_EQ(s.repair.stage, RepairStage::kRebooting);
   // It registers again, IDLE+DRAIN (24.11, 26.05): back from its reboot, re-checked next.
@@ -290,12 +306,8 @@ TEST(repair, a_reboot_slurm_timed_out_is_still_a_reboot_the_ladder_waits_for) {
   EXPECT_EQ(back->move, RepairMove::kRebooted);
   EXPECT_EQ(s.repair.stage, RepairStage::kRechecking);
   // One that never comes back is replaced at reboot_timeout_s, as any reboot.
-  NodeRecord t = drained();
-  auto m = idle_drained();
-  ASSERT_TRUE(tick(t, &m));
-  m.down = true;
-  m.state = "DOWN";
-  m.reason = n.reason;
+  NodeRecord t = rebooting();
+  auto m = reboot_timed_out_view(true);
   m.not_responding = true;
   const auto late = tick(t, &m, on(), {}, {}, false, kNow + 7200);
   ASSERT_TRUE(late);
@@ -306,13 +318,8 @@ TEST(repair, a_reboot_slurm_timed_out_is_still_a_reboot_the_ladder_waits_for) {
 // service unchecked when it registered (measured). The ladder drains it again while it is DOWN,
 // once, and then waits for it as for any reboot.
 TEST(repair, a_reboot_timeout_that_lifted_the_drain_drains_the_down_node_again_once) {
-  NodeRecord s = drained();
-  auto n = idle_drained();
-  ASSERT_TRUE(tick(s, &n));
-  n.down = true;
-  n.drain = false;
-  n.state = "DOWN";
-  n.reason = "vigil: remap gpu3 row remap pending (1) : reboot issued : reboot timed out";
+  NodeRecord s = rebooting();
+  auto n = reboot_timed_out_view(false);
   const auto step = tick(s, &n, on(), {}, {}, false, kNow + 40);
   ASSERT_TRUE(step);
   EXPECT_EQ(step->move, RepairMove::kRedrain);
@@ -340,13 +347,8 @@ TEST(repair, a_reboot_timeout_that_lifted_the_drain_drains_the_down_node_again_o
 // it DOWN+DRAIN with Vigil's own reason (Slurm's note went with the redrain): released to a
 // person, never `replace` (found by review: it was replaced at reboot_timeout_s).
 TEST(repair, a_redrained_node_that_registers_but_stays_down_is_released_not_replaced) {
-  NodeRecord s = drained();
-  auto n = idle_drained();
-  ASSERT_TRUE(tick(s, &n));
-  n.down = true;
-  n.drain = false;
-  n.state = "DOWN";
-  n.reason = "vigil: remap gpu3 row remap pending (1) : reboot issued : reboot timed out";
+  NodeRecord s = rebooting();
+  auto n = reboot_timed_out_view(false);
   ASSERT_EQ(tick(s, &n, on(), {}, {}, false, kNow + 40)->move, RepairMove::kRedrain);
   n.drain = true;
   n.reason = s.reason;                                        // the redrain's
@@ -362,12 +364,8 @@ TEST(repair, a_redrained_node_that_registers_but_stays_down_is_released_not_repl
 // DOWN: no reboot of Vigil's is pending any more, so the ladder lets a person have it, never
 // `replace` (the node is back; Slurm's timeout was too short).
 TEST(repair, a_node_back_but_kept_down_by_slurms_reboot_timeout_is_released_not_replaced) {
-  NodeRecord s = drained();
-  auto n = idle_drained();
-  ASSERT_TRUE(tick(s, &n));
-  n.down = true;
-  n.state = "DOWN";
-  n.reason = "vigil: remap gpu3 row remap pending (1) : reboot issued : reboot timed out";
+  NodeRecord s = rebooting();
+  auto n = reboot_timed_out_view(true);
   n.boot_time = kNow + 90;                                          // registered again
   const auto step = tick(s, &n, on(), {}, {}, false, kNow + 7200);  // past reboot_timeout_s too
   ASSERT_TRUE(step);
