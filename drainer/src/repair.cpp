@@ -226,16 +226,6 @@ bool back_from_reboot(const slurm::SlurmNodeInfo& n, const RepairState& r) {
   return n.boot_time >= r.since_unix && !n.down && !n.not_responding && !n.reboot_pending;
 }
 
-// Slurm gave up on the reboot (ResumeTimeout, slurm.conf(5)) before the node registered again:
-// DOWN, with " : reboot timed out" appended to Vigil's reason (node_mgr.c set_node_down_ptr).
-// Measured on the local clusters with ReturnToService=2 (docs/repair.md "Slurm's own timeout"):
-// 22.05 lifts the drain with it and puts the node back in service, unchecked, the moment it
-// registers; 24.11 and 26.05 keep the drain, and the node registers IDLE+DRAIN.
-bool reboot_timed_out(const slurm::SlurmNodeInfo& n) {
-  return n.down && slurm::reason_is_vigil(n.reason) &&
-         n.reason.find("reboot timed out") != std::string::npos;
-}
-
 // A reboot Slurm's ResumeTimeout ended is still a reboot: the node may be booting. Its drain is
 // kept (asked back while the node is DOWN where Slurm lifted it, so registering again cannot put
 // it in service unchecked) and the ladder waits for it as for any reboot (reboot_timeout_s, then
@@ -351,7 +341,7 @@ std::optional<RepairStep> repair_tick(NodeRecord& s, const slurm::SlurmNodeInfo*
   // After a redrain the reason is Vigil's own again, without Slurm's note: still this case while
   // the node is DOWN (ReturnToService 0 or 1 keeps it so after it registers).
   if (r.stage == RepairStage::kRebooting &&
-      (reboot_timed_out(*slurm) ||
+      (slurm::reboot_timed_out(*slurm) ||
        (r.redrained && slurm->down && slurm::drained_by_vigil(*slurm)))) {
     if (auto step = after_reboot_timeout(s, *slurm)) return step;
     return overdue();

@@ -112,9 +112,7 @@ std::optional<IntentOutcome> SlurmSink::judge_drain(const Intent& i, const slurm
   // drain with it (22.05; the reason is still Vigil's, " : reboot timed out" appended). Drained
   // while DOWN, it registers IDLE+DRAIN instead of returning to service unchecked (repair.cpp
   // after_reboot_timeout, measured on the local cluster).
-  const bool reboot_undrained = n->down && !n->drain && !n->fail && !n->maint &&
-                                slurm::reason_is_vigil(n->reason) &&
-                                n->reason.find("reboot timed out") != std::string::npos;
+  const bool reboot_undrained = slurm::reboot_timed_out(*n) && !n->drain && !n->fail && !n->maint;
   if (slurm::untouchable(*n) && !reboot_undrained)
     return IntentOutcome::not_drained(i.id, "node is DOWN/FAIL/MAINT", NodeState::kWarn);
   if (slurm::drained_by_other(*n))

@@ -84,6 +84,7 @@ TEST(SlurmRebootTimeout, a_reboot_past_resume_timeout_comes_back_drained_for_its
       std::chrono::seconds(kBootS - 5)))
       << "state " << timed.state << " reason '" << timed.reason << "'";
   EXPECT_EQ(timed.reason.rfind(s.reason, 0), 0u) << timed.reason;  // Vigil's text, appended to
+  EXPECT_TRUE(vigil::slurm::reboot_timed_out(timed)) << timed.reason;
 #if SLURM_VERSION_NUMBER < SLURM_VERSION_NUM(23, 0, 0)
   const bool slurm_keeps_drain = false;
 #else

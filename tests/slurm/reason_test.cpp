@@ -38,5 +38,21 @@ TEST(Ownership, only_vigil_drains_are_vigils_and_down_fail_maint_are_untouchable
   EXPECT_TRUE(untouchable(n));
 }
 
+// The reasons Slurm left when its ResumeTimeout ended a reboot Vigil asked for, as read on the
+// local clusters (2026-12-02; docs/repair.md): 22.05 without the drain, 24.11 with it.
+TEST(Ownership, a_reboot_slurm_timed_out_is_told_by_its_down_state_and_vigils_reason) {
+  SlurmNodeInfo n;
+  n.down = true;
+  n.reason = "vigil: remap gpu3 test : reboot issued : reboot timed out";
+  EXPECT_TRUE(reboot_timed_out(n));  // 22.05: DOWN, no drain
+  n.drain = true;
+  EXPECT_TRUE(reboot_timed_out(n));  // 24.11: DOWN+DRAIN
+  n.down = false;                    // registered again
+  EXPECT_FALSE(reboot_timed_out(n));
+  n.down = true;
+  n.reason = "admin: psu : reboot timed out";  // someone else's reboot
+  EXPECT_FALSE(reboot_timed_out(n));
+}
+
 }  // namespace
 }  // namespace vigil::slurm

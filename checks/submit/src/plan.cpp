@@ -281,18 +281,26 @@ void note_group(Verdicts& verdicts, const std::vector<std::string>& group,
   }
 }
 
+// What a multi-node job's nodes must share, per node: its partition (one allocation lies in one)
+// and its GPUs in Slurm (the job asks every node for --gres=gpu:N).
+std::map<std::string, std::pair<std::string, int>> group_keys(
+    const std::vector<slurm::SlurmNodeInfo>& nodes, const SubmitOptions& o) {
+  std::map<std::string, std::pair<std::string, int>> key_of;
+  for (const slurm::SlurmNodeInfo& n : nodes)
+    key_of[n.name] = {job_partition(n, o), slurm::gpu_count(n.gres)};
+  return key_of;
+}
+
 // Fabric jobs over this run's node jobs. Pairs in shuffled order: a different partner each run,
 // so a bad link shows up as the node common to several slow pairs. Jobs of fabric_nodes nodes
 // (the last one of a partition may be smaller, down to a pair); inside, vigil-check fabric runs
 // rounds of pairs and names a slow node in one job.
 void add_fabric_jobs(SubmitPlan& plan, Verdicts& verdicts, const std::vector<std::string>& chosen,
                      const std::vector<slurm::SlurmNodeInfo>& nodes, const SubmitOptions& o) {
-  std::map<std::string, std::pair<std::string, int>> key_of;  // partition, GPUs in Slurm
-  for (const slurm::SlurmNodeInfo& n : nodes)
-    key_of[n.name] = {job_partition(n, o), slurm::gpu_count(n.gres)};
+  const auto key_of = group_keys(nodes, o);
   // One allocation lies in one partition and asks every node for the same GPUs.
   std::map<std::pair<std::string, int>, std::vector<std::string>> groups;  // in shuffled order
-  for (const std::string& name : chosen) groups[key_of[name]].push_back(name);
+  for (const std::string& name : chosen) groups[key_of.at(name)].push_back(name);
   const size_t k = static_cast<size_t>(std::max(2, o.fabric_nodes));
   for (const auto& [key, members] : groups) {
     const auto& [partition, gpus] = key;
@@ -314,14 +322,12 @@ void add_fabric_jobs(SubmitPlan& plan, Verdicts& verdicts, const std::vector<std
 // known domain get none.
 void add_domain_jobs(SubmitPlan& plan, Verdicts& verdicts, const std::vector<std::string>& chosen,
                      const std::vector<slurm::SlurmNodeInfo>& nodes, const SubmitOptions& o) {
-  std::map<std::string, std::pair<std::string, int>> key_of;  // partition, GPUs in Slurm
-  for (const slurm::SlurmNodeInfo& n : nodes)
-    key_of[n.name] = {job_partition(n, o), slurm::gpu_count(n.gres)};
+  const auto key_of = group_keys(nodes, o);
   std::map<std::tuple<std::string, std::string, int>, std::vector<std::string>> groups;
   for (const std::string& name : chosen) {
     auto d = o.nvlink_domain_of.find(name);
     if (d != o.nvlink_domain_of.end())
-      groups[{key_of[name].first, d->second, key_of[name].second}].push_back(name);
+      groups[{key_of.at(name).first, d->second, key_of.at(name).second}].push_back(name);
   }
   // A map's "domain" larger than one NVL72 is split: no job spans more than domain_nodes trays.
   const size_t k = static_cast<size_t>(std::max(2, o.domain_nodes));

@@ -34,5 +34,9 @@ bool is_reset_gpu_reason(std::string_view reason) {
 bool drained_by_vigil(const SlurmNodeInfo& n) { return n.drain && reason_is_vigil(n.reason); }
 bool drained_by_other(const SlurmNodeInfo& n) { return n.drain && !reason_is_vigil(n.reason); }
 bool held_by_vigil(const SlurmNodeInfo& n) { return n.vigil_hold && !n.drain; }
+bool reboot_timed_out(const SlurmNodeInfo& n) {
+  return n.down && reason_is_vigil(n.reason) &&
+         n.reason.find("reboot timed out") != std::string::npos;
+}
 
 }  // namespace vigil::slurm

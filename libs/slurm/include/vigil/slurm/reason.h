@@ -29,5 +29,10 @@ bool drained_by_other(const SlurmNodeInfo& n);
 // between UNDRAIN and the allocation, after which the drain and its reason come back
 // (docs/recheck.md). Not a drain someone lifted: ownership and the repair ladder stay as they are.
 bool held_by_vigil(const SlurmNodeInfo& n);
+// DOWN because Slurm gave up on a reboot (ResumeTimeout, slurm.conf(5)) with Vigil's reason, to
+// which it appended " : reboot timed out" (node_mgr.c set_node_down_ptr). Measured with
+// ReturnToService=2 (docs/repair.md "Slurm's own timeout"): 22.05 lifts the drain with it, 24.11
+// and 26.05 keep it.
+bool reboot_timed_out(const SlurmNodeInfo& n);
 
 }  // namespace vigil::slurm
