@@ -67,16 +67,16 @@ TEST(XidCatalogue, the_recovery_action_is_read_one_way_for_xid_154_and_nvml) {
   EXPECT_EQ(recovery_action_verdict(0).action, XidAction::kNone);
   EXPECT_EQ(recovery_action_verdict(1).action, XidAction::kResetGpu);
   EXPECT_EQ(recovery_action_verdict(2).action, XidAction::kReboot);
-  EXPECT_EQ(recovery_action_verdict(3).action, XidAction::kResetGpu);
+  EXPECT_EQ(recovery_action_verdict(3).action, XidAction::kWatch);  // DCGM 4.6: WARN (W4)
   EXPECT_EQ(recovery_action_verdict(4).action, XidAction::kResetGpu);
-  EXPECT_EQ(recovery_action_verdict(5).action, XidAction::kService);
+  EXPECT_EQ(recovery_action_verdict(5).action, XidAction::kWatch);  // the domain's (W3)
   EXPECT_EQ(recovery_action_verdict(6).action, XidAction::kReboot);  // newer than nvml.h 13.3
   EXPECT_EQ(recovery_action_verdict(7).action, XidAction::kReboot);
   EXPECT_EQ(recovery_action_verdict(1ULL << 32 | 1).action, XidAction::kReboot);  // not 1
   EXPECT_EQ(XidCatalogue::builtin()
                 ->judge(154, "GPU recovery action changed from 0x0 (None) to 0x5 (Recover IMEX)")
                 .action,
-            XidAction::kService);
+            XidAction::kWatch);
   EXPECT_EQ(XidCatalogue::builtin()
                 ->judge(154,
                         "GPU recovery action changed from 0x0 (None) to 0x2 (Node Reboot "

@@ -395,15 +395,20 @@ XidVerdict recovery_action_verdict(unsigned long long action) {
     case 2:
       return {XidAction::kReboot, "", "node reboot"};
     case 3:
-      // NVIDIA ("Error Recovery and Response Flags", GPU memory error management): quiesce
-      // peer-to-peer traffic, then read the action again, which names the next step. Vigil
-      // drains (the GPU is not fit for work) and takes a reset as the remedy, as awslabs' GPU
-      // health checks do; the next report's action (0 or 1) confirms or corrects it.
-      return {XidAction::kResetGpu, "", "drain P2P"};
-    case 4:
+      // DRAIN_P2P is a step, not a verdict: DCGM 4.6's dcgm_errors.h message for it says to
+      // stop the processes doing peer-to-peer traffic and check the GPU's health again after
+      // draining; the driver then names the next action. DCGM 4.6's
+      // DcgmHealthWatch::MonitorGpuRecoveryAction rates it WARN (review W4). Vigil warns and
+      // acts on the action that follows (a later XID 154 or the next nvml_recovery read).
+      return {XidAction::kWatch, "", "drain P2P (transitional: the driver names the next step)"};
+    case 4:  // reduced capacity until a reset (DCGM: FAIL, DRAIN_AND_RESET)
       return {XidAction::kResetGpu, "", "drain P2P and GPU reset"};
-    case 5:  // the IMEX domain, not this GPU: a person restarts it
-      return {XidAction::kService, "", "recover the IMEX domain"};
+    case 5:
+      // RECOVER_IMEX_DOMAIN: the domain's IMEX daemons must recover; no part of this node has
+      // failed (nvml.h "Recover IMEX Domain"). DCGM 4.6 does not fail on it: its range check
+      // ends at DRAIN_AND_RESET (review W3). A warning, never a drain and never `service`, which
+      // would mark a healthy tray for replacement; the IMEX daemon's own check judges the daemon.
+      return {XidAction::kWatch, "", "recover the IMEX domain (the domain's daemons, not this GPU)"};
     default: {
       // Newer than nvml.h 13.3 (NVML bindings name 6 BUS_RESET and 7 SYSTEM_REBOOT): the driver
       // says the GPU needs something; a reboot clears whatever a reset would.

@@ -23,9 +23,10 @@
 // nvml_recovery (review F07, F12): NVML_FI_DEV_GET_GPU_RECOVERY_ACTION (nvml.h:2796, enum
 // nvmlDeviceGpuRecoveryAction_t at :2194) is the driver's own statement of what a GPU needs
 // before it may run work again (the action XID 154 announces in the kernel log). NONE passes;
-// GPU_RESET, NODE_REBOOT, DRAIN_P2P, DRAIN_AND_RESET and RECOVER_IMEX_DOMAIN fail with the
-// action in the reason and as the report's remedy (recovery_action_verdict, XID 154's reading
-// too: vigil/checks/xid_catalogue.h); a value newer than this header fails as a reboot. The
+// GPU_RESET, NODE_REBOOT and DRAIN_AND_RESET fail with the action in the reason and as the
+// report's remedy; DRAIN_P2P and RECOVER_IMEX_DOMAIN warn, as DCGM 4.6 does
+// (recovery_action_verdict, XID 154's reading too: vigil/checks/xid_catalogue.h); a value
+// newer than this header fails as a reboot. The
 // field is NOT_SUPPORTED on drivers before it existed: skipped.
 #include <cmath>
 #include <fstream>

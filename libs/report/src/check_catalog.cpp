@@ -61,7 +61,7 @@ constexpr CheckSpec kCatalog[] = {
     // The IMEX daemon of a multi-node NVLink SKU (NVL72) down past the boot grace; a setup
     // problem (not installed, not configured) is an error. drain_after applies: it may restart.
     {"nvlink_imex", "imex", kNode, seconds(15), kDefault, {}},
-    // Fatal: the driver states a recovery action (reset, reboot, drain P2P, IMEX domain).
+    // Fatal: the driver states a recovery action (reset, reboot, drain and reset).
     {"nvml_recovery", "recovery", kNodeAndHooks, seconds(60), kFatal, {}},
     // Noisy: GPU temperature against the SKU's bounds.
     {"nvml_temperature", "temp", kNode, seconds(60), kNoisy, {}},

@@ -141,9 +141,14 @@ TEST_F(KmsgXid, xid_154_is_judged_by_the_recovery_action_it_states) {
   boot("boot-4");
   log("3,23,100,-;NVRM: Xid (PCI:0000:01:00): 154, GPU recovery action changed from 0x0 (None) "
       "to 0x3 (Drain P2P)\n");
-  auto drain = run();  // drained peer traffic, then a reset (recovery_action_verdict)
-  EXPECT_EQ(drain.status, Status::kFail);
-  EXPECT_EQ(drain.remedy, Remedy::kResetGpu);
+  auto drain = run();  // a step: the driver names the next action (review W4)
+  EXPECT_EQ(drain.status, Status::kWarn) << drain.message;
+  EXPECT_FALSE(drain.remedy.has_value());
+  log("3,24,100,-;NVRM: Xid (PCI:0000:01:00): 154, GPU recovery action changed from 0x3 (Drain "
+      "P2P) to 0x1 (GPU Reset Required)\n");
+  auto next = run();  // ... and Vigil acts on the action the driver states next
+  EXPECT_EQ(next.status, Status::kFail) << next.message;
+  EXPECT_EQ(next.remedy, Remedy::kResetGpu);
 }
 
 TEST_F(KmsgXid, a_gpu_reset_clears_only_the_xids_a_reset_remedies_on_that_gpu) {

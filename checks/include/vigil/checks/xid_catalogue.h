@@ -109,8 +109,8 @@ class XidCatalogue {
 // NVML_FI_DEV_GET_GPU_RECOVERY_ACTION (230). nullopt when the message has no "to 0x<n>".
 std::optional<unsigned> xid154_recovery_action(std::string_view detail);
 // What the driver's recovery action asks for (XID 154's text, nvml_recovery's NVML field), with
-// its name for messages ("GPU reset") in `why`. DRAIN_P2P drains with a reset as the remedy
-// (awslabs' GPU health checks); RECOVER_IMEX_DOMAIN is the IMEX domain's, a person's; a value
+// its name for messages ("GPU reset") in `why`. DRAIN_P2P (a transitional step) and
+// RECOVER_IMEX_DOMAIN (the domain's daemons, not this GPU) only warn, as in DCGM 4.6; a value
 // newer than nvml.h 13.3's enum is a reboot, which clears whatever the driver asks for.
 XidVerdict recovery_action_verdict(unsigned long long action);
 
