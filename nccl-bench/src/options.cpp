@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <charconv>
 #include <cstdlib>
 #include <fstream>
@@ -245,17 +246,33 @@ std::vector<std::pair<std::string, std::string>> tuning_log_env(const std::strin
 
 namespace {
 
-// NCCL's src/init.cc: ncclAlgoStr and ncclProtoStr, indexed by NCCL_ALGO_* / NCCL_PROTO_*.
+// The names Vigil reports, NCCL's src/init.cc ncclAlgoStr and ncclProtoStr (the spelling of
+// NCCL_ALGO / NCCL_PROTO and the SKU files), indexed by NCCL_ALGO_* / NCCL_PROTO_*
+// (src/include/nccl_common.h).
 constexpr std::array<std::string_view, 7> kNcclAlgorithms = {
     "Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT"};
 constexpr std::array<std::string_view, 3> kNcclProtocols = {"LL", "LL128", "Simple"};
 
-// A name as NCCL 2.26+ prints it, or a number (older releases) turned into that name; empty
-// when neither.
+// Upper case without underscores: "NVLS_TREE" (ncclAlgoToString, what 2.24+ print) and
+// "NVLSTree" (ncclAlgoStr) meet as "NVLSTREE"; "SIMPLE" and "Simple" as "SIMPLE".
+std::string name_key(std::string_view word) {
+  std::string key;
+  for (char c : word)
+    if (c != '_') key += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return key;
+}
+
+// A name as NCCL prints it, or a number (2.20-2.23) turned into that name; empty when neither.
+// The per-collective TUNING line (src/enqueue.cc) printed numbers from v2.20.3-1 (line 1498,
+// "%ld Bytes -> Algo %d proto %d time %f"; 2.23 adds the collective's name) and, from v2.24.3-1
+// (line 678; v2.26.2-1 line 701), ncclAlgoToString / ncclProtoToString (src/collectives.cc):
+// "TREE", "RING", "COLLNET_DIRECT", "COLLNET_CHAIN", "NVLS", "NVLS_TREE", "PAT"; "LL", "LL128",
+// "SIMPLE" (review W6). Genuine lines of both: tests/fixtures/nccl-info/SOURCES.md.
 template <std::size_t N>
 std::string nccl_name(std::string_view word, const std::array<std::string_view, N>& table) {
+  const std::string key = name_key(word);
   for (std::string_view name : table)
-    if (word == name) return std::string(name);
+    if (key == name_key(name)) return std::string(name);
   unsigned index = 0;
   const auto [end, ec] = std::from_chars(word.data(), word.data() + word.size(), index);
   if (ec == std::errc() && end == word.data() + word.size() && index < N)
@@ -275,7 +292,7 @@ std::vector<AlgoChoice> parse_tuning_log(std::string_view text) {
     std::istringstream words(line.substr(info + 10));
     std::string w, bytes_word, arrow, algo_kw, algo, proto_kw, proto;
     if (!(words >> w)) continue;
-    if (w.back() == ':') {  // "AllReduce:" (2.23+); 2.21-2.22 start with the size
+    if (w.back() == ':') {  // "AllReduce:" (2.23+); 2.20-2.22 start with the size
       if (w != "AllReduce:") continue;
       if (!(words >> w)) continue;
     }

@@ -142,29 +142,56 @@ TEST(NcclTuningEnv, conf_files_are_read_as_nccl_reads_them) {
   std::filesystem::remove_all(dir);
 }
 
-// NCCL's TUNING log lines, written as NCCL's own format strings print them (src/enqueue.cc at
-// v2.28.9-1 line 741, v2.23.4-1 line 1855, v2.21.5-1 line 1534; prefix from src/debug.cc
-// "%s:%d:%d " and "[%d] NCCL INFO "). Not captured from a GPU run: none was available.
-TEST(NcclTuningLog, each_release_format_gives_the_algorithm_and_protocol_per_size) {
-  const std::string log =
-      "gpu-0:4242:4250 [0] NCCL INFO NCCL version 2.28.9+cuda13.0\n"
-      "gpu-0:4242:4250 [0] NCCL INFO AllReduce: 1073741824 Bytes -> Algo NVLS proto Simple "
-      "channel{Lo..Hi}={0..15}\n"
-      "gpu-0:4242:4250 [0] NCCL INFO AllReduce: 1048576 Bytes -> Algo Ring proto LL128 "
-      "channel{Lo..Hi}={0..31}\n"
-      "gpu-0:4242:4250 [0] NCCL INFO AllGather: 1048576 Bytes -> Algo Ring proto Simple "
-      "channel{Lo..Hi}={0..31}\n"  // another collective: not ours
-      "gpu-0:4242:4250 [0] NCCL INFO AllReduce: 1073741824 Bytes -> Algo NVLSTree proto Simple "
-      "channel{Lo..Hi}={0..15}\n";  // the last one logged for a size wins
-  EXPECT_EQ(parse_tuning_log(log), (std::vector<AlgoChoice>{{1048576, "Ring", "LL128"},
-                                                            {1073741824, "NVLSTree", "Simple"}}));
-  // 2.23: numbers indexing ncclAlgoStr / ncclProtoStr (src/init.cc).
+// A genuine NCCL INFO log from a public source (tests/fixtures/nccl-info/SOURCES.md).
+std::string nccl_info_log(const std::string& name) {
+  std::ifstream in(std::string(VIGIL_SOURCE_DIR) + "/tests/fixtures/nccl-info/" + name);
+  EXPECT_TRUE(in.good()) << "missing fixture " << name;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// NCCL 2.24+ print the choice in upper case (ncclAlgoToString: RING, TREE, NVLS_TREE; proto
+// SIMPLE), as genuine 2.27.5 and 2.30 lines show; Vigil reports the names of ncclAlgoStr /
+// ncclProtoStr, which the SKU files use (review W6: these lines used to be dropped).
+TEST(NcclTuningLog, the_upper_case_names_of_nccl_2_24_and_later_are_read) {
+  // Two runs of one job: the default (TREE, LL), then NCCL_ALGO=Ring NCCL_PROTO=Simple; the last
+  // line logged for a size wins. The opCount lines of the same collective are not choices.
+  EXPECT_EQ(parse_tuning_log(nccl_info_log("tuning-2.27.5-allreduce.log")),
+            (std::vector<AlgoChoice>{{4, "Ring", "Simple"}}));
+  EXPECT_EQ(parse_tuning_log(nccl_info_log("tuning-userguide-2.30.log")),
+            (std::vector<AlgoChoice>{{33554432, "Ring", "Simple"}}));
+  // Another collective's lines, and the tuning table's mixed-case header, are not ours.
+  EXPECT_TRUE(parse_tuning_log(nccl_info_log("tuning-2.29.7-broadcast.log")).empty());
+  // Every name ncclAlgoToString / ncclProtoToString return (src/collectives.cc, v2.26.2-1
+  // lines 55-75), in the genuine line's shape; the 2.29.7 log's Broadcast line, as AllReduce.
+  std::string log = nccl_info_log("tuning-2.29.7-broadcast.log");
+  const std::string one = "lab:3038984:3038984 [0] NCCL INFO AllReduce: ";
+  const std::vector<std::pair<std::string, AlgoChoice>> names = {
+      {"1 Bytes -> Algo TREE proto LL128", {1, "Tree", "LL128"}},
+      {"2 Bytes -> Algo COLLNET_DIRECT proto SIMPLE", {2, "CollNetDirect", "Simple"}},
+      {"3 Bytes -> Algo COLLNET_CHAIN proto SIMPLE", {3, "CollNetChain", "Simple"}},
+      {"4 Bytes -> Algo NVLS proto SIMPLE", {4, "NVLS", "Simple"}},
+      {"5 Bytes -> Algo NVLS_TREE proto SIMPLE", {5, "NVLSTree", "Simple"}},
+      {"6 Bytes -> Algo PAT proto LL", {6, "PAT", "LL"}},
+      {"7 Bytes -> Algo Unknown proto SIMPLE", {}}};  // NCCL's word for a value it cannot name
+  std::vector<AlgoChoice> want;
+  for (const auto& [words, choice] : names) {
+    log += one + words + " channel{Lo..Hi}={0..31}\n";
+    if (!choice.algorithm.empty()) want.push_back(choice);
+  }
+  EXPECT_EQ(parse_tuning_log(log), want);
+}
+
+// NCCL 2.20-2.23 printed numbers indexing ncclAlgoStr / ncclProtoStr; 2.20-2.22 without the
+// collective's name, as in this genuine log (behind a launcher's "[0] " prefix).
+TEST(NcclTuningLog, the_numbers_of_nccl_2_20_to_2_23_are_read) {
+  EXPECT_EQ(parse_tuning_log(nccl_info_log("tuning-numeric-1453.log")),
+            (std::vector<AlgoChoice>{{262144, "Tree", "LL128"}, {8589934592, "Ring", "Simple"}}));
+  // 2.23 adds the name (src/enqueue.cc v2.23.4-1 line 1855).
   EXPECT_EQ(parse_tuning_log("h:1:2 [3] NCCL INFO AllReduce: 4096 Bytes -> Algo 4 proto 2 time "
                              "12.500000\n"),
             (std::vector<AlgoChoice>{{4096, "NVLS", "Simple"}}));
-  // 2.21-2.22: no collective name.
-  EXPECT_EQ(parse_tuning_log("h:1:2 [3] NCCL INFO 4096 Bytes -> Algo 1 proto 0 time 3.000000\n"),
-            (std::vector<AlgoChoice>{{4096, "Ring", "LL"}}));
   // Unknown numbers and malformed lines are skipped, not guessed.
   EXPECT_TRUE(
       parse_tuning_log("h:1:2 [3] NCCL INFO AllReduce: 4096 Bytes -> Algo 9 proto 2 time 1\n"
@@ -186,11 +213,7 @@ TEST(NcclTuningLog, a_job_that_sets_nccl_debug_keeps_it_and_nothing_is_recorded)
 
 // Genuine NCCL INFO lines from public issues (tests/fixtures/nccl-info/SOURCES.md).
 TransportUse transport_of(const std::string& name) {
-  std::ifstream in(std::string(VIGIL_SOURCE_DIR) + "/tests/fixtures/nccl-info/" + name);
-  EXPECT_TRUE(in.good()) << "missing fixture " << name;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_transport_log(ss.str());
+  return parse_transport_log(nccl_info_log(name));
 }
 
 TEST(TransportLog, inter_node_ib_with_gpudirect_rdma_in_every_release_form) {

@@ -100,10 +100,11 @@ bool conf_files_set(const std::string& name, const std::string& etc_conf = "/etc
 std::vector<std::pair<std::string, std::string>> tuning_log_env(const std::string& path);
 // The AllReduce choices in such a log, one per size (the last one logged for it), by size.
 // Lines, after NCCL's "host:pid:tid [dev] NCCL INFO " prefix (NCCL src/enqueue.cc):
-//   2.24 and later  "AllReduce: 1048576 Bytes -> Algo NVLS proto Simple channel{Lo..Hi}={0..15}"
+//   2.24 and later  "AllReduce: 33554432 Bytes -> Algo RING proto SIMPLE channel{Lo..Hi}={0..31}"
 //   2.23            "AllReduce: 1048576 Bytes -> Algo 4 proto 2 time 12.345000"
-//   2.21 - 2.22     "1048576 Bytes -> Algo 4 proto 2 time 12.345000"
-// Numbers index NCCL's ncclAlgoStr / ncclProtoStr tables (src/init.cc, same order since 2.21).
+//   2.20 - 2.22     "1048576 Bytes -> Algo 4 proto 2 time 12.345000"
+// Names compare without case or underscores (NVLS_TREE = NVLSTree) and come back as NCCL's
+// ncclAlgoStr / ncclProtoStr spell them (src/init.cc); numbers index those tables.
 // Other lines, other collectives and unknown numbers are skipped.
 std::vector<AlgoChoice> parse_tuning_log(std::string_view text);
 
