@@ -48,7 +48,8 @@ TEST(XidCatalogue, each_xid_gets_the_action_its_catalogue_row_names) {
   EXPECT_EQ(act(54), XidAction::kService);     // CHECK_MECHANICALS: aux power
   EXPECT_EQ(act(142), XidAction::kService);    // CONTACT_SUPPORT, on GB200
   EXPECT_EQ(act(1), XidAction::kWatch);        // CONTACT_SUPPORT but unused since A100
-  EXPECT_EQ(act(167), XidAction::kWatch);      // no action in this edition
+  EXPECT_EQ(act(168), XidAction::kWatch);      // no action in this edition
+  EXPECT_EQ(act(167), XidAction::kResetGpu);   // no action either; Vigil's policy (review W13)
   EXPECT_EQ(act(171), XidAction::kNone);       // detail of XID 48, which carries the action
   EXPECT_EQ(act(185), XidAction::kWatch);      // newer than the catalogue
   EXPECT_EQ(act(154), XidAction::kWatch);      // no text: the action is unread
@@ -69,7 +70,7 @@ TEST(XidCatalogue, the_recovery_action_is_read_one_way_for_xid_154_and_nvml) {
   EXPECT_EQ(recovery_action_verdict(2).action, XidAction::kReboot);
   EXPECT_EQ(recovery_action_verdict(3).action, XidAction::kWatch);  // DCGM 4.6: WARN (W4)
   EXPECT_EQ(recovery_action_verdict(4).action, XidAction::kResetGpu);
-  EXPECT_EQ(recovery_action_verdict(5).action, XidAction::kWatch);  // the domain's (W3)
+  EXPECT_EQ(recovery_action_verdict(5).action, XidAction::kWatch);   // the domain's (W3)
   EXPECT_EQ(recovery_action_verdict(6).action, XidAction::kReboot);  // newer than nvml.h 13.3
   EXPECT_EQ(recovery_action_verdict(7).action, XidAction::kReboot);
   EXPECT_EQ(recovery_action_verdict(1ULL << 32 | 1).action, XidAction::kReboot);  // not 1

@@ -215,9 +215,20 @@ void XidCatalogue::read_policy(const nlohmann::json& pol, bool site) {
   one(pol, "", "unlisted", unlisted_);
   if (!site || pol.contains("sxid")) {
     const json& sx = need(pol, "", "sxid");
-    only_keys(sx, "sxid.", {"fatal", "non_fatal"});
+    only_keys(sx, "sxid.", {"fatal", "non_fatal", "by_number"});
     one(sx, "sxid.", "fatal", sxid_fatal_);
     one(sx, "sxid.", "non_fatal", sxid_non_fatal_);
+    if (!site || sx.contains("by_number")) {
+      const json& rows = list(sx, "sxid.", "by_number");
+      for (std::size_t i = 0; i < rows.size(); ++i) {
+        const std::string at = "sxid.by_number[" + std::to_string(i) + "].";
+        only_keys(rows[i], at, {"sxids", "action", "source"});
+        need_source(rows[i], at);
+        const XidAction a = action_of(rows[i], at);
+        for (const json& n : list(rows[i], at, "sxids"))
+          sxid_overrides_[number(n, at + "sxids")] = a;
+      }
+    }
   }
   // Every action token the catalogue uses must have a meaning: a new NVIDIA token is an error
   // to fix, not an XID silently judged by a default.
@@ -365,7 +376,9 @@ XidVerdict XidCatalogue::judge(unsigned long long xid, std::string_view detail) 
   return v;
 }
 
-XidVerdict XidCatalogue::judge_sxid(bool fatal) const {
+XidVerdict XidCatalogue::judge_sxid(unsigned long long sxid, bool fatal) const {
+  if (const auto o = sxid_overrides_.find(sxid); o != sxid_overrides_.end())
+    return {o->second, "", "policy"};
   return fatal ? XidVerdict{sxid_fatal_, "", "SXid Fatal"}
                : XidVerdict{sxid_non_fatal_, "", "SXid Non-fatal"};
 }
@@ -408,7 +421,8 @@ XidVerdict recovery_action_verdict(unsigned long long action) {
       // failed (nvml.h "Recover IMEX Domain"). DCGM 4.6 does not fail on it: its range check
       // ends at DRAIN_AND_RESET (review W3). A warning, never a drain and never `service`, which
       // would mark a healthy tray for replacement; the IMEX daemon's own check judges the daemon.
-      return {XidAction::kWatch, "", "recover the IMEX domain (the domain's daemons, not this GPU)"};
+      return {XidAction::kWatch, "",
+              "recover the IMEX domain (the domain's daemons, not this GPU)"};
     default: {
       // Newer than nvml.h 13.3 (NVML bindings name 6 BUS_RESET and 7 SYSTEM_REBOOT): the driver
       // says the GPU needs something; a reboot clears whatever a reset would.

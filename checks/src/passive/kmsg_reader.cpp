@@ -86,12 +86,39 @@ std::optional<Xid> parse_xid(std::string_view message) {
   return Xid{std::string(t->device), t->number, std::string(t->rest)};
 }
 
+namespace {
+
+// The decimal number right after `word` in `text` ("Link 44 ..." -> 44); nullopt without one.
+std::optional<unsigned> number_after(std::string_view text, std::string_view word) {
+  const size_t at = text.find(word);
+  if (at == std::string_view::npos) return std::nullopt;
+  std::string_view digits = text.substr(at + word.size());
+  digits = digits.substr(0, digits.find_first_not_of("0123456789"));
+  unsigned n = 0;
+  if (!parse_number(digits, n)) return std::nullopt;
+  return n;
+}
+
+}  // namespace
+
 std::optional<Sxid> parse_sxid(std::string_view message) {
   auto t = after_tag(message, "SXid (");
   if (!t || message.find("nvswitch") == std::string_view::npos) return std::nullopt;
+  Sxid s{std::string(t->device), t->number, false, std::nullopt, false, std::nullopt};
+  if (t->rest.starts_with("Severity ")) {
+    s.severity_line = true;
+    s.severity = number_after(t->rest, "Severity ");
+    if (!s.severity) return std::nullopt;
+    s.fatal = *s.severity == 1;
+    s.instance = number_after(t->rest, "Engine instance ");
+    return s;
+  }
   const std::string_view severity = t->rest.substr(0, t->rest.find(','));
-  if (severity != "Fatal" && severity != "Non-fatal") return std::nullopt;  // Data / Severity N
-  return Sxid{std::string(t->device), t->number, severity == "Fatal"};
+  if (severity != "Fatal" && severity != "Non-fatal") return std::nullopt;  // Data, Correctable
+  s.fatal = severity == "Fatal";
+  s.instance = number_after(t->rest, ", Link ");
+  if (!s.instance) s.instance = number_after(t->rest, "instance=");
+  return s;
 }
 
 XidAction remembered_action(std::string_view item, const XidCatalogue& catalogue) {

@@ -48,12 +48,20 @@ struct Xid {
 std::optional<Xid> parse_xid(std::string_view message);
 
 // "nvidia-nvswitch3: SXid (PCI:0000:04:00.0): 22013, Non-fatal, Link 44 Minion Link DLREQ
-// interrupt": one NVSwitch error. The driver follows it with "Severity N Engine instance ..."
-// and "Data {...}" lines of the same SXid, which carry no severity: nullopt for those.
+// interrupt": one NVSwitch error. The driver follows it with "22013, Severity 0 Engine instance
+// 44 Sub-engine instance 00" and "22013, Data {...}" lines of the same SXid
+// (open-gpu-kernel-modules src/common/nvswitch/kernel/error_nvswitch.c; headers:
+// intr_nvswitch.h "Non-fatal, Link %02d %s%s", "Fatal, %s, instance=%d, chiplet=%d"). A
+// Severity line is returned too, marked, because a log can hold it without its first line (a
+// rotated ring buffer, an excerpt: tests/fixtures/kmsg, issue 446); the number is
+// NVSWITCH_ERROR_SEVERITY_TYPE (ctrl_dev_nvswitch.h: NONFATAL 0, FATAL 1). Data lines: nullopt.
 struct Sxid {
   std::string device;  // "0000:04:00.0", the switch's
   unsigned long long sxid = 0;
-  bool fatal = false;  // "Fatal" (the driver's word) or "Non-fatal"
+  bool fatal = false;                // "Fatal" (the driver's word), or "Severity 1"
+  std::optional<unsigned> instance;  // "Link 44", "instance=3", "Engine instance 44"
+  bool severity_line = false;        // "Severity N Engine instance ...", not the first line
+  std::optional<unsigned> severity;  // its N; a value other than 0 and 1 is not judged fatal
 };
 std::optional<Sxid> parse_sxid(std::string_view message);
 

@@ -15,6 +15,7 @@
 #include <fstream>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "check_factories.h"
 #include "kmsg_reader.h"
@@ -80,6 +81,8 @@ void remember(std::vector<std::string>& fatal, const std::string& item, XidActio
 struct Seen {
   std::map<std::string, int> watch, other;  // "XID 31 0000:18:00 (watch)" -> times
   int new_fatal = 0, watch_n = 0, other_n = 0;
+  // SXid first lines read so far whose Severity line has not come: (switch, SXid, link).
+  std::multiset<std::tuple<std::string, unsigned long long, unsigned>> sxid_heads;
 
   void take(const std::string& message, const XidCatalogue& catalogue,
             std::vector<std::string>& fatal) {
@@ -103,7 +106,21 @@ struct Seen {
         item += " (" + std::string(to_string(v.action)) +
                 (x->xid == 154 ? ": " + v.why : std::string()) + ")";
     } else if (auto sx = kmsg::parse_sxid(message)) {
-      v = catalogue.judge_sxid(sx->fatal);
+      // One SXid event is its first line plus a Severity line (and Data lines). The Severity
+      // line of a first line seen in this read is that event again; one without (the first
+      // line rotated out of the ring buffer, or cut from the log) is judged by its number.
+      const auto key = std::make_tuple(sx->device, sx->sxid, sx->instance.value_or(~0u));
+      if (sx->severity_line) {
+        auto h = sxid_heads.find(key);
+        if (h == sxid_heads.end()) h = sxid_heads.find(std::make_tuple(sx->device, sx->sxid, ~0u));
+        if (h != sxid_heads.end()) {
+          sxid_heads.erase(h);
+          return;
+        }
+      } else {
+        sxid_heads.insert(key);
+      }
+      v = catalogue.judge_sxid(sx->sxid, sx->fatal);
       item = "SXID " + std::to_string(sx->sxid) + " " + sx->device;
       if (v.action != XidAction::kNone) item += " (" + std::string(to_string(v.action)) + ")";
     } else {

@@ -50,12 +50,12 @@ TEST(XidLines, every_genuine_xid_and_sxid_line_parses_whatever_the_log_put_befor
       ASSERT_NE(l.find("SXid ("), std::string::npos) << "neither Xid nor SXid: " << l;
       if (auto s = kmsg::parse_sxid(l)) {
         EXPECT_GT(s->sxid, 10000u) << l;
+        EXPECT_EQ(s->severity_line, l.find(", Severity ") != std::string::npos) << l;
+        EXPECT_TRUE(s->instance) << l;  // "Link 44" or "Engine instance 44"
         ++sxids;
       } else {
-        // The driver's follow-up lines of one SXid carry no severity.
-        EXPECT_TRUE(l.find(", Data {") != std::string::npos ||
-                    l.find(", Severity ") != std::string::npos)
-            << l;
+        // The driver's Data lines of one SXid carry neither severity nor link.
+        EXPECT_NE(l.find(", Data {"), std::string::npos) << l;
         ++sxid_details;
       }
     }
@@ -96,6 +96,18 @@ TEST(XidLines, each_driver_era_gives_the_device_number_and_detail) {
   ASSERT_TRUE(non_fatal);
   EXPECT_FALSE(non_fatal->fatal);
   EXPECT_EQ(non_fatal->sxid, 22013u);
+  EXPECT_EQ(non_fatal->instance, 44u);
+  // Severity lines: NVSWITCH_ERROR_SEVERITY_TYPE, FATAL 1 (the Talos capture of issue 446).
+  auto severity = kmsg::parse_sxid(line_with("24007, Severity 1 Engine instance 12"));
+  ASSERT_TRUE(severity);
+  EXPECT_TRUE(severity->severity_line);
+  EXPECT_TRUE(severity->fatal);
+  EXPECT_EQ(severity->instance, 12u);
+  EXPECT_EQ(severity->device, "0000:aa:00.0");
+  auto five = kmsg::parse_sxid(line_with("10002, Severity 5"));  // MENTHOS: not a known value
+  ASSERT_TRUE(five);
+  EXPECT_EQ(five->severity, 5u);
+  EXPECT_FALSE(five->fatal);
 }
 
 TEST(XidLines, driver_lines_that_are_not_xid_records_are_not_read_as_xids) {
@@ -131,8 +143,18 @@ TEST(XidLines, genuine_lines_are_judged_by_the_catalogue) {
   EXPECT_EQ(judged("NETIR Fatal XC0 i0 Link -1"), XidAction::kResetGpu);  // NETIR_INT
   EXPECT_EQ(judged("RLW_RXPIPE Nonfatal"), XidAction::kNone);             // errorStatus 0x8: IGNORE
   EXPECT_EQ(judged("SAW_MVB Nonfatal"), XidAction::kNone);                // errorStatus 0x8: IGNORE
-  EXPECT_EQ(cat.judge_sxid(true).action, XidAction::kReboot);
-  EXPECT_EQ(cat.judge_sxid(false).action, XidAction::kNone);
+  EXPECT_EQ(cat.judge_sxid(20034, true).action, XidAction::kReboot);
+  // Non-fatal SXids warn, as DCGM's health watch does (review W12), except those the Fabric
+  // Manager guide calls safe to ignore (22013) or self-correcting (single-bit ECC).
+  EXPECT_EQ(cat.judge_sxid(19084, false).action, XidAction::kWatch);
+  EXPECT_EQ(cat.judge_sxid(12028, false).action, XidAction::kWatch);
+  EXPECT_EQ(cat.judge_sxid(22013, false).action, XidAction::kNone);
+  EXPECT_EQ(cat.judge_sxid(24001, false).action, XidAction::kNone);
+  // XIDs 167 and 169 have no action in the catalogue; 169 is a micro-controller halt as 62 is
+  // (RESET_GPU), 167 a fatal PCIe timeout (review W13).
+  EXPECT_EQ(cat.judge(167).action, XidAction::kResetGpu);
+  EXPECT_EQ(cat.judge(169).action, XidAction::kResetGpu);
+  EXPECT_EQ(cat.judge(168).action, XidAction::kWatch);
 }
 
 using KmsgXidLines = testing::KmsgFixture;
@@ -183,8 +205,9 @@ TEST_F(KmsgXidLines, xid_154_to_none_withdraws_the_earlier_154_of_that_gpu) {
   EXPECT_EQ(r.status, Status::kPass) << r.message;
 }
 
-// SXIDs: a Fatal one fails with a reboot (GPUs and NVSwitches reset together), a Non-fatal one
-// and the driver's Data / Severity follow-up lines are reported only.
+// SXIDs: a Fatal one fails with a reboot (GPUs and NVSwitches reset together). 22013, which the
+// Fabric Manager guide calls safe to ignore, is reported only, once per event: its Severity
+// lines are the same events (x3, not x6) and its Data lines carry nothing.
 TEST_F(KmsgXidLines, a_fatal_sxid_fails_and_non_fatal_ones_are_reported) {
   std::vector<std::string> lines;
   for (const std::string& l : lines_of("xid-lines.txt"))
@@ -202,6 +225,38 @@ TEST_F(KmsgXidLines, a_fatal_sxid_fails_and_non_fatal_ones_are_reported) {
   EXPECT_EQ(r.status, Status::kFail);
   EXPECT_EQ(r.message, "SXID 20034 0000:c2:00.0 (reboot)");
   EXPECT_EQ(r.remedy, Remedy::kReboot);
+}
+
+// A Severity line whose first line is not in the log (rotated out of the ring buffer, or cut)
+// is the event itself: "Severity 1" is fatal. One whose first line was read is not counted
+// twice, even with other switches' lines between them.
+TEST_F(KmsgXidLines, an_sxid_severity_line_without_its_first_line_is_judged_by_its_number) {
+  log_lines({line_with("24007, Severity 1 Engine instance 12"),
+             line_with("24007, Data {0x10000000, 0x10008100")});
+  CheckResult r = run();
+  EXPECT_EQ(r.status, Status::kFail) << r.message;
+  EXPECT_EQ(r.message, "SXID 24007 0000:aa:00.0 (reboot)");
+  EXPECT_EQ(r.remedy, Remedy::kReboot);
+
+  std::vector<std::string> gpud;  // three switches interleaved, and an XID 79 before them
+  for (const std::string& l : lines_of("xid-lines.txt"))
+    if (l.starts_with("[67817")) gpud.push_back(l);
+  ASSERT_EQ(gpud.size(), 9u);
+  ctx_.state_dir.clear();
+  log_lines(gpud, 200);
+  r = run();
+  EXPECT_EQ(r.status, Status::kFail) << r.message;
+  for (const char* sw : {"0000:06:00.0", "0000:05:00.0", "0000:07:00.0"})
+    EXPECT_NE(r.message.find(std::string("SXID 20034 ") + sw + " (reboot)"), std::string::npos)
+        << r.message;
+  EXPECT_NE(r.message.find("XID 79 0000:91:00 (reboot)"), std::string::npos) << r.message;
+
+  ctx_.state_dir.clear();
+  log_lines({line_with("10002, Severity 5"), line_with("19084, Non-fatal, Link 29")}, 300);
+  r = run();  // a severity Vigil does not know is not fatal; non-fatal SXids warn
+  EXPECT_EQ(r.status, Status::kWarn) << r.message;
+  EXPECT_NE(r.message.find("SXID 10002 0000:c4:00.0 (watch)"), std::string::npos) << r.message;
+  EXPECT_NE(r.message.find("SXID 19084 0000:c6:00.0 (watch)"), std::string::npos) << r.message;
 }
 
 // A site's policy: its entries replace the built-in ones, its cancellation rules are added.

@@ -58,8 +58,9 @@ class XidCatalogue {
   // `detail`: what the driver wrote after the number. XID 154 is judged by the recovery action
   // its text states, XIDs 144-150 by the catalogue's decode of their IntrInfo and errorStatus.
   XidVerdict judge(unsigned long long xid, std::string_view detail = {}) const;
-  // An NVSwitch SXID, by the severity its line states ("Fatal" / "Non-fatal").
-  XidVerdict judge_sxid(bool fatal) const;
+  // An NVSwitch SXID: the policy's entry for its number, else the severity its line states
+  // ("Fatal" / "Non-fatal", or a Severity line's 1 / other).
+  XidVerdict judge_sxid(unsigned long long sxid, bool fatal) const;
   // XIDs a later `xid` on the same GPU cancels (the policy's "cancels").
   const std::set<unsigned long long>& cancelled_by(unsigned long long xid) const;
   // "Xid-Catalog.xlsx 2025-09-30 (sha256 7f70ce96), site policy /etc/vigil/thresholds/..."
@@ -97,8 +98,9 @@ class XidCatalogue {
   std::map<unsigned long long, XidAction> overrides_;
   std::map<unsigned long long, std::set<unsigned long long>> cancels_;
   XidAction unused_cap_ = XidAction::kWatch, unlisted_ = XidAction::kWatch;
-  XidAction sxid_fatal_ = XidAction::kReboot, sxid_non_fatal_ = XidAction::kNone;
-  std::set<std::string> tokens_;  // every action token the catalogue uses
+  XidAction sxid_fatal_ = XidAction::kReboot, sxid_non_fatal_ = XidAction::kWatch;
+  std::map<unsigned long long, XidAction> sxid_overrides_;  // the policy's sxid.by_number
+  std::set<std::string> tokens_;                            // every action token the catalogue uses
   std::string version_;
   bool valid_ = true;
 };
