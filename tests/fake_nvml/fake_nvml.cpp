@@ -80,6 +80,16 @@ struct nvmlDevice_st {
     // unversioned nvmlDeviceGetGpuFabricInfo (R535), the versioned call answers
     // NVML_ERROR_FUNCTION_NOT_FOUND as if the symbol were missing.
     unsigned version = 3;
+    // Answers this many reads as above, then COMPLETED, status 0, health mask healthy: a Fabric
+    // Manager finishing its work while the check waits. 0: never changes.
+    unsigned settles_after_reads = 0;
+    unsigned reads = 0;
+    void read() {
+      if (settles_after_reads == 0 || ++reads <= settles_after_reads) return;
+      state = kNvmlGpuFabricStateCompleted;
+      status = NVML_SUCCESS;
+      health_mask = 0;
+    }
   };
   std::optional<Fabric> fabric;             // absent: NVML_ERROR_NOT_SUPPORTED (no NVSwitch)
   std::optional<unsigned> recovery_action;  // NVML_FI_DEV_GET_GPU_RECOVERY_ACTION
@@ -390,7 +400,10 @@ nvmlDevice_st parse_gpu(const json& j, const std::string& at) {
   if (j.contains("fabric")) {
     const json& f = j["fabric"];
     const std::string a = at + "/fabric";
-    check_keys(f, {"state", "status", "clique_id", "health_mask", "health_summary", "version"}, a);
+    check_keys(f,
+               {"state", "status", "clique_id", "health_mask", "health_summary", "version",
+                "settles_after_reads"},
+               a);
     nvmlDevice_st::Fabric fab;
     if (f.contains("state")) {
       const unsigned v = to_u32(f["state"], a + "/state");
@@ -410,6 +423,8 @@ nvmlDevice_st parse_gpu(const json& j, const std::string& at) {
       fab.version = to_u32(f["version"], a + "/version");
       if (fab.version < 1 || fab.version > 3) throw FixtureError{a + "/version: 1, 2 or 3"};
     }
+    if (f.contains("settles_after_reads"))
+      fab.settles_after_reads = to_u32(f["settles_after_reads"], a + "/settles_after_reads");
     g.fabric = fab;
   }
   if (j.contains("recovery_action")) {
@@ -904,6 +919,7 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetGpuFabricInfo(nvmlDevice_t handle,
   DEVICE_QUERY(handle);
   if (!info) return NVML_ERROR_INVALID_ARGUMENT;
   if (!d->fabric) return NVML_ERROR_NOT_SUPPORTED;
+  d->fabric->read();
   *info = nvmlGpuFabricInfo_t{};
   info->status = d->fabric->status;
   info->cliqueId = d->fabric->clique_id;
@@ -921,6 +937,7 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetGpuFabricInfoV(nvmlDevice_t handle,
   if (!v3 && info->version != kNvmlGpuFabricInfoV2) return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
   if (v3 && max_version < 3) return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
   if (!d->fabric) return NVML_ERROR_NOT_SUPPORTED;
+  d->fabric->read();
   info->status = d->fabric->status;
   info->cliqueId = d->fabric->clique_id;
   info->state = d->fabric->state;

@@ -13,7 +13,9 @@
 
 #include "gpu_busy.h"
 #include "inventory.h"
+#include "nvml_common.h"
 #include "passive/kmsg_reader.h"
+#include "vigil/base/files.h"
 #include "vigil/base/process.h"
 #include "vigil/base/strings.h"
 #include "vigil/base/time.h"
@@ -178,6 +180,20 @@ std::string forget_reset_xids(const ResetOptions& o, const std::vector<std::stri
   return note;
 }
 
+// Every GPU must register in its NVLink fabric again after a reset (review W9): nvml_fabric
+// grants its grace from this time too. Returns "" or what the message should add.
+std::string mark_reset(const ResetOptions& o) {
+  std::vector<std::string> problems;
+  const std::string now = std::to_string(static_cast<long long>(std::time(nullptr))) + "\n";
+  for (const std::string& dir : o.xid_state_dirs) {
+    std::error_code ec;
+    if (dir.empty() || !std::filesystem::is_directory(dir, ec)) continue;
+    if (auto w = replace_file_atomically(gpu_reset_marker(dir, o.node), now); !w)
+      problems.push_back(w.error().to_string());
+  }
+  return problems.empty() ? "" : "; reset time not noted: " + short_list(problems, 2, "; ", "; ");
+}
+
 // The driver's evidence before the reset (vigil-reboot's, for a reset): "; bug report: PATH" or
 // why there is none. Whatever happens, the reset goes on.
 // Whether `cmd` (a path, or a name looked up in PATH as exec does) can be run: the evidence
@@ -328,6 +344,7 @@ CheckResult reset_gpus(const CheckContext& ctx, const ResetOptions& o) {
     r.message = what_happened("nvidia-smi --gpu-reset", reset) + not_restored + evidence;
     return kept(r);
   }
+  const std::string not_marked = mark_reset(o);
   auto after = read_gpu_inventory(ctx.nvml_library);
   if (!after) {
     r.status = Status::kFail;
@@ -349,7 +366,7 @@ CheckResult reset_gpus(const CheckContext& ctx, const ResetOptions& o) {
   }
   r.status = not_restored.empty() ? Status::kPass : Status::kWarn;
   r.message = "reset " + std::to_string(gpus) + " GPUs; all back" + not_restored +
-              forget_reset_xids(o, scan.bus_ids) + evidence;
+              forget_reset_xids(o, scan.bus_ids) + not_marked + evidence;
   return kept(r);
 }
 

@@ -14,6 +14,12 @@
 
 namespace vigil::nvml {
 
+// Where `vigil-check reset` notes when it last reset this node's GPUs (seconds since the epoch,
+// one line), in each state directory it is given; nvml_fabric counts its grace from it too.
+inline std::string gpu_reset_marker(const std::string& state_dir, const std::string& node) {
+  return state_dir + "/gpu-reset-" + node;
+}
+
 inline constexpr std::string_view kFaultPrefix = "VIGIL-NVML";
 inline constexpr const char* kFaultUnavailable = "VIGIL-NVML-UNAVAILABLE";
 inline constexpr const char* kFaultQuery = "VIGIL-NVML-QUERY";

@@ -12,13 +12,20 @@
 //     returns complete"); anything but NVML_SUCCESS fails.
 //   - state NOT_STARTED / IN_PROGRESS: not registered (yet). DCGM's diag fails both ("training
 //     not started" / "training in progress", NVIDIA/DCGM testing/python3, the software plugin's
-//     GpuFabricInfoV cases), but right after boot they are transient (NVIDIA's k8s device
-//     plugin treats them as "transitional, not fatal"). Vigil warns until ctx.fabric_grace after
-//     boot (the CLOCK_BOOTTIME in /proc/uptime) and fails after it: a Fabric Manager that has
-//     not registered a GPU ten minutes after boot is down, and every CUDA job fails there.
+//     GpuFabricInfoV cases), but after boot, a GPU reset or a Fabric Manager restart every GPU
+//     registers again and they are transient (NVIDIA's k8s device plugin treats them as
+//     "transitional, not fatal"; on NVLink5 GPUs sit IN_PROGRESS or NOT_STARTED until FM acts,
+//     NVIDIA/gpu-driver-container PR #909). Vigil warns until ctx.fabric_grace after the latest
+//     of boot (/proc/uptime), the last GPU reset Vigil did (gpu_reset_marker) and Fabric
+//     Manager's start (its process's start time); after it, it reads the state again every
+//     ctx.fabric_recheck for up to ctx.fabric_settle (Vigil's choice: 30 s, one window for the
+//     whole check) and fails if the GPU is still not registered: Fabric Manager is down or
+//     stuck, and every CUDA job fails there (review W9, W10).
 //   - healthSummary (v3): UNHEALTHY fails, LIMITED_CAPACITY warns. Without a summary (v2), the
-//     healthMask decides: route unhealthy or an incorrect configuration fails, degraded
-//     bandwidth or a route / access-timeout recovery in progress warns.
+//     healthMask decides as DCGM 4.6's MonitorFabricFields does (DcgmHealthWatch.cpp, review
+//     W10): route unhealthy, degraded bandwidth and every incorrect-configuration code nvml.h
+//     names fail; a route or access-timeout recovery in progress fails if it is still in
+//     progress after the settle window; a configuration code newer than the header warns.
 //
 // nvml_recovery (review F07, F12): NVML_FI_DEV_GET_GPU_RECOVERY_ACTION (nvml.h:2796, enum
 // nvmlDeviceGpuRecoveryAction_t at :2194) is the driver's own statement of what a GPU needs
@@ -28,9 +35,16 @@
 // (recovery_action_verdict, XID 154's reading too: vigil/checks/xid_catalogue.h); a value
 // newer than this header fails as a reboot. The
 // field is NOT_SUPPORTED on drivers before it existed: skipped.
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
 #include <cmath>
+#include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <optional>
+#include <sstream>
 #include <thread>
 
 #include "check_factories.h"
@@ -52,13 +66,17 @@ unsigned health_field(unsigned mask, unsigned shift, unsigned width) {
   return (mask >> shift) & width;
 }
 
-// The healthMask fields that are set, as words for the reason ("route unhealthy").
-std::vector<std::string> mask_problems(unsigned mask, bool& fail) {
+// The healthMask fields that are set, as words for the reason ("route unhealthy"). `fail`: one
+// of them fails (DCGM 4.6 MonitorFabricFields); `recovering`: a route or access-timeout
+// recovery is in progress, which fails only if it outlasts the settle window.
+std::vector<std::string> mask_problems(unsigned mask, bool& fail, bool& recovering) {
   std::vector<std::string> out;
-  fail = false;
+  fail = recovering = false;
   const unsigned two = kNvmlGpuFabricHealthWidthTwoBit;
-  if (health_field(mask, kNvmlGpuFabricHealthShiftRouteUnhealthy, two) ==
-      kNvmlGpuFabricHealthTrue) {
+  auto set = [&](unsigned shift) {
+    return health_field(mask, shift, two) == kNvmlGpuFabricHealthTrue;
+  };
+  if (set(kNvmlGpuFabricHealthShiftRouteUnhealthy)) {
     out.push_back("route unhealthy");
     fail = true;
   }
@@ -66,34 +84,34 @@ std::vector<std::string> mask_problems(unsigned mask, bool& fail) {
                                        kNvmlGpuFabricHealthWidthIncorrectConfiguration);
   if (config > kNvmlGpuFabricHealthConfigNone) {
     // 2..8: incorrect SysGUID, chassis serial number, no partition, insufficient NVLinks,
-    // incompatible GPU firmware, invalid location, GPU state invalid (nvml.h:3866-3872). The
-    // GPU's own ones fail (links missing, firmware, state); the domain's set-up ones (SysGUID,
-    // chassis serial, partition, location) are the site's configuration and warn, as does a
-    // code newer than this header. The driver's healthSummary, when it has one, decides first.
-    struct Config {
-      const char* what;
-      bool gpu_fault;
-    };
-    static const Config kConfig[] = {{"SysGUID", false},
-                                     {"chassis serial number", false},
-                                     {"no partition", false},
-                                     {"insufficient NVLinks", true},
-                                     {"incompatible GPU firmware", true},
-                                     {"invalid location", false},
-                                     {"GPU state invalid", true}};
+    // incompatible GPU firmware, invalid location, GPU state invalid (nvml.h:3866-3872). DCGM
+    // fails every one: a GPU whose domain set-up is wrong cannot run multi-GPU work either. A
+    // code newer than this header warns (Vigil does not guess what it means).
+    static const char* const kConfig[] = {"SysGUID",
+                                          "chassis serial number",
+                                          "no partition",
+                                          "insufficient NVLinks",
+                                          "incompatible GPU firmware",
+                                          "invalid location",
+                                          "GPU state invalid"};
     const unsigned i = config - 2;
     const bool known = i < std::size(kConfig);
     out.push_back(std::string("incorrect configuration (") +
-                  (known ? kConfig[i].what : "code " + std::to_string(config)) + ")");
-    fail = fail || (known && kConfig[i].gpu_fault);
+                  (known ? kConfig[i] : "code " + std::to_string(config)) + ")");
+    fail = fail || known;
   }
-  if (health_field(mask, kNvmlGpuFabricHealthShiftDegradedBw, two) == kNvmlGpuFabricHealthTrue)
+  if (set(kNvmlGpuFabricHealthShiftDegradedBw)) {
     out.push_back("bandwidth degraded");
-  if (health_field(mask, kNvmlGpuFabricHealthShiftRouteRecovery, two) == kNvmlGpuFabricHealthTrue)
+    fail = true;
+  }
+  if (set(kNvmlGpuFabricHealthShiftRouteRecovery)) {
     out.push_back("route recovery in progress");
-  if (health_field(mask, kNvmlGpuFabricHealthShiftAccessTimeoutRecovery, two) ==
-      kNvmlGpuFabricHealthTrue)
+    recovering = true;
+  }
+  if (set(kNvmlGpuFabricHealthShiftAccessTimeoutRecovery)) {
     out.push_back("access timeout recovery in progress");
+    recovering = true;
+  }
   return out;
 }
 
@@ -131,28 +149,90 @@ FabricRead read_fabric(const Session& s, int g) {
   return f;
 }
 
+// When the fabric last had to register this node's GPUs: seconds ago, and what happened then
+// ("boot", "the last GPU reset", "Fabric Manager started"). Unknown uptime: no age.
+struct FabricEpoch {
+  std::optional<double> age_s;
+  std::string since = "boot";
+};
+
+// Seconds since Fabric Manager's process started, from <proc_root>/<pid>/stat (field 22,
+// starttime, in clock ticks after boot: proc(5)); comm is "nv-fabricmanage", the kernel's 15
+// characters of nv-fabricmanager. nullopt when it does not run or cannot be read.
+std::optional<double> fabric_manager_age_s(const CheckContext& ctx, double uptime) {
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(ctx.proc_root, ec)) {
+    const std::string pid = e.path().filename().string();
+    if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(e.path() / "stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const size_t open = stat.find('('), close = stat.rfind(')');
+    if (open == std::string::npos || close == std::string::npos || close < open) continue;
+    if (stat.substr(open + 1, close - open - 1) != "nv-fabricmanage") continue;
+    std::istringstream fields(stat.substr(close + 1));
+    std::string f;
+    for (int i = 3; i <= 22 && fields >> f; ++i) {
+      if (i < 22) continue;
+      const long ticks = ::sysconf(_SC_CLK_TCK);
+      double start = 0;
+      if (ticks > 0 && std::from_chars(f.data(), f.data() + f.size(), start).ec == std::errc())
+        return std::max(0.0, uptime - start / static_cast<double>(ticks));
+    }
+  }
+  return std::nullopt;
+}
+
+FabricEpoch fabric_epoch(const CheckContext& ctx) {
+  FabricEpoch e;
+  const std::optional<double> uptime = uptime_s(ctx);
+  e.age_s = uptime;
+  if (!uptime) return e;
+  auto younger = [&](std::optional<double> age, const char* what) {
+    if (age && *age >= 0 && *age < *e.age_s) {
+      e.age_s = age;
+      e.since = what;
+    }
+  };
+  if (!ctx.state_dir.empty()) {
+    std::ifstream in(gpu_reset_marker(ctx.state_dir, ctx.node));
+    long long at = 0;
+    if (in >> at) younger(static_cast<double>(std::time(nullptr) - at), "the last GPU reset");
+  }
+  younger(fabric_manager_age_s(ctx, *uptime), "Fabric Manager started");
+  return e;
+}
+
+// "30 min after boot", "45 s after the last GPU reset".
+std::string after(const FabricEpoch& e) {
+  if (!e.age_s) return "uptime unknown";
+  return (*e.age_s >= 120 ? figure(*e.age_s / 60) + " min" : figure(*e.age_s) + " s") + " after " +
+         e.since;
+}
+
+bool unsettled(const FabricRead& f) {
+  if (f.rc != NVML_SUCCESS) return false;
+  if (f.info.state == kNvmlGpuFabricStateNotStarted ||
+      f.info.state == kNvmlGpuFabricStateInProgress)
+    return true;
+  bool fail = false, recovering = false;
+  if (f.has_mask) mask_problems(f.info.healthMask, fail, recovering);
+  return recovering;
+}
+
 class NvmlFabricCheck final : public NvmlCheck {
  public:
   std::string_view name() const override { return "nvml_fabric"; }
 
   CheckResult inspect(const CheckContext& ctx, const Session& s, CheckResult& r,
                       Verdict& v) override {
+    const FabricEpoch epoch = fabric_epoch(ctx);
+    const bool past_grace =
+        epoch.age_s && *epoch.age_s >= std::chrono::duration<double>(ctx.fabric_grace).count();
+    // One settle window for the whole check, however many GPUs wait in it.
+    const auto settle_until = std::chrono::steady_clock::now() + ctx.fabric_settle;
     int registered = 0;
     for (int g = 0; g < s.count(); ++g) {
       if (!s.gpus[g]) continue;
-      const std::string gs = "gpu" + std::to_string(g);
-      // Fabric state under MIG is not verified on hardware (NVML's NVLink state is wrong there,
-      // review F02): a MIG-enabled GPU's findings only warn, and say so.
-      unsigned mig_current = 0, mig_pending = 0;
-      const bool mig = call(s.api().device_get_mig_mode, s.gpus[g], &mig_current, &mig_pending) ==
-                           NVML_SUCCESS &&
-                       mig_current == kNvmlDeviceMigEnable;
-      auto finding = [&](Status st, const std::string& text, const char* code) {
-        if (mig && st == Status::kFail)
-          v.add(Status::kWarn, text + " (MIG enabled: not judged further)", code);
-        else
-          v.add(st, text, code);
-      };
       FabricRead f = read_fabric(s, g);
       if (f.rc == NVML_ERROR_NOT_SUPPORTED || f.rc == NVML_ERROR_FUNCTION_NOT_FOUND ||
           (f.rc == NVML_SUCCESS && f.info.state == kNvmlGpuFabricStateNotSupported)) {
@@ -163,69 +243,91 @@ class NvmlFabricCheck final : public NvmlCheck {
         v.query_failed(s, g, "nvmlDeviceGetGpuFabricInfo", f.rc);
         continue;
       }
-      const std::optional<double> up = uptime_s(ctx);
-      const double grace = std::chrono::duration<double>(ctx.fabric_grace).count();
-      if (f.info.state == kNvmlGpuFabricStateNotStarted && up && *up >= grace) {
-        // Past the boot grace, one more look before a fatal verdict: a Fabric Manager restart
-        // or a GPU reset may be re-registering the GPU right now.
+      // Past the grace, a GPU still registering (or recovering a route) gets the settle window
+      // before a fatal verdict: Fabric Manager may be acting on it right now.
+      while (past_grace && unsettled(f) && std::chrono::steady_clock::now() < settle_until) {
         std::this_thread::sleep_for(ctx.fabric_recheck);
         if (FabricRead again = read_fabric(s, g); again.rc == NVML_SUCCESS) f = again;
       }
-      const nvmlGpuFabricInfo_v3_t& info = f.info;
-      add_measurement(r, ctx, "fabric_state", info.state, "enum", g);
-      if (info.state == kNvmlGpuFabricStateInProgress) {
-        // Registration under way (boot, a Fabric Manager restart, a GPU reset): transient by its
-        // own name, so it only ever warns; a stuck one stays visible as this warning.
-        finding(Status::kWarn,
-                gs + " NVLink fabric registration in progress: CUDA jobs fail with 802 until it "
-                     "completes",
-                kFaultFabricPending);
-        continue;
-      }
-      if (info.state != kNvmlGpuFabricStateCompleted) {  // NOT_STARTED
-        const std::string what = gs + " not registered in the NVLink fabric";
-        if (up && *up >= grace) {
-          finding(Status::kFail,
-                  what + " " + figure(*up / 60) + " min after boot: is Fabric Manager running?",
-                  kFaultFabricNotRegistered);
-        } else {
-          finding(Status::kWarn,
-                  what + (up ? ", " + figure(*up) + " s after boot" : ", uptime unknown") +
-                      ": CUDA jobs fail with 802 until it is",
-                  kFaultFabricPending);
-        }
-        continue;
-      }
-      if (info.status != NVML_SUCCESS) {
-        finding(Status::kFail, gs + " NVLink fabric registration failed: " + s.err(info.status),
-                kFaultFabricFailed);
-        continue;
-      }
+      add_measurement(r, ctx, "fabric_state", f.info.state, "enum", g);
+      if (!judge_gpu(s, g, f, epoch, past_grace, v)) continue;
       ++registered;
-      bool mask_fail = false;
-      const std::vector<std::string> problems =
-          f.has_mask ? mask_problems(info.healthMask, mask_fail) : std::vector<std::string>{};
-      const std::string detail =
-          problems.empty() ? "" : " (" + short_list(problems, problems.size()) + ")";
-      if (f.has_summary && info.healthSummary != kNvmlGpuFabricHealthSummaryNotSupported) {
-        add_measurement(r, ctx, "fabric_health_summary", info.healthSummary, "enum", g);
-        if (info.healthSummary == kNvmlGpuFabricHealthSummaryUnhealthy) {
-          finding(Status::kFail, gs + " NVLink fabric unhealthy" + detail, kFaultFabricUnhealthy);
-        } else if (info.healthSummary == kNvmlGpuFabricHealthSummaryLimitedCapacity) {
-          finding(Status::kWarn, gs + " NVLink fabric at limited capacity" + detail,
-                  kFaultFabricDegraded);
-        } else if (!problems.empty()) {
-          finding(Status::kWarn, gs + " NVLink fabric healthy with" + detail, kFaultFabricDegraded);
-        }
-      } else if (!problems.empty()) {
-        finding(mask_fail ? Status::kFail : Status::kWarn, gs + " NVLink fabric" + detail,
-                mask_fail ? kFaultFabricUnhealthy : kFaultFabricDegraded);
-      }
+      if (f.has_summary && f.info.healthSummary != kNvmlGpuFabricHealthSummaryNotSupported)
+        add_measurement(r, ctx, "fabric_health_summary", f.info.healthSummary, "enum", g);
     }
     v.conclude(
         r, [](const Measurement&, Status) { return Described{}; },
         std::to_string(registered) + " GPUs registered in the NVLink fabric");
     return r;
+  }
+
+ private:
+  // One GPU's findings; true when it is registered.
+  static bool judge_gpu(const Session& s, int g, const FabricRead& f, const FabricEpoch& epoch,
+                        bool past_grace, Verdict& v) {
+    const std::string gs = "gpu" + std::to_string(g);
+    // Fabric state under MIG is not verified on hardware (NVML's NVLink state is wrong there,
+    // review F02): a MIG-enabled GPU's findings only warn, and say so.
+    unsigned mig_current = 0, mig_pending = 0;
+    const bool mig =
+        call(s.api().device_get_mig_mode, s.gpus[g], &mig_current, &mig_pending) == NVML_SUCCESS &&
+        mig_current == kNvmlDeviceMigEnable;
+    auto finding = [&](Status st, const std::string& text, const char* code) {
+      if (mig && st == Status::kFail)
+        v.add(Status::kWarn, text + " (MIG enabled: not judged further)", code);
+      else
+        v.add(st, text, code);
+    };
+    const nvmlGpuFabricInfo_v3_t& info = f.info;
+    if (info.state == kNvmlGpuFabricStateInProgress) {
+      if (past_grace)
+        finding(Status::kFail,
+                gs + " NVLink fabric registration still in progress " + after(epoch) +
+                    ": is Fabric Manager stuck?",
+                kFaultFabricNotRegistered);
+      else
+        finding(Status::kWarn,
+                gs + " NVLink fabric registration in progress, " + after(epoch) +
+                    ": CUDA jobs fail with 802 until it completes",
+                kFaultFabricPending);
+      return false;
+    }
+    if (info.state != kNvmlGpuFabricStateCompleted) {  // NOT_STARTED
+      const std::string what = gs + " not registered in the NVLink fabric";
+      if (past_grace)
+        finding(Status::kFail, what + " " + after(epoch) + ": is Fabric Manager running?",
+                kFaultFabricNotRegistered);
+      else
+        finding(Status::kWarn, what + ", " + after(epoch) + ": CUDA jobs fail with 802 until it is",
+                kFaultFabricPending);
+      return false;
+    }
+    if (info.status != NVML_SUCCESS) {
+      finding(Status::kFail, gs + " NVLink fabric registration failed: " + s.err(info.status),
+              kFaultFabricFailed);
+      return false;
+    }
+    bool mask_fail = false, recovering = false;
+    const std::vector<std::string> problems =
+        f.has_mask ? mask_problems(info.healthMask, mask_fail, recovering)
+                   : std::vector<std::string>{};
+    // A recovery still in progress after the settle window fails, as DCGM fails it at once.
+    mask_fail = mask_fail || (recovering && past_grace);
+    const std::string detail =
+        problems.empty() ? "" : " (" + short_list(problems, problems.size()) + ")";
+    if (f.has_summary && info.healthSummary != kNvmlGpuFabricHealthSummaryNotSupported) {
+      if (info.healthSummary == kNvmlGpuFabricHealthSummaryUnhealthy)
+        finding(Status::kFail, gs + " NVLink fabric unhealthy" + detail, kFaultFabricUnhealthy);
+      else if (info.healthSummary == kNvmlGpuFabricHealthSummaryLimitedCapacity)
+        finding(Status::kWarn, gs + " NVLink fabric at limited capacity" + detail,
+                kFaultFabricDegraded);
+      else if (!problems.empty())
+        finding(Status::kWarn, gs + " NVLink fabric healthy with" + detail, kFaultFabricDegraded);
+    } else if (!problems.empty()) {
+      finding(mask_fail ? Status::kFail : Status::kWarn, gs + " NVLink fabric" + detail,
+              mask_fail ? kFaultFabricUnhealthy : kFaultFabricDegraded);
+    }
+    return true;
   }
 };
 

@@ -10,10 +10,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
+#include <ctime>
 #include <fstream>
 #include <sstream>
 
 #include "nvml/gpu_busy.h"
+#include "nvml/nvml_common.h"
 #include "nvml_test_support.h"
 #include "passive/kmsg_reader.h"
 #include "vigil/report/check_catalog.h"
@@ -320,6 +323,13 @@ TEST_F(GpuResetTest, a_good_reset_forgets_the_remembered_xids_a_reset_clears_and
   std::ifstream in(cursor);
   const auto saved = nlohmann::json::parse(in);
   EXPECT_EQ(saved.at("fatal"), nlohmann::json::array({"XID 79 0000:18:00 (reboot)"}));
+  // ... and notes when it reset the GPUs, from which nvml_fabric grants its grace (review W9)
+  std::ifstream marker(nvml::gpu_reset_marker(dir, "test-node"));
+  long long at = 0;
+  ASSERT_TRUE(marker >> at);
+  EXPECT_LE(std::abs(static_cast<long long>(std::time(nullptr)) - at), 5);
+  EXPECT_FALSE(
+      std::filesystem::exists(nvml::gpu_reset_marker((tmp_ / "absent").string(), "test-node")));
 }
 
 TEST_F(GpuResetTest, the_drivers_bug_report_is_kept_before_the_reset_and_never_blocks_it) {

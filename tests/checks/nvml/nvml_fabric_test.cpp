@@ -2,6 +2,11 @@
 // (nvmlDeviceGetGpuFabricInfoV v3 / v2, the unversioned call of R535) and the driver's GPU
 // recovery action field. Values and meanings: nvml.h (CUDA 13.3), "Fabric definitions" and
 // nvmlDeviceGpuRecoveryAction_t; the judgement and its sources are in nvml_fabric.cpp.
+#include <unistd.h>
+
+#include <ctime>
+
+#include "nvml/nvml_common.h"
 #include "nvml_test_support.h"
 
 namespace vigil::testing {
@@ -15,6 +20,17 @@ class nvml_fabric : public NvmlCheckTest {
     std::ofstream(tmp_ / "proc" / "uptime") << seconds << " 12345.67\n";
     ctx_.proc_root = (tmp_ / "proc").string();
     ctx_.fabric_recheck = std::chrono::milliseconds(20);
+    ctx_.fabric_settle = std::chrono::milliseconds(100);
+  }
+  // A process `comm` that started `seconds_after_boot` after boot, as proc(5)'s stat shows it
+  // (starttime, field 22, in clock ticks).
+  void process(int pid, const std::string& comm, double seconds_after_boot) {
+    const auto dir = tmp_ / "proc" / std::to_string(pid);
+    std::filesystem::create_directories(dir);
+    const long ticks = static_cast<long>(seconds_after_boot * double(::sysconf(_SC_CLK_TCK)));
+    std::ofstream(dir / "stat") << pid << " (" << comm
+                                << ") S 1 1 1 0 -1 4194560 100 0 0 0 5 3 0 0 20 0 1 0 " << ticks
+                                << " 12345678 1000 18446744073709551615\n";
   }
   // healthy_8x_h100 with GPU `gpu`'s fabric replaced by `fabric`.
   void fabric_on(int gpu, const nlohmann::json& fabric) {
@@ -108,14 +124,63 @@ TEST_F(nvml_fabric, an_unregistered_gpu_warns_after_boot_and_fails_after_the_gra
   EXPECT_EQ(r.status, Status::kWarn) << r.message;
   EXPECT_NE(r.message.find("uptime unknown"), std::string::npos) << r.message;
 
-  fabric_on(2, {{"state", 2}, {"version", 3}});  // in progress, hours after boot: still a warning
-  booted_ago(7200);
-  ctx_.fabric_grace = std::chrono::seconds(600);
+  fabric_on(2, {{"state", 2}, {"version", 3}});  // in progress right after boot: a warning
+  booted_ago(45);
   r = run(make_nvml_fabric_check());
   EXPECT_EQ(r.status, Status::kWarn) << r.message;
   EXPECT_EQ(r.message,
-            "gpu2 NVLink fabric registration in progress: CUDA jobs fail with 802 until it "
-            "completes");
+            "gpu2 NVLink fabric registration in progress, 45 s after boot: CUDA jobs fail with 802 "
+            "until it completes");
+
+  booted_ago(7200);  // ... and a failure once it outlasts the grace and the settle window
+  r = run(make_nvml_fabric_check());
+  EXPECT_EQ(r.status, Status::kFail) << r.message;
+  EXPECT_EQ(r.fault_code, "VIGIL-NVML-FABRIC-NOT-REGISTERED");
+  EXPECT_EQ(r.message,
+            "gpu2 NVLink fabric registration still in progress 120 min after boot: is Fabric "
+            "Manager stuck?");
+}
+
+// Past the grace, a GPU that registers while the check waits (Fabric Manager acting on it right
+// now) passes: the state is read again every fabric_recheck for up to fabric_settle.
+TEST_F(nvml_fabric, a_gpu_that_registers_within_the_settle_window_passes) {
+  booted_ago(7200);
+  ctx_.fabric_settle = std::chrono::seconds(5);
+  for (unsigned state : {1u, 2u}) {
+    fabric_on(3, {{"state", state}, {"version", 3}, {"settles_after_reads", 3}});
+    const CheckResult r = run(make_nvml_fabric_check());
+    EXPECT_EQ(r.status, Status::kPass) << state << ": " << r.message;
+    EXPECT_EQ(find(r, "fabric_state", 3)->value, 3);
+  }
+}
+
+// Every GPU registers again after a GPU reset and after Fabric Manager (re)starts, not only at
+// boot (review W9): the grace counts from the latest of the three.
+TEST_F(nvml_fabric, the_grace_counts_from_the_last_gpu_reset_or_fabric_manager_start) {
+  fabric_on(2, {{"state", 1}, {"version", 3}});
+  booted_ago(7200);
+  ctx_.node = "gpu-1";
+  ctx_.state_dir = (tmp_ / "state").string();
+  std::filesystem::create_directories(ctx_.state_dir);
+  std::ofstream(nvml::gpu_reset_marker(ctx_.state_dir, "gpu-1")) << std::time(nullptr) - 90;
+  CheckResult r = run(make_nvml_fabric_check());
+  EXPECT_EQ(r.status, Status::kWarn) << r.message;
+  EXPECT_NE(r.message.find(", 90 s after the last GPU reset: "), std::string::npos) << r.message;
+
+  std::ofstream(nvml::gpu_reset_marker(ctx_.state_dir, "gpu-1")) << std::time(nullptr) - 3600;
+  process(4242, "nv-fabricmanage", 7200 - 30);  // Fabric Manager restarted 30 s ago
+  process(4243, "bash", 7200 - 5);
+  r = run(make_nvml_fabric_check());
+  EXPECT_EQ(r.status, Status::kWarn) << r.message;
+  EXPECT_NE(r.message.find(", 30 s after Fabric Manager started: "), std::string::npos)
+      << r.message;
+
+  process(4242, "nv-fabricmanage", 60);  // running since boot: the reset an hour ago is latest
+  r = run(make_nvml_fabric_check());
+  EXPECT_EQ(r.status, Status::kFail) << r.message;
+  EXPECT_EQ(r.message,
+            "gpu2 not registered in the NVLink fabric 60 min after the last GPU reset: is Fabric "
+            "Manager running?");
 }
 
 // Fabric findings on a MIG-enabled GPU are not verified on hardware: they warn, and say so.
@@ -147,7 +212,9 @@ TEST_F(nvml_fabric, the_health_summary_fails_unhealthy_and_warns_limited_capacit
   EXPECT_EQ(r.message, "gpu6 NVLink fabric at limited capacity (bandwidth degraded)");
 }
 
-// v2 drivers have no summary: the mask alone decides.
+// v2 drivers have no summary: the mask decides, as DCGM 4.6's MonitorFabricFields does (review
+// W10): degraded bandwidth and every configuration code nvml.h names fail; a recovery in
+// progress fails once it outlasts the settle window.
 TEST_F(nvml_fabric, without_a_summary_the_health_mask_decides) {
   booted_ago(3600);
   // incorrect configuration 5 = insufficient NVLinks (5 << 8)
@@ -156,19 +223,34 @@ TEST_F(nvml_fabric, without_a_summary_the_health_mask_decides) {
   EXPECT_EQ(r.status, Status::kFail) << r.message;
   EXPECT_EQ(r.message, "gpu1 NVLink fabric (incorrect configuration (insufficient NVLinks))");
 
-  // a route recovery in progress (1 << 2) is transient: warn
+  // the NVLink domain's own set-up (SysGUID, 2 << 8) fails too; degraded bandwidth (1 << 0)
+  for (unsigned mask : {0x200u, 0x101u}) {
+    fabric_on(1, {{"state", 3}, {"version", 2}, {"health_mask", mask}});
+    r = run(make_nvml_fabric_check());
+    EXPECT_EQ(r.status, Status::kFail) << mask << ": " << r.message;
+    EXPECT_EQ(r.fault_code, "VIGIL-NVML-FABRIC-UNHEALTHY");
+  }
+  fabric_on(1, {{"state", 3}, {"version", 2}, {"health_mask", 0xC00}});  // newer than nvml.h
+  r = run(make_nvml_fabric_check());
+  EXPECT_EQ(r.status, Status::kWarn) << r.message;
+
+  // a route recovery (1 << 2) or access-timeout recovery (1 << 6) still in progress after the
+  // settle window fails; one that ends within it passes
+  for (unsigned mask : {0x104u, 0x140u}) {
+    fabric_on(1, {{"state", 3}, {"version", 2}, {"health_mask", mask}});
+    r = run(make_nvml_fabric_check());
+    EXPECT_EQ(r.status, Status::kFail) << mask << ": " << r.message;
+  }
+  EXPECT_EQ(r.message, "gpu1 NVLink fabric (access timeout recovery in progress)");
+  ctx_.fabric_settle = std::chrono::seconds(5);
+  fabric_on(1, {{"state", 3}, {"version", 2}, {"health_mask", 0x104}, {"settles_after_reads", 2}});
+  r = run(make_nvml_fabric_check());
+  EXPECT_EQ(r.status, Status::kPass) << r.message;
+
+  booted_ago(60);  // within the boot grace a recovery in progress only warns
   fabric_on(1, {{"state", 3}, {"version", 2}, {"health_mask", 0x104}});
   r = run(make_nvml_fabric_check());
   EXPECT_EQ(r.status, Status::kWarn) << r.message;
-  EXPECT_EQ(r.message, "gpu1 NVLink fabric (route recovery in progress)");
-
-  // the NVLink domain's own set-up (SysGUID, 2 << 8) and a code newer than nvml.h (12 << 8) are
-  // the site's configuration or unknown: warn
-  for (unsigned mask : {0x200u, 0xC00u}) {
-    fabric_on(1, {{"state", 3}, {"version", 2}, {"health_mask", mask}});
-    r = run(make_nvml_fabric_check());
-    EXPECT_EQ(r.status, Status::kWarn) << mask << ": " << r.message;
-  }
 }
 
 TEST_F(nvml_fabric, a_failed_query_is_an_error_and_a_lost_gpu_fails) {

@@ -40,11 +40,13 @@ struct CheckContext {
   std::vector<std::string> resident_gpu_processes{"nvidia-cuda-mps-server"};
   // A process still listed after this long is stuck, not one in teardown (gpu_leftovers).
   std::chrono::milliseconds leftover_grace{2000};
-  // nvml_fabric: a GPU not yet registered in its NVLink fabric warns for this long after boot
-  // (Fabric Manager still starting) and fails after it (Fabric Manager down).
+  // nvml_fabric: a GPU not yet registered in its NVLink fabric warns for this long after boot,
+  // the last GPU reset or Fabric Manager's start (registration under way) and fails after it.
   std::chrono::seconds fabric_grace{600};
-  // ... and is read once more this long later before that fail (a re-registration under way).
+  // ... but first is read again every fabric_recheck until fabric_settle has passed (for the
+  // whole check), as is a route or access-timeout recovery in progress.
   std::chrono::milliseconds fabric_recheck{3000};
+  std::chrono::milliseconds fabric_settle{30000};
   std::string state_dir;         // previous readings for delta counters; empty = none
   std::string allreduce_binary;  // vigil-allreduce or nccl-tests all_reduce_perf
   std::string mpirun = "mpirun";
