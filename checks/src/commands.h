@@ -65,6 +65,7 @@ struct HookArgs {
   int drain_wait_ms = 5000;
   std::string kmsg = "/dev/kmsg";
   std::string slurm_conf;
+  std::string slurmd = "slurmd";           // asked `slurmd -G` for the node's GPU count
   std::vector<std::string> gpu_residents;  // besides nvidia-cuda-mps-server
 };
 

@@ -111,7 +111,12 @@ int main(int argc, char** argv) {
   add_expected_gpus(hook_cmd, hook.run);
   hook_cmd->add_option("--kmsg", hook.kmsg, "Kernel log to read XIDs from")->envname("VIGIL_KMSG");
   hook_cmd->add_option("--slurm-conf", hook.slurm_conf,
-                       "slurm.conf for the drain fallback (default: SLURM_CONF)");
+                       "slurm.conf for the drain fallback and slurmd -G (default: SLURM_CONF)");
+  hook_cmd
+      ->add_option("--slurmd", hook.slurmd,
+                   "slurmd binary asked for the node's GPUs (slurmd -G) when --expected-gpus is "
+                   "not given; empty: do not ask")
+      ->envname("VIGIL_SLURMD");
   hook_cmd->add_option("--time-box", hook.time_box_s, "Seconds for the whole suite (default 30)")
       ->envname("VIGIL_HOOK_TIME_BOX");
   hook_cmd->add_option("--drain-wait-ms", hook.drain_wait_ms,

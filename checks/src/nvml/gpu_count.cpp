@@ -30,13 +30,14 @@ class GpuCountCheck final : public Check {
     if (ctx.expected_gpus > 0) {
       m.threshold.reset();
       default_threshold(m, Op::kGe, ctx.expected_gpus, std::nullopt,
-                        "Slurm Gres gpu:" + std::to_string(ctx.expected_gpus));
+                        ctx.expected_gpus_from + " gpu:" + std::to_string(ctx.expected_gpus));
     }
     if (!m.threshold && ctx.sku && ctx.sku->match.gpu_count > 0) {
       default_threshold(m, Op::kGe, ctx.sku->match.gpu_count, std::nullopt,
                         "SKU " + ctx.sku->name + " match.gpu_count");
     }
-    const std::string seen = std::to_string(s.count()) + " GPUs" + models(s);
+    std::string seen = std::to_string(s.count()) + " GPUs" + models(s);
+    if (m.threshold) seen += ", expected by " + m.threshold->source;
     Verdict v;
     v.gpus_lost(s);
     if (!r.measurements[0].threshold && s.no_handle.empty()) {

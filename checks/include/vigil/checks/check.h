@@ -54,8 +54,10 @@ struct CheckContext {
   bool has_gpu_runtime = false;              // set by the runner: CUDA built in and a device seen
   int gpu_count = -1;                        // GPUs seen by NVML, -1 if NVML unavailable
   // The node's GPUs as the site configured them in Slurm (its Gres, gpu:N; vigil-submit passes
-  // it as VIGIL_EXPECTED_GPUS); 0: unknown, the SKU's catalogue count is used.
+  // it as VIGIL_EXPECTED_GPUS; the hooks ask `slurmd -G`); 0: unknown, the SKU's catalogue
+  // count is used. expected_gpus_from says where it came from, for the threshold's source.
   int expected_gpus = 0;
+  std::string expected_gpus_from = "Slurm Gres";
   // Fabric jobs (`vigil-check fabric`): the allocation's nodes, MPI ranks across them, backend.
   std::vector<std::string> fabric_nodes;
   int fabric_ranks = 0;
