@@ -271,6 +271,30 @@ TEST_F(nvml_gpu_count, the_count_slurm_has_for_the_node_replaces_the_skus) {
   EXPECT_EQ(r.status, Status::kPass) << r.message;
 }
 
+// A missing GPU is named by its PCI bus id: one the driver lists (it probed the GPU but NVML
+// cannot show it), or one an earlier run saw, with the board serial seen there (issue 43).
+TEST_F(nvml_gpu_count, a_missing_gpu_is_named_by_bus_id_and_the_serial_last_seen_there) {
+  use_state_dir();
+  std::filesystem::create_directories(ctx_.state_dir);
+  ctx_.proc_root = (tmp_ / "proc").string();
+  ctx_.expected_gpus = 8;
+  use_fixture("healthy_8x_h100");
+  EXPECT_EQ(run(make_gpu_count_check()).status, Status::kPass);
+  use_fixture("seven_of_eight_gpus");  // the GPU at db:00.0 is gone
+  CheckResult r = run(make_gpu_count_check());
+  EXPECT_EQ(r.status, Status::kFail);
+  EXPECT_EQ(r.message,
+            "7 of 8 GPUs visible; not seen: 0000:db:00.0 (serial 1652823054327, seen before)");
+  r = run(make_gpu_count_check());  // its serial stays remembered while it is away
+  EXPECT_NE(r.message.find("serial 1652823054327"), std::string::npos) << r.message;
+
+  std::filesystem::remove_all(ctx_.state_dir);
+  std::filesystem::create_directories(ctx_.proc_root + "/driver/nvidia/gpus/0000:18:00.0");
+  std::filesystem::create_directories(ctx_.proc_root + "/driver/nvidia/gpus/0000:db:00.0");
+  r = run(make_gpu_count_check());
+  EXPECT_EQ(r.message, "7 of 8 GPUs visible; not seen: 0000:db:00.0 (the driver lists it)");
+}
+
 TEST_F(nvml_gpu_count, uses_sku_match_count_when_no_threshold) {
   use_fixture("seven_of_eight_gpus");
   use_sku({});
