@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "vigil/report/check_catalog.h"
+
 namespace vigil::drainer {
 
 nlohmann::json parts_to_json(const std::vector<PartRecord>& parts) {
@@ -136,9 +138,12 @@ std::vector<std::string> update_parts(std::vector<PartRecord>& parts,
 std::set<int> failing_gpus(const std::vector<const CheckResult*>& results,
                            const std::vector<PartRecord>& parts) {
   std::set<int> out;
-  for (const auto* r : results)
+  for (const auto* r : results) {
+    const CheckSpec* spec = find_check_spec(r->check);
+    if (!spec || !spec->charges_part) continue;  // not a part's own fault (review W7)
     for (const auto& m : r->measurements)
       if (m.gpu && m.status() == Status::kFail) out.insert(*m.gpu);
+  }
   if (2 * out.size() >= parts.size()) out.clear();  // most of the node: not one part's fault
   return out;
 }

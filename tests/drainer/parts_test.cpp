@@ -124,6 +124,26 @@ TEST(Parts, only_a_minority_of_gpus_with_broken_fail_bounds_name_parts) {
   EXPECT_TRUE(failing_gpus({&remap}, parts).empty());
 }
 
+// Only a check whose per-GPU fail is that GPU's own fault charges its part (review W7): an XID
+// names the GPU; a slow clock, a hot GPU or a slow probe is often a fan, a cold plate or a PSU
+// shelf, and must not put a healthy GPU's serial into an RMA reason.
+TEST(Parts, only_checks_of_a_parts_own_faults_charge_it) {
+  std::vector<PartRecord> departed;
+  std::vector<PartRecord> parts;
+  update_parts(parts, departed, gpus("S3"));  // 4 slots
+  for (const char* check : {"kmsg_xid", "nvml_xid", "nvml_ecc", "gpu_memtest"}) {
+    CheckResult r = testing::make_check(check, Status::kFail, 1, 0);
+    r.measurements[0].gpu = 2;
+    EXPECT_EQ(failing_gpus({&r}, parts), std::set<int>{2}) << check;
+  }
+  for (const char* check : {"nvml_clock_events", "nvml_temperature", "gpu_gemm", "gpu_hbm",
+                            "nvml_pcie", "nvml_nvlink", "gpu_leftovers", "no_such_check"}) {
+    CheckResult r = testing::make_check(check, Status::kFail, 1, 0);
+    r.measurements[0].gpu = 2;
+    EXPECT_TRUE(failing_gpus({&r}, parts).empty()) << check;
+  }
+}
+
 TEST(Parts, the_history_round_trips_and_a_bad_record_is_an_error) {
   std::vector<PartRecord> parts = {{3, "S3", "GPU-3", {100, 200}}, {4, "", "GPU-4", {}}};
   auto back = parts_from_json(parts_to_json(parts));

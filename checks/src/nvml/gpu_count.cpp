@@ -4,18 +4,16 @@
 // fewer are seen than expected, the missing ones are named by PCI bus id (and the board serial
 // Vigil last saw there): those the driver lists (<proc_root>/driver/nvidia/gpus/<bus id>/,
 // open-gpu-kernel-modules kernel-open/nvidia/nv-procfs.c: a GPU the driver probed but could not
-// bring up is there, and absent from NVML) and those an earlier run saw (gpus-<node>.json in the
-// state dir: a GPU gone from PCI altogether is in neither list of the driver).
+// bring up is there, and absent from NVML) and those an earlier run saw (nvml::seen_gpus: a GPU
+// gone from PCI altogether is in neither list of the driver).
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <set>
 
 #include "check_factories.h"
 #include "cuda/cuda_labels.h"
 #include "nvml_common.h"
-#include "vigil/base/files.h"
 
 namespace vigil {
 namespace {
@@ -58,9 +56,9 @@ class GpuCountCheck final : public Check {
     }
     const int expected =
         r.measurements[0].threshold ? static_cast<int>(r.measurements[0].threshold->fail) : 0;
-    const std::map<std::string, std::string> visible = visible_parts(s);
+    const std::map<std::string, nvml::SeenGpu> visible = visible_parts(s);
     const std::string missing = missing_gpus(ctx, visible);
-    remember(ctx, visible);
+    nvml::remember_seen_gpus(ctx, visible);
     v.conclude(
         r,
         [&](const Measurement& mm, Status) {
@@ -73,9 +71,10 @@ class GpuCountCheck final : public Check {
   }
 
  private:
-  // Bus id ("0000:18:00.0") -> board serial ("" where the driver has none) of each GPU NVML shows.
-  static std::map<std::string, std::string> visible_parts(const Session& s) {
-    std::map<std::string, std::string> out;
+  // Bus id ("0:18:00.0", normal_bus_id) -> the GPU NVML shows there: index and board serial
+  // ("" where the driver has none).
+  static std::map<std::string, nvml::SeenGpu> visible_parts(const Session& s) {
+    std::map<std::string, nvml::SeenGpu> out;
     for (int g = 0; g < s.count(); ++g) {
       const std::string bus = cuda_probe::normal_bus_id(gpu_key(s, g));
       if (bus.empty()) continue;
@@ -84,31 +83,15 @@ class GpuCountCheck final : public Check {
           NVML_SUCCESS)
         serial[0] = '\0';
       serial[sizeof serial - 1] = '\0';
-      out[bus] = serial;
+      out[bus] = nvml::SeenGpu{g, serial};
     }
-    return out;
-  }
-
-  static std::string parts_file(const CheckContext& ctx) {
-    return ctx.state_dir.empty() || ctx.node.empty()
-               ? ""
-               : ctx.state_dir + "/gpus-" + ctx.node + ".json";
-  }
-
-  static std::map<std::string, std::string> remembered(const CheckContext& ctx) {
-    std::map<std::string, std::string> out;
-    std::ifstream in(parts_file(ctx));
-    const auto j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-    if (j.is_object())
-      for (const auto& [bus, serial] : j.items())
-        if (serial.is_string()) out[bus] = serial.get<std::string>();
     return out;
   }
 
   // "; not seen: 0000:18:00.0 (serial 1653723052734, seen before), 0000:2a:00.0 (the driver
   // lists it)", or "" when no GPU can be named.
   static std::string missing_gpus(const CheckContext& ctx,
-                                  const std::map<std::string, std::string>& visible) {
+                                  const std::map<std::string, nvml::SeenGpu>& visible) {
     std::map<std::string, std::string> gone;  // bus id -> how Vigil knows it
     std::error_code ec;
     for (const auto& e :
@@ -116,9 +99,10 @@ class GpuCountCheck final : public Check {
       const std::string bus = cuda_probe::normal_bus_id(e.path().filename().string());
       if (!bus.empty() && !visible.count(bus)) gone[bus] = "the driver lists it";
     }
-    for (const auto& [bus, serial] : remembered(ctx))
+    for (const auto& [bus, seen] : nvml::seen_gpus(ctx))
       if (!visible.count(bus))
-        gone[bus] = (serial.empty() ? std::string() : "serial " + serial + ", ") + "seen before";
+        gone[bus] =
+            (seen.serial.empty() ? std::string() : "serial " + seen.serial + ", ") + "seen before";
     std::vector<std::string> names;
     for (const auto& [bus, how] : gone) {
       // "0:18:00.0" (normal_bus_id) as the kernel prints it: "0000:18:00.0"
@@ -126,21 +110,6 @@ class GpuCountCheck final : public Check {
       names.push_back(std::string(colon < 4 ? 4 - colon : 0, '0') + bus + " (" + how + ")");
     }
     return names.empty() ? "" : "; not seen: " + short_list(names, 4, ", ", ", ");
-  }
-
-  // What this run saw joins what earlier runs saw: a GPU that leaves keeps its serial here.
-  static void remember(const CheckContext& ctx, const std::map<std::string, std::string>& visible) {
-    const std::string path = parts_file(ctx);
-    if (path.empty() || visible.empty()) return;
-    std::map<std::string, std::string> all = remembered(ctx);
-    bool changed = false;
-    for (const auto& [bus, serial] : visible) {
-      auto [it, fresh] = all.try_emplace(bus, serial);
-      if (!fresh && (it->second == serial || serial.empty())) continue;
-      it->second = serial;
-      changed = true;
-    }
-    if (changed) (void)replace_file_atomically(path, nlohmann::json(all).dump() + "\n");
   }
 
   // " (NVIDIA H100 80GB HBM3)": the distinct model names, for the operator reading the result.

@@ -3,8 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <utility>
+
+#include "vigil/base/files.h"
 
 namespace vigil::nvml {
 namespace {
@@ -64,6 +68,46 @@ CheckResult unavailable(std::string_view check, const Error& e) {
   std::string why = e.message;
   if (!e.where.empty() && e.where.rfind("dlopen", 0) != 0) why = e.where + ": " + why;
   return error(check, "NVML not available: " + why, kFaultUnavailable);
+}
+
+namespace {
+std::string seen_gpus_file(const CheckContext& ctx) {
+  return ctx.state_dir.empty() || ctx.node.empty() ? ""
+                                                   : ctx.state_dir + "/gpus-" + ctx.node + ".json";
+}
+}  // namespace
+
+std::map<std::string, SeenGpu> seen_gpus(const CheckContext& ctx) {
+  std::map<std::string, SeenGpu> out;
+  std::ifstream in(seen_gpus_file(ctx));
+  const auto j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return out;
+  for (const auto& [bus, v] : j.items()) {
+    if (!v.is_object()) continue;
+    SeenGpu g;
+    if (v.contains("index") && v["index"].is_number_integer()) g.index = v["index"].get<int>();
+    if (v.contains("serial") && v["serial"].is_string()) g.serial = v["serial"].get<std::string>();
+    out[bus] = g;
+  }
+  return out;
+}
+
+void remember_seen_gpus(const CheckContext& ctx, const std::map<std::string, SeenGpu>& now) {
+  const std::string path = seen_gpus_file(ctx);
+  if (path.empty() || now.empty()) return;
+  std::map<std::string, SeenGpu> all = seen_gpus(ctx);
+  bool changed = false;
+  for (const auto& [bus, g] : now) {
+    SeenGpu& kept = all[bus];
+    const std::string serial = g.serial.empty() ? kept.serial : g.serial;
+    if (kept.index == g.index && kept.serial == serial) continue;
+    kept = SeenGpu{g.index, serial};
+    changed = true;
+  }
+  if (!changed) return;
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [bus, g] : all) j[bus] = {{"index", g.index}, {"serial", g.serial}};
+  (void)replace_file_atomically(path, j.dump() + "\n");
 }
 
 std::string gpu_key(const Session& s, int gpu) {
@@ -163,7 +207,8 @@ void Verdict::conclude(CheckResult& r, const Describe& describe, std::string pas
   std::string fault;
   for (const Finding& f : all) {
     if (f.status != worst) continue;
-    texts.push_back(f.text);
+    // One text once: several figures may share a description (nvml_xid's per-GPU ones).
+    if (std::find(texts.begin(), texts.end(), f.text) == texts.end()) texts.push_back(f.text);
     if (fault.empty()) fault = f.fault_code;
   }
   if (worst == Status::kPass) {

@@ -3,6 +3,7 @@
 // absolute findings, and turning measurements + findings into one status and one short,
 // reason-ready message ("gpu3 row remap pending (1)").
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -13,6 +14,18 @@
 #include "vigil/checks/check.h"
 
 namespace vigil::nvml {
+
+// The GPUs runs of gpu_count saw on this node, by normalised bus id ("0:18:00.0",
+// cuda_probe::normal_bus_id): NVML index and board serial. Kept in <state dir>/gpus-<node>.json;
+// a GPU that leaves keeps its entry, so a missing GPU is named with its serial, and kmsg_xid
+// names the GPU (NVML index) of an XID line's bus id. Empty without a state dir.
+struct SeenGpu {
+  int index = -1;
+  std::string serial;
+};
+std::map<std::string, SeenGpu> seen_gpus(const CheckContext& ctx);
+// Merges `now` into what is kept (a fresh index or serial replaces the old one).
+void remember_seen_gpus(const CheckContext& ctx, const std::map<std::string, SeenGpu>& now);
 
 // Where `vigil-check reset` notes when it last reset this node's GPUs (seconds since the epoch,
 // one line), in each state directory it is given; nvml_fabric counts its grace from it too.

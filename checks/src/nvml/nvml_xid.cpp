@@ -91,6 +91,7 @@ class NvmlXidCheck final : public NvmlCheck {
     }
     // Each distinct (GPU, XID) judged once; the counts follow from `seen`.
     int fatal = 0, other = 0;
+    std::map<int, int> per_gpu;  // GPU -> its events whose action drains
     std::string fatal_list, other_list;
     std::optional<XidAction> worst;
     for (const auto& [key, n] : seen) {
@@ -100,6 +101,7 @@ class NvmlXidCheck final : public NvmlCheck {
       if (action != XidAction::kNone) item += " (" + std::string(to_string(action)) + ")";
       if (n > 1) item += " x" + std::to_string(n);
       (drains(action) ? fatal : other) += n;
+      if (drains(action)) per_gpu[g] += n;
       if (drains(action)) {
         fatal_list += (fatal_list.empty() ? "" : ", ") + item;
         if (!worst || action > *worst) worst = action;
@@ -112,6 +114,13 @@ class NvmlXidCheck final : public NvmlCheck {
     default_threshold(f, Op::kLe, 0, std::nullopt,
                       "XID catalogue " + catalogue.version() +
                           ": an XID whose action is reset_gpu, reboot or service");
+    // Per GPU too: the drainer's part history charges a drain to the GPUs whose figures fail
+    // (review W7).
+    for (const auto& [g, n] : per_gpu) {
+      Measurement& m = add_measurement(r, ctx, "xid_gpu_fatal", n, "count", g);
+      default_threshold(m, Op::kLe, 0, std::nullopt,
+                        "XID catalogue " + catalogue.version() + ": this GPU's XIDs");
+    }
     add_measurement(r, ctx, "xid_other_events", other, "count");
     const std::string fatal_code = worst ? xid_fault_code("NVML", *worst) : "";
     const double waited_s = std::chrono::duration<double>(ctx.xid_wait).count();
@@ -121,7 +130,8 @@ class NvmlXidCheck final : public NvmlCheck {
     v.conclude(
         r,
         [&](const Measurement& m, Status) {
-          if (m.name == "xid_fatal_events") return Described{fatal_list, fatal_code};
+          if (m.name == "xid_fatal_events" || m.name == "xid_gpu_fatal")
+            return Described{fatal_list, fatal_code};
           return Described{other_list, "VIGIL-NVML-XID"};
         },
         summary);

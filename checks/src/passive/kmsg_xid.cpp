@@ -18,7 +18,9 @@
 #include <tuple>
 
 #include "check_factories.h"
+#include "cuda/cuda_labels.h"
 #include "kmsg_reader.h"
+#include "nvml/nvml_common.h"
 #include "passive/count_measurement.h"
 
 namespace vigil {
@@ -140,6 +142,41 @@ struct Seen {
   }
 };
 
+// Per-GPU figures of the remembered fatal XIDs: each line names its GPU by bus id, which
+// gpu_count's earlier runs tied to an NVML index (nvml::seen_gpus). The drainer's part history
+// charges a drain to the GPUs whose figures fail (review W7: before, an XID drain charged no
+// part, so a GPU throwing XID 48 or 95 again and again never became a repeat offender). A bus id
+// no run has seen, and SXIDs (a switch's), stay node-level.
+void add_gpu_figures(const CheckContext& ctx, const std::vector<std::string>& fatal,
+                     const XidCatalogue& catalogue, CheckResult& r) {
+  std::map<std::string, int> index_of;  // "0:18:00" -> NVML index
+  for (const auto& [bus, gpu] : nvml::seen_gpus(ctx))
+    if (gpu.index >= 0) index_of[bus.substr(0, bus.rfind('.'))] = gpu.index;
+  std::map<int, int> per_gpu;
+  for (const std::string& item : fatal) {
+    if (!item.starts_with("XID ")) continue;
+    const size_t at = item.find(' ', 4);
+    if (at == std::string::npos) continue;
+    std::string bus =
+        cuda_probe::normal_bus_id(item.substr(at + 1, item.find(' ', at + 1) - at - 1));
+    if (const size_t dot = bus.rfind('.'); dot != std::string::npos && dot > bus.rfind(':'))
+      bus.resize(dot);  // "0:18:00.0" -> "0:18:00": XID lines carry no function
+    if (const auto it = index_of.find(bus); it != index_of.end()) ++per_gpu[it->second];
+  }
+  for (const auto& [gpu, n] : per_gpu) {
+    Measurement m = count_measurement("xid_gpu_fatal", n);
+    m.gpu = gpu;
+    m.threshold = Threshold{Op::kLe,
+                            0,
+                            std::nullopt,
+                            "count",
+                            "XID catalogue " + catalogue.version() + ": this GPU's XIDs",
+                            false,
+                            {}};
+    r.measurements.push_back(std::move(m));
+  }
+}
+
 class KmsgXidCheck final : public Check {
  public:
   std::string_view name() const override { return "kmsg_xid"; }
@@ -212,6 +249,7 @@ class KmsgXidCheck final : public Check {
                                     ": an XID or SXID whose action is reset_gpu, reboot or service",
                                 false,
                                 {}};
+    add_gpu_figures(ctx, cursor.fatal, catalogue, r);
     r.measurements.push_back(
         count_measurement("xid_other_events", double(seen.watch_n + seen.other_n)));
     r.measurements.push_back(count_measurement("kmsg_records_lost", double(lost)));

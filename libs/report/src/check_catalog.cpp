@@ -6,6 +6,8 @@
 // docs/hooks.md ("What each mode checks").
 // Noisy (drain after 3 failing reports): performance figures that need repeated evidence
 // before a drain (docs/drainer.md, "Built-in defaults").
+// The trailing `true`: charges_part, the GPU's own faults (XIDs, ECC, row remaps, retired pages,
+// the driver's recovery action, memtest, sanity), which count in the part's history.
 // Metrics: names as the checks emit them (checks/src: add_measurement calls,
 // thresholds/*.yaml); docs/detection.md has the margins per kind.
 #include "vigil/report/check_catalog.h"
@@ -39,16 +41,16 @@ constexpr CheckSpec kCatalog[] = {
     // Hooks only, first: needs neither NVML nor the SKU, and a GPU with GSP trouble (Xid
     // 119/120) can block every NVML call until the time box ends (review F14). Fatal: an XID
     // whose catalogue action is a reset or RMA, remembered for the boot (docs/hooks.md).
-    {"kmsg_xid", "xid", kHooks, seconds(20), kFatal, {}},
+    {"kmsg_xid", "xid", kHooks, seconds(20), kFatal, {}, true},
     // --- NVML (docs/checks-nvml.md) ---
     // Fatal: fewer GPUs than the SKU has (a missing GPU).
     {"gpu_count", "gpu-count", kNodeAndHooks, seconds(60), kFatal, {}},
     // Fatal: a volatile uncorrectable (DBE) ECC error (DCGM health).
-    {"nvml_ecc", "ecc", kNodeAndHooks, seconds(60), kFatal, {}},
+    {"nvml_ecc", "ecc", kNodeAndHooks, seconds(60), kFatal, {}, true},
     // Fatal: a row remap failed (out of spare rows) or pending (needs a GPU reset; aznhc).
-    {"nvml_row_remap", "remap", kNodeAndHooks, seconds(60), kFatal, {}},
+    {"nvml_row_remap", "remap", kNodeAndHooks, seconds(60), kFatal, {}, true},
     // Fatal: retired pages over the bound or pending (pre-A100 GPUs).
-    {"nvml_retired_pages", "pages", kNodeAndHooks, seconds(60), kFatal, {}},
+    {"nvml_retired_pages", "pages", kNodeAndHooks, seconds(60), kFatal, {}, true},
     // Noisy: hardware slowdown, thermal and power-brake clock events.
     {"nvml_clock_events", "clocks", kNodeAndHooks, seconds(60), kNoisy, {}},
     // PCIe link width and generation, replay counter deltas.
@@ -62,11 +64,11 @@ constexpr CheckSpec kCatalog[] = {
     // problem (not installed, not configured) is an error. drain_after applies: it may restart.
     {"nvlink_imex", "imex", kNode, seconds(15), kDefault, {}},
     // Fatal: the driver states a recovery action (reset, reboot, drain and reset).
-    {"nvml_recovery", "recovery", kNodeAndHooks, seconds(60), kFatal, {}},
+    {"nvml_recovery", "recovery", kNodeAndHooks, seconds(60), kFatal, {}, true},
     // Noisy: GPU temperature against the SKU's bounds.
     {"nvml_temperature", "temp", kNode, seconds(60), kNoisy, {}},
     // Fatal: an XID event whose catalogue action is a reset or RMA, seen while listening.
-    {"nvml_xid", "xid", kNode, seconds(60), kFatal, {}},
+    {"nvml_xid", "xid", kNode, seconds(60), kFatal, {}, true},
     // Hooks only, after a job (epilog): fatal, a GPU left busy by a finished job.
     {"gpu_leftovers", "leftover", kHooks, seconds(20), kFatal, {}},
     // --- InfiniBand (docs/checks-ib.md) ---
@@ -84,10 +86,10 @@ constexpr CheckSpec kCatalog[] = {
     // Noisy: host-to-device and device-to-host copy bandwidth per GPU.
     {"gpu_pcie_bw", "h2d", kNode, seconds(120), kNoisy, kPcieMetrics},
     // Fatal: a memory pattern mismatch (stuck or flipping bits, address faults).
-    {"gpu_memtest", "memtest", kNode, seconds(180), kFatal, {}},
+    {"gpu_memtest", "memtest", kNode, seconds(180), kFatal, {}, true},
     // Hooks only, with --cuda-sanity: fatal, a CUDA context that cannot be created or a tiny
     // kernel's wrong output.
-    {"gpu_sanity", "sanity", kHooks, seconds(20), kFatal, {}},
+    {"gpu_sanity", "sanity", kHooks, seconds(20), kFatal, {}, true},
     // --- all_reduce through vigil-allreduce ---
     // Noisy: NCCL all_reduce busbw over NVLink/NVSwitch. 330 s: NCCL init on 8 GPUs plus the
     // full sweep fits well inside it.

@@ -32,6 +32,10 @@ TEST_F(nvml_xid, fatal_xid_fails_and_names_xid_and_gpu) {
   EXPECT_EQ(find(r, "xid_fatal_events")->value, 1);
   EXPECT_EQ(find(r, "xid_other_events")->value, 1);
   EXPECT_EQ(find(r, "xid_fatal_events")->unit, "count");
+  // ... and a figure of gpu3 alone, which the drainer's part history charges (review W7)
+  EXPECT_EQ(count(r, "xid_gpu_fatal"), 1);
+  ASSERT_NE(find(r, "xid_gpu_fatal", 3), nullptr);
+  EXPECT_EQ(find(r, "xid_gpu_fatal", 3)->status(), Status::kFail);
 }
 
 TEST_F(nvml_xid, warn_list_xid_warns_and_application_xid_only_reports) {

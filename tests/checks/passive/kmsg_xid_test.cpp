@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "kmsg_fixture.h"
+#include "nvml/nvml_common.h"
 #include "passive/kmsg_reader.h"
 
 namespace vigil {
@@ -41,6 +42,28 @@ TEST_F(KmsgXid, a_fatal_xid_fails_and_keeps_failing_until_the_node_reboots) {
   boot("boot-2");
   log("6,1,100,-;Linux version 6.1\n");
   EXPECT_EQ(run().status, Status::kPass);
+}
+
+// The XID line names its GPU by bus id; gpu_count's earlier runs tied that bus id to an NVML
+// index (nvml::seen_gpus), so the drain is charged to that GPU's part (review W7). A bus id no run
+// has seen stays a node-level figure.
+TEST_F(KmsgXid, a_fatal_xid_is_a_figure_of_the_gpu_at_its_bus_id) {
+  std::filesystem::create_directories(ctx_.state_dir);
+  nvml::remember_seen_gpus(
+      ctx_, {{"0:18:00.0", {0, "1652823054320"}}, {"0:2a:00.0", {1, "1652823054321"}}});
+  log(std::string("6,10,100,-;boot\n") + kXid79 +
+      "3,12,600,-;NVRM: Xid (PCI:0000:3b:00): 95, pid=2, name=python, Uncontained: FBHUB. RST: "
+      "Yes, D-RST: No\n");
+  const auto r = run();
+  ASSERT_EQ(r.status, Status::kFail);
+  std::vector<std::pair<int, double>> per_gpu;
+  for (const Measurement& m : r.measurements)
+    if (m.name == "xid_gpu_fatal") {
+      ASSERT_TRUE(m.gpu);
+      per_gpu.emplace_back(*m.gpu, m.value);
+      EXPECT_EQ(m.status(), Status::kFail);
+    }
+  EXPECT_EQ(per_gpu, (std::vector<std::pair<int, double>>{{0, 1}}));  // 3b:00 was never seen
 }
 
 TEST_F(KmsgXid, only_xids_after_the_cursor_count) {

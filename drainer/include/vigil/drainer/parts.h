@@ -70,7 +70,9 @@ void collect_drains(const std::vector<PartRecord>& records, const PartRecord& pa
                     std::vector<int64_t>& out);
 
 // The GPU slots a drain counts against: those whose figures break their (confirmed) fail bound
-// in these results, but only while they are a strict minority of the node's known parts. A
+// in results of checks that charge a part (CheckSpec::charges_part: XIDs, ECC, remaps, the
+// driver's recovery action, memtest; never clock events, temperature or performance probes),
+// but only while they are a strict minority of the node's known parts. A
 // fault on most GPUs at once (a fan wall, a PCIe switch, an NVSwitch tray) is the node's, not
 // one part's, and counts against none.
 std::set<int> failing_gpus(const std::vector<const CheckResult*>& results,

@@ -55,6 +55,11 @@ struct CheckSpec {
   std::chrono::seconds timeout{60};  // Check::timeout(): the runner kills the check after it
   CheckSeverity severity = CheckSeverity::kDefault;
   std::span<const PerfMetric> metrics;  // empty: detect does not judge this check
+  // A per-GPU fail of this check is that GPU's own fault, so the drain counts in the part's
+  // history (drainer parts.h). Not for noisy or environmental checks (clock events,
+  // temperature, performance probes: a fan wall or a PSU shelf slows several GPUs) nor for
+  // links and leftovers (review W7).
+  bool charges_part = false;
 
   bool runs_in(CheckSuite s) const { return (suites & static_cast<unsigned>(s)) != 0; }
 };
