@@ -352,8 +352,8 @@ TEST_F(HookOnCluster, an_xid_in_the_kernel_log_drains_with_the_catalogues_remedy
   bool slurms = false;
   for (const auto& f : fs::directory_iterator(w() + "/out"))
     if (f.path().filename().string().starts_with("healthcheck-gpu-0-"))
-      slurms = slurms || slurp(f.path().string()).find("expected by slurmd -G gpu:8") !=
-                             std::string::npos;
+      slurms = slurms ||
+               slurp(f.path().string()).find("expected by slurmd -G gpu:8") != std::string::npos;
   EXPECT_TRUE(slurms) << "no healthcheck report of gpu-0 judged gpu_count by slurmd -G";
 }
 

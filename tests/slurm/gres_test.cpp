@@ -54,7 +54,7 @@ TEST(GpuCount, slurmd_prints_the_nodes_gres_in_every_release_form) {
   EXPECT_EQ(slurmd_gres_gpu_count(slurmd_g("22.05-mig.txt")), 0);  // slices, not GPUs
   EXPECT_EQ(slurmd_gres_gpu_count(""), 0);                         // no GRES on the node
   EXPECT_EQ(slurmd_gres_gpu_count("slurmd: fatal: gres.conf for gpu, some records have \"File\" "
-                                   "specification while others do not\n"),
+                                  "specification while others do not\n"),
             0);
 }
 
