@@ -1,5 +1,7 @@
 #include "fleet_model.h"
 
+#include <cmath>
+
 #include "allreduce/allreduce_repeats.h"
 #include "cuda/probe_math.h"
 #include "cuda/probe_result.h"
@@ -177,8 +179,13 @@ Run FleetModel::run(SimNode& node, int cycle, std::int64_t now, const DetectConf
       interference_.heat = u(rng_) < 0.5;
       interference_.gpu = std::uniform_int_distribution<int>(0, kGpus - 1)(rng_);
       interference_.size = 0.04 + 0.08 * u(rng_);
-      interference_.duration_s =
-          std::exponential_distribution<double>(1.0 / interference_mean_s_)(rng_);
+      if (pareto_alpha_ > 1) {  // inverse CDF: x_m / U^(1/alpha), x_m = mean (alpha-1)/alpha
+        const double xm = interference_mean_s_ * (pareto_alpha_ - 1) / pareto_alpha_;
+        interference_.duration_s = xm / std::pow(1 - u(rng_), 1 / pareto_alpha_);
+      } else {
+        interference_.duration_s =
+            std::exponential_distribution<double>(1.0 / interference_mean_s_)(rng_);
+      }
     }
   }
   at_s_ = 0;
