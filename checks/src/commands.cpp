@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <iostream>
 #include <map>
@@ -17,7 +19,6 @@
 #include "inventory.h"
 #include "nvml/gpu_reset.h"
 #include "vigil/base/files.h"
-#include "vigil/base/process.h"
 #include "vigil/checks/gpu_probe.h"
 #include "vigil/checks/passive.h"
 #include "vigil/checks/registry.h"
@@ -26,7 +27,6 @@
 #include "vigil/report/output.h"
 #include "vigil/report/report_client.h"
 #include "vigil/slurm/scontrol.h"
-#include "vigil/slurm/slurm_api.h"
 
 namespace vigil_cli {
 
@@ -263,6 +263,21 @@ int cmd_fabric_job(const RunArgs& a, const vigil::CheckContext& ctx,
 
 }  // namespace
 
+// Slurm's GPU count for this node (from vigil-submit) noted for the hooks, best effort: a
+// directory that is missing or not writable leaves them the SKU's count (docs/hooks.md).
+static void note_expected_gpus(const RunArgs& a, const vigil::CheckContext& ctx) {
+  if (ctx.expected_gpus <= 0) return;
+  for (const std::string& dir : a.hook_state_dirs) {
+    std::error_code ec;
+    if (dir.empty() || !std::filesystem::is_directory(dir, ec)) continue;
+    auto w = vigil::replace_file_atomically(expected_gpus_note(dir, ctx.node),
+                                            std::to_string(ctx.expected_gpus) + "\n");
+    if (!w && !a.quiet)
+      std::cerr << "vigil-check: Slurm's GPU count not noted for the hooks: "
+                << w.error().to_string() << "\n";
+  }
+}
+
 int cmd_run(const RunArgs& a) {
   vigil::Loaded<vigil::SkuSet> skus;
   vigil::CheckContext ctx;
@@ -283,6 +298,7 @@ int cmd_run(const RunArgs& a) {
   report.checks = vigil::run_checks(checks, ctx, opts);
   report.end_time = vigil::rfc3339_utc(now_unix());
   report.gpus = std::move(parts);
+  note_expected_gpus(a, ctx);
   if (int rc = emit(a, {report}); rc != 0) return rc;
   return vigil::exit_code_for(report.overall());
 }
@@ -342,29 +358,17 @@ int cmd_fabric(const RunArgs& a) {
   return emit_node_reports(a, ctx, start, end, [&](const std::string&) { return results; });
 }
 
-// slurmd tells the hooks no GPU count, but the node's own slurmd prints the GRES this node has
-// in Slurm without any RPC (`slurmd -G`: slurm.conf merged with gres.conf, measured in 13-19 ms
-// on 22.05, 24.11 and 26.05): the site's count, as vigil-submit passes it to node jobs. Anything
-// else (no slurmd, configless without a local slurm.conf, MIG slices) leaves the SKU's count.
-static void expect_slurmds_gpus(const HookArgs& h, vigil::CheckContext& ctx) {
-  if (h.slurmd.empty() || ctx.node.empty()) return;
-  std::string slurmd = h.slurmd;  // slurmd runs the hooks with a bare PATH: look in sbin first
-  if (slurmd.find('/') == std::string::npos)
-    for (const char* dir : {"/usr/sbin/", "/usr/local/sbin/"})
-      if (::access((dir + slurmd).c_str(), X_OK) == 0) {
-        slurmd = dir + slurmd;
-        break;
-      }
-  std::vector<std::string> argv = {slurmd, "-G", "-N", ctx.node};
-  if (!h.slurm_conf.empty()) argv.insert(argv.end(), {"-f", h.slurm_conf});
-  vigil::LaunchOptions opts;
-  opts.timeout = std::chrono::seconds(5);
-  opts.merge_stderr = true;  // 22.05 logs the lines to stderr
-  auto ran = vigil::run_command(argv, opts);
-  if (!ran || ran->exit_code != 0) return;
-  if (const int n = vigil::slurm::slurmd_gres_gpu_count(ran->out); n > 0) {
+// slurmd tells its hooks no GPU count. The node jobs know Slurm's (vigil-submit passes the
+// node's Gres as VIGIL_EXPECTED_GPUS) and note it in the hooks' state dir
+// (`vigil-check run --hook-state-dir`, expected_gpus_note); the hooks read the latest note.
+// None, or an unreadable one: the SKU's count, as before.
+static void expect_noted_gpus(vigil::CheckContext& ctx) {
+  if (ctx.state_dir.empty() || ctx.node.empty()) return;
+  std::ifstream in(expected_gpus_note(ctx.state_dir, ctx.node));
+  int n = 0;
+  if (in >> n && n > 0 && n <= 1024) {
     ctx.expected_gpus = n;
-    ctx.expected_gpus_from = "slurmd -G";
+    ctx.expected_gpus_from = "Slurm Gres (noted by a node job)";
   }
 }
 
@@ -389,7 +393,7 @@ int cmd_hook(HookArgs& h) {
     return 0;
   }
   ctx.kmsg_path = h.kmsg;
-  if (ctx.expected_gpus == 0) expect_slurmds_gpus(h, ctx);
+  if (ctx.expected_gpus == 0) expect_noted_gpus(ctx);
   if (*mode == vigil::hook::Mode::kEpilog) {
     ctx.job_gpus = vigil::hook::parse_job_gpus(env_or("SLURM_JOB_GPUS", ""));
     ctx.job_id = env_or("SLURM_JOB_ID", "");

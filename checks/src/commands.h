@@ -35,7 +35,8 @@ struct RunArgs {
   std::string mpirun = "mpirun";
   std::string imex_ctl;  // nvlink_imex's nvidia-imex-ctl (empty: searched)
   int xid_wait_ms = 2000;
-  int expected_gpus = 0;       // --expected-gpus / VIGIL_EXPECTED_GPUS (Slurm's Gres); 0: the SKU's
+  int expected_gpus = 0;  // --expected-gpus / VIGIL_EXPECTED_GPUS (Slurm's Gres); 0: the SKU's
+  std::vector<std::string> hook_state_dirs;  // `run`: where Slurm's GPU count is noted for hooks
   int repeat_spacing_s = 120;  // `run` only: the wait before confirmation repeats (detection.md)
   std::string report_url;
   std::string token_file;
@@ -56,6 +57,12 @@ struct RunArgs {
   std::vector<std::string> report_nodes;  // only these get a report (fabric re-check)
 };
 
+// `<hooks' state dir>/expected-gpus-<node>`: Slurm's GPU count for the node, as the last node
+// job had it (one number); the hooks expect it (slurmd tells them none).
+inline std::string expected_gpus_note(const std::string& dir, const std::string& node) {
+  return dir + "/expected-gpus-" + node;
+}
+
 struct HookArgs {
   RunArgs run;
   std::string mode;
@@ -65,7 +72,6 @@ struct HookArgs {
   int drain_wait_ms = 5000;
   std::string kmsg = "/dev/kmsg";
   std::string slurm_conf;
-  std::string slurmd = "slurmd";           // asked `slurmd -G` for the node's GPU count
   std::vector<std::string> gpu_residents;  // besides nvidia-cuda-mps-server
 };
 

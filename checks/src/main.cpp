@@ -52,6 +52,9 @@ int main(int argc, char** argv) {
       ->add_option("--imex-ctl", run.imex_ctl,
                    "nvidia-imex-ctl for nvlink_imex (default: searched in the usual directories)")
       ->envname("VIGIL_IMEX_CTL");
+  run_cmd->add_option("--hook-state-dir", run.hook_state_dirs,
+                      "The Slurm hooks' state dir: Slurm's GPU count for this node "
+                      "(--expected-gpus) is noted there for them; repeatable");
   run_cmd->add_option("--repeat-spacing-s", run.repeat_spacing_s, "Delay before repeats, seconds")
       ->capture_default_str();
 
@@ -111,12 +114,7 @@ int main(int argc, char** argv) {
   add_expected_gpus(hook_cmd, hook.run);
   hook_cmd->add_option("--kmsg", hook.kmsg, "Kernel log to read XIDs from")->envname("VIGIL_KMSG");
   hook_cmd->add_option("--slurm-conf", hook.slurm_conf,
-                       "slurm.conf for the drain fallback and slurmd -G (default: SLURM_CONF)");
-  hook_cmd
-      ->add_option("--slurmd", hook.slurmd,
-                   "slurmd binary asked for the node's GPUs (slurmd -G) when --expected-gpus is "
-                   "not given; empty: do not ask")
-      ->envname("VIGIL_SLURMD");
+                       "slurm.conf for the drain fallback (default: SLURM_CONF)");
   hook_cmd->add_option("--time-box", hook.time_box_s, "Seconds for the whole suite (default 30)")
       ->envname("VIGIL_HOOK_TIME_BOX");
   hook_cmd->add_option("--drain-wait-ms", hook.drain_wait_ms,

@@ -105,6 +105,48 @@ TEST_F(VigilCheckCli, the_report_names_each_gpus_serial_and_uuid_where_the_drive
   EXPECT_FALSE(nlohmann::json::parse(without.out).contains("gpus"));
 }
 
+// slurmd tells its hooks no GPU count: a node job notes Slurm's (--expected-gpus, from
+// vigil-submit) in the hooks' state dir, and the hooks judge gpu_count by it (issue 43): a
+// 7-GPU board that Slurm configures with 7 passes its hooks, and fails them without the note.
+TEST_F(VigilCheckCli, a_node_job_notes_slurms_gpu_count_for_the_hooks) {
+  const std::string seven = kFixtures + "/nvml/seven_of_eight_gpus.json";
+  const std::string sysfs = kFixtures + "/nodes/gpu-0/sysfs";
+  const std::string hooks = dir_ + "/hook-state";
+  fs::create_directories(hooks);
+  write("kmsg", "6,1,100,-;Linux version 6.1\n");
+  auto hook = [&] {
+    CommandOptions o;
+    o.env["VIGIL_FAKE_NVML_FIXTURE"] = seven;
+    o.timeout = std::chrono::seconds(60);
+    auto r =
+        run_command({kBinary, "hook", "healthcheck", "--node", "gpu-0", "--no-post",
+                     "--nvml-library", kFakeNvml, "--sysfs-root", sysfs, "--kmsg", dir_ + "/kmsg",
+                     "--state-dir", hooks, "--thresholds", kThresholds, "--format", "json"},
+                    o);
+    const auto report = nlohmann::json::parse(r.out);
+    for (const auto& c : report["checks"])
+      if (c["check"] == "gpu_count") return c;
+    ADD_FAILURE() << r.describe();
+    return nlohmann::json{};
+  };
+  EXPECT_EQ(hook()["status"], "fail");  // the SKU's 8
+
+  auto job =
+      run({"--expected-gpus", "7", "--hook-state-dir", hooks, "--hook-state-dir", dir_ + "/absent"},
+          seven, sysfs);
+  EXPECT_EQ(job.exit_code, 0) << job.describe();
+  std::ifstream note(hooks + "/expected-gpus-gpu-0");
+  int noted = 0;
+  EXPECT_TRUE(note >> noted);
+  EXPECT_EQ(noted, 7);
+  const auto count = hook();
+  EXPECT_EQ(count["status"], "pass") << count.dump();
+  EXPECT_NE(count["message"].get<std::string>().find(
+                "expected by Slurm Gres (noted by a node job) gpu:7"),
+            std::string::npos)
+      << count.dump();
+}
+
 TEST_F(VigilCheckCli, malformed_threshold_yaml_names_the_file_and_field_and_checks_nothing) {
   fs::create_directories(dir_ + "/th");
   fs::copy(kThresholds + "/h100-sxm5-80gb.yaml", dir_ + "/th/h100.yaml");

@@ -51,31 +51,6 @@ int physical_gpu_count(const std::string& gres) {
   return gpu_count(gres);
 }
 
-int slurmd_gres_gpu_count(std::string_view text) {
-  // "Gres Name=gpu Type=(null) Count=4 Index=0 ID=7696487 File=/dev/nvidia[0-3] ...": one line
-  // per gres.conf record of this node; as a Gres string, "gpu:4" or "gpu:h100:4", summed.
-  auto value = [](std::string_view line, std::string_view key) {
-    const size_t at = line.find(key);
-    if (at == std::string_view::npos) return std::string_view{};
-    std::string_view v = line.substr(at + key.size());
-    return v.substr(0, v.find(' '));
-  };
-  std::string gres;
-  while (!text.empty()) {
-    const size_t nl = text.find('\n');
-    const std::string_view line = text.substr(0, nl);
-    text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
-    if (line.find("Gres Name=gpu ") == std::string_view::npos) continue;
-    const std::string_view type = value(line, " Type="), count = value(line, " Count=");
-    if (count.empty()) continue;
-    if (!gres.empty()) gres += ",";
-    gres += "gpu:";
-    if (!type.empty() && type != "(null)") gres += std::string(type) + ":";
-    gres += std::string(count);
-  }
-  return gres.empty() ? 0 : physical_gpu_count(gres);
-}
-
 void mark_holds(std::vector<SlurmNodeInfo>& nodes, const std::vector<std::string>& reservations) {
   std::set<std::string> names(reservations.begin(), reservations.end());
   for (SlurmNodeInfo& n : nodes) n.vigil_hold = names.count(kHoldReservationPrefix + n.name) > 0;

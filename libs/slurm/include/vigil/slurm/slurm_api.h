@@ -55,12 +55,6 @@ int gpu_count(const std::string& gres);
 // 0 when it does not say: no GPU, or MIG slices as GRES (a type named after a MIG profile,
 // "gpu:a100_1g.5gb:7": Slurm's gres.html "MIG Support"), whose count is not the GPUs'.
 int physical_gpu_count(const std::string& gres);
-// The same count from `slurmd -G` (slurmd(8): "Print Generic RESource (GRES) configuration
-// (based upon slurm.conf GRES merged with gres.conf contents for this node) and exit"), which a
-// node reads locally, with no RPC: its "Gres Name=gpu Type=h100 Count=4 ..." lines, as 22.05,
-// 24.11 and 26.05 print them (the 24.11+ logger prefixes them with a time). 0 when it says
-// nothing: no gpu line, or MIG slices.
-int slurmd_gres_gpu_count(std::string_view slurmd_g_output);
 
 class SlurmApi {
  public:
