@@ -394,6 +394,9 @@ int cmd_hook(HookArgs& h) {
   }
   ctx.kmsg_path = h.kmsg;
   if (ctx.expected_gpus == 0) expect_noted_gpus(ctx);
+  // nvml_fabric's settle window must leave the rest of the suite its share of the time box.
+  ctx.fabric_settle = std::min<std::chrono::milliseconds>(
+      ctx.fabric_settle, std::chrono::milliseconds(h.time_box_s * 1000 / 4));
   if (*mode == vigil::hook::Mode::kEpilog) {
     ctx.job_gpus = vigil::hook::parse_job_gpus(env_or("SLURM_JOB_GPUS", ""));
     ctx.job_id = env_or("SLURM_JOB_ID", "");

@@ -14,7 +14,8 @@
 //                    [--interference-pareto A]   (heavy-tailed duration instead: Pareto, shape
 //                                                 A > 1, the same mean)
 //                    [--requalify-s S]   (what a false drain costs: seconds until the node is
-//                                         back; default 3600, the next cycle's held re-check)
+//                                         back; default 7200: resume_after 2 held re-checks,
+//                                         one per hourly cycle)
 //                    [--repeat-spacing-s S]   (the checker's pause before repeats; default 120,
 //                                              as vigil-check run)
 //                    [--unconfirmed-floors]   (the SKU floors as shipped: warn-only)
@@ -58,9 +59,10 @@ struct Options {
   double interference = 0;          // of node-cycles: 4-12% slow for a whole run, repeats included
   double interference_mean_s = 60;  // its mean duration
   double interference_pareto = 0;   // > 1: Pareto duration of this shape (heavy tail)
-  // What a false drain costs: seconds until the node is resumed. 3600: the next hourly cycle's
-  // held re-check (docs/recheck.md), which passes on a healthy node, then resumes it.
-  double requalify_s = 3600;
+  // What a false drain costs: seconds until the node is resumed. 7200: the default policy's
+  // resume_after 2 passing reports, from the held re-checks of the next two hourly cycles
+  // (docs/recheck.md), which pass on a healthy node.
+  double requalify_s = 7200;
   double repeat_spacing_s =
       120;  // the checker's pause before its repeats (vigil-check run default)
   bool unconfirmed_floors = false;  // the SKU floors as shipped: warn-only until calibrated

@@ -131,7 +131,7 @@ TEST(Parts, only_checks_of_a_parts_own_faults_charge_it) {
   std::vector<PartRecord> departed;
   std::vector<PartRecord> parts;
   update_parts(parts, departed, gpus("S3"));  // 4 slots
-  for (const char* check : {"kmsg_xid", "nvml_xid", "nvml_ecc", "gpu_memtest"}) {
+  for (const char* check : {"kmsg_xid", "nvml_xid", "nvml_ecc", "nvml_recovery", "gpu_memtest"}) {
     CheckResult r = testing::make_check(check, Status::kFail, 1, 0);
     r.measurements[0].gpu = 2;
     EXPECT_EQ(failing_gpus({&r}, parts), std::set<int>{2}) << check;

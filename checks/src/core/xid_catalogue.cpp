@@ -377,7 +377,9 @@ XidVerdict XidCatalogue::judge(unsigned long long xid, std::string_view detail) 
 }
 
 XidVerdict XidCatalogue::judge_sxid(unsigned long long sxid, bool fatal) const {
-  if (const auto o = sxid_overrides_.find(sxid); o != sxid_overrides_.end())
+  // By number only where the line says Non-fatal: the driver reports some SXIDs either way
+  // (19055, 19057, 19059 Fatal on LR10 and LS10: open-gpu-kernel-modules intr_ls10.c).
+  if (const auto o = sxid_overrides_.find(sxid); o != sxid_overrides_.end() && !fatal)
     return {o->second, "", "policy"};
   return fatal ? XidVerdict{sxid_fatal_, "", "SXid Fatal"}
                : XidVerdict{sxid_non_fatal_, "", "SXid Non-fatal"};

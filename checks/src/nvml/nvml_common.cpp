@@ -97,6 +97,11 @@ void remember_seen_gpus(const CheckContext& ctx, const std::map<std::string, See
   if (path.empty() || now.empty()) return;
   std::map<std::string, SeenGpu> all = seen_gpus(ctx);
   bool changed = false;
+  for (auto& [bus, g] : all)  // gone now: its serial stays, its index may be another GPU's
+    if (!now.count(bus) && g.index != -1) {
+      g.index = -1;
+      changed = true;
+    }
   for (const auto& [bus, g] : now) {
     SeenGpu& kept = all[bus];
     const std::string serial = g.serial.empty() ? kept.serial : g.serial;

@@ -24,7 +24,8 @@ struct SeenGpu {
   std::string serial;
 };
 std::map<std::string, SeenGpu> seen_gpus(const CheckContext& ctx);
-// Merges `now` into what is kept (a fresh index or serial replaces the old one).
+// Merges `now` into what is kept (a fresh index or serial replaces the old one); a bus id not in
+// `now` keeps its serial and loses its index (the indices after it shift).
 void remember_seen_gpus(const CheckContext& ctx, const std::map<std::string, SeenGpu>& now);
 
 // Where `vigil-check reset` notes when it last reset this node's GPUs (seconds since the epoch,

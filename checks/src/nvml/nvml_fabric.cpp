@@ -19,8 +19,9 @@
 //     of boot (/proc/uptime), the last GPU reset Vigil did (gpu_reset_marker) and Fabric
 //     Manager's start (its process's start time); after it, it reads the state again every
 //     ctx.fabric_recheck for up to ctx.fabric_settle (Vigil's choice: 30 s, one window for the
-//     whole check) and fails if the GPU is still not registered: Fabric Manager is down or
-//     stuck, and every CUDA job fails there (review W9, W10).
+//     whole check; at most a quarter of a hook's time box) and fails if the GPU has still not
+//     started registering: Fabric Manager is down, and every CUDA job fails there (review W9).
+//     IN_PROGRESS past the grace still only warns (DCGM warns on it; see judge_gpu).
 //   - healthSummary (v3): UNHEALTHY fails, LIMITED_CAPACITY warns. Without a summary (v2), the
 //     healthMask decides as DCGM 4.6's MonitorFabricFields does (DcgmHealthWatch.cpp, review
 //     W10): route unhealthy, degraded bandwidth and every incorrect-configuration code nvml.h
@@ -43,6 +44,7 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <sstream>
 #include <thread>
@@ -280,11 +282,15 @@ class NvmlFabricCheck final : public NvmlCheck {
     };
     const nvmlGpuFabricInfo_v3_t& info = f.info;
     if (info.state == kNvmlGpuFabricStateInProgress) {
+      // Past the grace and the settle window still only a warning, as in DCGM: on NVL72 the
+      // fabric's managers run on the switch trays, whose restart this node cannot see, and one
+      // run cannot tell a slow registration from a stuck one (failing it after it persists
+      // across runs, review W10's advice, needs its first-seen time kept: not done).
       if (past_grace)
-        finding(Status::kFail,
+        finding(Status::kWarn,
                 gs + " NVLink fabric registration still in progress " + after(epoch) +
-                    ": is Fabric Manager stuck?",
-                kFaultFabricNotRegistered);
+                    ": CUDA jobs fail with 802 until it completes; is Fabric Manager stuck?",
+                kFaultFabricPending);
       else
         finding(Status::kWarn,
                 gs + " NVLink fabric registration in progress, " + after(epoch) +
@@ -338,6 +344,7 @@ class NvmlRecoveryCheck final : public NvmlCheck {
   CheckResult inspect(const CheckContext& ctx, const Session& s, CheckResult& r,
                       Verdict& v) override {
     std::optional<XidAction> worst;
+    std::map<int, std::string> asks;  // GPU -> what the driver asks for
     for (int g = 0; g < s.count(); ++g) {
       if (!s.gpus[g]) continue;
       const FieldRead fr = read_field(s, g, kNvmlFieldGpuRecoveryAction);
@@ -363,14 +370,22 @@ class NvmlRecoveryCheck final : public NvmlCheck {
       // One reading of the driver's recovery action, shared with kmsg_xid's XID 154.
       const XidVerdict verdict = recovery_action_verdict(action);
       if (drains(verdict.action)) {
-        v.add(Status::kFail, gs + " driver asks for " + verdict.why, kFaultRecovery);
+        // A figure of this GPU too, which the drainer's part history charges (review W7).
+        asks[g] = gs + " driver asks for " + verdict.why;
+        Measurement& m = add_measurement(r, ctx, "recovery_gpu_drain", 1, "bool", g);
+        default_threshold(m, Op::kLe, 0, std::nullopt,
+                          "nvml.h nvmlDeviceGpuRecoveryAction_t: the driver asks for a repair");
         if (!worst || verdict.action > *worst) worst = verdict.action;
       } else {
         v.add(Status::kWarn, gs + " driver reports " + verdict.why, kFaultRecovery);
       }
     }
     v.conclude(
-        r, [](const Measurement&, Status) { return Described{}; },
+        r,
+        [&](const Measurement& m, Status) {
+          const auto it = m.gpu ? asks.find(*m.gpu) : asks.end();
+          return it == asks.end() ? Described{} : Described{it->second, kFaultRecovery};
+        },
         std::to_string(s.count()) + " GPUs: no recovery action pending");
     if (r.status == Status::kFail && worst) r.remedy = remedy_of(*worst);
     return r;

@@ -101,7 +101,7 @@ class NvmlXidCheck final : public NvmlCheck {
       if (action != XidAction::kNone) item += " (" + std::string(to_string(action)) + ")";
       if (n > 1) item += " x" + std::to_string(n);
       (drains(action) ? fatal : other) += n;
-      if (drains(action)) per_gpu[g] += n;
+      if (drains(action) && g >= 0) per_gpu[g] += n;
       if (drains(action)) {
         fatal_list += (fatal_list.empty() ? "" : ", ") + item;
         if (!worst || action > *worst) worst = action;

@@ -57,8 +57,8 @@ constexpr CheckSpec kCatalog[] = {
     {"nvml_pcie", "pcie", kNode, seconds(60), kDefault, {}},
     // NVLink links down or error counters growing (drain_after applies).
     {"nvml_nvlink", "nvlink", kNodeAndHooks, seconds(60), kDefault, {}},
-    // Fatal: NVLink fabric registration failed, unhealthy, or missing 10 min after boot
-    // (Fabric Manager down).
+    // Fatal: NVLink fabric registration failed, unhealthy, or not started 10 min after boot, a
+    // GPU reset or Fabric Manager's start (Fabric Manager down).
     {"nvml_fabric", "nvl-fabric", kNodeAndHooks, seconds(60), kFatal, {}},
     // The IMEX daemon of a multi-node NVLink SKU (NVL72) down past the boot grace; a setup
     // problem (not installed, not configured) is an error. drain_after applies: it may restart.

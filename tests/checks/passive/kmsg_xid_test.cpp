@@ -64,6 +64,16 @@ TEST_F(KmsgXid, a_fatal_xid_is_a_figure_of_the_gpu_at_its_bus_id) {
       EXPECT_EQ(m.status(), Status::kFail);
     }
   EXPECT_EQ(per_gpu, (std::vector<std::pair<int, double>>{{0, 1}}));  // 3b:00 was never seen
+
+  // 18:00 drops out and 2a:00 becomes index 0: 18:00 keeps its serial, not its old index, so
+  // an XID naming 18:00 charges no slot rather than the healthy GPU now at 0.
+  nvml::remember_seen_gpus(ctx_, {{"0:2a:00.0", {0, "1652823054321"}}});
+  const auto seen = nvml::seen_gpus(ctx_);
+  EXPECT_EQ(seen.at("0:18:00.0").index, -1);
+  EXPECT_EQ(seen.at("0:18:00.0").serial, "1652823054320");
+  EXPECT_EQ(seen.at("0:2a:00.0").index, 0);
+  const auto again = run();  // the XID 79 is still remembered for this boot
+  for (const Measurement& m : again.measurements) EXPECT_NE(m.name, "xid_gpu_fatal");
 }
 
 TEST_F(KmsgXid, only_xids_after_the_cursor_count) {

@@ -150,6 +150,10 @@ TEST(XidLines, genuine_lines_are_judged_by_the_catalogue) {
   EXPECT_EQ(cat.judge_sxid(12028, false).action, XidAction::kWatch);
   EXPECT_EQ(cat.judge_sxid(22013, false).action, XidAction::kNone);
   EXPECT_EQ(cat.judge_sxid(24001, false).action, XidAction::kNone);
+  // A line the driver prints Fatal keeps its verdict, whatever the number's entry says
+  // (19055 is reported Fatal on LR10 and LS10: open-gpu-kernel-modules intr_ls10.c).
+  EXPECT_EQ(cat.judge_sxid(19055, true).action, XidAction::kReboot);
+  EXPECT_EQ(cat.judge_sxid(19055, false).action, XidAction::kNone);
   // XIDs 167 and 169 have no action in the catalogue; 169 is a micro-controller halt as 62 is
   // (RESET_GPU), 167 a fatal PCIe timeout (review W13).
   EXPECT_EQ(cat.judge(167).action, XidAction::kResetGpu);

@@ -58,8 +58,8 @@ class XidCatalogue {
   // `detail`: what the driver wrote after the number. XID 154 is judged by the recovery action
   // its text states, XIDs 144-150 by the catalogue's decode of their IntrInfo and errorStatus.
   XidVerdict judge(unsigned long long xid, std::string_view detail = {}) const;
-  // An NVSwitch SXID: the policy's entry for its number, else the severity its line states
-  // ("Fatal" / "Non-fatal", or a Severity line's 1 / other).
+  // An NVSwitch SXID by the severity its line states ("Fatal" / "Non-fatal", or a Severity
+  // line's 1 / other); a Non-fatal one by the policy's entry for its number where it has one.
   XidVerdict judge_sxid(unsigned long long sxid, bool fatal) const;
   // XIDs a later `xid` on the same GPU cancels (the policy's "cancels").
   const std::set<unsigned long long>& cancelled_by(unsigned long long xid) const;
