@@ -1,6 +1,7 @@
 #include "vigil/ncclbench/bench_result.h"
 
 #include <array>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <utility>
 
@@ -135,8 +136,14 @@ double BenchRun::mean_busbw() const {
 double BenchRun::summary_busbw() const { return avg_busbw_gb_s ? *avg_busbw_gb_s : mean_busbw(); }
 
 std::int64_t BenchRun::total_wrong() const {
+  // Saturating: the counts come from a log (nccl-tests' #wrong column), which may hold anything
+  // a 64-bit number can (found by fuzz_nccl_tests, 2026-12-02).
+  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
   std::int64_t n = 0;
-  for (const auto& r : rows) n += r.out_of_place.wrong.value_or(0) + r.in_place.wrong.value_or(0);
+  for (const auto& r : rows)
+    for (const std::int64_t w : {r.out_of_place.wrong.value_or(0), r.in_place.wrong.value_or(0)})
+      if (__builtin_add_overflow(n, w, &n))
+        n = w > 0 ? kMax : std::numeric_limits<std::int64_t>::min();
   return n;
 }
 

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -175,6 +176,11 @@ TEST(Parser, survives_columns_that_overflow_their_width) {
   EXPECT_EQ(run.rows[1].in_place.wrong, 3);
   EXPECT_EQ(run.total_wrong(), 3);
   EXPECT_EQ(run.outcome, nb::Outcome::kWrongResults);
+  // #wrong counts near the 64-bit limit add up to the limit, not past it (fuzz_nccl_tests found
+  // the signed overflow, 2026-12-02).
+  run.rows[0].out_of_place.wrong = 7683156601792772323;
+  run.rows[0].in_place.wrong = 7683156601792772323;
+  EXPECT_EQ(run.total_wrong(), std::numeric_limits<std::int64_t>::max());
 }
 
 TEST(Parser, table_without_footer_uses_mean_of_rows) {
