@@ -10,6 +10,7 @@
 #include <fstream>
 #include <map>
 #include <set>
+#include <utility>
 
 #include "check_factories.h"
 #include "cuda/cuda_labels.h"
@@ -57,8 +58,9 @@ class GpuCountCheck final : public Check {
     const int expected =
         r.measurements[0].threshold ? static_cast<int>(r.measurements[0].threshold->fail) : 0;
     const std::map<std::string, nvml::SeenGpu> visible = visible_parts(s);
-    const std::string missing = missing_gpus(ctx, visible);
-    nvml::remember_seen_gpus(ctx, visible);
+    std::map<std::string, nvml::SeenGpu> kept = nvml::seen_gpus(ctx);
+    const std::string missing = missing_gpus(ctx, visible, kept);
+    nvml::remember_seen_gpus(ctx, visible, std::move(kept));
     v.conclude(
         r,
         [&](const Measurement& mm, Status) {
@@ -91,7 +93,8 @@ class GpuCountCheck final : public Check {
   // "; not seen: 0000:18:00.0 (serial 1653723052734, seen before), 0000:2a:00.0 (the driver
   // lists it)", or "" when no GPU can be named.
   static std::string missing_gpus(const CheckContext& ctx,
-                                  const std::map<std::string, nvml::SeenGpu>& visible) {
+                                  const std::map<std::string, nvml::SeenGpu>& visible,
+                                  const std::map<std::string, nvml::SeenGpu>& kept) {
     std::map<std::string, std::string> gone;  // bus id -> how Vigil knows it
     std::error_code ec;
     for (const auto& e :
@@ -99,7 +102,7 @@ class GpuCountCheck final : public Check {
       const std::string bus = cuda_probe::normal_bus_id(e.path().filename().string());
       if (!bus.empty() && !visible.count(bus)) gone[bus] = "the driver lists it";
     }
-    for (const auto& [bus, seen] : nvml::seen_gpus(ctx))
+    for (const auto& [bus, seen] : kept)
       if (!visible.count(bus))
         gone[bus] =
             (seen.serial.empty() ? std::string() : "serial " + seen.serial + ", ") + "seen before";

@@ -93,9 +93,13 @@ std::map<std::string, SeenGpu> seen_gpus(const CheckContext& ctx) {
 }
 
 void remember_seen_gpus(const CheckContext& ctx, const std::map<std::string, SeenGpu>& now) {
+  remember_seen_gpus(ctx, now, seen_gpus(ctx));
+}
+
+void remember_seen_gpus(const CheckContext& ctx, const std::map<std::string, SeenGpu>& now,
+                        std::map<std::string, SeenGpu> all) {
   const std::string path = seen_gpus_file(ctx);
   if (path.empty() || now.empty()) return;
-  std::map<std::string, SeenGpu> all = seen_gpus(ctx);
   bool changed = false;
   for (auto& [bus, g] : all)  // gone now: its serial stays, its index may be another GPU's
     if (!now.count(bus) && g.index != -1) {

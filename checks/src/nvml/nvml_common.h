@@ -27,6 +27,9 @@ std::map<std::string, SeenGpu> seen_gpus(const CheckContext& ctx);
 // Merges `now` into what is kept (a fresh index or serial replaces the old one); a bus id not in
 // `now` keeps its serial and loses its index (the indices after it shift).
 void remember_seen_gpus(const CheckContext& ctx, const std::map<std::string, SeenGpu>& now);
+// The same, over `kept` as seen_gpus read it (no second read).
+void remember_seen_gpus(const CheckContext& ctx, const std::map<std::string, SeenGpu>& now,
+                        std::map<std::string, SeenGpu> kept);
 
 // Where `vigil-check reset` notes when it last reset this node's GPUs (seconds since the epoch,
 // one line), in each state directory it is given; nvml_fabric counts its grace from it too.

@@ -149,18 +149,22 @@ struct Seen {
 // no run has seen, and SXIDs (a switch's), stay node-level.
 void add_gpu_figures(const CheckContext& ctx, const std::vector<std::string>& fatal,
                      const XidCatalogue& catalogue, CheckResult& r) {
+  // "0:18:00.0" -> "0:18:00": XID lines carry no PCI function.
+  auto slot = [](std::string bus) {
+    if (const size_t dot = bus.rfind('.'); dot != std::string::npos && dot > bus.rfind(':'))
+      bus.resize(dot);
+    return bus;
+  };
   std::map<std::string, int> index_of;  // "0:18:00" -> NVML index
   for (const auto& [bus, gpu] : nvml::seen_gpus(ctx))
-    if (gpu.index >= 0) index_of[bus.substr(0, bus.rfind('.'))] = gpu.index;
+    if (gpu.index >= 0) index_of[slot(bus)] = gpu.index;
   std::map<int, int> per_gpu;
   for (const std::string& item : fatal) {
     if (!item.starts_with("XID ")) continue;
     const size_t at = item.find(' ', 4);
     if (at == std::string::npos) continue;
-    std::string bus =
-        cuda_probe::normal_bus_id(item.substr(at + 1, item.find(' ', at + 1) - at - 1));
-    if (const size_t dot = bus.rfind('.'); dot != std::string::npos && dot > bus.rfind(':'))
-      bus.resize(dot);  // "0:18:00.0" -> "0:18:00": XID lines carry no function
+    const std::string bus =
+        slot(cuda_probe::normal_bus_id(item.substr(at + 1, item.find(' ', at + 1) - at - 1)));
     if (const auto it = index_of.find(bus); it != index_of.end()) ++per_gpu[it->second];
   }
   for (const auto& [gpu, n] : per_gpu) {
