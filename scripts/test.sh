@@ -13,8 +13,34 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${VIGIL_BUILD_DIR:-build}
 JOBS=${VIGIL_JOBS:-2}
+# Each phase's wall time, printed as it ends and again at the end (docs/benchmarks.md, "CI time").
+t_phase=$SECONDS
+timings=()
+phase() {
+  timings+=("$(printf '%-34s %5d s' "$1" $((SECONDS - t_phase)))")
+  echo "scripts/test.sh: $1 took $((SECONDS - t_phase)) s" >&2
+  t_phase=$SECONDS
+}
+
+case ${VIGIL_SLURM_2411:-1} in
+  1 | lean) slurm_set=lean ;;
+  full) slurm_set=full ;;
+  0) slurm_set="" ;;
+  *) echo "scripts/test.sh: VIGIL_SLURM_2411 must be 1 (lean, the default), full or 0" >&2; exit 2 ;;
+esac
 
 bash scripts/install-deps.sh
+phase "install-deps"
+# The 24.11 root is made (or checked) while the host build runs: it is mostly downloads and dpkg
+# (339 s on a fresh machine, docs/benchmarks.md), which the compiler's two cores barely notice.
+# Its log is kept; the Slurm 24.11 phase below waits for it and reports its failure there.
+root_pid=""
+root_log=$(mktemp /tmp/vigil-test-root.XXXXXX.log)
+if [[ -n $slurm_set ]]; then
+  setsid bash scripts/slurm-root.sh ensure >"$root_log" 2>&1 &
+  root_pid=$!
+fi
+trap '[[ -z $root_pid ]] || kill -- -"$root_pid" 2>/dev/null || true; rm -f "$root_log"' EXIT
 # ccache (when installed) lets a second clone's build reuse the first one's objects. Paths under
 # the clone are hashed relative to it (CCACHE_BASEDIR), and the build directory is not hashed
 # (CCACHE_NOHASHDIR; the debug info then names the first clone's paths): without both, a clone at
@@ -26,23 +52,30 @@ if command -v ccache >/dev/null; then
 fi
 cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo "${launcher[@]}" ${VIGIL_CMAKE_ARGS:-}
 cmake --build "$BUILD_DIR" -j"$JOBS"
+phase "build"
 # Unit tests in parallel, then integration tests (real Slurm, MPI, Prometheus) one at a time.
 ctest --test-dir "$BUILD_DIR" --output-on-failure -LE "integration|bench" -j"$JOBS" --timeout 300
+phase "unit tests"
 ctest --test-dir "$BUILD_DIR" --output-on-failure -L integration --timeout 900
+phase "integration tests"
 # Every parser of outside input, fuzzed briefly (own clang + ASan/UBSan build; docs/fuzzing.md).
 if [ "${VIGIL_FUZZ_SECONDS:-15}" != 0 ]; then
   VIGIL_FUZZ_SEED=${VIGIL_FUZZ_SEED:-1} bash scripts/fuzz.sh "${VIGIL_FUZZ_SECONDS:-15}"
+  phase "fuzz (build + runs)"
 fi
-case ${VIGIL_SLURM_2411:-1} in
-  1 | lean) slurm_set=lean ;;
-  full) slurm_set=full ;;
-  0) slurm_set="" ;;
-  *) echo "scripts/test.sh: VIGIL_SLURM_2411 must be 1 (lean, the default), full or 0" >&2; exit 2 ;;
-esac
-if [[ -n $slurm_set ]] && ! bash scripts/slurm-root.sh test --set "$slurm_set"; then
-  echo "scripts/test.sh: the Slurm 24.11 tests failed (above). They need root, mmdebstrap or" \
-    "debootstrap and the Debian mirror on the first run; on a machine that cannot have them," \
-    "skip them explicitly with VIGIL_SLURM_2411=0." >&2
-  exit 1
+if [[ -n $slurm_set ]]; then
+  root_rc=0
+  wait "$root_pid" || root_rc=$?
+  root_pid=""
+  cat "$root_log" >&2
+  phase "24.11 root (waited for)"
+  if [[ $root_rc -ne 0 ]] || ! bash scripts/slurm-root.sh test --set "$slurm_set"; then
+    echo "scripts/test.sh: the Slurm 24.11 tests failed (above). They need root, mmdebstrap or" \
+      "debootstrap and the Debian mirror on the first run; on a machine that cannot have them," \
+      "skip them explicitly with VIGIL_SLURM_2411=0." >&2
+    exit 1
+  fi
+  phase "Slurm 24.11 build + tests"
 fi
+printf '%s\n' "scripts/test.sh: time per phase" "${timings[@]}" >&2
 echo "scripts/test.sh: all tests passed"
