@@ -35,5 +35,15 @@ TEST(GpuCount, mig_slices_say_nothing_about_the_physical_gpus) {
   EXPECT_EQ(physical_gpu_count("gpu:1g.10gb:14"), 0);
 }
 
+// ActiveFeatures as scontrol prints it and libslurm's node_info_t.features_act holds it (the
+// 24.11.5 capture tests/fixtures/scontrol/show-node-24.11.5-production.txt: "(null)").
+TEST(FeatureList, splits_a_nodes_active_features) {
+  EXPECT_EQ(split_feature_list("ib,sim"), (std::vector<std::string>{"ib", "sim"}));
+  EXPECT_EQ(split_feature_list("h100"), (std::vector<std::string>{"h100"}));
+  EXPECT_TRUE(split_feature_list("(null)").empty());
+  EXPECT_TRUE(split_feature_list("").empty());
+  EXPECT_EQ(split_feature_list("a,,b,"), (std::vector<std::string>{"a", "b"}));
+}
+
 }  // namespace
 }  // namespace vigil::slurm

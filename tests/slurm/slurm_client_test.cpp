@@ -33,6 +33,11 @@ constexpr bool kRestCanUpdate = SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(23, 11
 
 enum class Backend { kLibslurm, kRest, kScontrol };
 
+std::vector<std::string> sorted(std::vector<std::string> v) {
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
 slurm::RestSettings rest_settings(const SlurmTestCluster& c) {
   slurm::RestSettings s;
   s.url = c.local().rest_url();
@@ -152,6 +157,11 @@ TEST_P(SlurmClient, load_nodes_sees_four_idle_gpu_nodes_with_partitions) {
     EXPECT_FALSE(slurm::drained_by_vigil(*n)) << name << ": " << n->reason;
     EXPECT_NE(std::find(n->partitions.begin(), n->partitions.end(), "gpu"), n->partitions.end());
     EXPECT_NE(std::find(n->partitions.begin(), n->partitions.end(), "vigil"), n->partitions.end());
+    if (!cluster_->local().production()) continue;
+    // The production profile declares each node's GPUs and features (scripts/local-cluster.sh):
+    // the site's own word the drainer's hardware classes read (classes.h).
+    EXPECT_EQ(slurm::gpu_count(n->gres), 8) << name << ": " << n->gres;
+    EXPECT_EQ(sorted(n->features), (std::vector<std::string>{"ib", "sim"})) << name;
   }
 }
 
@@ -397,6 +407,9 @@ TEST_F(RestClient, every_api_version_vigil_speaks_and_the_server_serves_drains_a
     EXPECT_TRUE(n->drain) << version;
     EXPECT_EQ(n->reason, reason) << version;
     EXPECT_EQ(n->state, "IDLE") << version;
+    // Every version's spelling of active_features (a string before v0.0.39, an array since).
+    if (cluster_->local().production())
+      EXPECT_EQ(sorted(n->features), (std::vector<std::string>{"ib", "sim"})) << version;
     auto undrain = (*api)->undrain({"gpu-1", "gpu-2"});
     ASSERT_TRUE(undrain.ok()) << version << ": " << undrain.error().to_string();
     EXPECT_FALSE(node("gpu-1").drain) << version;

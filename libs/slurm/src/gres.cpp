@@ -51,6 +51,21 @@ int physical_gpu_count(const std::string& gres) {
   return gpu_count(gres);
 }
 
+std::vector<std::string> split_feature_list(const std::string& list) {
+  std::vector<std::string> out;
+  if (list == "(null)") return out;
+  std::string cur;
+  for (char c : list + ",") {
+    if (c != ',') {
+      cur += c;
+    } else if (!cur.empty()) {
+      out.push_back(cur);
+      cur.clear();
+    }
+  }
+  return out;
+}
+
 void mark_holds(std::vector<SlurmNodeInfo>& nodes, const std::vector<std::string>& reservations) {
   std::set<std::string> names(reservations.begin(), reservations.end());
   for (SlurmNodeInfo& n : nodes) n.vigil_hold = names.count(kHoldReservationPrefix + n.name) > 0;

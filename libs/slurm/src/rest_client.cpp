@@ -93,6 +93,10 @@ SlurmNodeInfo to_node_info(const json& n) {
   info.address = str(n, "address");
   info.hostname = str(n, "hostname");
   info.gres = str(n, "gres");
+  // An array of strings from v0.0.39 (Slurm's openapi spec: "active_features": {"type":
+  // "array"}), one comma-separated string before it.
+  for (const auto& f : strings(n, "active_features"))
+    for (auto& one : split_feature_list(f)) info.features.push_back(std::move(one));
   return info;
 }
 

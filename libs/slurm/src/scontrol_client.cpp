@@ -264,6 +264,7 @@ Result<std::vector<SlurmNodeInfo>> nodes_from_scontrol(const std::string& text) 
     n.address = field(line, "NodeAddr");
     n.hostname = field(line, "NodeHostName");
     n.gres = field(line, "Gres");
+    n.features = split_feature_list(field(line, "ActiveFeatures"));
     n.boot_time = local_time(field(line, "BootTime"));
     std::stringstream parts(field(line, "Partitions"));
     for (std::string p; std::getline(parts, p, ',');)

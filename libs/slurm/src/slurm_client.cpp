@@ -89,6 +89,8 @@ SlurmNodeInfo to_node_info(const node_info_t& n) {
   if (n.node_addr != nullptr) info.address = n.node_addr;
   if (n.node_hostname != nullptr) info.hostname = n.node_hostname;
   if (n.gres != nullptr) info.gres = n.gres;
+  // node_info_t.features_act: the active features (slurm.h), a comma-separated list or NULL.
+  if (n.features_act != nullptr) info.features = split_feature_list(n.features_act);
   return info;
 }
 

@@ -35,6 +35,10 @@ struct SlurmNodeInfo {
   // The node's generic resources as Slurm prints them ("gpu:8", "gpu:h100:8(S:0-1)"; empty when
   // none). gpu_count() reads the GPUs out of it.
   std::string gres;
+  // The node's active features (slurm.conf NodeName=... Features=, or changeable features a
+  // NodeFeatures plugin activated), one per entry, as Slurm lists them; empty when none. What
+  // the site declares a node to be: the drainer's hardware classes (drainer classes.h).
+  std::vector<std::string> features;
   // A reservation named kHoldReservationPrefix + name exists: vigil-submit holds the node for a
   // re-check (docs/recheck.md "The hold"). For the seconds between its UNDRAIN and the
   // allocation the node is not drained; held_by_vigil() (reason.h) tells that apart from a drain
@@ -55,6 +59,8 @@ int gpu_count(const std::string& gres);
 // 0 when it does not say: no GPU, or MIG slices as GRES (a type named after a MIG profile,
 // "gpu:a100_1g.5gb:7": Slurm's gres.html "MIG Support"), whose count is not the GPUs'.
 int physical_gpu_count(const std::string& gres);
+// "ib,ndr" -> {"ib", "ndr"}; "(null)" and "" -> {} (how scontrol and libslurm say "none").
+std::vector<std::string> split_feature_list(const std::string& list);
 
 class SlurmApi {
  public:
