@@ -244,6 +244,16 @@ void read_detection(const Reader& rd, const YAML::Node& n, DetectionSettings& d)
     d.engine = std::move(c).value();
   }
 }
+void read_classes(const Reader& rd, const YAML::Node& n, ClassSettings& c) {
+  rd.only_keys(n, "classes", {"enabled", "min_nodes", "min_share"});
+  rd.get(n, "enabled", "classes.enabled", c.enabled);
+  rd.get(n, "min_nodes", "classes.min_nodes", c.min_nodes);
+  rd.get(n, "min_share", "classes.min_share", c.min_share);
+  if (c.min_nodes < 3) rd.fail(n["min_nodes"], "classes.min_nodes", "must be >= 3");
+  if (!(c.min_share > 0.5 && c.min_share <= 1))
+    rd.fail(n["min_share"], "classes.min_share", "must be in (0.5, 1]");
+}
+
 void read_policy(const Reader& rd, const YAML::Node& p, PolicyConfig& policy) {
   rd.only_keys(p, "policy",
                {"defaults", "checks", "fatal_checks", "fatal_fault_codes", "staleness_s"});
@@ -517,7 +527,7 @@ Result<DrainerConfig> parse_config(std::string_view yaml, const std::string& sou
     rd.only_keys(root, "",
                  {"listen", "auth", "max_body_bytes", "state_dir", "spool_dir", "spool_scan_s",
                   "dry_run", "snapshot_every", "audit", "policy", "breaker", "slurm", "kubernetes",
-                  "webhook", "detection", "repair"});
+                  "webhook", "detection", "classes", "repair"});
     if (auto l = root["listen"]; l.IsDefined()) read_listen(rd, l, c);
     read_auth(rd, root, c);
     rd.get(root, "max_body_bytes", "max_body_bytes", c.max_body_bytes);
@@ -545,6 +555,7 @@ Result<DrainerConfig> parse_config(std::string_view yaml, const std::string& sou
     if (auto b = root["breaker"]; b.IsDefined()) read_breaker(rd, b, c.breaker);
     if (auto s = root["slurm"]; s.IsDefined()) read_slurm(rd, s, c.slurm);
     if (auto dn = root["detection"]; dn.IsDefined()) read_detection(rd, dn, c.detection);
+    if (auto cn = root["classes"]; cn.IsDefined()) read_classes(rd, cn, c.classes);
     c.policy.fault_code_drain_after[std::string(kSlowConfirmedFaultCode)] =
         c.detection.confirmed_drain_after;
     c.policy.fault_code_drain_after[std::string(kSlowFaultCode)] =

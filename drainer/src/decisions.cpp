@@ -237,6 +237,17 @@ NodeReport DrainerCore::judge_slow_locked(const NodeReport& r, const NodeRecord*
   return judged;
 }
 
+NodeReport DrainerCore::judge_class_locked(NodeReport judged, const SlurmView& view,
+                                           const NodeRecord* prev) {
+  if (!classes_) return judged;
+  const auto info = view.find(judged.node);
+  const std::string cls = class_name(judged.sku, info == view.end() ? nullptr : &info->second);
+  const int64_t at = parse_rfc3339(judged.end_time).value_or(clock_.now_unix());
+  const bool drained = prev && prev->state == NodeState::kDrained;
+  fold_class_verdicts(judged, classes_->judge(judged, cls, at, !drained), engine_.policy());
+  return judged;
+}
+
 int DrainerCore::process_chunk(PassView& pass, std::vector<Intent>& intents) {
   std::lock_guard dl(decide_mu_);
   // Chunks keep mu_ (and with it ingest) free between a few hundred decisions.
@@ -263,8 +274,8 @@ int DrainerCore::process_chunk(PassView& pass, std::vector<Intent>& intents) {
     Decider decider(engine_, nodes_, view, partition_counts);
     for (const auto& a : batch) {
       auto it = nodes_.find(a.report.node);
-      const NodeReport judged =
-          judge_slow_locked(a.report, it == nodes_.end() ? nullptr : &it->second);
+      const NodeRecord* prev = it == nodes_.end() ? nullptr : &it->second;
+      const NodeReport judged = judge_class_locked(judge_slow_locked(a.report, prev), view, prev);
       Decider::Outcome rd = decider.decide(a.report, judged, breaker_);
       apply_decision_locked(rd.decision, &a.report, a.seq, records, intents);
       if (rd.switch_evidence)

@@ -24,6 +24,7 @@ DrainerCore::DrainerCore(DrainerConfig cfg, std::shared_ptr<slurm::SlurmApi> slu
       views_(std::make_unique<SlurmViewCache>(slurm_.get(), clock_, cfg_.slurm.view_max_age_s)) {
   // The configuration was validated when it was parsed (config.cpp), so this cannot throw.
   if (cfg_.detection.enabled) slow_ = std::make_unique<detect::Engine>(cfg_.detection.engine);
+  if (cfg_.classes.enabled) classes_ = std::make_unique<ClassInventory>(cfg_.classes);
   for (const SinkSpec& spec : sink_specs()) {
     lanes_.push_back(std::make_unique<SinkLane>(spec, spec.lane(cfg_)));
     // Every sink's series from the start, so that increase() sees its first event.
@@ -92,6 +93,12 @@ std::vector<detect::HealthyFigures> DrainerCore::healthy_figures(const std::stri
   std::scoped_lock lk(decide_mu_, mu_);
   if (!slow_) return {};
   return slow_->healthy_figures(sku);
+}
+
+std::vector<ClassSummary> DrainerCore::hardware_classes() const {
+  std::lock_guard lk(decide_mu_);  // classes_ learns inside decision passes
+  if (!classes_) return {};
+  return classes_->summary();
 }
 
 BreakerState DrainerCore::breaker() const {

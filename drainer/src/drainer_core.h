@@ -25,8 +25,10 @@
 #include <thread>
 #include <vector>
 
+#include "slurm_view_cache.h"
 #include "vigil/base/result.h"
 #include "vigil/detect/detect.h"
+#include "vigil/drainer/classes.h"
 #include "vigil/drainer/config.h"
 #include "vigil/drainer/drainer.h"
 #include "vigil/drainer/intent.h"
@@ -43,7 +45,6 @@
 namespace vigil::drainer {
 
 class AuditLog;
-class SlurmViewCache;
 struct BreakerReset;
 struct Decided;
 struct JournalRecord;
@@ -87,6 +88,7 @@ class DrainerCore {
   std::optional<NodeRecord> node(const std::string& name) const;
   BreakerState breaker() const;
   std::vector<detect::HealthyFigures> healthy_figures(const std::string& sku) const;
+  std::vector<ClassSummary> hardware_classes() const;
   size_t pending(SinkKind sink) const;
   size_t undecided() const;
   std::vector<Intent> pending_intents() const;
@@ -133,6 +135,10 @@ class DrainerCore {
   // enabled), after the detection engine judged it and learned from it (unless the node is
   // drained). Also used by replay to rebuild the engine's baselines.
   NodeReport judge_slow_locked(const NodeReport& r, const NodeRecord* prev);
+  // `judged` with the verdicts of its hardware class folded in (classes.h): its inventory against
+  // the consensus of the other nodes Slurm declares alike, learned unless the node is drained.
+  // Live decisions only; replay does not rebuild the classes (they are learned again).
+  NodeReport judge_class_locked(NodeReport judged, const SlurmView& view, const NodeRecord* prev);
   // `event_type` overrides the event's type (default: the decision's action).
   void apply_decision_locked(const Decision& d, const NodeReport* r, uint64_t report_seq,
                              std::vector<nlohmann::json>& records, std::vector<Intent>& intents,
@@ -202,8 +208,9 @@ class DrainerCore {
   std::set<uint64_t> in_flight_;
   uint64_t next_intent_id_ = 1;
 
-  mutable std::mutex decide_mu_;  // one decision batch at a time
-  std::mutex snapshot_mu_;        // one snapshot at a time (taken before the other locks)
+  mutable std::mutex decide_mu_;             // one decision batch at a time; guards classes_
+  std::unique_ptr<ClassInventory> classes_;  // null when classes.enabled is false
+  std::mutex snapshot_mu_;  // one snapshot at a time (taken before the other locks)
   // One process_pending pass at a time, held until its intents are enqueued: a caller that has
   // just ingested must not return while the processor thread is still deciding those reports.
   std::mutex pass_mu_;

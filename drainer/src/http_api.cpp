@@ -205,6 +205,12 @@ HttpReply HttpApi::handle(const HttpRequest& req) const {
       return d_.ready() ? text_reply(200, "ready\n") : text_reply(503, "not ready\n");
     case Route::kMetrics:
       return text_reply(200, d_.metrics_text(), "text/plain; version=0.0.4; charset=utf-8");
+    case Route::kClasses: {
+      nlohmann::json classes = nlohmann::json::array();
+      for (const auto& c : d_.hardware_classes())
+        classes.push_back({{"class", c.name}, {"nodes", c.nodes}, {"consensus", c.consensus}});
+      return json_reply(200, {{"classes", classes}});
+    }
     case Route::kCalibration: {
       nlohmann::json figures = nlohmann::json::array();
       for (const auto& f : d_.healthy_figures(route.node)) figures.push_back(to_json(f));

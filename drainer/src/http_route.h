@@ -20,7 +20,8 @@ struct Route {
     kHealthz,
     kReadyz,
     kMetrics,
-    kCalibration
+    kCalibration,
+    kClasses
   } kind;
   std::string node;  // or the {sku} of /v1/calibration/{sku}
 };

@@ -63,6 +63,33 @@ TEST(Config, detection_errors_name_file_line_and_field) {
   }
 }
 
+TEST(Config, classes_are_on_by_default_and_their_errors_name_file_line_and_field) {
+  auto c = parse_config("auth: disabled\n", "d.yaml");
+  ASSERT_TRUE(c.ok());
+  EXPECT_TRUE(c->classes.enabled);
+  EXPECT_EQ(c->classes.min_nodes, 5);
+  EXPECT_DOUBLE_EQ(c->classes.min_share, 0.8);
+  auto custom =
+      parse_config("auth: disabled\nclasses: {min_nodes: 10, min_share: 0.9}\n", "d.yaml");
+  ASSERT_TRUE(custom.ok()) << custom.error().to_string();
+  EXPECT_EQ(custom->classes.min_nodes, 10);
+  EXPECT_DOUBLE_EQ(custom->classes.min_share, 0.9);
+  struct Case {
+    std::string yaml, want;
+  };
+  const Case cases[] = {
+      {"auth: disabled\nclasses:\n  min_nodes: 2\n", "d.yaml:3: classes.min_nodes: must be >= 3"},
+      {"auth: disabled\nclasses:\n  min_share: 0.5\n", "d.yaml:3: classes.min_share: must be in"},
+      {"auth: disabled\nclasses: {enable: false}\n", "classes.enable: unknown key"},
+  };
+  for (const auto& k : cases) {
+    auto r = parse_config(k.yaml, "d.yaml");
+    ASSERT_FALSE(r.ok()) << k.yaml;
+    EXPECT_NE(r.error().message.find(k.want), std::string::npos)
+        << "want '" << k.want << "' in: " << r.error().message;
+  }
+}
+
 TEST(Config, repair_is_off_by_default_and_its_errors_name_the_field) {
   auto c = parse_config("auth: disabled\n", "d.yaml");
   ASSERT_TRUE(c.ok());

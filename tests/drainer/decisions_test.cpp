@@ -296,5 +296,48 @@ TEST(Drainer, operator_resume_and_snapshot_restart) {
   EXPECT_EQ(dr.pending(SinkKind::kSlurm), 0u);
 }
 
+// Hardware classes (classes.h) end to end: Slurm declares 8 nodes gpu:8 with feature ib and 6
+// nodes gpu:4 (4-GPU HGX boards, the same SKU to the checker) in the same partition. The 4-GPU
+// boards' 4 ports warn against the H100 file (unconfirmed) and are never drained; an 8-GPU node
+// with 7 ports is drained with its class in the reason.
+TEST(Drainer, a_node_below_its_class_is_drained_and_a_class_of_four_gpu_boards_is_not) {
+  TempDir d;
+  FakeClock clock;
+  auto slurm = cluster(14);
+  for (int i = 0; i < 14; ++i) {
+    auto& n = slurm->nodes["gpu-" + std::to_string(i)];
+    n.gres = i < 8 ? "gpu:h100:8(S:0-1)" : "gpu:h100:4(S:0)";
+    n.features = {"ib"};
+  }
+  Drainer dr(test_config(d.str()), slurm, nullptr, clock);
+  ASSERT_TRUE(dr.open().ok());
+  auto ports = [](int n, Status st) {
+    CheckResult c;
+    c.check = "ib_port";
+    c.short_name = "ib";
+    c.status = st;
+    Measurement m;
+    m.name = "active_ports";
+    m.value = n;
+    m.unit = "count";
+    c.measurements.push_back(m);
+    return c;
+  };
+  std::vector<NodeReport> fleet;
+  for (int i = 0; i < 14; ++i)
+    fleet.push_back(make_report("gpu-" + std::to_string(i), "a",
+                                {ports(i < 7 ? 8 : 4, i < 7 ? Status::kPass : Status::kWarn)}));
+  fleet[7] = make_report("gpu-7", "a", {ports(7, Status::kWarn)});  // an HCA gone
+  ASSERT_TRUE(dr.ingest(fleet).ok());
+  dr.process_pending();
+  ASSERT_TRUE(dr.ingest({make_report("gpu-7", "b", {ports(7, Status::kWarn)})}).ok());
+  dr.process_pending();
+  dr.run_slurm_sink_once();
+  for (int i = 0; i < 14; ++i)
+    EXPECT_EQ(slurm->get("gpu-" + std::to_string(i)).drain, i == 7) << "gpu-" << i;
+  EXPECT_NE(slurm->get("gpu-7").reason.find("its class has 8 on 7 of 7 nodes"), std::string::npos)
+      << slurm->get("gpu-7").reason;
+}
+
 }  // namespace
 }  // namespace vigil::drainer

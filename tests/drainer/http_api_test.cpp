@@ -207,6 +207,39 @@ TEST(HttpApi, calibration_serves_the_healthy_figures_of_a_sku) {
   EXPECT_EQ(s.cli->Post("/v1/calibration/H100-SXM5-80GB", h, "", "application/json")->status, 405);
 }
 
+// GET /v1/classes: the hardware classes and their consensus (classes.h). Six nodes Slurm declares
+// gpu:8 with feature ib report 8 active ports.
+TEST(HttpApi, classes_serve_each_class_and_its_consensus) {
+  Server s;
+  s.slurm->add_node("gpu-4");
+  s.slurm->add_node("gpu-5");
+  s.clock.advance(3600);  // past any Slurm table the drainer read when it opened
+  for (int n = 0; n < 6; ++n) {
+    auto& node = s.slurm->nodes["gpu-" + std::to_string(n)];
+    node.gres = "gpu:8";
+    node.features = {"ib"};
+    CheckResult ib;
+    ib.check = "ib_port";
+    Measurement m;
+    m.name = "active_ports";
+    m.unit = "count";
+    m.value = 8;
+    ib.measurements.push_back(m);
+    const std::string name = "gpu-" + std::to_string(n);
+    ASSERT_EQ(s.post(to_json(make_report(name, "c1", {ib}, "H100-SXM5-80GB")).dump())->status, 202);
+  }
+  s.d->process_pending();
+  httplib::Headers h{{"Authorization", "Bearer " + kToken}};
+  EXPECT_EQ(s.cli->Get("/v1/classes")->status, 401);
+  auto r = s.cli->Get("/v1/classes", h);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const auto j = nlohmann::json::parse(r->body);
+  ASSERT_EQ(j["classes"].size(), 1u) << r->body;
+  EXPECT_EQ(j["classes"][0]["class"], "H100-SXM5-80GB gpu:8 [ib]");
+  EXPECT_EQ(j["classes"][0]["nodes"], 6);
+  EXPECT_EQ(j["classes"][0]["consensus"]["ib_port/active_ports"], 8);
+}
+
 TEST(HttpApi, with_an_admin_token_operator_endpoints_refuse_the_ingest_token) {
   const std::string admin = "admin-token-abcdefghij0123";
   Server s(true, [&](DrainerConfig& c) { c.admin_token = admin; });

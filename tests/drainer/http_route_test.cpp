@@ -34,6 +34,9 @@ TEST(HttpRoute, every_endpoint_has_its_method_and_path) {
   ASSERT_TRUE(cal);
   EXPECT_EQ(cal->kind, Route::kCalibration);
   EXPECT_EQ(cal->node, "H100-SXM5-80GB");
+  EXPECT_EQ(route("GET", "/v1/classes", &st)->kind, Route::kClasses);
+  EXPECT_FALSE(route("POST", "/v1/classes", &st));
+  EXPECT_EQ(st, 405);
 }
 
 TEST(HttpRoute, a_wrong_method_is_405_and_an_unknown_path_404) {

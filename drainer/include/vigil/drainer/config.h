@@ -93,6 +93,19 @@ struct DetectionSettings {
   detect::DetectConfig engine = detect::DetectConfig::defaults();
 };
 
+// Hardware classes learned from Slurm and the fleet (classes.h, docs/thresholds.md "Classes").
+struct ClassSettings {
+  bool enabled = true;
+  // A figure is judged once this many OTHER nodes of the class have it (>= 3: fewer cannot
+  // outvote one node's own fault)...
+  int min_nodes = 5;
+  // ... and at least this share of them agree on one value: a real fault is rare (a few in a
+  // hundred nodes), a split class is two configurations Slurm does not tell apart yet.
+  double min_share = 0.8;
+  // A node not heard from for a week leaves its class (fixed: not a config file key).
+  std::int64_t forget_after_s = 7 * 86400;
+};
+
 // How the HTTP listener (libmicrohttpd, event-driven) bounds what clients can hold: no number
 // of idle or trickling connections can keep a legitimate report from being answered.
 struct ListenLimits {
@@ -177,6 +190,7 @@ struct DrainerConfig {
   KubeSettings kubernetes;
   WebhookSettings webhook;
   DetectionSettings detection;
+  ClassSettings classes;
   RepairConfig repair;  // the repair ladder (repair.h, docs/repair.md); off by default
 };
 

@@ -22,6 +22,7 @@
 #include "vigil/base/clock.h"
 #include "vigil/base/result.h"
 #include "vigil/detect/detect.h"
+#include "vigil/drainer/classes.h"
 #include "vigil/drainer/config.h"
 #include "vigil/drainer/intent.h"
 #include "vigil/drainer/metrics.h"
@@ -100,6 +101,9 @@ class Drainer {
   // The detection engine's healthy figures of `sku` (vigil-drainer calibrate); empty when
   // detection is off or nothing was learned.
   std::vector<detect::HealthyFigures> healthy_figures(const std::string& sku) const;
+  // GET /v1/classes: each hardware class with its nodes and the consensus of each inventory
+  // figure where one holds (classes.h); empty when classes are off or no class is known yet.
+  std::vector<ClassSummary> hardware_classes() const;
   size_t pending(SinkKind sink) const;
   size_t undecided() const;  // accepted reports not yet decided
   std::vector<Intent> pending_intents() const;

@@ -1,0 +1,127 @@
+#pragma once
+// Hardware classes learned from Slurm and the fleet (issue 43 item 2; docs/thresholds.md
+// "Classes"). A SKU file guesses a GPU model's node (8 GPUs, 8 InfiniBand ports at 400 Gb/s for
+// any H100); the site's own declaration says what each node is: its Slurm Gres ("gpu:h100:4")
+// and its active features ("ib,ndr" or "roce"), which slurm.conf gives every node and which users
+// already select nodes by. A class is the nodes that share the checker's SKU, their Gres and their
+// active features. Inside a class the drainer learns, from the latest report of every node, the
+// consensus of each inventory figure (kInventoryFigures). A node below a strong consensus of the
+// OTHER nodes of its class fails that check with VIGIL-CLASS-BELOW; a class's own configuration
+// (every node has 4 GPUs, or no InfiniBand, or ports at 200 Gb/s) never fails anyone, and above
+// the consensus is never a fault.
+//
+// Pure: no I/O, no clock; time comes in as Unix seconds. Not persisted: after a restart the
+// consensus is learned again from the next reports, and until min_nodes other nodes of a class
+// have reported, nothing is judged (a missing consensus never drains).
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "vigil/drainer/config.h"
+#include "vigil/report/report.h"
+#include "vigil/slurm/slurm_api.h"
+
+namespace vigil::drainer {
+
+inline constexpr std::string_view kClassBelowFaultCode = "VIGIL-CLASS-BELOW";
+
+// A figure of a node's inventory: what a healthy node of its class has as many of as its peers.
+// Per-unit figures (per GPU or port) are reduced to the node's lowest one.
+struct InventoryFigure {
+  std::string_view check;
+  std::string_view measurement;
+  bool per_unit;
+  // Per-unit only: units whose figure is 0 are left out (a port that is not ACTIVE reports rate
+  // 0; its fault is "down", which ib_port's port_active judges on its own).
+  bool skip_zero;
+};
+// gpu_count (GPUs NVML lists), ib_port active_ports and the lowest port_rate of an active port,
+// nvml_nvlink's lowest nvlink_link_count of a GPU (NVML_FI_DEV_NVLINK_LINK_COUNT) and nvml_pcie's
+// lowest current pcie_link_width. Not pcie_link_gen: GPUs lower their PCIe generation at idle
+// (nvml_pcie.cpp), so the figure says nothing about the hardware.
+inline constexpr InventoryFigure kInventoryFigures[] = {
+    {"gpu_count", "gpu_count", false, false},
+    {"ib_port", "active_ports", false, false},
+    {"ib_port", "port_rate", true, true},
+    {"nvml_nvlink", "nvlink_link_count", true, false},
+    {"nvml_pcie", "pcie_link_width", true, false},
+};
+
+// The class a node belongs to: "H100-SXM5-80GB gpu:8 [ib,ndr]", Gres without its socket
+// bindings ("(S:0-1)"), features sorted; "" when Slurm does not know the node (no class: the
+// node is neither judged nor learned from).
+std::string class_name(const std::string& sku, const slurm::SlurmNodeInfo* info);
+
+// The node's inventory figures in `report` (checks that are pass, warn or fail), keyed
+// "check/measurement".
+std::map<std::string, double> inventory_of(const NodeReport& report);
+
+struct ClassVerdict {
+  std::string check;
+  std::string measurement;
+  double value = 0;      // the node's figure
+  double consensus = 0;  // what the class has
+  int agree = 0;         // other nodes of the class with exactly the consensus
+  int nodes = 0;         // other nodes of the class with the figure
+  std::string message;   // "active_ports 7, its class has 8 on 41 of 42 nodes"
+};
+
+struct ClassSummary {
+  std::string name;
+  int nodes = 0;
+  // "check/measurement" -> the consensus value, where one holds.
+  std::map<std::string, double> consensus;
+};
+
+class ClassInventory {
+ public:
+  explicit ClassInventory(ClassSettings settings) : settings_(settings) {}
+
+  // The report's inventory against the consensus of the other nodes of class `cls` (one verdict
+  // per figure below it), then, when `learn`, the figures become the node's latest (figures the
+  // report lacks keep their last value). An empty `cls` (Slurm does not know the node, or could
+  // not be read) judges and learns nothing. Nodes not heard from for forget_after_s are dropped
+  // first.
+  std::vector<ClassVerdict> judge(const NodeReport& report, const std::string& cls,
+                                  std::int64_t now, bool learn);
+
+  // Each class with its nodes and the consensus of each figure where one holds (no node left
+  // out), for GET /v1/classes.
+  std::vector<ClassSummary> summary() const;
+  std::size_t nodes() const { return nodes_.size(); }
+
+ private:
+  struct Consensus {
+    double value = 0;
+    int agree = 0;
+    int nodes = 0;
+  };
+  struct Entry {
+    std::string cls;
+    std::int64_t at = 0;
+    std::map<std::string, double> figures;
+  };
+  using Tally = std::map<double, int>;  // figure value -> nodes with it
+  // The consensus of `figure` in `cls` among its nodes, less one node's own value when given.
+  std::optional<Consensus> consensus(const std::string& cls, const std::string& figure,
+                                     const double* own) const;
+  void forget(const std::string& node);
+  void forget_old(std::int64_t now);
+
+  ClassSettings settings_;
+  std::map<std::string, Entry> nodes_;
+  std::map<std::pair<std::string, std::string>, Tally> tallies_;  // (class, figure)
+  std::int64_t last_sweep_ = 0;
+};
+
+// Folds the verdicts into the report the policy decides on: the check becomes `fail` with
+// VIGIL-CLASS-BELOW and the verdict's message, unless it already fails with a code that drains
+// as soon or sooner under `policy` (a fatal finding is never weakened). error and skipped
+// results are never touched.
+void fold_class_verdicts(NodeReport& report, const std::vector<ClassVerdict>& verdicts,
+                         const PolicyConfig& policy);
+
+}  // namespace vigil::drainer

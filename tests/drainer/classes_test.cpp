@@ -1,0 +1,266 @@
+// Hardware classes (classes.h): a node is judged against the nodes Slurm declares alike, never
+// against a GPU model's catalogue. The fleets below are the ones issue 43 names: no InfiniBand,
+// RoCE at another rate, many-port NICs, 4-GPU boards beside 8-GPU ones in one partition, a Gres
+// count NVML disagrees with, one port down in a class of eight. Their figures are what ib_port,
+// gpu_count, nvml_nvlink and nvml_pcie report (docs/checks-ib.md, docs/checks-nvml.md).
+#include "vigil/drainer/classes.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace vigil::drainer {
+namespace {
+
+slurm::SlurmNodeInfo slurm_node(const std::string& gres, std::vector<std::string> features) {
+  slurm::SlurmNodeInfo n;
+  n.gres = gres;
+  n.features = std::move(features);
+  return n;
+}
+
+Measurement figure(const std::string& name, double value, const std::string& unit,
+                   std::optional<int> gpu = {}, std::optional<std::string> port = {}) {
+  Measurement m;
+  m.name = name;
+  m.value = value;
+  m.unit = unit;
+  m.gpu = gpu;
+  m.port = std::move(port);
+  return m;
+}
+
+// An ib_port result with `ports` ports at `rate` Gb/s, `down` of them not ACTIVE (rate 0), and
+// the node-level active_ports; `st` as the check judged it against its SKU file.
+CheckResult ib_port(int ports, double rate, int down = 0, Status st = Status::kPass) {
+  CheckResult c;
+  c.check = "ib_port";
+  c.short_name = "ib";
+  c.status = st;
+  for (int p = 0; p < ports; ++p) {
+    const std::string port = "mlx5_" + std::to_string(p) + "/1";
+    c.measurements.push_back(figure("port_active", p < down ? 0 : 1, "bool", {}, port));
+    c.measurements.push_back(figure("port_rate", p < down ? 0 : rate, "Gb/s", {}, port));
+  }
+  c.measurements.push_back(figure("active_ports", ports - down, "count"));
+  return c;
+}
+
+CheckResult gpu_count(int visible, Status st = Status::kPass) {
+  CheckResult c;
+  c.check = "gpu_count";
+  c.status = st;
+  c.measurements.push_back(figure("gpu_count", visible, "count"));
+  return c;
+}
+
+CheckResult nvlink(int gpus, int links, int short_gpu = -1, int short_links = 0) {
+  CheckResult c;
+  c.check = "nvml_nvlink";
+  for (int g = 0; g < gpus; ++g)
+    c.measurements.push_back(
+        figure("nvlink_link_count", g == short_gpu ? short_links : links, "count", g));
+  return c;
+}
+
+NodeReport report(const std::string& node, std::vector<CheckResult> checks,
+                  const std::string& sku = "H100-SXM5-80GB") {
+  NodeReport r;
+  r.node = node;
+  r.sku = sku;
+  r.run_id = "run-" + node;
+  r.checks = std::move(checks);
+  return r;
+}
+
+ClassSettings settings() { return ClassSettings{}; }  // min_nodes 5, min_share 0.8
+
+// Each of `n` nodes "<prefix>-<i>" reports `checks` in class `cls`.
+void learn_fleet(ClassInventory& inv, const std::string& cls, const std::string& prefix, int n,
+                 const std::vector<CheckResult>& checks) {
+  for (int i = 0; i < n; ++i)
+    EXPECT_TRUE(
+        inv.judge(report(prefix + "-" + std::to_string(i), checks), cls, 1000, true).empty());
+}
+
+const slurm::SlurmNodeInfo kIb8Node = slurm_node("gpu:h100:8(S:0-1)", {"ndr", "ib"});
+const std::string kIb8 = class_name("H100-SXM5-80GB", &kIb8Node);
+
+TEST(ClassName, is_the_sku_gres_without_sockets_and_sorted_features) {
+  const auto n = slurm_node("gpu:h100:4(S:0),gpu:a100:2(S:1)", {"roce", "cx7"});
+  EXPECT_EQ(class_name("H100-SXM5-80GB", &n), "H100-SXM5-80GB gpu:h100:4,gpu:a100:2 [cx7,roce]");
+  EXPECT_EQ(kIb8, "H100-SXM5-80GB gpu:h100:8 [ib,ndr]");
+  const auto bare = slurm_node("(null)", {});
+  EXPECT_EQ(class_name("A100-SXM4-80GB", &bare), "A100-SXM4-80GB  []");
+  EXPECT_EQ(class_name("H100-SXM5-80GB", nullptr), "");  // Slurm does not know the node
+}
+
+TEST(ClassInventory, one_port_down_in_a_class_of_eight_fails_the_node) {
+  ClassInventory inv(settings());
+  learn_fleet(inv, kIb8, "ib", 8, {ib_port(8, 400)});
+  // An HCA gone from the bus: 7 ports, all ACTIVE. ib_port only warns (the shipped SKU's
+  // active_ports is unconfirmed); the class says 8.
+  auto v = inv.judge(report("ib-8", {ib_port(7, 400, 0, Status::kWarn)}), kIb8, 1000, true);
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(v[0].check, "ib_port");
+  EXPECT_EQ(v[0].measurement, "active_ports");
+  EXPECT_EQ(v[0].value, 7);
+  EXPECT_EQ(v[0].consensus, 8);
+  EXPECT_EQ(v[0].message, "active_ports 7, its class has 8 on 8 of 8 nodes");
+  NodeReport r = report("ib-8", {ib_port(7, 400, 0, Status::kWarn)});
+  fold_class_verdicts(r, v, default_policy());
+  EXPECT_EQ(r.checks[0].status, Status::kFail);
+  EXPECT_EQ(r.checks[0].fault_code, kClassBelowFaultCode);
+  EXPECT_EQ(r.checks[0].message, v[0].message);
+}
+
+TEST(ClassInventory, a_link_at_a_lower_rate_than_its_class_fails_but_a_down_port_is_ib_ports_own) {
+  ClassInventory inv(settings());
+  learn_fleet(inv, kIb8, "ib", 6, {ib_port(8, 400)});
+  auto slow = inv.judge(report("ib-6", {ib_port(8, 200)}), kIb8, 1000, false);
+  ASSERT_EQ(slow.size(), 1u);
+  EXPECT_EQ(slow[0].measurement, "port_rate");
+  EXPECT_EQ(slow[0].consensus, 400);
+  // A port that is not ACTIVE reports rate 0: not a rate below the class (port_active fails it).
+  auto down = inv.judge(report("ib-7", {ib_port(8, 400, 1, Status::kFail)}), kIb8, 1000, false);
+  ASSERT_EQ(down.size(), 1u);
+  EXPECT_EQ(down[0].measurement, "active_ports");
+}
+
+TEST(ClassInventory, a_class_without_infiniband_is_never_failed_for_it) {
+  ClassInventory inv(settings());
+  const auto eth = slurm_node("gpu:8", {"ethernet"});
+  const std::string cls = class_name("H100-SXM5-80GB", &eth);
+  // Against the shipped H100 file: 0/8 IB ports, a warn (unconfirmed), on every node.
+  learn_fleet(inv, cls, "vm", 10, {ib_port(0, 0, 0, Status::kWarn), gpu_count(8)});
+  EXPECT_TRUE(
+      inv.judge(report("vm-10", {ib_port(0, 0, 0, Status::kWarn), gpu_count(8)}), cls, 1000, true)
+          .empty());
+}
+
+TEST(ClassInventory, roce_at_200_gbps_is_its_class_and_a_port_at_100_is_below_it) {
+  ClassInventory inv(settings());
+  const auto roce = slurm_node("gpu:h100:8", {"roce"});
+  const std::string cls = class_name("H100-SXM5-80GB", &roce);
+  // The RoCE SKU file counts Ethernet ports; the site's links run at 200 Gb/s, below the file's
+  // unconfirmed 400: ib_port warns on every node, the class is 200.
+  learn_fleet(inv, cls, "roce", 12, {ib_port(8, 200, 0, Status::kWarn)});
+  EXPECT_TRUE(
+      inv.judge(report("roce-12", {ib_port(8, 200, 0, Status::kWarn)}), cls, 1000, true).empty());
+  auto v = inv.judge(report("roce-13", {ib_port(8, 100, 0, Status::kWarn)}), cls, 1000, true);
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(v[0].message, "port_rate 100, its class has 200 on 13 of 13 nodes");
+}
+
+TEST(ClassInventory, many_port_nics_are_judged_against_their_own_count) {
+  ClassInventory inv(settings());
+  const auto efa = slurm_node("gpu:8", {"efa16"});
+  const std::string cls = class_name("H100-SXM5-80GB", &efa);
+  learn_fleet(inv, cls, "efa", 6, {ib_port(16, 200, 0, Status::kWarn)});
+  EXPECT_TRUE(
+      inv.judge(report("efa-6", {ib_port(16, 200, 0, Status::kWarn)}), cls, 1000, false).empty());
+  auto v = inv.judge(report("efa-7", {ib_port(15, 200, 0, Status::kWarn)}), cls, 1000, false);
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(v[0].consensus, 16);
+}
+
+TEST(ClassInventory, four_gpu_boards_beside_eight_gpu_nodes_in_one_partition) {
+  ClassInventory inv(settings());
+  const auto four = slurm_node("gpu:h100:4", {"ib"});
+  const auto eight = slurm_node("gpu:h100:8", {"ib"});
+  const std::string c4 = class_name("H100-SXM5-80GB", &four);
+  const std::string c8 = class_name("H100-SXM5-80GB", &eight);
+  // Same PCI id and NVML name: the checker matched the same SKU for both boards.
+  learn_fleet(inv, c8, "big", 8, {gpu_count(8), ib_port(8, 400), nvlink(8, 18)});
+  learn_fleet(inv, c4, "small", 6,
+              {gpu_count(4), ib_port(4, 400, 0, Status::kWarn), nvlink(4, 18)});
+  EXPECT_TRUE(inv.judge(report("small-6", {gpu_count(4), ib_port(4, 400, 0, Status::kWarn)}), c4,
+                        1000, true)
+                  .empty());
+  // A GPU gone from an 8-GPU node: Slurm's Gres says 8, NVML lists 7 (gpu_count fails on its
+  // own against Slurm's count; the class agrees).
+  auto v = inv.judge(report("big-8", {gpu_count(7, Status::kFail), nvlink(7, 18)}), c8, 1000, true);
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(v[0].check, "gpu_count");
+  EXPECT_EQ(v[0].consensus, 8);
+  // One GPU trained fewer NVLink links than its class's GPUs.
+  auto links = inv.judge(report("big-0", {nvlink(8, 18, 5, 16)}), c8, 1000, true);
+  ASSERT_EQ(links.size(), 1u);
+  EXPECT_EQ(links[0].measurement, "nvlink_link_count");
+  const auto summary = inv.summary();
+  ASSERT_EQ(summary.size(), 2u);
+  EXPECT_EQ(summary[0].name, c4);
+  EXPECT_EQ(summary[0].consensus.at("gpu_count/gpu_count"), 4);
+  EXPECT_EQ(summary[1].consensus.at("ib_port/active_ports"), 8);
+}
+
+TEST(ClassInventory, no_consensus_below_min_nodes_or_in_a_split_class) {
+  ClassInventory inv(settings());
+  learn_fleet(inv, kIb8, "ib", 4, {ib_port(8, 400)});
+  EXPECT_TRUE(inv.judge(report("x", {ib_port(6, 400)}), kIb8, 1000, false).empty())
+      << "4 other nodes are fewer than min_nodes 5";
+  // Half the class has 4 ports, half 8: two configurations Slurm does not tell apart. Nobody is
+  // judged (the summary shows no consensus) until the site declares a feature.
+  for (int i = 0; i < 4; ++i)  // judged while the class fills up; what counts is the end
+    inv.judge(report("half-" + std::to_string(i), {ib_port(4, 400)}), kIb8, 1000, true);
+  EXPECT_TRUE(inv.judge(report("y", {ib_port(4, 400)}), kIb8, 1000, false).empty());
+  EXPECT_EQ(inv.summary()[0].consensus.count("ib_port/active_ports"), 0u);
+}
+
+TEST(ClassInventory, a_node_is_not_its_own_peer_and_a_drained_node_teaches_nothing) {
+  ClassInventory inv(settings());
+  learn_fleet(inv, kIb8, "ib", 5, {ib_port(8, 400)});
+  // ib-0 loses a port: its own earlier 8 is not one of the 5 others it needs.
+  EXPECT_TRUE(inv.judge(report("ib-0", {ib_port(7, 400)}), kIb8, 1000, true).empty())
+      << "only 4 OTHER nodes: no consensus yet";
+  learn_fleet(inv, kIb8, "more", 3, {ib_port(8, 400)});
+  // Drained re-checks (learn = false) never move the consensus.
+  for (int i = 0; i < 20; ++i)
+    inv.judge(report("sick-" + std::to_string(i), {ib_port(6, 400)}), kIb8, 1000, false);
+  auto v = inv.judge(report("ib-0", {ib_port(7, 400)}), kIb8, 1000, true);
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(v[0].message, "active_ports 7, its class has 8 on 7 of 7 nodes");
+}
+
+TEST(ClassInventory, a_hooks_report_keeps_the_figures_it_lacks_and_a_redeclared_node_moves) {
+  ClassInventory inv(settings());
+  learn_fleet(inv, kIb8, "ib", 6, {ib_port(8, 400), gpu_count(8)});
+  // ib-0's Epilog report runs gpu_count only: its ports stay counted.
+  inv.judge(report("ib-0", {gpu_count(8)}), kIb8, 2000, true);
+  EXPECT_EQ(inv.judge(report("x", {ib_port(7, 400)}), kIb8, 2000, false).at(0).nodes, 6);
+  // The site moves ib-1 to another class (new features): it leaves the old one.
+  const auto moved = slurm_node("gpu:h100:8", {"ib", "ndr", "spare"});
+  inv.judge(report("ib-1", {ib_port(8, 400)}), class_name("H100-SXM5-80GB", &moved), 2000, true);
+  EXPECT_EQ(inv.judge(report("x", {ib_port(7, 400)}), kIb8, 2000, false).at(0).nodes, 5);
+  // Without Slurm's word the node is neither judged nor learned from.
+  EXPECT_TRUE(inv.judge(report("ib-2", {ib_port(1, 400)}), "", 2000, true).empty());
+  EXPECT_EQ(inv.nodes(), 6u);
+}
+
+TEST(ClassInventory, nodes_not_heard_from_are_forgotten) {
+  ClassSettings s = settings();
+  s.forget_after_s = 7200;
+  ClassInventory inv(s);
+  learn_fleet(inv, kIb8, "ib", 6, {ib_port(8, 400)});
+  EXPECT_FALSE(inv.judge(report("x", {ib_port(7, 400)}), kIb8, 5000, false).empty());
+  EXPECT_TRUE(inv.judge(report("x", {ib_port(7, 400)}), kIb8, 10000, false).empty());
+  EXPECT_EQ(inv.nodes(), 0u);
+}
+
+TEST(FoldClassVerdicts, a_fatal_finding_stands_and_error_results_are_left_alone) {
+  ClassVerdict v;
+  v.check = "gpu_count";
+  v.measurement = "gpu_count";
+  v.message = "gpu_count 7, its class has 8 on 8 of 8 nodes";
+  NodeReport r = report("n", {gpu_count(7, Status::kFail), gpu_count(7, Status::kError)});
+  r.checks[0].fault_code = "VIGIL-NVML-GPU-COUNT";  // gpu_count is fatal: drains on one report
+  r.checks[0].message = "7 of 8 GPUs visible";
+  fold_class_verdicts(r, {v}, default_policy());
+  EXPECT_EQ(r.checks[0].fault_code, "VIGIL-NVML-GPU-COUNT");
+  EXPECT_EQ(r.checks[0].message, "7 of 8 GPUs visible");
+  EXPECT_EQ(r.checks[1].status, Status::kError);
+}
+
+}  // namespace
+}  // namespace vigil::drainer
