@@ -7,6 +7,8 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -280,12 +282,24 @@ int run_serve(const CommandOptions& o) {
   d.start();
   std::fprintf(stderr, "vigil-drainer: ready (%zu nodes, %zu pending actions)\n", d.nodes().size(),
                d.pending(SinkKind::kSlurm) + d.pending(SinkKind::kKubernetes));
+  // A failed journal stops the drainer (docs/drainer.md "When the journal fails"): exit non-zero
+  // so systemd's Restart= or the Pod's restart replays the journal.
+  std::atomic<bool> served{false};
+  std::thread watch([&] {
+    while (!served.load() && !d.journal_failed())
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    if (!served.load()) http.shutdown();
+  });
   http.wait();
+  served = true;
+  watch.join();
   g_server = nullptr;
   d.stop();
-  std::fprintf(stderr, "vigil-drainer: stopped\n");
+  const bool failed = d.journal_failed();
+  std::fprintf(stderr, "vigil-drainer: stopped%s\n",
+               failed ? " (the journal failed: restart to replay it)" : "");
   ::close(lock);
-  return 0;
+  return failed ? 1 : 0;
 }
 
 namespace {

@@ -190,6 +190,7 @@ int DrainerCore::process_pending() {
   // taken off the queue but not yet decided: wait for it, so that on return every report
   // accepted before the call is decided (found as a rare failure of the hook's spool tests).
   std::lock_guard pl(pass_mu_);
+  if (journal_failed_) return 0;
   // One Slurm view per pass, shared by its chunks: loading 10,000 nodes costs more than
   // deciding 256 reports. The sink re-reads the view right before acting anyway.
   PassView view;
@@ -202,10 +203,11 @@ int DrainerCore::process_pending() {
   const size_t budget = undecided();
   for (int n; static_cast<size_t>(total) < budget && (n = process_chunk(view, intents)) > 0;)
     total += n;
-  if (intents.empty()) return total;
+  // A chunk whose append failed stopped the drainer: the pass's intents are never sent.
+  if (intents.empty() || journal_failed_) return total;
   // Intents become actionable only once their decisions are durable: one fdatasync for the
   // whole pass (a sync per chunk cost more than the decisions themselves).
-  if (!journal_->sync().ok()) return total;
+  if (!committed(journal_->sync(), "sync (decisions)")) return total;
   {
     std::lock_guard lk(mu_);
     enqueue_intents_locked(intents);
@@ -281,18 +283,13 @@ int DrainerCore::process_chunk(PassView& pass, std::vector<Intent>& intents) {
       if (rd.switch_evidence)
         spread_switch_verdict_locked(rd.decision.record, a.report, records, intents);
     }
-    auto w = journal_->append(std::move(records));
-    if (!w.ok()) {
-      audit_->write({{"time", rfc3339_utc(clock_.now_unix())},
-                     {"event", "journal_error"},
-                     {"error", w.error().to_string()}});
-      return 0;
-    }
+    if (!committed(journal_->append(std::move(records)), "append (decisions)")) return 0;
   }
   return static_cast<int>(batch.size());
 }
 
 int DrainerCore::tick() {
+  if (journal_failed_) return 0;
   const int64_t now = clock_.now_unix();
   std::vector<nlohmann::json> records;
   std::vector<Intent> intents;
@@ -313,10 +310,11 @@ int DrainerCore::tick() {
       apply_decision_locked(d, nullptr, 0, records, intents);
       became_stale++;
     }
-    if (!records.empty()) (void)journal_->append(std::move(records));
+    if (!records.empty() && !committed(journal_->append(std::move(records)), "append (staleness)"))
+      return 0;
   }
   if (became_stale) {
-    (void)journal_->sync();
+    if (!committed(journal_->sync(), "sync (staleness)")) return 0;
     std::lock_guard lk(mu_);
     enqueue_intents_locked(intents);
     for (auto& l : lanes_) l->cv.notify_one();
@@ -334,7 +332,7 @@ int DrainerCore::repair_pass() {
               (cfg_.repair.ladder_on() && r.stage == RepairStage::kNone &&
                (r.remedy || !r.offender.empty())));
     });
-    if (!wanted || !slurm_) return 0;
+    if (!wanted || !slurm_ || journal_failed_) return 0;
   }
   // As an operator's resume: after any pass in flight, so a node's events stay in order.
   std::lock_guard pl(pass_mu_);
@@ -362,18 +360,12 @@ int DrainerCore::repair_pass() {
       ++steps;
     }
     if (records.empty()) return 0;
-    if (auto w = journal_->append(std::move(records)); !w.ok()) {
-      std::fprintf(stderr, "vigil-drainer: journal append (repair): %s\n",
-                   w.error().to_string().c_str());
+    if (!committed(journal_->append(std::move(records)), "append (repair)")) {
       for (auto& [name, s] : before) nodes_[name] = std::move(s);  // the steps never happened
       return 0;
     }
   }
-  // Journaled: the steps stand (as a decision pass's do) even if this sync fails; the next
-  // sync makes them durable.
-  if (auto w = journal_->sync(); !w.ok())
-    std::fprintf(stderr, "vigil-drainer: journal sync (repair): %s\n",
-                 w.error().to_string().c_str());
+  if (!committed(journal_->sync(), "sync (repair)")) return 0;
   std::lock_guard lk(mu_);
   enqueue_intents_locked(intents);
   for (auto& l : lanes_) l->cv.notify_one();
@@ -424,6 +416,7 @@ Result<std::string> DrainerCore::resume(const std::string& node) {
   // (the webhook) in the order they were decided, and its drain never lands after this resume.
   std::lock_guard pl(pass_mu_);
   std::lock_guard dl(decide_mu_);
+  if (journal_failed_) return Error{"the journal failed; restart vigil-drainer", "resume"};
   auto view_ptr = views_->get(true);  // an operator command reads Slurm now
   const SlurmView& view = *view_ptr;
   std::vector<Intent> intents;
@@ -446,12 +439,11 @@ Result<std::string> DrainerCore::resume(const std::string& node) {
     std::vector<nlohmann::json> records;
     apply_decision_locked(d, nullptr, 0, records, intents);
     auto w = journal_->append(std::move(records));
-    if (!w.ok()) return w.error();
+    if (!committed(w, "append (resume)")) return w.error();
     why = d.action == Action::kWouldResume ? "dry-run: would resume " + node
                                            : "resume of " + node + " queued for Slurm (UNDRAIN)";
   }
-  VIGIL_TRY(auto s, journal_->sync());
-  (void)s;
+  if (auto s = journal_->sync(); !committed(s, "sync (resume)")) return s.error();
   {
     std::lock_guard lk(mu_);
     enqueue_intents_locked(intents);
@@ -465,6 +457,7 @@ VoidResult DrainerCore::reset_breaker() {
   // enqueuing its intents (a snapshot then would drop them with the segment that holds them).
   std::lock_guard pl(pass_mu_);
   std::lock_guard dl(decide_mu_);
+  if (journal_failed_) return Error{"the journal failed; restart vigil-drainer", "reset_breaker"};
   std::vector<Intent> intents;
   {
     std::lock_guard lk(mu_);
@@ -478,12 +471,12 @@ VoidResult DrainerCore::reset_breaker() {
     owe_intents_locked(e, "", true, intents);
     const BreakerReset reset{BreakerState{}, intents};
     auto w = journal_->append({to_json(RecordBody{reset})});
-    if (!w.ok()) return w.error();
+    if (!committed(w, "append (breaker reset)")) return w.error();
     apply_locked(reset);
     metrics_.set_breaker_open(false);
     audit_->write({{"time", now}, {"event", "breaker_reset"}, {"was", was}});
   }
-  if (auto w = journal_->sync(); !w.ok()) return w.error();
+  if (auto w = journal_->sync(); !committed(w, "sync (breaker reset)")) return w.error();
   if (intents.empty()) return ok_result();
   std::lock_guard lk(mu_);
   enqueue_intents_locked(intents);

@@ -40,6 +40,8 @@ std::vector<NodeRecord> Drainer::nodes() const { return core_->nodes(); }
 nlohmann::json Drainer::nodes_view() const { return core_->nodes_view(); }
 std::optional<NodeRecord> Drainer::node(const std::string& name) const { return core_->node(name); }
 BreakerState Drainer::breaker() const { return core_->breaker(); }
+bool Drainer::journal_failed() const { return core_->journal_failed(); }
+
 std::vector<ClassSummary> Drainer::hardware_classes() const { return core_->hardware_classes(); }
 
 std::vector<detect::HealthyFigures> Drainer::healthy_figures(const std::string& sku) const {

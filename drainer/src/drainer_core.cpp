@@ -4,10 +4,13 @@
 #include "drainer_core.h"
 
 #include <chrono>
+#include <cstdio>
+#include <nlohmann/json.hpp>
 
 #include "audit_log.h"
 #include "sink_worker.h"
 #include "slurm_view_cache.h"
+#include "vigil/base/time.h"
 
 namespace vigil::drainer {
 
@@ -134,6 +137,19 @@ std::string DrainerCore::metrics_text() {
         metrics_.set_report_age(name, static_cast<double>(now - s.last_report_unix));
   }
   return metrics_.serialize();
+}
+
+void DrainerCore::fail_journal(const Error& e, std::string_view during) {
+  if (journal_failed_.exchange(true)) return;
+  std::fprintf(stderr,
+               "vigil-drainer: journal %.*s failed: %s; nothing more is decided or sent until a "
+               "restart replays the journal\n",
+               static_cast<int>(during.size()), during.data(), e.to_string().c_str());
+  audit_->write({{"time", rfc3339_utc(clock_.now_unix())},
+                 {"event", "journal_error"},
+                 {"during", during},
+                 {"error", e.to_string()}});
+  cv_work_.notify_all();
 }
 
 // ---- background threads ----

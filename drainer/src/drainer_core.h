@@ -69,7 +69,10 @@ class DrainerCore {
 
   // The public API; each call is documented in vigil/drainer/drainer.h, which forwards here.
   VoidResult open();
-  bool ready() const { return ready_.load(); }
+  bool ready() const { return ready_.load() && !journal_failed_.load(); }
+  // A journal append or sync failed (fail_journal): nothing more is decided, sent or
+  // snapshotted in this process; `vigil-drainer serve` exits so a restart replays the journal.
+  bool journal_failed() const { return journal_failed_.load(); }
   void start();
   void stop();
   Result<IngestOutcome> ingest(const std::vector<NodeReport>& reports,
@@ -103,7 +106,24 @@ class DrainerCore {
     uint64_t seq;
     NodeReport report;
   };
-  struct PassView;  // decisions.cpp
+  struct PassView;  // The one failure policy of the journal (docs/drainer.md "When the journal
+                    // fails"). A failed
+  // write may leave part of a record at the segment's end and has used up sequence numbers, and
+  // after a failed fdatasync the kernel may have dropped the dirty pages while reporting them
+  // clean on the next call: no later append or sync can be trusted. So the drainer stops: what
+  // the failed commit decided is never sent (its intents are dropped), nothing more is decided,
+  // sent or snapshotted, ingest answers an error (clients keep their reports), /readyz fails,
+  // and `serve` exits non-zero. The restart replays the journal: every accepted report without
+  // a durable decision is decided again. Journal, memory and Slurm then agree.
+  void fail_journal(const Error& e, std::string_view during);
+  // r.ok(), or false after fail_journal(r.error(), during).
+  template <typename T>
+  bool committed(const Result<T>& r, std::string_view during) {
+    if (r.ok()) return true;
+    fail_journal(r.error(), during);
+    return false;
+  }
+  // decisions.cpp
   // A drain the Slurm sink did not issue (node unknown, DOWN/FAIL/MAINT or someone else's
   // drain by the time it acted): the node must not stay recorded as drained by vigil.
   struct NotDrained {
@@ -215,6 +235,7 @@ class DrainerCore {
   // just ingested must not return while the processor thread is still deciding those reports.
   std::mutex pass_mu_;
   std::atomic<bool> ready_{false};
+  std::atomic<bool> journal_failed_{false};  // set once by fail_journal, never cleared
   std::atomic<bool> stopping_{false};
   std::condition_variable cv_work_;
   std::condition_variable cv_tick_;

@@ -18,6 +18,7 @@ namespace vigil::drainer {
 Result<IngestOutcome> DrainerCore::ingest(const std::vector<NodeReport>& reports,
                                           std::vector<nlohmann::json>* received) {
   if (!ready_) return Error{"drainer not ready", "DrainerCore::ingest"};
+  if (journal_failed_) return Error{"the journal failed; restart vigil-drainer", "ingest"};
   IngestOutcome out;
   const int64_t now = clock_.now_unix();
   std::vector<nlohmann::json> all;  // serialised outside the lock
@@ -44,7 +45,7 @@ Result<IngestOutcome> DrainerCore::ingest(const std::vector<NodeReport>& reports
     }
     if (!recs.empty()) {
       auto seqs = journal_->append(std::move(recs));
-      if (!seqs.ok()) {
+      if (!committed(seqs, "append (reports)")) {
         for (const auto* r : fresh) seen_runs_[r->node].remove(RunIdWindow::digest(r->run_id));
         return seqs.error();
       }
@@ -53,8 +54,7 @@ Result<IngestOutcome> DrainerCore::ingest(const std::vector<NodeReport>& reports
     out.accepted = static_cast<int>(fresh.size());
   }
   // Also for duplicates: the first copy may still be in flight; 202 means durable.
-  VIGIL_TRY(auto s, journal_->sync());
-  (void)s;
+  if (auto s = journal_->sync(); !committed(s, "sync (reports)")) return s.error();
   metrics_.on_ingest("accepted", out.accepted);
   if (out.duplicates) metrics_.on_ingest("duplicate", out.duplicates);
   if (out.accepted) cv_work_.notify_one();

@@ -167,6 +167,8 @@ VoidResult DrainerCore::snapshot_now() {
   // it is serialised, written and fsync'ed (they did, and it halved ingest throughput:
   // drainer_ingest_bench's "no snapshot during the run" variant, docs/drainer.md "Benchmark").
   std::lock_guard sl(snapshot_mu_);
+  // Memory may hold decisions the journal does not: never make it the next run's truth.
+  if (journal_failed_) return Error{"the journal failed: memory is not snapshotted", "snapshot"};
   std::optional<StateCopy> state;
   uint64_t last = 0;
   {

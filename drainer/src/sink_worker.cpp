@@ -20,7 +20,7 @@ namespace vigil::drainer {
 int DrainerCore::run_sink_once(SinkKind k) { return run_lane_once(lane(k)); }
 
 int DrainerCore::run_lane_once(SinkLane& lane) {
-  if (!lane.sink) return 0;
+  if (!lane.sink || journal_failed_) return 0;
   const std::vector<Intent> batch = pick(lane);
   if (batch.empty()) return 0;
   const SinkResult result = lane.sink->apply(batch);
@@ -106,7 +106,7 @@ int DrainerCore::apply_outcomes(SinkLane& lane, const std::vector<Intent>& batch
     lane.backoff_ms =
         r.back_off && !retry.empty() ? lane.settings.retry.next_backoff_ms(lane.backoff_ms) : 0;
   }
-  if (lane.settings.sync_done && !r.back_off) (void)journal_->sync();
+  if (lane.settings.sync_done && !r.back_off) (void)committed(journal_->sync(), "sync (sink)");
   return static_cast<int>(retry.size());
 }
 
@@ -117,8 +117,8 @@ void DrainerCore::record_done(const std::vector<uint64_t>& ids, DoneOutcome outc
     pending_.erase(id);
     in_flight_.erase(id);
   }
-  auto w = journal_->append({to_json(RecordBody{IntentsDone{ids, outcome}})});
-  (void)w;
+  (void)committed(journal_->append({to_json(RecordBody{IntentsDone{ids, outcome}})}),
+                  "append (intents done)");
   refresh_gauges_locked();
 }
 
@@ -154,12 +154,9 @@ void DrainerCore::correct_not_drained(const std::vector<NotDrained>& not_drained
       apply_decision_locked(d, nullptr, 0, records, intents, to_string(LastAction::kDrainSkipped));
     }
     if (records.empty()) return;
-    if (auto w = journal_->append(std::move(records)); !w.ok()) {
-      audit_->write({{"event", "journal_error"}, {"error", w.error().to_string()}});
-      return;
-    }
+    if (!committed(journal_->append(std::move(records)), "append (drain not applied)")) return;
   }
-  if (intents.empty() || !journal_->sync().ok()) return;
+  if (intents.empty() || !committed(journal_->sync(), "sync (drain not applied)")) return;
   std::lock_guard lk(mu_);
   enqueue_intents_locked(intents);
   for (auto& l : lanes_) l->cv.notify_one();

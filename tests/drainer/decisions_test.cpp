@@ -2,7 +2,9 @@
 // breaker, the breaker caps and survives restarts as journaled deltas, dry run, staleness and
 // the operator's resume.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -17,6 +19,27 @@ namespace vigil::drainer {
 namespace {
 
 using namespace testing::drainer_short;
+
+// Files this process writes may not grow past `bytes` while it lives (write(2) fails with
+// EFBIG; SIGXFSZ, which would kill the process, is ignored meanwhile).
+class FileSizeLimit {
+ public:
+  explicit FileSizeLimit(rlim_t bytes) {
+    getrlimit(RLIMIT_FSIZE, &saved_);
+    old_ = std::signal(SIGXFSZ, SIG_IGN);
+    rlimit l = saved_;
+    l.rlim_cur = bytes;
+    setrlimit(RLIMIT_FSIZE, &l);
+  }
+  ~FileSizeLimit() {
+    setrlimit(RLIMIT_FSIZE, &saved_);
+    std::signal(SIGXFSZ, old_);
+  }
+
+ private:
+  rlimit saved_{};
+  void (*old_)(int) = nullptr;
+};
 
 // Under a steady stream of reports a decision pass still ends: it decides what waited when it
 // started, hands its intents to the sinks, and leaves later arrivals to the next pass. (A pass
@@ -337,6 +360,47 @@ TEST(Drainer, a_node_below_its_class_is_drained_and_a_class_of_four_gpu_boards_i
     EXPECT_EQ(slurm->get("gpu-" + std::to_string(i)).drain, i == 7) << "gpu-" << i;
   EXPECT_NE(slurm->get("gpu-7").reason.find("its class has 8 on 7 of 7 nodes"), std::string::npos)
       << slurm->get("gpu-7").reason;
+}
+
+// The journal is the truth: a decision pass whose journal append fails (the segment may not
+// grow: RLIMIT_FSIZE makes write(2) fail with EFBIG, a real error from the kernel, as a full
+// disk's ENOSPC would) must not send its intents, and a restart replays the same decisions.
+// Issue 44: "one of them may apply decisions to memory and still queue their Slurm intents
+// after a failed journal append (process_pending)".
+TEST(Drainer, a_pass_whose_journal_append_fails_sends_nothing_and_a_restart_decides_the_same) {
+  TempDir d;
+  FakeClock clock;
+  auto slurm = cluster(4);
+  {
+    Drainer dr(test_config(d.str()), slurm, nullptr, clock);
+    ASSERT_TRUE(dr.open().ok());
+    ASSERT_TRUE(dr.ingest({bad("gpu-1", "a")}).ok());  // accepted: durable before the ack
+    std::string segment;
+    for (const auto& e : std::filesystem::directory_iterator(d.str()))
+      if (e.path().filename().string().starts_with("journal-")) segment = e.path().string();
+    ASSERT_FALSE(segment.empty());
+    {
+      FileSizeLimit limit(std::filesystem::file_size(segment));
+      EXPECT_EQ(dr.process_pending(), 0);
+    }
+    // Room again: the drainer still decides, sends and snapshots nothing (the failed write may
+    // have left part of a record behind), until a restart replays the journal.
+    EXPECT_TRUE(dr.journal_failed());
+    EXPECT_EQ(dr.pending(SinkKind::kSlurm), 0u) << "an intent the journal does not hold";
+    EXPECT_FALSE(dr.ready()) << "a drainer whose journal failed must stop serving decisions";
+    EXPECT_FALSE(dr.ingest({bad("gpu-2", "a")}).ok());
+    EXPECT_EQ(dr.run_slurm_sink_once(), 0);
+    EXPECT_FALSE(dr.snapshot_now().ok()) << "memory the journal may not hold became a snapshot";
+  }
+  EXPECT_TRUE(slurm->calls.empty()) << "sent to Slurm, not in the journal";
+  // The restart: the journal holds the accepted report and no decision; it is decided again.
+  Drainer dr(test_config(d.str()), slurm, nullptr, clock);
+  ASSERT_TRUE(dr.open().ok());
+  EXPECT_EQ(dr.undecided(), 1u);
+  EXPECT_EQ(dr.process_pending(), 1);
+  dr.run_slurm_sink_once();
+  EXPECT_TRUE(slurm->get("gpu-1").drain);
+  EXPECT_EQ(dr.node("gpu-1")->state, NodeState::kDrained);
 }
 
 }  // namespace

@@ -57,6 +57,9 @@ class Drainer {
   // drainer is ready: ingest() works.
   VoidResult open();
   bool ready() const;
+  // A journal append or sync failed: the drainer decides and sends nothing more; restart it so
+  // it replays its journal (docs/drainer.md "When the journal fails").
+  bool journal_failed() const;
 
   // Background threads: decisions, one worker per enabled sink (batching window, retry with
   // backoff), staleness + spool scan. stop() joins them (also done by the destructor).
