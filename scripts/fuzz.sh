@@ -6,6 +6,8 @@
 # $BUILD_DIR/artifacts/<target>/: add it to tests/fuzz/regressions/<target>/ with the fix.
 #   scripts/fuzz.sh [SECONDS] [TARGET...]     # default 60 s each, every target
 #   VIGIL_FUZZ_BUILD_DIR=/tmp/bf scripts/fuzz.sh 20 fuzz_node_report
+#   VIGIL_FUZZ_BUILD_ONLY=1 scripts/fuzz.sh # build the targets, run nothing (scripts/test.sh
+#                                          # builds them while the cluster tests run)
 #   VIGIL_FUZZ_SEED=1 scripts/fuzz.sh 15   # fixed libFuzzer seed (scripts/test.sh, CI): the same
 #                                          # inputs in the same order every run, so a CI run
 #                                          # fails only for a change, never by luck; campaigns
@@ -30,6 +32,7 @@ CC=clang CXX=clang++ cmake -S . -B "$BUILD_DIR" -DVIGIL_FUZZ=ON -DVIGIL_BUILD_TE
   -DCMAKE_CXX_FLAGS="-O1 -gline-tables-only" -DCMAKE_C_FLAGS="-O1 -gline-tables-only" \
   "${launcher[@]}" >/dev/null
 cmake --build "$BUILD_DIR" -j"$JOBS" --target "${TARGETS[@]}"
+[ -z "${VIGIL_FUZZ_BUILD_ONLY:-}" ] || exit 0
 
 # Seeds per target: its own seed dir plus the repository's fixtures of that format.
 seeds_of() {

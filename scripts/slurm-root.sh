@@ -5,6 +5,7 @@
 #
 #   slurm-root.sh ensure [--suite S]            # create the root, or reuse it when its stamp matches
 #   slurm-root.sh run    [--suite S] -- CMD...  # run CMD inside the root (repo at /vigil)
+#   slurm-root.sh build  [--suite S] [--set lean|full]  # build the Slurm parts inside
 #   slurm-root.sh test   [--suite S] [--set lean|full]  # build the Slurm parts + run their tests inside
 #   slurm-root.sh path   [--suite S]            # print where the root lives
 #   slurm-root.sh remove [--suite S]
@@ -52,7 +53,7 @@ die() {
   exit 1
 }
 usage() {
-  sed -n '6,12p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '6,13p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -190,19 +191,18 @@ cmd_ensure() {
   log "built $root in $((SECONDS - started)) s"
 }
 
-# Configures and builds the Slurm parts (VIGIL_SLURM_ONLY) in the root's own build directory and
-# runs their tests: unit first, then the integration tests against a local cluster of this
-# root's Slurm, started with the same scripts/local-cluster.sh. SET: lean or full (above).
-cmd_test() {
-  local suite=$1 set=$2 started=$SECONDS targets="" tests=""
+# Configures and builds the Slurm parts (VIGIL_SLURM_ONLY) of SET (lean or full, above) in the
+# root's own build directory (/var/tmp/vigil-build, ccache in the root).
+cmd_build() {
+  local suite=$1 set=$2 started=$SECONDS targets=""
   case $set in
-    lean) targets=$LEAN_TARGETS tests=$LEAN_TESTS ;;
+    lean) targets=$LEAN_TARGETS ;;
     full) ;;
     *) die "--set must be lean or full" ;;
   esac
   cmd_ensure "$suite"
-  log "$suite: $set build and tests (root ready after $((SECONDS - started)) s)"
-  in_root "$(root_dir "$suite")" env VIGIL_TARGETS="$targets" VIGIL_TESTS="$tests" \
+  log "$suite: $set build (root ready after $((SECONDS - started)) s)"
+  in_root "$(root_dir "$suite")" env VIGIL_TARGETS="$targets" \
     VIGIL_JOBS="${VIGIL_JOBS:-2}" VIGIL_CMAKE_ARGS="${VIGIL_CMAKE_ARGS:-}" bash -euo pipefail -c '
     build=/var/tmp/vigil-build
     slurmctld -V
@@ -211,6 +211,18 @@ cmd_test() {
     t0=$SECONDS
     cmake --build "$build" -j"$VIGIL_JOBS" ${VIGIL_TARGETS:+--target $VIGIL_TARGETS}
     echo "slurm-root.sh: build took $((SECONDS - t0)) s" >&2
+  '
+}
+
+# cmd_build, then the tests of SET: unit first, then the integration tests against a local
+# cluster of this root's Slurm, started with the same scripts/local-cluster.sh.
+cmd_test() {
+  local suite=$1 set=$2 started=$SECONDS tests=""
+  [[ $set == lean ]] && tests=$LEAN_TESTS
+  cmd_build "$suite" "$set"
+  in_root "$(root_dir "$suite")" env VIGIL_TESTS="$tests" VIGIL_JOBS="${VIGIL_JOBS:-2}" \
+    bash -euo pipefail -c '
+    build=/var/tmp/vigil-build
     t0=$SECONDS
     ctest --test-dir "$build" --output-on-failure -LE "integration|bench" -j"$VIGIL_JOBS" \
       --timeout 300 ${VIGIL_TESTS:+-R "$VIGIL_TESTS"}
@@ -243,6 +255,7 @@ main() {
       cmd_ensure "$suite"
       in_root "$(root_dir "$suite")" "$@"
       ;;
+    build) cmd_build "$suite" "$set" ;;
     test) cmd_test "$suite" "$set" ;;
     path) root_dir "$suite" ;;
     mirror) host_mirror || die "no Debian mirror for this release found in /etc/apt/sources.list*" ;;
