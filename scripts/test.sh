@@ -76,7 +76,7 @@ background() {
     echo "$rc $step" >>"$bg_status"
   done
 }
-bg_steps=("ctest --test-dir '$BUILD_DIR' --output-on-failure -L packaging --timeout 1800")
+bg_steps=("ctest --test-dir $(printf %q "$BUILD_DIR") --output-on-failure -L packaging --timeout 1800")
 [ "${VIGIL_FUZZ_SECONDS:-15}" == 0 ] || bg_steps+=("VIGIL_FUZZ_BUILD_ONLY=1 bash scripts/fuzz.sh")
 # The root began during the host build (long done by now); its build waits for it.
 root_rc=0
@@ -91,13 +91,15 @@ setsid bash -c "$(declare -f background); bg_status='$bg_status'; background \"\
 bg_pid=$!
 ctest --test-dir "$BUILD_DIR" --output-on-failure -L integration -LE packaging --timeout 900
 phase "integration tests (cluster)"
-wait "$bg_pid" || true
+bg_rc=0
+wait "$bg_pid" || bg_rc=$?
 bg_pid=""
 cat "$bg_log" >&2
 phase "waited for the background builds"
-if grep -qv '^0 ' "$bg_status"; then
-  echo "scripts/test.sh: a background step failed (its output is above):" >&2
-  grep -v '^0 ' "$bg_status" >&2
+# Every step must have said 0: a step that never ran (the background shell killed) fails too.
+if [[ $bg_rc -ne 0 || $(grep -c '^0 ' "$bg_status") -ne ${#bg_steps[@]} ]]; then
+  echo "scripts/test.sh: a background step failed or did not run (output above; exit $bg_rc):" >&2
+  grep -v '^0 ' "$bg_status" >&2 || true
   exit 1
 fi
 

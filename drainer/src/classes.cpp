@@ -29,15 +29,17 @@ std::string gres_without_sockets(const std::string& gres) {
 
 }  // namespace
 
-std::string class_name(const std::string& sku, const slurm::SlurmNodeInfo* info) {
-  if (info == nullptr) return "";
-  std::vector<std::string> features = info->features;
+std::string declaration(const slurm::SlurmNodeInfo& info) {
+  std::vector<std::string> features = info.features;
   std::sort(features.begin(), features.end());
-  std::string name =
-      sku + " " + (info->gres.empty() ? "no-gres" : gres_without_sockets(info->gres));
-  name += " [";
-  for (std::size_t i = 0; i < features.size(); ++i) name += (i ? "," : "") + features[i];
-  return name + "]";
+  const std::string gres = gres_without_sockets(info.gres);  // "(null)" -> ""
+  std::string out = (gres.empty() ? "no-gres" : gres) + " [";
+  for (std::size_t i = 0; i < features.size(); ++i) out += (i ? "," : "") + features[i];
+  return out + "]";
+}
+
+std::string class_name(const std::string& sku, const slurm::SlurmNodeInfo* info) {
+  return info == nullptr ? "" : sku + " " + declaration(*info);
 }
 
 std::map<std::string, double> inventory_of(const NodeReport& report) {
@@ -99,8 +101,12 @@ void ClassInventory::forget_old(std::int64_t now) {
   for (const auto& n : old) forget(n);
 }
 
+bool ClassInventory::covers(const Consensus& c, int declared) const {
+  return c.nodes + 1 >= settings_.min_share * static_cast<double>(declared);
+}
+
 std::vector<ClassVerdict> ClassInventory::judge(const NodeReport& report, const std::string& cls,
-                                                std::int64_t now, bool learn) {
+                                                int declared, std::int64_t now, bool learn) {
   std::vector<ClassVerdict> out;
   forget_old(now);
   if (cls.empty()) return out;
@@ -113,7 +119,7 @@ std::vector<ClassVerdict> ClassInventory::judge(const NodeReport& report, const 
     if (own != nullptr)
       if (auto o = own->figures.find(figure); o != own->figures.end()) own_value = &o->second;
     const auto c = consensus(cls, figure, own_value);
-    if (!c || value >= c->value) continue;
+    if (!c || value >= c->value || !covers(*c, declared)) continue;
     ClassVerdict v;
     v.check = figure.substr(0, figure.find('/'));
     v.measurement = figure.substr(figure.find('/') + 1);

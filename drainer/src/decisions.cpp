@@ -23,6 +23,7 @@ namespace vigil::drainer {
 struct DrainerCore::PassView {
   std::shared_ptr<const SlurmView> view;
   std::map<std::string, int> partition_counts;
+  std::map<std::string, int> declared;  // nodes per Slurm declaration (classes.h)
 };
 
 void DrainerCore::apply_locked(const Decided& d) {
@@ -240,13 +241,20 @@ NodeReport DrainerCore::judge_slow_locked(const NodeReport& r, const NodeRecord*
 }
 
 NodeReport DrainerCore::judge_class_locked(NodeReport judged, const SlurmView& view,
+                                           const std::map<std::string, int>& declared,
                                            const NodeRecord* prev) {
   if (!classes_) return judged;
   const auto info = view.find(judged.node);
-  const std::string cls = class_name(judged.sku, info == view.end() ? nullptr : &info->second);
-  const int64_t at = parse_rfc3339(judged.end_time).value_or(clock_.now_unix());
+  if (info == view.end()) return judged;  // Slurm does not know the node: no class
+  const std::string cls = class_name(judged.sku, &info->second);
+  const auto size = declared.find(declaration(info->second));
+  // The drainer's clock, not the report's: a node whose clock is years ahead must not make
+  // every other node look a week old (classes are not replayed, so nothing needs report time).
   const bool drained = prev && prev->state == NodeState::kDrained;
-  fold_class_verdicts(judged, classes_->judge(judged, cls, at, !drained), engine_.policy());
+  fold_class_verdicts(judged,
+                      classes_->judge(judged, cls, size == declared.end() ? 1 : size->second,
+                                      clock_.now_unix(), !drained),
+                      engine_.policy());
   return judged;
 }
 
@@ -267,6 +275,8 @@ int DrainerCore::process_chunk(PassView& pass, std::vector<Intent>& intents) {
     pass.view = views_->get(false);
     for (const auto& [n, i] : *pass.view)
       for (const auto& p : i.partitions) pass.partition_counts[p]++;
+    if (classes_)
+      for (const auto& [n, i] : *pass.view) pass.declared[declaration(i)]++;
   }
   const SlurmView& view = *pass.view;
   auto& partition_counts = pass.partition_counts;
@@ -277,7 +287,8 @@ int DrainerCore::process_chunk(PassView& pass, std::vector<Intent>& intents) {
     for (const auto& a : batch) {
       auto it = nodes_.find(a.report.node);
       const NodeRecord* prev = it == nodes_.end() ? nullptr : &it->second;
-      const NodeReport judged = judge_class_locked(judge_slow_locked(a.report, prev), view, prev);
+      const NodeReport judged =
+          judge_class_locked(judge_slow_locked(a.report, prev), view, pass.declared, prev);
       Decider::Outcome rd = decider.decide(a.report, judged, breaker_);
       apply_decision_locked(rd.decision, &a.report, a.seq, records, intents);
       if (rd.switch_evidence)

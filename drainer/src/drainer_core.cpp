@@ -183,8 +183,9 @@ void DrainerCore::loop_processor() {
   while (!stopping_) {
     {
       std::unique_lock lk(ingest_mu_);
+      // A failed journal decides nothing more: waiting reports must not spin this loop.
       cv_work_.wait_for(lk, std::chrono::seconds(1),
-                        [&] { return stopping_ || !undecided_.empty(); });
+                        [&] { return stopping_ || (!undecided_.empty() && !journal_failed_); });
       if (stopping_) break;
     }
     process_pending();

@@ -158,7 +158,8 @@ class DrainerCore {
   // `judged` with the verdicts of its hardware class folded in (classes.h): its inventory against
   // the consensus of the other nodes Slurm declares alike, learned unless the node is drained.
   // Live decisions only; replay does not rebuild the classes (they are learned again).
-  NodeReport judge_class_locked(NodeReport judged, const SlurmView& view, const NodeRecord* prev);
+  NodeReport judge_class_locked(NodeReport judged, const SlurmView& view,
+                                const std::map<std::string, int>& declared, const NodeRecord* prev);
   // `event_type` overrides the event's type (default: the decision's action).
   void apply_decision_locked(const Decision& d, const NodeReport* r, uint64_t report_seq,
                              std::vector<nlohmann::json>& records, std::vector<Intent>& intents,

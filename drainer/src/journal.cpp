@@ -197,17 +197,26 @@ VoidResult Journal::open_segment(uint64_t first_seq) {
   return ok_result();
 }
 
+VoidResult Journal::refuse_if_broken() const {
+  if (broken_.empty()) return ok_result();
+  return Error{"an earlier write or sync failed (" + broken_ + "); restart to recover", "journal"};
+}
+
 Result<std::vector<uint64_t>> Journal::write_locked(std::vector<nlohmann::json>& records,
                                                     std::unique_lock<std::mutex>&) {
   if (!recovered_) return Error{"recover() must run before append", "Journal::append"};
+  VIGIL_TRY(auto ok, refuse_if_broken());
+  (void)ok;
   std::vector<uint64_t> seqs;
   std::string buf;
   for (auto& r : records) {
     seqs.push_back(next_seq_++);
     buf += pre_dumped(r, seqs.back());
   }
-  VIGIL_TRY(auto w, write_all(fd_, buf, segment_path_));
-  (void)w;
+  if (auto w = write_all(fd_, buf, segment_path_); !w.ok()) {
+    broken_ = w.error().to_string();
+    return w.error();
+  }
   written_ += buf.size();
   since_snapshot_ += records.size();
   if (!fsync_) synced_ = written_;
@@ -215,7 +224,10 @@ Result<std::vector<uint64_t>> Journal::write_locked(std::vector<nlohmann::json>&
 }
 
 VoidResult Journal::sync_until(uint64_t offset, std::unique_lock<std::mutex>& lk) {
-  while (synced_ < offset) {
+  for (;;) {
+    VIGIL_TRY(auto ok, refuse_if_broken());  // also for a waiter whose syncer failed
+    (void)ok;
+    if (synced_ >= offset) break;
     if (syncing_) {
       cv_.wait(lk);
       continue;
@@ -231,7 +243,9 @@ VoidResult Journal::sync_until(uint64_t offset, std::unique_lock<std::mutex>& lk
     cv_.notify_all();
     if (rc != 0) {
       errno = err;
-      return sys_error("fdatasync", segment_path_);
+      Error e = sys_error("fdatasync", segment_path_);
+      broken_ = e.to_string();
+      return e;
     }
     synced_ = std::max(synced_, target);
   }
@@ -269,7 +283,13 @@ Result<std::vector<uint64_t>> Journal::append(std::vector<nlohmann::json> record
 Result<uint64_t> Journal::cut() {
   std::unique_lock lk(mu_);
   cv_.wait(lk, [&] { return !syncing_; });
-  if (fsync_ && fd_ >= 0 && ::fdatasync(fd_) != 0) return sys_error("fdatasync", segment_path_);
+  VIGIL_TRY(auto ok, refuse_if_broken());
+  (void)ok;
+  if (fsync_ && fd_ >= 0 && ::fdatasync(fd_) != 0) {
+    Error e = sys_error("fdatasync", segment_path_);
+    broken_ = e.to_string();
+    return e;
+  }
   synced_ = written_;
   const uint64_t last = next_seq_ - 1;
   // Later records go to a segment of their own, which the snapshot will not cover.

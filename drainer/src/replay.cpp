@@ -173,6 +173,8 @@ VoidResult DrainerCore::snapshot_now() {
   uint64_t last = 0;
   {
     std::scoped_lock lk(decide_mu_, ingest_mu_, mu_);
+    // Again under the locks: every journal write (and so every failure) happens under one.
+    if (journal_failed_) return Error{"the journal failed: memory is not snapshotted", "snapshot"};
     VIGIL_TRY(last, journal_->cut());
     state = copy_state_locked();  // a copy: ~100x faster than building the JSON tree here
   }

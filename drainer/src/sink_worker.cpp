@@ -229,11 +229,12 @@ void DrainerCore::loop_sink(SinkLane& lane) {
         lane.cv.wait_for(lk, std::chrono::milliseconds(lane.backoff_ms),
                          [&] { return stopping_.load(); });
       } else {
-        lane.cv.wait_for(lk, std::chrono::seconds(1),
-                         [&] { return stopping_ || has_work_locked(lane.spec.kind); });
+        lane.cv.wait_for(lk, std::chrono::seconds(1), [&] {
+          return stopping_ || (has_work_locked(lane.spec.kind) && !journal_failed_);
+        });
       }
       if (stopping_) break;
-      if (!has_work_locked(lane.spec.kind)) continue;
+      if (!has_work_locked(lane.spec.kind) || journal_failed_) continue;
     }
     // Let decisions arriving together pile up: for Slurm, one RPC per reason for all of them.
     if (!backing_off && lane.settings.batch_window_ms > 0)

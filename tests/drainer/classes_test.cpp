@@ -76,12 +76,16 @@ NodeReport report(const std::string& node, std::vector<CheckResult> checks,
 
 ClassSettings settings() { return ClassSettings{}; }  // min_nodes 5, min_share 0.8
 
+// Slurm declares one node alike: every learned node covers it (the coverage rule has its own
+// test below).
+constexpr int kAny = 1;
+
 // Each of `n` nodes "<prefix>-<i>" reports `checks` in class `cls`.
 void learn_fleet(ClassInventory& inv, const std::string& cls, const std::string& prefix, int n,
                  const std::vector<CheckResult>& checks) {
   for (int i = 0; i < n; ++i)
     EXPECT_TRUE(
-        inv.judge(report(prefix + "-" + std::to_string(i), checks), cls, 1000, true).empty());
+        inv.judge(report(prefix + "-" + std::to_string(i), checks), cls, kAny, 1000, true).empty());
 }
 
 const slurm::SlurmNodeInfo kIb8Node = slurm_node("gpu:h100:8(S:0-1)", {"ndr", "ib"});
@@ -91,9 +95,10 @@ TEST(ClassName, is_the_sku_gres_without_sockets_and_sorted_features) {
   const auto n = slurm_node("gpu:h100:4(S:0),gpu:a100:2(S:1)", {"roce", "cx7"});
   EXPECT_EQ(class_name("H100-SXM5-80GB", &n), "H100-SXM5-80GB gpu:h100:4,gpu:a100:2 [cx7,roce]");
   EXPECT_EQ(kIb8, "H100-SXM5-80GB gpu:h100:8 [ib,ndr]");
-  const auto bare = slurm_node("(null)", {});
-  EXPECT_EQ(class_name("A100-SXM4-80GB", &bare), "A100-SXM4-80GB  []");
-  EXPECT_EQ(class_name("H100-SXM5-80GB", nullptr), "");  // Slurm does not know the node
+  const auto bare = slurm_node("(null)", {});  // scontrol's spelling of "none"
+  EXPECT_EQ(class_name("A100-SXM4-80GB", &bare), "A100-SXM4-80GB no-gres []");
+  EXPECT_EQ(declaration(slurm_node("", {})), "no-gres []");  // slurmrestd's
+  EXPECT_EQ(class_name("H100-SXM5-80GB", nullptr), "");      // Slurm does not know the node
 }
 
 TEST(ClassInventory, one_port_down_in_a_class_of_eight_fails_the_node) {
@@ -101,7 +106,7 @@ TEST(ClassInventory, one_port_down_in_a_class_of_eight_fails_the_node) {
   learn_fleet(inv, kIb8, "ib", 8, {ib_port(8, 400)});
   // An HCA gone from the bus: 7 ports, all ACTIVE. ib_port only warns (the shipped SKU's
   // active_ports is unconfirmed); the class says 8.
-  auto v = inv.judge(report("ib-8", {ib_port(7, 400, 0, Status::kWarn)}), kIb8, 1000, true);
+  auto v = inv.judge(report("ib-8", {ib_port(7, 400, 0, Status::kWarn)}), kIb8, kAny, 1000, true);
   ASSERT_EQ(v.size(), 1u);
   EXPECT_EQ(v[0].check, "ib_port");
   EXPECT_EQ(v[0].measurement, "active_ports");
@@ -118,12 +123,13 @@ TEST(ClassInventory, one_port_down_in_a_class_of_eight_fails_the_node) {
 TEST(ClassInventory, a_link_at_a_lower_rate_than_its_class_fails_but_a_down_port_is_ib_ports_own) {
   ClassInventory inv(settings());
   learn_fleet(inv, kIb8, "ib", 6, {ib_port(8, 400)});
-  auto slow = inv.judge(report("ib-6", {ib_port(8, 200)}), kIb8, 1000, false);
+  auto slow = inv.judge(report("ib-6", {ib_port(8, 200)}), kIb8, kAny, 1000, false);
   ASSERT_EQ(slow.size(), 1u);
   EXPECT_EQ(slow[0].measurement, "port_rate");
   EXPECT_EQ(slow[0].consensus, 400);
   // A port that is not ACTIVE reports rate 0: not a rate below the class (port_active fails it).
-  auto down = inv.judge(report("ib-7", {ib_port(8, 400, 1, Status::kFail)}), kIb8, 1000, false);
+  auto down =
+      inv.judge(report("ib-7", {ib_port(8, 400, 1, Status::kFail)}), kIb8, kAny, 1000, false);
   ASSERT_EQ(down.size(), 1u);
   EXPECT_EQ(down[0].measurement, "active_ports");
 }
@@ -134,9 +140,9 @@ TEST(ClassInventory, a_class_without_infiniband_is_never_failed_for_it) {
   const std::string cls = class_name("H100-SXM5-80GB", &eth);
   // Against the shipped H100 file: 0/8 IB ports, a warn (unconfirmed), on every node.
   learn_fleet(inv, cls, "vm", 10, {ib_port(0, 0, 0, Status::kWarn), gpu_count(8)});
-  EXPECT_TRUE(
-      inv.judge(report("vm-10", {ib_port(0, 0, 0, Status::kWarn), gpu_count(8)}), cls, 1000, true)
-          .empty());
+  EXPECT_TRUE(inv.judge(report("vm-10", {ib_port(0, 0, 0, Status::kWarn), gpu_count(8)}), cls, kAny,
+                        1000, true)
+                  .empty());
 }
 
 TEST(ClassInventory, roce_at_200_gbps_is_its_class_and_a_port_at_100_is_below_it) {
@@ -147,8 +153,9 @@ TEST(ClassInventory, roce_at_200_gbps_is_its_class_and_a_port_at_100_is_below_it
   // unconfirmed 400: ib_port warns on every node, the class is 200.
   learn_fleet(inv, cls, "roce", 12, {ib_port(8, 200, 0, Status::kWarn)});
   EXPECT_TRUE(
-      inv.judge(report("roce-12", {ib_port(8, 200, 0, Status::kWarn)}), cls, 1000, true).empty());
-  auto v = inv.judge(report("roce-13", {ib_port(8, 100, 0, Status::kWarn)}), cls, 1000, true);
+      inv.judge(report("roce-12", {ib_port(8, 200, 0, Status::kWarn)}), cls, kAny, 1000, true)
+          .empty());
+  auto v = inv.judge(report("roce-13", {ib_port(8, 100, 0, Status::kWarn)}), cls, kAny, 1000, true);
   ASSERT_EQ(v.size(), 1u);
   EXPECT_EQ(v[0].message, "port_rate 100, its class has 200 on 13 of 13 nodes");
 }
@@ -159,8 +166,9 @@ TEST(ClassInventory, many_port_nics_are_judged_against_their_own_count) {
   const std::string cls = class_name("H100-SXM5-80GB", &efa);
   learn_fleet(inv, cls, "efa", 6, {ib_port(16, 200, 0, Status::kWarn)});
   EXPECT_TRUE(
-      inv.judge(report("efa-6", {ib_port(16, 200, 0, Status::kWarn)}), cls, 1000, false).empty());
-  auto v = inv.judge(report("efa-7", {ib_port(15, 200, 0, Status::kWarn)}), cls, 1000, false);
+      inv.judge(report("efa-6", {ib_port(16, 200, 0, Status::kWarn)}), cls, kAny, 1000, false)
+          .empty());
+  auto v = inv.judge(report("efa-7", {ib_port(15, 200, 0, Status::kWarn)}), cls, kAny, 1000, false);
   ASSERT_EQ(v.size(), 1u);
   EXPECT_EQ(v[0].consensus, 16);
 }
@@ -176,16 +184,17 @@ TEST(ClassInventory, four_gpu_boards_beside_eight_gpu_nodes_in_one_partition) {
   learn_fleet(inv, c4, "small", 6,
               {gpu_count(4), ib_port(4, 400, 0, Status::kWarn), nvlink(4, 18)});
   EXPECT_TRUE(inv.judge(report("small-6", {gpu_count(4), ib_port(4, 400, 0, Status::kWarn)}), c4,
-                        1000, true)
+                        kAny, 1000, true)
                   .empty());
   // A GPU gone from an 8-GPU node: Slurm's Gres says 8, NVML lists 7 (gpu_count fails on its
   // own against Slurm's count; the class agrees).
-  auto v = inv.judge(report("big-8", {gpu_count(7, Status::kFail), nvlink(7, 18)}), c8, 1000, true);
+  auto v = inv.judge(report("big-8", {gpu_count(7, Status::kFail), nvlink(7, 18)}), c8, kAny, 1000,
+                     true);
   ASSERT_EQ(v.size(), 1u);
   EXPECT_EQ(v[0].check, "gpu_count");
   EXPECT_EQ(v[0].consensus, 8);
   // One GPU trained fewer NVLink links than its class's GPUs.
-  auto links = inv.judge(report("big-0", {nvlink(8, 18, 5, 16)}), c8, 1000, true);
+  auto links = inv.judge(report("big-0", {nvlink(8, 18, 5, 16)}), c8, kAny, 1000, true);
   ASSERT_EQ(links.size(), 1u);
   EXPECT_EQ(links[0].measurement, "nvlink_link_count");
   const auto summary = inv.summary();
@@ -198,27 +207,50 @@ TEST(ClassInventory, four_gpu_boards_beside_eight_gpu_nodes_in_one_partition) {
 TEST(ClassInventory, no_consensus_below_min_nodes_or_in_a_split_class) {
   ClassInventory inv(settings());
   learn_fleet(inv, kIb8, "ib", 4, {ib_port(8, 400)});
-  EXPECT_TRUE(inv.judge(report("x", {ib_port(6, 400)}), kIb8, 1000, false).empty())
+  EXPECT_TRUE(inv.judge(report("x", {ib_port(6, 400)}), kIb8, kAny, 1000, false).empty())
       << "4 other nodes are fewer than min_nodes 5";
   // Half the class has 4 ports, half 8: two configurations Slurm does not tell apart. Nobody is
   // judged (the summary shows no consensus) until the site declares a feature.
   for (int i = 0; i < 4; ++i)  // judged while the class fills up; what counts is the end
-    inv.judge(report("half-" + std::to_string(i), {ib_port(4, 400)}), kIb8, 1000, true);
-  EXPECT_TRUE(inv.judge(report("y", {ib_port(4, 400)}), kIb8, 1000, false).empty());
+    inv.judge(report("half-" + std::to_string(i), {ib_port(4, 400)}), kIb8, kAny, 1000, true);
+  EXPECT_TRUE(inv.judge(report("y", {ib_port(4, 400)}), kIb8, kAny, 1000, false).empty());
   EXPECT_EQ(inv.summary()[0].consensus.count("ib_port/active_ports"), 0u);
+}
+
+// 100 nodes Slurm declares alike (the drainer just restarted: the consensus is learned again).
+// The first 50 reporters have 8 ports; until 80% of the class has reported nobody is judged, so a
+// class whose other half has 4 ports (a configuration Slurm does not tell apart) never is.
+TEST(ClassInventory, a_class_is_judged_only_once_most_of_its_declared_nodes_reported) {
+  ClassInventory inv(settings());
+  for (int i = 0; i < 50; ++i)
+    inv.judge(report("a-" + std::to_string(i), {ib_port(8, 400)}), kIb8, 100, 1000, true);
+  for (int i = 0; i < 50; ++i)
+    EXPECT_TRUE(
+        inv.judge(report("b-" + std::to_string(i), {ib_port(4, 400)}), kIb8, 100, 1000, true)
+            .empty())
+        << "b-" << i;
+  ClassInventory whole(settings());
+  for (int i = 0; i < 79; ++i)
+    whole.judge(report("a-" + std::to_string(i), {ib_port(8, 400)}), kIb8, 100, 1000, true);
+  EXPECT_EQ(whole.judge(report("x", {ib_port(7, 400)}), kIb8, 100, 1000, false).size(), 1u)
+      << "79 others and the node itself are 80% of the class";
+  ClassInventory young(settings());
+  for (int i = 0; i < 78; ++i)
+    young.judge(report("a-" + std::to_string(i), {ib_port(8, 400)}), kIb8, 100, 1000, true);
+  EXPECT_TRUE(young.judge(report("x", {ib_port(7, 400)}), kIb8, 100, 1000, false).empty());
 }
 
 TEST(ClassInventory, a_node_is_not_its_own_peer_and_a_drained_node_teaches_nothing) {
   ClassInventory inv(settings());
   learn_fleet(inv, kIb8, "ib", 5, {ib_port(8, 400)});
   // ib-0 loses a port: its own earlier 8 is not one of the 5 others it needs.
-  EXPECT_TRUE(inv.judge(report("ib-0", {ib_port(7, 400)}), kIb8, 1000, true).empty())
+  EXPECT_TRUE(inv.judge(report("ib-0", {ib_port(7, 400)}), kIb8, kAny, 1000, true).empty())
       << "only 4 OTHER nodes: no consensus yet";
   learn_fleet(inv, kIb8, "more", 3, {ib_port(8, 400)});
   // Drained re-checks (learn = false) never move the consensus.
   for (int i = 0; i < 20; ++i)
-    inv.judge(report("sick-" + std::to_string(i), {ib_port(6, 400)}), kIb8, 1000, false);
-  auto v = inv.judge(report("ib-0", {ib_port(7, 400)}), kIb8, 1000, true);
+    inv.judge(report("sick-" + std::to_string(i), {ib_port(6, 400)}), kIb8, kAny, 1000, false);
+  auto v = inv.judge(report("ib-0", {ib_port(7, 400)}), kIb8, kAny, 1000, true);
   ASSERT_EQ(v.size(), 1u);
   EXPECT_EQ(v[0].message, "active_ports 7, its class has 8 on 7 of 7 nodes");
 }
@@ -227,14 +259,15 @@ TEST(ClassInventory, a_hooks_report_keeps_the_figures_it_lacks_and_a_redeclared_
   ClassInventory inv(settings());
   learn_fleet(inv, kIb8, "ib", 6, {ib_port(8, 400), gpu_count(8)});
   // ib-0's Epilog report runs gpu_count only: its ports stay counted.
-  inv.judge(report("ib-0", {gpu_count(8)}), kIb8, 2000, true);
-  EXPECT_EQ(inv.judge(report("x", {ib_port(7, 400)}), kIb8, 2000, false).at(0).nodes, 6);
+  inv.judge(report("ib-0", {gpu_count(8)}), kIb8, kAny, 2000, true);
+  EXPECT_EQ(inv.judge(report("x", {ib_port(7, 400)}), kIb8, kAny, 2000, false).at(0).nodes, 6);
   // The site moves ib-1 to another class (new features): it leaves the old one.
   const auto moved = slurm_node("gpu:h100:8", {"ib", "ndr", "spare"});
-  inv.judge(report("ib-1", {ib_port(8, 400)}), class_name("H100-SXM5-80GB", &moved), 2000, true);
-  EXPECT_EQ(inv.judge(report("x", {ib_port(7, 400)}), kIb8, 2000, false).at(0).nodes, 5);
+  inv.judge(report("ib-1", {ib_port(8, 400)}), class_name("H100-SXM5-80GB", &moved), kAny, 2000,
+            true);
+  EXPECT_EQ(inv.judge(report("x", {ib_port(7, 400)}), kIb8, kAny, 2000, false).at(0).nodes, 5);
   // Without Slurm's word the node is neither judged nor learned from.
-  EXPECT_TRUE(inv.judge(report("ib-2", {ib_port(1, 400)}), "", 2000, true).empty());
+  EXPECT_TRUE(inv.judge(report("ib-2", {ib_port(1, 400)}), "", kAny, 2000, true).empty());
   EXPECT_EQ(inv.nodes(), 6u);
 }
 
@@ -243,8 +276,8 @@ TEST(ClassInventory, nodes_not_heard_from_are_forgotten) {
   s.forget_after_s = 7200;
   ClassInventory inv(s);
   learn_fleet(inv, kIb8, "ib", 6, {ib_port(8, 400)});
-  EXPECT_FALSE(inv.judge(report("x", {ib_port(7, 400)}), kIb8, 5000, false).empty());
-  EXPECT_TRUE(inv.judge(report("x", {ib_port(7, 400)}), kIb8, 10000, false).empty());
+  EXPECT_FALSE(inv.judge(report("x", {ib_port(7, 400)}), kIb8, kAny, 5000, false).empty());
+  EXPECT_TRUE(inv.judge(report("x", {ib_port(7, 400)}), kIb8, kAny, 10000, false).empty());
   EXPECT_EQ(inv.nodes(), 0u);
 }
 

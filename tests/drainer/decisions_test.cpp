@@ -2,9 +2,7 @@
 // breaker, the breaker caps and survives restarts as journaled deltas, dry run, staleness and
 // the operator's resume.
 #include <gtest/gtest.h>
-#include <sys/resource.h>
 
-#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -12,6 +10,7 @@
 #include "drainer_fixtures.h"
 #include "fake_clock.h"
 #include "fakes.h"
+#include "file_size_limit.h"
 #include "temp_dir.h"
 #include "vigil/drainer/drainer.h"
 
@@ -19,27 +18,6 @@ namespace vigil::drainer {
 namespace {
 
 using namespace testing::drainer_short;
-
-// Files this process writes may not grow past `bytes` while it lives (write(2) fails with
-// EFBIG; SIGXFSZ, which would kill the process, is ignored meanwhile).
-class FileSizeLimit {
- public:
-  explicit FileSizeLimit(rlim_t bytes) {
-    getrlimit(RLIMIT_FSIZE, &saved_);
-    old_ = std::signal(SIGXFSZ, SIG_IGN);
-    rlimit l = saved_;
-    l.rlim_cur = bytes;
-    setrlimit(RLIMIT_FSIZE, &l);
-  }
-  ~FileSizeLimit() {
-    setrlimit(RLIMIT_FSIZE, &saved_);
-    std::signal(SIGXFSZ, old_);
-  }
-
- private:
-  rlimit saved_{};
-  void (*old_)(int) = nullptr;
-};
 
 // Under a steady stream of reports a decision pass still ends: it decides what waited when it
 // started, hands its intents to the sinks, and leaves later arrivals to the next pass. (A pass
@@ -380,7 +358,7 @@ TEST(Drainer, a_pass_whose_journal_append_fails_sends_nothing_and_a_restart_deci
       if (e.path().filename().string().starts_with("journal-")) segment = e.path().string();
     ASSERT_FALSE(segment.empty());
     {
-      FileSizeLimit limit(std::filesystem::file_size(segment));
+      testing::FileSizeLimit limit(std::filesystem::file_size(segment));
       EXPECT_EQ(dr.process_pending(), 0);
     }
     // Room again: the drainer still decides, sends and snapshots nothing (the failed write may

@@ -12,6 +12,7 @@
 #include <set>
 #include <thread>
 
+#include "file_size_limit.h"
 #include "temp_dir.h"
 
 namespace vigil::drainer {
@@ -46,6 +47,36 @@ TEST(Journal, appends_are_recovered_in_order) {
 
 // A snapshot write a crash interrupted leaves replace_file_atomically's temporary: recovery
 // removes it (each such crash would otherwise leave one more, as large as the state).
+// After a failed write nothing more is written or synced: the write may have left part of a
+// record, and later records behind it would be lost as a torn tail or stop the next start as
+// corruption (docs/drainer.md "When the journal fails").
+TEST(Journal, after_a_failed_write_every_append_sync_and_cut_is_refused) {
+  TempDir d;
+  auto j = open_recovered(d.str());
+  ASSERT_TRUE(j->append_durable({{{"n", 1}}}).ok());
+  std::string segment;
+  for (const auto& e : std::filesystem::directory_iterator(d.str()))
+    if (e.path().filename().string().starts_with("journal-")) segment = e.path().string();
+  {
+    testing::FileSizeLimit limit(std::filesystem::file_size(segment));
+    auto w = j->append({{{"n", 2}}});
+    ASSERT_FALSE(w.ok());
+    EXPECT_NE(w.error().to_string().find("File too large"), std::string::npos)
+        << w.error().to_string();
+  }
+  // Room again: still refused, naming the first error.
+  auto again = j->append({{{"n", 3}}});
+  ASSERT_FALSE(again.ok());
+  EXPECT_NE(again.error().to_string().find("an earlier write or sync failed"), std::string::npos);
+  EXPECT_FALSE(j->sync().ok());
+  EXPECT_FALSE(j->cut().ok());
+  j.reset();
+  Recovered r;
+  auto back = open_recovered(d.str(), &r);
+  ASSERT_EQ(r.records.size(), 1u);  // the acknowledged record, and nothing after it
+  EXPECT_EQ(r.records[0]["n"], 1);
+}
+
 TEST(Journal, the_temporary_of_an_interrupted_snapshot_is_removed_on_recovery) {
   TempDir d;
   { auto j = open_recovered(d.str()); }

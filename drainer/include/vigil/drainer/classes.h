@@ -50,9 +50,11 @@ inline constexpr InventoryFigure kInventoryFigures[] = {
     {"nvml_pcie", "pcie_link_width", true, false},
 };
 
-// The class a node belongs to: "H100-SXM5-80GB gpu:8 [ib,ndr]", Gres without its socket
-// bindings ("(S:0-1)"), features sorted; "" when Slurm does not know the node (no class: the
-// node is neither judged nor learned from).
+// What Slurm declares a node to be: "gpu:8 [ib,ndr]", its Gres without socket bindings
+// ("(S:0-1)"; "no-gres" when it has none) and its active features, sorted.
+std::string declaration(const slurm::SlurmNodeInfo& info);
+// The class a node belongs to: "H100-SXM5-80GB gpu:8 [ib,ndr]" (SKU and declaration); "" when
+// Slurm does not know the node (no class: the node is neither judged nor learned from).
 std::string class_name(const std::string& sku, const slurm::SlurmNodeInfo* info);
 
 // The node's inventory figures in `report` (checks that are pass, warn or fail), keyed
@@ -81,11 +83,14 @@ class ClassInventory {
   explicit ClassInventory(ClassSettings settings) : settings_(settings) {}
 
   // The report's inventory against the consensus of the other nodes of class `cls` (one verdict
-  // per figure below it), then, when `learn`, the figures become the node's latest (figures the
-  // report lacks keep their last value). An empty `cls` (Slurm does not know the node, or could
-  // not be read) judges and learns nothing. Nodes not heard from for forget_after_s are dropped
-  // first.
-  std::vector<ClassVerdict> judge(const NodeReport& report, const std::string& cls,
+  // per figure below it), judged only once the nodes with the figure (this one included) are at
+  // least min_share of the `declared` nodes Slurm declares alike: a class whose nodes have not
+  // all reported yet (after a restart, say) may hold a second configuration Slurm does not tell
+  // apart, and its first reporters must not outvote it. Then, when `learn`, the figures become the
+  // node's latest (figures the report lacks keep their last value). An empty `cls` (Slurm does not
+  // know the node, or could not be read) judges and learns nothing. Nodes not heard from for
+  // forget_after_s are dropped first.
+  std::vector<ClassVerdict> judge(const NodeReport& report, const std::string& cls, int declared,
                                   std::int64_t now, bool learn);
 
   // Each class with its nodes and the consensus of each figure where one holds (no node left
@@ -108,6 +113,7 @@ class ClassInventory {
   // The consensus of `figure` in `cls` among its nodes, less one node's own value when given.
   std::optional<Consensus> consensus(const std::string& cls, const std::string& figure,
                                      const double* own) const;
+  bool covers(const Consensus& c, int declared) const;
   void forget(const std::string& node);
   void forget_old(std::int64_t now);
 

@@ -81,6 +81,12 @@ class Journal {
   uint64_t synced_ = 0;   // bytes known durable
   bool syncing_ = false;
   bool recovered_ = false;
+  // A write or fdatasync failed: every later append, sync and cut is refused (the failed write
+  // may have left part of a record at the end, and a second fdatasync after a failed one may
+  // report success for pages the kernel dropped). Recovery in the next process drops a torn
+  // tail. The drainer stops on the first error (docs/drainer.md "When the journal fails").
+  std::string broken_;
+  VoidResult refuse_if_broken() const;
 };
 
 }  // namespace vigil::drainer
