@@ -51,8 +51,7 @@ void DrainerCore::owe_intents_locked(const NodeEvent& e, const std::string& reas
     i.action = *action;
     i.node = e.node;
     // The journal has always held these for Slurm's drains and resumes (and reboots) only.
-    const bool slurm_action = *action == IntentAction::kDrain || *action == IntentAction::kResume ||
-                              *action == IntentAction::kReboot || *action == IntentAction::kRelabel;
+    const bool slurm_action = l->spec.kind == SinkKind::kSlurm;
     i.reason = slurm_action ? reason : "";
     i.by_operator = slurm_action && by_operator;
     if (*action == IntentAction::kReboot) i.decided_unix = clock_.now_unix();
@@ -64,7 +63,7 @@ void DrainerCore::owe_intents_locked(const NodeEvent& e, const std::string& reas
 // The ladder step a decision is, for vigil_repair_steps_total (docs/repair.md).
 std::optional<std::string_view> DrainerCore::repair_step_of(const Decision& d, const NodeReport* r,
                                                             std::string_view event_type) const {
-  if (event_type == "rebooted") return event_type;
+  if (event_type == "rebooted" || event_type == "redrain") return event_type;
   if (d.action == Action::kReboot || d.action == Action::kReplace ||
       d.action == Action::kResetGpu || d.action == Action::kResetPassed ||
       d.action == Action::kResetFailed)
@@ -418,8 +417,12 @@ void DrainerCore::apply_repair_step_locked(const NodeRecord& prev, NodeRecord ne
   d.why = step.why;
   d.record = std::move(next);
   d.breaker = breaker_;
-  apply_decision_locked(d, nullptr, 0, records, intents,
-                        step.move == RepairMove::kRebooted ? "rebooted" : "");
+  // A redrain is a drain with its own event (and Slurm intent): only a DOWN node whose reboot
+  // Slurm timed out is drained by it (slurm_sink.cpp judge_redrain).
+  const std::string_view event = step.move == RepairMove::kRebooted  ? "rebooted"
+                                 : step.move == RepairMove::kRedrain ? "redrain"
+                                                                     : "";
+  apply_decision_locked(d, nullptr, 0, records, intents, event);
 }
 
 Result<std::string> DrainerCore::resume(const std::string& node) {

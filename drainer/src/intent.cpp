@@ -29,6 +29,8 @@ std::string_view to_string(IntentAction a) {
       return "reboot";
     case IntentAction::kRelabel:
       return "relabel";
+    case IntentAction::kRedrain:
+      return "redrain";
   }
   return "drain";
 }

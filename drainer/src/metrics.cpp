@@ -130,8 +130,8 @@ Metrics::Metrics() : impl_(std::make_unique<Impl>()) {
   }
   // vigil_reports_rejected_total's reasons are declared by the HTTP API (declare_rejected),
   // which does the refusing.
-  for (auto s :
-       {"reset_gpu", "reset_passed", "reset_failed", "reboot", "rebooted", "repaired", "replace"})
+  for (auto s : {"reset_gpu", "reset_passed", "reset_failed", "reboot", "redrain", "rebooted",
+                 "repaired", "replace"})
     impl_->repair_steps.Add({{"step", s}});
   for (auto s : {"resetting", "rebooting", "rechecking", "replace"})
     impl_->repair_nodes.Add({{"stage", s}});

@@ -18,6 +18,7 @@ std::optional<IntentAction> slurm_owed(const NodeEvent& e) {
   if (e.type == "drain" || e.type == "replace") return IntentAction::kDrain;
   if (e.type == "resume") return IntentAction::kResume;
   if (e.type == "reboot") return IntentAction::kReboot;
+  if (e.type == "redrain") return IntentAction::kRedrain;
   if (e.type == "reset_gpu" || e.type == "reset_passed" || e.type == "reset_failed")
     return IntentAction::kRelabel;
   return std::nullopt;
@@ -63,7 +64,7 @@ bool takes(IntentAction a) {
 constexpr SinkSpec kSinks[] = {
     {SinkKind::kSlurm, "slurm",
      takes<IntentAction::kDrain, IntentAction::kResume, IntentAction::kReboot,
-           IntentAction::kRelabel>,
+           IntentAction::kRelabel, IntentAction::kRedrain>,
      slurm_owed, false, slurm_lane, make_slurm},
     {SinkKind::kKubernetes, "kubernetes", takes<IntentAction::kAnnotate>, kube_owed, false,
      kube_lane, make_kube},

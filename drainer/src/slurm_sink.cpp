@@ -50,6 +50,7 @@ std::optional<IntentOutcome> SlurmSink::judge(const Intent& i, const SlurmView& 
   const slurm::SlurmNodeInfo* n = it == view.end() ? nullptr : &it->second;
   if (i.action == IntentAction::kReboot) return judge_reboot(i, n, rpcs);
   if (i.action == IntentAction::kRelabel) return judge_relabel(i, n, rpcs);
+  if (i.action == IntentAction::kRedrain) return judge_redrain(i, n, rpcs);
   return i.action == IntentAction::kDrain ? judge_drain(i, n, rpcs) : judge_resume(i, n, rpcs);
 }
 
@@ -108,18 +109,30 @@ std::optional<IntentOutcome> SlurmSink::judge_drain(const Intent& i, const slurm
     rpcs.drains[i.reason].push_back(&i);
     return std::nullopt;
   }
-  // The one DOWN node Vigil drains: one whose reboot Slurm's ResumeTimeout ended, taking Vigil's
-  // drain with it (22.05; the reason is still Vigil's, " : reboot timed out" appended). Drained
-  // while DOWN, it registers IDLE+DRAIN instead of returning to service unchecked (repair.cpp
-  // after_reboot_timeout, measured on the local cluster).
-  const bool reboot_undrained = slurm::reboot_timed_out(*n) && !n->drain && !n->fail && !n->maint;
-  if (slurm::untouchable(*n) && !reboot_undrained)
+  if (slurm::untouchable(*n))
     return IntentOutcome::not_drained(i.id, "node is DOWN/FAIL/MAINT", NodeState::kWarn);
   if (slurm::drained_by_other(*n))
     return IntentOutcome::not_drained(i.id, "drained by another owner: " + n->reason,
                                       NodeState::kDrained);
   // Already applied (e.g. before a crash): not repeated.
   if (n->drain && n->reason == i.reason) return IntentOutcome::ok(i.id, "already drained");
+  rpcs.drains[i.reason].push_back(&i);
+  return std::nullopt;
+}
+
+// The one DOWN node Vigil drains: one whose reboot Slurm's ResumeTimeout ended, taking Vigil's
+// drain with it (22.05; the reason is still Vigil's, " : reboot timed out" appended). Drained
+// while DOWN, it registers IDLE+DRAIN instead of returning to service unchecked (repair.cpp
+// after_reboot_timeout, measured on the local cluster). Judged on the node as Slurm shows it now,
+// never as a drain: a node no longer in that state (an admin resumed it, it registered and
+// Slurm returned it) is left as it is, and the original drain's bookkeeping is not touched.
+std::optional<IntentOutcome> SlurmSink::judge_redrain(const Intent& i,
+                                                      const slurm::SlurmNodeInfo* n, Rpcs& rpcs) {
+  if (!n) return IntentOutcome::skipped(i.id, "node unknown to Slurm");
+  if (n->drain && n->reason == i.reason) return IntentOutcome::ok(i.id, "already drained");
+  if (!slurm::reboot_timed_out(*n) || n->drain || n->fail || n->maint)
+    return IntentOutcome::skipped(
+        i.id, "not drained again: no longer DOWN from a timed-out reboot (" + n->state + ")");
   rpcs.drains[i.reason].push_back(&i);
   return std::nullopt;
 }

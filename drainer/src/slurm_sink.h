@@ -40,6 +40,8 @@ class SlurmSink final : public Sink {
                                             Rpcs& rpcs);
   std::optional<IntentOutcome> judge_relabel(const Intent& i, const slurm::SlurmNodeInfo* n,
                                              Rpcs& rpcs);
+  std::optional<IntentOutcome> judge_redrain(const Intent& i, const slurm::SlurmNodeInfo* n,
+                                             Rpcs& rpcs);
   bool reboot(const std::vector<const Intent*>& batch, const std::string& reason, SinkResult& out);
   // One RPC for `batch`; appends its outcomes. Returns whether it went through.
   bool call(IntentAction action, const std::vector<const Intent*>& batch, const std::string& reason,

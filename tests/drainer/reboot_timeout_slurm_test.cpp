@@ -85,7 +85,9 @@ TEST(SlurmRebootTimeout, a_reboot_past_resume_timeout_comes_back_drained_for_its
       << "state " << timed.state << " reason '" << timed.reason << "'";
   EXPECT_EQ(timed.reason.rfind(s.reason, 0), 0u) << timed.reason;  // Vigil's text, appended to
   EXPECT_TRUE(vigil::slurm::reboot_timed_out(timed)) << timed.reason;
-#if SLURM_VERSION_NUMBER < SLURM_VERSION_NUM(23, 0, 0)
+  // Slurm stopped lifting the drain in 23.11.6: SchedMD commit de5b9afc94 "Fix removal of drain
+  // state in scontrol reboot timeout" (Bug 19298; NEWS of 23.11.6; first tag slurm-23-11-6-1).
+#if SLURM_VERSION_NUMBER < SLURM_VERSION_NUM(23, 11, 6)
   const bool slurm_keeps_drain = false;
 #else
   const bool slurm_keeps_drain = true;

@@ -584,6 +584,70 @@ TEST_F(RepairLadder, a_reboot_slurm_timed_out_and_undrained_is_drained_again_whi
   decide(dr, {pass("gpu-1", "b")});
   decide(dr, {pass("gpu-1", "c")});
   EXPECT_EQ(ops().back(), "undrain gpu-1");
+  // A redrain is its own step, and its own Slurm action.
+  const std::string m = dr.metrics_text();
+  for (const char* line : {R"(vigil_repair_steps_total{step="redrain"} 1)",
+                           R"(vigil_actions_total{action="redrain",outcome="ok",sink="slurm"} 1)"})
+    EXPECT_NE(m.find(line), std::string::npos) << line;
+}
+
+// The redrain is judged on the node as Slurm shows it when the intent goes out: an admin who
+// resumed the DOWN node meanwhile (RESUME makes it IDLE and clears the reason) is not overruled,
+// the drain's own bookkeeping is untouched (skipped, not "drain_skipped"), and the ladder lets go.
+TEST_F(RepairLadder, a_redrain_of_a_node_an_admin_resumed_meanwhile_leaves_it_in_service) {
+  Drainer dr(cfg_, slurm_, nullptr, clock_);
+  ASSERT_TRUE(dr.open().ok());
+  decide(dr, {remap_fail("gpu-1", "a")});
+  EXPECT_EQ(dr.tick(), 1);
+  dr.run_slurm_sink_once();
+  const std::string reason = slurm_->get("gpu-1").reason;
+  slurm_->set("gpu-1", [&](slurm::SlurmNodeInfo& n) {
+    n.down = true;
+    n.drain = false;
+    n.reboot_pending = false;
+    n.state = "DOWN";
+    n.reason = reason + " : reboot issued : reboot timed out";
+  });
+  clock_.advance(10);
+  EXPECT_EQ(dr.tick(), 1);                             // the redrain, queued
+  slurm_->set("gpu-1", [&](slurm::SlurmNodeInfo& n) {  // scontrol update state=resume
+    n.down = false;
+    n.state = "IDLE";
+    n.reason.clear();
+  });
+  const size_t calls = slurm_->calls_copy().size();
+  dr.run_slurm_sink_once();
+  EXPECT_EQ(slurm_->calls_copy().size(), calls);  // nothing sent
+  EXPECT_FALSE(slurm_->get("gpu-1").drain);
+  EXPECT_NE(dr.node("gpu-1")->last_action, LastAction::kDrainSkipped);
+  EXPECT_NE(dr.metrics_text().find(
+                R"(vigil_actions_total{action="redrain",outcome="skipped",sink="slurm"} 1)"),
+            std::string::npos);
+  clock_.advance(10);
+  EXPECT_EQ(dr.tick(), 1);  // released: the drain is no longer Vigil's
+  EXPECT_EQ(dr.node("gpu-1")->repair.stage, RepairStage::kNone);
+  dr.run_slurm_sink_once();
+  EXPECT_EQ(slurm_->calls_copy().size(), calls);
+}
+
+// Only a redrain drains a DOWN node: an ordinary drain whose node Slurm shows DOWN from a
+// timed-out reboot by the time it goes out is refused as for any DOWN node.
+TEST_F(RepairLadder, an_ordinary_drain_never_drains_a_down_node) {
+  Drainer dr(cfg_, slurm_, nullptr, clock_);
+  ASSERT_TRUE(dr.open().ok());
+  slurm_->reachable = false;  // decided without Slurm's view
+  ASSERT_TRUE(dr.ingest({remap_fail("gpu-2", "a")}).ok());
+  dr.process_pending();
+  slurm_->reachable = true;
+  slurm_->set("gpu-2", [](slurm::SlurmNodeInfo& n) {
+    n.down = true;
+    n.state = "DOWN";
+    n.reason = "vigil: nvml_ecc : reboot issued : reboot timed out";
+  });
+  dr.run_slurm_sink_once();
+  EXPECT_TRUE(slurm_->calls_copy().empty());
+  EXPECT_FALSE(slurm_->get("gpu-2").drain);
+  EXPECT_EQ(dr.node("gpu-2")->last_action, LastAction::kDrainSkipped);
 }
 
 TEST_F(RepairLadder, dry_run_and_reboots_off_touch_nothing) {

@@ -26,11 +26,14 @@ std::optional<SinkKind> sink_kind_from_string(std::string_view s);
 
 // kRelabel: a new reason for a drain that is still Vigil's (the GPU reset rung's "vigil:
 // reset-gpu ..." and back); never drains a node that is not drained.
-enum class IntentAction { kDrain, kResume, kAnnotate, kNotify, kReboot, kRelabel };
+// kRedrain: Vigil's drain back on a node whose reboot Slurm's ResumeTimeout ended, lifting the
+// drain (22.05); the one drain of a DOWN node, and only while Slurm still shows it so (a node an
+// admin resumed meanwhile is left alone). A kDrain never drains a DOWN node.
+enum class IntentAction { kDrain, kResume, kAnnotate, kNotify, kReboot, kRelabel, kRedrain };
 inline constexpr IntentAction kAllIntentActions[] = {
-    IntentAction::kDrain,  IntentAction::kResume, IntentAction::kAnnotate,
-    IntentAction::kNotify, IntentAction::kReboot, IntentAction::kRelabel};
-// "drain" | "resume" | "annotate" | "notify" | "reboot" | "relabel"
+    IntentAction::kDrain,  IntentAction::kResume,  IntentAction::kAnnotate, IntentAction::kNotify,
+    IntentAction::kReboot, IntentAction::kRelabel, IntentAction::kRedrain};
+// "drain" | "resume" | "annotate" | "notify" | "reboot" | "relabel" | "redrain"
 std::string_view to_string(IntentAction a);
 std::optional<IntentAction> intent_action_from_string(std::string_view s);
 
@@ -40,8 +43,8 @@ bool sink_takes(SinkKind sink, IntentAction action);
 // What a decision says, as the sinks see it: copied into every intent the decision creates, so
 // a sink acts on its intent alone and never reads the drainer's node table. `type` is the
 // decision's action ("drain", "resume", "would_drain", "would_resume", "breaker_blocked",
-// "drain_skipped", "reboot", "rebooted", "replace", "reset_gpu", "reset_passed", "reset_failed",
-// or "none" for a decision that only changed
+// "drain_skipped", "reboot", "rebooted", "redrain", "replace", "reset_gpu", "reset_passed",
+// "reset_failed", or "none" for a decision that only changed
 // the node's state) or a breaker
 // event ("breaker_opened", "breaker_closed", "breaker_reset"; node empty).
 struct NodeEvent {
