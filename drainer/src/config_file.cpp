@@ -297,33 +297,26 @@ void read_repair(const Reader& rd, const YAML::Node& r, RepairConfig& repair) {
        "recheck_timeout_s", "evidence_dir", "part_drains", "part_window_s", "boot_time_s"});
   rd.get(r, "reboot", "repair.reboot", repair.reboot);
   rd.get(r, "reset_gpu", "repair.reset_gpu", repair.reset_gpu);
-  rd.get(r, "max_resets_per_node", "repair.max_resets_per_node", repair.max_resets_per_node);
-  rd.get(r, "reset_timeout_s", "repair.reset_timeout_s", repair.reset_timeout_s);
-  rd.get(r, "max_in_repair", "repair.max_in_repair", repair.max_in_repair);
-  rd.get(r, "max_per_window", "repair.max_per_window", repair.max_per_window);
-  rd.get(r, "window_s", "repair.window_s", repair.window_s);
-  rd.get(r, "max_reboots_per_node", "repair.max_reboots_per_node", repair.max_reboots_per_node);
-  rd.get(r, "node_window_s", "repair.node_window_s", repair.node_window_s);
-  rd.get(r, "reboot_timeout_s", "repair.reboot_timeout_s", repair.reboot_timeout_s);
-  rd.get(r, "boot_time_s", "repair.boot_time_s", repair.boot_time_s);
-  rd.get(r, "recheck_timeout_s", "repair.recheck_timeout_s", repair.recheck_timeout_s);
   rd.get(r, "evidence_dir", "repair.evidence_dir", repair.evidence_dir);
-  rd.get(r, "part_drains", "repair.part_drains", repair.part_drains);
-  rd.get(r, "part_window_s", "repair.part_window_s", repair.part_window_s);
-  for (const auto& [key, v] : {std::pair{"max_in_repair", repair.max_in_repair},
-                               {"max_per_window", repair.max_per_window},
-                               {"max_reboots_per_node", repair.max_reboots_per_node},
-                               {"max_resets_per_node", repair.max_resets_per_node},
-                               {"part_drains", repair.part_drains}})
-    if (v < 1) rd.fail(r[key], std::string("repair.") + key, "must be >= 1");
-  for (const auto& [key, v] : {std::pair{"window_s", repair.window_s},
-                               {"node_window_s", repair.node_window_s},
-                               {"reboot_timeout_s", repair.reboot_timeout_s},
-                               {"boot_time_s", repair.boot_time_s},
-                               {"reset_timeout_s", repair.reset_timeout_s},
-                               {"recheck_timeout_s", repair.recheck_timeout_s},
-                               {"part_window_s", repair.part_window_s}})
-    if (v < 60) rd.fail(r[key], std::string("repair.") + key, "must be >= 60");
+  // Counts: at least 1. Durations: at least a minute.
+  for (const auto& [key, v] : {std::pair<const char*, int*>{"max_in_repair", &repair.max_in_repair},
+                               {"max_per_window", &repair.max_per_window},
+                               {"max_reboots_per_node", &repair.max_reboots_per_node},
+                               {"max_resets_per_node", &repair.max_resets_per_node},
+                               {"part_drains", &repair.part_drains}}) {
+    rd.get(r, key, std::string("repair.") + key, *v);
+    if (*v < 1) rd.fail(r[key], std::string("repair.") + key, "must be >= 1");
+  }
+  for (const auto& [key, v] : {std::pair<const char*, int64_t*>{"window_s", &repair.window_s},
+                               {"node_window_s", &repair.node_window_s},
+                               {"reboot_timeout_s", &repair.reboot_timeout_s},
+                               {"boot_time_s", &repair.boot_time_s},
+                               {"reset_timeout_s", &repair.reset_timeout_s},
+                               {"recheck_timeout_s", &repair.recheck_timeout_s},
+                               {"part_window_s", &repair.part_window_s}}) {
+    rd.get(r, key, std::string("repair.") + key, *v);
+    if (*v < 60) rd.fail(r[key], std::string("repair.") + key, "must be >= 60");
+  }
 }
 
 void read_slurm_rest(const Reader& rd, const YAML::Node& r, slurm::RestSettings& rest) {
