@@ -256,7 +256,8 @@ void read_classes(const Reader& rd, const YAML::Node& n, ClassSettings& c) {
 
 void read_policy(const Reader& rd, const YAML::Node& p, PolicyConfig& policy) {
   rd.only_keys(p, "policy",
-               {"defaults", "checks", "fatal_checks", "fatal_fault_codes", "staleness_s"});
+               {"defaults", "checks", "fatal_checks", "fatal_fault_codes", "staleness_s",
+                "requalify_after_s", "requalify_window_s"});
   if (auto d = p["defaults"]; d.IsDefined())
     read_check_policy(rd, d, "policy.defaults", policy.defaults);
   if (auto ch = p["checks"]; ch.IsDefined()) {
@@ -276,6 +277,11 @@ void read_policy(const Reader& rd, const YAML::Node& p, PolicyConfig& policy) {
         read_string_set(rd, p["fatal_fault_codes"], "policy.fatal_fault_codes");
   rd.get(p, "staleness_s", "policy.staleness_s", policy.staleness_s);
   if (policy.staleness_s < 1) rd.fail(p["staleness_s"], "policy.staleness_s", "must be >= 1");
+  rd.get(p, "requalify_after_s", "policy.requalify_after_s", policy.requalify_after_s);
+  rd.get(p, "requalify_window_s", "policy.requalify_window_s", policy.requalify_window_s);
+  if (policy.requalify_after_s < 0 || policy.requalify_window_s < policy.requalify_after_s)
+    rd.fail(p[policy.requalify_after_s < 0 ? "requalify_after_s" : "requalify_window_s"],
+            "policy.requalify_window_s", "must be >= policy.requalify_after_s >= 0");
 }
 
 void read_breaker(const Reader& rd, const YAML::Node& b, BreakerConfig& breaker) {

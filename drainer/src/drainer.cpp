@@ -43,6 +43,7 @@ BreakerState Drainer::breaker() const { return core_->breaker(); }
 bool Drainer::journal_failed() const { return core_->journal_failed(); }
 
 std::vector<ClassSummary> Drainer::hardware_classes() const { return core_->hardware_classes(); }
+std::vector<RecheckDue> Drainer::rechecks_due() { return core_->rechecks_due(); }
 
 std::vector<detect::HealthyFigures> Drainer::healthy_figures(const std::string& sku) const {
   return core_->healthy_figures(sku);

@@ -104,6 +104,25 @@ std::vector<ClassSummary> DrainerCore::hardware_classes() const {
   return classes_->summary();
 }
 
+std::vector<RecheckDue> DrainerCore::rechecks_due() {
+  std::lock_guard lk(mu_);
+  std::vector<RecheckDue> out;
+  const int64_t now = clock_.now_unix();
+  for (const auto& [name, s] : nodes_) {
+    auto listed = requalify_listed_.find(name);
+    if (!s.drained_by_vigil && listed != requalify_listed_.end()) {
+      requalify_listed_.erase(listed);
+      continue;
+    }
+    auto why =
+        requalify_due(s, cfg_.policy, now, listed == requalify_listed_.end() ? 0 : listed->second);
+    if (!why) continue;
+    requalify_listed_[name] = now;  // a try: backs off like a re-check that failed
+    out.push_back({name, std::move(*why)});
+  }
+  return out;
+}
+
 BreakerState DrainerCore::breaker() const {
   std::lock_guard lk(mu_);
   return breaker_;

@@ -92,6 +92,7 @@ class DrainerCore {
   BreakerState breaker() const;
   std::vector<detect::HealthyFigures> healthy_figures(const std::string& sku) const;
   std::vector<ClassSummary> hardware_classes() const;
+  std::vector<RecheckDue> rechecks_due();
   size_t pending(SinkKind sink) const;
   size_t undecided() const;
   std::vector<Intent> pending_intents() const;
@@ -224,6 +225,9 @@ class DrainerCore {
   std::deque<Accepted> undecided_;
   mutable std::mutex mu_;  // guards everything below, and each lane's backoff
   std::map<std::string, NodeRecord> nodes_;
+  // When GET /v1/rechecks last listed a node (requalify.h); not journaled: after a restart a
+  // node may be listed once more.
+  std::map<std::string, int64_t> requalify_listed_;
   BreakerState breaker_;
   std::map<uint64_t, Intent> pending_;  // by id
   std::set<uint64_t> in_flight_;

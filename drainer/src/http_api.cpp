@@ -211,6 +211,11 @@ HttpReply HttpApi::handle(const HttpRequest& req) const {
         classes.push_back({{"class", c.name}, {"nodes", c.nodes}, {"consensus", c.consensus}});
       return json_reply(200, {{"classes", classes}});
     }
+    case Route::kRechecks: {
+      nlohmann::json due = nlohmann::json::array();
+      for (const auto& r : d_.rechecks_due()) due.push_back({{"node", r.node}, {"why", r.why}});
+      return json_reply(200, {{"rechecks", due}});
+    }
     case Route::kCalibration: {
       nlohmann::json figures = nlohmann::json::array();
       for (const auto& f : d_.healthy_figures(route.node)) figures.push_back(to_json(f));

@@ -19,6 +19,7 @@ std::optional<Route> match_route(const std::string& method, const std::string& p
   if (path == "/readyz") return want("GET", {Route::kReadyz, ""});
   if (path == "/metrics") return want("GET", {Route::kMetrics, ""});
   if (path == "/v1/classes") return want("GET", {Route::kClasses, ""});
+  if (path == "/v1/rechecks") return want("GET", {Route::kRechecks, ""});
   constexpr std::string_view kCalibration = "/v1/calibration/";
   if (path.size() > kCalibration.size() &&
       path.compare(0, kCalibration.size(), kCalibration) == 0 &&

@@ -21,7 +21,8 @@ struct Route {
     kReadyz,
     kMetrics,
     kCalibration,
-    kClasses
+    kClasses,
+    kRechecks
   } kind;
   std::string node;  // or the {sku} of /v1/calibration/{sku}
 };

@@ -18,6 +18,7 @@ nlohmann::json to_json(const NodeRecord& s) {
                     {"consecutive_passes", c.consecutive_passes},
                     {"last_reason", c.last_reason},
                     {"fault_code", c.fault_code}};
+    if (c.last_run_unix) checks[name]["last_run_unix_s"] = c.last_run_unix;
   }
   nlohmann::json j{{"node", s.node},
                    {"sku", s.sku},
@@ -36,6 +37,7 @@ nlohmann::json to_json(const NodeRecord& s) {
                    {"note", s.note},
                    {"failing", failing_to_json(s.failing)}};
   if (s.k8s_node) j["k8s_node"] = *s.k8s_node;
+  if (s.drained_unix) j["drained_unix_s"] = s.drained_unix;
   // Only once the ladder touched the node: snapshots of nodes it never saw stay as they were.
   if (s.repair.stage != RepairStage::kNone || s.repair.remedy || !s.repair.reboots.empty() ||
       s.repair.part_drain_unix || !s.repair.offender.empty() || !s.repair.resets.empty() ||
@@ -75,12 +77,14 @@ Result<NodeRecord> node_record_from_json(const nlohmann::json& j) {
         cs.consecutive_passes = c.value("consecutive_passes", 0);
         cs.last_reason = c.value("last_reason", "");
         cs.fault_code = c.value("fault_code", "");
+        cs.last_run_unix = c.value("last_run_unix_s", int64_t{0});
         s.checks[name] = cs;
       }
     }
     s.consecutive_fails = j.value("consecutive_fails", 0);
     s.consecutive_passes = j.value("consecutive_passes", 0);
     s.last_report_unix = j.value("last_report_unix_s", int64_t{0});
+    s.drained_unix = j.value("drained_unix_s", int64_t{0});
     s.last_check_time = j.value("last_check_time", "");
     s.last_run_id = j.value("last_run_id", "");
     const std::string last = j.value("last_action", "");

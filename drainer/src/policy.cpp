@@ -237,6 +237,7 @@ void sync_ownership(NodeRecord& s, const slurm::SlurmNodeInfo* slurm) {
   if (!slurm || slurm::held_by_vigil(*slurm)) return;
   if (s.drained_by_vigil && !slurm::drained_by_vigil(*slurm)) {
     s.drained_by_vigil = false;
+    s.drained_unix = 0;
     s.note = slurm->drain ? "drain taken over by another owner: " + slurm->reason
                           : "vigil drain lifted outside vigil";
     s.reason.clear();
@@ -246,6 +247,7 @@ void sync_ownership(NodeRecord& s, const slurm::SlurmNodeInfo* slurm) {
     // Adopt a vigil drain we have no record of (state dir lost, one-shot runs, ...). One the
     // repair ladder gave up on stays a person's.
     s.drained_by_vigil = true;
+    s.drained_unix = 0;  // adopted: when it began is not known
     s.reason = slurm->reason;
     s.driving_checks.clear();
     if (is_replace_reason(slurm->reason)) s.repair.stage = RepairStage::kReplace;
@@ -264,6 +266,7 @@ bool count_report(NodeRecord& s, const NodeReport& r) {
   for (const auto& c : r.checks) {
     CheckState& cs = s.checks[c.check];
     cs.last_status = c.status;
+    if (c.status == Status::kFail || is_pass_like(c.status)) cs.last_run_unix = s.last_report_unix;
     if (c.status == Status::kFail) {
       cs.consecutive_fails++;
       cs.consecutive_passes = 0;
@@ -440,6 +443,7 @@ PolicyEngine::Step PolicyEngine::drain_or_block(Decision& d, NodeRecord& s,
     return {Action::kBreakerBlocked, NodeState::kWouldDrain,
             "circuit breaker opened: " + d.breaker.why};
   s.drained_by_vigil = true;
+  s.drained_unix = now;
   // Part history: this drain counts against the part of each GPU whose figures fail (parts.h);
   // with the ladder on, a repeat offender's drain is relabelled `replace` by the ladder's next
   // tick, once Slurm shows it (repair.cpp): the drain itself goes out as any other.
@@ -488,6 +492,7 @@ PolicyEngine::Step PolicyEngine::maybe_resume(NodeRecord& s, const NodeReport& r
   const bool repaired = s.repair.stage == RepairStage::kRechecking;
   const bool via_reset = s.repair.via_reset;
   s.drained_by_vigil = false;
+  s.drained_unix = 0;
   s.reason.clear();
   s.driving_checks.clear();
   end_repair(s);
@@ -531,6 +536,7 @@ Decision PolicyEngine::on_operator_resume(const NodeRecord& s,
   }
   n.consecutive_fails = 0;
   n.drained_by_vigil = false;
+  n.drained_unix = 0;
   n.reason.clear();
   n.driving_checks.clear();
   end_repair(n);

@@ -142,6 +142,7 @@ void DrainerCore::correct_not_drained(const std::vector<NotDrained>& not_drained
       d.before = it->second.state;
       d.record = it->second;
       d.record.drained_by_vigil = false;
+      d.record.drained_unix = 0;
       d.record.reason.clear();
       forget_drain(d.record.parts, d.record.repair.part_drain_unix);  // never applied: not counted
       end_repair(d.record);

@@ -54,7 +54,7 @@ ALLOWED = {
     "ncclbench": {"base"},
     "ncclbench_mpi": {"ncclbench", "base"},
     "checks": {"report", "report_client", "base", "ncclbench", "detect", "config"},
-    "submit": {"slurm", "base", "report"},
+    "submit": {"slurm", "base", "report", "report_client"},
     "hook": {"checks", "report", "report_client", "slurm", "base"},
     "check_program": {"checks", "hook", "report", "report_client", "slurm", "base"},
     "drainer_core": {"report", "slurm", "kube", "base", "detect"},

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -152,6 +153,7 @@ TEST(Manifests, kustomize_builds_and_every_object_validates_against_the_upstream
   const auto base = build(kCron);
   for (const auto& [kind, name] : std::vector<std::pair<std::string, std::string>>{
            {"CronJob", "vigil-healthcheck"},
+           {"CronJob", "vigil-requalify"},
            {"Deployment", "vigil-drainer"},
            {"Service", "vigil-drainer"},
            {"ServiceAccount", "vigil-drainer"},
@@ -399,6 +401,19 @@ TEST(Manifests, ingest_tls_component_wires_secret_probes_and_report_url) {
   ASSERT_NE(env, nullptr);
   EXPECT_EQ((*env)["data"]["VIGIL_REPORT_URL"].as<std::string>().rfind("https://", 0), 0u);
   EXPECT_FALSE((*env)["data"]["VIGIL_CA_FILE"].as<std::string>().empty());
+  // The re-qualifying CronJob reads the drainer at that URL and verifies it with the CA.
+  const auto* rq = find(objs, "CronJob", "vigil-requalify");
+  ASSERT_NE(rq, nullptr);
+  const auto rq_pod = (*rq)["spec"]["jobTemplate"]["spec"]["template"]["spec"];
+  std::vector<std::string> args;
+  for (const auto& a : rq_pod["containers"][0]["command"]) args.push_back(a.as<std::string>());
+  EXPECT_NE(std::find(args.begin(), args.end(), "--rechecks-from=$(VIGIL_REPORT_URL)"), args.end());
+  EXPECT_NE(std::find(args.begin(), args.end(), "--drainer-ca-file=/etc/vigil/tls/ca.crt"),
+            args.end());
+  bool ca_mounted = false;
+  for (const auto& m : rq_pod["containers"][0]["volumeMounts"])
+    ca_mounted = ca_mounted || m["mountPath"].as<std::string>() == "/etc/vigil/tls";
+  EXPECT_TRUE(ca_mounted);
 }
 
 #ifdef VIGIL_DRAINER_BINARY

@@ -189,6 +189,7 @@ Run FleetModel::run(SimNode& node, int cycle, std::int64_t now, const DetectConf
     }
   }
   at_s_ = 0;
+  run_end_s_ = 0;
   std::vector<std::vector<double>> values(models.size());
   int instances = 0;
   for (std::size_t f = 0; f < models.size(); ++f) {
@@ -229,6 +230,7 @@ Run FleetModel::run(SimNode& node, int cycle, std::int64_t now, const DetectConf
           Repeat rep{c.check, models[f].measurement, "gpu" + std::to_string(gpu), {}};
           for (int k = 0; k < times; ++k) {
             at_s_ = repeat_spacing_s_ + 5.0 * (k + 1);
+            run_end_s_ = std::max(run_end_s_, at_s_);
             rep.values.push_back(measure(node, f, gpu, cycle));
           }
           at_s_ = 0;
@@ -253,6 +255,7 @@ Run FleetModel::run(SimNode& node, int cycle, std::int64_t now, const DetectConf
     const int times = plan_allreduce_repeats(judged, recent, config);
     for (int k = 0; k < times; ++k) {
       at_s_ = repeat_spacing_s_ + 5.0 * (k + 1);
+      run_end_s_ = std::max(run_end_s_, at_s_);
       judged.measurements.front().repeats.push_back(measure(node, f, 0, cycle));
       at_s_ = 0;
     }
@@ -267,6 +270,8 @@ Run FleetModel::run(SimNode& node, int cycle, std::int64_t now, const DetectConf
         recent.erase(recent.begin());
     }
   }
+  if (interference_.active)
+    out.interference_left_s = std::max(0.0, interference_.duration_s - run_end_s_);
   return out;
 }
 

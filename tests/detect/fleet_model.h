@@ -75,6 +75,8 @@ struct Run {
   std::vector<Repeat> repeats;
   bool dipped = false;      // a one-probe transient dip happened in this run
   bool interfered = false;  // interference lasted through this run (set_interference)
+  // How long the interference goes on after the run's last measurement (0: none, or over).
+  double interference_left_s = 0;
 };
 
 class FleetModel {
@@ -137,6 +139,7 @@ class FleetModel {
   double at_s_ = 0;  // when in the run the current measurement is taken
   bool unconfirmed_floors_ = false;
   Interference interference_;
+  double run_end_s_ = 0;  // the latest at_s_ of the run in progress
 };
 
 }  // namespace vigil::detect::sim

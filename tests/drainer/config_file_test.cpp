@@ -179,6 +179,8 @@ TEST(Config, errors_name_file_line_and_field) {
       {"auth: disabled\npolicy:\n  checks:\n    gpu_hbm:\n      drain_after: 0\n",
        "c.yaml:5: policy.checks.gpu_hbm.drain_after: must be >= 1"},
       {"auth: disabled\npolicy:\n  staleness_s: -1\n", "c.yaml:3: policy.staleness_s"},
+      {"auth: disabled\npolicy:\n  requalify_after_s: 30000\n",
+       "policy.requalify_window_s: must be >= policy.requalify_after_s >= 0"},
       {"auth: disabled\nkubernetes:\n  node_mapping: magic\n", "c.yaml:3: kubernetes.node_mapping"},
       {"auth: disabled\nkubernetes:\n  node_mapping: pod-lookup\n", "kubernetes.pod_namespace"},
       {"auth: disabled\nkubernetes:\n  annotation_prefix: vigil\n",
@@ -238,6 +240,8 @@ policy:
   fatal_checks: [gpu_count]
   fatal_fault_codes: [VIGIL-NVML-DBE]
   staleness_s: 7200
+  requalify_after_s: 180
+  requalify_window_s: 1200
 breaker: {max_drains: 5, max_percent: 10, window_s: 600}
 slurm: {conf: /etc/slurm/slurm.conf, retry_initial_ms: 100, retry_max_ms: 1000, batch_window_ms: 50,
        view_max_age_s: 2}
@@ -256,6 +260,8 @@ kubernetes:
   EXPECT_EQ(c->policy.for_check("other").resume_after, 4);
   EXPECT_EQ(c->policy.for_check("nvml_ecc").drain_after, 3);  // fatal list replaced
   EXPECT_EQ(c->policy.for_check("nvml_ecc", "VIGIL-NVML-DBE").drain_after, 1);
+  EXPECT_EQ(c->policy.requalify_after_s, 180);
+  EXPECT_EQ(c->policy.requalify_window_s, 1200);
   EXPECT_EQ(c->breaker.max_drains, 5);
   EXPECT_EQ(c->slurm.view_max_age_s, 2);
   EXPECT_EQ(c->kubernetes.node_mapping, NodeMapping::kPodLookup);

@@ -19,6 +19,7 @@
 #include "temp_dir.h"
 #include "vigil/drainer/calibrate.h"
 #include "vigil/drainer/journal.h"
+#include "vigil/submit/submit.h"
 
 namespace vigil::drainer {
 namespace {
@@ -238,6 +239,47 @@ TEST(HttpApi, classes_serve_each_class_and_its_consensus) {
   EXPECT_EQ(j["classes"][0]["class"], "H100-SXM5-80GB gpu:8 [ib]");
   EXPECT_EQ(j["classes"][0]["nodes"], 6);
   EXPECT_EQ(j["classes"][0]["consensus"]["ib_port/active_ports"], 8);
+}
+
+// GET /v1/rechecks: a drain on performance alone, two minutes old, as vigil-submit --rechecks-from
+// reads it (requalify.h); an ECC drain is not listed. With the wrong token vigil-submit says why.
+TEST(HttpApi, rechecks_list_performance_drains_for_vigil_submit) {
+  Server s(true, [](DrainerConfig& c) { c.policy.checks["gpu_gemm"].drain_after = 1; });
+  const auto gemm =
+      make_check("gpu_gemm", Status::kFail, 500, 640, "TFLOP/s", "VIGIL-SLOW-CONFIRMED");
+  ASSERT_EQ(s.post(to_json(make_report("gpu-1", "a", {gemm})).dump())->status, 202);
+  ASSERT_EQ(s.post(report_body("gpu-2", "a", Status::kFail))->status, 202);
+  s.d->process_pending();
+  httplib::Headers h{{"Authorization", "Bearer " + kToken}};
+  EXPECT_EQ(s.cli->Get("/v1/rechecks")->status, 401);
+  auto r = s.cli->Get("/v1/rechecks", h);
+  ASSERT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(nlohmann::json::parse(r->body), nlohmann::json::parse(R"({"rechecks": []})"));
+  s.clock.advance(120);
+  r = s.cli->Get("/v1/rechecks", h);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const auto j = nlohmann::json::parse(r->body);
+  ASSERT_EQ(j["rechecks"].size(), 1u) << r->body;
+  EXPECT_EQ(j["rechecks"][0]["node"], "gpu-1");
+  EXPECT_EQ(j["rechecks"][0]["why"],
+            "requalify: drained 120 s ago on performance alone (gpu_gemm)");
+  EXPECT_EQ(s.cli->Post("/v1/rechecks", h, "", "application/json")->status, 405);
+
+  const std::string token_file = s.dir.str() + "/token";
+  std::ofstream(token_file) << kToken << "\n";
+  s.clock.advance(120);  // listed once: the next listing after the backoff (requalify.h)
+  ReportClientOptions drainer;
+  drainer.url = "http://127.0.0.1:" + std::to_string(s.port) + "/v1/reports";  // path replaced
+  drainer.token_file = token_file;
+  auto due = submit::load_rechecks_due(drainer);
+  ASSERT_TRUE(due.ok()) << due.error().to_string();
+  EXPECT_EQ(*due, std::vector<std::string>{"gpu-1"});
+  std::ofstream(token_file, std::ios::trunc) << "wrong-token\n";
+  due = submit::load_rechecks_due(drainer);
+  ASSERT_FALSE(due.ok());
+  EXPECT_NE(due.error().to_string().find("HTTP 403: {\"error\":\"invalid token\"}"),
+            std::string::npos)
+      << due.error().to_string();
 }
 
 TEST(HttpApi, with_an_admin_token_operator_endpoints_refuse_the_ingest_token) {

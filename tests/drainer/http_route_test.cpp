@@ -35,6 +35,7 @@ TEST(HttpRoute, every_endpoint_has_its_method_and_path) {
   EXPECT_EQ(cal->kind, Route::kCalibration);
   EXPECT_EQ(cal->node, "H100-SXM5-80GB");
   EXPECT_EQ(route("GET", "/v1/classes", &st)->kind, Route::kClasses);
+  EXPECT_EQ(route("GET", "/v1/rechecks", &st)->kind, Route::kRechecks);
   EXPECT_FALSE(route("POST", "/v1/classes", &st));
   EXPECT_EQ(st, 405);
 }

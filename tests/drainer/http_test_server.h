@@ -33,6 +33,7 @@ struct Server {
   std::unique_ptr<Drainer> d;
   std::unique_ptr<HttpServer> http;
   std::unique_ptr<httplib::Client> cli;
+  int port = 0;  // where it listens on 127.0.0.1
 
   explicit Server(bool open_drainer = true, std::function<void(DrainerConfig&)> tweak = {}) {
     for (int i = 0; i < 4; ++i) slurm->add_node("gpu-" + std::to_string(i));
@@ -52,6 +53,7 @@ struct Server {
     auto port = http->bind();
     EXPECT_TRUE(port.ok());
     EXPECT_TRUE(http->start().ok());
+    this->port = port.value();
     cli = std::make_unique<httplib::Client>("127.0.0.1", port.value());
   }
   ~Server() { http->stop(); }

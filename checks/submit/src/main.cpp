@@ -104,9 +104,23 @@ int main(int argc, char** argv) {
                  "--check-config: how long a node takes to boot, for ResumeTimeout")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--rechecks-from", o.rechecks_from.url,
+                 "the drainer's URL: re-check only the nodes its GET /v1/rechecks names (drains "
+                 "on performance alone, re-qualified within minutes); no other jobs "
+                 "(docs/recheck.md)");
+  app.add_option("--drainer-token-file", o.rechecks_from.token_file,
+                 "--rechecks-from: bearer token file (auth mode token)");
+  app.add_option("--drainer-ca-file", o.rechecks_from.ca_file,
+                 "--rechecks-from: CA of the drainer's certificate (https)");
+  std::string drainer_auth = "token";
+  app.add_option("--drainer-auth", drainer_auth,
+                 "--rechecks-from: token, or munge (a credential of this user from munged)")
+      ->check(CLI::IsMember({"token", "munge"}))
+      ->capture_default_str();
   app.add_flag("--json", o.json, "JSON output instead of the table");
   CLI11_PARSE(app, argc, argv);
   p.recheck = !no_recheck;
+  o.rechecks_from.auth.mode = *vigil::parse_report_auth_mode(drainer_auth);
   for (const auto& [option, value] :
        {std::pair{"--time", &p.time_limit}, std::pair{"--fabric-time", &p.fabric_time_limit}}) {
     if (!vigil::submit::slurm_time_limit_s(*value)) {

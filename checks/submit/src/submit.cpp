@@ -241,9 +241,48 @@ int run_config_check(const SubmitRunOptions& o) {
   return problem ? 1 : 0;
 }
 
+Result<std::vector<std::string>> load_rechecks_due(const ReportClientOptions& drainer) {
+  VIGIL_TRY(auto body, get_from_drainer("/v1/rechecks", drainer));
+  const auto j = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("rechecks") || !j["rechecks"].is_array())
+    return Error{"the answer is not {\"rechecks\": [...]}: " + body.substr(0, 200),
+                 "GET " + drainer.url + " /v1/rechecks"};
+  std::vector<std::string> nodes;
+  for (const auto& r : j["rechecks"]) {
+    if (!r.is_object() || !r.contains("node") || !r["node"].is_string())
+      return Error{"an entry without a node name: " + r.dump(), "GET /v1/rechecks"};
+    nodes.push_back(r["node"].get<std::string>());
+  }
+  return nodes;
+}
+
 int run_submit(const SubmitRunOptions& ro) {
   if (ro.check_config) return run_config_check(ro);
   SubmitRunOptions o = ro;
+  if (!o.rechecks_from.url.empty()) {
+    auto due = load_rechecks_due(o.rechecks_from);
+    if (!due.ok()) {
+      std::fprintf(stderr, "vigil-submit: --rechecks-from: %s\n", due.error().to_string().c_str());
+      return 2;
+    }
+    if (due->empty()) {
+      std::fprintf(stderr, "vigil-submit: no re-checks due (%s)\n", o.rechecks_from.url.c_str());
+      if (o.json) std::printf("{\"commands\": [], \"nodes\": []}\n");
+      return 0;
+    }
+    if (!o.plan.nodes.empty()) {  // --nodes narrows the list, never widens it
+      const std::set<std::string> wanted(o.plan.nodes.begin(), o.plan.nodes.end());
+      std::erase_if(*due, [&](const std::string& n) { return !wanted.count(n); });
+      if (due->empty()) {
+        std::fprintf(stderr, "vigil-submit: no re-checks due among --nodes\n");
+        if (o.json) std::printf("{\"commands\": [], \"nodes\": []}\n");
+        return 0;
+      }
+    }
+    o.plan.nodes = std::move(*due);  // only these; re-checked, never given a node job
+    o.plan.max_jobs = 0;
+    o.plan.fabric = false;
+  }
   if (o.plan.run_id.empty()) o.plan.run_id = default_run_id();
   if (o.plan.seed == 0) o.plan.seed = static_cast<uint64_t>(std::time(nullptr));
   if (o.plan.recheck && o.plan.recheck_script_text.empty()) {

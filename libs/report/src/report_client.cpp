@@ -86,52 +86,67 @@ std::optional<ReportAuthMode> parse_report_auth_mode(std::string_view s) {
 
 namespace {
 
+// One connection to the drainer as `opts` says: its URL, the token read, the TLS settings
+// checked. Every request to the drainer (a report's POST, a GET of its state) starts here.
+struct DrainerConnection {
+  HttpUrl url;
+  std::string token;
+  std::unique_ptr<httplib::Client> client;
+};
+
+Result<DrainerConnection> connect_drainer(const ReportClientOptions& opts) {
+  DrainerConnection c;
+  if (!opts.token_file.empty() && opts.auth.mode == ReportAuthMode::kToken) {
+    VIGIL_TRY(c.token, read_token(opts.token_file));
+  }
+  VIGIL_TRY(c.url, parse_url(opts.url));
+  if (auto problem = tls_setup_problem(c.url, opts.ca_file); !problem.empty())
+    return Error{problem, "connect_drainer"};
+  c.client = make_http_client({c.url.scheme_host_port, opts.ca_file, opts.timeout_ms});
+  c.client->set_tcp_nodelay(true);
+  return c;
+}
+
+// The Authorization header of one request, if any: the bearer token, or a fresh MUNGE
+// credential bound to the method, path and body (munged refuses a credential twice).
+Result<std::optional<std::string>> authorization(const DrainerConnection& c,
+                                                 const ReportClientOptions& opts,
+                                                 const std::string& method,
+                                                 const std::string& body) {
+  if (opts.auth.mode == ReportAuthMode::kMunge) {
+    VIGIL_TRY(auto cred, munge::encode(munge::request_payload(method, c.url.path, body),
+                                       {opts.auth.munge_socket, opts.auth.munge_ttl_s}));
+    return std::optional<std::string>(std::string(munge::kAuthScheme) + " " + cred);
+  }
+  if (!c.token.empty()) return std::optional<std::string>("Bearer " + c.token);
+  return std::optional<std::string>();
+}
+
 // POSTs one body with retries; fills out (attempts, status, error). Sets out.delivered on 2xx.
 void post_body(const std::string& body, const ReportClientOptions& opts, int max_attempts,
                PostOutcome& out) {
   auto sleep = opts.sleep ? opts.sleep : [](int ms) {
     std::this_thread::sleep_for(std::chrono::milliseconds(ms));
   };
-  std::string token;
-  std::string setup_error;
-  if (!opts.token_file.empty() && opts.auth.mode == ReportAuthMode::kToken) {
-    auto t = read_token(opts.token_file);
-    if (t.ok())
-      token = t.value();
-    else
-      setup_error = t.error().to_string();
-  }
-  auto url = parse_url(opts.url);
-  if (!url.ok())
-    setup_error = url.error().to_string();
-  else if (setup_error.empty())
-    setup_error = tls_setup_problem(*url, opts.ca_file);
-  if (!setup_error.empty()) {
-    out.last_error = setup_error;
+  auto conn = connect_drainer(opts);
+  if (!conn.ok()) {
+    out.last_error = conn.error().to_string();
     return;
   }
-  const auto client = make_http_client({url->scheme_host_port, opts.ca_file, opts.timeout_ms});
-  httplib::Client& cli = *client;
-  cli.set_tcp_nodelay(true);
-  const std::string payload = opts.auth.mode == ReportAuthMode::kMunge
-                                  ? munge::request_payload("POST", url->path, body)
-                                  : std::string();
+  httplib::Client& cli = *conn->client;
   int backoff = std::max(1, opts.initial_backoff_ms);
   for (int attempt = 1; attempt <= std::max(1, max_attempts); ++attempt) {
     out.attempts = attempt;
     httplib::Headers headers;
-    if (!token.empty()) headers.emplace("Authorization", "Bearer " + token);
     if (opts.want_decision) headers.emplace(std::string(kDecisionHeader), "1");
-    if (opts.auth.mode == ReportAuthMode::kMunge) {
-      auto cred = munge::encode(payload, {opts.auth.munge_socket, opts.auth.munge_ttl_s});
-      if (!cred.ok()) {  // munged down: no attempt can succeed, spool
-        out.last_http_status = 0;
-        out.last_error = cred.error().to_string();
-        return;
-      }
-      headers.emplace("Authorization", std::string(munge::kAuthScheme) + " " + *cred);
+    auto auth = authorization(*conn, opts, "POST", body);
+    if (!auth.ok()) {  // munged down: no attempt can succeed, spool
+      out.last_http_status = 0;
+      out.last_error = auth.error().to_string();
+      return;
     }
-    auto res = cli.Post(url->path.c_str(), headers, body, "application/json");
+    if (*auth) headers.emplace("Authorization", **auth);
+    auto res = cli.Post(conn->url.path.c_str(), headers, body, "application/json");
     if (res) {
       out.reached = true;
       out.last_http_status = res->status;
@@ -170,6 +185,24 @@ std::string slurp(const std::filesystem::path& p) {
 }
 
 }  // namespace
+
+Result<std::string> get_from_drainer(const std::string& path, ReportClientOptions opts) {
+  auto base = parse_http_url(opts.url);
+  if (!base.ok()) return Error{"drainer " + base.error().message, "get_from_drainer"};
+  opts.url = base->scheme_host_port + path;
+  VIGIL_TRY(auto conn, connect_drainer(opts));
+  VIGIL_TRY(auto auth, authorization(conn, opts, "GET", ""));
+  httplib::Headers headers;
+  if (auth) headers.emplace("Authorization", *auth);
+  auto res = conn.client->Get(path.c_str(), headers);
+  if (!res)
+    return Error{http_failure_text(*conn.client, res.error(), "the drainer", opts.ca_file),
+                 "GET " + opts.url};
+  if (res->status != 200)
+    return Error{"HTTP " + std::to_string(res->status) + ": " + res->body.substr(0, 300),
+                 "GET " + opts.url};
+  return res->body;
+}
 
 SpoolResend resend_spool(const std::string& dir, const ReportClientOptions& opts, int max_files) {
   namespace fs = std::filesystem;

@@ -286,6 +286,74 @@ TEST_F(RecheckTest, drained_node_is_rechecked_held_with_every_gpu_and_resumed_no
   EXPECT_EQ(res.out.find("vigil-hold-"), std::string::npos) << res.out;
 }
 
+// A drain on performance alone, re-qualified within minutes (docs/recheck.md "Re-qualifying a
+// performance drain"): the drainer (policy.requalify_after_s 2 here, 120 by default) lists gpu-1
+// in GET /v1/rechecks; `vigil-submit --rechecks-from` re-checks only that node, held, and nothing
+// else; the driving check (host_allreduce: real OpenMPI on the node, a figure with no floor)
+// passes in two such runs and the drainer resumes the node.
+TEST_F(RecheckTest, a_performance_drain_is_requalified_by_rechecks_from_the_drainer) {
+  if (auto why = LocalSlurmCluster::production_unavailable()) GTEST_SKIP() << *why;
+  const std::string drainer_url = "http://127.0.0.1:" + std::to_string(port_);
+  const std::vector<std::string> requalify = {"--json", "--rechecks-from=" + drainer_url};
+  const std::map<std::string, std::string> with_host_allreduce = {
+      {"VIGIL_FAKE_EXCLUDE",
+       "gpu_gemm,gpu_hbm,gpu_pcie_bw,gpu_memtest,nccl_allreduce_nvlink,"
+       "nccl_allreduce_ib"}};
+  // Nothing due: nothing read from Slurm's queue is submitted.
+  auto idle = submit(requalify, with_host_allreduce);
+  ASSERT_EQ(idle.exit_code, 0) << idle.describe();
+  EXPECT_NE(idle.err.find("no re-checks due"), std::string::npos) << idle.describe();
+
+  // What a node job reports when the fleet judged its all_reduce slow (a slow verdict).
+  nlohmann::json report = {{"schema_version", 1},
+                           {"node", "gpu-1"},
+                           {"sku", "h100-sxm-80gb"},
+                           {"run_id", "slow-1"},
+                           {"start_time", "2026-12-03T08:00:00Z"},
+                           {"end_time", "2026-12-03T08:01:00Z"},
+                           {"checks",
+                            {{{"check", "host_allreduce"},
+                              {"status", "fail"},
+                              {"fault_code", "VIGIL-SLOW-CONFIRMED"},
+                              {"message", "busbw 30% below the fleet"},
+                              {"measurements", nlohmann::json::array()}}}}};
+  httplib::Client cli("127.0.0.1", port_);
+  auto posted = cli.Post("/v1/reports", report.dump(), "application/json");
+  ASSERT_TRUE(posted && posted->status == 202) << (posted ? posted->body : "no answer");
+  ASSERT_TRUE(wait_until([&] { return node_state("gpu-1").second.rfind("vigil:", 0) == 0; }, 30s))
+      << node_state("gpu-1").second << "\n"
+      << drainer_->log();
+  const auto drained_at = std::chrono::steady_clock::now();
+
+  // Two runs of the CronJob's re-qualifying pass; each re-checks gpu-1 alone, held.
+  for (int run = 1; run <= 2; ++run) {
+    std::this_thread::sleep_for(2s);  // policy.requalify_after_s
+    auto r = submit(requalify, with_host_allreduce);
+    ASSERT_EQ(r.exit_code, 0) << r.describe();
+    const auto rc = recheck_of(r.out, "gpu-1");
+    ASSERT_FALSE(rc.is_null()) << "run " << run << ": " << r.out << "\n" << r.err;
+    EXPECT_EQ(rc.at("exit_code"), 0) << rc.dump(2);
+    EXPECT_TRUE(job_ids(r.out).empty()) << "a re-qualifying run submits no node job";
+    for (const auto& c : nlohmann::json::parse(r.out).at("commands"))
+      EXPECT_EQ(c.at("nodes"), nlohmann::json::array({"gpu-1"})) << c.dump();
+    if (run == 1) {
+      std::this_thread::sleep_for(1s);  // one pass must not resume (resume_after 2)
+      EXPECT_EQ(node_state("gpu-1").second.rfind("vigil:", 0), 0u) << node_state("gpu-1").second;
+    }
+  }
+  ASSERT_TRUE(
+      wait_until([&] { return node_state("gpu-1").first.find("drain") == std::string::npos; }, 60s))
+      << node_state("gpu-1").first << "\n"
+      << drainer_->log();
+  const auto took = std::chrono::duration_cast<std::chrono::seconds>(
+      std::chrono::steady_clock::now() - drained_at);
+  std::printf("requalified: drained to resumed in %lld s (two held re-checks)\n",
+              static_cast<long long>(took.count()));
+  EXPECT_EQ(state_with_check("gpu-1", "host_allreduce").at("drained_by_vigil"), false);
+  auto after = submit(requalify, with_host_allreduce);  // the list is empty again
+  EXPECT_NE(after.err.find("no re-checks due"), std::string::npos) << after.describe();
+}
+
 // The real libslurm readers behind the plan: an admin drain, a DOWN node and a pending vigil job
 // are skipped with their reason; --dry-run prints the sbatch lines and submits nothing.
 TEST_F(RecheckTest, dry_run_reads_slurm_skips_with_reasons_and_submits_nothing) {

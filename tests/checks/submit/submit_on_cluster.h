@@ -58,7 +58,8 @@ inline CommandResult run_vigil_submit(const LocalSlurmCluster& cluster, const Su
   return cluster.run(argv, o);
 }
 
-// `vigil-drainer serve` for the cluster (no auth, drain_after 1, resume_after 2, state under
+// `vigil-drainer serve` for the cluster (no auth, drain_after 1, resume_after 2, a performance
+// drain listed for re-qualification after 2 s (GET /v1/rechecks), state under
 // `scratch`), `extra_yaml` appended to its configuration; its port is set once it listens
 // (0 if it did not start: the caller asserts and prints the process's log).
 inline std::unique_ptr<BackgroundProcess> start_drainer(const LocalSlurmCluster& cluster,
@@ -69,6 +70,7 @@ inline std::unique_ptr<BackgroundProcess> start_drainer(const LocalSlurmCluster&
                         << "auth: disabled\n"
                         << "state_dir: " << scratch << "/drainer-state\n"
                         << "policy:\n  defaults: {drain_after: 1, resume_after: 2}\n"
+                        << "  requalify_after_s: 2\n"
                         << "kubernetes: {enabled: false}\n"
                         << "slurm: {enabled: true, conf: " << cluster.slurm_conf()
                         << ", batch_window_ms: 50, view_max_age_s: 1}\n"

@@ -27,6 +27,7 @@
 #include "vigil/drainer/intent.h"
 #include "vigil/drainer/metrics.h"
 #include "vigil/drainer/policy.h"
+#include "vigil/drainer/requalify.h"
 #include "vigil/drainer/webhook.h"
 #include "vigil/kube/kube_api.h"
 #include "vigil/report/drain_decision.h"
@@ -107,6 +108,9 @@ class Drainer {
   // GET /v1/classes: each hardware class with its nodes and the consensus of each inventory
   // figure where one holds (classes.h); empty when classes are off or no class is known yet.
   std::vector<ClassSummary> hardware_classes() const;
+  // GET /v1/rechecks: the drained nodes due for a held re-check now (requalify.h). Each node
+  // listed counts as a try: it is listed again only after the backoff, or after a pass.
+  std::vector<RecheckDue> rechecks_due();
   size_t pending(SinkKind sink) const;
   size_t undecided() const;  // accepted reports not yet decided
   std::vector<Intent> pending_intents() const;

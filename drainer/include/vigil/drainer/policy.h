@@ -37,6 +37,7 @@ struct CheckState {
   int consecutive_passes = 0;  // pass and warn count as passes; error/skipped change nothing
   std::string last_reason;     // Slurm reason of the latest fail
   std::string fault_code;
+  int64_t last_run_unix = 0;  // when it last passed or failed (the drainer's clock; 0: unknown)
 };
 
 // What the latest decision about a node did. Spelled as its Action ("drain", "resume",
@@ -68,6 +69,7 @@ struct NodeRecord {
   std::optional<std::string> k8s_node;
   NodeState state = NodeState::kUnknown;
   bool drained_by_vigil = false;
+  int64_t drained_unix = 0;                 // when Vigil decided its drain (0: unknown)
   std::string reason;                       // vigil drain reason (also for would-drain)
   std::vector<std::string> driving_checks;  // the checks that drove the (would-)drain
   std::map<std::string, CheckState> checks;

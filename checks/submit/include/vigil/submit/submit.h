@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "vigil/base/result.h"
+#include "vigil/report/report_client.h"
 #include "vigil/slurm/slurm_rest.h"
 #include "vigil/submit/plan.h"
 
@@ -33,7 +34,14 @@ struct SubmitRunOptions {
   // nothing (config_check.h). boot_time_s: how long the nodes take to boot (ResumeTimeout).
   bool check_config = false;
   int boot_time_s = 600;
+  // --rechecks-from: the drainer (url, token or munge, CA) whose GET /v1/rechecks names the only
+  // nodes this run re-checks (held, as any re-check); no node, fabric or domain jobs. Empty url:
+  // off. The re-qualification of performance drains within minutes (docs/recheck.md).
+  ReportClientOptions rechecks_from;
 };
+
+// --rechecks-from: the nodes the drainer wants re-checked now; an error naming the URL.
+Result<std::vector<std::string>> load_rechecks_due(const ReportClientOptions& drainer);
 
 // plan.nvlink_domain_of from --nvlink-domains; an error naming the option, the file and line, or
 // Slurm's answer (also when Slurm has no blocks: `slurm` was asked for them).

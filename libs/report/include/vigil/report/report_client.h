@@ -103,6 +103,11 @@ Delivery deliver_report(const NodeReport& report, const ReportClientOptions& opt
 SpoolResend resend_spool(const std::string& dir, const ReportClientOptions& opts,
                          int max_files = 16);
 
+// GET `path` (e.g. "/v1/rechecks") of the drainer at opts.url (its path is replaced), with the
+// same authentication and TLS settings as a report; one attempt. The 200 body, or an error
+// naming the URL and the answer.
+Result<std::string> get_from_drainer(const std::string& path, ReportClientOptions opts);
+
 // Writes the report as <dir>/<node>-<run_id>.json atomically (tmp + fsync + rename + dir fsync).
 Result<std::string> spool_report(const NodeReport& report, const std::string& dir);
 
