@@ -480,6 +480,18 @@ class RepairLadder : public testing::LadderTest {
       for (const auto& n : c.nodes) out.push_back(c.op + " " + n);
     return out;
   }
+  // What 22.05 shows when a reboot outlasts ResumeTimeout: DOWN, the drain lifted, Vigil's reason
+  // with Slurm's note (reboot_timeout_slurm_test measured it).
+  void reboot_times_out(const std::string& node) {
+    const std::string reason = slurm_->get(node).reason;
+    slurm_->set(node, [&](slurm::SlurmNodeInfo& n) {
+      n.down = true;
+      n.drain = false;
+      n.reboot_pending = false;
+      n.state = "DOWN";
+      n.reason = reason + " : reboot issued : reboot timed out";
+    });
+  }
 };
 
 TEST_F(RepairLadder, reboots_one_node_at_a_time_resumes_the_repaired_and_keeps_the_broken) {
@@ -559,14 +571,7 @@ TEST_F(RepairLadder, a_reboot_slurm_timed_out_and_undrained_is_drained_again_whi
   EXPECT_EQ(dr.tick(), 1);
   dr.run_slurm_sink_once();
   ASSERT_EQ(ops().back(), "reboot gpu-1");
-  const std::string reason = slurm_->get("gpu-1").reason;
-  slurm_->set("gpu-1", [&](slurm::SlurmNodeInfo& n) {  // what 22.05 shows then
-    n.down = true;
-    n.drain = false;
-    n.reboot_pending = false;
-    n.state = "DOWN";
-    n.reason = reason + " : reboot issued : reboot timed out";
-  });
+  reboot_times_out("gpu-1");
   clock_.advance(10);  // past the cached Slurm view
   EXPECT_EQ(dr.tick(), 1);
   dr.run_slurm_sink_once();
@@ -600,14 +605,7 @@ TEST_F(RepairLadder, a_redrain_of_a_node_an_admin_resumed_meanwhile_leaves_it_in
   decide(dr, {remap_fail("gpu-1", "a")});
   EXPECT_EQ(dr.tick(), 1);
   dr.run_slurm_sink_once();
-  const std::string reason = slurm_->get("gpu-1").reason;
-  slurm_->set("gpu-1", [&](slurm::SlurmNodeInfo& n) {
-    n.down = true;
-    n.drain = false;
-    n.reboot_pending = false;
-    n.state = "DOWN";
-    n.reason = reason + " : reboot issued : reboot timed out";
-  });
+  reboot_times_out("gpu-1");
   clock_.advance(10);
   EXPECT_EQ(dr.tick(), 1);                             // the redrain, queued
   slurm_->set("gpu-1", [&](slurm::SlurmNodeInfo& n) {  // scontrol update state=resume

@@ -122,20 +122,32 @@ std::vector<std::string> due_nodes(Drainer& dr) {
   return out;
 }
 
+// The test drainer with GEMM drains after one report; `decide` ingests, decides and sends.
+struct GemmDrains {
+  TempDir d;
+  FakeClock clock;
+  std::shared_ptr<testing::FakeSlurm> slurm = cluster(4);
+  DrainerConfig cfg = [this] {
+    auto c = test_config(d.str());
+    c.policy.checks["gpu_gemm"].drain_after = 1;
+    return c;
+  }();
+  static void decide(Drainer& dr, const std::vector<NodeReport>& reports) {
+    ASSERT_TRUE(dr.ingest(reports).ok());
+    dr.process_pending();
+    dr.run_slurm_sink_once();
+  }
+};
+
 // A GEMM drain is listed two minutes after it (and after a restart, from the journal), an ECC
 // drain never; two passing re-checks resume the node as for any drain, and the list is empty.
 TEST(Requalify, the_drainer_lists_a_performance_drain_and_two_passes_resume_it) {
-  TempDir d;
-  FakeClock clock;
-  auto slurm = cluster(4);
-  auto cfg = test_config(d.str());
-  cfg.policy.checks["gpu_gemm"].drain_after = 1;
+  GemmDrains g;
+  auto& [d, clock, slurm, cfg] = g;
   {
     Drainer dr(cfg, slurm, nullptr, clock);
     ASSERT_TRUE(dr.open().ok());
-    ASSERT_TRUE(dr.ingest({gemm_fail("gpu-1", "a"), bad("gpu-2", "a")}).ok());
-    dr.process_pending();
-    dr.run_slurm_sink_once();
+    GemmDrains::decide(dr, {gemm_fail("gpu-1", "a"), bad("gpu-2", "a")});
     ASSERT_TRUE(slurm->get("gpu-1").drain);
     ASSERT_TRUE(slurm->get("gpu-2").drain);
     EXPECT_TRUE(due_nodes(dr).empty());
@@ -147,14 +159,10 @@ TEST(Requalify, the_drainer_lists_a_performance_drain_and_two_passes_resume_it) 
   Drainer dr(cfg, slurm, nullptr, clock);  // replayed: the drain's time came back
   ASSERT_TRUE(dr.open().ok());
   EXPECT_EQ(due_nodes(dr), std::vector<std::string>{"gpu-1"});
-  ASSERT_TRUE(dr.ingest({gemm_pass("gpu-1", "r1")}).ok());
-  dr.process_pending();
-  dr.run_slurm_sink_once();
+  GemmDrains::decide(dr, {gemm_pass("gpu-1", "r1")});
   EXPECT_TRUE(slurm->get("gpu-1").drain);                       // resume_after 2
   EXPECT_EQ(due_nodes(dr), std::vector<std::string>{"gpu-1"});  // the confirming one, at once
-  ASSERT_TRUE(dr.ingest({gemm_pass("gpu-1", "r2")}).ok());
-  dr.process_pending();
-  dr.run_slurm_sink_once();
+  GemmDrains::decide(dr, {gemm_pass("gpu-1", "r2")});
   EXPECT_FALSE(slurm->get("gpu-1").drain);
   EXPECT_TRUE(due_nodes(dr).empty());
   clock.advance(900);
@@ -166,18 +174,12 @@ TEST(Requalify, the_drainer_lists_a_performance_drain_and_two_passes_resume_it) 
 // A listing that brings no report (the hold refused, the step killed, the report spooled) is a
 // try too: the node is not listed on every CronJob run but after the same doubling backoff.
 TEST(Requalify, a_listing_that_brings_no_report_backs_off_like_a_failed_recheck) {
-  TempDir d;
-  FakeClock clock;
-  auto slurm = cluster(2);
-  auto cfg = test_config(d.str());
-  cfg.policy.checks["gpu_gemm"].drain_after = 1;
-  Drainer dr(cfg, slurm, nullptr, clock);
+  GemmDrains g;
+  Drainer dr(g.cfg, g.slurm, nullptr, g.clock);
   ASSERT_TRUE(dr.open().ok());
-  ASSERT_TRUE(dr.ingest({gemm_fail("gpu-1", "a")}).ok());
-  dr.process_pending();
-  dr.run_slurm_sink_once();
+  GemmDrains::decide(dr, {gemm_fail("gpu-1", "a")});
   std::vector<int> listed_at;
-  for (int age = 0; age <= 1000; age += 10, clock.advance(10))
+  for (int age = 0; age <= 1000; age += 10, g.clock.advance(10))
     if (!due_nodes(dr).empty()) listed_at.push_back(age);
   EXPECT_EQ(listed_at, (std::vector<int>{120, 240, 480, 960}));
 }
