@@ -70,11 +70,13 @@ std::optional<std::string> requalify_due(const NodeRecord& s, const PolicyConfig
   // Passed, and not listed since: the confirming re-check, at once.
   if (passing && last_run >= last_listed) return why + ", passed once: confirming";
   // Otherwise the next try (a re-check that reported, or a listing that brought none: a hold
-  // refused, a step killed) waits as long as the drain was old at the last one, at least
-  // requalify_after_s: a node really slow is re-checked some log2(window / after) times, and
-  // interference of any length costs about twice its length.
+  // refused, a step killed) waits half as long as the drain was old at the last one, at least
+  // requalify_after_s: each try 1.5 times the drain's age at the one before, so a node really
+  // slow is re-checked some 14 times in 6 hours, and interference of any length costs about 1.5
+  // times its length. (Doubling cost 8% more node-hours in the fleet simulation's heavy tail,
+  // docs/benchmarks.md "What a false drain costs".)
   const int64_t last = std::max(last_run, last_listed);
-  if (now - last < std::max(p.requalify_after_s, last - s.drained_unix)) return std::nullopt;
+  if (now - last < std::max(p.requalify_after_s, (last - s.drained_unix) / 2)) return std::nullopt;
   return why;
 }
 

@@ -18,7 +18,7 @@
 //                                         one per hourly cycle)
 //                    [--requalify-every-s P]   (model the re-qualifying CronJob instead:
 //                                               requalify_cost; runs every P s, the drainer's
-//                                               list from --requalify-after-s A (120) after the
+//                                               list from --requalify-after-s A (60) after the
 //                                               drain until --requalify-window-s W (21600), its
 //                                               backoff, re-checks of --recheck-s R (80))
 //                    [--repeat-spacing-s S]   (the checker's pause before repeats; default 120,
@@ -69,7 +69,7 @@ struct Options {
   // (docs/recheck.md), which pass on a healthy node.
   double requalify_s = 7200;
   double requalify_every_s = 0;  // > 0: the re-qualifying CronJob's model (requalify_cost)
-  double requalify_after_s = 120, requalify_window_s = 21600, recheck_s = 80;
+  double requalify_after_s = 60, requalify_window_s = 21600, recheck_s = 80;
   double repeat_spacing_s =
       120;  // the checker's pause before its repeats (vigil-check run default)
   bool unconfirmed_floors = false;  // the SKU floors as shipped: warn-only until calibrated
@@ -195,8 +195,8 @@ std::pair<NodeReport, ReportVerdicts> judge_through_codec(Engine& engine, const 
 // (docs/recheck.md "Re-qualifying a performance drain", drainer/src/requalify.cpp): its runs come
 // every requalify_every_s (where the drain falls between two runs is uniform) and re-check the
 // node when the drainer lists it: from requalify_after_s after the drain until it is
-// requalify_window_s old, at once after a pass, else once the last re-check is as old as the
-// drain was then (at least requalify_after_s). A re-check passes when the interference that
+// requalify_window_s old, at once after a pass, else once the last re-check is half as old as
+// the drain was then (at least requalify_after_s). A re-check passes when the interference that
 // drained the node (`left` s more after the drain) is over when it starts, and reports
 // recheck_s later; resume_after (2) passes in a row resume the node. Past the window: two more
 // hourly cycles (the hourly re-checks inside the window are left out: a cost counted high).
@@ -208,7 +208,7 @@ double requalify_cost(double left, Totals& totals, const Options& o) {
   int passes = 0;
   for (double t = phase; t <= o.requalify_window_s; t += o.requalify_every_s) {
     if (t < o.requalify_after_s || t < last) continue;
-    if (passes == 0 && t - last < std::max(o.requalify_after_s, last)) continue;
+    if (passes == 0 && t - last < std::max(o.requalify_after_s, last / 2)) continue;
     last = t + o.recheck_s;
     passes = t >= left ? passes + 1 : 0;
     if (passes == 2) return last;

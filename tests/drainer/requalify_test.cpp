@@ -58,13 +58,13 @@ TEST(Requalify, a_probe_that_failed_for_anything_but_being_slow_is_not_a_perform
 }
 
 TEST(Requalify, is_due_from_after_s_until_the_window_closes_and_never_in_repair) {
-  PolicyConfig p;  // 120 s, 6 h
+  PolicyConfig p;  // 60 s, 6 h
   const int64_t t = 1'800'000'000;
   NodeRecord s = drained({"gpu_gemm"}, t);
-  EXPECT_FALSE(requalify_due(s, p, t + 119));
-  const auto why = requalify_due(s, p, t + 120);
+  EXPECT_FALSE(requalify_due(s, p, t + 59));
+  const auto why = requalify_due(s, p, t + 60);
   ASSERT_TRUE(why);
-  EXPECT_EQ(*why, "requalify: drained 120 s ago on performance alone (gpu_gemm)");
+  EXPECT_EQ(*why, "requalify: drained 60 s ago on performance alone (gpu_gemm)");
   EXPECT_TRUE(requalify_due(s, p, t + 6 * 3600));
   EXPECT_FALSE(requalify_due(s, p, t + 6 * 3600 + 1));  // the hourly re-checks go on
   s.repair.stage = RepairStage::kRebooting;
@@ -80,8 +80,9 @@ TEST(Requalify, is_due_from_after_s_until_the_window_closes_and_never_in_repair)
   EXPECT_FALSE(requalify_due(s, p, t + 300));
 }
 
-// A re-check that fails again pushes the next one out: it waits as long as the drain was old at
-// the last one (a backoff that doubles); one that passes makes the confirming one due at once.
+// A re-check that fails again pushes the next one out: it waits half as long as the drain was old
+// at the last one (each try at 1.5 times the age of the one before); one that passes makes the
+// confirming one due at once.
 TEST(Requalify,
      a_node_still_slow_is_rechecked_less_and_less_often_and_a_pass_is_confirmed_at_once) {
   PolicyConfig p;
@@ -91,11 +92,11 @@ TEST(Requalify,
   s.checks["gpu_hbm"] = {Status::kFail, 1, 0, "", "", t};
   ASSERT_TRUE(requalify_due(s, p, t + 130));
   s.checks["gpu_gemm"].last_run_unix = t + 200;  // the re-check failed again at age 200
-  EXPECT_FALSE(requalify_due(s, p, t + 399));
-  EXPECT_TRUE(requalify_due(s, p, t + 400));
-  s.checks["gpu_hbm"].last_run_unix = t + 500;  // and again at 500: the next from 1000
-  EXPECT_FALSE(requalify_due(s, p, t + 999));
-  EXPECT_TRUE(requalify_due(s, p, t + 1000));
+  EXPECT_FALSE(requalify_due(s, p, t + 299));
+  EXPECT_TRUE(requalify_due(s, p, t + 300));
+  s.checks["gpu_hbm"].last_run_unix = t + 500;  // and again at 500: the next from 750
+  EXPECT_FALSE(requalify_due(s, p, t + 749));
+  EXPECT_TRUE(requalify_due(s, p, t + 750));
   // Both passed at 1100: the confirming re-check is due at once; one of them passing is not
   // enough.
   s.checks["gpu_gemm"] = {Status::kPass, 0, 1, "", "", t + 1100};
@@ -139,7 +140,7 @@ struct GemmDrains {
   }
 };
 
-// A GEMM drain is listed two minutes after it (and after a restart, from the journal), an ECC
+// A GEMM drain is listed a minute after it (and after a restart, from the journal), an ECC
 // drain never; two passing re-checks resume the node as for any drain, and the list is empty.
 TEST(Requalify, the_drainer_lists_a_performance_drain_and_two_passes_resume_it) {
   GemmDrains g;
@@ -151,7 +152,7 @@ TEST(Requalify, the_drainer_lists_a_performance_drain_and_two_passes_resume_it) 
     ASSERT_TRUE(slurm->get("gpu-1").drain);
     ASSERT_TRUE(slurm->get("gpu-2").drain);
     EXPECT_TRUE(due_nodes(dr).empty());
-    clock.advance(119);
+    clock.advance(59);
     EXPECT_TRUE(due_nodes(dr).empty());
     clock.advance(1);
     EXPECT_EQ(due_nodes(dr), std::vector<std::string>{"gpu-1"});
@@ -172,7 +173,7 @@ TEST(Requalify, the_drainer_lists_a_performance_drain_and_two_passes_resume_it) 
 }
 
 // A listing that brings no report (the hold refused, the step killed, the report spooled) is a
-// try too: the node is not listed on every CronJob run but after the same doubling backoff.
+// try too: the node is not listed on every CronJob run but after the same backoff.
 TEST(Requalify, a_listing_that_brings_no_report_backs_off_like_a_failed_recheck) {
   GemmDrains g;
   Drainer dr(g.cfg, g.slurm, nullptr, g.clock);
@@ -181,7 +182,7 @@ TEST(Requalify, a_listing_that_brings_no_report_backs_off_like_a_failed_recheck)
   std::vector<int> listed_at;
   for (int age = 0; age <= 1000; age += 10, g.clock.advance(10))
     if (!due_nodes(dr).empty()) listed_at.push_back(age);
-  EXPECT_EQ(listed_at, (std::vector<int>{120, 240, 480, 960}));
+  EXPECT_EQ(listed_at, (std::vector<int>{60, 120, 180, 270, 410, 620, 930}));
 }
 
 }  // namespace

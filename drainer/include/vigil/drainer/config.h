@@ -35,7 +35,7 @@ struct PolicyConfig {
   int64_t staleness_s = 6 * 3600;  // no report for longer -> node state "stale" (never drained)
   // A drain on performance alone is listed for a held re-check this long after it (GET
   // /v1/rechecks, requalify.h) until it is requalify_window_s old. 0: never.
-  int64_t requalify_after_s = 120;
+  int64_t requalify_after_s = 60;
   int64_t requalify_window_s = 6 * 3600;
 
   // drain_after / resume_after for one failing result.

@@ -28,8 +28,8 @@ bool performance_only(const NodeRecord& s);
 // performance alone, no repair under way, the drain at least requalify_after_s and at most
 // requalify_window_s old; and either its driving checks passed once since and it was not listed
 // since (the confirming re-check, at once), or its last try (the driving checks' last run, or
-// `last_listed`, when the drainer last listed it) is as old as the drain was then: a backoff
-// that doubles, from requalify_after_s.
+// `last_listed`, when the drainer last listed it) is half as old as the drain was then: each try
+// at 1.5 times the age of the one before, from requalify_after_s.
 std::optional<std::string> requalify_due(const NodeRecord& s, const PolicyConfig& p, int64_t now,
                                          int64_t last_listed = 0);
 
