@@ -265,19 +265,15 @@ int run_submit(const SubmitRunOptions& ro) {
       std::fprintf(stderr, "vigil-submit: --rechecks-from: %s\n", due.error().to_string().c_str());
       return 2;
     }
-    if (due->empty()) {
-      std::fprintf(stderr, "vigil-submit: no re-checks due (%s)\n", o.rechecks_from.url.c_str());
-      if (o.json) std::printf("{\"commands\": [], \"nodes\": []}\n");
-      return 0;
-    }
     if (!o.plan.nodes.empty()) {  // --nodes narrows the list, never widens it
       const std::set<std::string> wanted(o.plan.nodes.begin(), o.plan.nodes.end());
       std::erase_if(*due, [&](const std::string& n) { return !wanted.count(n); });
-      if (due->empty()) {
-        std::fprintf(stderr, "vigil-submit: no re-checks due among --nodes\n");
-        if (o.json) std::printf("{\"commands\": [], \"nodes\": []}\n");
-        return 0;
-      }
+    }
+    if (due->empty()) {
+      std::fprintf(stderr, "vigil-submit: no re-checks due (%s%s)\n", o.rechecks_from.url.c_str(),
+                   o.plan.nodes.empty() ? "" : ", among --nodes");
+      if (o.json) std::printf("{\"commands\": [], \"nodes\": []}\n");
+      return 0;
     }
     o.plan.nodes = std::move(*due);  // only these; re-checked, never given a node job
     o.plan.max_jobs = 0;
