@@ -16,6 +16,7 @@
 #include <set>
 
 #include "allreduce/fabric_job.h"
+#include "ib/ib_sysfs.h"
 #include "inventory.h"
 #include "nvml/gpu_reset.h"
 #include "vigil/base/files.h"
@@ -58,10 +59,10 @@ bool reported(const RunArgs& a, const std::string& node) {
 // Loads the thresholds and fills the context both subcommands share (node, SKU, paths).
 // Returns 0, or the exit code after printing why.
 // hook: `vigil-check hook`, whose passive suite detects the SKU itself and loads no GPU.
-// parts: where to put the GPUs' serials and UUIDs (the report's "gpus"), when wanted.
+// parts: where to put the GPUs' serials, UUIDs and VBIOS versions (the report's "gpus") and
+// the driver's version, when wanted.
 int prepare(const RunArgs& a, vigil::Loaded<vigil::SkuSet>& skus, vigil::CheckContext& ctx,
-            std::string& sku_note, bool hook = false,
-            std::vector<vigil::GpuPart>* parts = nullptr) {
+            std::string& sku_note, bool hook = false, vigil::NodeReport* parts = nullptr) {
   const std::string dir = a.thresholds.empty() ? default_thresholds_dir() : a.thresholds;
   skus = vigil::load_sku_dir(dir, vigil::known_check_names());
   if (!skus) {
@@ -100,7 +101,10 @@ int prepare(const RunArgs& a, vigil::Loaded<vigil::SkuSet>& skus, vigil::CheckCo
   }
   auto inventory = vigil::read_gpu_inventory(ctx.nvml_library);
   if (inventory) ctx.gpu_count = static_cast<int>(inventory->gpu_names.size());
-  if (inventory && parts) *parts = vigil::gpu_parts(*inventory);
+  if (inventory && parts) {
+    parts->gpus = vigil::gpu_parts(*inventory);
+    parts->driver = inventory->driver;
+  }
   if (!a.sku.empty()) {
     ctx.sku = skus.value->by_name(a.sku);
     if (!ctx.sku) {
@@ -282,7 +286,7 @@ int cmd_run(const RunArgs& a) {
   vigil::Loaded<vigil::SkuSet> skus;
   vigil::CheckContext ctx;
   std::string sku_note;
-  std::vector<vigil::GpuPart> parts;
+  vigil::NodeReport parts;
   if (int rc = prepare(a, skus, ctx, sku_note, false, &parts); rc != 0) return rc;
   ctx.repeat_spacing = std::chrono::seconds(a.repeat_spacing_s);  // fabric and hook: none
 
@@ -297,7 +301,9 @@ int cmd_run(const RunArgs& a) {
   }
   report.checks = vigil::run_checks(checks, ctx, opts);
   report.end_time = vigil::rfc3339_utc(now_unix());
-  report.gpus = std::move(parts);
+  report.gpus = std::move(parts.gpus);
+  report.driver = std::move(parts.driver);
+  report.nics = vigil::ib::nic_parts(ctx.sysfs_root);
   note_expected_gpus(a, ctx);
   if (int rc = emit(a, {report}); rc != 0) return rc;
   return vigil::exit_code_for(report.overall());

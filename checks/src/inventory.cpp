@@ -14,7 +14,8 @@ namespace {
 // (a part is then told apart by its other identifier).
 std::string printable(const char* s) { return is_part_identifier(s) ? std::string(s) : ""; }
 
-// Reads the inventory in this process; JSON {"names", "ids", "serials", "uuids"} or {"error"}.
+// Reads the inventory in this process; JSON {"names", "ids", "serials", "uuids", "vbios",
+// "indices", "driver"} or {"error"}.
 nlohmann::json inventory_json(const std::string& nvml_library) {
   nlohmann::json j;
   auto lib = nvml::Library::open(nvml_library);
@@ -28,7 +29,13 @@ nlohmann::json inventory_json(const std::string& nvml_library) {
   j["ids"] = nlohmann::json::array();
   j["serials"] = nlohmann::json::array();
   j["uuids"] = nlohmann::json::array();
+  j["vbios"] = nlohmann::json::array();
   j["indices"] = nlohmann::json::array();
+  char driver[kNvmlDriverVersionBufferSize] = {};
+  if (nvml::call(api.system_get_driver_version, driver, kNvmlDriverVersionBufferSize) !=
+      NVML_SUCCESS)
+    driver[0] = '\0';
+  j["driver"] = printable(driver);
   for (unsigned i = 0; i < count; ++i) {
     nvmlDevice_t dev{};
     if (api.device_get_handle_by_index(i, &dev) != NVML_SUCCESS) continue;
@@ -43,7 +50,12 @@ nlohmann::json inventory_json(const std::string& nvml_library) {
     char uuid[kNvmlDeviceUuidBufferSize] = {};
     if (nvml::call(api.device_get_uuid, dev, uuid, kNvmlDeviceUuidBufferSize) != NVML_SUCCESS)
       uuid[0] = '\0';
+    char vbios[kNvmlVbiosVersionBufferSize] = {};
+    if (nvml::call(api.device_get_vbios_version, dev, vbios, kNvmlVbiosVersionBufferSize) !=
+        NVML_SUCCESS)
+      vbios[0] = '\0';
     j["names"].push_back(name);
+    j["vbios"].push_back(printable(vbios));
     j["ids"].push_back(id);
     j["serials"].push_back(printable(serial));
     j["uuids"].push_back(printable(uuid));
@@ -61,6 +73,8 @@ Result<GpuInventory> from_json(const nlohmann::json& j) {
   inv.serials = j["serials"].get<std::vector<std::string>>();
   inv.uuids = j["uuids"].get<std::vector<std::string>>();
   inv.indices = j["indices"].get<std::vector<int>>();
+  inv.vbios = j["vbios"].get<std::vector<std::string>>();
+  inv.driver = j["driver"].get<std::string>();
   return inv;
 }
 
@@ -82,7 +96,8 @@ std::vector<GpuPart> gpu_parts(const GpuInventory& inventory) {
     p.index = i < inventory.indices.size() ? inventory.indices[i] : static_cast<int>(i);
     if (i < inventory.serials.size()) p.serial = inventory.serials[i];
     if (i < inventory.uuids.size()) p.uuid = inventory.uuids[i];
-    any |= !p.serial.empty() || !p.uuid.empty();
+    if (i < inventory.vbios.size()) p.vbios = inventory.vbios[i];
+    any |= !p.serial.empty() || !p.uuid.empty() || !p.vbios.empty();
     out.push_back(std::move(p));
   }
   if (!any) out.clear();

@@ -10,6 +10,7 @@
 
 #include "confirmed_thresholds.h"
 #include "run_command.h"
+#include "vigil/report/report.h"
 
 namespace vigil {
 
@@ -103,6 +104,40 @@ TEST_F(VigilCheckCli, the_report_names_each_gpus_serial_and_uuid_where_the_drive
   auto without = run({}, kFixtures + "/nodes/gpu-0/nvml.json", kFixtures + "/nodes/gpu-0/sysfs");
   ASSERT_EQ(without.exit_code, 0) << without.describe();
   EXPECT_FALSE(nlohmann::json::parse(without.out).contains("gpus"));
+}
+
+// The versions classes compare (issue 43, docs/thresholds.md "Classes"): the driver and each
+// GPU's VBIOS from NVML, each RDMA device's firmware and board id from sysfs. Strings as real
+// tools printed them: VBIOS 96.00.89.00.01 and 96.00.74.00.11 (H100 `nvidia-smi -q` captures),
+// driver 550.54.15 (IBM/autopilot#68's DCGM capture), ConnectX-7 fw_ver 28.41.1000 and board_id
+// MT_0000000838 (GPUd's InfiniBand class reader).
+TEST_F(VigilCheckCli, the_report_carries_the_driver_each_gpus_vbios_and_each_nics_firmware) {
+  auto fixture = nlohmann::json::parse(std::ifstream(kFixtures + "/nvml/healthy_8x_h100.json"));
+  fixture["driver_version"] = "550.54.15";
+  for (auto& g : fixture["gpus"]) g["vbios"] = "96.00.89.00.01";
+  fixture["gpus"][5]["vbios"] = "96.00.74.00.11";
+  const std::string nvml = write("versions.json", fixture.dump());
+  const std::string sysfs = dir_ + "/sysfs";
+  fs::copy(kFixtures + "/nodes/gpu-0/sysfs", sysfs, fs::copy_options::recursive);
+  write("sysfs/sys/class/infiniband/mlx5_0/fw_ver", "28.41.1000\n");
+  write("sysfs/sys/class/infiniband/mlx5_0/board_id", "MT_0000000838\n");
+  write("sysfs/sys/class/infiniband/mlx5_1/fw_ver", "not a version\n");  // left empty
+  auto r = run({}, nvml, sysfs);
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  const auto report = nlohmann::json::parse(r.out);
+  EXPECT_EQ(report["driver"], "550.54.15");
+  EXPECT_EQ(report["gpus"][0]["vbios"], "96.00.89.00.01");
+  EXPECT_EQ(report["gpus"][5]["vbios"], "96.00.74.00.11");
+  ASSERT_GE(report["nics"].size(), 2u) << r.out;
+  EXPECT_EQ(report["nics"][0],
+            nlohmann::json(
+                {{"device", "mlx5_0"}, {"firmware", "28.41.1000"}, {"board_id", "MT_0000000838"}}));
+  EXPECT_EQ(report["nics"][1], nlohmann::json({{"device", "mlx5_1"}}));
+  // The drainer reads it back as it was written.
+  auto parsed = vigil::parse_node_report(std::string_view(r.out));
+  ASSERT_TRUE(parsed) << parsed.error;
+  EXPECT_EQ(parsed.value->nics[0].board_id, "MT_0000000838");
+  EXPECT_EQ(parsed.value->gpus[5].vbios, "96.00.74.00.11");
 }
 
 // slurmd tells its hooks no GPU count: a node job notes Slurm's (--expected-gpus, from

@@ -26,7 +26,7 @@ std::vector<GpuPart> gpus(const std::string& gpu3_serial) {
   std::vector<GpuPart> out;
   for (int i = 0; i < 4; ++i) {  // a board's UUID changes with the board, as its serial does
     const std::string serial = i == 3 ? gpu3_serial : "16528230543" + std::to_string(10 + i);
-    out.push_back({i, serial, "GPU-" + serial});
+    out.push_back({i, serial, "GPU-" + serial, ""});
   }
   return out;
 }
@@ -60,9 +60,9 @@ TEST(Parts, slots_learn_their_parts_and_a_new_serial_is_a_swap_that_clears_histo
   EXPECT_TRUE(parts[3].drains.empty());
   // A board without an inforom is told apart by its UUID; an entry with neither is ignored.
   std::vector<PartRecord> by_uuid;
-  update_parts(by_uuid, departed, {{0, "", "GPU-a"}, {1, "", ""}});
+  update_parts(by_uuid, departed, {{0, "", "GPU-a", ""}, {1, "", "", ""}});
   ASSERT_EQ(by_uuid.size(), 1u);
-  EXPECT_EQ(update_parts(by_uuid, departed, {{0, "", "GPU-b"}}).size(), 1u);
+  EXPECT_EQ(update_parts(by_uuid, departed, {{0, "", "GPU-b", ""}}).size(), 1u);
 }
 
 TEST(Parts, a_drain_counts_for_the_failing_gpus_within_the_window) {
@@ -89,19 +89,19 @@ TEST(Parts, a_drain_counts_for_the_failing_gpus_within_the_window) {
 TEST(Parts, an_identifier_missing_on_one_side_is_the_same_part_not_a_swap) {
   std::vector<PartRecord> departed;  // parts that left (none here)
   std::vector<PartRecord> parts;
-  update_parts(parts, departed, {{3, "S3", "GPU-3"}});
+  update_parts(parts, departed, {{3, "S3", "GPU-3", ""}});
   parts[0].drains = {100};
   // The serial cannot be read this once (a sick InfoROM): the same part, history kept.
-  EXPECT_TRUE(update_parts(parts, departed, {{3, "", "GPU-3"}}).empty());
+  EXPECT_TRUE(update_parts(parts, departed, {{3, "", "GPU-3", ""}}).empty());
   EXPECT_EQ(parts[0].drains.size(), 1u);
   EXPECT_EQ(parts[0].serial, "S3");
   // First seen by UUID only, the serial learnt later: the same part.
   std::vector<PartRecord> late;
-  update_parts(late, departed, {{0, "", "GPU-0"}});
-  EXPECT_TRUE(update_parts(late, departed, {{0, "S0", "GPU-0"}}).empty());
+  update_parts(late, departed, {{0, "", "GPU-0", ""}});
+  EXPECT_TRUE(update_parts(late, departed, {{0, "S0", "GPU-0", ""}}).empty());
   EXPECT_EQ(late[0].serial, "S0");
   // Another UUID is another GPU, whatever the serial says.
-  EXPECT_EQ(update_parts(parts, departed, {{3, "S3", "GPU-other"}}).size(), 1u);
+  EXPECT_EQ(update_parts(parts, departed, {{3, "S3", "GPU-other", ""}}).size(), 1u);
 }
 
 TEST(Parts, only_a_minority_of_gpus_with_broken_fail_bounds_name_parts) {
@@ -222,10 +222,10 @@ TEST_F(PartPolicy, with_the_ladder_off_the_history_is_kept_and_a_swap_starts_it_
 // `departed`, or found on another node through the lookup; each drain counts once.
 TEST(Parts, a_moved_part_brings_its_drains_and_a_part_that_leaves_is_remembered) {
   std::vector<PartRecord> parts, departed;
-  update_parts(parts, departed, {{0, "A", "GPU-A"}, {1, "B", "GPU-B"}});
+  update_parts(parts, departed, {{0, "A", "GPU-A", ""}, {1, "B", "GPU-B", ""}});
   parts[0].drains = {100, 200};
   // A and B trade slots: A's drains go with it to slot 1.
-  const auto notes = update_parts(parts, departed, {{0, "B", "GPU-B"}, {1, "A", "GPU-A"}});
+  const auto notes = update_parts(parts, departed, {{0, "B", "GPU-B", ""}, {1, "A", "GPU-A", ""}});
   ASSERT_EQ(notes.size(), 2u);
   EXPECT_EQ(parts[1].serial, "A");
   EXPECT_EQ(parts[1].drains, (std::vector<int64_t>{100, 200}));
@@ -233,11 +233,11 @@ TEST(Parts, a_moved_part_brings_its_drains_and_a_part_that_leaves_is_remembered)
   EXPECT_EQ(notes[1], "gpu1 part changed (serial B -> serial A): 2 earlier drain(s) follow it");
   // A is pulled (a new part C in slot 1): remembered with its drains, and A fitted again later
   // brings them back.
-  update_parts(parts, departed, {{0, "B", "GPU-B"}, {1, "C", "GPU-C"}});
+  update_parts(parts, departed, {{0, "B", "GPU-B", ""}, {1, "C", "GPU-C", ""}});
   ASSERT_EQ(departed.size(), 1u);
   EXPECT_EQ(departed[0].serial, "A");
   EXPECT_TRUE(parts[1].drains.empty());
-  update_parts(parts, departed, {{0, "A", "GPU-A"}, {1, "C", "GPU-C"}});
+  update_parts(parts, departed, {{0, "A", "GPU-A", ""}, {1, "C", "GPU-C", ""}});
   EXPECT_EQ(parts[0].drains, (std::vector<int64_t>{100, 200}));
   EXPECT_TRUE(departed.empty()) << "A is back: not departed";
   // From another node, through the lookup; a drain both know counts once.
@@ -245,12 +245,12 @@ TEST(Parts, a_moved_part_brings_its_drains_and_a_part_that_leaves_is_remembered)
   const PartLookup elsewhere = [](const PartRecord& p) {
     return p.uuid == "GPU-A" ? std::vector<int64_t>{200, 300} : std::vector<int64_t>{};
   };
-  update_parts(other, other_gone, {{5, "A", "GPU-A"}}, elsewhere);
+  update_parts(other, other_gone, {{5, "A", "GPU-A", ""}}, elsewhere);
   EXPECT_EQ(other[0].drains, (std::vector<int64_t>{200, 300}));
   // At most kMaxDepartedParts are remembered, the oldest dropped first.
   std::vector<PartRecord> many, gone;
   for (size_t i = 0; i <= kMaxDepartedParts + 1; ++i) {
-    update_parts(many, gone, {{0, "P" + std::to_string(i), "GPU-P" + std::to_string(i)}});
+    update_parts(many, gone, {{0, "P" + std::to_string(i), "GPU-P" + std::to_string(i), ""}});
     many[0].drains = {static_cast<int64_t>(i)};
   }
   EXPECT_EQ(gone.size(), kMaxDepartedParts);

@@ -32,7 +32,7 @@ using nlohmann::json;
 
 struct nvmlDevice_st {
   std::string name;
-  std::optional<std::string> serial, uuid;  // absent: NVML_ERROR_NOT_SUPPORTED
+  std::optional<std::string> serial, uuid, vbios;  // absent: NVML_ERROR_NOT_SUPPORTED
   std::string bus_id;
   unsigned domain = 0, bus = 0, device = 0;
   unsigned pci_device_id = 0;
@@ -196,6 +196,7 @@ nvmlDevice_st parse_gpu(const json& j, const std::string& at) {
              {"name",
               "serial",
               "uuid",
+              "vbios",
               "pci",
               "lost",
               "device",
@@ -224,6 +225,7 @@ nvmlDevice_st parse_gpu(const json& j, const std::string& at) {
   g.name = j.contains("name") ? to_string(j["name"], at + "/name") : "NVIDIA Fake GPU";
   if (j.contains("serial")) g.serial = to_string(j["serial"], at + "/serial");
   if (j.contains("uuid")) g.uuid = to_string(j["uuid"], at + "/uuid");
+  if (j.contains("vbios")) g.vbios = to_string(j["vbios"], at + "/vbios");
   if (j.contains("pci")) {
     const json& p = j["pci"];
     check_keys(p, {"bus_id", "device_id", "subsystem_id"}, at + "/pci");
@@ -709,6 +711,12 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetSerial(nvmlDevice_t handle, char* ser
                                                   unsigned int length) {
   DEVICE_QUERY(handle);
   return copy_out(d->serial, serial, length);
+}
+
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetVbiosVersion(nvmlDevice_t handle, char* version,
+                                                        unsigned int length) {
+  DEVICE_QUERY(handle);
+  return copy_out(d->vbios, version, length);
 }
 
 FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t handle, char* uuid,

@@ -299,4 +299,35 @@ TEST(NodeReport, gpus_are_optional_round_trip_and_are_validated) {
   EXPECT_EQ(error_with(R"({"index": 0})").rfind("/gpus: must be an array", 0), 0u);
 }
 
+// "driver", each GPU's "vbios" and "nics": what classes compare (docs/thresholds.md "Classes").
+TEST(NodeReport, versions_are_optional_round_trip_and_are_validated) {
+  json j = valid_report();
+  j["driver"] = "550.54.15";
+  j["gpus"] = json::parse(R"([{"index": 0, "vbios": "96.00.89.00.01"}])");
+  j["nics"] = json::parse(R"([{"device": "mlx5_0", "firmware": "28.41.1000",
+                               "board_id": "MT_0000000838"}, {"device": "mlx5_1"}])");
+  auto p = parse_node_report(j);
+  ASSERT_TRUE(p) << p.error;
+  EXPECT_EQ(p.value->driver, "550.54.15");
+  EXPECT_EQ(p.value->gpus[0].vbios, "96.00.89.00.01");
+  ASSERT_EQ(p.value->nics.size(), 2u);
+  EXPECT_EQ(p.value->nics[0].firmware, "28.41.1000");
+  EXPECT_TRUE(p.value->nics[1].board_id.empty());
+  const json out = to_json(*p.value);
+  for (const char* key : {"driver", "gpus", "nics"}) EXPECT_EQ(out[key], j[key]) << key;
+  auto error_with = [&](const char* key, const char* value) {
+    json bad = j;
+    bad[key] = json::parse(value);
+    return parse_node_report(bad).error;
+  };
+  EXPECT_EQ(error_with("driver", R"("550 54")").rfind("/driver: must be", 0), 0u);
+  EXPECT_EQ(error_with("driver", "550").rfind("/driver", 0), 0u);
+  EXPECT_EQ(error_with("nics", R"([{"firmware": "1"}])").rfind("/nics/0/device: required", 0), 0u);
+  EXPECT_EQ(error_with("nics", R"([{"device": "a"}, {"device": "a"}])")
+                .rfind("/nics/1/device: duplicate", 0),
+            0u);
+  EXPECT_EQ(error_with("nics", R"([{"device": "a", "psid": "x"}])").rfind("/nics/0/psid", 0), 0u);
+  EXPECT_EQ(error_with("gpus", R"([{"index": 0, "vbios": ""}])").rfind("/gpus/0/vbios", 0), 0u);
+}
+
 }  // namespace vigil

@@ -142,6 +142,26 @@ Result<std::vector<fs::path>> list_dirs(const fs::path& dir) {
 
 }  // namespace
 
+std::vector<NicPart> nic_parts(const fs::path& root) {
+  std::vector<NicPart> out;
+  auto devices = list_dirs(root / "sys/class/infiniband");
+  if (!devices) return out;
+  const auto field = [](const fs::path& file) {
+    const auto text = read_attribute(file);
+    const std::string value(text ? trim(*text) : std::string_view{});
+    return is_part_identifier(value) ? value : std::string();
+  };
+  for (const auto& dir : *devices) {
+    NicPart n;
+    n.device = dir.filename().string();
+    if (!is_part_identifier(n.device)) continue;
+    n.firmware = field(dir / "fw_ver");
+    n.board_id = field(dir / "board_id");
+    out.push_back(std::move(n));
+  }
+  return out;
+}
+
 const CounterSet& counters_for(std::string_view link_layer) {
   return link_layer == "Ethernet" ? kRoceCounters : kErrorCounters;
 }

@@ -164,6 +164,14 @@ Result<Counters> read_error_counters(const PortDir& port, const CounterSet& set 
 // "mlx5_2" < "mlx5_10": compares embedded decimal numbers by value.
 bool natural_less(std::string_view a, std::string_view b);
 
+// The node's RDMA devices and their firmware, the report's "nics": every directory of
+// <root>/sys/class/infiniband in natural order, with its fw_ver and board_id (the kernel's
+// Documentation/ABI/stable/sysfs-class-infiniband; e.g. "28.41.1000" and "MT_0000000838" on a
+// ConnectX-7, as GPUd's InfiniBand reader documents them). A file that cannot be read, or whose
+// text is not an identifier (is_part_identifier), leaves its field empty. Empty without the
+// class directory.
+std::vector<NicPart> nic_parts(const std::filesystem::path& root);
+
 inline constexpr std::string_view kFaultSysfsUnreadable = "VIGIL-IB-SYSFS-UNREADABLE";
 
 // Folds unreadable sysfs files into a result: a fail seen on the readable ports stands (fail

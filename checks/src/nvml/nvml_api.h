@@ -157,6 +157,8 @@ typedef nvmlReturn_t (*nvmlSystemGetDriverVersion_fn)(char*, unsigned int);
 typedef nvmlReturn_t (*nvmlDeviceGetCount_v2_fn)(unsigned int*);
 typedef nvmlReturn_t (*nvmlDeviceGetHandleByIndex_v2_fn)(unsigned int, nvmlDevice_t*);
 typedef nvmlReturn_t (*nvmlDeviceGetName_fn)(nvmlDevice_t, char*, unsigned int);
+// nvmlDeviceGetVbiosVersion: the board's VBIOS, "96.00.89.00.01" (nvml.h, Device Queries).
+typedef nvmlReturn_t (*nvmlDeviceGetVbiosVersion_fn)(nvmlDevice_t, char*, unsigned int);
 // The board serial ("matches the serial number tag that is physically attached to the board",
 // nvml.h) and the GPU UUID: which part sits in a slot (part history, docs/repair.md).
 typedef nvmlReturn_t (*nvmlDeviceGetSerial_fn)(nvmlDevice_t, char*, unsigned int);
@@ -200,6 +202,9 @@ inline constexpr unsigned kNvmlNvLinkMaxLinks = 36;
 inline constexpr unsigned kNvmlDeviceNameBufferSize = 96;    // NVML_DEVICE_NAME_V2_BUFFER_SIZE
 inline constexpr unsigned kNvmlDeviceSerialBufferSize = 30;  // NVML_DEVICE_SERIAL_BUFFER_SIZE
 inline constexpr unsigned kNvmlDeviceUuidBufferSize = 96;    // NVML_DEVICE_UUID_V2_BUFFER_SIZE
+inline constexpr unsigned kNvmlVbiosVersionBufferSize =
+    32;  // NVML_DEVICE_VBIOS_VERSION_BUFFER_SIZE
+inline constexpr unsigned kNvmlDriverVersionBufferSize = 80;  // NVML_SYSTEM_DRIVER_VERSION_...
 
 // nvmlClocksEventReasons bits (formerly "throttle reasons").
 inline constexpr unsigned long long kNvmlClocksEventHwSlowdown = 0x8ULL;

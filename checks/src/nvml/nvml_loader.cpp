@@ -46,6 +46,7 @@ Result<std::unique_ptr<Library>> Library::open(const std::string& path) {
   }
   resolve(handle, "nvmlSystemGetDriverVersion", a.system_get_driver_version);
   resolve(handle, "nvmlDeviceGetName", a.device_get_name);
+  resolve(handle, "nvmlDeviceGetVbiosVersion", a.device_get_vbios_version);
   resolve(handle, "nvmlDeviceGetSerial", a.device_get_serial);
   resolve(handle, "nvmlDeviceGetUUID", a.device_get_uuid);
   resolve(handle, "nvmlDeviceGetPciInfo_v3", a.device_get_pci_info);

@@ -22,6 +22,7 @@ struct Api {
   // optional
   nvmlSystemGetDriverVersion_fn system_get_driver_version = nullptr;
   nvmlDeviceGetName_fn device_get_name = nullptr;
+  nvmlDeviceGetVbiosVersion_fn device_get_vbios_version = nullptr;
   nvmlDeviceGetSerial_fn device_get_serial = nullptr;
   nvmlDeviceGetUUID_fn device_get_uuid = nullptr;
   nvmlDeviceGetPciInfo_v3_fn device_get_pci_info = nullptr;

@@ -100,9 +100,21 @@ json to_json(const NodeReport& r) {
       json e = {{"index", g.index}};
       if (!g.serial.empty()) e["serial"] = g.serial;
       if (!g.uuid.empty()) e["uuid"] = g.uuid;
+      if (!g.vbios.empty()) e["vbios"] = g.vbios;
       gpus.push_back(std::move(e));
     }
     j["gpus"] = std::move(gpus);
+  }
+  if (!r.driver.empty()) j["driver"] = r.driver;
+  if (!r.nics.empty()) {
+    json nics = json::array();
+    for (const auto& n : r.nics) {
+      json e = {{"device", n.device}};
+      if (!n.firmware.empty()) e["firmware"] = n.firmware;
+      if (!n.board_id.empty()) e["board_id"] = n.board_id;
+      nics.push_back(std::move(e));
+    }
+    j["nics"] = std::move(nics);
   }
   return j;
 }
@@ -265,8 +277,16 @@ CheckResult parse_check(const json& j, const std::string& path) {
   return r;
 }
 
-// "gpus": [{"index": 0, "serial": "1654922012345", "uuid": "GPU-..."}]: indices distinct and
-// 0..1023; a serial or UUID, when present, is_part_identifier.
+// "gpus": [{"index": 0, "serial": "1654922012345", "uuid": "GPU-...", "vbios": "96.00.89.00.01"}]:
+// indices distinct and 0..1023; a serial, UUID or VBIOS version, when present, is_part_identifier.
+void read_identifier(const json& e, const std::string& at, const char* key, std::string& field) {
+  if (auto v = opt_string(e, at, key)) {
+    if (!is_part_identifier(*v))
+      fail_at(at + "/" + key, "must be 1..96 printable characters without blanks");
+    field = *v;
+  }
+}
+
 std::vector<GpuPart> parse_gpus(const json& g, const std::string& path) {
   if (!g.is_array()) fail_at(path, "must be an array");
   std::vector<GpuPart> out;
@@ -274,21 +294,39 @@ std::vector<GpuPart> parse_gpus(const json& g, const std::string& path) {
     const std::string at = path + "/" + std::to_string(i);
     const json& e = g[i];
     if (!e.is_object()) fail_at(at, "must be an object");
-    only_keys(e, at, {"index", "serial", "uuid"});
+    only_keys(e, at, {"index", "serial", "uuid", "vbios"});
     const json& idx = *need(e, at, "index");
     if (!idx.is_number_integer() || idx.get<long long>() < 0 || idx.get<long long>() > 1023)
       fail_at(at + "/index", "must be an integer 0..1023");
     GpuPart p;
     p.index = idx.get<int>();
-    for (auto [key, field] : {std::pair{"serial", &p.serial}, std::pair{"uuid", &p.uuid}}) {
-      if (auto v = opt_string(e, at, key)) {
-        if (!is_part_identifier(*v))
-          fail_at(at + "/" + key, "must be 1..96 printable characters without blanks");
-        *field = *v;
-      }
-    }
+    for (auto [key, field] :
+         {std::pair{"serial", &p.serial}, std::pair{"uuid", &p.uuid}, std::pair{"vbios", &p.vbios}})
+      read_identifier(e, at, key, *field);
     for (const auto& seen : out)
       if (seen.index == p.index) fail_at(at + "/index", "duplicate GPU index");
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+// "nics": [{"device": "mlx5_0", "firmware": "28.41.1000", "board_id": "MT_0000000838"}]: devices
+// distinct; each field, when present, is_part_identifier.
+std::vector<NicPart> parse_nics(const json& n, const std::string& path) {
+  if (!n.is_array()) fail_at(path, "must be an array");
+  std::vector<NicPart> out;
+  for (size_t i = 0; i < n.size(); ++i) {
+    const std::string at = path + "/" + std::to_string(i);
+    const json& e = n[i];
+    if (!e.is_object()) fail_at(at, "must be an object");
+    only_keys(e, at, {"device", "firmware", "board_id"});
+    NicPart p;
+    read_identifier(e, at, "device", p.device);
+    if (p.device.empty()) fail_at(at + "/device", "required");
+    read_identifier(e, at, "firmware", p.firmware);
+    read_identifier(e, at, "board_id", p.board_id);
+    for (const auto& seen : out)
+      if (seen.device == p.device) fail_at(at + "/device", "duplicate device");
     out.push_back(std::move(p));
   }
   return out;
@@ -297,7 +335,7 @@ std::vector<GpuPart> parse_gpus(const json& g, const std::string& path) {
 NodeReport parse_report(const json& j, const std::string& path) {
   only_keys(j, path,
             {"schema_version", "node", "k8s_node", "sku", "job_id", "context", "run_id",
-             "start_time", "end_time", "checks", "gpus"});
+             "start_time", "end_time", "checks", "gpus", "driver", "nics"});
   NodeReport r;
   const json& v = *need(j, path, "schema_version");
   if (!v.is_number_integer()) fail_at(path + "/schema_version", "must be an integer");
@@ -338,6 +376,8 @@ NodeReport parse_report(const json& j, const std::string& path) {
     }
   }
   if (auto g = j.find("gpus"); g != j.end()) r.gpus = parse_gpus(*g, path + "/gpus");
+  read_identifier(j, path, "driver", r.driver);
+  if (auto n = j.find("nics"); n != j.end()) r.nics = parse_nics(*n, path + "/nics");
   return r;
 }
 

@@ -94,6 +94,10 @@ struct GpuInventory {
   // Which part sits in each slot (NVML index), same order; empty strings where the driver does
   // not say (nvmlDeviceGetSerial: boards with an inforom; nvmlDeviceGetUUID: every GPU).
   std::vector<std::string> serials, uuids;
+  // nvmlDeviceGetVbiosVersion per GPU, same order ("" where the driver does not say), and
+  // nvmlSystemGetDriverVersion ("580.95.05"; "" when unread): what classes compare (issue 43).
+  std::vector<std::string> vbios;
+  std::string driver;
   // The NVML index of each entry: a GPU whose handle fails is left out of the lists above, so
   // position and index differ after it (the report's `gpus` use the index, as the checks do).
   std::vector<int> indices;

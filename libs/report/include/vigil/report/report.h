@@ -60,7 +60,20 @@ struct GpuPart {
   int index = 0;
   std::string serial;
   std::string uuid;
+  // nvmlDeviceGetVbiosVersion ("96.00.89.00.01"): which firmware the board runs, judged against
+  // its node's other GPUs and its class (docs/thresholds.md "Classes").
+  std::string vbios;
   bool operator==(const GpuPart&) const = default;
+};
+
+// A NIC's firmware (docs/node-report.md "nics"): an RDMA device under /sys/class/infiniband with
+// its fw_ver ("28.41.1000") and board_id (the PSID, "MT_0000000838"), as the kernel's
+// Documentation/ABI/stable/sysfs-class-infiniband names them. Empty strings where sysfs has none.
+struct NicPart {
+  std::string device;  // "mlx5_0"
+  std::string firmware;
+  std::string board_id;
+  bool operator==(const NicPart&) const = default;
 };
 
 // A check result's `evidence` as the codec takes it: an absolute path of 1-4096 printable
@@ -87,6 +100,10 @@ struct NodeReport {
   std::vector<CheckResult> checks;
   // The node's GPUs, in NVML order; absent from the Slurm hooks' reports and older checkers'.
   std::vector<GpuPart> gpus;
+  // The GPU driver (nvmlSystemGetDriverVersion, "580.95.05") and the node's RDMA devices, from
+  // `vigil-check run`; empty when not read (the hooks, older checkers, no driver, no RDMA).
+  std::string driver;
+  std::vector<NicPart> nics;
 
   Status overall() const;
 };
