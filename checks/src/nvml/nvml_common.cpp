@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <ctime>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -87,6 +88,8 @@ std::map<std::string, SeenGpu> seen_gpus(const CheckContext& ctx) {
     SeenGpu g;
     if (v.contains("index") && v["index"].is_number_integer()) g.index = v["index"].get<int>();
     if (v.contains("serial") && v["serial"].is_string()) g.serial = v["serial"].get<std::string>();
+    if (v.contains("gone_since") && v["gone_since"].is_number_integer())
+      g.gone_since = v["gone_since"].get<std::int64_t>();
     out[bus] = g;
   }
   return out;
@@ -97,25 +100,41 @@ void remember_seen_gpus(const CheckContext& ctx, const std::map<std::string, See
 }
 
 void remember_seen_gpus(const CheckContext& ctx, const std::map<std::string, SeenGpu>& now,
-                        std::map<std::string, SeenGpu> all) {
+                        std::map<std::string, SeenGpu> all, std::int64_t at) {
   const std::string path = seen_gpus_file(ctx);
   if (path.empty() || now.empty()) return;
+  if (at == 0) at = static_cast<std::int64_t>(std::time(nullptr));
   bool changed = false;
-  for (auto& [bus, g] : all)  // gone now: its serial stays, its index may be another GPU's
-    if (!now.count(bus) && g.index != -1) {
+  for (auto it = all.begin(); it != all.end();) {
+    SeenGpu& g = it->second;
+    if (now.count(it->first)) {
+      ++it;
+      continue;
+    }
+    // Gone now: its serial stays, its index may be another GPU's; a file from before the clock
+    // was kept starts it now.
+    if (g.index != -1 || g.gone_since == 0) {
       g.index = -1;
+      g.gone_since = at;
       changed = true;
     }
+    const bool forget = at - g.gone_since > kForgetGoneGpuAfterS;
+    changed |= forget;
+    it = forget ? all.erase(it) : std::next(it);
+  }
   for (const auto& [bus, g] : now) {
     SeenGpu& kept = all[bus];
     const std::string serial = g.serial.empty() ? kept.serial : g.serial;
-    if (kept.index == g.index && kept.serial == serial) continue;
-    kept = SeenGpu{g.index, serial};
+    if (kept.index == g.index && kept.serial == serial && kept.gone_since == 0) continue;
+    kept = SeenGpu{g.index, serial, 0};
     changed = true;
   }
   if (!changed) return;
   nlohmann::json j = nlohmann::json::object();
-  for (const auto& [bus, g] : all) j[bus] = {{"index", g.index}, {"serial", g.serial}};
+  for (const auto& [bus, g] : all) {
+    j[bus] = {{"index", g.index}, {"serial", g.serial}};
+    if (g.gone_since != 0) j[bus]["gone_since"] = g.gone_since;
+  }
   (void)replace_file_atomically(path, j.dump() + "\n");
 }
 

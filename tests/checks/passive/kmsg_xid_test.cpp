@@ -76,6 +76,31 @@ TEST_F(KmsgXid, a_fatal_xid_is_a_figure_of_the_gpu_at_its_bus_id) {
   for (const Measurement& m : again.measurements) EXPECT_NE(m.name, "xid_gpu_fatal");
 }
 
+// A GPU gone for longer than kForgetGoneGpuAfterS leaves gpus-<node>.json: a board replaced or
+// renumbered (other bus ids) is not named "seen before" for ever; a GPU that returns in time is
+// seen again with its clock cleared.
+TEST_F(KmsgXid, a_gpu_gone_for_thirty_days_is_forgotten) {
+  std::filesystem::create_directories(ctx_.state_dir);
+  const std::int64_t t0 = 1'760'000'000;
+  nvml::remember_seen_gpus(ctx_, {{"0:18:00.0", {0, "A"}}, {"0:2a:00.0", {1, "B"}}}, {}, t0);
+  nvml::remember_seen_gpus(ctx_, {{"0:2a:00.0", {0, "B"}}}, nvml::seen_gpus(ctx_), t0 + 60);
+  EXPECT_EQ(nvml::seen_gpus(ctx_).at("0:18:00.0").gone_since, t0 + 60);
+  // Back within the window: seen again, its clock cleared.
+  nvml::remember_seen_gpus(ctx_, {{"0:18:00.0", {0, "A"}}, {"0:2a:00.0", {1, "B"}}},
+                           nvml::seen_gpus(ctx_), t0 + 86400);
+  EXPECT_EQ(nvml::seen_gpus(ctx_).at("0:18:00.0").gone_since, 0);
+  nvml::remember_seen_gpus(ctx_, {{"0:2a:00.0", {0, "B"}}}, nvml::seen_gpus(ctx_), t0 + 86400);
+  const std::int64_t gone = t0 + 86400;
+  nvml::remember_seen_gpus(ctx_, {{"0:2a:00.0", {0, "B"}}}, nvml::seen_gpus(ctx_),
+                           gone + nvml::kForgetGoneGpuAfterS);
+  EXPECT_EQ(nvml::seen_gpus(ctx_).count("0:18:00.0"), 1u);  // exactly 30 days: still kept
+  nvml::remember_seen_gpus(ctx_, {{"0:2a:00.0", {0, "B"}}}, nvml::seen_gpus(ctx_),
+                           gone + nvml::kForgetGoneGpuAfterS + 1);
+  const auto seen = nvml::seen_gpus(ctx_);
+  EXPECT_EQ(seen.count("0:18:00.0"), 0u);
+  EXPECT_EQ(seen.at("0:2a:00.0").serial, "B");
+}
+
 TEST_F(KmsgXid, only_xids_after_the_cursor_count) {
   constexpr const char* kXid94 =  // contained ECC: watch (reset the GPU when convenient)
       "6,10,100,-;NVRM: Xid (PCI:0000:18:00): 94, pid='<unknown>', name=<unknown>, Contained: "
