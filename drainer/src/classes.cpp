@@ -59,12 +59,42 @@ std::map<std::string, double> inventory_of(const NodeReport& report) {
   return out;
 }
 
-std::optional<ClassInventory::Consensus> ClassInventory::consensus(const std::string& cls,
-                                                                   const std::string& figure,
-                                                                   const double* own) const {
-  const auto it = tallies_.find({cls, figure});
-  if (it == tallies_.end()) return std::nullopt;
-  Consensus best;
+std::map<std::string, std::vector<UnitVersion>> versions_of(const NodeReport& report) {
+  std::map<std::string, std::vector<UnitVersion>> out;
+  if (!report.driver.empty()) out["driver"].push_back({"node", report.driver});
+  for (const auto& g : report.gpus)
+    if (!g.vbios.empty()) out["vbios"].push_back({"gpu" + std::to_string(g.index), g.vbios});
+  // A NIC without a board id cannot be told apart from another model: left out.
+  for (const auto& n : report.nics)
+    if (!n.firmware.empty() && !n.board_id.empty())
+      out["nic_firmware " + n.board_id].push_back({n.device, n.firmware});
+  return out;
+}
+
+std::string_view version_check(std::string_view figure) {
+  return figure.starts_with("nic_firmware") ? "ib_port" : "gpu_count";
+}
+
+bool is_inventory_figure(std::string_view figure) {
+  for (const auto& f : kInventoryFigures)
+    if (figure == figure_key(f)) return true;
+  return false;
+}
+
+bool is_version_figure(std::string_view figure) {
+  constexpr std::string_view kNic = "nic_firmware ";
+  return figure == "driver" || figure == "vbios" ||
+         (figure.starts_with(kNic) && is_part_identifier(figure.substr(kNic.size())));
+}
+
+template <typename V>
+std::optional<ClassInventory::Consensus<V>> ClassInventory::consensus(const Tallies<V>& tallies,
+                                                                      const std::string& cls,
+                                                                      const std::string& figure,
+                                                                      const V* own) const {
+  const auto it = tallies.find({cls, figure});
+  if (it == tallies.end()) return std::nullopt;
+  Consensus<V> best;
   for (const auto& [value, count] : it->second) {
     const int others = count - (own != nullptr && *own == value ? 1 : 0);
     best.nodes += others;
@@ -79,15 +109,59 @@ std::optional<ClassInventory::Consensus> ClassInventory::consensus(const std::st
   return best;
 }
 
+namespace {
+
+template <typename V>
+void untally(std::map<V, int>& tally, const V& value) {
+  if (--tally[value] <= 0) tally.erase(value);
+}
+
+// Moves one node's figure in a tally from its last value (when it had one) to `value`.
+template <typename V>
+void retally(std::map<V, int>& tally, std::map<std::string, V>& figures, const std::string& figure,
+             const V& value) {
+  if (auto o = figures.find(figure); o != figures.end()) untally(tally, o->second);
+  figures[figure] = value;
+  tally[value]++;
+}
+
+template <typename V, typename T>
+void untally_all(T& tallies, const std::string& cls, const std::map<std::string, V>& figures) {
+  for (const auto& [figure, value] : figures) {
+    auto t = tallies.find({cls, figure});
+    if (t == tallies.end()) continue;
+    untally(t->second, value);
+    if (t->second.empty()) tallies.erase(t);
+  }
+}
+
+// The most common version among a node's units (a tie: the smallest, so that every node's
+// figure is chosen alike).
+std::string most_common(const std::vector<UnitVersion>& units) {
+  std::map<std::string, int> count;
+  for (const auto& u : units) count[u.version]++;
+  std::string best;
+  int most = 0;
+  for (const auto& [version, n] : count)
+    if (n > most) best = version, most = n;
+  return best;
+}
+
+// Where a reference comes from, for messages: " on 41 of 42 nodes", or " (declared)".
+template <typename C>
+std::string basis(const C& c) {
+  return c.declared
+             ? " (declared)"
+             : " on " + std::to_string(c.agree) + " of " + std::to_string(c.nodes) + " nodes";
+}
+
+}  // namespace
+
 void ClassInventory::forget(const std::string& node) {
   const auto it = nodes_.find(node);
   if (it == nodes_.end()) return;
-  for (const auto& [figure, value] : it->second.figures) {
-    auto t = tallies_.find({it->second.cls, figure});
-    if (t == tallies_.end()) continue;
-    if (--t->second[value] <= 0) t->second.erase(value);
-    if (t->second.empty()) tallies_.erase(t);
-  }
+  untally_all(tallies_, it->second.cls, it->second.figures);
+  untally_all(version_tallies_, it->second.cls, it->second.versions);
   nodes_.erase(it);
 }
 
@@ -101,25 +175,77 @@ void ClassInventory::forget_old(std::int64_t now) {
   for (const auto& n : old) forget(n);
 }
 
-bool ClassInventory::covers(const Consensus& c, int declared) const {
+template <typename V>
+bool ClassInventory::covers(const Consensus<V>& c, int declared) const {
   return c.nodes + 1 >= settings_.min_share * static_cast<double>(declared);
 }
 
+const ClassSettings::Declared* ClassInventory::declared_for(const std::string& cls) const {
+  const auto it = settings_.declared.find(cls);
+  return it == settings_.declared.end() ? nullptr : &it->second;
+}
+
+template <typename V>
+std::optional<ClassInventory::Consensus<V>> ClassInventory::reference(
+    const Tallies<V>& tallies, const std::map<std::string, V>* site, const std::string& cls,
+    const std::string& figure, const std::map<std::string, V>* own, int declared) const {
+  if (site != nullptr)
+    if (auto d = site->find(figure); d != site->end()) return Consensus<V>{d->second, 0, 0, true};
+  const V* own_value = nullptr;
+  if (own != nullptr)
+    if (auto o = own->find(figure); o != own->end()) own_value = &o->second;
+  auto c = consensus(tallies, cls, figure, own_value);
+  if (!c || !covers(*c, declared)) return std::nullopt;
+  return c;
+}
+
+// A unit on another version than its class fails when its node's units disagree among
+// themselves (one GPU on other firmware than its neighbours: a board a firmware update missed,
+// as facebookresearch/gcm's vbios_mismatch check fails it); a node whose units all run one
+// other version warns: a node upgraded ahead of its class (or left behind) in a rolling update
+// is the site's choice, not a fault, so it is shown and never drains on its own.
+void ClassInventory::judge_versions(const NodeReport& report, const std::string& cls, int declared,
+                                    const Entry* own, std::vector<ClassVerdict>& out) const {
+  const ClassSettings::Declared* site = declared_for(cls);
+  for (const auto& [figure, units] : versions_of(report)) {
+    const auto c = reference(version_tallies_, site ? &site->versions : nullptr, cls, figure,
+                             own ? &own->versions : nullptr, declared);
+    if (!c) continue;
+    std::string odd;
+    bool agree_inside = true;
+    for (const auto& u : units) {
+      agree_inside &= u.version == units.front().version;
+      if (u.version != c->value) odd += (odd.empty() ? "" : ", ") + u.unit + " " + u.version;
+    }
+    if (odd.empty()) continue;
+    ClassVerdict v;
+    v.check = std::string(version_check(figure));
+    v.measurement = figure;
+    v.agree = c->agree;
+    v.nodes = c->nodes;
+    v.fault_code = kClassVersionFaultCode;
+    v.status = agree_inside ? Status::kWarn : Status::kFail;
+    v.message = agree_inside ? figure + " " + units.front().version + ", its class runs " +
+                                   c->value + basis(*c)
+                             : figure + " " + odd + ", unlike the node's other units; its class " +
+                                   "runs " + c->value + basis(*c);
+    out.push_back(std::move(v));
+  }
+}
+
 std::vector<ClassVerdict> ClassInventory::judge(const NodeReport& report, const std::string& cls,
-                                                int declared, std::int64_t now, bool learn) {
+                                                int declared, std::int64_t now, bool learn_it) {
   std::vector<ClassVerdict> out;
   forget_old(now);
   if (cls.empty()) return out;
-  const auto figures = inventory_of(report);
   // The node's own earlier figures are not its peers: leave them out of its consensus.
   const auto prev = nodes_.find(report.node);
   const Entry* own = prev != nodes_.end() && prev->second.cls == cls ? &prev->second : nullptr;
-  for (const auto& [figure, value] : figures) {
-    const double* own_value = nullptr;
-    if (own != nullptr)
-      if (auto o = own->figures.find(figure); o != own->figures.end()) own_value = &o->second;
-    const auto c = consensus(cls, figure, own_value);
-    if (!c || value >= c->value || !covers(*c, declared)) continue;
+  const ClassSettings::Declared* site = declared_for(cls);
+  for (const auto& [figure, value] : inventory_of(report)) {
+    const auto c = reference(tallies_, site ? &site->figures : nullptr, cls, figure,
+                             own ? &own->figures : nullptr, declared);
+    if (!c || value >= c->value) continue;
     ClassVerdict v;
     v.check = figure.substr(0, figure.find('/'));
     v.measurement = figure.substr(figure.find('/') + 1);
@@ -129,26 +255,27 @@ std::vector<ClassVerdict> ClassInventory::judge(const NodeReport& report, const 
     v.nodes = c->nodes;
     v.message = v.measurement + " " + format_figure(value, FigureStyle::kThreeSignificant) +
                 ", its class has " + format_figure(c->value, FigureStyle::kThreeSignificant) +
-                " on " + std::to_string(c->agree) + " of " + std::to_string(c->nodes) + " nodes";
+                basis(*c);
     out.push_back(std::move(v));
   }
-  if (learn) {
-    // A node whose Slurm declaration changed leaves its old class. Figures this report does not
-    // have (a hook's report runs fewer checks than a node job's) keep their last value.
-    if (own == nullptr) forget(report.node);
-    Entry& e = nodes_[report.node];
-    e.cls = cls;
-    e.at = now;
-    for (const auto& [figure, value] : figures) {
-      if (auto o = e.figures.find(figure); o != e.figures.end()) {
-        auto& tally = tallies_[{cls, figure}];
-        if (--tally[o->second] <= 0) tally.erase(o->second);
-      }
-      e.figures[figure] = value;
-      tallies_[{cls, figure}][value]++;
-    }
-  }
+  judge_versions(report, cls, declared, own, out);
+  if (learn_it) learn(report, cls, now, own != nullptr);
   return out;
+}
+
+// A node whose Slurm declaration changed leaves its old class. Figures this report does not
+// have (a hook's report runs fewer checks than a node job's, and carries no versions) keep their
+// last value.
+void ClassInventory::learn(const NodeReport& report, const std::string& cls, std::int64_t now,
+                           bool known) {
+  if (!known) forget(report.node);
+  Entry& e = nodes_[report.node];
+  e.cls = cls;
+  e.at = now;
+  for (const auto& [figure, value] : inventory_of(report))
+    retally(tallies_[{cls, figure}], e.figures, figure, value);
+  for (const auto& [figure, units] : versions_of(report))
+    retally(version_tallies_[{cls, figure}], e.versions, figure, most_common(units));
 }
 
 std::vector<ClassSummary> ClassInventory::summary() const {
@@ -159,8 +286,11 @@ std::vector<ClassSummary> ClassInventory::summary() const {
     s.nodes++;
   }
   for (const auto& [key, tally] : tallies_)
-    if (auto c = consensus(key.first, key.second, nullptr))
+    if (auto c = consensus<double>(tallies_, key.first, key.second, nullptr))
       by_name[key.first].consensus[key.second] = c->value;
+  for (const auto& [key, tally] : version_tallies_)
+    if (auto c = consensus<std::string>(version_tallies_, key.first, key.second, nullptr))
+      by_name[key.first].versions[key.second] = c->value;
   std::vector<ClassSummary> out;
   for (auto& [name, s] : by_name) out.push_back(std::move(s));
   return out;
@@ -168,20 +298,20 @@ std::vector<ClassSummary> ClassInventory::summary() const {
 
 void fold_class_verdicts(NodeReport& report, const std::vector<ClassVerdict>& verdicts,
                          const PolicyConfig& policy) {
-  const std::string code(kClassBelowFaultCode);
   for (const auto& v : verdicts) {
+    const std::string code(v.fault_code);
     for (auto& c : report.checks) {
       if (c.check != v.check || c.status == Status::kError || c.status == Status::kSkipped)
         continue;
-      if (c.status == Status::kFail && c.fault_code != code &&
-          policy.for_check(c.check, c.fault_code).drain_after <=
-              policy.for_check(c.check, code).drain_after)
-        continue;  // the check's own finding drains as soon or sooner: it stands as reported
-      if (c.status == Status::kFail && c.fault_code == code) {
+      if (c.status == v.status && c.fault_code == code) {
         c.message += "; " + v.message;
         continue;
       }
-      c.status = Status::kFail;
+      if (v.status == Status::kWarn && c.status != Status::kPass) continue;
+      if (c.status == Status::kFail && policy.for_check(c.check, c.fault_code).drain_after <=
+                                           policy.for_check(c.check, code).drain_after)
+        continue;  // the check's own finding drains as soon or sooner: it stands as reported
+      c.status = v.status;
       c.fault_code = code;
       c.message = v.message;
     }

@@ -12,6 +12,7 @@
 #include <sstream>
 #include <type_traits>
 
+#include "config_reader.h"
 #include "tls_files.h"
 #include "vigil/base/http_url.h"
 #include "vigil/base/strings.h"
@@ -20,56 +21,10 @@
 namespace vigil::drainer {
 namespace {
 
-// The drainer's file is read with the one strict reader (vigil/config/strict_yaml.h) and stops
-// at its first problem: later sections often depend on earlier ones (auth mode, backend).
-struct Stop {};
-
-class Reader {
- public:
-  explicit Reader(std::string source) : yr_(std::move(source)) {}
-
-  [[noreturn]] void fail(const YAML::Node& n, const std::string& field,
-                         const std::string& what) const {
-    yr_.error(n, field, what);
-    throw Stop{};
-  }
-
-  void only_keys(const YAML::Node& map, const std::string& field,
-                 const std::set<std::string>& keys) const {
-    if (!yr_.only_keys(map, field, keys)) throw Stop{};
-  }
-
-  // An absent or null key leaves `out` at its default.
-  template <typename T>
-  void get(const YAML::Node& map, const char* key, const std::string& field, T& out) const {
-    const YAML::Node n = map[key];
-    if (!n.IsDefined() || n.IsNull()) return;
-    if constexpr (std::is_same_v<T, bool>) {
-      out = need(yr_.boolean(n, field));
-    } else if constexpr (std::is_same_v<T, std::string>) {
-      out = need(yr_.scalar(n, field));
-    } else if constexpr (std::is_integral_v<T>) {
-      static_assert(std::is_signed_v<T> || sizeof(T) < sizeof(long long),
-                    "the strict reader's integers are long long");
-      out = static_cast<T>(need(
-          yr_.integer(n, field, std::numeric_limits<T>::min(), std::numeric_limits<T>::max())));
-    } else {
-      static_assert(std::is_floating_point_v<T>);
-      out = static_cast<T>(need(yr_.number(n, field)));
-    }
-  }
-
-  const std::string& source() const { return yr_.file(); }
-  std::string first_error() const { return yr_.errors.front().to_string(); }
-
- private:
-  template <typename T>
-  static T need(std::optional<T> v) {
-    if (!v) throw Stop{};
-    return *v;
-  }
-  mutable YamlReader yr_;
-};
+using config_detail::read_classes;
+using config_detail::read_detection;
+using config_detail::Reader;
+using config_detail::Stop;
 
 void read_check_policy(const Reader& rd, const YAML::Node& n, const std::string& field,
                        CheckPolicy& p) {
@@ -121,54 +76,6 @@ void read_tls(const Reader& rd, const YAML::Node& n, std::optional<ListenTls>& o
   out = std::move(t);
 }
 
-// YAML -> JSON for the detection engine's own parser (config_from_json), scalars typed the way
-// YAML 1.2's core schema reads them.
-nlohmann::json yaml_to_json(const YAML::Node& n) {
-  if (n.IsMap()) {
-    nlohmann::json j = nlohmann::json::object();
-    for (const auto& kv : n) j[kv.first.as<std::string>()] = yaml_to_json(kv.second);
-    return j;
-  }
-  if (n.IsSequence()) {
-    nlohmann::json j = nlohmann::json::array();
-    for (const auto& e : n) j.push_back(yaml_to_json(e));
-    return j;
-  }
-  if (!n.IsDefined() || n.IsNull()) return nullptr;
-  const std::string& v = n.Scalar();
-  if (n.Tag() != "!") {  // unquoted
-    if (v == "true" || v == "false") return v == "true";
-    long long i = 0;
-    auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), i);
-    if (ec == std::errc() && p == v.data() + v.size()) return i;
-    char* end = nullptr;
-    const double d = std::strtod(v.c_str(), &end);
-    if (!v.empty() && end == v.c_str() + v.size()) return d;
-  }
-  return v;
-}
-
-// The YAML node a detection error's field path ("margins.gemm.warn: ...") points at, for its
-// line; the detection section itself when the path does not resolve.
-YAML::Node node_at(const YAML::Node& root, const std::string& error) {
-  YAML::Node cur = root;
-  std::string path = error.substr(0, error.find(':'));
-  std::istringstream parts(path);
-  std::string part;
-  while (std::getline(parts, part, '.')) {
-    const auto bracket = part.find('[');
-    const std::string key = part.substr(0, bracket);
-    if (!cur.IsMap() || !cur[key].IsDefined()) return cur;
-    cur = cur[key];
-    if (bracket != std::string::npos && cur.IsSequence()) {
-      const size_t idx = std::strtoul(part.c_str() + bracket + 1, nullptr, 10);
-      if (idx >= cur.size()) return cur;
-      cur = cur[idx];
-    }
-  }
-  return cur;
-}
-
 std::set<uint32_t> read_uids(const Reader& rd, const YAML::Node& n, const std::string& field) {
   std::set<uint32_t> out;
   if (!n.IsDefined() || n.IsNull() || !n.IsSequence() || n.size() == 0)
@@ -205,53 +112,6 @@ void read_munge_auth(const Reader& rd, const YAML::Node& auth, MungeAuthSettings
   if (m.miss_refresh_min_s < 0 || m.miss_refresh_min_s > m.address_refresh_s)
     rd.fail(n["miss_refresh_min_s"], "auth.munge.miss_refresh_min_s",
             "must be in [0, address_refresh_s]");
-}
-
-void read_detection(const Reader& rd, const YAML::Node& n, DetectionSettings& d) {
-  rd.only_keys(n, "detection",
-               {"enabled", "confirmed_drain_after", "unconfirmed_drain_after", "reset_on_resume",
-                "engine", "engine_file"});
-  rd.get(n, "enabled", "detection.enabled", d.enabled);
-  rd.get(n, "confirmed_drain_after", "detection.confirmed_drain_after", d.confirmed_drain_after);
-  rd.get(n, "unconfirmed_drain_after", "detection.unconfirmed_drain_after",
-         d.unconfirmed_drain_after);
-  rd.get(n, "reset_on_resume", "detection.reset_on_resume", d.reset_on_resume);
-  if (d.confirmed_drain_after < 1)
-    rd.fail(n["confirmed_drain_after"], "detection.confirmed_drain_after", "must be >= 1");
-  if (d.unconfirmed_drain_after < d.confirmed_drain_after)
-    rd.fail(n["unconfirmed_drain_after"], "detection.unconfirmed_drain_after",
-            "must be >= confirmed_drain_after");
-  if (const YAML::Node e = n["engine"]; e.IsDefined() && !e.IsNull()) {
-    if (!e.IsMap()) rd.fail(e, "detection.engine", "must be a mapping");
-    auto parsed = detect::config_from_json(yaml_to_json(e));
-    if (!parsed.ok()) {
-      const std::string& msg = parsed.error().message;
-      const std::string first = msg.substr(0, msg.find("; "));
-      rd.fail(node_at(e, first), "detection.engine." + first.substr(0, first.find(':')),
-              first.find(": ") == std::string::npos ? first : first.substr(first.find(": ") + 2));
-    }
-    d.engine = std::move(parsed).value();
-  }
-  // The file vigil-check plans its repeats with (detection.json beside the thresholds): one
-  // configuration for both sides (docs/detection.md).
-  if (const YAML::Node f = n["engine_file"]; f.IsDefined()) {
-    if (n["engine"].IsDefined())
-      rd.fail(f, "detection.engine_file", "give engine or engine_file, not both");
-    std::string path;
-    rd.get(n, "engine_file", "detection.engine_file", path);
-    auto c = detect::load_config_file(path);
-    if (!c.ok()) rd.fail(f, "detection.engine_file", c.error().message);
-    d.engine = std::move(c).value();
-  }
-}
-void read_classes(const Reader& rd, const YAML::Node& n, ClassSettings& c) {
-  rd.only_keys(n, "classes", {"enabled", "min_nodes", "min_share"});
-  rd.get(n, "enabled", "classes.enabled", c.enabled);
-  rd.get(n, "min_nodes", "classes.min_nodes", c.min_nodes);
-  rd.get(n, "min_share", "classes.min_share", c.min_share);
-  if (c.min_nodes < 3) rd.fail(n["min_nodes"], "classes.min_nodes", "must be >= 3");
-  if (!(c.min_share > 0.5 && c.min_share <= 1))
-    rd.fail(n["min_share"], "classes.min_share", "must be in (0.5, 1]");
 }
 
 void read_policy(const Reader& rd, const YAML::Node& p, PolicyConfig& policy) {

@@ -208,7 +208,10 @@ HttpReply HttpApi::handle(const HttpRequest& req) const {
     case Route::kClasses: {
       nlohmann::json classes = nlohmann::json::array();
       for (const auto& c : d_.hardware_classes())
-        classes.push_back({{"class", c.name}, {"nodes", c.nodes}, {"consensus", c.consensus}});
+        classes.push_back({{"class", c.name},
+                           {"nodes", c.nodes},
+                           {"consensus", c.consensus},
+                           {"versions", c.versions}});
       return json_reply(200, {{"classes", classes}});
     }
     case Route::kRechecks: {

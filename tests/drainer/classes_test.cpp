@@ -281,6 +281,125 @@ TEST(ClassInventory, nodes_not_heard_from_are_forgotten) {
   EXPECT_EQ(inv.nodes(), 0u);
 }
 
+// Versions as genuine tools printed them: H100 VBIOS 96.00.89.00.01 (`nvidia-smi -q`, the
+// capture in stas00/ml-engineering compute/accelerator/nvidia/debug.md) and 96.00.74.00.11
+// (an H100 NVL's `nvidia-smi -q`); driver 550.54.15 (the DCGM diag capture of IBM/autopilot
+// issue #68) and 550.54.14; ConnectX-7 firmware 28.41.1000 with board id MT_0000000838 (GPUd's
+// InfiniBand class reader) and 28.39.1002 (GPUd's ibstat test capture, CA type MT4129).
+constexpr const char* kVbios = "96.00.89.00.01";
+constexpr const char* kOldVbios = "96.00.74.00.11";
+constexpr const char* kCx7 = "MT_0000000838";
+
+NodeReport versioned(const std::string& node, const std::string& driver,
+                     std::vector<std::string> vbios, std::vector<std::string> nic_fw) {
+  NodeReport r = report(node, {gpu_count(static_cast<int>(vbios.size())), ib_port(8, 400)});
+  r.driver = driver;
+  for (std::size_t g = 0; g < vbios.size(); ++g)
+    r.gpus.push_back({static_cast<int>(g), "", "", vbios[g]});
+  for (std::size_t n = 0; n < nic_fw.size(); ++n)
+    r.nics.push_back({"mlx5_" + std::to_string(n), nic_fw[n], kCx7});
+  return r;
+}
+
+void learn_versions(ClassInventory& inv, int n) {
+  for (int i = 0; i < n; ++i)
+    EXPECT_TRUE(inv.judge(versioned("v-" + std::to_string(i), "550.54.15",
+                                    std::vector<std::string>(8, kVbios),
+                                    std::vector<std::string>(8, "28.41.1000")),
+                          kIb8, kAny, 1000, true)
+                    .empty());
+}
+
+TEST(ClassVersions, one_gpu_on_other_vbios_than_its_node_and_class_fails_the_node) {
+  ClassInventory inv(settings());
+  learn_versions(inv, 8);
+  std::vector<std::string> vbios(8, kVbios);
+  vbios[3] = kOldVbios;
+  NodeReport r = versioned("v-8", "550.54.15", vbios, std::vector<std::string>(8, "28.41.1000"));
+  auto v = inv.judge(r, kIb8, kAny, 1000, false);
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(v[0].check, "gpu_count");
+  EXPECT_EQ(v[0].status, Status::kFail);
+  EXPECT_EQ(v[0].fault_code, kClassVersionFaultCode);
+  EXPECT_EQ(v[0].message,
+            "vbios gpu3 96.00.74.00.11, unlike the node's other units; its class runs "
+            "96.00.89.00.01 on 8 of 8 nodes");
+  fold_class_verdicts(r, v, default_policy());
+  EXPECT_EQ(r.checks[0].status, Status::kFail);
+  EXPECT_EQ(r.checks[0].fault_code, kClassVersionFaultCode);
+}
+
+TEST(ClassVersions, one_nic_on_other_firmware_fails_and_a_whole_node_upgraded_ahead_only_warns) {
+  ClassInventory inv(settings());
+  learn_versions(inv, 8);
+  std::vector<std::string> fw(8, "28.41.1000");
+  fw[5] = "28.39.1002";
+  NodeReport one = versioned("v-8", "550.54.15", std::vector<std::string>(8, kVbios), fw);
+  auto v = inv.judge(one, kIb8, kAny, 1000, false);
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(v[0].check, "ib_port");
+  EXPECT_EQ(v[0].measurement, "nic_firmware MT_0000000838");
+  EXPECT_EQ(v[0].status, Status::kFail);
+  // A rolling update: the node's driver and every GPU's VBIOS differ from the class alike.
+  NodeReport ahead = versioned("v-9", "550.54.14", std::vector<std::string>(8, kOldVbios),
+                               std::vector<std::string>(8, "28.41.1000"));
+  auto w = inv.judge(ahead, kIb8, kAny, 1000, false);
+  ASSERT_EQ(w.size(), 2u);
+  for (const auto& each : w) EXPECT_EQ(each.status, Status::kWarn);
+  EXPECT_EQ(w[0].message, "driver 550.54.14, its class runs 550.54.15 on 8 of 8 nodes");
+  fold_class_verdicts(ahead, w, default_policy());
+  EXPECT_EQ(ahead.checks[0].status, Status::kWarn);
+  EXPECT_EQ(ahead.checks[0].fault_code, kClassVersionFaultCode);
+  EXPECT_EQ(ahead.checks[0].message, w[0].message + "; " + w[1].message);
+  EXPECT_EQ(ahead.checks[1].status, Status::kPass);  // its NICs agree with the class
+}
+
+TEST(ClassVersions, no_consensus_no_verdict_and_versions_show_in_the_summary) {
+  ClassInventory inv(settings());
+  // Half the class on each driver: a split class judges nobody.
+  for (int i = 0; i < 10; ++i)
+    inv.judge(versioned("s-" + std::to_string(i), i % 2 ? "550.54.14" : "550.54.15",
+                        std::vector<std::string>(8, kVbios), {}),
+              kIb8, kAny, 1000, true);
+  std::vector<std::string> vbios(8, kVbios);
+  vbios[0] = kOldVbios;
+  auto v = inv.judge(versioned("s-10", "550.54.14", vbios, {}), kIb8, kAny, 1000, false);
+  ASSERT_EQ(v.size(), 1u);  // the VBIOS has a consensus, the driver none
+  EXPECT_EQ(v[0].measurement, "vbios");
+  const auto summary = inv.summary();
+  ASSERT_EQ(summary.size(), 1u);
+  EXPECT_EQ(summary[0].versions.count("driver"), 0u);
+  EXPECT_EQ(summary[0].versions.at("vbios"), kVbios);
+}
+
+// classes.declared (the site confirms its class): judged from the first report, with no fleet
+// behind it (a class of three nodes, or a drainer just restarted), and over the consensus.
+TEST(ClassDeclared, a_declared_figure_is_judged_without_a_consensus_and_wins_over_one) {
+  ClassSettings s = settings();
+  s.declared[kIb8].figures["ib_port/active_ports"] = 8;
+  s.declared[kIb8].versions["vbios"] = kVbios;
+  ClassInventory inv(s);
+  auto v = inv.judge(report("ib-0", {ib_port(7, 400)}), kIb8, 3, 1000, true);
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(v[0].message, "active_ports 7, its class has 8 (declared)");
+  // The fleet says 7 (every other node lost a port alike): the declaration still stands.
+  for (int i = 0; i < 8; ++i)  // each of them fails the declaration as it reports
+    EXPECT_EQ(
+        inv.judge(report("seven-" + std::to_string(i), {ib_port(7, 400)}), kIb8, kAny, 1000, true)
+            .size(),
+        1u);
+  EXPECT_EQ(inv.summary()[0].consensus.at("ib_port/active_ports"), 7);
+  EXPECT_EQ(inv.judge(report("ib-9", {ib_port(7, 400)}), kIb8, kAny, 1000, false).size(), 1u);
+  // A declared version: a node whose GPUs all run another VBIOS warns, as against a consensus.
+  auto w = inv.judge(versioned("v-0", "550.54.15", std::vector<std::string>(8, kOldVbios), {}),
+                     kIb8, kAny, 1000, false);
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_EQ(w[0].status, Status::kWarn);
+  EXPECT_EQ(w[0].message, "vbios 96.00.74.00.11, its class runs 96.00.89.00.01 (declared)");
+  // Another class declares nothing: nothing judged without its fleet.
+  EXPECT_TRUE(inv.judge(report("x", {ib_port(7, 400)}), "other", kAny, 1000, false).empty());
+}
+
 TEST(FoldClassVerdicts, a_fatal_finding_stands_and_error_results_are_left_alone) {
   ClassVerdict v;
   v.check = "gpu_count";

@@ -27,6 +27,7 @@
 namespace vigil::drainer {
 
 inline constexpr std::string_view kClassBelowFaultCode = "VIGIL-CLASS-BELOW";
+inline constexpr std::string_view kClassVersionFaultCode = "VIGIL-CLASS-VERSION";
 
 // A figure of a node's inventory: what a healthy node of its class has as many of as its peers.
 // Per-unit figures (per GPU or port) are reduced to the node's lowest one.
@@ -50,6 +51,23 @@ inline constexpr InventoryFigure kInventoryFigures[] = {
     {"nvml_pcie", "pcie_link_width", true, false},
 };
 
+// The versions a node runs, from the report's `driver`, `gpus` and `nics`: figure -> one
+// (unit, version) per unit. Figures: "driver" (unit "node"), "vbios" (units "gpu0".."gpuN") and
+// "nic_firmware <board_id>" (units "mlx5_0"...; NICs of one board, the PSID, run one firmware
+// line: a ConnectX-7 and a storage ConnectX-6 on one node are two figures). Units the report
+// gives no version for are left out.
+struct UnitVersion {
+  std::string unit;
+  std::string version;
+};
+std::map<std::string, std::vector<UnitVersion>> versions_of(const NodeReport& report);
+// The check a version figure's verdict is folded into: gpu_count (driver, vbios), ib_port (NICs).
+std::string_view version_check(std::string_view figure);
+// What `classes.declared` may name: an inventory figure ("ib_port/active_ports", a number) or a
+// version figure ("driver", "vbios", "nic_firmware <board_id>", a version).
+bool is_inventory_figure(std::string_view figure);
+bool is_version_figure(std::string_view figure);
+
 // What Slurm declares a node to be: "gpu:8 [ib,ndr]", its Gres without socket bindings
 // ("(S:0-1)"; "no-gres" when it has none) and its active features, sorted.
 std::string declaration(const slurm::SlurmNodeInfo& info);
@@ -64,6 +82,11 @@ std::map<std::string, double> inventory_of(const NodeReport& report);
 struct ClassVerdict {
   std::string check;
   std::string measurement;
+  // fail (VIGIL-CLASS-BELOW, or VIGIL-CLASS-VERSION for a unit on another version than its
+  // node's other units and its class), or warn (VIGIL-CLASS-VERSION: the whole node runs
+  // another version, as a node upgraded ahead of its class does).
+  Status status = Status::kFail;
+  std::string_view fault_code = kClassBelowFaultCode;
   double value = 0;      // the node's figure
   double consensus = 0;  // what the class has
   int agree = 0;         // other nodes of the class with exactly the consensus
@@ -76,6 +99,8 @@ struct ClassSummary {
   int nodes = 0;
   // "check/measurement" -> the consensus value, where one holds.
   std::map<std::string, double> consensus;
+  // version figure ("driver", "vbios", "nic_firmware MT_0000000838") -> the consensus version.
+  std::map<std::string, std::string> versions;
 };
 
 class ClassInventory {
@@ -99,34 +124,53 @@ class ClassInventory {
   std::size_t nodes() const { return nodes_.size(); }
 
  private:
+  template <typename V>
   struct Consensus {
-    double value = 0;
+    V value{};
     int agree = 0;
     int nodes = 0;
+    bool declared = false;  // the site's value (ClassSettings::declared), not the fleet's
   };
   struct Entry {
     std::string cls;
     std::int64_t at = 0;
     std::map<std::string, double> figures;
+    std::map<std::string, std::string> versions;  // figure -> the node's most common version
   };
-  using Tally = std::map<double, int>;  // figure value -> nodes with it
+  // figure value -> nodes with it, per (class, figure)
+  template <typename V>
+  using Tallies = std::map<std::pair<std::string, std::string>, std::map<V, int>>;
   // The consensus of `figure` in `cls` among its nodes, less one node's own value when given.
-  std::optional<Consensus> consensus(const std::string& cls, const std::string& figure,
-                                     const double* own) const;
-  bool covers(const Consensus& c, int declared) const;
+  template <typename V>
+  std::optional<Consensus<V>> consensus(const Tallies<V>& tallies, const std::string& cls,
+                                        const std::string& figure, const V* own) const;
+  template <typename V>
+  bool covers(const Consensus<V>& c, int declared) const;
+  // What a node's figure is judged against: the site's declared value, else the consensus of
+  // the other nodes when it covers the `declared` nodes Slurm declares alike.
+  template <typename V>
+  std::optional<Consensus<V>> reference(const Tallies<V>& tallies,
+                                        const std::map<std::string, V>* site,
+                                        const std::string& cls, const std::string& figure,
+                                        const std::map<std::string, V>* own, int declared) const;
+  const ClassSettings::Declared* declared_for(const std::string& cls) const;
+  void judge_versions(const NodeReport& report, const std::string& cls, int declared,
+                      const Entry* own, std::vector<ClassVerdict>& out) const;
+  void learn(const NodeReport& report, const std::string& cls, std::int64_t now, bool known);
   void forget(const std::string& node);
   void forget_old(std::int64_t now);
 
   ClassSettings settings_;
   std::map<std::string, Entry> nodes_;
-  std::map<std::pair<std::string, std::string>, Tally> tallies_;  // (class, figure)
+  Tallies<double> tallies_;
+  Tallies<std::string> version_tallies_;
   std::int64_t last_sweep_ = 0;
 };
 
-// Folds the verdicts into the report the policy decides on: the check becomes `fail` with
-// VIGIL-CLASS-BELOW and the verdict's message, unless it already fails with a code that drains
-// as soon or sooner under `policy` (a fatal finding is never weakened). error and skipped
-// results are never touched.
+// Folds the verdicts into the report the policy decides on: for a failing verdict the check
+// becomes `fail` with the verdict's code and message, unless it already fails with a code that
+// drains as soon or sooner under `policy` (a fatal finding is never weakened); a warning verdict
+// turns a passing check into `warn`. error and skipped results are never touched.
 void fold_class_verdicts(NodeReport& report, const std::vector<ClassVerdict>& verdicts,
                          const PolicyConfig& policy);
 

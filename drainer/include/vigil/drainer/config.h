@@ -108,6 +108,15 @@ struct ClassSettings {
   double min_share = 0.8;
   // A node not heard from for a week leaves its class (fixed: not a config file key).
   std::int64_t forget_after_s = 7 * 86400;
+  // What the site declares (confirms) a class has, docs/thresholds.md "Classes": class name
+  // ("H100-SXM5-80GB gpu:h100:8 [ib,ndr]") -> its figures as GET /v1/classes names them
+  // ("ib_port/active_ports" -> 8) and its versions ("vbios" -> "96.00.89.00.01"). A declared
+  // figure is judged from the first report, without a consensus, and wins over one.
+  struct Declared {
+    std::map<std::string, double> figures;
+    std::map<std::string, std::string> versions;
+  };
+  std::map<std::string, Declared> declared;
 };
 
 // How the HTTP listener (libmicrohttpd, event-driven) bounds what clients can hold: no number
