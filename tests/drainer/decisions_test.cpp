@@ -340,6 +340,51 @@ TEST(Drainer, a_node_below_its_class_is_drained_and_a_class_of_four_gpu_boards_i
       << slurm->get("gpu-7").reason;
 }
 
+// Class versions end to end (docs/thresholds.md "Classes"): 8 nodes declared alike in Slurm.
+// gpu-7 has one GPU on another VBIOS than its other seven and its class: drained with the
+// version in the reason. gpu-6 runs another driver on the whole node (a rolling update): it
+// warns and stays in service. The site declares the class's VBIOS, so gpu-0 is judged on its
+// very first report, before any consensus exists.
+TEST(Drainer, a_gpu_on_other_vbios_is_drained_and_a_node_on_another_driver_only_warns) {
+  TempDir d;
+  FakeClock clock;
+  auto slurm = cluster(8);
+  for (auto& [name, n] : slurm->nodes) {
+    n.gres = "gpu:h100:8";
+    n.features = {"ib"};
+  }
+  DrainerConfig cfg = test_config(d.str());
+  cfg.classes.declared["h100-sxm-80gb gpu:h100:8 [ib]"].versions["vbios"] = "96.00.89.00.01";
+  Drainer dr(cfg, slurm, nullptr, clock);
+  ASSERT_TRUE(dr.open().ok());
+  auto node = [](int i, const std::string& run, const std::string& driver, int odd_gpu) {
+    CheckResult count;
+    count.check = "gpu_count";
+    count.short_name = "gpu-count";
+    NodeReport r = make_report("gpu-" + std::to_string(i), run, {count});
+    r.driver = driver;
+    for (int g = 0; g < 8; ++g)
+      r.gpus.push_back({g, "", "", g == odd_gpu ? "96.00.74.00.11" : "96.00.89.00.01"});
+    return r;
+  };
+  std::vector<NodeReport> fleet;
+  for (int i = 0; i < 8; ++i)
+    fleet.push_back(node(i, "a", i == 6 ? "550.54.14" : "550.54.15", i == 7 ? 3 : -1));
+  fleet[0].gpus[5].vbios = "96.00.74.00.11";  // the first report: only the declaration judges it
+  ASSERT_TRUE(dr.ingest(fleet).ok());
+  dr.process_pending();
+  dr.run_slurm_sink_once();
+  for (int i = 0; i < 8; ++i)
+    EXPECT_EQ(slurm->get("gpu-" + std::to_string(i)).drain, i == 0 || i == 7) << "gpu-" << i;
+  EXPECT_NE(slurm->get("gpu-7").reason.find("vbios gpu3 96.00.74.00.11"), std::string::npos)
+      << slurm->get("gpu-7").reason;
+  EXPECT_NE(slurm->get("gpu-0").reason.find("(declared)"), std::string::npos)
+      << slurm->get("gpu-0").reason;
+  const auto six = dr.node("gpu-6");
+  ASSERT_TRUE(six);
+  EXPECT_FALSE(six->drained_by_vigil);
+}
+
 // The journal is the truth: a decision pass whose journal append fails (the segment may not
 // grow: RLIMIT_FSIZE makes write(2) fail with EFBIG, a real error from the kernel, as a full
 // disk's ENOSPC would) must not send its intents, and a restart replays the same decisions.
