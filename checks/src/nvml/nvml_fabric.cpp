@@ -21,7 +21,11 @@
 //     ctx.fabric_recheck for up to ctx.fabric_settle (Vigil's choice: 30 s, one window for the
 //     whole check; at most a quarter of a hook's time box) and fails if the GPU has still not
 //     started registering: Fabric Manager is down, and every CUDA job fails there (review W9).
-//     IN_PROGRESS past the grace still only warns (DCGM warns on it; see judge_gpu).
+//     The first run that finds a GPU not registered notes when (fabric_wait_marker); a Fabric
+//     Manager that restarts after that (a restart loop, which never registers anything) does
+//     not restart the grace. IN_PROGRESS past the grace warns (DCGM warns on it); once GPUs
+//     have waited unregistered for three graces (30 min by default) across runs, it fails:
+//     no CUDA job has run there all that time (review W10; see judge_gpu).
 //   - healthSummary (v3): UNHEALTHY fails, LIMITED_CAPACITY warns. Without a summary (v2), the
 //     healthMask decides as DCGM 4.6's MonitorFabricFields does (DcgmHealthWatch.cpp, review
 //     W10): route unhealthy, degraded bandwidth and every incorrect-configuration code nvml.h
@@ -51,6 +55,7 @@
 
 #include "check_factories.h"
 #include "nvml_common.h"
+#include "vigil/base/files.h"
 
 namespace vigil {
 namespace {
@@ -156,7 +161,30 @@ FabricRead read_fabric(const Session& s, int g) {
 struct FabricEpoch {
   std::optional<double> age_s;
   std::string since = "boot";
+  // Seconds since a run of this boot first found a GPU not registered, when one did and none
+  // since found them all registered (fabric_wait_marker).
+  std::optional<double> waiting_s;
 };
+
+// <state dir>/fabric-wait-<node>: Unix seconds of the first run that found a GPU not registered
+// (NOT_STARTED, IN_PROGRESS) since the last run that found them all registered.
+std::string fabric_wait_marker(const CheckContext& ctx) {
+  return ctx.state_dir.empty() || ctx.node.empty() ? ""
+                                                   : ctx.state_dir + "/fabric-wait-" + ctx.node;
+}
+
+// Notes (or clears) when GPUs were first found waiting; kept across runs.
+void note_fabric_wait(const CheckContext& ctx, bool waiting) {
+  const std::string path = fabric_wait_marker(ctx);
+  if (path.empty()) return;
+  std::error_code ec;
+  if (!waiting) {
+    std::filesystem::remove(path, ec);
+    return;
+  }
+  if (std::filesystem::exists(path, ec)) return;
+  (void)replace_file_atomically(path, std::to_string(std::time(nullptr)) + "\n");
+}
 
 // Seconds since Fabric Manager's process started, from <proc_root>/<pid>/stat (field 22,
 // starttime, in clock ticks after boot: proc(5)); comm is "nv-fabricmanage", the kernel's 15
@@ -200,15 +228,27 @@ FabricEpoch fabric_epoch(const CheckContext& ctx) {
     long long at = 0;
     if (in >> at) younger(static_cast<double>(std::time(nullptr) - at), "the last GPU reset");
   }
-  younger(fabric_manager_age_s(ctx, *uptime), "Fabric Manager started");
+  std::ifstream wait(fabric_wait_marker(ctx));
+  long long since = 0;
+  if (wait >> since) {
+    const double waited = static_cast<double>(std::time(nullptr) - since);
+    if (waited >= 0 && waited < *uptime) e.waiting_s = waited;  // noted in this boot
+  }
+  std::optional<double> fm = fabric_manager_age_s(ctx, *uptime);
+  if (fm && e.waiting_s && *fm < *e.waiting_s)  // restarted while GPUs waited: no new grace
+    younger(e.waiting_s, "GPUs were first found unregistered (Fabric Manager restarted since)");
+  else
+    younger(fm, "Fabric Manager started");
   return e;
 }
+
+// "30 min", "45 s".
+std::string minutes(double s) { return s >= 120 ? figure(s / 60) + " min" : figure(s) + " s"; }
 
 // "30 min after boot", "45 s after the last GPU reset".
 std::string after(const FabricEpoch& e) {
   if (!e.age_s) return "uptime unknown";
-  return (*e.age_s >= 120 ? figure(*e.age_s / 60) + " min" : figure(*e.age_s) + " s") + " after " +
-         e.since;
+  return minutes(*e.age_s) + " after " + e.since;
 }
 
 bool unsettled(const FabricRead& f) {
@@ -228,11 +268,11 @@ class NvmlFabricCheck final : public NvmlCheck {
   CheckResult inspect(const CheckContext& ctx, const Session& s, CheckResult& r,
                       Verdict& v) override {
     const FabricEpoch epoch = fabric_epoch(ctx);
-    const bool past_grace =
-        epoch.age_s && *epoch.age_s >= std::chrono::duration<double>(ctx.fabric_grace).count();
+    const bool past_grace = epoch.age_s && *epoch.age_s >= grace_s(ctx);
     // One settle window for the whole check, however many GPUs wait in it.
     const auto settle_until = std::chrono::steady_clock::now() + ctx.fabric_settle;
     int registered = 0;
+    bool waiting = false;  // a GPU not registered yet: NOT_STARTED or IN_PROGRESS
     for (int g = 0; g < s.count(); ++g) {
       if (!s.gpus[g]) continue;
       FabricRead f = read_fabric(s, g);
@@ -252,11 +292,15 @@ class NvmlFabricCheck final : public NvmlCheck {
         if (FabricRead again = read_fabric(s, g); again.rc == NVML_SUCCESS) f = again;
       }
       add_measurement(r, ctx, "fabric_state", f.info.state, "enum", g);
-      if (!judge_gpu(s, g, f, epoch, past_grace, v)) continue;
+      waiting |= f.info.state == kNvmlGpuFabricStateNotStarted ||
+                 f.info.state == kNvmlGpuFabricStateInProgress;
+      const bool stuck = epoch.waiting_s && *epoch.waiting_s >= 3 * grace_s(ctx);
+      if (!judge_gpu(s, g, f, epoch, past_grace, stuck, v)) continue;
       ++registered;
       if (f.has_summary && f.info.healthSummary != kNvmlGpuFabricHealthSummaryNotSupported)
         add_measurement(r, ctx, "fabric_health_summary", f.info.healthSummary, "enum", g);
     }
+    note_fabric_wait(ctx, waiting);
     v.conclude(
         r, [](const Measurement&, Status) { return Described{}; },
         std::to_string(registered) + " GPUs registered in the NVLink fabric");
@@ -265,8 +309,13 @@ class NvmlFabricCheck final : public NvmlCheck {
 
  private:
   // One GPU's findings; true when it is registered.
+  static double grace_s(const CheckContext& ctx) {
+    return std::chrono::duration<double>(ctx.fabric_grace).count();
+  }
+
+  // `stuck`: GPUs of this node have waited unregistered for three graces, across runs.
   static bool judge_gpu(const Session& s, int g, const FabricRead& f, const FabricEpoch& epoch,
-                        bool past_grace, Verdict& v) {
+                        bool past_grace, bool stuck, Verdict& v) {
     const std::string gs = "gpu" + std::to_string(g);
     // Fabric state under MIG is not verified on hardware (NVML's NVLink state is wrong there,
     // review F02): a MIG-enabled GPU's findings only warn, and say so.
@@ -284,9 +333,14 @@ class NvmlFabricCheck final : public NvmlCheck {
     if (info.state == kNvmlGpuFabricStateInProgress) {
       // Past the grace and the settle window still only a warning, as in DCGM: on NVL72 the
       // fabric's managers run on the switch trays, whose restart this node cannot see, and one
-      // run cannot tell a slow registration from a stuck one (failing it after it persists
-      // across runs, review W10's advice, needs its first-seen time kept: not done).
-      if (past_grace)
+      // run cannot tell a slow registration from a stuck one. Across runs it can (review W10):
+      // three graces of waiting is stuck.
+      if (stuck)
+        finding(Status::kFail,
+                gs + " NVLink fabric registration still in progress " + minutes(*epoch.waiting_s) +
+                    " after GPUs were first found unregistered: stuck; no CUDA job can run",
+                kFaultFabricNotRegistered);
+      else if (past_grace)
         finding(Status::kWarn,
                 gs + " NVLink fabric registration still in progress " + after(epoch) +
                     ": CUDA jobs fail with 802 until it completes; is Fabric Manager stuck?",

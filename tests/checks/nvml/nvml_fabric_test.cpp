@@ -183,6 +183,61 @@ TEST_F(nvml_fabric, the_grace_counts_from_the_last_gpu_reset_or_fabric_manager_s
             "Manager running?");
 }
 
+// A Fabric Manager in a restart loop registers nothing and would restart the grace at every
+// start. The first run that finds a GPU unregistered notes when (fabric-wait-<node>); a start
+// after that gives no new grace. A run that finds every GPU registered clears the note.
+TEST_F(nvml_fabric, a_fabric_manager_restart_loop_does_not_restart_the_grace) {
+  booted_ago(7200);
+  ctx_.node = "gpu-1";
+  ctx_.state_dir = (tmp_ / "state").string();
+  std::filesystem::create_directories(ctx_.state_dir);
+  process(4242, "nv-fabricmanage", 7200 - 30);  // started 30 s ago
+  fabric_on(2, {{"state", 1}, {"version", 3}});
+  CheckResult r = run(make_nvml_fabric_check());
+  EXPECT_EQ(r.status, Status::kWarn) << r.message;
+  EXPECT_NE(r.message.find(", 30 s after Fabric Manager started: "), std::string::npos)
+      << r.message;
+  const std::string marker = ctx_.state_dir + "/fabric-wait-gpu-1";
+  ASSERT_TRUE(std::filesystem::exists(marker));
+  // Eleven minutes later Fabric Manager has just restarted again: the wait counts, not the start.
+  std::ofstream(marker) << std::time(nullptr) - 660 << "\n";
+  process(4242, "nv-fabricmanage", 7200 - 20);
+  r = run(make_nvml_fabric_check());
+  EXPECT_EQ(r.status, Status::kFail) << r.message;
+  EXPECT_EQ(r.message,
+            "gpu2 not registered in the NVLink fabric 11 min after GPUs were first found "
+            "unregistered (Fabric Manager restarted since): is Fabric Manager running?");
+  // A note from before this boot is not this boot's wait.
+  std::ofstream(marker) << std::time(nullptr) - 9000 << "\n";
+  r = run(make_nvml_fabric_check());
+  EXPECT_EQ(r.status, Status::kWarn) << r.message;
+  // Registered: the note goes.
+  fabric_on(2, {{"state", 3}, {"version", 3}});
+  EXPECT_EQ(run(make_nvml_fabric_check()).status, Status::kPass);
+  EXPECT_FALSE(std::filesystem::exists(marker));
+}
+
+// IN_PROGRESS past the grace warns, as DCGM does; across runs, three graces of waiting (30 min)
+// is stuck, and it fails (review W10).
+TEST_F(nvml_fabric, a_registration_in_progress_for_three_graces_across_runs_fails) {
+  booted_ago(7200);
+  ctx_.node = "gpu-1";
+  ctx_.state_dir = (tmp_ / "state").string();
+  std::filesystem::create_directories(ctx_.state_dir);
+  fabric_on(5, {{"state", 2}, {"version", 3}});
+  const std::string marker = ctx_.state_dir + "/fabric-wait-gpu-1";
+  std::ofstream(marker) << std::time(nullptr) - 1700 << "\n";  // 28 min
+  CheckResult r = run(make_nvml_fabric_check());
+  EXPECT_EQ(r.status, Status::kWarn) << r.message;
+  std::ofstream(marker) << std::time(nullptr) - 1860 << "\n";  // 31 min
+  r = run(make_nvml_fabric_check());
+  EXPECT_EQ(r.status, Status::kFail) << r.message;
+  EXPECT_EQ(r.fault_code, "VIGIL-NVML-FABRIC-NOT-REGISTERED");
+  EXPECT_EQ(r.message,
+            "gpu5 NVLink fabric registration still in progress 31 min after GPUs were first "
+            "found unregistered: stuck; no CUDA job can run");
+}
+
 // Fabric findings on a MIG-enabled GPU are not verified on hardware: they warn, and say so.
 TEST_F(nvml_fabric, a_mig_enabled_gpus_fabric_findings_only_warn) {
   booted_ago(3600);
