@@ -45,10 +45,11 @@ std::string gpu_history_key(std::string_view measurement, int gpu);  // "hbm_ban
 // past the peers warn margin (the kind's x cross_margin_scale) below its peers — unless it
 // matches its own history and is not past the peers fail margin (healthy slow silicon) — or past
 // the warn margin below the median of its own history (>= 3 figures), is measured again. Returns
-// gpu -> repeats: two per suspicious GPU, worst first, within a budget of max(2, gpus / 4) extra
-// probe runs (a quarter more time on an 8-GPU node at most). When most GPUs break the SKU bound of
-// a judged figure or lie past the warn margin below their own history (a whole node slow: no peer
-// stands out), every GPU gets two repeats, so the node's level can be confirmed in one report.
+// gpu -> repeats: two per suspicious GPU, worst first, within a budget of max(4, gpus / 2) extra
+// probe runs (two GPUs of eight: half more time of that probe on an 8-GPU node at most). When most
+// GPUs break the SKU bound of a judged figure or lie past the warn margin below their own history
+// (a whole node slow: no peer stands out), every GPU gets two repeats, so the node's level can be
+// confirmed in one report.
 std::map<int, int> plan_repeats(const CheckResult& r, const detect::DetectConfig& cfg,
                                 const GpuHistory& history = {});
 

@@ -158,10 +158,12 @@ TEST(Confirmation, a_gpu_slower_than_its_peers_is_measured_twice_more) {
 
 TEST(Confirmation, the_budget_bounds_the_extra_runs_worst_gpu_first) {
   const auto cfg = detect::DetectConfig::defaults();
-  // Three slow GPUs of eight: the budget is 2 extra runs, so only the worst one is repeated.
+  // Three slow GPUs of eight: the budget is 4 extra runs, so the two worst are repeated.
   auto plan = plan_repeats(gemm_figures({800, 650, 799, 704, 802, 690, 798, 801}), cfg);
-  ASSERT_EQ(plan.size(), 1u);
+  ASSERT_EQ(plan.size(), 2u);
   EXPECT_EQ(plan.at(1), 2);
+  EXPECT_EQ(plan.at(5), 2);
+  EXPECT_EQ(plan.count(3), 0u);
 }
 
 CheckResult with_floor(CheckResult r, double fail, double warn) {
@@ -184,7 +186,7 @@ TEST(Confirmation, a_whole_node_below_its_sku_bound_repeats_every_gpu_twice) {
   // Half or fewer below the bound: the peers rule (and its budget) decides, as before.
   auto some = plan_repeats(
       with_floor(gemm_figures({716, 719, 712, 714, 800, 801, 799, 802}), 640, 720), cfg);
-  EXPECT_LE(some.size(), 2u);
+  EXPECT_EQ(some.size(), 2u);  // two GPUs: the budget of four extra runs
   // A healthy node within its bounds: nothing.
   EXPECT_TRUE(plan_repeats(
                   with_floor(gemm_figures({800, 801, 799, 797, 802, 800, 798, 801}), 640, 720), cfg)
