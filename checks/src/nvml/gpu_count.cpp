@@ -60,7 +60,8 @@ class GpuCountCheck final : public Check {
     const std::map<std::string, nvml::SeenGpu> visible = visible_parts(s);
     std::map<std::string, nvml::SeenGpu> kept = nvml::seen_gpus(ctx);
     const std::string missing = missing_gpus(ctx, visible, kept);
-    nvml::remember_seen_gpus(ctx, visible, std::move(kept));
+    nvml::remember_seen_gpus(ctx, visible, std::move(kept), 0,
+                             static_cast<int>(visible.size()) >= expected);
     v.conclude(
         r,
         [&](const Measurement& mm, Status) {

@@ -100,7 +100,7 @@ void remember_seen_gpus(const CheckContext& ctx, const std::map<std::string, See
 }
 
 void remember_seen_gpus(const CheckContext& ctx, const std::map<std::string, SeenGpu>& now,
-                        std::map<std::string, SeenGpu> all, std::int64_t at) {
+                        std::map<std::string, SeenGpu> all, std::int64_t at, bool forget_gone) {
   const std::string path = seen_gpus_file(ctx);
   if (path.empty() || now.empty()) return;
   if (at == 0) at = static_cast<std::int64_t>(std::time(nullptr));
@@ -118,7 +118,7 @@ void remember_seen_gpus(const CheckContext& ctx, const std::map<std::string, See
       g.gone_since = at;
       changed = true;
     }
-    const bool forget = at - g.gone_since > kForgetGoneGpuAfterS;
+    const bool forget = forget_gone && at - g.gone_since > kForgetGoneGpuAfterS;
     changed |= forget;
     it = forget ? all.erase(it) : std::next(it);
   }

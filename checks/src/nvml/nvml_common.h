@@ -25,18 +25,21 @@ struct SeenGpu {
   std::string serial;
   std::int64_t gone_since = 0;  // Unix seconds since no run saw it; 0 while it is seen
 };
-// A GPU no run has seen for this long leaves the file: a board replaced or renumbered by a
-// firmware or BIOS change (other bus ids) is not named "seen before" for ever. 30 days outlasts
-// any repair of the node that lost it (docs/checks-nvml.md, gpu_count).
+// A GPU no run has seen for this long leaves the file, but only while the node has every GPU it
+// should (a node still short of one keeps naming it, however long its RMA takes): a board
+// replaced or renumbered by a firmware or BIOS change (other bus ids) is not named "seen before"
+// for ever. 30 days: Vigil's choice (docs/checks-nvml.md, gpu_count).
 inline constexpr std::int64_t kForgetGoneGpuAfterS = 30 * 86400;
 std::map<std::string, SeenGpu> seen_gpus(const CheckContext& ctx);
 // Merges `now` into what is kept (a fresh index or serial replaces the old one); a bus id not in
-// `now` keeps its serial and loses its index (the indices after it shift), and is dropped once
-// gone for kForgetGoneGpuAfterS by `at` (Unix seconds; the wall clock by default).
+// `now` keeps its serial and loses its index (the indices after it shift), and, when
+// `forget_gone` (the node sees all its GPUs), is dropped once gone for kForgetGoneGpuAfterS by
+// `at` (Unix seconds; the wall clock by default).
 void remember_seen_gpus(const CheckContext& ctx, const std::map<std::string, SeenGpu>& now);
 // The same, over `kept` as seen_gpus read it (no second read).
 void remember_seen_gpus(const CheckContext& ctx, const std::map<std::string, SeenGpu>& now,
-                        std::map<std::string, SeenGpu> kept, std::int64_t at = 0);
+                        std::map<std::string, SeenGpu> kept, std::int64_t at = 0,
+                        bool forget_gone = true);
 
 // Where `vigil-check reset` notes when it last reset this node's GPUs (seconds since the epoch,
 // one line), in each state directory it is given; nvml_fabric counts its grace from it too.

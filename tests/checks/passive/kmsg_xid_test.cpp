@@ -94,6 +94,10 @@ TEST_F(KmsgXid, a_gpu_gone_for_thirty_days_is_forgotten) {
   nvml::remember_seen_gpus(ctx_, {{"0:2a:00.0", {0, "B"}}}, nvml::seen_gpus(ctx_),
                            gone + nvml::kForgetGoneGpuAfterS);
   EXPECT_EQ(nvml::seen_gpus(ctx_).count("0:18:00.0"), 1u);  // exactly 30 days: still kept
+  // A node still short of a GPU keeps naming it, however long its repair takes.
+  nvml::remember_seen_gpus(ctx_, {{"0:2a:00.0", {0, "B"}}}, nvml::seen_gpus(ctx_),
+                           gone + 90 * 86400, /*forget_gone=*/false);
+  EXPECT_EQ(nvml::seen_gpus(ctx_).count("0:18:00.0"), 1u);
   nvml::remember_seen_gpus(ctx_, {{"0:2a:00.0", {0, "B"}}}, nvml::seen_gpus(ctx_),
                            gone + nvml::kForgetGoneGpuAfterS + 1);
   const auto seen = nvml::seen_gpus(ctx_);
