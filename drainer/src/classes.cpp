@@ -71,9 +71,7 @@ std::map<std::string, std::vector<UnitVersion>> versions_of(const NodeReport& re
   return out;
 }
 
-std::string_view version_check(std::string_view figure) {
-  return figure.starts_with("nic_firmware") ? "ib_port" : "gpu_count";
-}
+std::string_view version_check(std::string_view) { return kClassVersionCheck; }
 
 bool is_inventory_figure(std::string_view figure) {
   for (const auto& f : kInventoryFigures)
@@ -147,6 +145,15 @@ std::string most_common(const std::vector<UnitVersion>& units) {
   return best;
 }
 
+// What a node teaches its class of a version figure: the one version its units run, or
+// kMixedVersions when they differ (a class whose nodes all mix versions, by design, then has
+// that as its consensus and fails nobody for it).
+std::string node_version(const std::vector<UnitVersion>& units) {
+  for (const auto& u : units)
+    if (u.version != units.front().version) return std::string(kMixedVersions);
+  return units.front().version;
+}
+
 // Where a reference comes from, for messages: " on 41 of 42 nodes", or " (declared)".
 template <typename C>
 std::string basis(const C& c) {
@@ -199,11 +206,12 @@ std::optional<ClassInventory::Consensus<V>> ClassInventory::reference(
   return c;
 }
 
-// A unit on another version than its class fails when its node's units disagree among
-// themselves (one GPU on other firmware than its neighbours: a board a firmware update missed,
-// as facebookresearch/gcm's vbios_mismatch check fails it); a node whose units all run one
-// other version warns: a node upgraded ahead of its class (or left behind) in a rolling update
-// is the site's choice, not a fault, so it is shown and never drains on its own.
+// A node whose units disagree among themselves fails when its class runs one version (one GPU
+// on other firmware than its neighbours: a board a firmware update missed, as
+// facebookresearch/gcm's vbios_mismatch check fails it); a node whose units all run one other
+// version warns: a node updated ahead of its class (or left behind) in a rolling update is the
+// site's choice, not a fault, so it is shown and never drains on its own. Each figure compared
+// without a finding gives a pass verdict: the report's class_version result passes.
 void ClassInventory::judge_versions(const NodeReport& report, const std::string& cls, int declared,
                                     const Entry* own, std::vector<ClassVerdict>& out) const {
   const ClassSettings::Declared* site = declared_for(cls);
@@ -211,24 +219,31 @@ void ClassInventory::judge_versions(const NodeReport& report, const std::string&
     const auto c = reference(version_tallies_, site ? &site->versions : nullptr, cls, figure,
                              own ? &own->versions : nullptr, declared);
     if (!c) continue;
-    std::string odd;
-    bool agree_inside = true;
-    for (const auto& u : units) {
-      agree_inside &= u.version == units.front().version;
-      if (u.version != c->value) odd += (odd.empty() ? "" : ", ") + u.unit + " " + u.version;
-    }
-    if (odd.empty()) continue;
     ClassVerdict v;
-    v.check = std::string(version_check(figure));
+    v.check = std::string(kClassVersionCheck);
     v.measurement = figure;
     v.agree = c->agree;
     v.nodes = c->nodes;
     v.fault_code = kClassVersionFaultCode;
-    v.status = agree_inside ? Status::kWarn : Status::kFail;
-    v.message = agree_inside ? figure + " " + units.front().version + ", its class runs " +
-                                   c->value + basis(*c)
-                             : figure + " " + odd + ", unlike the node's other units; its class " +
-                                   "runs " + c->value + basis(*c);
+    v.status = Status::kPass;
+    const std::string mine = node_version(units);
+    if (c->value == kMixedVersions || mine == c->value) {
+      out.push_back(std::move(v));  // the class mixes versions by design, or the node agrees
+      continue;
+    }
+    const std::string runs = "its class runs " + c->value + basis(*c);
+    if (mine != kMixedVersions) {
+      v.status = Status::kWarn;
+      v.message = figure + " " + mine + ", " + runs;
+    } else {
+      // Name the units off the node's own majority: with 7 GPUs updated and 1 missed, the 1.
+      const std::string most = most_common(units);
+      std::string odd;
+      for (const auto& u : units)
+        if (u.version != most) odd += (odd.empty() ? "" : ", ") + u.unit + " " + u.version;
+      v.status = Status::kFail;
+      v.message = figure + " " + odd + " unlike the node's others (" + most + "); " + runs;
+    }
     out.push_back(std::move(v));
   }
 }
@@ -274,8 +289,22 @@ void ClassInventory::learn(const NodeReport& report, const std::string& cls, std
   e.at = now;
   for (const auto& [figure, value] : inventory_of(report))
     retally(tallies_[{cls, figure}], e.figures, figure, value);
-  for (const auto& [figure, units] : versions_of(report))
-    retally(version_tallies_[{cls, figure}], e.versions, figure, most_common(units));
+  const auto versions = versions_of(report);
+  if (versions.empty()) return;  // a hook's report: the node keeps what its last run taught
+  // A run's report says every version the node has: a figure it no longer has (a NIC of
+  // another board, a driver that could not be read) leaves its tally.
+  for (auto it = e.versions.begin(); it != e.versions.end();) {
+    if (versions.count(it->first)) {
+      ++it;
+      continue;
+    }
+    auto& tally = version_tallies_[{cls, it->first}];
+    untally(tally, it->second);
+    if (tally.empty()) version_tallies_.erase({cls, it->first});
+    it = e.versions.erase(it);
+  }
+  for (const auto& [figure, units] : versions)
+    retally(version_tallies_[{cls, figure}], e.versions, figure, node_version(units));
 }
 
 std::vector<ClassSummary> ClassInventory::summary() const {
@@ -291,14 +320,42 @@ std::vector<ClassSummary> ClassInventory::summary() const {
   for (const auto& [key, tally] : version_tallies_)
     if (auto c = consensus<std::string>(version_tallies_, key.first, key.second, nullptr))
       by_name[key.first].versions[key.second] = c->value;
+  for (const auto& [name, d] : settings_.declared) {
+    by_name[name].name = name;
+    by_name[name].declared = d;
+  }
   std::vector<ClassSummary> out;
   for (auto& [name, s] : by_name) out.push_back(std::move(s));
   return out;
 }
 
+namespace {
+
+// The report's class_version result, added when the report has versions: pass when some figure
+// was compared with its class, skipped when none could be (no consensus, nothing declared).
+void add_class_version_result(NodeReport& report, const std::vector<ClassVerdict>& verdicts) {
+  if (versions_of(report).empty()) return;
+  for (const auto& c : report.checks)
+    if (c.check == kClassVersionCheck) return;  // a report that already carries one keeps it
+  CheckResult r;
+  r.check = std::string(kClassVersionCheck);
+  r.short_name = "class-version";
+  const bool compared = std::any_of(verdicts.begin(), verdicts.end(), [](const ClassVerdict& v) {
+    return v.check == kClassVersionCheck;
+  });
+  r.status = compared ? Status::kPass : Status::kSkipped;
+  r.message = compared ? "driver, VBIOS and NIC firmware as its class"
+                       : "no class consensus or declaration to compare its versions with";
+  report.checks.push_back(std::move(r));
+}
+
+}  // namespace
+
 void fold_class_verdicts(NodeReport& report, const std::vector<ClassVerdict>& verdicts,
                          const PolicyConfig& policy) {
+  add_class_version_result(report, verdicts);
   for (const auto& v : verdicts) {
+    if (v.status == Status::kPass) continue;
     const std::string code(v.fault_code);
     for (auto& c : report.checks) {
       if (c.check != v.check || c.status == Status::kError || c.status == Status::kSkipped)

@@ -97,18 +97,23 @@ void read_detection(const Reader& rd, const YAML::Node& n, DetectionSettings& d)
     d.engine = std::move(c).value();
   }
 }
+namespace {
+
 void read_declared(const Reader& rd, const YAML::Node& d, ClassSettings& c) {
   if (!d.IsMap()) rd.fail(d, "classes.declared", "must be a mapping of class name to its figures");
   for (const auto& kv : d) {
-    const std::string name = kv.first.as<std::string>();
+    if (!kv.first.IsScalar()) rd.fail(kv.first, "classes.declared", "a class name must be text");
+    const std::string name = kv.first.Scalar();
     const std::string field = "classes.declared." + name;
     if (name.empty()) rd.fail(kv.first, "classes.declared", "a class name must not be empty");
     if (!kv.second.IsMap())
       rd.fail(kv.second, field, "must be a mapping of figure to value (as GET /v1/classes shows)");
     auto& out = c.declared[name];
     for (const auto& f : kv.second) {
-      const std::string figure = f.first.as<std::string>();
+      if (!f.first.IsScalar()) rd.fail(f.first, field, "a figure's name must be text");
+      const std::string figure = f.first.Scalar();
       const std::string at = field + "." + figure;
+      if (!f.second.IsDefined() || f.second.IsNull()) rd.fail(f.second, at, "needs a value");
       if (is_inventory_figure(figure)) {
         double v = 0;
         rd.get(kv.second, figure.c_str(), at, v);
@@ -130,6 +135,8 @@ void read_declared(const Reader& rd, const YAML::Node& d, ClassSettings& c) {
     }
   }
 }
+
+}  // namespace
 
 void read_classes(const Reader& rd, const YAML::Node& n, ClassSettings& c) {
   rd.only_keys(n, "classes", {"enabled", "min_nodes", "min_share", "declared"});

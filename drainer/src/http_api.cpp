@@ -207,11 +207,18 @@ HttpReply HttpApi::handle(const HttpRequest& req) const {
       return text_reply(200, d_.metrics_text(), "text/plain; version=0.0.4; charset=utf-8");
     case Route::kClasses: {
       nlohmann::json classes = nlohmann::json::array();
-      for (const auto& c : d_.hardware_classes())
-        classes.push_back({{"class", c.name},
-                           {"nodes", c.nodes},
-                           {"consensus", c.consensus},
-                           {"versions", c.versions}});
+      for (const auto& c : d_.hardware_classes()) {
+        nlohmann::json one = {{"class", c.name},
+                              {"nodes", c.nodes},
+                              {"consensus", c.consensus},
+                              {"versions", c.versions}};
+        if (!c.declared.figures.empty() || !c.declared.versions.empty()) {
+          nlohmann::json declared = c.declared.figures;
+          for (const auto& [figure, version] : c.declared.versions) declared[figure] = version;
+          one["declared"] = std::move(declared);
+        }
+        classes.push_back(std::move(one));
+      }
       return json_reply(200, {{"classes", classes}});
     }
     case Route::kRechecks: {

@@ -303,11 +303,21 @@ NodeReport versioned(const std::string& node, const std::string& driver,
 
 void learn_versions(ClassInventory& inv, int n) {
   for (int i = 0; i < n; ++i)
-    EXPECT_TRUE(inv.judge(versioned("v-" + std::to_string(i), "550.54.15",
-                                    std::vector<std::string>(8, kVbios),
-                                    std::vector<std::string>(8, "28.41.1000")),
-                          kIb8, kAny, 1000, true)
-                    .empty());
+    inv.judge(versioned("v-" + std::to_string(i), "550.54.15", std::vector<std::string>(8, kVbios),
+                        std::vector<std::string>(8, "28.41.1000")),
+              kIb8, kAny, 1000, true);
+}
+
+// The verdicts that say something (version figures compared without a finding give a pass).
+std::vector<ClassVerdict> findings(std::vector<ClassVerdict> v) {
+  std::erase_if(v, [](const ClassVerdict& c) { return c.status == Status::kPass; });
+  return v;
+}
+
+const CheckResult* result(const NodeReport& r, std::string_view check) {
+  for (const auto& c : r.checks)
+    if (c.check == check) return &c;
+  return nullptr;
 }
 
 TEST(ClassVersions, one_gpu_on_other_vbios_than_its_node_and_class_fails_the_node) {
@@ -316,17 +326,33 @@ TEST(ClassVersions, one_gpu_on_other_vbios_than_its_node_and_class_fails_the_nod
   std::vector<std::string> vbios(8, kVbios);
   vbios[3] = kOldVbios;
   NodeReport r = versioned("v-8", "550.54.15", vbios, std::vector<std::string>(8, "28.41.1000"));
-  auto v = inv.judge(r, kIb8, kAny, 1000, false);
+  const auto all = inv.judge(r, kIb8, kAny, 1000, false);
+  EXPECT_EQ(all.size(), 3u);  // driver, vbios, one NIC board: all compared
+  const auto v = findings(all);
   ASSERT_EQ(v.size(), 1u);
-  EXPECT_EQ(v[0].check, "gpu_count");
+  EXPECT_EQ(v[0].check, kClassVersionCheck);
   EXPECT_EQ(v[0].status, Status::kFail);
   EXPECT_EQ(v[0].fault_code, kClassVersionFaultCode);
   EXPECT_EQ(v[0].message,
-            "vbios gpu3 96.00.74.00.11, unlike the node's other units; its class runs "
+            "vbios gpu3 96.00.74.00.11 unlike the node's others (96.00.89.00.01); its class runs "
             "96.00.89.00.01 on 8 of 8 nodes");
-  fold_class_verdicts(r, v, default_policy());
-  EXPECT_EQ(r.checks[0].status, Status::kFail);
-  EXPECT_EQ(r.checks[0].fault_code, kClassVersionFaultCode);
+  fold_class_verdicts(r, all, default_policy());
+  const CheckResult* c = result(r, kClassVersionCheck);
+  ASSERT_NE(c, nullptr);  // its own check: the hooks' gpu_count passes never resume it
+  EXPECT_EQ(c->status, Status::kFail);
+  EXPECT_EQ(c->fault_code, kClassVersionFaultCode);
+  EXPECT_EQ(r.checks[0].status, Status::kPass);  // gpu_count is untouched
+  // Seven GPUs updated ahead of the class and one missed: the one is named.
+  std::vector<std::string> seven(8, kOldVbios);
+  seven[0] = kVbios;
+  const auto missed =
+      findings(inv.judge(versioned("v-9", "550.54.15", seven, {}), kIb8, kAny, 1000, false));
+  ASSERT_EQ(missed.size(), 1u);
+  EXPECT_EQ(missed[0].message.rfind("vbios gpu0 96.00.89.00.01 unlike the node's others "
+                                    "(96.00.74.00.11)",
+                                    0),
+            0u)
+      << missed[0].message;
 }
 
 TEST(ClassVersions, one_nic_on_other_firmware_fails_and_a_whole_node_upgraded_ahead_only_warns) {
@@ -335,23 +361,30 @@ TEST(ClassVersions, one_nic_on_other_firmware_fails_and_a_whole_node_upgraded_ah
   std::vector<std::string> fw(8, "28.41.1000");
   fw[5] = "28.39.1002";
   NodeReport one = versioned("v-8", "550.54.15", std::vector<std::string>(8, kVbios), fw);
-  auto v = inv.judge(one, kIb8, kAny, 1000, false);
+  auto v = findings(inv.judge(one, kIb8, kAny, 1000, false));
   ASSERT_EQ(v.size(), 1u);
-  EXPECT_EQ(v[0].check, "ib_port");
   EXPECT_EQ(v[0].measurement, "nic_firmware MT_0000000838");
   EXPECT_EQ(v[0].status, Status::kFail);
   // A rolling update: the node's driver and every GPU's VBIOS differ from the class alike.
   NodeReport ahead = versioned("v-9", "550.54.14", std::vector<std::string>(8, kOldVbios),
                                std::vector<std::string>(8, "28.41.1000"));
-  auto w = inv.judge(ahead, kIb8, kAny, 1000, false);
+  const auto all = inv.judge(ahead, kIb8, kAny, 1000, false);
+  auto w = findings(all);
   ASSERT_EQ(w.size(), 2u);
   for (const auto& each : w) EXPECT_EQ(each.status, Status::kWarn);
   EXPECT_EQ(w[0].message, "driver 550.54.14, its class runs 550.54.15 on 8 of 8 nodes");
-  fold_class_verdicts(ahead, w, default_policy());
-  EXPECT_EQ(ahead.checks[0].status, Status::kWarn);
-  EXPECT_EQ(ahead.checks[0].fault_code, kClassVersionFaultCode);
-  EXPECT_EQ(ahead.checks[0].message, w[0].message + "; " + w[1].message);
-  EXPECT_EQ(ahead.checks[1].status, Status::kPass);  // its NICs agree with the class
+  fold_class_verdicts(ahead, all, default_policy());
+  const CheckResult* c = result(ahead, kClassVersionCheck);
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->status, Status::kWarn);
+  EXPECT_EQ(c->fault_code, kClassVersionFaultCode);
+  EXPECT_EQ(c->message, w[0].message + "; " + w[1].message);
+  // A warning never weakens a fail: the result already failing stays as it was.
+  NodeReport failing = ahead;
+  for (auto& each : failing.checks)
+    if (each.check == kClassVersionCheck) each.status = Status::kFail, each.message = "own";
+  fold_class_verdicts(failing, all, default_policy());
+  EXPECT_EQ(result(failing, kClassVersionCheck)->message, "own");
 }
 
 TEST(ClassVersions, no_consensus_no_verdict_and_versions_show_in_the_summary) {
@@ -363,13 +396,50 @@ TEST(ClassVersions, no_consensus_no_verdict_and_versions_show_in_the_summary) {
               kIb8, kAny, 1000, true);
   std::vector<std::string> vbios(8, kVbios);
   vbios[0] = kOldVbios;
-  auto v = inv.judge(versioned("s-10", "550.54.14", vbios, {}), kIb8, kAny, 1000, false);
+  auto v = findings(inv.judge(versioned("s-10", "550.54.14", vbios, {}), kIb8, kAny, 1000, false));
   ASSERT_EQ(v.size(), 1u);  // the VBIOS has a consensus, the driver none
   EXPECT_EQ(v[0].measurement, "vbios");
   const auto summary = inv.summary();
   ASSERT_EQ(summary.size(), 1u);
   EXPECT_EQ(summary[0].versions.count("driver"), 0u);
   EXPECT_EQ(summary[0].versions.at("vbios"), kVbios);
+  // Nothing to compare with at all: the report's class_version is skipped, not passed.
+  ClassInventory empty(settings());
+  NodeReport lone = versioned("l-0", "550.54.15", vbios, {});
+  fold_class_verdicts(lone, empty.judge(lone, kIb8, kAny, 1000, false), default_policy());
+  EXPECT_EQ(result(lone, kClassVersionCheck)->status, Status::kSkipped);
+}
+
+// A class whose every node mixes two VBIOS versions (board revisions, by design) has that as
+// its consensus and fails nobody for it, nor a node of it that runs one version.
+TEST(ClassVersions, a_class_that_mixes_versions_by_design_fails_nobody) {
+  ClassInventory inv(settings());
+  std::vector<std::string> mixed(8, kVbios);
+  for (int g = 4; g < 8; ++g) mixed[g] = kOldVbios;
+  for (int i = 0; i < 8; ++i)
+    EXPECT_TRUE(findings(inv.judge(versioned("m-" + std::to_string(i), "550.54.15", mixed, {}),
+                                   kIb8, kAny, 1000, true))
+                    .empty());
+  EXPECT_EQ(inv.summary()[0].versions.at("vbios"), kMixedVersions);
+  auto v =
+      findings(inv.judge(versioned("m-8", "550.54.15", std::vector<std::string>(8, kVbios), {}),
+                         kIb8, kAny, 1000, false));
+  EXPECT_TRUE(v.empty());  // the class mixes by design: one version is not judged against it
+}
+
+// A run's report says every version the node has: a figure it no longer reports leaves the
+// class's tally (a NIC of another board pulled); a hook's report, with none, changes nothing.
+TEST(ClassVersions, a_figure_a_node_no_longer_reports_leaves_the_tally) {
+  ClassInventory inv(settings());
+  learn_versions(inv, 6);
+  EXPECT_EQ(inv.summary()[0].versions.count("nic_firmware MT_0000000838"), 1u);
+  for (int i = 0; i < 6; ++i)
+    inv.judge(
+        versioned("v-" + std::to_string(i), "550.54.15", std::vector<std::string>(8, kVbios), {}),
+        kIb8, kAny, 1000, true);
+  EXPECT_EQ(inv.summary()[0].versions.count("nic_firmware MT_0000000838"), 0u);
+  inv.judge(report("v-0", {gpu_count(8)}), kIb8, kAny, 1000, true);  // a hook's report
+  EXPECT_EQ(inv.summary()[0].versions.at("vbios"), kVbios);
 }
 
 // classes.declared (the site confirms its class): judged from the first report, with no fleet
@@ -391,13 +461,19 @@ TEST(ClassDeclared, a_declared_figure_is_judged_without_a_consensus_and_wins_ove
   EXPECT_EQ(inv.summary()[0].consensus.at("ib_port/active_ports"), 7);
   EXPECT_EQ(inv.judge(report("ib-9", {ib_port(7, 400)}), kIb8, kAny, 1000, false).size(), 1u);
   // A declared version: a node whose GPUs all run another VBIOS warns, as against a consensus.
-  auto w = inv.judge(versioned("v-0", "550.54.15", std::vector<std::string>(8, kOldVbios), {}),
-                     kIb8, kAny, 1000, false);
+  auto w =
+      findings(inv.judge(versioned("v-0", "550.54.15", std::vector<std::string>(8, kOldVbios), {}),
+                         kIb8, kAny, 1000, false));
   ASSERT_EQ(w.size(), 1u);
   EXPECT_EQ(w[0].status, Status::kWarn);
   EXPECT_EQ(w[0].message, "vbios 96.00.74.00.11, its class runs 96.00.89.00.01 (declared)");
   // Another class declares nothing: nothing judged without its fleet.
   EXPECT_TRUE(inv.judge(report("x", {ib_port(7, 400)}), "other", kAny, 1000, false).empty());
+  // The summary lists the declaration, with the nodes it matched.
+  const auto summary = inv.summary();
+  ASSERT_EQ(summary.size(), 1u);
+  EXPECT_EQ(summary[0].declared.figures.at("ib_port/active_ports"), 8);
+  EXPECT_EQ(summary[0].declared.versions.at("vbios"), kVbios);
 }
 
 TEST(FoldClassVerdicts, a_fatal_finding_stands_and_error_results_are_left_alone) {

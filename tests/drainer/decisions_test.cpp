@@ -341,10 +341,11 @@ TEST(Drainer, a_node_below_its_class_is_drained_and_a_class_of_four_gpu_boards_i
 }
 
 // Class versions end to end (docs/thresholds.md "Classes"): 8 nodes declared alike in Slurm.
-// gpu-7 has one GPU on another VBIOS than its other seven and its class: drained with the
-// version in the reason. gpu-6 runs another driver on the whole node (a rolling update): it
-// warns and stays in service. The site declares the class's VBIOS, so gpu-0 is judged on its
-// very first report, before any consensus exists.
+// gpu-7 has one GPU on another VBIOS than its other seven and its class: drained (class_version
+// under the default policy: two reports) with the version in the reason, and the Slurm hooks'
+// reports, which carry no versions, never resume it. gpu-6 runs another driver on the whole
+// node (a rolling update): it warns and stays in service. The site declares the class's VBIOS,
+// so gpu-0 is judged from its first report, before any consensus exists.
 TEST(Drainer, a_gpu_on_other_vbios_is_drained_and_a_node_on_another_driver_only_warns) {
   TempDir d;
   FakeClock clock;
@@ -357,22 +358,23 @@ TEST(Drainer, a_gpu_on_other_vbios_is_drained_and_a_node_on_another_driver_only_
   cfg.classes.declared["h100-sxm-80gb gpu:h100:8 [ib]"].versions["vbios"] = "96.00.89.00.01";
   Drainer dr(cfg, slurm, nullptr, clock);
   ASSERT_TRUE(dr.open().ok());
-  auto node = [](int i, const std::string& run, const std::string& driver, int odd_gpu) {
-    CheckResult count;
-    count.check = "gpu_count";
-    count.short_name = "gpu-count";
+  CheckResult count;
+  count.check = "gpu_count";
+  count.short_name = "gpu-count";
+  auto node = [&](int i, const std::string& run) {
     NodeReport r = make_report("gpu-" + std::to_string(i), run, {count});
-    r.driver = driver;
-    for (int g = 0; g < 8; ++g)
-      r.gpus.push_back({g, "", "", g == odd_gpu ? "96.00.74.00.11" : "96.00.89.00.01"});
+    r.driver = i == 6 ? "550.54.14" : "550.54.15";
+    for (int g = 0; g < 8; ++g) r.gpus.push_back({g, "", "", "96.00.89.00.01"});
+    if (i == 7) r.gpus[3].vbios = "96.00.74.00.11";
+    if (i == 0) r.gpus[5].vbios = "96.00.74.00.11";
     return r;
   };
-  std::vector<NodeReport> fleet;
-  for (int i = 0; i < 8; ++i)
-    fleet.push_back(node(i, "a", i == 6 ? "550.54.14" : "550.54.15", i == 7 ? 3 : -1));
-  fleet[0].gpus[5].vbios = "96.00.74.00.11";  // the first report: only the declaration judges it
-  ASSERT_TRUE(dr.ingest(fleet).ok());
-  dr.process_pending();
+  for (const char* run : {"a", "b"}) {
+    std::vector<NodeReport> fleet;
+    for (int i = 0; i < 8; ++i) fleet.push_back(node(i, run));
+    ASSERT_TRUE(dr.ingest(fleet).ok());
+    dr.process_pending();
+  }
   dr.run_slurm_sink_once();
   for (int i = 0; i < 8; ++i)
     EXPECT_EQ(slurm->get("gpu-" + std::to_string(i)).drain, i == 0 || i == 7) << "gpu-" << i;
@@ -383,6 +385,15 @@ TEST(Drainer, a_gpu_on_other_vbios_is_drained_and_a_node_on_another_driver_only_
   const auto six = dr.node("gpu-6");
   ASSERT_TRUE(six);
   EXPECT_FALSE(six->drained_by_vigil);
+  EXPECT_EQ(six->checks.at("class_version").last_status, Status::kWarn);
+  // The healthcheck hook's reports: gpu_count passes, no versions. gpu-7 stays drained.
+  for (const char* run : {"h1", "h2", "h3"}) {
+    ASSERT_TRUE(dr.ingest({make_report("gpu-7", run, {count})}).ok());
+    dr.process_pending();
+  }
+  dr.run_slurm_sink_once();
+  EXPECT_TRUE(slurm->get("gpu-7").drain);
+  EXPECT_TRUE(dr.node("gpu-7")->drained_by_vigil);
 }
 
 // The journal is the truth: a decision pass whose journal append fails (the segment may not

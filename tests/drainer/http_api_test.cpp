@@ -209,9 +209,13 @@ TEST(HttpApi, calibration_serves_the_healthy_figures_of_a_sku) {
 }
 
 // GET /v1/classes: the hardware classes and their consensus (classes.h). Six nodes Slurm declares
-// gpu:8 with feature ib report 8 active ports.
+// gpu:8 with feature ib report 8 active ports and one VBIOS; the site declares that class's
+// VBIOS, and a second class no node has (shown with nodes 0).
 TEST(HttpApi, classes_serve_each_class_and_its_consensus) {
-  Server s;
+  Server s(true, [](DrainerConfig& c) {
+    c.classes.declared["H100-SXM5-80GB gpu:8 [ib]"].versions["vbios"] = "96.00.89.00.01";
+    c.classes.declared["H100-SXM5-80GB gpu:8 [ndr,ib]"].figures["ib_port/active_ports"] = 8;
+  });
   s.slurm->add_node("gpu-4");
   s.slurm->add_node("gpu-5");
   s.clock.advance(3600);  // past any Slurm table the drainer read when it opened
@@ -227,7 +231,9 @@ TEST(HttpApi, classes_serve_each_class_and_its_consensus) {
     m.value = 8;
     ib.measurements.push_back(m);
     const std::string name = "gpu-" + std::to_string(n);
-    ASSERT_EQ(s.post(to_json(make_report(name, "c1", {ib}, "H100-SXM5-80GB")).dump())->status, 202);
+    NodeReport report = make_report(name, "c1", {ib}, "H100-SXM5-80GB");
+    for (int g = 0; g < 8; ++g) report.gpus.push_back({g, "", "", "96.00.89.00.01"});
+    ASSERT_EQ(s.post(to_json(report).dump())->status, 202);
   }
   s.d->process_pending();
   httplib::Headers h{{"Authorization", "Bearer " + kToken}};
@@ -235,10 +241,16 @@ TEST(HttpApi, classes_serve_each_class_and_its_consensus) {
   auto r = s.cli->Get("/v1/classes", h);
   ASSERT_EQ(r->status, 200) << r->body;
   const auto j = nlohmann::json::parse(r->body);
-  ASSERT_EQ(j["classes"].size(), 1u) << r->body;
+  ASSERT_EQ(j["classes"].size(), 2u) << r->body;
   EXPECT_EQ(j["classes"][0]["class"], "H100-SXM5-80GB gpu:8 [ib]");
   EXPECT_EQ(j["classes"][0]["nodes"], 6);
   EXPECT_EQ(j["classes"][0]["consensus"]["ib_port/active_ports"], 8);
+  EXPECT_EQ(j["classes"][0]["versions"]["vbios"], "96.00.89.00.01");
+  EXPECT_EQ(j["classes"][0]["declared"]["vbios"], "96.00.89.00.01");
+  // Features in another order than the class name's sorted ones: a declaration no node matches.
+  EXPECT_EQ(j["classes"][1]["class"], "H100-SXM5-80GB gpu:8 [ndr,ib]");
+  EXPECT_EQ(j["classes"][1]["nodes"], 0);
+  EXPECT_EQ(j["classes"][1]["declared"]["ib_port/active_ports"], 8);
 }
 
 // GET /v1/rechecks: a drain on performance alone, two minutes old, as vigil-submit --rechecks-from

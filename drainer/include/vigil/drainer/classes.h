@@ -12,7 +12,7 @@
 //
 // Pure: no I/O, no clock; time comes in as Unix seconds. Not persisted: after a restart the
 // consensus is learned again from the next reports, and until min_nodes other nodes of a class
-// have reported, nothing is judged (a missing consensus never drains).
+// have reported, only what the site declares (ClassSettings::declared) is judged.
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -28,6 +28,12 @@ namespace vigil::drainer {
 
 inline constexpr std::string_view kClassBelowFaultCode = "VIGIL-CLASS-BELOW";
 inline constexpr std::string_view kClassVersionFaultCode = "VIGIL-CLASS-VERSION";
+// The result the drainer adds to a report with versions (`vigil-check run`'s; the hooks' carry
+// none): its own check, so that a node drained for a version is resumed only by reports that
+// compared versions again, never by the hooks' passing gpu_count or ib_port.
+inline constexpr std::string_view kClassVersionCheck = "class_version";
+// A node whose units run different versions teaches its class this, not a version.
+inline constexpr std::string_view kMixedVersions = "(mixed)";
 
 // A figure of a node's inventory: what a healthy node of its class has as many of as its peers.
 // Per-unit figures (per GPU or port) are reduced to the node's lowest one.
@@ -61,7 +67,7 @@ struct UnitVersion {
   std::string version;
 };
 std::map<std::string, std::vector<UnitVersion>> versions_of(const NodeReport& report);
-// The check a version figure's verdict is folded into: gpu_count (driver, vbios), ib_port (NICs).
+// The check a version figure's verdict is folded into: class_version, for every figure.
 std::string_view version_check(std::string_view figure);
 // What `classes.declared` may name: an inventory figure ("ib_port/active_ports", a number) or a
 // version figure ("driver", "vbios", "nic_firmware <board_id>", a version).
@@ -82,9 +88,9 @@ std::map<std::string, double> inventory_of(const NodeReport& report);
 struct ClassVerdict {
   std::string check;
   std::string measurement;
-  // fail (VIGIL-CLASS-BELOW, or VIGIL-CLASS-VERSION for a unit on another version than its
-  // node's other units and its class), or warn (VIGIL-CLASS-VERSION: the whole node runs
-  // another version, as a node upgraded ahead of its class does).
+  // fail (VIGIL-CLASS-BELOW, or VIGIL-CLASS-VERSION for a node whose units disagree where its
+  // class runs one version), warn (VIGIL-CLASS-VERSION: the whole node runs another version, as
+  // a node updated ahead of its class does), or pass (a version figure compared, no finding).
   Status status = Status::kFail;
   std::string_view fault_code = kClassBelowFaultCode;
   double value = 0;      // the node's figure
@@ -101,14 +107,18 @@ struct ClassSummary {
   std::map<std::string, double> consensus;
   // version figure ("driver", "vbios", "nic_firmware MT_0000000838") -> the consensus version.
   std::map<std::string, std::string> versions;
+  // What the site declares for the class (classes.declared), listed even when no node of the
+  // class has reported (nodes 0: a name no node matches, a typo, shows so).
+  ClassSettings::Declared declared;
 };
 
 class ClassInventory {
  public:
   explicit ClassInventory(ClassSettings settings) : settings_(settings) {}
 
-  // The report's inventory against the consensus of the other nodes of class `cls` (one verdict
-  // per figure below it), judged only once the nodes with the figure (this one included) are at
+  // The report's inventory against what the site declares for class `cls`, else the consensus of
+  // its other nodes (one verdict per figure below it, and one per version figure compared), a
+  // consensus judged only once the nodes with the figure (this one included) are at
   // least min_share of the `declared` nodes Slurm declares alike: a class whose nodes have not
   // all reported yet (after a restart, say) may hold a second configuration Slurm does not tell
   // apart, and its first reporters must not outvote it. Then, when `learn`, the figures become the
