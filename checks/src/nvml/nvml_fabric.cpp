@@ -21,11 +21,12 @@
 //     ctx.fabric_recheck for up to ctx.fabric_settle (Vigil's choice: 30 s, one window for the
 //     whole check; at most a quarter of a hook's time box) and fails if the GPU has still not
 //     started registering: Fabric Manager is down, and every CUDA job fails there (review W9).
-//     The first run that finds a GPU not registered notes when (fabric_wait_marker); a Fabric
-//     Manager that restarts after that (a restart loop, which never registers anything) does
-//     not restart the grace. IN_PROGRESS past the grace warns (DCGM warns on it); once GPUs
-//     have waited unregistered for three graces (30 min by default) across runs, it fails:
-//     no CUDA job has run there all that time (review W10; see judge_gpu).
+//     Runs note when they found GPUs not registered (fabric_wait_marker, one episode per boot,
+//     ended by a GPU reset, by a run that reads every GPU registered, or by a grace without
+//     finding any waiting); a Fabric Manager that starts after the episode began (a restart
+//     loop, which never registers anything) does not restart the grace. IN_PROGRESS past the
+//     grace warns (DCGM warns on it); past the grace in an episode three graces long (30 min
+//     by default) it fails: no CUDA job has run there all that time (review W10; judge_gpu).
 //   - healthSummary (v3): UNHEALTHY fails, LIMITED_CAPACITY warns. Without a summary (v2), the
 //     healthMask decides as DCGM 4.6's MonitorFabricFields does (DcgmHealthWatch.cpp, review
 //     W10): route unhealthy, degraded bandwidth and every incorrect-configuration code nvml.h
@@ -45,6 +46,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -161,29 +163,56 @@ FabricRead read_fabric(const Session& s, int g) {
 struct FabricEpoch {
   std::optional<double> age_s;
   std::string since = "boot";
-  // Seconds since a run of this boot first found a GPU not registered, when one did and none
-  // since found them all registered (fabric_wait_marker).
-  std::optional<double> waiting_s;
+  std::optional<double> uptime_s;
+  // The uptime of this episode's first run that found a GPU not registered (fabric_wait_marker),
+  // and how long ago that was.
+  std::optional<double> wait_first_s, waiting_s;
 };
 
-// <state dir>/fabric-wait-<node>: Unix seconds of the first run that found a GPU not registered
-// (NOT_STARTED, IN_PROGRESS) since the last run that found them all registered.
+// <state dir>/fabric-wait-<node>: "<boot> <first> <last>", the boot's wall-clock time and the
+// uptime (seconds) of the first and the latest run that found a GPU not registered (NOT_STARTED,
+// IN_PROGRESS) in this episode. An episode is one boot's runs that found GPUs waiting no more
+// than a grace apart, with no GPU reset and no run that found every GPU registered in between.
+// Uptime, not the wall clock, measures it: a clock step cannot age it (it only ends it, as the
+// boot's wall-clock time then moves). No state dir: no note, and neither rule below applies.
 std::string fabric_wait_marker(const CheckContext& ctx) {
   return ctx.state_dir.empty() || ctx.node.empty() ? ""
                                                    : ctx.state_dir + "/fabric-wait-" + ctx.node;
 }
 
-// Notes (or clears) when GPUs were first found waiting; kept across runs.
-void note_fabric_wait(const CheckContext& ctx, bool waiting) {
+// The episode's first run's uptime, when the note is this episode's. reset_age_s: seconds since
+// the last GPU reset Vigil did, when known.
+std::optional<double> read_fabric_wait(const CheckContext& ctx, double uptime,
+                                       std::optional<double> reset_age_s) {
+  std::ifstream in(fabric_wait_marker(ctx));
+  double boot = 0, first = 0, last = 0;
+  if (!(in >> boot >> first >> last)) return std::nullopt;
+  const double this_boot = static_cast<double>(std::time(nullptr)) - uptime;
+  const double grace = std::chrono::duration<double>(ctx.fabric_grace).count();
+  if (std::abs(boot - this_boot) > 60 || first < 0 || first > last || last > uptime)
+    return std::nullopt;                           // another boot, or the clock stepped
+  if (uptime - last > grace) return std::nullopt;  // not found waiting for a grace: a new episode
+  if (reset_age_s && *reset_age_s < uptime - first) return std::nullopt;  // a reset since
+  return first;
+}
+
+// After a run: a run that found GPUs waiting starts or extends the episode; one that read every
+// GPU registered ends it; one that could not read every GPU leaves it as it is.
+void note_fabric_wait(const CheckContext& ctx, const FabricEpoch& e, bool waiting,
+                      bool all_registered) {
   const std::string path = fabric_wait_marker(ctx);
   if (path.empty()) return;
   std::error_code ec;
-  if (!waiting) {
+  if (all_registered) {
     std::filesystem::remove(path, ec);
     return;
   }
-  if (std::filesystem::exists(path, ec)) return;
-  (void)replace_file_atomically(path, std::to_string(std::time(nullptr)) + "\n");
+  if (!waiting || !e.uptime_s) return;
+  const double boot = static_cast<double>(std::time(nullptr)) - *e.uptime_s;
+  char line[96];
+  std::snprintf(line, sizeof line, "%.0f %.1f %.1f\n", boot, e.wait_first_s.value_or(*e.uptime_s),
+                *e.uptime_s);
+  (void)replace_file_atomically(path, line);
 }
 
 // Seconds since Fabric Manager's process started, from <proc_root>/<pid>/stat (field 22,
@@ -215,7 +244,7 @@ std::optional<double> fabric_manager_age_s(const CheckContext& ctx, double uptim
 FabricEpoch fabric_epoch(const CheckContext& ctx) {
   FabricEpoch e;
   const std::optional<double> uptime = uptime_s(ctx);
-  e.age_s = uptime;
+  e.age_s = e.uptime_s = uptime;
   if (!uptime) return e;
   auto younger = [&](std::optional<double> age, const char* what) {
     if (age && *age >= 0 && *age < *e.age_s) {
@@ -223,20 +252,18 @@ FabricEpoch fabric_epoch(const CheckContext& ctx) {
       e.since = what;
     }
   };
+  std::optional<double> reset_age;
   if (!ctx.state_dir.empty()) {
     std::ifstream in(gpu_reset_marker(ctx.state_dir, ctx.node));
     long long at = 0;
-    if (in >> at) younger(static_cast<double>(std::time(nullptr) - at), "the last GPU reset");
+    if (in >> at) reset_age = static_cast<double>(std::time(nullptr) - at);
+    younger(reset_age, "the last GPU reset");
   }
-  std::ifstream wait(fabric_wait_marker(ctx));
-  long long since = 0;
-  if (wait >> since) {
-    const double waited = static_cast<double>(std::time(nullptr) - since);
-    if (waited >= 0 && waited < *uptime) e.waiting_s = waited;  // noted in this boot
-  }
+  e.wait_first_s = read_fabric_wait(ctx, *uptime, reset_age);
+  if (e.wait_first_s) e.waiting_s = *uptime - *e.wait_first_s;
   std::optional<double> fm = fabric_manager_age_s(ctx, *uptime);
-  if (fm && e.waiting_s && *fm < *e.waiting_s)  // restarted while GPUs waited: no new grace
-    younger(e.waiting_s, "GPUs were first found unregistered (Fabric Manager restarted since)");
+  if (fm && e.waiting_s && *fm < *e.waiting_s)  // started while GPUs waited: no new grace
+    younger(e.waiting_s, "GPUs were first found unregistered (Fabric Manager started since)");
   else
     younger(fm, "Fabric Manager started");
   return e;
@@ -271,10 +298,13 @@ class NvmlFabricCheck final : public NvmlCheck {
     const bool past_grace = epoch.age_s && *epoch.age_s >= grace_s(ctx);
     // One settle window for the whole check, however many GPUs wait in it.
     const auto settle_until = std::chrono::steady_clock::now() + ctx.fabric_settle;
-    int registered = 0;
+    int registered = 0, unread = 0;
     bool waiting = false;  // a GPU not registered yet: NOT_STARTED or IN_PROGRESS
     for (int g = 0; g < s.count(); ++g) {
-      if (!s.gpus[g]) continue;
+      if (!s.gpus[g]) {
+        ++unread;
+        continue;
+      }
       FabricRead f = read_fabric(s, g);
       if (f.rc == NVML_ERROR_NOT_SUPPORTED || f.rc == NVML_ERROR_FUNCTION_NOT_FOUND ||
           (f.rc == NVML_SUCCESS && f.info.state == kNvmlGpuFabricStateNotSupported)) {
@@ -283,6 +313,7 @@ class NvmlFabricCheck final : public NvmlCheck {
       }
       if (f.rc != NVML_SUCCESS) {
         v.query_failed(s, g, "nvmlDeviceGetGpuFabricInfo", f.rc);
+        ++unread;
         continue;
       }
       // Past the grace, a GPU still registering (or recovering a route) gets the settle window
@@ -294,13 +325,13 @@ class NvmlFabricCheck final : public NvmlCheck {
       add_measurement(r, ctx, "fabric_state", f.info.state, "enum", g);
       waiting |= f.info.state == kNvmlGpuFabricStateNotStarted ||
                  f.info.state == kNvmlGpuFabricStateInProgress;
-      const bool stuck = epoch.waiting_s && *epoch.waiting_s >= 3 * grace_s(ctx);
+      const bool stuck = past_grace && epoch.waiting_s && *epoch.waiting_s >= 3 * grace_s(ctx);
       if (!judge_gpu(s, g, f, epoch, past_grace, stuck, v)) continue;
       ++registered;
       if (f.has_summary && f.info.healthSummary != kNvmlGpuFabricHealthSummaryNotSupported)
         add_measurement(r, ctx, "fabric_health_summary", f.info.healthSummary, "enum", g);
     }
-    note_fabric_wait(ctx, waiting);
+    note_fabric_wait(ctx, epoch, waiting, !waiting && unread == 0 && registered > 0);
     v.conclude(
         r, [](const Measurement&, Status) { return Described{}; },
         std::to_string(registered) + " GPUs registered in the NVLink fabric");

@@ -57,8 +57,9 @@ constexpr CheckSpec kCatalog[] = {
     {"nvml_pcie", "pcie", kNode, seconds(60), kDefault, {}},
     // NVLink links down or error counters growing (drain_after applies).
     {"nvml_nvlink", "nvlink", kNodeAndHooks, seconds(60), kDefault, {}},
-    // Fatal: NVLink fabric registration failed, unhealthy, or not started 10 min after boot, a
-    // GPU reset or Fabric Manager's start (Fabric Manager down).
+    // Fatal: NVLink fabric registration failed, unhealthy, not started 10 min after boot, a GPU
+    // reset or Fabric Manager's start (Fabric Manager down; a restart loop gives no new grace),
+    // or still in progress after 30 min of runs finding it so (stuck).
     {"nvml_fabric", "nvl-fabric", kNodeAndHooks, seconds(60), kFatal, {}},
     // The IMEX daemon of a multi-node NVLink SKU (NVL72) down past the boot grace; a setup
     // problem (not installed, not configured) is an error. drain_after applies: it may restart.

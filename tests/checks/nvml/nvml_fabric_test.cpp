@@ -183,9 +183,17 @@ TEST_F(nvml_fabric, the_grace_counts_from_the_last_gpu_reset_or_fabric_manager_s
             "Manager running?");
 }
 
+// fabric-wait-<node> as nvml_fabric writes it: this boot (booted_ago(uptime)), the first run
+// that found GPUs waiting `first_ago` seconds ago and the latest `last_ago` seconds ago.
+std::string wait_note(double uptime, double first_ago, double last_ago) {
+  return std::to_string(std::time(nullptr) - static_cast<long long>(uptime)) + " " +
+         std::to_string(uptime - first_ago) + " " + std::to_string(uptime - last_ago) + "\n";
+}
+
 // A Fabric Manager in a restart loop registers nothing and would restart the grace at every
-// start. The first run that finds a GPU unregistered notes when (fabric-wait-<node>); a start
-// after that gives no new grace. A run that finds every GPU registered clears the note.
+// start. Runs note when they found GPUs unregistered (fabric-wait-<node>); a start after the
+// episode began gives no new grace. A run that reads every GPU registered ends the episode, and
+// so do a GPU reset, a grace without finding GPUs waiting, and a note of another boot.
 TEST_F(nvml_fabric, a_fabric_manager_restart_loop_does_not_restart_the_grace) {
   booted_ago(7200);
   ctx_.node = "gpu-1";
@@ -199,26 +207,40 @@ TEST_F(nvml_fabric, a_fabric_manager_restart_loop_does_not_restart_the_grace) {
       << r.message;
   const std::string marker = ctx_.state_dir + "/fabric-wait-gpu-1";
   ASSERT_TRUE(std::filesystem::exists(marker));
-  // Eleven minutes later Fabric Manager has just restarted again: the wait counts, not the start.
-  std::ofstream(marker) << std::time(nullptr) - 660 << "\n";
+  // Runs have found GPUs waiting for 11 minutes, the last 5 minutes ago, and Fabric Manager has
+  // just started again: the wait counts, not the start.
+  std::ofstream(marker) << wait_note(7200, 660, 300);
   process(4242, "nv-fabricmanage", 7200 - 20);
   r = run(make_nvml_fabric_check());
   EXPECT_EQ(r.status, Status::kFail) << r.message;
   EXPECT_EQ(r.message,
             "gpu2 not registered in the NVLink fabric 11 min after GPUs were first found "
-            "unregistered (Fabric Manager restarted since): is Fabric Manager running?");
-  // A note from before this boot is not this boot's wait.
-  std::ofstream(marker) << std::time(nullptr) - 9000 << "\n";
-  r = run(make_nvml_fabric_check());
-  EXPECT_EQ(r.status, Status::kWarn) << r.message;
+            "unregistered (Fabric Manager started since): is Fabric Manager running?");
+  // The episode goes on: the note keeps its first run and moves its latest to now.
+  double boot = 0, first = 0, last = 0;
+  std::ifstream(marker) >> boot >> first >> last;
+  EXPECT_NEAR(first, 7200 - 660, 1);
+  EXPECT_NEAR(last, 7200, 1);
+  // None found waiting for longer than a grace (an old, lone episode), a GPU reset since it
+  // began, or a note of another boot: each starts a new episode, and the restart's grace holds.
+  for (const std::string& stale :
+       {wait_note(7200, 3000, 2000), wait_note(7200, 660, 300), wait_note(9000, 660, 300)}) {
+    std::ofstream(marker) << stale;
+    std::ofstream(nvml::gpu_reset_marker(ctx_.state_dir, "gpu-1"))
+        << std::time(nullptr) - (stale == wait_note(7200, 660, 300) ? 100 : 5000);
+    r = run(make_nvml_fabric_check());
+    EXPECT_EQ(r.status, Status::kWarn) << stale << r.message;
+    std::ifstream(marker) >> boot >> first >> last;
+    EXPECT_NEAR(first, 7200, 1) << stale;  // rewritten: this run begins the episode
+  }
   // Registered: the note goes.
   fabric_on(2, {{"state", 3}, {"version", 3}});
   EXPECT_EQ(run(make_nvml_fabric_check()).status, Status::kPass);
   EXPECT_FALSE(std::filesystem::exists(marker));
 }
 
-// IN_PROGRESS past the grace warns, as DCGM does; across runs, three graces of waiting (30 min)
-// is stuck, and it fails (review W10).
+// IN_PROGRESS past the grace warns, as DCGM does; past the grace in an episode of three graces
+// (30 min), across runs, it fails (review W10). Within a grace (a GPU reset just now) it warns.
 TEST_F(nvml_fabric, a_registration_in_progress_for_three_graces_across_runs_fails) {
   booted_ago(7200);
   ctx_.node = "gpu-1";
@@ -226,16 +248,24 @@ TEST_F(nvml_fabric, a_registration_in_progress_for_three_graces_across_runs_fail
   std::filesystem::create_directories(ctx_.state_dir);
   fabric_on(5, {{"state", 2}, {"version", 3}});
   const std::string marker = ctx_.state_dir + "/fabric-wait-gpu-1";
-  std::ofstream(marker) << std::time(nullptr) - 1700 << "\n";  // 28 min
+  std::ofstream(marker) << wait_note(7200, 1700, 60);  // 28 min
   CheckResult r = run(make_nvml_fabric_check());
   EXPECT_EQ(r.status, Status::kWarn) << r.message;
-  std::ofstream(marker) << std::time(nullptr) - 1860 << "\n";  // 31 min
+  std::ofstream(marker) << wait_note(7200, 1860, 60);  // 31 min
   r = run(make_nvml_fabric_check());
   EXPECT_EQ(r.status, Status::kFail) << r.message;
   EXPECT_EQ(r.fault_code, "VIGIL-NVML-FABRIC-NOT-REGISTERED");
   EXPECT_EQ(r.message,
             "gpu5 NVLink fabric registration still in progress 31 min after GPUs were first "
             "found unregistered: stuck; no CUDA job can run");
+  // Fabric Manager started 2 minutes ago, after the episode began: no new grace, still stuck.
+  booted_ago(2400);
+  process(4242, "nv-fabricmanage", 2400 - 120);
+  std::ofstream(marker) << wait_note(2400, 1860, 60);
+  EXPECT_EQ(run(make_nvml_fabric_check()).status, Status::kFail);
+  // Without a state dir there is no note: the rule cannot apply, it only warns.
+  ctx_.state_dir.clear();
+  EXPECT_EQ(run(make_nvml_fabric_check()).status, Status::kWarn);
 }
 
 // Fabric findings on a MIG-enabled GPU are not verified on hardware: they warn, and say so.
