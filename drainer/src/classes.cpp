@@ -335,8 +335,8 @@ namespace {
 // was compared with its class, skipped when none could be (no consensus, nothing declared).
 void add_class_version_result(NodeReport& report, const std::vector<ClassVerdict>& verdicts) {
   if (versions_of(report).empty()) return;
-  for (const auto& c : report.checks)
-    if (c.check == kClassVersionCheck) return;  // a report that already carries one keeps it
+  // The drainer's own result: one a report brought under that name (a site tool's) gives way.
+  std::erase_if(report.checks, [](const CheckResult& c) { return c.check == kClassVersionCheck; });
   CheckResult r;
   r.check = std::string(kClassVersionCheck);
   r.short_name = "class-version";

@@ -379,12 +379,21 @@ TEST(ClassVersions, one_nic_on_other_firmware_fails_and_a_whole_node_upgraded_ah
   EXPECT_EQ(c->status, Status::kWarn);
   EXPECT_EQ(c->fault_code, kClassVersionFaultCode);
   EXPECT_EQ(c->message, w[0].message + "; " + w[1].message);
-  // A warning never weakens a fail: the result already failing stays as it was.
-  NodeReport failing = ahead;
-  for (auto& each : failing.checks)
-    if (each.check == kClassVersionCheck) each.status = Status::kFail, each.message = "own";
-  fold_class_verdicts(failing, all, default_policy());
-  EXPECT_EQ(result(failing, kClassVersionCheck)->message, "own");
+  // A warning never weakens a fail: one GPU off its node (fail) and another driver (warn).
+  std::vector<std::string> vbios(8, kVbios);
+  vbios[2] = kOldVbios;
+  NodeReport both = versioned("v-10", "550.54.14", vbios, {});
+  const auto verdicts = inv.judge(both, kIb8, kAny, 1000, false);
+  ASSERT_EQ(findings(verdicts).size(), 2u);
+  fold_class_verdicts(both, verdicts, default_policy());
+  EXPECT_EQ(result(both, kClassVersionCheck)->status, Status::kFail);
+  EXPECT_EQ(result(both, kClassVersionCheck)->message.rfind("vbios gpu2", 0), 0u);
+  // A result a report brought under the drainer's name gives way to the drainer's own.
+  NodeReport brought = ahead;
+  for (auto& each : brought.checks)
+    if (each.check == kClassVersionCheck) each.status = Status::kError, each.message = "tool";
+  fold_class_verdicts(brought, all, default_policy());
+  EXPECT_EQ(result(brought, kClassVersionCheck)->status, Status::kWarn);
 }
 
 TEST(ClassVersions, no_consensus_no_verdict_and_versions_show_in_the_summary) {
