@@ -6,18 +6,6 @@
 
 namespace vigil::drainer {
 
-std::string_view to_string(NodeMapping m) {
-  switch (m) {
-    case NodeMapping::kIdentity:
-      return "identity";
-    case NodeMapping::kReport:
-      return "report";
-    case NodeMapping::kPodLookup:
-      return "pod-lookup";
-  }
-  return "identity";
-}
-
 CheckPolicy PolicyConfig::for_check(std::string_view check, std::string_view fault_code) const {
   CheckPolicy p = defaults;
   if (auto it = checks.find(std::string(check)); it != checks.end()) p = it->second;

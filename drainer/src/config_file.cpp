@@ -256,14 +256,11 @@ void read_kubernetes(const Reader& rd, const YAML::Node& k, KubeSettings& kubern
   rd.get(k, "taint", "kubernetes.taint", kubernetes.taint);
   std::string mapping = "identity";
   rd.get(k, "node_mapping", "kubernetes.node_mapping", mapping);
-  if (mapping == "identity")
-    kubernetes.node_mapping = NodeMapping::kIdentity;
-  else if (mapping == "report")
-    kubernetes.node_mapping = NodeMapping::kReport;
-  else if (mapping == "pod-lookup")
-    kubernetes.node_mapping = NodeMapping::kPodLookup;
+  if (auto m = value_of(kNodeMappingNames, mapping))
+    kubernetes.node_mapping = *m;
   else
-    rd.fail(k["node_mapping"], "kubernetes.node_mapping", "must be identity, report or pod-lookup");
+    rd.fail(k["node_mapping"], "kubernetes.node_mapping",
+            "must be one of " + joined_names(kNodeMappingNames));
   rd.get(k, "pod_namespace", "kubernetes.pod_namespace", kubernetes.pod_namespace);
   rd.get(k, "kubeconfig", "kubernetes.kubeconfig", kubernetes.kubeconfig);
   const auto& pre = kubernetes.annotation_prefix;

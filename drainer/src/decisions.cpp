@@ -62,8 +62,8 @@ void DrainerCore::owe_intents_locked(const NodeEvent& e, const std::string& reas
 
 // The ladder step a decision is, for vigil_repair_steps_total (docs/repair.md).
 std::optional<std::string_view> DrainerCore::repair_step_of(const Decision& d, const NodeReport* r,
-                                                            std::string_view event_type) const {
-  if (event_type == "rebooted" || event_type == "redrain") return event_type;
+                                                            std::optional<Action> event) const {
+  if (event == Action::kRebooted || event == Action::kRedrain) return to_string(*event);
   if (d.action == Action::kReboot || d.action == Action::kReplace ||
       d.action == Action::kResetGpu || d.action == Action::kResetPassed ||
       d.action == Action::kResetFailed)
@@ -104,7 +104,7 @@ std::string DrainerCore::save_evidence_locked(const NodeRecord& s, const NodeRep
 
 void DrainerCore::apply_decision_locked(const Decision& d, const NodeReport* r, uint64_t report_seq,
                                         std::vector<nlohmann::json>& records,
-                                        std::vector<Intent>& intents, std::string_view event_type) {
+                                        std::vector<Intent>& intents, std::optional<Action> event) {
   // A copy only for a drain whose evidence is kept: every other decision uses d.record as is.
   std::optional<NodeRecord> with_evidence;
   if (d.action == Action::kDrain && r && cfg_.repair.ladder_on()) {
@@ -117,8 +117,7 @@ void DrainerCore::apply_decision_locked(const Decision& d, const NodeReport* r, 
   rec.action = d.action;
   rec.record = s;
   rec.report_seq = report_seq;
-  NodeEvent e = state_event(
-      s, event_type.empty() ? std::string(to_string(d.action)) : std::string(event_type));
+  NodeEvent e = state_event(s, event.value_or(d.action));
   e.time = now;
   e.before = d.before;
   e.checks = d.driving_checks;
@@ -133,7 +132,7 @@ void DrainerCore::apply_decision_locked(const Decision& d, const NodeReport* r, 
   const bool breaker_changed = d.breaker.open != breaker_.open;
   if (breaker_changed) {
     NodeEvent b;
-    b.type = d.breaker.open ? "breaker_opened" : "breaker_closed";
+    b.type = d.breaker.open ? Action::kBreakerOpened : Action::kBreakerClosed;
     b.time = now;
     b.why = d.breaker.why;
     b.dry_run = cfg_.dry_run;
@@ -154,7 +153,7 @@ void DrainerCore::apply_decision_locked(const Decision& d, const NodeReport* r, 
                  {"reason", d.reason},
                  {"why", d.why},
                  {"dry_run", cfg_.dry_run}});
-  if (auto step = repair_step_of(d, r, event_type)) metrics_.on_repair_step(*step);
+  if (auto step = repair_step_of(d, r, event)) metrics_.on_repair_step(*step);
   apply_locked(rec);
   metrics_.on_node(s, r);
   if (breaker_changed) {
@@ -412,16 +411,16 @@ void DrainerCore::apply_repair_step_locked(const NodeRecord& prev, NodeRecord ne
   d.driving_checks = next.driving_checks;
   d.before = prev.state;
   d.after = next.state;
-  next.last_action = last_action_of(d.action);
+  next.last_action = d.action;
   next.note = step.why;
   d.why = step.why;
   d.record = std::move(next);
   d.breaker = breaker_;
   // A redrain is a drain with its own event (and Slurm intent): only a DOWN node whose reboot
   // Slurm timed out is drained by it (slurm_sink.cpp judge_redrain).
-  const std::string_view event = step.move == RepairMove::kRebooted  ? "rebooted"
-                                 : step.move == RepairMove::kRedrain ? "redrain"
-                                                                     : "";
+  const std::optional<Action> event = step.move == RepairMove::kRebooted  ? Action::kRebooted
+                                      : step.move == RepairMove::kRedrain ? Action::kRedrain
+                                                                          : std::optional<Action>();
   apply_decision_locked(d, nullptr, 0, records, intents, event);
 }
 
@@ -478,7 +477,7 @@ VoidResult DrainerCore::reset_breaker() {
     const std::string was = breaker_.why;
     const std::string now = rfc3339_utc(clock_.now_unix());
     NodeEvent e;
-    e.type = "breaker_reset";
+    e.type = Action::kBreakerReset;
     e.time = now;
     e.why = "reset by an operator; it was: " + was;
     e.dry_run = cfg_.dry_run;
@@ -505,11 +504,11 @@ ReportDecision verdict_of(const NodeRecord& s, const NodeReport& r) {
     d.why = "the node has decided a newer report since";
     return d;
   }
-  if (s.last_action == LastAction::kDrain) {
+  if (s.last_action == Action::kDrain) {
     d.verdict = DrainVerdict::kDrain;
-  } else if (s.last_action == LastAction::kWouldDrain) {
+  } else if (s.last_action == Action::kWouldDrain) {
     d.verdict = DrainVerdict::kDryRun;
-  } else if (s.last_action == LastAction::kBreakerBlocked) {
+  } else if (s.last_action == Action::kBreakerBlocked) {
     d.verdict = DrainVerdict::kBreakerHeld;
   } else if (s.drained_by_vigil) {
     d.verdict = DrainVerdict::kAlreadyDrained;

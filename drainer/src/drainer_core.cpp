@@ -33,7 +33,7 @@ DrainerCore::DrainerCore(DrainerConfig cfg, std::shared_ptr<slurm::SlurmApi> slu
     // Every sink's series from the start, so that increase() sees its first event.
     metrics_.on_given_up(spec.name, 0);
     metrics_.set_pending(spec.name, 0);
-    for (IntentAction a : kAllIntentActions)
+    for (const auto& [a, name] : kIntentActionNames)
       if (spec.takes(a))
         for (auto outcome :
              {Metrics::Outcome::kOk, Metrics::Outcome::kError, Metrics::Outcome::kSkipped})

@@ -161,10 +161,10 @@ class DrainerCore {
   // Live decisions only; replay does not rebuild the classes (they are learned again).
   NodeReport judge_class_locked(NodeReport judged, const SlurmView& view,
                                 const std::map<std::string, int>& declared, const NodeRecord* prev);
-  // `event_type` overrides the event's type (default: the decision's action).
+  // `event` overrides the event's type (default: the decision's action).
   void apply_decision_locked(const Decision& d, const NodeReport* r, uint64_t report_seq,
                              std::vector<nlohmann::json>& records, std::vector<Intent>& intents,
-                             std::string_view event_type = {});
+                             std::optional<Action> event = std::nullopt);
   // The intents `e` owes, one per enabled sink whose table row says so (sinks.h).
   void owe_intents_locked(const NodeEvent& e, const std::string& reason, bool by_operator,
                           std::vector<Intent>& out);
@@ -176,7 +176,7 @@ class DrainerCore {
                                     std::vector<Intent>& intents);
   void refresh_gauges_locked();
   std::optional<std::string_view> repair_step_of(const Decision& d, const NodeReport* r,
-                                                 std::string_view event_type) const;
+                                                 std::optional<Action> event) const;
   // The repair ladder (repair.h) over the nodes Vigil drained: one journaled decision per step.
   int repair_pass();
   // Evidence is written under mu_, as journal appends are: one small file per drain, no fsync.

@@ -69,7 +69,7 @@ Result<FailingMeasurement> entry_from_json(const nlohmann::json& e) {
   FailingMeasurement f;
   f.check = e.at("check").get<std::string>();
   const std::string status = e.at("status").get<std::string>();
-  auto st = status_from_string(status);
+  auto st = value_of(kStatusNames, status);
   if (!st) return Error{"unknown status '" + status + "' of " + f.check, "failing"};
   f.status = *st;
   if (e.contains("measurement")) {
@@ -83,7 +83,7 @@ Result<FailingMeasurement> entry_from_json(const nlohmann::json& e) {
   if (e.contains("message")) f.message = e.at("message").get<std::string>();
   if (e.contains("remedy")) {
     const std::string r = e.at("remedy").get<std::string>();
-    f.remedy = remedy_from_string(r);
+    f.remedy = value_of(kRemedyNames, r);
     if (!f.remedy) return Error{"unknown remedy '" + r + "' of " + f.check, "failing"};
   }
   return f;

@@ -15,37 +15,11 @@ std::optional<SinkKind> sink_kind_from_string(std::string_view s) {
   return std::nullopt;
 }
 
-std::string_view to_string(IntentAction a) {
-  switch (a) {
-    case IntentAction::kDrain:
-      return "drain";
-    case IntentAction::kResume:
-      return "resume";
-    case IntentAction::kAnnotate:
-      return "annotate";
-    case IntentAction::kNotify:
-      return "notify";
-    case IntentAction::kReboot:
-      return "reboot";
-    case IntentAction::kRelabel:
-      return "relabel";
-    case IntentAction::kRedrain:
-      return "redrain";
-  }
-  return "drain";
-}
-
-std::optional<IntentAction> intent_action_from_string(std::string_view s) {
-  for (IntentAction a : kAllIntentActions)
-    if (to_string(a) == s) return a;
-  return std::nullopt;
-}
-
 bool sink_takes(SinkKind sink, IntentAction action) { return sink_spec(sink).takes(action); }
 
-NodeEvent state_event(const NodeRecord& s, std::string type) {
+NodeEvent state_event(const NodeRecord& s, Action type) {
   NodeEvent e;
-  e.type = std::move(type);
+  e.type = type;
   e.node = s.node;
   e.before = e.state = s.state;
   e.reason = s.reason;
@@ -63,7 +37,7 @@ NodeEvent state_event(const NodeRecord& s, std::string type) {
 }
 
 nlohmann::json to_json(const NodeEvent& e) {
-  nlohmann::json j{{"type", e.type},
+  nlohmann::json j{{"type", std::string(to_string(e.type))},
                    {"time", e.time},
                    {"node", e.node},
                    {"before", std::string(to_string(e.before))},
@@ -89,14 +63,17 @@ nlohmann::json to_json(const NodeEvent& e) {
 Result<NodeEvent> node_event_from_json(const nlohmann::json& j) {
   try {
     NodeEvent e;
-    e.type = j.at("type").get<std::string>();
+    const std::string type = j.at("type").get<std::string>();
+    auto a = value_of(kActionNames, type);
+    if (!a) return Error{"type: unknown event type '" + type + "'", "event"};
+    e.type = *a;
     e.time = j.at("time").get<std::string>();
     e.node = j.at("node").get<std::string>();
     // "state" since 2026-11-27; events journaled before have only "health".
     const char* state_key = j.contains("state") ? "state" : "health";
     for (auto [field, out] : {std::pair{"before", &e.before}, std::pair{state_key, &e.state}}) {
       const std::string v = j.at(field).get<std::string>();
-      auto st = node_state_from_string(v);
+      auto st = value_of(kNodeStateNames, v);
       if (!st) return Error{std::string(field) + ": unknown node state '" + v + "'", "event"};
       *out = *st;
     }
@@ -145,13 +122,12 @@ Result<Intent> intent_from_json(const nlohmann::json& j) {
                        "' (this build knows slurm, kubernetes and webhook; was the state dir "
                        "written by a newer vigil-drainer?)",
                    where};
-    auto a = intent_action_from_string(action);
+    auto a = value_of(kIntentActionNames, action);
     if (!a)
-      return Error{
-          "unknown intent action '" + action +
-              "' (this build knows drain, resume, annotate, notify and reboot; was the state dir "
-              "written by a newer vigil-drainer?)",
-          where};
+      return Error{"unknown intent action '" + action + "' (this build knows " +
+                       joined_names(kIntentActionNames) +
+                       "; was the state dir written by a newer vigil-drainer?)",
+                   where};
     if (!sink_takes(*k, *a))
       return Error{"the " + sink + " sink does not take '" + action + "' intents", where};
     i.sink = *k;

@@ -252,16 +252,16 @@ void Metrics::on_node(const NodeRecord& s, const NodeReport* r) {
   if (ns.state.empty() || ns.state_key != skey) {
     for (auto* g : ns.state) impl_->node_state.Remove(g);
     ns.state.clear();
-    for (NodeState st : kAllNodeStates) {
+    for (const auto& st : kNodeStateNames) {
       ns.state.push_back(&impl_->node_state.Add({{"node", s.node},
                                                  {"sku", s.sku},
                                                  {"partition", s.partition},
-                                                 {"state", std::string(to_string(st))}}));
+                                                 {"state", std::string(st.name)}}));
     }
     ns.state_key = skey;
   }
   for (size_t i = 0; i < ns.state.size(); ++i)
-    ns.state[i]->Set(kAllNodeStates[i] == s.state ? 1 : 0);
+    ns.state[i]->Set(kNodeStateNames[i].value == s.state ? 1 : 0);
   // Every node known under a switch carries the switch's verdict (Drainer keeps them equal).
   if (!s.fabric_switch.empty())
     impl_->switch_suspect.Add({{"switch", s.fabric_switch}}).Set(s.switch_suspect ? 1 : 0);

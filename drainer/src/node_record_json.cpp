@@ -9,6 +9,15 @@
 #include "vigil/drainer/repair.h"
 
 namespace vigil::drainer {
+namespace {
+
+// last_action as snapshots and /v1/nodes have always spelt it: "" when the decision changed
+// nothing.
+std::string last_action_name(Action a) {
+  return a == Action::kNone ? "" : std::string(to_string(a));
+}
+
+}  // namespace
 
 nlohmann::json to_json(const NodeRecord& s) {
   nlohmann::json checks = nlohmann::json::object();
@@ -33,7 +42,7 @@ nlohmann::json to_json(const NodeRecord& s) {
                    {"last_report_unix_s", s.last_report_unix},
                    {"last_check_time", s.last_check_time},
                    {"last_run_id", s.last_run_id},
-                   {"last_action", std::string(to_string(s.last_action))},
+                   {"last_action", last_action_name(s.last_action)},
                    {"note", s.note},
                    {"failing", failing_to_json(s.failing)}};
   if (s.k8s_node) j["k8s_node"] = *s.k8s_node;
@@ -59,7 +68,7 @@ Result<NodeRecord> node_record_from_json(const nlohmann::json& j) {
     s.node = j.at("node").get<std::string>();
     s.sku = j.value("sku", "");
     s.partition = j.value("partition", "");
-    auto st = node_state_from_string(j.value("state", "unknown"));
+    auto st = value_of(kNodeStateNames, j.value("state", "unknown"));
     if (!st) return Error{"unknown state " + j.value("state", ""), "node_record_from_json"};
     s.state = *st;
     s.drained_by_vigil = j.value("drained_by_vigil", false);
@@ -69,7 +78,7 @@ Result<NodeRecord> node_record_from_json(const nlohmann::json& j) {
       for (const auto& [name, c] : j.at("checks").items()) {
         CheckState cs;
         const std::string status = c.value("last_status", "skipped");
-        auto st = status_from_string(status);
+        auto st = value_of(kStatusNames, status);
         if (!st)
           return Error{"unknown status '" + status + "' of check " + name, "node_record_from_json"};
         cs.last_status = *st;
@@ -88,7 +97,7 @@ Result<NodeRecord> node_record_from_json(const nlohmann::json& j) {
     s.last_check_time = j.value("last_check_time", "");
     s.last_run_id = j.value("last_run_id", "");
     const std::string last = j.value("last_action", "");
-    const auto la = last_action_from_string(last);
+    const auto la = last.empty() ? Action::kNone : value_of(kActionNames, last);
     if (!la)
       return Error{"unknown last_action '" + last + "'", "node_record_from_json(" + s.node + ")"};
     s.last_action = *la;

@@ -21,136 +21,8 @@ bool contains(const std::vector<std::string>& v, const std::string& x) {
 
 }  // namespace
 
-std::string_view to_string(NodeState st) {
-  switch (st) {
-    case NodeState::kHealthy:
-      return "healthy";
-    case NodeState::kWarn:
-      return "warn";
-    case NodeState::kDrained:
-      return "drained";
-    case NodeState::kWouldDrain:
-      return "would_drain";
-    case NodeState::kStale:
-      return "stale";
-    case NodeState::kError:
-      return "error";
-    case NodeState::kUnknown:
-      return "unknown";
-  }
-  return "unknown";
-}
-
 std::string_view annotation_value(NodeState st) {
   return st == NodeState::kWouldDrain ? "would-drain" : to_string(st);
-}
-
-std::optional<NodeState> node_state_from_string(std::string_view s) {
-  for (NodeState st : kAllNodeStates)
-    if (to_string(st) == s) return st;
-  return std::nullopt;
-}
-
-std::string_view to_string(Action a) {
-  switch (a) {
-    case Action::kNone:
-      return "none";
-    case Action::kDrain:
-      return "drain";
-    case Action::kResume:
-      return "resume";
-    case Action::kWouldDrain:
-      return "would_drain";
-    case Action::kWouldResume:
-      return "would_resume";
-    case Action::kBreakerBlocked:
-      return "breaker_blocked";
-    case Action::kReboot:
-      return "reboot";
-    case Action::kReplace:
-      return "replace";
-    case Action::kResetGpu:
-      return "reset_gpu";
-    case Action::kResetPassed:
-      return "reset_passed";
-    case Action::kResetFailed:
-      return "reset_failed";
-  }
-  return "none";
-}
-
-LastAction last_action_of(Action a) {
-  switch (a) {
-    case Action::kNone:
-      return LastAction::kNone;
-    case Action::kDrain:
-      return LastAction::kDrain;
-    case Action::kResume:
-      return LastAction::kResume;
-    case Action::kWouldDrain:
-      return LastAction::kWouldDrain;
-    case Action::kWouldResume:
-      return LastAction::kWouldResume;
-    case Action::kBreakerBlocked:
-      return LastAction::kBreakerBlocked;
-    case Action::kReboot:
-      return LastAction::kReboot;
-    case Action::kReplace:
-      return LastAction::kReplace;
-    case Action::kResetGpu:
-      return LastAction::kResetGpu;
-    case Action::kResetPassed:
-      return LastAction::kResetPassed;
-    case Action::kResetFailed:
-      return LastAction::kResetFailed;
-  }
-  return LastAction::kNone;
-}
-
-std::string_view to_string(LastAction a) {
-  switch (a) {
-    case LastAction::kNone:
-      return "";
-    case LastAction::kDrainSkipped:
-      return "drain_skipped";
-    case LastAction::kDrain:
-      return to_string(Action::kDrain);
-    case LastAction::kResume:
-      return to_string(Action::kResume);
-    case LastAction::kWouldDrain:
-      return to_string(Action::kWouldDrain);
-    case LastAction::kWouldResume:
-      return to_string(Action::kWouldResume);
-    case LastAction::kBreakerBlocked:
-      return to_string(Action::kBreakerBlocked);
-    case LastAction::kReboot:
-      return to_string(Action::kReboot);
-    case LastAction::kReplace:
-      return to_string(Action::kReplace);
-    case LastAction::kResetGpu:
-      return to_string(Action::kResetGpu);
-    case LastAction::kResetPassed:
-      return to_string(Action::kResetPassed);
-    case LastAction::kResetFailed:
-      return to_string(Action::kResetFailed);
-  }
-  return "";
-}
-
-std::optional<LastAction> last_action_from_string(std::string_view s) {
-  for (LastAction a :
-       {LastAction::kNone, LastAction::kDrain, LastAction::kResume, LastAction::kWouldDrain,
-        LastAction::kWouldResume, LastAction::kBreakerBlocked, LastAction::kDrainSkipped,
-        LastAction::kReboot, LastAction::kReplace, LastAction::kResetGpu, LastAction::kResetPassed,
-        LastAction::kResetFailed})
-    if (to_string(a) == s) return a;
-  return std::nullopt;
-}
-
-std::optional<Action> action_from_string(std::string_view s) {
-  for (Action a : kAllActions)
-    if (to_string(a) == s) return a;
-  return std::nullopt;
 }
 
 std::string drain_reason(const CheckResult& r, size_t max_len) {
@@ -219,7 +91,7 @@ NodeRecord start_state(const NodeRecord* prev, const NodeReport& r,
   s.last_check_time = r.end_time;
   s.last_run_id = r.run_id;
   s.failing = failing_of(r);
-  s.last_action = LastAction::kNone;
+  s.last_action = Action::kNone;
   s.note.clear();
   return s;
 }
@@ -296,7 +168,7 @@ bool count_report(NodeRecord& s, const NodeReport& r) {
 Decision PolicyEngine::finish(Decision& d, NodeRecord& s, Step step) {
   d.action = step.action;
   s.state = step.state;
-  s.last_action = last_action_of(step.action);
+  s.last_action = step.action;
   if (!step.why.empty()) s.note = s.note.empty() ? step.why : s.note + "; " + step.why;
   d.why = s.note;
   d.after = step.state;
@@ -511,7 +383,7 @@ std::optional<NodeRecord> PolicyEngine::on_tick(const NodeRecord& s) const {
   NodeRecord n = s;
   n.state = NodeState::kStale;
   n.note = "no report for more than " + std::to_string(policy_.staleness_s) + "s";
-  n.last_action = LastAction::kNone;
+  n.last_action = Action::kNone;
   return n;
 }
 
@@ -551,7 +423,7 @@ Decision PolicyEngine::on_operator_resume(const NodeRecord& s,
       if (c.last_status == Status::kFail) c.last_status = Status::kSkipped;
     n.state = state_from_checks(n);
   }
-  n.last_action = last_action_of(d.action);
+  n.last_action = d.action;
   n.note = "operator resume";
   d.why = n.note;
   d.after = n.state;

@@ -18,9 +18,6 @@ namespace {
 
 using nlohmann::json;
 
-constexpr DoneOutcome kAllOutcomes[] = {DoneOutcome::kOk, DoneOutcome::kSkipped,
-                                        DoneOutcome::kError, DoneOutcome::kSuperseded};
-
 // The first field of `j` outside `known` (and the journal's own "seq" and "t"), if any.
 std::optional<std::string> stray_field(const json& j,
                                        std::initializer_list<std::string_view> known) {
@@ -53,7 +50,7 @@ Result<std::vector<Intent>> intents_from_json(const json& j, const std::string& 
 Result<RecordBody> decision_from_json(const json& j) {
   Decided d;
   const auto action = j.at("action").get<std::string>();
-  auto a = action_from_string(action);
+  auto a = value_of(kActionNames, action);
   if (!a) return Error{"unknown action '" + action + "'", "decision.action"};
   d.action = *a;
   auto s = node_record_from_json(j.at("state"));
@@ -83,10 +80,9 @@ Result<RecordBody> done_from_json(const json& j) {
   IntentsDone d;
   d.ids = j.at("ids").get<std::vector<uint64_t>>();
   const auto outcome = j.at("outcome").get<std::string>();
-  bool known = false;
-  for (auto o : kAllOutcomes)
-    if (to_string(o) == outcome) d.outcome = o, known = true;
-  if (!known) return Error{"unknown outcome '" + outcome + "'", "done.outcome"};
+  auto o = value_of(kDoneOutcomeNames, outcome);
+  if (!o) return Error{"unknown outcome '" + outcome + "'", "done.outcome"};
+  d.outcome = *o;
   return RecordBody{std::move(d)};
 }
 
@@ -113,20 +109,6 @@ const Kind kKinds[] = {
 };
 
 }  // namespace
-
-std::string_view to_string(DoneOutcome o) {
-  switch (o) {
-    case DoneOutcome::kOk:
-      return "ok";
-    case DoneOutcome::kSkipped:
-      return "skipped";
-    case DoneOutcome::kError:
-      return "error";
-    case DoneOutcome::kSuperseded:
-      return "superseded";
-  }
-  return "error";
-}
 
 json report_record(int64_t received_unix_s, const NodeReport& report) {
   return report_record(received_unix_s, report, to_json(report));

@@ -22,6 +22,7 @@
 #include <variant>
 #include <vector>
 
+#include "vigil/base/enum_names.h"
 #include "vigil/base/result.h"
 #include "vigil/drainer/intent.h"
 #include "vigil/drainer/policy.h"
@@ -50,7 +51,12 @@ struct Decided {
 
 // Why intents left the outbox.
 enum class DoneOutcome { kOk, kSkipped, kError, kSuperseded };
-std::string_view to_string(DoneOutcome o);  // "ok" | "skipped" | "error" | "superseded"
+inline constexpr EnumName<DoneOutcome> kDoneOutcomeNames[] = {
+    {DoneOutcome::kOk, "ok"},
+    {DoneOutcome::kSkipped, "skipped"},
+    {DoneOutcome::kError, "error"},
+    {DoneOutcome::kSuperseded, "superseded"}};
+inline std::string_view to_string(DoneOutcome o) { return name_of(kDoneOutcomeNames, o, "error"); }
 
 struct IntentsDone {
   std::vector<uint64_t> ids;

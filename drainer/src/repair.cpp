@@ -13,9 +13,6 @@ namespace vigil::drainer {
 
 namespace {
 
-constexpr std::string_view kStageNames[] = {"none", "rebooting", "rechecking", "replace",
-                                            "resetting"};
-
 int rank(std::optional<Remedy> r) {
   if (!r) return 0;
   switch (*r) {
@@ -61,14 +58,6 @@ std::string days(int64_t s) { return std::to_string(s / 86400) + "d"; }
 
 }  // namespace
 
-std::string_view to_string(RepairStage s) { return kStageNames[static_cast<size_t>(s)]; }
-
-std::optional<RepairStage> repair_stage_from_string(std::string_view s) {
-  for (size_t i = 0; i < std::size(kStageNames); ++i)
-    if (kStageNames[i] == s) return static_cast<RepairStage>(i);
-  return std::nullopt;
-}
-
 nlohmann::json to_json(const RepairState& r) {
   nlohmann::json j = {
       {"stage", to_string(r.stage)}, {"since_unix", r.since_unix}, {"reboots", r.reboots}};
@@ -89,11 +78,11 @@ nlohmann::json to_json(const RepairState& r) {
 Result<RepairState> repair_state_from_json(const nlohmann::json& j) {
   if (!j.is_object()) return Error{"not an object", "repair"};
   RepairState r;
-  auto stage = repair_stage_from_string(j.value("stage", "none"));
+  auto stage = value_of(kRepairStageNames, j.value("stage", "none"));
   if (!stage) return Error{"unknown stage '" + j.value("stage", "") + "'", "repair.stage"};
   r.stage = *stage;
   if (j.contains("remedy")) {
-    auto remedy = remedy_from_string(j.at("remedy").get<std::string>());
+    auto remedy = value_of(kRemedyNames, j.at("remedy").get<std::string>());
     if (!remedy) return Error{"unknown remedy", "repair.remedy"};
     r.remedy = remedy;
   }

@@ -62,7 +62,7 @@ VoidResult DrainerCore::replay_snapshot(const nlohmann::json& s) {
       VIGIL_TRY(Intent i, replayed_intent(ij, "replay(snapshot pending)"));
       if (!sink_spec(i.sink).ordered)
         if (auto n = nodes_.find(i.node); n != nodes_.end())
-          i.event = state_event(n->second, "none");
+          i.event = state_event(n->second, Action::kNone);
       pending_[i.id] = i;
     }
     next_intent_id_ = s.value("next_intent_id", uint64_t{1});
@@ -105,8 +105,7 @@ void DrainerCore::replay_record(const JournalRecord& rec) {
             for (Intent i : d.intents) {
               // A sink that converges to the node's state gets it from the decision; one that
               // delivers events journaled its event with the intent.
-              if (!sink_spec(i.sink).ordered)
-                i.event = state_event(d.record, std::string(to_string(d.action)));
+              if (!sink_spec(i.sink).ordered) i.event = state_event(d.record, d.action);
               next_intent_id_ = std::max(next_intent_id_, i.id + 1);
               pending_[i.id] = std::move(i);
             }

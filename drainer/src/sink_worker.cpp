@@ -147,12 +147,12 @@ void DrainerCore::correct_not_drained(const std::vector<NotDrained>& not_drained
       forget_drain(d.record.parts, d.record.repair.part_drain_unix);  // never applied: not counted
       end_repair(d.record);
       d.record.state = d.after = k.state;
-      d.record.last_action = LastAction::kDrainSkipped;
+      d.record.last_action = Action::kDrainSkipped;
       d.record.note = "drain not applied: " + k.why;
       d.why = d.record.note;
       d.driving_checks = d.record.driving_checks;
       d.breaker = breaker_;
-      apply_decision_locked(d, nullptr, 0, records, intents, to_string(LastAction::kDrainSkipped));
+      apply_decision_locked(d, nullptr, 0, records, intents, Action::kDrainSkipped);
     }
     if (records.empty()) return;
     if (!committed(journal_->append(std::move(records)), "append (drain not applied)")) return;

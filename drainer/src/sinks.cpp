@@ -15,13 +15,23 @@ namespace {
 // until slurmctld answers, never given up (the drain is owed); decisions arriving together go out
 // in one RPC per reason.
 std::optional<IntentAction> slurm_owed(const NodeEvent& e) {
-  if (e.type == "drain" || e.type == "replace") return IntentAction::kDrain;
-  if (e.type == "resume") return IntentAction::kResume;
-  if (e.type == "reboot") return IntentAction::kReboot;
-  if (e.type == "redrain") return IntentAction::kRedrain;
-  if (e.type == "reset_gpu" || e.type == "reset_passed" || e.type == "reset_failed")
-    return IntentAction::kRelabel;
-  return std::nullopt;
+  switch (e.type) {
+    case Action::kDrain:
+    case Action::kReplace:
+      return IntentAction::kDrain;
+    case Action::kResume:
+      return IntentAction::kResume;
+    case Action::kReboot:
+      return IntentAction::kReboot;
+    case Action::kRedrain:
+      return IntentAction::kRedrain;
+    case Action::kResetGpu:
+    case Action::kResetPassed:
+    case Action::kResetFailed:
+      return IntentAction::kRelabel;
+    default:
+      return std::nullopt;
+  }
 }
 LaneSettings slurm_lane(const DrainerConfig& c) {
   return {{c.slurm.retry_initial_ms, c.slurm.retry_max_ms, 0}, c.slurm.batch_window_ms, true};
@@ -45,7 +55,7 @@ std::unique_ptr<Sink> make_kube(const SinkDeps& d) {
 // Webhook: every event that is news to a person (not "none": a decision that only refreshed
 // the node's state). Given up after webhook.max_attempts.
 std::optional<IntentAction> webhook_owed(const NodeEvent& e) {
-  if (e.type == "none") return std::nullopt;
+  if (e.type == Action::kNone) return std::nullopt;
   return IntentAction::kNotify;
 }
 LaneSettings webhook_lane(const DrainerConfig& c) {

@@ -9,9 +9,10 @@ WebhookSink::WebhookSink(const WebhookSettings& cfg, std::shared_ptr<WebhookPost
 
 std::string WebhookSink::event_type(const NodeEvent& e) {
   // "breaker_opened" -> "dev.vigil.breaker.opened"; "would_drain" -> "dev.vigil.node.would_drain"
-  if (e.type.rfind("breaker_", 0) == 0 && e.node.empty())
-    return "dev.vigil.breaker." + e.type.substr(8);
-  return "dev.vigil.node." + e.type;
+  const std::string type(to_string(e.type));
+  if (type.rfind("breaker_", 0) == 0 && e.node.empty())
+    return "dev.vigil.breaker." + type.substr(8);
+  return "dev.vigil.node." + type;
 }
 
 nlohmann::json WebhookSink::cloud_event(const Intent& i, const std::string& source) {

@@ -107,13 +107,13 @@ TEST(Drainer, a_report_of_unknown_sku_is_sized_in_the_nodes_known_sku_group) {
   dr.process_pending();
   ASSERT_TRUE(dr.ingest({bad("gpu-0", "b")}).ok());
   dr.process_pending();
-  ASSERT_EQ(dr.node("gpu-0")->last_action, LastAction::kDrain);
+  ASSERT_EQ(dr.node("gpu-0")->last_action, Action::kDrain);
   NodeReport unknown = bad("gpu-1", "b");
   unknown.sku = "unknown";
   ASSERT_TRUE(dr.ingest({unknown}).ok());
   dr.process_pending();
   EXPECT_EQ(dr.node("gpu-1")->sku, "h100-sxm-80gb");
-  EXPECT_EQ(dr.node("gpu-1")->last_action, LastAction::kDrain) << dr.node("gpu-1")->note;
+  EXPECT_EQ(dr.node("gpu-1")->last_action, Action::kDrain) << dr.node("gpu-1")->note;
   EXPECT_FALSE(dr.breaker().open) << dr.breaker().why;
 }
 

@@ -62,11 +62,11 @@ TEST(Intent, every_valid_intent_survives_a_json_round_trip) {
 TEST(Intent, names_and_parsing_agree) {
   for (SinkKind k : kAllSinkKinds) EXPECT_EQ(sink_kind_from_string(to_string(k)), k);
   for (auto a : {IntentAction::kDrain, IntentAction::kResume, IntentAction::kAnnotate})
-    EXPECT_EQ(intent_action_from_string(to_string(a)), a);
+    EXPECT_EQ(value_of(kIntentActionNames, to_string(a)), a);
   EXPECT_EQ(to_string(SinkKind::kKubernetes), "kubernetes");
   EXPECT_EQ(to_string(IntentAction::kResume), "resume");
   EXPECT_FALSE(sink_kind_from_string("Slurm"));
-  EXPECT_FALSE(intent_action_from_string(""));
+  EXPECT_FALSE(value_of(kIntentActionNames, ""));
 }
 
 TEST(Intent, an_unknown_sink_or_action_is_an_error_that_names_it) {
@@ -99,7 +99,7 @@ TEST(Intent, an_event_says_state_keeps_health_and_reads_what_older_journals_hold
   NodeRecord s;
   s.node = "gpu-1";
   s.state = NodeState::kDrained;
-  NodeEvent e = state_event(s, "drain");
+  NodeEvent e = state_event(s, Action::kDrain);
   e.before = NodeState::kHealthy;
   const nlohmann::json j = to_json(e);
   EXPECT_EQ(j.at("state"), "drained");

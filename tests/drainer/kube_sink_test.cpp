@@ -133,7 +133,7 @@ TEST(KubeSink, repair_evidence_and_bug_report_annotations_follow_the_event) {
   i.sink = SinkKind::kKubernetes;
   i.action = IntentAction::kAnnotate;
   i.node = "gpu-2";
-  i.event.type = "reset_failed";
+  i.event.type = Action::kResetFailed;
   i.event.node = "gpu-2";
   i.event.state = NodeState::kDrained;
   i.event.reason = "vigil: reset-gpu remap gpu3 row remap pending (1)";
@@ -151,7 +151,7 @@ TEST(KubeSink, repair_evidence_and_bug_report_annotations_follow_the_event) {
   EXPECT_EQ(kube->conditions["gpu-2"].status, "False");
 
   i.id = 4;  // resumed after the repair: nothing of the ladder is left on the node
-  i.event.type = "resume";
+  i.event.type = Action::kResume;
   i.event.state = NodeState::kHealthy;
   i.event.reason.clear();
   i.event.repair.clear();

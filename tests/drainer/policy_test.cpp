@@ -4,9 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "fake_clock.h"
 #include "fakes.h"
+#include "vigil/drainer/intent.h"
 
 namespace vigil::drainer {
 namespace {
@@ -437,6 +439,31 @@ TEST(PolicyEngine, operator_resume_lifts_only_vigil_drains) {
   auto r2 = eng.on_operator_resume(d.record, &info);
   EXPECT_EQ(r2.action, Action::kNone);
   EXPECT_NE(r2.why.find("another owner"), std::string::npos);
+}
+
+// Every drainer enum's one name table lists each value once, in the enum's order, with a
+// distinct spelling: a value added to an enum and not to its table fails here.
+template <typename E, size_t N>
+void expect_complete(const EnumName<E> (&names)[N], const char* what) {
+  std::set<std::string_view> spellings;
+  for (size_t i = 0; i < N; ++i) {
+    EXPECT_EQ(static_cast<size_t>(names[i].value), i) << what << " " << names[i].name;
+    EXPECT_FALSE(names[i].name.empty()) << what << " " << i;
+    EXPECT_TRUE(spellings.insert(names[i].name).second) << what << " " << names[i].name;
+  }
+}
+
+TEST(Vocabulary, every_name_table_is_complete_and_unambiguous) {
+  expect_complete(kActionNames, "Action");
+  EXPECT_EQ(static_cast<size_t>(Action::kBreakerReset) + 1, std::size(kActionNames));
+  expect_complete(kNodeStateNames, "NodeState");
+  EXPECT_EQ(static_cast<size_t>(NodeState::kUnknown) + 1, std::size(kNodeStateNames));
+  expect_complete(kIntentActionNames, "IntentAction");
+  EXPECT_EQ(static_cast<size_t>(IntentAction::kRedrain) + 1, std::size(kIntentActionNames));
+  expect_complete(kRepairStageNames, "RepairStage");
+  EXPECT_EQ(static_cast<size_t>(RepairStage::kResetting) + 1, std::size(kRepairStageNames));
+  expect_complete(kNodeMappingNames, "NodeMapping");
+  EXPECT_EQ(static_cast<size_t>(NodeMapping::kPodLookup) + 1, std::size(kNodeMappingNames));
 }
 
 }  // namespace

@@ -80,6 +80,17 @@ TEST(records, an_unknown_type_is_an_error_naming_it) {
   EXPECT_NE(error_of(json::array()).find("not a JSON object"), std::string::npos);
 }
 
+TEST(records, every_done_outcome_is_spelt_once_and_read_back) {
+  for (size_t i = 0; i < std::size(kDoneOutcomeNames); ++i) {
+    const auto [o, name] = kDoneOutcomeNames[i];
+    EXPECT_EQ(static_cast<size_t>(o), i) << name;
+    json j = stored(IntentsDone{{1}, o}, 2);
+    EXPECT_EQ(j["outcome"], name);
+    EXPECT_TRUE(error_of(j).empty()) << name;
+  }
+  EXPECT_EQ(std::size(kDoneOutcomeNames), static_cast<size_t>(DoneOutcome::kSuperseded) + 1);
+}
+
 TEST(records, an_unknown_or_missing_field_is_an_error_naming_it) {
   json j = stored(IntentsDone{{1}, DoneOutcome::kOk}, 2);
   j["by"] = "someone";

@@ -155,7 +155,7 @@ TEST(repair_reset, the_state_round_trips) {
   EXPECT_EQ(back->resets, s.repair.resets);
   s.repair.bug_report = "/var/lib/vigil/evidence/gpu-2.log.gz";
   EXPECT_EQ(repair_state_from_json(to_json(s.repair))->bug_report, s.repair.bug_report);
-  NodeEvent e = state_event(s, "reset_gpu");
+  NodeEvent e = state_event(s, Action::kResetGpu);
   auto parsed = node_event_from_json(to_json(e));
   ASSERT_TRUE(parsed.ok()) << parsed.error().to_string();
   EXPECT_EQ(parsed->bug_report, s.repair.bug_report);
@@ -209,7 +209,7 @@ TEST_F(ResetRung, a_passed_reset_resumes_after_its_recheck_a_refused_one_reboots
   clock_.advance(60);
 
   decide(dr, {reset_report("gpu-1", "r1", Status::kPass)});
-  EXPECT_EQ(dr.node("gpu-1")->last_action, LastAction::kResetPassed);
+  EXPECT_EQ(dr.node("gpu-1")->last_action, Action::kResetPassed);
   EXPECT_EQ(dr.node("gpu-1")->repair.stage, RepairStage::kRechecking);
   EXPECT_EQ(reason("gpu-1"), own);  // back: vigil-submit re-checks without another reset
   EXPECT_TRUE(dr.node("gpu-1")->checks.count("nvml_ecc"));
@@ -217,7 +217,7 @@ TEST_F(ResetRung, a_passed_reset_resumes_after_its_recheck_a_refused_one_reboots
   // The bug report the reset kept on the node, in the state and every event until the episode
   // ends.
   EXPECT_EQ(dr.node("gpu-1")->repair.bug_report, "/var/lib/vigil/evidence/gpu-1.log.gz");
-  EXPECT_EQ(state_event(*dr.node("gpu-1"), "reset_passed").bug_report,
+  EXPECT_EQ(state_event(*dr.node("gpu-1"), Action::kResetPassed).bug_report,
             "/var/lib/vigil/evidence/gpu-1.log.gz");
   decide(dr, {stale});
   EXPECT_EQ(dr.node("gpu-1")->note, "report from before the GPU reset; not counted");
@@ -230,7 +230,7 @@ TEST_F(ResetRung, a_passed_reset_resumes_after_its_recheck_a_refused_one_reboots
   EXPECT_TRUE(dr.node("gpu-1")->repair.bug_report.empty());  // the episode ended
 
   decide(dr, {reset_report("gpu-2", "r1", Status::kError)});  // busy: not reset
-  EXPECT_EQ(dr.node("gpu-2")->last_action, LastAction::kResetFailed);
+  EXPECT_EQ(dr.node("gpu-2")->last_action, Action::kResetFailed);
   EXPECT_EQ(reason("gpu-2"), own);
   clock_.advance(10);
   EXPECT_EQ(dr.tick(), 1);  // the reboot rung

@@ -508,7 +508,7 @@ TEST_F(RepairLadder, reboots_one_node_at_a_time_resumes_the_repaired_and_keeps_t
   EXPECT_EQ(reboot.nodes, std::vector<std::string>{"gpu-1"});
   EXPECT_EQ(reboot.reason, "vigil: nvml_ecc nvml_ecc failed");  // Vigil's reason, kept
   EXPECT_EQ(dr.node("gpu-1")->repair.stage, RepairStage::kRebooting);
-  EXPECT_EQ(dr.node("gpu-1")->last_action, LastAction::kReboot);
+  EXPECT_EQ(dr.node("gpu-1")->last_action, Action::kReboot);
   clock_.advance(30);
   EXPECT_EQ(dr.tick(), 0);  // gpu-1 still down; gpu-2 waits its turn
 
@@ -617,7 +617,7 @@ TEST_F(RepairLadder, a_redrain_of_a_node_an_admin_resumed_meanwhile_leaves_it_in
   dr.run_slurm_sink_once();
   EXPECT_EQ(slurm_->calls_copy().size(), calls);  // nothing sent
   EXPECT_FALSE(slurm_->get("gpu-1").drain);
-  EXPECT_NE(dr.node("gpu-1")->last_action, LastAction::kDrainSkipped);
+  EXPECT_NE(dr.node("gpu-1")->last_action, Action::kDrainSkipped);
   EXPECT_NE(dr.metrics_text().find(
                 R"(vigil_actions_total{action="redrain",outcome="skipped",sink="slurm"} 1)"),
             std::string::npos);
@@ -645,7 +645,7 @@ TEST_F(RepairLadder, an_ordinary_drain_never_drains_a_down_node) {
   dr.run_slurm_sink_once();
   EXPECT_TRUE(slurm_->calls_copy().empty());
   EXPECT_FALSE(slurm_->get("gpu-2").drain);
-  EXPECT_EQ(dr.node("gpu-2")->last_action, LastAction::kDrainSkipped);
+  EXPECT_EQ(dr.node("gpu-2")->last_action, Action::kDrainSkipped);
 }
 
 TEST_F(RepairLadder, dry_run_and_reboots_off_touch_nothing) {

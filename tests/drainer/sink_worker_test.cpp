@@ -169,12 +169,12 @@ TEST(SinkWorker, a_skipped_drain_does_not_undo_a_newer_pending_decision) {
   EXPECT_EQ(dr.pending(SinkKind::kSlurm), 2u);
   EXPECT_TRUE(dr.node("gpu-1")->drained_by_vigil);  // the newer decision stands
   EXPECT_EQ(dr.node("gpu-1")->reason, reason);
-  EXPECT_EQ(dr.node("gpu-1")->last_action, LastAction::kDrain);
+  EXPECT_EQ(dr.node("gpu-1")->last_action, Action::kDrain);
   // The newest intent is judged on the admin drain too: now the Drainer corrects the node.
   EXPECT_EQ(dr.run_slurm_sink_once(), 0);
   EXPECT_EQ(dr.pending(SinkKind::kSlurm), 0u);
   EXPECT_FALSE(dr.node("gpu-1")->drained_by_vigil);
-  EXPECT_EQ(dr.node("gpu-1")->last_action, LastAction::kDrainSkipped);
+  EXPECT_EQ(dr.node("gpu-1")->last_action, Action::kDrainSkipped);
   EXPECT_EQ(dr.node("gpu-1")->state, NodeState::kDrained);
   EXPECT_TRUE(slurm->calls_copy().empty());
   EXPECT_EQ(slurm->get("gpu-1").reason, "admin: x");

@@ -15,9 +15,9 @@
 namespace vigil::drainer {
 namespace {
 
-NodeEvent event(std::string type, std::string node = "gpu-1") {
+NodeEvent event(std::string_view type, std::string node = "gpu-1") {
   NodeEvent e;
-  e.type = std::move(type);
+  e.type = value_of(kActionNames, type).value();
   e.node = std::move(node);
   return e;
 }
@@ -30,7 +30,7 @@ TEST(SinkTable, rows_follow_sink_kind_and_every_action_has_exactly_one_sink) {
     EXPECT_TRUE(names.insert(sink_specs()[k].name).second) << sink_specs()[k].name;
     EXPECT_EQ(&sink_spec(kAllSinkKinds[k]), &sink_specs()[k]);
   }
-  for (IntentAction a : kAllIntentActions) {
+  for (auto [a, name] : kIntentActionNames) {
     int takers = 0;
     for (const SinkSpec& s : sink_specs()) takers += s.takes(a);
     EXPECT_EQ(takers, 1) << to_string(a);

@@ -147,7 +147,7 @@ TEST(Drainer, the_sink_rechecks_ownership_before_acting) {
   // treat them as ours. This survives a restart.
   for (const char* n : {"gpu-0", "gpu-1"}) {
     EXPECT_FALSE(dr.node(n)->drained_by_vigil) << n;
-    EXPECT_EQ(dr.node(n)->last_action, LastAction::kDrainSkipped) << n;
+    EXPECT_EQ(dr.node(n)->last_action, Action::kDrainSkipped) << n;
   }
   EXPECT_EQ(dr.node("gpu-0")->state, NodeState::kWarn);
   EXPECT_EQ(dr.node("gpu-1")->state, NodeState::kDrained);

@@ -323,14 +323,14 @@ TEST(WebhookSink, only_the_webhooks_intents_journal_their_event) {
   i.sink = SinkKind::kKubernetes;
   i.action = IntentAction::kAnnotate;
   i.node = "gpu-1";
-  i.event.type = "drain";
+  i.event.type = Action::kDrain;
   EXPECT_FALSE(to_json(i).contains("event"));
   i.sink = SinkKind::kWebhook;
   i.action = IntentAction::kNotify;
   ASSERT_TRUE(to_json(i).contains("event"));
   auto back = intent_from_json(nlohmann::json::parse(to_json(i).dump()));
   ASSERT_TRUE(back.ok()) << back.error().to_string();
-  EXPECT_EQ(back->event.type, "drain");
+  EXPECT_EQ(back->event.type, Action::kDrain);
   auto without = to_json(i);
   without.erase("event");
   auto bad = intent_from_json(without);

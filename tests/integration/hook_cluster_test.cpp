@@ -453,7 +453,7 @@ TEST_F(HookOnCluster, a_bad_thresholds_file_everywhere_drains_one_node_and_reque
   }
   auto n1 = drainer_->node("gpu-1");
   ASSERT_TRUE(n1);
-  EXPECT_EQ(n1->last_action, vigil::drainer::LastAction::kBreakerBlocked);
+  EXPECT_EQ(n1->last_action, vigil::drainer::Action::kBreakerBlocked);
   EXPECT_EQ(n1->state, vigil::drainer::NodeState::kWouldDrain);
   EXPECT_TRUE(drainer_->breaker().open);
   const std::string metrics = drainer_->metrics_text();

@@ -6,10 +6,10 @@ namespace vigil {
 
 TEST(Status, round_trips_through_strings) {
   for (Status s : {Status::kPass, Status::kWarn, Status::kFail, Status::kError, Status::kSkipped}) {
-    EXPECT_EQ(status_from_string(to_string(s)), s);
+    EXPECT_EQ(value_of(kStatusNames, to_string(s)), s);
   }
-  EXPECT_FALSE(status_from_string("FAIL").has_value());
-  EXPECT_FALSE(status_from_string("").has_value());
+  EXPECT_FALSE(value_of(kStatusNames, "FAIL").has_value());
+  EXPECT_FALSE(value_of(kStatusNames, "").has_value());
 }
 
 TEST(Status, fail_outranks_error_outranks_warn_outranks_pass) {

@@ -49,7 +49,7 @@ void parse_threshold(YamlReader& w, const YAML::Node& n, const std::string& fiel
     ok = false;
   } else if (auto s = w.text(n["op"], field + ".op"); !s) {
     ok = false;
-  } else if (auto op = op_from_string(*s)) {
+  } else if (auto op = value_of(kOpNames, *s)) {
     t.op = *op;
   } else {
     w.error(n["op"], field + ".op", "must be \">=\" or \"<=\", got '" + *s + "'");

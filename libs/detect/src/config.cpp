@@ -11,10 +11,6 @@ namespace vigil::detect {
 
 using nlohmann::json;
 
-std::string_view to_string(Direction d) {
-  return d == Direction::kHigherIsBetter ? "higher" : "lower";
-}
-
 DetectConfig DetectConfig::defaults() {
   DetectConfig c;
   // The performance figures of the check catalog (vigil/report/check_catalog.h), in its order.

@@ -90,11 +90,10 @@ void read_metrics(Reader& r, const json& j, DetectConfig& c) {
     r.string(j[i], "kind", at, m.kind);
     std::string dir = "higher";
     r.string(j[i], "direction", at, dir);
-    if (dir == "lower") {
-      m.direction = Direction::kLowerIsBetter;
-    } else if (dir != "higher") {
+    if (auto d = value_of(kDirectionNames, dir))
+      m.direction = *d;
+    else
       r.errors.push_back(at + "direction: '" + dir + "' must be \"higher\" or \"lower\"");
-    }
     c.metrics.push_back(std::move(m));
   }
 }

@@ -6,18 +6,6 @@
 
 namespace vigil::detect {
 
-std::string_view to_string(UnitKind k) {
-  switch (k) {
-    case UnitKind::kGpu:
-      return "gpu";
-    case UnitKind::kPort:
-      return "port";
-    case UnitKind::kNode:
-      return "node";
-  }
-  return "node";
-}
-
 namespace {
 
 void set_unit(const Measurement& m, Sample& s) {

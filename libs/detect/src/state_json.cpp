@@ -53,13 +53,9 @@ double number(const json& v, const std::string& at) {
 KeyId read_key(const json& j, const std::string& at) {
   KeyId k{text(j, at, "sku"), text(j, at, "check"), text(j, at, "measurement"), UnitKind::kNode};
   const std::string kind = text(j, at, "unit_kind");
-  if (kind == "gpu") {
-    k.kind = UnitKind::kGpu;
-  } else if (kind == "port") {
-    k.kind = UnitKind::kPort;
-  } else if (kind != "node") {
-    throw BadField{at + "/unit_kind", "must be gpu, port or node"};
-  }
+  auto u = value_of(kUnitKindNames, kind);
+  if (!u) throw BadField{at + "/unit_kind", "must be gpu, port or node"};
+  k.kind = *u;
   return k;
 }
 

@@ -110,24 +110,6 @@ std::string request_payload(std::string_view method, std::string_view path, std:
   return out;
 }
 
-std::string_view to_string(DecodeStatus s) {
-  switch (s) {
-    case DecodeStatus::kOk:
-      return "ok";
-    case DecodeStatus::kExpired:
-      return "expired";
-    case DecodeStatus::kRewound:
-      return "rewound";
-    case DecodeStatus::kReplayed:
-      return "replayed";
-    case DecodeStatus::kInvalid:
-      return "invalid";
-    case DecodeStatus::kUnavailable:
-      return "unavailable";
-  }
-  return "invalid";
-}
-
 Result<std::string> encode(std::string_view payload, const EncodeOptions& opts) {
   const std::string where =
       "munge_encode(" + (opts.socket.empty() ? "default socket" : opts.socket) + ")";

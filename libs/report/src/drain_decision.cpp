@@ -113,33 +113,6 @@ Result<SharedDrainPolicy> shared_policy_from_json(const nlohmann::json& j) {
   return p;
 }
 
-std::string_view to_string(DrainVerdict v) {
-  switch (v) {
-    case DrainVerdict::kDrain:
-      return "drain";
-    case DrainVerdict::kAlreadyDrained:
-      return "already_drained";
-    case DrainVerdict::kOtherOwner:
-      return "other_owner";
-    case DrainVerdict::kBreakerHeld:
-      return "breaker_held";
-    case DrainVerdict::kDryRun:
-      return "dry_run";
-    case DrainVerdict::kNoDrain:
-      return "no_drain";
-    case DrainVerdict::kUnknown:
-      return "unknown";
-  }
-  return "unknown";
-}
-
-DrainVerdict drain_verdict_from_string(std::string_view s) {
-  for (auto v : {DrainVerdict::kDrain, DrainVerdict::kAlreadyDrained, DrainVerdict::kOtherOwner,
-                 DrainVerdict::kBreakerHeld, DrainVerdict::kDryRun, DrainVerdict::kNoDrain})
-    if (to_string(v) == s) return v;
-  return DrainVerdict::kUnknown;
-}
-
 nlohmann::json to_json(const ReportReply& r) {
   nlohmann::json j = {{"accepted", r.accepted}, {"duplicates", r.duplicates}};
   if (!r.decisions.empty() || r.policy) {
@@ -172,7 +145,7 @@ Result<ReportReply> report_reply_from_json(std::string_view body) {
       VIGIL_TAKE(d, "verdict", "reply.decisions[].", verdict);
       VIGIL_TAKE(d, "reason", "reply.decisions[].", x.reason);
       VIGIL_TAKE(d, "why", "reply.decisions[].", x.why);
-      x.verdict = drain_verdict_from_string(verdict);
+      x.verdict = value_of(kDrainVerdictNames, verdict).value_or(DrainVerdict::kUnknown);
       r.decisions.push_back(std::move(x));
     }
   }

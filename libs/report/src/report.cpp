@@ -15,24 +15,6 @@
 
 namespace vigil {
 
-std::string_view to_string(Remedy r) {
-  switch (r) {
-    case Remedy::kResetGpu:
-      return "reset_gpu";
-    case Remedy::kReboot:
-      return "reboot";
-    case Remedy::kService:
-      return "service";
-  }
-  return "service";
-}
-
-std::optional<Remedy> remedy_from_string(std::string_view s) {
-  for (Remedy r : {Remedy::kResetGpu, Remedy::kReboot, Remedy::kService})
-    if (to_string(r) == s) return r;
-  return std::nullopt;
-}
-
 using nlohmann::json;
 
 Status Measurement::status() const {
@@ -186,7 +168,7 @@ bool name_chars_ok(std::string_view s, const char* extra) {
 Threshold parse_threshold(const json& j, const std::string& path, const std::string& unit) {
   only_keys(j, path, {"op", "fail", "warn", "unit", "unconfirmed"});
   Threshold t;
-  auto op = op_from_string(need_string(j, path, "op"));
+  auto op = value_of(kOpNames, need_string(j, path, "op"));
   if (!op) fail_at(path + "/op", "must be \">=\" or \"<=\"");
   t.op = *op;
   t.fail = need_number(j, path, "fail");
@@ -251,7 +233,7 @@ CheckResult parse_check(const json& j, const std::string& path) {
       fail_at(path + "/short_name", "must be 1-16 characters [A-Za-z0-9_-]");
     r.short_name = *sn;
   }
-  auto st = status_from_string(need_string(j, path, "status"));
+  auto st = value_of(kStatusNames, need_string(j, path, "status"));
   if (!st) fail_at(path + "/status", "must be one of pass, warn, fail, error, skipped");
   r.status = *st;
   const json& ms = *need(j, path, "measurements");
@@ -267,7 +249,7 @@ CheckResult parse_check(const json& j, const std::string& path) {
     r.evidence = *ev;
   }
   if (auto rem = opt_string(j, path, "remedy")) {
-    r.remedy = remedy_from_string(*rem);
+    r.remedy = value_of(kRemedyNames, *rem);
     if (!r.remedy) fail_at(path + "/remedy", "must be one of reset_gpu, reboot, service");
   }
   if (j.contains("duration_s")) {

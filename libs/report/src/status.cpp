@@ -2,30 +2,6 @@
 
 namespace vigil {
 
-std::string_view to_string(Status s) {
-  switch (s) {
-    case Status::kPass:
-      return "pass";
-    case Status::kWarn:
-      return "warn";
-    case Status::kFail:
-      return "fail";
-    case Status::kError:
-      return "error";
-    case Status::kSkipped:
-      return "skipped";
-  }
-  return "error";
-}
-
-std::optional<Status> status_from_string(std::string_view s) {
-  for (Status st :
-       {Status::kPass, Status::kWarn, Status::kFail, Status::kError, Status::kSkipped}) {
-    if (to_string(st) == s) return st;
-  }
-  return std::nullopt;
-}
-
 namespace {
 // Higher wins when results are combined. skipped ranks with pass: not applicable is not unhealthy.
 int rank(Status s) {

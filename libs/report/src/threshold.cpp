@@ -6,14 +6,6 @@
 
 namespace vigil {
 
-std::string_view to_string(Op op) { return op == Op::kGe ? ">=" : "<="; }
-
-std::optional<Op> op_from_string(std::string_view s) {
-  if (s == ">=") return Op::kGe;
-  if (s == "<=") return Op::kLe;
-  return std::nullopt;
-}
-
 namespace {
 bool holds(Op op, double value, double bound) {
   return op == Op::kGe ? value >= bound : value <= bound;

@@ -385,7 +385,7 @@ TEST_F(HookAct, the_drainers_breaker_holds_the_drain_and_the_hook_exits_zero) {
       << o.action;
   EXPECT_FALSE(slurm_->get("gpu-0").drain);
   EXPECT_EQ(drains(), 1);
-  EXPECT_EQ(d.dr->node("gpu-0")->last_action, drainer::LastAction::kBreakerBlocked);
+  EXPECT_EQ(d.dr->node("gpu-0")->last_action, drainer::Action::kBreakerBlocked);
 }
 
 TEST_F(HookAct, a_check_the_site_removed_from_the_fatal_list_is_not_drained_by_the_hook) {

@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "vigil/base/enum_names.h"
 #include "vigil/base/result.h"
 #include "vigil/detect/config.h"
 #include "vigil/drainer/repair.h"
@@ -54,7 +55,13 @@ struct BreakerConfig {
 };
 
 enum class NodeMapping { kIdentity, kReport, kPodLookup };
-std::string_view to_string(NodeMapping m);
+inline constexpr EnumName<NodeMapping> kNodeMappingNames[] = {
+    {NodeMapping::kIdentity, "identity"},
+    {NodeMapping::kReport, "report"},
+    {NodeMapping::kPodLookup, "pod-lookup"}};
+inline std::string_view to_string(NodeMapping m) {
+  return name_of(kNodeMappingNames, m, "identity");
+}
 
 struct KubeSettings {
   bool enabled = false;

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "vigil/base/enum_names.h"
 #include "vigil/base/result.h"
 #include "vigil/drainer/policy.h"
 
@@ -30,25 +31,24 @@ std::optional<SinkKind> sink_kind_from_string(std::string_view s);
 // drain (22.05); the one drain of a DOWN node, and only while Slurm still shows it so (a node an
 // admin resumed meanwhile is left alone). A kDrain never drains a DOWN node.
 enum class IntentAction { kDrain, kResume, kAnnotate, kNotify, kReboot, kRelabel, kRedrain };
-inline constexpr IntentAction kAllIntentActions[] = {
-    IntentAction::kDrain,  IntentAction::kResume,  IntentAction::kAnnotate, IntentAction::kNotify,
-    IntentAction::kReboot, IntentAction::kRelabel, IntentAction::kRedrain};
-// "drain" | "resume" | "annotate" | "notify" | "reboot" | "relabel" | "redrain"
-std::string_view to_string(IntentAction a);
-std::optional<IntentAction> intent_action_from_string(std::string_view s);
+inline constexpr EnumName<IntentAction> kIntentActionNames[] = {
+    {IntentAction::kDrain, "drain"},       {IntentAction::kResume, "resume"},
+    {IntentAction::kAnnotate, "annotate"}, {IntentAction::kNotify, "notify"},
+    {IntentAction::kReboot, "reboot"},     {IntentAction::kRelabel, "relabel"},
+    {IntentAction::kRedrain, "redrain"}};
+inline std::string_view to_string(IntentAction a) {
+  return name_of(kIntentActionNames, a, "drain");
+}
 
 // Which actions a sink takes (the sink table's row).
 bool sink_takes(SinkKind sink, IntentAction action);
 
 // What a decision says, as the sinks see it: copied into every intent the decision creates, so
-// a sink acts on its intent alone and never reads the drainer's node table. `type` is the
-// decision's action ("drain", "resume", "would_drain", "would_resume", "breaker_blocked",
-// "drain_skipped", "reboot", "rebooted", "redrain", "replace", "reset_gpu", "reset_passed",
-// "reset_failed", or "none" for a decision that only changed
-// the node's state) or a breaker
-// event ("breaker_opened", "breaker_closed", "breaker_reset"; node empty).
+// a sink acts on its intent alone and never reads the drainer's node table. `type` is what
+// happened (policy.h Action): kNone for a decision that only changed the node's state; the
+// breaker's events have no node.
 struct NodeEvent {
-  std::string type = "none";
+  Action type = Action::kNone;
   std::string time;  // when it was decided, RFC 3339
   std::string node;
   NodeState before = NodeState::kUnknown;
@@ -68,7 +68,7 @@ struct NodeEvent {
 };
 // A node's state as an event of `type` (replay rebuilds the events of sinks that do not journal
 // them from the decision's state).
-NodeEvent state_event(const NodeRecord& s, std::string type);
+NodeEvent state_event(const NodeRecord& s, Action type);
 nlohmann::json to_json(const NodeEvent& e);
 Result<NodeEvent> node_event_from_json(const nlohmann::json& j);
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "vigil/base/clock.h"
+#include "vigil/base/enum_names.h"
 #include "vigil/drainer/breaker.h"
 #include "vigil/drainer/config.h"
 #include "vigil/drainer/failing.h"
@@ -24,12 +25,62 @@ namespace vigil::drainer {
 
 // Node states as exported (metric label form; annotations use "would-drain").
 enum class NodeState { kHealthy, kWarn, kDrained, kWouldDrain, kStale, kError, kUnknown };
-std::string_view to_string(NodeState st);
+inline constexpr EnumName<NodeState> kNodeStateNames[] = {
+    {NodeState::kHealthy, "healthy"}, {NodeState::kWarn, "warn"},
+    {NodeState::kDrained, "drained"}, {NodeState::kWouldDrain, "would_drain"},
+    {NodeState::kStale, "stale"},     {NodeState::kError, "error"},
+    {NodeState::kUnknown, "unknown"}};
+inline std::string_view to_string(NodeState st) { return name_of(kNodeStateNames, st, "unknown"); }
 std::string_view annotation_value(NodeState st);
-std::optional<NodeState> node_state_from_string(std::string_view s);
-inline constexpr NodeState kAllNodeStates[] = {
-    NodeState::kHealthy, NodeState::kWarn,  NodeState::kDrained, NodeState::kWouldDrain,
-    NodeState::kStale,   NodeState::kError, NodeState::kUnknown};
+
+// What happened to a node, or to the breaker: one vocabulary for a decision's action, the node's
+// last action (NodeRecord::last_action) and the type of the event every sink gets (intent.h
+// NodeEvent). The policy engine and the repair ladder decide the first eleven:
+// kReboot: the repair ladder asks Slurm to reboot the node; kReplace: the node stays drained
+// with a "vigil: replace ..." reason (a drain with the new reason) for a person (repair.h).
+// kResetGpu: the ladder asks for a GPU reset (the reason becomes "vigil: reset-gpu ...");
+// kResetPassed / kResetFailed: its outcome, the drain's own reason back (repair.h).
+// The others are events of other steps: kDrainSkipped, the Slurm sink found the node not Vigil's
+// to drain after all; kRebooted, the ladder saw the node back from its reboot; kRedrain, Vigil's
+// drain back on a node whose reboot Slurm's ResumeTimeout ended (repair.h); the breaker's events
+// carry no node. The spellings are the journal's, the snapshots' and the webhook's: never rename.
+enum class Action {
+  kNone,
+  kDrain,
+  kResume,
+  kWouldDrain,
+  kWouldResume,
+  kBreakerBlocked,
+  kReboot,
+  kReplace,
+  kResetGpu,
+  kResetPassed,
+  kResetFailed,
+  kDrainSkipped,
+  kRebooted,
+  kRedrain,
+  kBreakerOpened,
+  kBreakerClosed,
+  kBreakerReset
+};
+inline constexpr EnumName<Action> kActionNames[] = {{Action::kNone, "none"},
+                                                    {Action::kDrain, "drain"},
+                                                    {Action::kResume, "resume"},
+                                                    {Action::kWouldDrain, "would_drain"},
+                                                    {Action::kWouldResume, "would_resume"},
+                                                    {Action::kBreakerBlocked, "breaker_blocked"},
+                                                    {Action::kReboot, "reboot"},
+                                                    {Action::kReplace, "replace"},
+                                                    {Action::kResetGpu, "reset_gpu"},
+                                                    {Action::kResetPassed, "reset_passed"},
+                                                    {Action::kResetFailed, "reset_failed"},
+                                                    {Action::kDrainSkipped, "drain_skipped"},
+                                                    {Action::kRebooted, "rebooted"},
+                                                    {Action::kRedrain, "redrain"},
+                                                    {Action::kBreakerOpened, "breaker_opened"},
+                                                    {Action::kBreakerClosed, "breaker_closed"},
+                                                    {Action::kBreakerReset, "breaker_reset"}};
+inline std::string_view to_string(Action a) { return name_of(kActionNames, a, "none"); }
 
 struct CheckState {
   Status last_status = Status::kSkipped;
@@ -39,28 +90,6 @@ struct CheckState {
   std::string fault_code;
   int64_t last_run_unix = 0;  // when it last passed or failed (the drainer's clock; 0: unknown)
 };
-
-// What the latest decision about a node did. Spelled as its Action ("drain", "resume",
-// "would_drain", "would_resume", "breaker_blocked", "reboot", "replace"), "drain_skipped" when
-// the Slurm sink found
-// the node not Vigil's to drain after all, and "" when it changed nothing; snapshots and
-// /v1/nodes carry the spelling, and one this build does not know is an error.
-enum class LastAction {
-  kNone,
-  kDrain,
-  kResume,
-  kWouldDrain,
-  kWouldResume,
-  kBreakerBlocked,
-  kDrainSkipped,
-  kReboot,
-  kReplace,
-  kResetGpu,
-  kResetPassed,
-  kResetFailed
-};
-std::string_view to_string(LastAction a);
-std::optional<LastAction> last_action_from_string(std::string_view s);
 
 struct NodeRecord {
   std::string node;
@@ -78,7 +107,7 @@ struct NodeRecord {
   int64_t last_report_unix = 0;  // when the latest report was accepted
   std::string last_check_time;   // report end_time (RFC 3339)
   std::string last_run_id;
-  LastAction last_action = LastAction::kNone;
+  Action last_action = Action::kNone;       // of the latest decision (kNone: it changed nothing)
   std::string note;                         // why the last decision was what it was
   std::vector<FailingMeasurement> failing;  // of the latest report (failing.h)
   // Switch verdict (docs/fabric.md): the node's leaf switch per its latest fabric job with a
@@ -92,31 +121,6 @@ struct NodeRecord {
   // Parts that left this node with drains against them (parts.h: their history follows them).
   std::vector<PartRecord> departed_parts;
 };
-
-// kReboot: the repair ladder asks Slurm to reboot the node; kReplace: the node stays drained
-// with a "vigil: replace ..." reason (a drain with the new reason) for a person (repair.h).
-// kResetGpu: the ladder asks for a GPU reset (the reason becomes "vigil: reset-gpu ...");
-// kResetPassed / kResetFailed: its outcome, the drain's own reason back (repair.h).
-enum class Action {
-  kNone,
-  kDrain,
-  kResume,
-  kWouldDrain,
-  kWouldResume,
-  kBreakerBlocked,
-  kReboot,
-  kReplace,
-  kResetGpu,
-  kResetPassed,
-  kResetFailed
-};
-inline constexpr Action kAllActions[] = {
-    Action::kNone,        Action::kDrain,          Action::kResume,     Action::kWouldDrain,
-    Action::kWouldResume, Action::kBreakerBlocked, Action::kReboot,     Action::kReplace,
-    Action::kResetGpu,    Action::kResetPassed,    Action::kResetFailed};
-std::string_view to_string(Action a);
-std::optional<Action> action_from_string(std::string_view s);
-LastAction last_action_of(Action a);  // kNone for kNone
 
 struct Decision {
   Action action = Action::kNone;

@@ -23,6 +23,7 @@
 #include <string_view>
 #include <vector>
 
+#include "vigil/base/enum_names.h"
 #include "vigil/base/result.h"
 #include "vigil/report/report.h"
 
@@ -74,9 +75,13 @@ struct RepairConfig {
 };
 
 enum class RepairStage { kNone, kRebooting, kRechecking, kReplace, kResetting };
-// "none" | "rebooting" | "rechecking" | "replace" | "resetting"
-std::string_view to_string(RepairStage s);
-std::optional<RepairStage> repair_stage_from_string(std::string_view s);
+inline constexpr EnumName<RepairStage> kRepairStageNames[] = {
+    {RepairStage::kNone, "none"},
+    {RepairStage::kRebooting, "rebooting"},
+    {RepairStage::kRechecking, "rechecking"},
+    {RepairStage::kReplace, "replace"},
+    {RepairStage::kResetting, "resetting"}};
+inline std::string_view to_string(RepairStage s) { return name_of(kRepairStageNames, s, "none"); }
 
 struct RepairState {
   RepairStage stage = RepairStage::kNone;

@@ -10,13 +10,16 @@
 #include <string_view>
 #include <vector>
 
+#include "vigil/base/enum_names.h"
 #include "vigil/base/result.h"
 
 namespace vigil::detect {
 
 enum class Direction { kHigherIsBetter, kLowerIsBetter };
 
-std::string_view to_string(Direction d);  // "higher" | "lower"
+inline constexpr EnumName<Direction> kDirectionNames[] = {{Direction::kHigherIsBetter, "higher"},
+                                                          {Direction::kLowerIsBetter, "lower"}};
+inline std::string_view to_string(Direction d) { return name_of(kDirectionNames, d); }
 
 // Fractions of the baseline: deviation >= warn is `warn`, >= fail is `fail`. 0 < warn < fail < 1.
 struct Margins {

@@ -27,7 +27,9 @@ struct EngineState;  // src/state.h
 }  // namespace detail
 
 enum class UnitKind { kGpu, kPort, kNode };
-std::string_view to_string(UnitKind k);  // "gpu" | "port" | "node"
+inline constexpr EnumName<UnitKind> kUnitKindNames[] = {
+    {UnitKind::kGpu, "gpu"}, {UnitKind::kPort, "port"}, {UnitKind::kNode, "node"}};
+inline std::string_view to_string(UnitKind k) { return name_of(kUnitKindNames, k, "node"); }
 
 // A figure and the re-measurements the checker took of it (a suspicious probe is repeated).
 struct Observation {

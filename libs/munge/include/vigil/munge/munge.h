@@ -14,6 +14,7 @@
 #include <string>
 #include <string_view>
 
+#include "vigil/base/enum_names.h"
 #include "vigil/base/result.h"
 
 namespace vigil::munge {
@@ -40,7 +41,13 @@ enum class DecodeStatus {
   kInvalid,      // not a credential of our key: malformed, wrong key, tampered
   kUnavailable,  // munged could not be asked (socket missing, daemon down): not the sender's fault
 };
-std::string_view to_string(DecodeStatus s);
+inline constexpr EnumName<DecodeStatus> kDecodeStatusNames[] = {
+    {DecodeStatus::kOk, "ok"},           {DecodeStatus::kExpired, "expired"},
+    {DecodeStatus::kRewound, "rewound"}, {DecodeStatus::kReplayed, "replayed"},
+    {DecodeStatus::kInvalid, "invalid"}, {DecodeStatus::kUnavailable, "unavailable"}};
+inline std::string_view to_string(DecodeStatus s) {
+  return name_of(kDecodeStatusNames, s, "invalid");
+}
 
 struct Decoded {
   DecodeStatus status = DecodeStatus::kInvalid;

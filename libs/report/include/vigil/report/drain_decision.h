@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "vigil/base/enum_names.h"
 #include "vigil/base/result.h"
 
 namespace vigil {
@@ -90,8 +91,17 @@ enum class DrainVerdict {
                     // node DOWN/FAIL/MAINT or unknown to Slurm)
   kUnknown,         // no verdict (the report was not decided in time, or an old drainer)
 };
-std::string_view to_string(DrainVerdict v);                  // "drain", "already_drained", ...
-DrainVerdict drain_verdict_from_string(std::string_view s);  // kUnknown for anything else
+inline constexpr EnumName<DrainVerdict> kDrainVerdictNames[] = {
+    {DrainVerdict::kDrain, "drain"},
+    {DrainVerdict::kAlreadyDrained, "already_drained"},
+    {DrainVerdict::kOtherOwner, "other_owner"},
+    {DrainVerdict::kBreakerHeld, "breaker_held"},
+    {DrainVerdict::kDryRun, "dry_run"},
+    {DrainVerdict::kNoDrain, "no_drain"},
+    {DrainVerdict::kUnknown, "unknown"}};
+inline std::string_view to_string(DrainVerdict v) {
+  return name_of(kDrainVerdictNames, v, "unknown");
+}
 
 struct ReportDecision {
   std::string node;

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "vigil/base/enum_names.h"
 #include "vigil/base/time.h"
 #include "vigil/report/status.h"
 #include "vigil/report/threshold.h"
@@ -35,8 +36,9 @@ struct Measurement {
 // documentation (kmsg_xid / nvml_xid / nvml_recovery: NVIDIA's Xid catalogue and the driver's
 // recovery action): the repair ladder's first step. docs/node-report.md.
 enum class Remedy { kResetGpu, kReboot, kService };
-std::string_view to_string(Remedy r);  // "reset_gpu", "reboot", "service"
-std::optional<Remedy> remedy_from_string(std::string_view s);
+inline constexpr EnumName<Remedy> kRemedyNames[] = {
+    {Remedy::kResetGpu, "reset_gpu"}, {Remedy::kReboot, "reboot"}, {Remedy::kService, "service"}};
+inline std::string_view to_string(Remedy r) { return name_of(kRemedyNames, r, "service"); }
 
 struct CheckResult {
   std::string check;       // registry name, e.g. "nvml_row_remap"

@@ -4,14 +4,20 @@
 #include <string>
 #include <string_view>
 
+#include "vigil/base/enum_names.h"
+
 namespace vigil {
 
 // pass/warn/fail are health verdicts. error: the check could not run (no driver, harness
 // timeout, bad fixture). skipped: not applicable (no IB, unknown SKU). Only fail can drain.
 enum class Status { kPass, kWarn, kFail, kError, kSkipped };
 
-std::string_view to_string(Status s);
-std::optional<Status> status_from_string(std::string_view s);
+inline constexpr EnumName<Status> kStatusNames[] = {{Status::kPass, "pass"},
+                                                    {Status::kWarn, "warn"},
+                                                    {Status::kFail, "fail"},
+                                                    {Status::kError, "error"},
+                                                    {Status::kSkipped, "skipped"}};
+inline std::string_view to_string(Status s) { return name_of(kStatusNames, s, "error"); }
 
 // Combines two statuses into the one a run reports: fail > error > warn > pass/skipped.
 Status combine(Status a, Status b);

@@ -5,14 +5,15 @@
 #include <string>
 #include <string_view>
 
+#include "vigil/base/enum_names.h"
 #include "vigil/report/status.h"
 
 namespace vigil {
 
 enum class Op { kGe, kLe };
 
-std::string_view to_string(Op op);
-std::optional<Op> op_from_string(std::string_view s);
+inline constexpr EnumName<Op> kOpNames[] = {{Op::kGe, ">="}, {Op::kLe, "<="}};
+inline std::string_view to_string(Op op) { return name_of(kOpNames, op); }
 
 struct Threshold {
   Op op = Op::kGe;
