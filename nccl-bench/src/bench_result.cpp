@@ -60,14 +60,25 @@ struct Reader {
     auto v = opt<T>(key);
     return v ? *v : T{};
   }
+  // True when a field was bad; its message then goes to `out`.
+  bool failed(std::string& out) const {
+    if (err.empty()) return false;
+    out = err;
+    return true;
+  }
 };
 
+// False, with `err` set, when the value at `path` is not a JSON object.
+bool is_object_at(const nlohmann::json& j, const std::string& path, std::string& err) {
+  if (j.is_object()) return true;
+  err = path + ": not an object";
+  return false;
+}
+
+// Each section reader returns nullopt with `err` set, naming the field, on the first bad value.
 std::optional<BenchPoint> point_from_json(const nlohmann::json& j, const std::string& path,
                                           std::string& err) {
-  if (!j.is_object()) {
-    err = path + ": not an object";
-    return std::nullopt;
-  }
+  if (!is_object_at(j, path, err)) return std::nullopt;
   Reader r{j, path, {}};
   BenchPoint p;
   p.time_us = r.req<double>("time_us");
@@ -77,11 +88,57 @@ std::optional<BenchPoint> point_from_json(const nlohmann::json& j, const std::st
   p.max_error = r.opt<double>("max_error");
   p.time_us_min = r.opt<double>("time_us_min");
   p.time_us_avg = r.opt<double>("time_us_avg");
-  if (!r.err.empty()) {
-    err = r.err;
-    return std::nullopt;
-  }
+  if (r.failed(err)) return std::nullopt;
   return p;
+}
+
+std::optional<AlgoChoice> algo_from_json(const nlohmann::json& j, const std::string& path,
+                                         std::string& err) {
+  if (!is_object_at(j, path, err)) return std::nullopt;
+  Reader r{j, path, {}};
+  AlgoChoice c;
+  c.size_bytes = r.req<std::uint64_t>("size_bytes");
+  c.algorithm = r.req<std::string>("algorithm");
+  c.protocol = r.req<std::string>("protocol");
+  if (r.failed(err)) return std::nullopt;
+  return c;
+}
+
+std::optional<TransportUse> transport_from_json(const nlohmann::json& j, const std::string& path,
+                                                std::string& err) {
+  if (!is_object_at(j, path, err)) return std::nullopt;
+  Reader r{j, path, {}};
+  TransportUse t;
+  t.network = r.req<std::string>("network");
+  t.paths = r.req<std::vector<std::string>>("paths");
+  t.net_connections = r.req<int>("net_connections");
+  t.gdr_connections = r.req<int>("gdr_connections");
+  t.nvls = r.req<bool>("nvls");
+  if (r.failed(err)) return std::nullopt;
+  return t;
+}
+
+std::optional<BenchRow> row_from_json(const nlohmann::json& j, const std::string& path,
+                                      std::string& err) {
+  if (!is_object_at(j, path, err)) return std::nullopt;
+  Reader r{j, path, {}};
+  BenchRow row;
+  row.size_bytes = r.req<std::uint64_t>("size_bytes");
+  row.count = r.req<std::uint64_t>("count");
+  row.type = r.opt<std::string>("type").value_or("");
+  row.redop = r.opt<std::string>("redop").value_or("");
+  row.root = r.opt<int>("root");
+  if (r.failed(err)) return std::nullopt;
+  for (const char* key : {"out_of_place", "in_place"}) {
+    if (!j.contains(key)) {
+      err = path + "/" + key + ": missing";
+      return std::nullopt;
+    }
+    auto p = point_from_json(j.at(key), path + "/" + key, err);
+    if (!p) return std::nullopt;
+    (std::string_view(key) == "in_place" ? row.in_place : row.out_of_place) = *p;
+  }
+  return row;
 }
 
 }  // namespace
@@ -254,54 +311,26 @@ Result<BenchRun> bench_run_from_json(const nlohmann::json& j) {
   if (!r.err.empty()) return fail(r.err);
   if (!j.contains("rows") || !j.at("rows").is_array())
     return fail("/rows: missing or not an array");
+  std::string err;
   if (j.contains("nccl_algorithms")) {
     const auto& algos = j.at("nccl_algorithms");
     if (!algos.is_array()) return fail("/nccl_algorithms: not an array");
     for (std::size_t i = 0; i < algos.size(); ++i) {
-      const std::string path = "/nccl_algorithms/" + std::to_string(i);
-      if (!algos[i].is_object()) return fail(path + ": not an object");
-      Reader ar{algos[i], path, {}};
-      AlgoChoice c;
-      c.size_bytes = ar.req<std::uint64_t>("size_bytes");
-      c.algorithm = ar.req<std::string>("algorithm");
-      c.protocol = ar.req<std::string>("protocol");
-      if (!ar.err.empty()) return fail(ar.err);
-      run.nccl_algorithms.push_back(std::move(c));
+      auto c = algo_from_json(algos[i], "/nccl_algorithms/" + std::to_string(i), err);
+      if (!c) return fail(err);
+      run.nccl_algorithms.push_back(std::move(*c));
     }
   }
   if (j.contains("nccl_transport")) {
-    const auto& tj = j.at("nccl_transport");
-    if (!tj.is_object()) return fail("/nccl_transport: not an object");
-    Reader tr{tj, "/nccl_transport", {}};
-    TransportUse t;
-    t.network = tr.req<std::string>("network");
-    t.paths = tr.req<std::vector<std::string>>("paths");
-    t.net_connections = tr.req<int>("net_connections");
-    t.gdr_connections = tr.req<int>("gdr_connections");
-    t.nvls = tr.req<bool>("nvls");
-    if (!tr.err.empty()) return fail(tr.err);
-    run.nccl_transport = std::move(t);
+    auto t = transport_from_json(j.at("nccl_transport"), "/nccl_transport", err);
+    if (!t) return fail(err);
+    run.nccl_transport = std::move(*t);
   }
   const auto& rows = j.at("rows");
   for (std::size_t i = 0; i < rows.size(); ++i) {
-    std::string path = "/rows/" + std::to_string(i);
-    if (!rows[i].is_object()) return fail(path + ": not an object");
-    Reader rr{rows[i], path, {}};
-    BenchRow row;
-    row.size_bytes = rr.req<std::uint64_t>("size_bytes");
-    row.count = rr.req<std::uint64_t>("count");
-    row.type = rr.opt<std::string>("type").value_or("");
-    row.redop = rr.opt<std::string>("redop").value_or("");
-    row.root = rr.opt<int>("root");
-    if (!rr.err.empty()) return fail(rr.err);
-    std::string err;
-    for (const char* key : {"out_of_place", "in_place"}) {
-      if (!rows[i].contains(key)) return fail(path + "/" + key + ": missing");
-      auto p = point_from_json(rows[i].at(key), path + "/" + key, err);
-      if (!p) return fail(err);
-      (std::string_view(key) == "in_place" ? row.in_place : row.out_of_place) = *p;
-    }
-    run.rows.push_back(std::move(row));
+    auto row = row_from_json(rows[i], "/rows/" + std::to_string(i), err);
+    if (!row) return fail(err);
+    run.rows.push_back(std::move(*row));
   }
   return run;
 }

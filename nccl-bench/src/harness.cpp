@@ -60,6 +60,10 @@ std::string seconds_text(double s) {
   return buf;
 }
 
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
 std::optional<int> env_int(const char* name) {
   const char* v = std::getenv(name);
   if (!v || !*v) return std::nullopt;
@@ -269,8 +273,7 @@ class Harness {
     BenchRun run = state.run;
     run.outcome = Outcome::kTimeout;
     run.message = msg + " (" + phase + ")";
-    run.duration_s =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    run.duration_s = seconds_since(start);
     if (table) {
       *table << "#\n# Result : timeout (" << run.message << ")\n#" << std::endl;
     }
@@ -361,19 +364,13 @@ class TuningLog {
   int fd_ = -1;
 };
 
-}  // namespace
-
-Result<BenchRun> run_allreduce(const BenchOptions& opts, std::ostream* table) {
-  const auto start = std::chrono::steady_clock::now();
-  const RankInfo info = rank_info();
-  const auto hostnames = allgather_strings(info.hostname);
-
-  SharedState state;
-  BenchRun& run = state.run;
+// What the run is, before it starts: tool, collective, ranks, hosts and the options in force.
+void describe_run(const BenchOptions& opts, const RankInfo& info,
+                  const std::vector<std::string>& hostnames, const Collective& coll,
+                  BenchRun& run) {
   run.tool = "vigil-allreduce";
   run.tool_version = VIGIL_VERSION;
-  auto coll = make_all_reduce();
-  run.collective = std::string(coll->name());
+  run.collective = std::string(coll.name());
   run.backend = std::string(to_string(opts.backend));
   run.transport = std::string(to_string(opts.transport));
   run.ranks = info.ranks;
@@ -386,21 +383,95 @@ Result<BenchRun> run_allreduce(const BenchOptions& opts, std::ostream* table) {
   run.min_busbw_gb_s = opts.min_busbw_gb_s;
   run.timeout_s = opts.timeout_s;
   run.start_time = rfc3339_now();
+}
+
+// NCCL reads its environment once, at its first call: remove inherited tuning and set the
+// transport mode before any (options.h). NCCL's choice of algorithm and protocol, which the run
+// records, is only in its TUNING log: each process logs to its own file, read after the sweep
+// (options.h tuning_log_env / parse_tuning_log). True when that log is written.
+bool prepare_nccl_env(Transport transport, BenchRun& run, TuningLog& tuning_log) {
+  run.nccl_env_removed = remove_tuning_env();
+  for (const auto& [k, v] : transport_env(transport)) setenv(k.c_str(), v.c_str(), 1);
+  run.nccl_conf_tuning = conf_tuning_in_effect();
+  return tuning_log.start();
+}
+
+void set_phase(SharedState& state, const char* phase) {
+  std::lock_guard lock(state.mu);
+  state.phase = phase;
+}
+
+// A rank-local failure mid-run leaves the peers blocked in the next collective: report and end
+// the whole job. After a timeout, the watchdog does that.
+Error abort_run(const Error& error, const BenchOptions& opts, const RankInfo& info,
+                SharedState& state, std::ostream* out) {
+  if (g_timed_out) {
+    while (true) std::this_thread::sleep_for(std::chrono::seconds(1));  // watchdog aborts
+  }
+  const std::string msg =
+      "rank " + std::to_string(info.rank) + " (" + info.hostname + "): " + error.to_string();
+  std::fprintf(stderr, "vigil-allreduce: %s; aborting the run (exit code %d)\n", msg.c_str(),
+               kExitRuntimeError);
+  if (info.rank == 0) {
+    std::lock_guard lock(state.mu);
+    state.run.outcome = Outcome::kRuntimeError;
+    state.run.message = msg;
+    if (out) *out << "#\n# Result : runtime_error (" << msg << ")\n#" << std::endl;
+    write_json_file(opts.json_path, state.run);
+  }
+  std::fflush(stderr);
+  MPI_Abort(MPI_COMM_WORLD, kExitRuntimeError);
+  return Error{msg, "run_allreduce"};
+}
+
+// NCCL's algorithm and protocol per size and the transports it used, from its TUNING log.
+void record_nccl_choices(const std::string& log, SharedState& state) {
+  std::vector<AlgoChoice> choices = parse_tuning_log(log);
+  TransportUse transport = parse_transport_log(log);
+  std::lock_guard lock(state.mu);
+  state.run.nccl_algorithms = std::move(choices);
+  if (!transport.empty()) state.run.nccl_transport = std::move(transport);
+}
+
+// The sweep's totals and its outcome: wrong values first, then the busbw minimum.
+void conclude(const BenchOptions& opts, std::chrono::steady_clock::time_point start,
+              BenchRun& run) {
+  run.out_of_bounds = run.total_wrong();
+  run.out_of_bounds_ok = *run.out_of_bounds == 0;
+  run.avg_busbw_gb_s = run.mean_busbw();
+  run.duration_s = seconds_since(start);
+  char buf[160];
+  if (*run.out_of_bounds > 0) {
+    run.outcome = Outcome::kWrongResults;
+    run.message = std::to_string(*run.out_of_bounds) + " wrong values in the data check";
+  } else if (opts.min_busbw_gb_s && run.summary_busbw() < *opts.min_busbw_gb_s) {
+    run.outcome = Outcome::kBelowMinBusbw;
+    std::snprintf(buf, sizeof buf, "busbw %.2f < minimum %.2f GB/s", run.summary_busbw(),
+                  *opts.min_busbw_gb_s);
+    run.message = buf;
+  } else {
+    run.outcome = Outcome::kOk;
+    std::snprintf(buf, sizeof buf, "busbw %.2f GB/s", run.summary_busbw());
+    run.message = buf;
+  }
+}
+
+}  // namespace
+
+Result<BenchRun> run_allreduce(const BenchOptions& opts, std::ostream* table) {
+  const auto start = std::chrono::steady_clock::now();
+  const RankInfo info = rank_info();
+  const auto hostnames = allgather_strings(info.hostname);
+
+  SharedState state;
+  BenchRun& run = state.run;
+  auto coll = make_all_reduce();
+  describe_run(opts, info, hostnames, *coll, run);
   std::ostream* out = info.rank == 0 ? table : nullptr;
 
-  // NCCL reads its environment once, at its first call: remove inherited tuning and set the
-  // transport mode before any (review F06, options.h).
-  // NCCL's choice of algorithm and protocol is only in its TUNING log (review F06, issue 22:
-  // "the algorithm NCCL chose is recorded"): each process logs to its own file, read after the
-  // sweep (options.h tuning_log_env / parse_tuning_log).
   TuningLog tuning_log;
-  bool logging_tuning = false;
-  if (opts.backend == Backend::kNccl) {
-    run.nccl_env_removed = remove_tuning_env();
-    for (const auto& [k, v] : transport_env(opts.transport)) setenv(k.c_str(), v.c_str(), 1);
-    run.nccl_conf_tuning = conf_tuning_in_effect();
-    logging_tuning = tuning_log.start();
-  }
+  const bool logging_tuning =
+      opts.backend == Backend::kNccl && prepare_nccl_env(opts.transport, run, tuning_log);
   run.nccl_env = nccl_environment();
 
   std::unique_ptr<CommBackend> backend =
@@ -426,20 +497,13 @@ Result<BenchRun> run_allreduce(const BenchOptions& opts, std::ostream* table) {
     std::lock_guard lock(state.mu);
     run.outcome = Outcome::kSetupError;
     run.message = std::move(msg);
-    run.duration_s =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    run.duration_s = seconds_since(start);
     return run;
   };
-  {
-    std::lock_guard lock(state.mu);
-    state.phase = "backend setup";
-  }
+  set_phase(state, "backend setup");
   if (auto e = agree(backend->init_local(info, sizes.back()), info); !e.empty())
     return finish_setup_error(e);
-  {
-    std::lock_guard lock(state.mu);
-    state.phase = "communicator setup";
-  }
+  set_phase(state, "communicator setup");
   if (auto e = agree(backend->init_comm(info), info); !e.empty()) return finish_setup_error(e);
   tuning_log.detach();
   run.nccl_version = backend->nccl_version();
@@ -454,61 +518,17 @@ Result<BenchRun> run_allreduce(const BenchOptions& opts, std::ostream* table) {
   Harness harness(opts, *backend, *coll, info, state);
   for (std::size_t i = 0; i < sizes.size(); ++i) {
     auto row = harness.run_size(sizes[i], 2 * i);
-    if (!row.ok()) {
-      if (g_timed_out) {
-        while (true) std::this_thread::sleep_for(std::chrono::seconds(1));  // watchdog aborts
-      }
-      // A rank-local failure mid-run leaves the peers blocked in the next collective: report
-      // and end the whole job.
-      const std::string msg = "rank " + std::to_string(info.rank) + " (" + info.hostname +
-                              "): " + row.error().to_string();
-      std::fprintf(stderr, "vigil-allreduce: %s; aborting the run (exit code %d)\n", msg.c_str(),
-                   kExitRuntimeError);
-      if (info.rank == 0) {
-        std::lock_guard lock(state.mu);
-        run.outcome = Outcome::kRuntimeError;
-        run.message = msg;
-        if (out) *out << "#\n# Result : runtime_error (" << msg << ")\n#" << std::endl;
-        write_json_file(opts.json_path, run);
-      }
-      std::fflush(stderr);
-      MPI_Abort(MPI_COMM_WORLD, kExitRuntimeError);
-      return Error{msg, "run_allreduce"};
-    }
+    if (!row.ok()) return abort_run(row.error(), opts, info, state, out);
     std::lock_guard lock(state.mu);
     run.rows.push_back(*row);
     if (out) *out << format_row(*row) << std::flush;
   }
   if (watchdog) watchdog->stop();
   backend->finalize();
-  if (logging_tuning) {
-    const std::string log = tuning_log.read_all();
-    std::vector<AlgoChoice> choices = parse_tuning_log(log);
-    TransportUse transport = parse_transport_log(log);
-    std::lock_guard lock(state.mu);
-    run.nccl_algorithms = std::move(choices);
-    if (!transport.empty()) run.nccl_transport = std::move(transport);
-  }
+  if (logging_tuning) record_nccl_choices(tuning_log.read_all(), state);
 
   std::lock_guard lock(state.mu);
-  run.out_of_bounds = run.total_wrong();
-  run.out_of_bounds_ok = *run.out_of_bounds == 0;
-  run.avg_busbw_gb_s = run.mean_busbw();
-  run.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  char buf[160];
-  if (*run.out_of_bounds > 0) {
-    run.outcome = Outcome::kWrongResults;
-    run.message = std::to_string(*run.out_of_bounds) + " wrong values in the data check";
-  } else if (opts.min_busbw_gb_s && run.summary_busbw() < *opts.min_busbw_gb_s) {
-    run.outcome = Outcome::kBelowMinBusbw;
-    std::snprintf(buf, sizeof buf, "busbw %.2f < minimum %.2f GB/s", run.summary_busbw(),
-                  *opts.min_busbw_gb_s);
-    run.message = buf;
-  } else {
-    run.outcome = Outcome::kOk;
-    std::snprintf(buf, sizeof buf, "busbw %.2f GB/s", run.summary_busbw());
-    run.message = buf;
-  }
+  conclude(opts, start, run);
   return run;
 }
 

@@ -2,8 +2,9 @@
 # Hygiene that the review found unenforced (docs/architecture.md, "Conventions"):
 #   check_hygiene.sh format SRC   every C++/CUDA source matches the repository's .clang-format
 #   check_hygiene.sh shell SRC    every shell script passes `shellcheck -S warning`
-#   check_hygiene.sh length SRC DIR MAX
-#                                 no function in SRC/DIR's C++ files is over MAX lines (ctags)
+#   check_hygiene.sh length SRC DIRS MAX
+#                                 no function in the C++ files under SRC/DIRS is over MAX lines
+#                                 (ctags); DIRS is one directory or several as "a|b|c"
 #   check_hygiene.sh self-test    each check fails on a planted violation
 # Files are the tracked ones (git ls-files) or, outside a git tree, a walk that skips build
 # directories, fixtures and node_modules.
@@ -53,11 +54,11 @@ check_shell() {
   (cd "$src" && shellcheck -S warning -x "${files[@]}")
 }
 
-check_length() {  # SRC DIR MAX: functions of DIR (relative to SRC) longer than MAX lines
+check_length() {  # SRC DIRS MAX: functions under DIRS ("a|b", relative to SRC) over MAX lines
   local src=$1 dir=$2 max=$3
   command -v ctags >/dev/null || { echo "ctags (universal-ctags) not installed" >&2; return 2; }
   local files=()
-  while IFS= read -r -d '' f; do files+=("$f"); done < <(cpp_files "$src" | grep -z "^$dir/")
+  while IFS= read -r -d '' f; do files+=("$f"); done < <(cpp_files "$src" | grep -zE "^($dir)/")
   [ ${#files[@]} -gt 0 ] || { echo "no C++ files under $src/$dir" >&2; return 2; }
   (cd "$src" && ctags --fields=+ne --kinds-c++=f -o - "${files[@]}") | awk -F'\t' -v max="$max" '
     { line = ""; end = ""

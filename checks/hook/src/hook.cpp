@@ -35,6 +35,12 @@ std::optional<slurm::SlurmNodeInfo> find_node(const std::vector<slurm::SlurmNode
   return std::nullopt;
 }
 
+// Slurm shows a drain (vigil's or another owner's) or a node Vigil never touches: the hook has
+// nothing to drain.
+bool nothing_to_drain(const slurm::SlurmNodeInfo& n) {
+  return slurm::drained_by_vigil(n) || slurm::drained_by_other(n) || slurm::untouchable(n);
+}
+
 // Drains `node` with `reason` unless Slurm already shows a vigil drain, another owner's drain,
 // or a node Vigil never touches. `o.action` says what happened; `o.exit_code` is 1 when the
 // node ends drained by vigil.
@@ -77,8 +83,7 @@ std::optional<slurm::SlurmNodeInfo> wait_for_vigil_drain(slurm::SlurmApi& api,
     } else {
       why = nodes.error().to_string();
     }
-    if (n && (slurm::drained_by_vigil(*n) || slurm::drained_by_other(*n) || slurm::untouchable(*n)))
-      return n;
+    if (n && nothing_to_drain(*n)) return n;
     if (SteadyClock::now() >= until) return n;
     sleep(opts.poll_interval);
   }
@@ -228,151 +233,172 @@ ReportDecision verdict_for(const ReportReply& reply, const NodeReport& report) {
   return {report.node, report.run_id, DrainVerdict::kUnknown, "", "no verdict in its answer"};
 }
 
-}  // namespace
+// What act() carries from step to step: the outcome so far, the policy that binds this run and
+// the Slurm client, created on first use.
+struct ActState {
+  ActState(const NodeReport& r, const ActOptions& o) : report(r), opts(o) { judge(); }
 
-Outcome act(const NodeReport& report, const ActOptions& opts) {
-  Outcome o;
+  // In this order: the clock, then the policy the drainer last sent.
+  const NodeReport& report;
+  const ActOptions& opts;
   const int64_t now = opts.now_unix ? opts.now_unix() : SystemClock().now_unix();
-  std::string cache_note;
+  Outcome o;
+  std::string cache_note;  // why the cached policy could not be read or kept
   SharedDrainPolicy policy = load_policy_cache(opts.policy_cache, &cache_note);
-  o.reason = fatal_reason(report, policy);
-  o.fatal = !o.reason.empty();
-  if (!opts.post) {
-    o.delivery = "not posted (--no-post)";
-    o.action = o.fatal ? "would drain: " + o.reason + " (--no-post: nothing done)" : "none";
-    return o;
-  }
-  bool reached = false;
-  const std::optional<ReportReply> reply = deliver(report, opts, o, reached);
-  if (reply && reply->policy) {
-    // The drainer's own policy binds this run and is kept for when it cannot be reached.
-    policy = *reply->policy;
-    cache_note.clear();
+  std::unique_ptr<slurm::SlurmApi> api;
+
+  // o.reason and o.fatal under `policy`.
+  void judge() {
     o.reason = fatal_reason(report, policy);
     o.fatal = !o.reason.empty();
-    if (!opts.policy_cache.empty()) {
-      if (auto saved = save_policy_cache(opts.policy_cache, *reply->policy, now); !saved)
-        cache_note = "policy not kept: " + saved.error().to_string();
-    }
   }
-  const ReportDecision decision =
-      reply ? verdict_for(*reply, report)
-            : ReportDecision{report.node, report.run_id, DrainVerdict::kUnknown, "", ""};
-  o.verdict = decision.verdict;
-  auto with_note = [&](std::string s) {
+  // The drainer's own policy binds this run and is kept for when it cannot be reached.
+  void adopt(const SharedDrainPolicy& p) {
+    policy = p;
+    cache_note.clear();
+    judge();
+    if (opts.policy_cache.empty()) return;
+    if (auto saved = save_policy_cache(opts.policy_cache, p, now); !saved)
+      cache_note = "policy not kept: " + saved.error().to_string();
+  }
+  std::string with_note(std::string s) const {
     return cache_note.empty() ? s : s + " [" + cache_note + "]";
-  };
-  auto hold = [&](std::string why) {
-    o.held = true;
-    o.action = with_note(std::move(why));
+  }
+  Outcome done(std::string action) {
+    o.action = std::move(action);
     return o;
-  };
-  std::unique_ptr<slurm::SlurmApi> api;
-  auto slurm_api = [&]() -> slurm::SlurmApi* {
+  }
+  Outcome hold(std::string why) {
+    o.held = true;
+    return done(with_note(std::move(why)));
+  }
+  slurm::SlurmApi* slurm_api() {
     if (!api && opts.slurm) api = opts.slurm();
     return api.get();
-  };
+  }
+};
 
-  // 1. The drainer decided: obey it.
+// The drainer counts the node as drained by vigil.
+Outcome already_drained(ActState& s) {
+  // Exit 1 only for a fatal finding on a node Slurm shows drained by vigil now: the
+  // drainer's view of Slurm may be seconds old (an operator may just have resumed it).
+  std::string why;
+  slurm::SlurmApi* a = s.o.fatal ? s.slurm_api() : nullptr;
+  auto nodes =
+      a ? a->load_nodes() : Result<std::vector<slurm::SlurmNodeInfo>>(Error{"not fatal", "hook"});
+  auto n = nodes ? find_node(*nodes, s.report.node, why) : std::nullopt;
+  if (n && slurm::drained_by_vigil(*n)) {
+    s.o.exit_code = 1;
+    return s.done("already drained by vigil (" + n->reason + ")");
+  }
+  return s.done(s.o.fatal ? "not drained: vigil-drainer counts the node as drained by vigil, "
+                            "Slurm does not show it now; the drainer decides on its next report"
+                          : "none (node drained by vigil)");
+}
+
+// 1. The drainer decided: obey it. The outcome when its verdict ends the run; nullopt when the
+// drain is still to be seen in Slurm (kDrain) or the hook decides alone (kUnknown).
+std::optional<Outcome> obey_verdict(ActState& s, const ReportDecision& decision, bool reached) {
+  const bool fatal = s.o.fatal;
   switch (decision.verdict) {
     case DrainVerdict::kBreakerHeld:
-      return hold("drain held by vigil-drainer's circuit breaker (" + decision.why + ")");
+      return s.hold("drain held by vigil-drainer's circuit breaker (" + decision.why + ")");
     case DrainVerdict::kDryRun:
-      return hold("vigil-drainer is in dry-run: would drain (" + decision.reason + ")");
+      return s.hold("vigil-drainer is in dry-run: would drain (" + decision.reason + ")");
     case DrainVerdict::kNoDrain:
-      o.action = o.fatal ? "not drained: vigil-drainer's policy does not drain on this report" +
-                               (decision.why.empty() ? "" : " (" + decision.why + ")")
-                         : "none";
-      return o;
+      return s.done(fatal ? "not drained: vigil-drainer's policy does not drain on this report" +
+                                (decision.why.empty() ? "" : " (" + decision.why + ")")
+                          : "none");
     case DrainVerdict::kOtherOwner:
-      o.action = o.fatal ? "not drained: " + decision.why : "none (" + decision.why + ")";
-      return o;
-    case DrainVerdict::kAlreadyDrained: {
-      // Exit 1 only for a fatal finding on a node Slurm shows drained by vigil now: the
-      // drainer's view of Slurm may be seconds old (an operator may just have resumed it).
-      std::string why;
-      slurm::SlurmApi* a = o.fatal ? slurm_api() : nullptr;
-      auto nodes = a ? a->load_nodes()
-                     : Result<std::vector<slurm::SlurmNodeInfo>>(Error{"not fatal", "hook"});
-      auto n = nodes ? find_node(*nodes, report.node, why) : std::nullopt;
-      if (n && slurm::drained_by_vigil(*n)) {
-        o.action = "already drained by vigil (" + n->reason + ")";
-        o.exit_code = 1;
-      } else {
-        o.action = o.fatal ? "not drained: vigil-drainer counts the node as drained by vigil, "
-                             "Slurm does not show it now; the drainer decides on its next report"
-                           : "none (node drained by vigil)";
-      }
-      return o;
-    }
+      return s.done(fatal ? "not drained: " + decision.why : "none (" + decision.why + ")");
+    case DrainVerdict::kAlreadyDrained:
+      return already_drained(s);
     case DrainVerdict::kDrain:
       break;
     case DrainVerdict::kUnknown:
       // Reached but no verdict (an older drainer, the node decided a newer report meanwhile, a
       // timeout after the report went out, a busy or not-ready drainer): the report is the
       // drainer's, and so is the drain. The hook drains alone only when nothing answered.
-      if (reached && o.fatal)
-        return hold("not drained by the hook: vigil-drainer was reached but gave no verdict (" +
-                    (decision.why.empty() ? o.delivery : decision.why) +
-                    "); the drain is the drainer's decision");
+      if (reached && fatal)
+        return s.hold("not drained by the hook: vigil-drainer was reached but gave no verdict (" +
+                      (decision.why.empty() ? s.o.delivery : decision.why) +
+                      "); the drain is the drainer's decision");
       break;
   }
-  const bool drainer_drains = decision.verdict == DrainVerdict::kDrain;
-  // The drainer's words when they are a vigil reason (else ours: Vigil only lifts vigil: drains).
-  if (drainer_drains && slurm::reason_is_vigil(decision.reason)) o.reason = decision.reason;
-  if (!o.fatal && !drainer_drains) {
-    o.action = "none";
-    return o;
-  }
-  if (!drainer_drains) {
-    // 2. Not reached: the last policy the drainer sent binds (dry-run, its open breaker); with
-    //    no readable policy the hook does not drain on its own.
-    if (policy.unreadable) return hold("not drained by the hook: " + cache_note);
-    if (policy.dry_run)
-      return hold("dry-run (policy from " + policy.source + "): would drain: " + o.reason);
-    if (policy.breaker_open)
-      return hold(
-          "drain held: vigil-drainer's circuit breaker was open when it last answered "
-          "(policy from " +
-          policy.source + ")");
-  }
-  if (!slurm_api()) {
-    o.action = "not drained: no Slurm client";
-    return o;
-  }
+  return std::nullopt;
+}
+
+// 2. Not reached: the last policy the drainer sent binds (dry-run, its open breaker); with no
+// readable policy the hook does not drain on its own. Why the hook's drain of a fatal finding
+// (`reason`) is held, or nullopt.
+std::optional<std::string> cached_policy_holds(const SharedDrainPolicy& policy,
+                                               const std::string& cache_note,
+                                               const std::string& reason) {
+  if (policy.unreadable) return "not drained by the hook: " + cache_note;
+  if (policy.dry_run) return "dry-run (policy from " + policy.source + "): would drain: " + reason;
+  if (policy.breaker_open)
+    return "drain held: vigil-drainer's circuit breaker was open when it last answered "
+           "(policy from " +
+           policy.source + ")";
+  return std::nullopt;
+}
+
+// 3. and 4.: the drain in Slurm, the drainer's (`drainer_drains`) or the hook's own.
+Outcome drain_in_slurm(ActState& s, bool drainer_drains) {
+  slurm::SlurmApi* api = s.slurm_api();
+  if (!api) return s.done("not drained: no Slurm client");
   std::string why;
   // 3. The drainer's drain: give it drain_wait to show in Slurm.
-  std::optional<slurm::SlurmNodeInfo> n;
   if (drainer_drains) {
-    n = wait_for_vigil_drain(*api, report.node, opts, why);
+    auto n = wait_for_vigil_drain(*api, s.report.node, s.opts, why);
     if (n && slurm::drained_by_vigil(*n)) {
-      o.action = "drained by vigil-drainer (" + n->reason + ")";
-      o.exit_code = 1;
-      return o;
+      s.o.exit_code = 1;
+      return s.done("drained by vigil-drainer (" + n->reason + ")");
     }
   }
   auto nodes = api->load_nodes();
-  if (!nodes) {
-    o.action = "not drained: " + nodes.error().to_string();
-    return o;
-  }
-  n = find_node(*nodes, report.node, why);
-  if (!n) {
-    o.action = "not drained: " + why;
-    return o;
-  }
+  if (!nodes) return s.done("not drained: " + nodes.error().to_string());
+  auto n = find_node(*nodes, s.report.node, why);
+  if (!n) return s.done("not drained: " + why);
   if (drainer_drains) {  // decided and counted by the drainer's breaker; its sink is late
-    drain_self(*api, *n, o.reason, "vigil-drainer decided it; its drain did not show in Slurm", o);
-    return o;
+    drain_self(*api, *n, s.o.reason, "vigil-drainer decided it; its drain did not show in Slurm",
+               s.o);
+    return s.o;
   }
   // 4. Not reached: the hook's own breaker over what Slurm shows.
-  if (!slurm::drained_by_vigil(*n) && !slurm::drained_by_other(*n) && !slurm::untouchable(*n)) {
-    if (auto held = local_breaker_holds(*nodes, *n, policy, now))
-      return hold("drain held by the hook's circuit breaker: " + *held);
+  if (!nothing_to_drain(*n)) {
+    if (auto held = local_breaker_holds(*nodes, *n, s.policy, s.now))
+      return s.hold("drain held by the hook's circuit breaker: " + *held);
   }
-  drain_self(*api, *n, o.reason,
-             with_note("vigil-drainer not reached; policy from " + policy.source), o);
-  return o;
+  drain_self(*api, *n, s.o.reason,
+             s.with_note("vigil-drainer not reached; policy from " + s.policy.source), s.o);
+  return s.o;
+}
+
+}  // namespace
+
+Outcome act(const NodeReport& report, const ActOptions& opts) {
+  ActState s(report, opts);
+  if (!opts.post) {
+    s.o.delivery = "not posted (--no-post)";
+    return s.done(s.o.fatal ? "would drain: " + s.o.reason + " (--no-post: nothing done)" : "none");
+  }
+  bool reached = false;
+  const std::optional<ReportReply> reply = deliver(report, opts, s.o, reached);
+  if (reply && reply->policy) s.adopt(*reply->policy);
+  const ReportDecision decision =
+      reply ? verdict_for(*reply, report)
+            : ReportDecision{report.node, report.run_id, DrainVerdict::kUnknown, "", ""};
+  s.o.verdict = decision.verdict;
+  if (auto ended = obey_verdict(s, decision, reached)) return *ended;
+  const bool drainer_drains = decision.verdict == DrainVerdict::kDrain;
+  // The drainer's words when they are a vigil reason (else ours: Vigil only lifts vigil: drains).
+  if (drainer_drains && slurm::reason_is_vigil(decision.reason)) s.o.reason = decision.reason;
+  if (!s.o.fatal && !drainer_drains) return s.done("none");
+  if (!drainer_drains) {
+    if (auto why = cached_policy_holds(s.policy, s.cache_note, s.o.reason)) return s.hold(*why);
+  }
+  return drain_in_slurm(s, drainer_drains);
 }
 
 }  // namespace vigil::hook

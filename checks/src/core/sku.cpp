@@ -37,12 +37,9 @@ bool valid_device_pattern(const std::string& d) {
   });
 }
 
-void parse_threshold(YamlReader& w, const YAML::Node& n, const std::string& field, SkuConfig& sku,
-                     const std::string& check, const std::string& measurement) {
-  if (!w.only_keys(n, field,
-                   {"op", "fail", "warn", "unit", "unconfirmed", "calibrated", "nccl_algorithm"}))
-    return;
-  Threshold t;
+// A threshold's op, fail, warn and unit into `t`; false when one is missing or malformed (each
+// reported).
+bool parse_bounds(YamlReader& w, const YAML::Node& n, const std::string& field, Threshold& t) {
   bool ok = true;
   if (!n["op"]) {
     w.error(n, field + ".op", "missing (\">=\" or \"<=\")");
@@ -77,6 +74,41 @@ void parse_threshold(YamlReader& w, const YAML::Node& n, const std::string& fiel
   } else {
     ok = false;
   }
+  return ok;
+}
+
+// The `nccl_algorithm` of an all_reduce check's busbw threshold into `t`; false when invalid
+// (reported).
+bool parse_nccl_algorithm(YamlReader& w, const YAML::Node& a, const std::string& field,
+                          const std::string& check, const std::string& measurement, Threshold& t) {
+  // NCCL's algorithm names (src/init.cc ncclAlgoStr), as vigil-allreduce records them.
+  static const std::set<std::string> kAlgorithms = {
+      "Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT"};
+  const bool allreduce = measurement == "busbw" && check.find("allreduce") != std::string::npos;
+  if (!allreduce) {
+    w.error(a, field + ".nccl_algorithm",
+            "only an all_reduce check's busbw names an NCCL algorithm");
+    return false;
+  }
+  const auto s = w.text(a, field + ".nccl_algorithm");
+  if (s && kAlgorithms.count(*s)) {
+    t.nccl_algorithm = *s;
+    return true;
+  }
+  if (s)
+    w.error(a, field + ".nccl_algorithm",
+            "unknown NCCL algorithm '" + *s +
+                "' (Tree, Ring, CollNetDirect, CollNetChain, NVLS, NVLSTree, PAT)");
+  return false;
+}
+
+void parse_threshold(YamlReader& w, const YAML::Node& n, const std::string& field, SkuConfig& sku,
+                     const std::string& check, const std::string& measurement) {
+  if (!w.only_keys(n, field,
+                   {"op", "fail", "warn", "unit", "unconfirmed", "calibrated", "nccl_algorithm"}))
+    return;
+  Threshold t;
+  bool ok = parse_bounds(w, n, field, t);
   if (const YAML::Node u = n["unconfirmed"]) {
     // Performance floors ship unconfirmed: warn-only until `vigil-drainer calibrate` replaces the
     // flag with `calibrated` (docs/thresholds.md, "Calibration").
@@ -100,25 +132,8 @@ void parse_threshold(YamlReader& w, const YAML::Node& n, const std::string& fiel
       ok = false;
     }
   }
-  if (const YAML::Node a = n["nccl_algorithm"]) {
-    // NCCL's algorithm names (src/init.cc ncclAlgoStr), as vigil-allreduce records them.
-    static const std::set<std::string> kAlgorithms = {
-        "Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT"};
-    const bool allreduce = measurement == "busbw" && check.find("allreduce") != std::string::npos;
-    if (!allreduce) {
-      w.error(a, field + ".nccl_algorithm",
-              "only an all_reduce check's busbw names an NCCL algorithm");
-      ok = false;
-    } else if (auto s = w.text(a, field + ".nccl_algorithm"); s && kAlgorithms.count(*s)) {
-      t.nccl_algorithm = *s;
-    } else {
-      if (s)
-        w.error(a, field + ".nccl_algorithm",
-                "unknown NCCL algorithm '" + *s +
-                    "' (Tree, Ring, CollNetDirect, CollNetChain, NVLS, NVLSTree, PAT)");
-      ok = false;
-    }
-  }
+  if (const YAML::Node a = n["nccl_algorithm"])
+    ok = parse_nccl_algorithm(w, a, field, check, measurement, t) && ok;
   if (!ok) return;
   if (!is_known_unit(t.unit)) {
     w.error(n["unit"], field + ".unit", "unknown unit '" + t.unit + "' (see docs/thresholds.md)");
@@ -130,6 +145,106 @@ void parse_threshold(YamlReader& w, const YAML::Node& n, const std::string& fiel
     return;
   }
   sku.thresholds[check][measurement] = t;
+}
+
+// The `match` section: which GPUs, and how many, make this SKU.
+void walk_match(YamlReader& w, const YAML::Node& m, SkuMatch& match) {
+  if (!w.only_keys(m, "match", {"gpu_names", "pci_device_ids", "gpu_count"})) return;
+  if (m["gpu_names"]) {
+    if (!m["gpu_names"].IsSequence())
+      w.error(m["gpu_names"], "match.gpu_names", "must be a list");
+    else
+      for (const auto& n : m["gpu_names"])
+        if (auto s = w.text(n, "match.gpu_names")) match.gpu_names.push_back(*s);
+  }
+  if (m["pci_device_ids"]) {
+    if (!m["pci_device_ids"].IsSequence())
+      w.error(m["pci_device_ids"], "match.pci_device_ids", "must be a list");
+    else
+      for (const auto& n : m["pci_device_ids"])
+        // A PCI device id is 16 bits (config space offset 02h): a wider value is a typo.
+        if (auto v = w.integer(n, "match.pci_device_ids", 0, 0xFFFF))
+          match.pci_device_ids.push_back(static_cast<unsigned>(*v));
+  }
+  if (match.gpu_names.empty() && match.pci_device_ids.empty()) {
+    w.error(m, "match", "needs gpu_names or pci_device_ids");
+  }
+  if (!m["gpu_count"])
+    w.error(m, "match.gpu_count", "missing");
+  else if (auto v = w.integer(m["gpu_count"], "match.gpu_count", 1, 1024))
+    match.gpu_count = static_cast<int>(*v);
+}
+
+// The `infiniband` section: the node's fabric ports, their rate and link layer.
+void walk_infiniband(YamlReader& w, const YAML::Node& ib, InfinibandSpec& spec) {
+  if (!w.only_keys(ib, "infiniband", {"ports", "rate_gbps", "link_layer", "devices", "gpudirect"}))
+    return;
+  if (ib["devices"]) {
+    if (!ib["devices"].IsSequence() || ib["devices"].size() == 0 || ib["devices"].size() > 64)
+      w.error(ib["devices"], "infiniband.devices", "must be a list of 1 to 64 HCA names");
+    else
+      for (const auto& n : ib["devices"])
+        if (auto d = w.text(n, "infiniband.devices")) {
+          if (valid_device_pattern(*d))
+            spec.devices.push_back(*d);
+          else
+            w.error(n, "infiniband.devices",
+                    "'" + *d +
+                        "' is not an HCA name or pattern (letters, digits, _ . - and the "
+                        "wildcards * ?, at most 64 characters)");
+        }
+  }
+  if (ib["gpudirect"])
+    if (auto b = w.boolean(ib["gpudirect"], "infiniband.gpudirect")) spec.gpudirect = *b;
+  if (ib["ports"])
+    if (auto v = w.integer(ib["ports"], "infiniband.ports", 0, 1024))
+      spec.ports = static_cast<int>(*v);
+  if (ib["rate_gbps"])
+    if (auto v = w.number(ib["rate_gbps"], "infiniband.rate_gbps")) spec.rate_gbps = *v;
+  if (ib["link_layer"]) {
+    const std::string layer = ib["link_layer"].IsScalar() ? ib["link_layer"].Scalar() : "";
+    if (layer == "InfiniBand" || layer == "Ethernet")
+      spec.link_layer = layer;
+    else
+      w.error(ib["link_layer"], "infiniband.link_layer",
+              "must be InfiniBand or Ethernet (RoCE), as sysfs link_layer spells it");
+  }
+  if (spec.ports > 0 && spec.rate_gbps <= 0) {
+    w.error(ib, "infiniband.rate_gbps", "required and > 0 when ports > 0");
+  }
+}
+
+// The `thresholds` section: check -> measurement -> threshold, for the known checks only.
+void walk_thresholds(YamlReader& w, const YAML::Node& th, const std::set<std::string>& known,
+                     SkuConfig& sku) {
+  if (!th.IsMap()) {
+    w.error(th, "thresholds", "must be a mapping of check -> measurement -> threshold");
+    return;
+  }
+  for (const auto& ck : th) {
+    if (!ck.first.IsScalar()) {
+      w.error(ck.first, "thresholds", "keys must be check names, not lists or mappings");
+      continue;
+    }
+    std::string check = ck.first.as<std::string>();
+    std::string cfield = "thresholds." + check;
+    if (!known.count(check)) {
+      w.error(ck.first, cfield, "unknown check (see docs/thresholds.md for the list)");
+      continue;
+    }
+    if (!ck.second.IsMap()) {
+      w.error(ck.second, cfield, "must be a mapping of measurement -> threshold");
+      continue;
+    }
+    for (const auto& mk : ck.second) {
+      if (!mk.first.IsScalar()) {
+        w.error(mk.first, cfield, "keys must be measurement names, not lists or mappings");
+        continue;
+      }
+      std::string meas = mk.first.as<std::string>();
+      parse_threshold(w, mk.second, cfield + "." + meas, sku, check, meas);
+    }
+  }
 }
 
 void walk_sku(YamlReader& w, const YAML::Node& root, const std::set<std::string>& known,
@@ -147,77 +262,11 @@ void walk_sku(YamlReader& w, const YAML::Node& root, const std::set<std::string>
       w.error(d, "description", "must be a string");
   }
 
-  if (!root["match"]) {
+  if (!root["match"])
     w.error(root, "match", "missing (gpu_names / pci_device_ids and gpu_count)");
-  } else if (const YAML::Node m = root["match"];
-             w.only_keys(m, "match", {"gpu_names", "pci_device_ids", "gpu_count"})) {
-    if (m["gpu_names"]) {
-      if (!m["gpu_names"].IsSequence())
-        w.error(m["gpu_names"], "match.gpu_names", "must be a list");
-      else
-        for (const auto& n : m["gpu_names"])
-          if (auto s = w.text(n, "match.gpu_names")) sku.match.gpu_names.push_back(*s);
-    }
-    if (m["pci_device_ids"]) {
-      if (!m["pci_device_ids"].IsSequence())
-        w.error(m["pci_device_ids"], "match.pci_device_ids", "must be a list");
-      else
-        for (const auto& n : m["pci_device_ids"])
-          // A PCI device id is 16 bits (config space offset 02h): a wider value is a typo.
-          if (auto v = w.integer(n, "match.pci_device_ids", 0, 0xFFFF))
-            sku.match.pci_device_ids.push_back(static_cast<unsigned>(*v));
-    }
-    if (sku.match.gpu_names.empty() && sku.match.pci_device_ids.empty()) {
-      w.error(m, "match", "needs gpu_names or pci_device_ids");
-    }
-    if (!m["gpu_count"])
-      w.error(m, "match.gpu_count", "missing");
-    else if (auto v = w.integer(m["gpu_count"], "match.gpu_count", 1, 1024))
-      sku.match.gpu_count = static_cast<int>(*v);
-  }
-
-  if (root["infiniband"]) {
-    const YAML::Node ib = root["infiniband"];
-    if (w.only_keys(ib, "infiniband",
-                    {"ports", "rate_gbps", "link_layer", "devices", "gpudirect"})) {
-      if (ib["devices"]) {
-        if (!ib["devices"].IsSequence() || ib["devices"].size() == 0 || ib["devices"].size() > 64)
-          w.error(ib["devices"], "infiniband.devices", "must be a list of 1 to 64 HCA names");
-        else
-          for (const auto& n : ib["devices"])
-            if (auto d = w.text(n, "infiniband.devices")) {
-              if (valid_device_pattern(*d))
-                sku.infiniband.devices.push_back(*d);
-              else
-                w.error(n, "infiniband.devices",
-                        "'" + *d +
-                            "' is not an HCA name or pattern (letters, digits, _ . - and the "
-                            "wildcards * ?, at most 64 characters)");
-            }
-      }
-      if (ib["gpudirect"])
-        if (auto b = w.boolean(ib["gpudirect"], "infiniband.gpudirect"))
-          sku.infiniband.gpudirect = *b;
-      if (ib["ports"])
-        if (auto v = w.integer(ib["ports"], "infiniband.ports", 0, 1024))
-          sku.infiniband.ports = static_cast<int>(*v);
-      if (ib["rate_gbps"])
-        if (auto v = w.number(ib["rate_gbps"], "infiniband.rate_gbps"))
-          sku.infiniband.rate_gbps = *v;
-      if (ib["link_layer"]) {
-        const std::string layer = ib["link_layer"].IsScalar() ? ib["link_layer"].Scalar() : "";
-        if (layer == "InfiniBand" || layer == "Ethernet")
-          sku.infiniband.link_layer = layer;
-        else
-          w.error(ib["link_layer"], "infiniband.link_layer",
-                  "must be InfiniBand or Ethernet (RoCE), as sysfs link_layer spells it");
-      }
-      if (sku.infiniband.ports > 0 && sku.infiniband.rate_gbps <= 0) {
-        w.error(ib, "infiniband.rate_gbps", "required and > 0 when ports > 0");
-      }
-    }
-  }
-
+  else
+    walk_match(w, root["match"], sku.match);
+  if (root["infiniband"]) walk_infiniband(w, root["infiniband"], sku.infiniband);
   if (const YAML::Node nv = root["nvlink"];
       nv && w.only_keys(nv, "nvlink", {"imex", "imex_resident"})) {
     if (nv["imex"])
@@ -226,38 +275,7 @@ void walk_sku(YamlReader& w, const YAML::Node& root, const std::set<std::string>
       if (auto b = w.boolean(nv["imex_resident"], "nvlink.imex_resident"))
         sku.nvlink.imex_resident = *b;
   }
-
-  if (root["thresholds"]) {
-    const YAML::Node th = root["thresholds"];
-    if (!th.IsMap()) {
-      w.error(th, "thresholds", "must be a mapping of check -> measurement -> threshold");
-    } else {
-      for (const auto& ck : th) {
-        if (!ck.first.IsScalar()) {
-          w.error(ck.first, "thresholds", "keys must be check names, not lists or mappings");
-          continue;
-        }
-        std::string check = ck.first.as<std::string>();
-        std::string cfield = "thresholds." + check;
-        if (!known.count(check)) {
-          w.error(ck.first, cfield, "unknown check (see docs/thresholds.md for the list)");
-          continue;
-        }
-        if (!ck.second.IsMap()) {
-          w.error(ck.second, cfield, "must be a mapping of measurement -> threshold");
-          continue;
-        }
-        for (const auto& mk : ck.second) {
-          if (!mk.first.IsScalar()) {
-            w.error(mk.first, cfield, "keys must be measurement names, not lists or mappings");
-            continue;
-          }
-          std::string meas = mk.first.as<std::string>();
-          parse_threshold(w, mk.second, cfield + "." + meas, sku, check, meas);
-        }
-      }
-    }
-  }
+  if (root["thresholds"]) walk_thresholds(w, root["thresholds"], known, sku);
 }
 
 }  // namespace

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <map>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -48,26 +50,19 @@ Applies probe_applies(const CheckContext& ctx) {
   return {};
 }
 
-CheckResult run_on_each_gpu(const CheckContext& ctx, std::string_view check,
-                            const PerGpuProbe& probe) {
-  using Steady = std::chrono::steady_clock;
-  const Steady::time_point start = Steady::now();
-  // Before any CUDA call (this process has no context yet, so every compute process NVML lists
-  // is someone else's): a GPU shared with other work measures slow without being faulty, and
-  // allocating on it could take memory from that work. Any busy GPU -> the whole check is
-  // error VIGIL-GPU-BUSY and no GPU is touched (docs/cuda-probes.md, "Busy GPUs").
-  const nvml::BusyScan others = nvml::scan_gpus_for_other_work(ctx);
-  if (!others.busy.empty()) return nvml::gpu_busy_result(check, others.busy);
-  if (auto mig = nvml::mig_skip_result(check, others.mig_enabled)) return *mig;
+namespace {
 
-  // GPU numbers in reports must match the NVML checks' (PCI bus order); respect an explicit
-  // choice by the operator.
-  setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", /*overwrite=*/0);
+using Steady = std::chrono::steady_clock;
 
-  // A driver too old for this build's runtime is the node's setup, not a fault (cuda_driver.h).
-  if (auto too_old = skip_if_driver_too_old(check)) return *too_old;
+// When the check started, and the slowest one-GPU probe so far.
+struct Timing {
+  Steady::time_point start;
+  Steady::duration longest{0};
+};
 
-  int count = 0;
+// The CUDA devices there are into `count`, or the result that ends the check: none, or
+// cudaGetDeviceCount failed.
+std::optional<CheckResult> count_devices(std::string_view check, int& count) {
   if (cudaError_t e = cudaGetDeviceCount(&count); e == cudaErrorSystemNotReady) {
     // 802 (CUDA 13 driver_types.h:954: "the system is not yet ready to start any CUDA work ...
     // verify the system configuration is in a valid state and all required driver daemons are
@@ -102,57 +97,60 @@ CheckResult run_on_each_gpu(const CheckContext& ctx, std::string_view check,
     return error(check, "cudaGetDeviceCount: no visible CUDA device (check CUDA_VISIBLE_DEVICES)",
                  "VIGIL-CUDA-UNAVAILABLE");
   }
+  return std::nullopt;
+}
 
-  CheckResult r;
-  r.check = std::string(check);
-  std::vector<GpuFailure> failures;
-  std::vector<std::string> notes;
-  if (!others.unknown.empty()) notes.push_back(others.unknown);
-  // Reports and histories name GPUs by NVML index (review F18, cuda_labels.h).
+// The labels of the `count` CUDA devices: NVML indices where the PCI bus ids match (cuda_labels.h).
+CudaLabels label_devices(const std::vector<std::string>& nvml_bus_ids, int count) {
   std::vector<std::string> cuda_bus_ids;
   for (int ordinal = 0; ordinal < count; ++ordinal) {
     char id[32] = {};
     cuda_bus_ids.push_back(cudaDeviceGetPCIBusId(id, sizeof id, ordinal) == cudaSuccess ? id : "");
   }
-  const CudaLabels labels = cuda_labels(others.bus_ids, cuda_bus_ids);
-  if (!labels.matched)
-    notes.push_back("GPU numbers are CUDA ordinals: their PCI bus ids did not match NVML's");
-  auto relabel = [&](CheckResult& res) {
-    for (auto& m : res.measurements)
-      if (m.gpu && *m.gpu >= 0 && *m.gpu < count) m.gpu = labels.label[*m.gpu];
-  };
-  Steady::duration longest{0};  // the slowest one-GPU probe so far
-  for (int gpu = 0; gpu < count; ++gpu) {
-    const Steady::time_point gpu_start = Steady::now();
-    VoidResult done = [&]() -> VoidResult {
-      VIGIL_CUDA_CHECK(cudaSetDevice(gpu));
-      return probe(gpu, r, notes);
-    }();
-    longest = std::max(longest, Steady::now() - gpu_start);
-    if (done) continue;
-    failures.push_back({labels.label[gpu], done.error()});
-    cudaGetLastError();  // clear a non-sticky error before the next GPU
-  }
-  relabel(r);
-  // Confirmation: a GPU slower than its peers or than its own recent healthy figures (kept in
-  // the probe's state file) is measured again, so the drainer can tell a slow GPU (its repeats
-  // are slow too) from a transient dip (docs/detection.md).
-  const detect::DetectConfig& cfg = ctx.detect_config();  // the site's, as the drainer's
-  CounterState state(ctx.state_dir, check, ctx.node);
+  return cuda_labels(nvml_bus_ids, cuda_bus_ids);
+}
+
+// The measurements' GPUs from CUDA ordinals to their labels.
+void relabel(CheckResult& res, const CudaLabels& labels, int count) {
+  for (auto& m : res.measurements)
+    if (m.gpu && *m.gpu >= 0 && *m.gpu < count) m.gpu = labels.label[*m.gpu];
+}
+
+// `probe` on CUDA device `gpu`, its time counted into t.longest.
+VoidResult timed_probe(const PerGpuProbe& probe, int gpu, CheckResult& r,
+                       std::vector<std::string>& notes, Timing& t) {
+  const Steady::time_point gpu_start = Steady::now();
+  VoidResult done = [&]() -> VoidResult {
+    VIGIL_CUDA_CHECK(cudaSetDevice(gpu));
+    return probe(gpu, r, notes);
+  }();
+  t.longest = std::max(t.longest, Steady::now() - gpu_start);
+  return done;
+}
+
+// The recent healthy figures the probe's state file keeps for r's per-GPU measurements.
+GpuHistory recent_history(const CounterState& state, const CheckResult& r) {
   GpuHistory history;
   for (const auto& m : r.measurements) {
     if (!m.gpu) continue;
     const auto& recent = state.recent_figures(gpu_history_key(m.name, *m.gpu));
     if (!recent.empty()) history[{m.name, *m.gpu}] = recent;
   }
-  const auto repeats = plan_repeats(r, cfg, history);
+  return history;
+}
+
+// Measures again each GPU `repeats` names (label -> how many times) and adds the figures to r's
+// repeats, while time allows; notes say how the repeats were spaced or why they stopped.
+void run_repeats(const CheckContext& ctx, const PerGpuProbe& probe, const CudaLabels& labels,
+                 int count, const std::map<int, int>& repeats, Timing& t, CheckResult& r,
+                 std::vector<std::string>& notes) {
   int planned = 0, done_repeats = 0;
   for (const auto& [gpu, times] : repeats) planned += times;
   bool out_of_time = false;
   if (planned > 0) {
     // Spaced repeats (docs/detection.md): a minute of interference is gone, a fault is not.
     std::string why;
-    if (!wait_before_repeats(ctx, Steady::now() - start, longest, why)) {
+    if (!wait_before_repeats(ctx, Steady::now() - t.start, t.longest, why)) {
       notes.push_back(why);
       out_of_time = true;
     } else if (ctx.repeat_spacing.count() > 0) {
@@ -169,29 +167,71 @@ CheckResult run_on_each_gpu(const CheckContext& ctx, std::string_view check,
       // repeated twice) would otherwise outrun the limit, the runner would kill the check and
       // its fail would be reported as error VIGIL-CHECK-TIMEOUT. The first figures then stand,
       // unconfirmed (the drainer's unconfirmed_drain_after applies).
-      if (!another_run_fits(Steady::now() - start, longest, ctx.time_limit)) {
+      if (!another_run_fits(Steady::now() - t.start, t.longest, ctx.time_limit)) {
         out_of_time = true;
         notes.push_back(repeats_stopped_note(done_repeats, planned, ctx.time_limit));
         break;
       }
-      const Steady::time_point again_start = Steady::now();
       CheckResult again;
       again.check = r.check;
       std::vector<std::string> ignored;
-      VoidResult done = [&]() -> VoidResult {
-        VIGIL_CUDA_CHECK(cudaSetDevice(gpu));
-        return probe(gpu, again, ignored);
-      }();
-      longest = std::max(longest, Steady::now() - again_start);
-      if (!done) {
+      if (!timed_probe(probe, gpu, again, ignored, t)) {
         cudaGetLastError();
         break;  // the first run's figure stands unconfirmed
       }
       ++done_repeats;
-      relabel(again);
+      relabel(again, labels, count);
       add_repeats(r, again, label);
     }
   }
+}
+
+}  // namespace
+
+CheckResult run_on_each_gpu(const CheckContext& ctx, std::string_view check,
+                            const PerGpuProbe& probe) {
+  Timing t{Steady::now()};
+  // Before any CUDA call (this process has no context yet, so every compute process NVML lists
+  // is someone else's): a GPU shared with other work measures slow without being faulty, and
+  // allocating on it could take memory from that work. Any busy GPU -> the whole check is
+  // error VIGIL-GPU-BUSY and no GPU is touched (docs/cuda-probes.md, "Busy GPUs").
+  const nvml::BusyScan others = nvml::scan_gpus_for_other_work(ctx);
+  if (!others.busy.empty()) return nvml::gpu_busy_result(check, others.busy);
+  if (auto mig = nvml::mig_skip_result(check, others.mig_enabled)) return *mig;
+
+  // GPU numbers in reports must match the NVML checks' (PCI bus order); respect an explicit
+  // choice by the operator.
+  setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", /*overwrite=*/0);
+
+  // A driver too old for this build's runtime is the node's setup, not a fault (cuda_driver.h).
+  if (auto too_old = skip_if_driver_too_old(check)) return *too_old;
+
+  int count = 0;
+  if (auto no_device = count_devices(check, count)) return *no_device;
+
+  CheckResult r;
+  r.check = std::string(check);
+  std::vector<GpuFailure> failures;
+  std::vector<std::string> notes;
+  if (!others.unknown.empty()) notes.push_back(others.unknown);
+  // Reports and histories name GPUs by NVML index (review F18, cuda_labels.h).
+  const CudaLabels labels = label_devices(others.bus_ids, count);
+  if (!labels.matched)
+    notes.push_back("GPU numbers are CUDA ordinals: their PCI bus ids did not match NVML's");
+  for (int gpu = 0; gpu < count; ++gpu) {
+    VoidResult done = timed_probe(probe, gpu, r, notes, t);
+    if (done) continue;
+    failures.push_back({labels.label[gpu], done.error()});
+    cudaGetLastError();  // clear a non-sticky error before the next GPU
+  }
+  relabel(r, labels, count);
+  // Confirmation: a GPU slower than its peers or than its own recent healthy figures (kept in
+  // the probe's state file) is measured again, so the drainer can tell a slow GPU (its repeats
+  // are slow too) from a transient dip (docs/detection.md).
+  const detect::DetectConfig& cfg = ctx.detect_config();  // the site's, as the drainer's
+  CounterState state(ctx.state_dir, check, ctx.node);
+  const GpuHistory history = recent_history(state, r);
+  run_repeats(ctx, probe, labels, count, plan_repeats(r, cfg, history), t, r, notes);
   if (state.enabled()) {
     for (const LearnedFigure& f : learnable_figures(r, history, cfg))
       state.remember_figure(gpu_history_key(f.measurement, f.gpu), f.value,

@@ -31,6 +31,111 @@ constexpr std::string_view kName = "ib_counters";
 constexpr std::string_view kFaultPrefix = "VIGIL-IB";
 constexpr std::string_view kFaultState = "VIGIL-IB-STATE-UNWRITABLE";
 
+using Readings = std::vector<std::pair<const ib::PortDir*, ib::Counters>>;
+
+// "; saturated (...): <port> <counter>" for the counters at their maximum, else "".
+std::string saturated_note(const Readings& readings, const ib::CounterSet& set) {
+  std::vector<std::string> saturated;
+  for (const auto& [port, counters] : readings) {
+    for (const auto& spec : set.specs) {
+      const auto it = counters.find(spec.name);
+      if (it != counters.end() && it->second >= spec.saturated()) {
+        saturated.push_back(port->id() + " " + std::string(spec.name));
+      }
+    }
+  }
+  return saturated.empty() ? ""
+                           : "; saturated (further errors invisible, clear with perfquery -x): " +
+                                 short_list(saturated, 2);
+}
+
+struct Increase {
+  std::string text;  // "mlx5_0/1 symbol_error +120"
+  size_t measurement;
+};
+
+// What the readings changed against the stored ones.
+struct Deltas {
+  std::vector<Increase> increases;
+  std::vector<std::string> new_ports, resets;
+};
+
+// Adds a "<counter>_delta" measurement per port and counter, updating `state`.
+Deltas add_deltas(CheckResult& r, const CheckContext& ctx, CounterState& state,
+                  const Readings& readings, const ib::CounterSet& set) {
+  Deltas d;
+  for (const auto& [port, counters] : readings) {
+    const std::string id = port->id();
+    int unseen = 0;
+    for (const auto& spec : set.specs) {
+      const std::string name(spec.name);
+      if (!counters.count(name)) continue;  // an HCA without it (kRoceCounters)
+      const CounterState::Change change = state.update(id + " " + name, counters.at(name));
+      std::uint64_t delta = change.delta.value_or(0);
+      unseen += !change.delta.has_value();
+      if (change.reset) {
+        // Went down: counters were cleared (perfquery -x, driver reload, reboot). When within
+        // the interval the errors happened is unknown, so restart the baseline, no fail.
+        d.resets.push_back(id + " " + name);
+        delta = 0;
+      }
+      add_measurement(r, ctx, name + "_delta", static_cast<double>(delta), "count", {}, id);
+      if (delta > 0) {
+        d.increases.push_back(
+            {id + " " + name + " +" + std::to_string(delta), r.measurements.size() - 1});
+      }
+    }
+    if (unseen == static_cast<int>(counters.size()) && unseen > 0 && state.has_previous()) {
+      d.new_ports.push_back(id);
+    }
+  }
+  return d;
+}
+
+// "symbol_error_delta" -> "VIGIL-IB-COUNTER-SYMBOL-ERROR"
+std::string counter_fault(std::string_view measurement) {
+  measurement.remove_suffix(std::string_view("_delta").size());
+  std::string fault = "VIGIL-IB-COUNTER-";
+  for (char c : measurement) {
+    fault += c == '_' ? '-' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  }
+  return fault;
+}
+
+// The message and fault code of a judged result: the increases of the worst status, else what
+// this run recorded.
+void describe_deltas(CheckResult& r, const Deltas& d, const CounterState& state, size_t ports) {
+  std::vector<std::string> shown;
+  std::string fault;
+  for (const auto& inc : d.increases) {
+    if (r.status != Status::kPass && r.measurements[inc.measurement].status() == r.status) {
+      shown.push_back(inc.text);
+      if (fault.empty()) fault = counter_fault(r.measurements[inc.measurement].name);
+    }
+  }
+  if (!shown.empty()) {
+    r.message = short_list(shown, 3);
+    r.fault_code = fault;
+  } else if (!state.has_previous()) {
+    r.message = "baseline recorded";
+    if (!state.load_problem().empty()) r.message += " (" + state.load_problem() + ")";
+  } else {
+    std::string since;
+    if (auto s = state.seconds_since_previous()) since = " in " + std::to_string(*s) + " s";
+    if (d.increases.empty()) {
+      r.message = "no new errors on " + std::to_string(ports) + " ports" + since;
+    } else {
+      std::vector<std::string> texts;
+      for (const auto& inc : d.increases) texts.push_back(inc.text);
+      r.message = "increases within thresholds" + since + ": " + short_list(texts, 3);
+    }
+    if (!d.new_ports.empty()) r.message += "; baseline recorded for " + short_list(d.new_ports, 3);
+  }
+  if (!d.resets.empty()) {
+    r.message += "; counter reset, baseline restarted: " + short_list(d.resets, 2);
+  }
+}
+
 class IbCountersCheck final : public Check {
  public:
   std::string_view name() const override { return kName; }
@@ -51,7 +156,7 @@ class IbCountersCheck final : public Check {
       return skipped(kName, "no " + std::string(ib::fabric_name(layer)) + " ports");
 
     std::vector<Error> errors = scan->errors;
-    std::vector<std::pair<const ib::PortDir*, ib::Counters>> readings;
+    Readings readings;
     for (const auto& p : scan->ports) {
       auto c = ib::read_error_counters(p, set);
       if (!c) {
@@ -63,19 +168,7 @@ class IbCountersCheck final : public Check {
 
     CheckResult r;
     r.check = std::string(kName);
-    std::vector<std::string> saturated;
-    for (const auto& [port, counters] : readings) {
-      for (const auto& spec : set.specs) {
-        const auto it = counters.find(spec.name);
-        if (it != counters.end() && it->second >= spec.saturated()) {
-          saturated.push_back(port->id() + " " + std::string(spec.name));
-        }
-      }
-    }
-    const std::string saturated_note =
-        saturated.empty() ? ""
-                          : "; saturated (further errors invisible, clear with perfquery -x): " +
-                                short_list(saturated, 2);
+    const std::string saturated = saturated_note(readings, set);
 
     if (ctx.state_dir.empty()) {
       // Without a previous reading there is no delta. Report the absolute values under their
@@ -86,91 +179,22 @@ class IbCountersCheck final : public Check {
           add_measurement(r, ctx, name, static_cast<double>(value), "count", {}, port->id());
         }
       }
-      r.message = "absolute counters since last reset (no state dir: no deltas)" + saturated_note;
+      r.message = "absolute counters since last reset (no state dir: no deltas)" + saturated;
       finalize(r, kFaultPrefix);
       ib::merge_read_errors(r, errors);
       return r;
     }
 
     CounterState state(ctx.state_dir, kName, ctx.node);
-    struct Increase {
-      std::string text;  // "mlx5_0/1 symbol_error +120"
-      size_t measurement;
-    };
-    std::vector<Increase> increases;
-    std::vector<std::string> new_ports, resets;
-    for (const auto& [port, counters] : readings) {
-      const std::string id = port->id();
-      int unseen = 0;
-      for (const auto& spec : set.specs) {
-        const std::string name(spec.name);
-        if (!counters.count(name)) continue;  // an HCA without it (kRoceCounters)
-        const CounterState::Change change = state.update(id + " " + name, counters.at(name));
-        std::uint64_t delta = change.delta.value_or(0);
-        unseen += !change.delta.has_value();
-        if (change.reset) {
-          // Went down: counters were cleared (perfquery -x, driver reload, reboot). When within
-          // the interval the errors happened is unknown, so restart the baseline, no fail.
-          resets.push_back(id + " " + name);
-          delta = 0;
-        }
-        add_measurement(r, ctx, name + "_delta", static_cast<double>(delta), "count", {}, id);
-        if (delta > 0) {
-          increases.push_back(
-              {id + " " + name + " +" + std::to_string(delta), r.measurements.size() - 1});
-        }
-      }
-      if (unseen == static_cast<int>(counters.size()) && unseen > 0 && state.has_previous()) {
-        new_ports.push_back(id);
-      }
-    }
-
+    const Deltas deltas = add_deltas(r, ctx, state, readings, set);
     if (auto saved = state.save(); !saved) {
       // Without a stored reading every future run would be a first run that sees nothing.
       return error(kName, saved.error().to_string(), std::string(kFaultState));
     }
 
     finalize(r, kFaultPrefix);
-
-    std::vector<std::string> shown;
-    std::string fault;
-    for (const auto& inc : increases) {
-      if (r.status != Status::kPass && r.measurements[inc.measurement].status() == r.status) {
-        shown.push_back(inc.text);
-        if (fault.empty()) {
-          // "symbol_error_delta" -> "VIGIL-IB-COUNTER-SYMBOL-ERROR"
-          std::string_view counter = r.measurements[inc.measurement].name;
-          counter.remove_suffix(std::string_view("_delta").size());
-          fault = "VIGIL-IB-COUNTER-";
-          for (char c : counter) {
-            fault +=
-                c == '_' ? '-' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-          }
-        }
-      }
-    }
-    if (!shown.empty()) {
-      r.message = short_list(shown, 3);
-      r.fault_code = fault;
-    } else if (!state.has_previous()) {
-      r.message = "baseline recorded";
-      if (!state.load_problem().empty()) r.message += " (" + state.load_problem() + ")";
-    } else {
-      std::string since;
-      if (auto s = state.seconds_since_previous()) since = " in " + std::to_string(*s) + " s";
-      if (increases.empty()) {
-        r.message = "no new errors on " + std::to_string(readings.size()) + " ports" + since;
-      } else {
-        std::vector<std::string> texts;
-        for (const auto& inc : increases) texts.push_back(inc.text);
-        r.message = "increases within thresholds" + since + ": " + short_list(texts, 3);
-      }
-      if (!new_ports.empty()) r.message += "; baseline recorded for " + short_list(new_ports, 3);
-    }
-    if (!resets.empty()) {
-      r.message += "; counter reset, baseline restarted: " + short_list(resets, 2);
-    }
-    r.message += saturated_note;
+    describe_deltas(r, deltas, state, readings.size());
+    r.message += saturated;
     ib::merge_read_errors(r, errors);
     return r;
   }

@@ -47,6 +47,123 @@ struct Problem {
   std::string_view fault;  // VIGIL-IB-*
 };
 
+// What the SKU asks of the node's ports.
+struct Want {
+  int ports = 0;         // active ports; 0: no expectation
+  double rate_gbps = 0;  // of each active port; 0: not judged
+  std::string kind;      // "IB" or "RoCE", for messages
+};
+
+struct Row {
+  const ib::PortDir* dir;
+  ib::PortStatus st;
+};
+
+// The SKU has an IB fabric but the node shows none: HCAs missing or driver not loaded.
+// That is a hardware/host finding (fail), not a setup problem of Vigil.
+CheckResult ports_missing(const CheckContext& ctx, const ib::Scan& scan, const Want& want,
+                          const std::string& fabric) {
+  CheckResult r;
+  r.check = std::string(kName);
+  Measurement& m = add_measurement(r, ctx, "active_ports", 0, "count");
+  default_threshold(m, Op::kGe, want.ports);
+  r.message = "0/" + std::to_string(want.ports) + " " + want.kind + " ports (" +
+              (scan.class_dir_present ? "no " + fabric + " port in " : "no ") +
+              scan.class_dir.string() + ")";
+  r.fault_code = std::string(kFaultPortsMissing);
+  finalize(r, kFaultPrefix);
+  return r;
+}
+
+// Adds port_active, port_link_up and port_rate of one port, and its problems to `problems`.
+void judge_port(CheckResult& r, const CheckContext& ctx, const Row& row, bool enough_active,
+                double want_rate, std::vector<Problem>& problems) {
+  const std::string id = row.dir->id();
+  // add_measurement appends to a vector: take references only after all three are added.
+  const size_t first = r.measurements.size();
+  add_measurement(r, ctx, "port_active", row.st.active() ? 1 : 0, "bool", {}, id);
+  add_measurement(r, ctx, "port_link_up", row.st.link_up() ? 1 : 0, "bool", {}, id);
+  // A port without a trained link has no meaningful rate: report 0, judge only active ones.
+  const double rate = row.st.active() ? row.st.rate_gbps.value_or(0) : 0;
+  add_measurement(r, ctx, "port_rate", rate, "Gb/s", {}, id);
+  Measurement& act = r.measurements[first];
+  Measurement& up = r.measurements[first + 1];
+  Measurement& rt = r.measurements[first + 2];
+  default_threshold(act, Op::kGe, 1);
+  default_threshold(up, Op::kGe, 1);
+  if (enough_active && row.st.disabled()) {
+    // Also overrides a SKU file's "port_active >= 1": the SKU's port count is what decides
+    // whether a deliberately disabled port takes the node out.
+    act.threshold = make_threshold(Op::kGe, 0, 1, "bool");
+    up.threshold = make_threshold(Op::kGe, 0, 1, "bool");
+  }
+  if (want_rate > 0) default_threshold(rt, Op::kGe, want_rate);
+  if (!row.st.active()) rt.threshold.reset();  // no trained link, no rate to judge
+
+  if (Status s = up.status(); s != Status::kPass) {
+    problems.push_back({s, id + " down", kFaultPortDown});
+  } else if (Status s2 = act.status(); s2 != Status::kPass) {
+    problems.push_back({s2, id + " " + row.st.state.text, kFaultPortInactive});
+  }
+  if (Status s = rt.status(); s != Status::kPass && row.st.active()) {
+    const double bound = !rt.threshold                              ? want_rate
+                         : s == Status::kWarn && rt.threshold->warn ? *rt.threshold->warn
+                                                                    : rt.threshold->fail;
+    problems.push_back({s, id + " rate " + fmt(rate) + "<" + fmt(bound) + "Gb/s", kFaultRate});
+  }
+}
+
+// Adds active_ports against the SKU's count; a shortfall goes first in `problems`.
+void judge_active_count(CheckResult& r, const CheckContext& ctx, int active, int unknown,
+                        const ib::Scan& scan, const Want& want, std::vector<Problem>& problems) {
+  Measurement& total = add_measurement(r, ctx, "active_ports", active, "count");
+  if (want.ports > 0) default_threshold(total, Op::kGe, want.ports);
+  // Ports whose files could not be read are unknown, not down: a shortfall they could explain
+  // is left unjudged (the check then reports error for the unreadable file, never a false fail).
+  if (unknown > 0 && total.threshold && active + unknown >= total.threshold->fail) {
+    total.threshold.reset();
+  }
+  if (Status s = total.status(); s != Status::kPass) {
+    const int present = static_cast<int>(scan.ports.size());
+    const int needed = static_cast<int>(std::ceil(total.threshold->fail));
+    // Per-port problems already explain a shortfall among present ports; name the count only
+    // when ports are missing altogether.
+    if (present < needed || problems.empty()) {
+      problems.insert(problems.begin(),
+                      {s,
+                       std::to_string(active) + "/" + std::to_string(needed) + " " + want.kind +
+                           " ports active (" + std::to_string(present) + " present)",
+                       present < needed ? kFaultPortsMissing : kFaultPortDown});
+    }
+  }
+}
+
+// The message and fault code of the finalized result: the problems of the worst status, in
+// order, or a summary of a pass.
+void describe(CheckResult& r, const std::vector<Problem>& problems, int active, size_t ports,
+              const ib::Scan& scan, const Want& want) {
+  std::vector<std::string> shown;
+  std::string_view first_fault;
+  for (const auto& p : problems) {
+    if (p.status != r.status) continue;
+    if (shown.empty()) first_fault = p.fault;
+    shown.push_back(p.text);
+  }
+  if (!shown.empty()) {
+    r.message = short_list(shown, 3);
+    r.fault_code = std::string(first_fault);
+  } else if (r.status == Status::kPass) {
+    r.message =
+        std::to_string(active) + "/" + std::to_string(ports) + " " + want.kind + " ports active";
+    if (want.rate_gbps > 0) r.message += " at >= " + fmt(want.rate_gbps) + " Gb/s";
+    r.fault_code.clear();
+  }
+  if (!scan.ignored.empty() && r.status == Status::kPass) {
+    r.message += "; ignored non-" + want.kind + ": " + scan.ignored.front();
+    if (scan.ignored.size() > 1) r.message += " +" + std::to_string(scan.ignored.size() - 1);
+  }
+}
+
 class IbPortCheck final : public Check {
  public:
   std::string_view name() const override { return kName; }
@@ -55,38 +172,20 @@ class IbPortCheck final : public Check {
   }
 
   CheckResult run(const CheckContext& ctx) override {
-    const int expected = ctx.sku ? ctx.sku->infiniband.ports : 0;
-    const double want_rate = ctx.sku ? ctx.sku->infiniband.rate_gbps : 0;
-
     const std::string layer = ctx.sku ? ctx.sku->infiniband.link_layer : "InfiniBand";
     const std::string fabric(ib::fabric_name(layer));
-    const std::string kind = layer == "Ethernet" ? "RoCE" : "IB";  // for messages
+    const Want want{ctx.sku ? ctx.sku->infiniband.ports : 0,
+                    ctx.sku ? ctx.sku->infiniband.rate_gbps : 0,
+                    layer == "Ethernet" ? "RoCE" : "IB"};
     auto scan = ib::scan_ports(ctx.sysfs_root, layer,
                                ctx.sku ? ctx.sku->infiniband.devices : std::vector<std::string>{});
     if (!scan)
       return error(kName, scan.error().to_string(), std::string(ib::kFaultSysfsUnreadable));
-
-    CheckResult r;
-    r.check = std::string(kName);
-
     if (scan->ports.empty() && scan->errors.empty()) {
-      if (expected <= 0) return skipped(kName, "no " + fabric + " ports");
-      // The SKU has an IB fabric but the node shows none: HCAs missing or driver not loaded.
-      // That is a hardware/host finding (fail), not a setup problem of Vigil.
-      Measurement& m = add_measurement(r, ctx, "active_ports", 0, "count");
-      default_threshold(m, Op::kGe, expected);
-      r.message = "0/" + std::to_string(expected) + " " + kind + " ports (" +
-                  (scan->class_dir_present ? "no " + fabric + " port in " : "no ") +
-                  scan->class_dir.string() + ")";
-      r.fault_code = std::string(kFaultPortsMissing);
-      finalize(r, kFaultPrefix);
-      return r;
+      if (want.ports <= 0) return skipped(kName, "no " + fabric + " ports");
+      return ports_missing(ctx, *scan, want, fabric);
     }
 
-    struct Row {
-      const ib::PortDir* dir;
-      ib::PortStatus st;
-    };
     std::vector<Row> rows;
     std::vector<Error> errors = scan->errors;
     for (const auto& p : scan->ports) {
@@ -104,89 +203,15 @@ class IbPortCheck final : public Check {
     // other down state (Polling: no cable or a dead peer) fails: counts alone cannot tell a
     // compute port from a storage port (DGX H100/H200/B200 have 8 compute + 4 storage
     // ConnectX-7 ports, all possibly InfiniBand).
-    const bool enough_active = expected > 0 && active >= expected;
+    const bool enough_active = want.ports > 0 && active >= want.ports;
 
+    CheckResult r;
+    r.check = std::string(kName);
     std::vector<Problem> problems;
-    for (const auto& row : rows) {
-      const std::string id = row.dir->id();
-      // add_measurement appends to a vector: take references only after all three are added.
-      const size_t first = r.measurements.size();
-      add_measurement(r, ctx, "port_active", row.st.active() ? 1 : 0, "bool", {}, id);
-      add_measurement(r, ctx, "port_link_up", row.st.link_up() ? 1 : 0, "bool", {}, id);
-      // A port without a trained link has no meaningful rate: report 0, judge only active ones.
-      const double rate = row.st.active() ? row.st.rate_gbps.value_or(0) : 0;
-      add_measurement(r, ctx, "port_rate", rate, "Gb/s", {}, id);
-      Measurement& act = r.measurements[first];
-      Measurement& up = r.measurements[first + 1];
-      Measurement& rt = r.measurements[first + 2];
-      default_threshold(act, Op::kGe, 1);
-      default_threshold(up, Op::kGe, 1);
-      if (enough_active && row.st.disabled()) {
-        // Also overrides a SKU file's "port_active >= 1": the SKU's port count is what decides
-        // whether a deliberately disabled port takes the node out.
-        act.threshold = make_threshold(Op::kGe, 0, 1, "bool");
-        up.threshold = make_threshold(Op::kGe, 0, 1, "bool");
-      }
-      if (want_rate > 0) default_threshold(rt, Op::kGe, want_rate);
-      if (!row.st.active()) rt.threshold.reset();  // no trained link, no rate to judge
-
-      if (Status s = up.status(); s != Status::kPass) {
-        problems.push_back({s, id + " down", kFaultPortDown});
-      } else if (Status s2 = act.status(); s2 != Status::kPass) {
-        problems.push_back({s2, id + " " + row.st.state.text, kFaultPortInactive});
-      }
-      if (Status s = rt.status(); s != Status::kPass && row.st.active()) {
-        const double bound = !rt.threshold                              ? want_rate
-                             : s == Status::kWarn && rt.threshold->warn ? *rt.threshold->warn
-                                                                        : rt.threshold->fail;
-        problems.push_back({s, id + " rate " + fmt(rate) + "<" + fmt(bound) + "Gb/s", kFaultRate});
-      }
-    }
-    Measurement& total = add_measurement(r, ctx, "active_ports", active, "count");
-    if (expected > 0) default_threshold(total, Op::kGe, expected);
-    // Ports whose files could not be read are unknown, not down: a shortfall they could explain
-    // is left unjudged (the check then reports error for the unreadable file, never a false fail).
-    const int unknown = static_cast<int>(errors.size());
-    if (unknown > 0 && total.threshold && active + unknown >= total.threshold->fail) {
-      total.threshold.reset();
-    }
-    if (Status s = total.status(); s != Status::kPass) {
-      const int present = static_cast<int>(scan->ports.size());
-      const int needed = static_cast<int>(std::ceil(total.threshold->fail));
-      // Per-port problems already explain a shortfall among present ports; name the count only
-      // when ports are missing altogether.
-      if (present < needed || problems.empty()) {
-        problems.insert(problems.begin(),
-                        {s,
-                         std::to_string(active) + "/" + std::to_string(needed) + " " + kind +
-                             " ports active (" + std::to_string(present) + " present)",
-                         present < needed ? kFaultPortsMissing : kFaultPortDown});
-      }
-    }
-
+    for (const auto& row : rows) judge_port(r, ctx, row, enough_active, want.rate_gbps, problems);
+    judge_active_count(r, ctx, active, static_cast<int>(errors.size()), *scan, want, problems);
     finalize(r, kFaultPrefix);
-
-    std::vector<std::string> shown;  // the problems of the worst status, in order
-    std::string_view first_fault;
-    for (const auto& p : problems) {
-      if (p.status != r.status) continue;
-      if (shown.empty()) first_fault = p.fault;
-      shown.push_back(p.text);
-    }
-    if (!shown.empty()) {
-      r.message = short_list(shown, 3);
-      r.fault_code = std::string(first_fault);
-    } else if (r.status == Status::kPass) {
-      r.message =
-          std::to_string(active) + "/" + std::to_string(rows.size()) + " " + kind + " ports active";
-      if (want_rate > 0) r.message += " at >= " + fmt(want_rate) + " Gb/s";
-      r.fault_code.clear();
-    }
-    if (!scan->ignored.empty() && r.status == Status::kPass) {
-      r.message += "; ignored non-" + kind + ": " + scan->ignored.front();
-      if (scan->ignored.size() > 1) r.message += " +" + std::to_string(scan->ignored.size() - 1);
-    }
-
+    describe(r, problems, active, rows.size(), *scan, want);
     ib::merge_read_errors(r, errors);
     return r;
   }

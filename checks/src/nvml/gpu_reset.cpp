@@ -140,16 +140,32 @@ std::string not_restored_note(const std::vector<std::string>& failed) {
 
 constexpr const char* kFaultResetMig = "VIGIL-RESET-MIG";
 
-// Why MIG keeps the node's GPUs from a reset now, or "".
-std::string refusal(const BusyScan& scan) {
+// Why the node's GPUs may not be reset now, with the fault; `why` is empty when they may.
+struct Refusal {
+  std::string why;
+  const char* fault = "";
+};
+
+// Only a listed process refuses the reset: a GPU hung after an XID may read busy with nothing
+// on it. Processes NVML cannot list (another PID namespace) meet nvidia-smi's own refusal.
+// MIG refuses it too.
+Refusal refusal(const BusyScan& scan) {
+  if (!scan.busy.empty()) {
+    std::vector<std::string> who;
+    for (const GpuBusy& b : scan.busy) who.push_back(b.reason);
+    return {"GPU busy: " + short_list(who, 4, "; ", "; ") +
+                "; not reset (never someone's work; a leftover goes with the reboot rung)",
+            kFaultGpuBusy};
+  }
   if (!scan.mig_enabled.empty()) {
     std::vector<std::string> gpus;
     for (int g : scan.mig_enabled) gpus.push_back("gpu" + std::to_string(g));
-    return "MIG enabled on " + short_list(gpus, 8, ", ", ", ") +
-           ": not reset (a reset destroys the GPU instances the site configured; the reboot "
-           "rung and the site's MIG setup at boot handle it)";
+    return {"MIG enabled on " + short_list(gpus, 8, ", ", ", ") +
+                ": not reset (a reset destroys the GPU instances the site configured; the reboot "
+                "rung and the site's MIG setup at boot handle it)",
+            kFaultResetMig};
   }
-  return "";
+  return {};
 }
 
 // After a good reset the boot id stays, so the kmsg cursors' remembered XIDs a reset clears
@@ -242,6 +258,32 @@ BugReport keep_bug_report(const ResetOptions& o, int64_t now) {
   return {"; bug report: " + file, kept ? file : ""};
 }
 
+// The UUIDs of the GPUs whose persistence mode is on, or why nvidia-smi did not say.
+Result<std::vector<std::string>> persistent_gpus(const ResetOptions& o) {
+  const auto query =
+      smi(o, {"--query-gpu=uuid,persistence_mode", "--format=csv,noheader"}, o.query_timeout);
+  if (!succeeded(query)) return Error{what_happened("nvidia-smi --query-gpu", query), ""};
+  auto rows = parse_persistence(query.value().out);
+  if (!rows) return rows.error();
+  std::vector<std::string> persistent;
+  for (const PersistenceRow& r : *rows)
+    if (r.enabled) persistent.push_back(r.uuid);
+  return persistent;
+}
+
+// The GPUs of `before` that `after` lacks: their UUIDs or, when every UUID is back, how many
+// fewer GPUs NVML lists.
+std::vector<std::string> missing_gpus(const GpuInventory& before, const GpuInventory& after) {
+  const size_t gpus = before.gpu_names.size();
+  std::vector<std::string> missing;
+  const std::set<std::string> back(after.uuids.begin(), after.uuids.end());
+  for (const std::string& uuid : known_uuids(before))
+    if (!back.count(uuid)) missing.push_back(uuid);
+  if (missing.empty() && after.gpu_names.size() < gpus)
+    missing.push_back(std::to_string(gpus - after.gpu_names.size()) + " GPU(s)");
+  return missing;
+}
+
 }  // namespace
 
 Result<std::vector<PersistenceRow>> parse_persistence(std::string_view csv) {
@@ -278,28 +320,11 @@ CheckResult reset_gpus(const CheckContext& ctx, const ResetOptions& o) {
   if (!before) return error(kCheck, "NVML not available: " + before.error().to_string());
   const size_t gpus = before->gpu_names.size();
   if (gpus == 0) return error(kCheck, "NVML lists no GPU; nothing to reset");
-  // Only a listed process refuses the reset: a GPU hung after an XID may read busy with nothing
-  // on it. Processes NVML cannot list (another PID namespace) meet nvidia-smi's own refusal.
   const BusyScan scan = scan_gpus_for_other_work(ctx, BusySampling{1}, /*processes_only=*/true);
-  if (!scan.busy.empty()) {
-    std::vector<std::string> who;
-    for (const GpuBusy& b : scan.busy) who.push_back(b.reason);
-    return error(kCheck,
-                 "GPU busy: " + short_list(who, 4, "; ", "; ") +
-                     "; not reset (never someone's work; a leftover goes with the reboot rung)",
-                 kFaultGpuBusy);
-  }
-  if (std::string why = refusal(scan); !why.empty()) return error(kCheck, why, kFaultResetMig);
+  if (const Refusal no = refusal(scan); !no.why.empty()) return error(kCheck, no.why, no.fault);
 
-  const auto query =
-      smi(o, {"--query-gpu=uuid,persistence_mode", "--format=csv,noheader"}, o.query_timeout);
-  if (!succeeded(query))
-    return error(kCheck, what_happened("nvidia-smi --query-gpu", query) + "; not reset");
-  auto rows = parse_persistence(query.value().out);
-  if (!rows) return error(kCheck, rows.error().to_string() + "; not reset");
-  std::vector<std::string> persistent;
-  for (const PersistenceRow& r : *rows)
-    if (r.enabled) persistent.push_back(r.uuid);
+  auto persistent = persistent_gpus(o);
+  if (!persistent) return error(kCheck, persistent.error().to_string() + "; not reset");
   const BugReport bug_report = keep_bug_report(o, static_cast<int64_t>(std::time(nullptr)));
   const std::string& evidence = bug_report.note;
   // Every outcome from here on names the file the bug report left, in a field of its own.
@@ -310,7 +335,7 @@ CheckResult reset_gpus(const CheckContext& ctx, const ResetOptions& o) {
 
   // Whatever holds the GPUs open goes quiet for the reset and comes back after it, on every
   // path: the site's units, then persistence mode (NVIDIA/NVSentinel #1690).
-  Quieted quiet(o, persistent);
+  Quieted quiet(o, *persistent);
   // Not reset, for `why`: what was quieted comes back first, and the message says what did not.
   auto refuse = [&](const std::string& why, const char* fault = "") {
     const std::string not_restored = not_restored_note(quiet.restore());
@@ -352,13 +377,7 @@ CheckResult reset_gpus(const CheckContext& ctx, const ResetOptions& o) {
                 not_restored + evidence;
     return kept(r);
   }
-  std::vector<std::string> missing;
-  const std::set<std::string> back(after->uuids.begin(), after->uuids.end());
-  for (const std::string& uuid : known_uuids(*before))
-    if (!back.count(uuid)) missing.push_back(uuid);
-  if (missing.empty() && after->gpu_names.size() < gpus)
-    missing.push_back(std::to_string(gpus - after->gpu_names.size()) + " GPU(s)");
-  if (!missing.empty()) {
+  if (const auto missing = missing_gpus(*before, *after); !missing.empty()) {
     r.status = Status::kFail;
     r.message = "reset, but " + short_list(missing, 4, ", ", ", ") + " did not come back" +
                 not_restored + evidence;

@@ -12,6 +12,7 @@
 // judged by DCGM 4.6.0's 1e-12 rule). docs/checks-nvml.md "nvml_nvlink".
 #include <iterator>
 #include <map>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -70,11 +71,13 @@ constexpr Counter kNvlink5Counters[] = {
      "VIGIL-NVML-NVLINK-SYMBOL"},
 };
 
+// Both tables, in the order their measurements are reported.
+constexpr std::span<const Counter> kCounterTables[] = {kCounters, kNvlink5Counters};
+
 const Counter* counter_of(std::string_view measurement) {
-  for (const Counter& c : kCounters)
-    if (measurement == c.measurement) return &c;
-  for (const Counter& c : kNvlink5Counters)
-    if (measurement == c.measurement) return &c;
+  for (const std::span<const Counter> table : kCounterTables)
+    for (const Counter& c : table)
+      if (measurement == c.measurement) return &c;
   return nullptr;
 }
 
@@ -136,206 +139,255 @@ Nvlink5Reading read_nvlink5(const Session& s, int g, unsigned link) {
   return out;
 }
 
+// `item` after the others of a comma-separated list.
+void append_item(std::string& list, const std::string& item) {
+  list += (list.empty() ? "" : ",") + item;
+}
+
+// What the run found over every GPU, for the summary and the message.
+struct Findings {
+  int links_up = 0;
+  // (gpu, measurement) -> links whose counter moved, for the message
+  std::map<std::pair<int, std::string>, std::string> moved_links;
+  // gpu -> links that are down
+  std::map<int, std::string> down_links;
+  // gpu -> links whose effective BER is above the limit, with their BER
+  std::map<int, std::string> ber_text;
+  std::vector<int> mig_gpus;
+};
+
+// NVML reports every NVLink of a MIG-enabled GPU as inactive. DCGM works around it ("Bug
+// 200682374 - NVML reports links to MIG enabled GPUs as down. This causes health checks
+// to fail", dcgmlib/src/DcgmTopology.cpp) by treating them as disabled: so does Vigil
+// (review F02). Only the current mode counts: while MIG is merely pending the links
+// still report their real state.
+bool mig_enabled(const Session& s, int g) {
+  unsigned mig_current = 0, mig_pending = 0;
+  return call(s.api().device_get_mig_mode, s.gpus[g], &mig_current, &mig_pending) == NVML_SUCCESS &&
+         mig_current == kNvmlDeviceMigEnable;
+}
+
+// A counter's reading on one link. Readings are kept until every link of the GPU was read: a
+// failed query on link k must not move the saved baselines of links 0..k-1, or their growth since
+// the last run would never be reported (the next run's delta starts from the reading of this
+// failed run).
+struct Reading {
+  std::string state_key, port;
+  const Counter* counter;
+  unsigned long long value;
+};
+
+// What the scan of one GPU's links found.
+struct LinkScan {
+  int present = 0, down = 0;
+  bool failed = false;           // a link state query failed: the GPU is not judged
+  bool counters_failed = false;  // a counter query failed: its counters are not reported
+  std::vector<Reading> readings;
+  bool nvlink5 = false;   // this GPU's counters came from the NVLink5 fields
+  std::string ber_links;  // links whose effective BER is above DCGM's limit, with the BER
+  std::optional<int> ber_high;
+};
+
+// The error counters of one active link: its DL counters or, where it answers none (a Blackwell
+// driver), its NVLink5 fields.
+void read_link_counters(const Session& s, int g, unsigned link, const std::string& key, Verdict& v,
+                        LinkScan& scan) {
+  const std::string port = "nvlink" + std::to_string(link);
+  bool dl_answered = false;
+  for (const Counter& c : kCounters) {
+    unsigned long long value = 0;
+    const nvmlReturn_t rc = call(s.api().device_get_nvlink_error_counter, s.gpus[g], link,
+                                 static_cast<int>(c.id), &value);
+    if (is_not_supported(rc)) continue;
+    if (rc != NVML_SUCCESS) {
+      // The counters are then not reported for this GPU, but its link states still are:
+      // a counter the driver cannot read must not hide a link that is down.
+      v.query_failed(s, g, "nvmlDeviceGetNvLinkErrorCounter(" + port + ")", rc);
+      scan.counters_failed = true;
+      return;
+    }
+    scan.readings.push_back({key + "/" + port + "/" + c.key, port, &c, value});
+    dl_answered = true;
+  }
+  if (dl_answered) return;
+  // No DL counter on this link: a Blackwell driver. Its NVLink5 fields instead.
+  const Nvlink5Reading n5 = read_nvlink5(s, g, link);
+  if (n5.rc != NVML_SUCCESS) {
+    v.query_failed(
+        s, g, "nvmlDeviceGetFieldValues(" + port + (n5.failed.empty() ? "" : " " + n5.failed) + ")",
+        n5.rc);
+    scan.counters_failed = true;
+    return;
+  }
+  for (const auto& [c, value] : n5.counters) {
+    scan.readings.push_back({key + "/" + port + "/" + c->key, port, c, value});
+    scan.nvlink5 = true;
+  }
+  if (n5.ber) {
+    const bool high = ber_above_limit(*n5.ber);
+    scan.ber_high = std::max(scan.ber_high.value_or(0), high ? 1 : 0);
+    if (high) append_item(scan.ber_links, port + " " + n5.ber->text());
+  }
+}
+
+// Every link index of GPU g: its state and, with `counters` (a state dir), its error counters.
+// The links found down go to `down_links`.
+LinkScan scan_links(const Session& s, int g, const std::string& key, bool counters, Verdict& v,
+                    std::string& down_links) {
+  LinkScan scan;
+  for (unsigned link = 0; link < kNvmlNvLinkMaxLinks; ++link) {
+    int link_state = NVML_FEATURE_DISABLED;
+    const nvmlReturn_t rc = call(s.api().device_get_nvlink_state, s.gpus[g], link, &link_state);
+    if (is_not_supported(rc) || rc == NVML_ERROR_INVALID_ARGUMENT) continue;  // no link
+    if (rc != NVML_SUCCESS) {
+      v.query_failed(s, g, "nvmlDeviceGetNvLinkState(link " + std::to_string(link) + ")", rc);
+      scan.failed = true;
+      break;
+    }
+    ++scan.present;
+    if (link_state != NVML_FEATURE_ENABLED) {
+      ++scan.down;
+      append_item(down_links, "nvlink" + std::to_string(link));
+      continue;  // counters of a down link do not move
+    }
+    if (counters && !scan.counters_failed) read_link_counters(s, g, link, key, v, scan);
+  }
+  return scan;
+}
+
+// measurement -> sum over links of GPU g's growth since the last run, only for counters the
+// driver answered: Blackwell drivers answer NOT_SUPPORTED for the legacy DL counters (nvml.h:
+// "unsupported for Blackwell+", use the NVML_FI_DEV_NVLINK_COUNT_* fields), and an unanswered
+// counter is no zero (review F13). The links that moved go to `moved_links`.
+std::map<std::string, unsigned long long> record_deltas(
+    CounterState& state, int g, const std::vector<Reading>& readings,
+    std::map<std::pair<int, std::string>, std::string>& moved_links) {
+  std::map<std::string, unsigned long long> deltas;
+  for (const Reading& rd : readings) {
+    const auto delta = state.update(rd.state_key, rd.value).delta;
+    deltas[rd.counter->measurement] += delta.value_or(0);
+    if (delta.value_or(0) > 0) append_item(moved_links[{g, rd.counter->measurement}], rd.port);
+  }
+  return deltas;
+}
+
+// GPU g's counter deltas and effective BER as measurements; counters it did not answer noted.
+void report_counters(const CheckContext& ctx, int g, const LinkScan& scan,
+                     const std::map<std::string, unsigned long long>& deltas, CheckResult& r,
+                     Verdict& v, Findings& f) {
+  for (const std::span<const Counter> table : kCounterTables)
+    for (const Counter& c : table) {
+      const auto it = deltas.find(c.measurement);
+      if (it == deltas.end()) continue;  // not answered on any link
+      add_measurement(r, ctx, c.measurement, static_cast<double>(it->second), "count", g);
+    }
+  if (scan.ber_high) {
+    add_measurement(r, ctx, "nvlink_effective_ber_high", *scan.ber_high, "bool", g);
+    f.ber_text[g] = scan.ber_links;
+  }
+  const size_t expected = scan.nvlink5 ? std::size(kNvlink5Counters) : std::size(kCounters);
+  if (deltas.size() < expected && scan.present > scan.down) {
+    v.not_supported(g, "some NVLink error counters");
+  }
+}
+
+// One GPU not under MIG: its link count, links down and counters.
+void inspect_gpu(const CheckContext& ctx, const Session& s, int g, CounterState& state,
+                 CheckResult& r, Verdict& v, Findings& f) {
+  const std::string key = gpu_key(s, g);
+  // The links this GPU has as the driver counts them (NVML_FI_DEV_NVLINK_LINK_COUNT), where it
+  // answers: a figure a SKU file may bound (nvlink_link_count: NVLink 5 GPUs have 18). It does
+  // not bound the scan: a driver counting fewer links (one masked after a failed training)
+  // must not hide a link that is down.
+  if (const FieldRead count = read_field(s, g, kNvmlFieldNvLinkLinkCount);
+      count.rc == NVML_SUCCESS && count.value && *count.value <= kNvmlNvLinkMaxLinks)
+    add_measurement(r, ctx, "nvlink_link_count", static_cast<double>(*count.value), "count", g);
+  const LinkScan scan = scan_links(s, g, key, state.enabled(), v, f.down_links[g]);
+  std::map<std::string, unsigned long long> deltas;
+  if (!scan.failed && !scan.counters_failed)
+    deltas = record_deltas(state, g, scan.readings, f.moved_links);
+  if (scan.present == 0) {
+    if (!scan.failed) v.not_supported(g, "NVLink");
+    return;
+  }
+  if (scan.failed) return;  // the query failure is reported; partial counts would mislead
+  f.links_up += scan.present - scan.down;
+  Measurement& m = add_measurement(r, ctx, "nvlink_links_down", scan.down, "count", g);
+  if (!m.threshold) {
+    // Without a SKU bound Vigil does not know how many links this board wires: on PCIe
+    // boards with NVLink bridge connectors (H100 PCIe, H100/H200 NVL) a missing or partial
+    // bridge leaves links that NVML may report inactive, and DCGM only judges the links
+    // NVML_FI_DEV_NVLINK_LINK_COUNT says exist (DcgmCacheManager InitializeNvLinkCount).
+    // So an inactive link of an unknown board warns (review F17); the SKU files of the
+    // NVSwitch boards (every link wired) fail it, as DCGM's health watch does.
+    default_threshold(m, Op::kLe, 0, std::nullopt,
+                      "built-in: NVLink down warns on a board without a SKU file (its link "
+                      "count is unknown); SKU files fail it (DCGM health watch)");
+    m.threshold->unconfirmed = true;
+  }
+  if (state.enabled() && !scan.counters_failed) report_counters(ctx, g, scan, deltas, r, v, f);
+}
+
+// "links of MIG-enabled gpu0,gpu1 not judged (...)", or "" when no GPU is under MIG.
+std::string mig_note(const std::vector<int>& mig_gpus) {
+  if (mig_gpus.empty()) return "";
+  std::string note = "links of MIG-enabled ";
+  for (size_t i = 0; i < mig_gpus.size(); ++i)
+    note += (i ? ",gpu" : "gpu") + std::to_string(mig_gpus[i]);
+  return note + " not judged (NVML reports them inactive under MIG)";
+}
+
+// The counter state's part of the summary; saves the state.
+std::string state_note(const CounterState& state) {
+  if (!state.enabled()) return "; no state dir, error counter deltas not measured";
+  std::string note;
+  if (!state.load_problem().empty()) note += "; " + state.load_problem();
+  if (state.baselines() > 0) note += "; baseline recorded";
+  if (auto saved = state.save(); !saved) note += "; state not saved: " + saved.error().to_string();
+  return note;
+}
+
 class NvmlNvlinkCheck final : public NvmlCheck {
  public:
   std::string_view name() const override { return "nvml_nvlink"; }
 
   CheckResult inspect(const CheckContext& ctx, const Session& s, CheckResult& r,
                       Verdict& v) override {
-    const Api& api = s.api();
     CounterState state(ctx.state_dir, name(), ctx.node);
-    int links_up = 0;
-    // (gpu, measurement) -> links whose counter moved, for the message
-    std::map<std::pair<int, std::string>, std::string> moved_links;
-    // gpu -> links that are down
-    std::map<int, std::string> down_links;
-    // gpu -> links whose effective BER is above the limit, with their BER
-    std::map<int, std::string> ber_text;
-    std::vector<int> mig_gpus;
-
+    Findings f;
     for (int g = 0; g < s.count(); ++g) {
-      nvmlDevice_t dev = s.gpus[g];
-      if (!dev) continue;
-      // NVML reports every NVLink of a MIG-enabled GPU as inactive. DCGM works around it ("Bug
-      // 200682374 - NVML reports links to MIG enabled GPUs as down. This causes health checks
-      // to fail", dcgmlib/src/DcgmTopology.cpp) by treating them as disabled: so does Vigil
-      // (review F02). Only the current mode counts: while MIG is merely pending the links
-      // still report their real state.
-      unsigned mig_current = 0, mig_pending = 0;
-      if (call(api.device_get_mig_mode, dev, &mig_current, &mig_pending) == NVML_SUCCESS &&
-          mig_current == kNvmlDeviceMigEnable) {
-        mig_gpus.push_back(g);
+      if (!s.gpus[g]) continue;
+      if (mig_enabled(s, g)) {
+        f.mig_gpus.push_back(g);
         continue;
       }
-      const std::string key = gpu_key(s, g);
-      int present = 0, down = 0;
-      // measurement -> sum over links, only for counters the driver answered: Blackwell drivers
-      // answer NOT_SUPPORTED for the legacy DL counters (nvml.h: "unsupported for Blackwell+",
-      // use the NVML_FI_DEV_NVLINK_COUNT_* fields), and an unanswered counter is no zero
-      // (review F13).
-      std::map<std::string, unsigned long long> deltas;
-      bool failed = false, counters_failed = false;
-      // Readings are kept until every link of the GPU was read: a failed query on link k must
-      // not move the saved baselines of links 0..k-1, or their growth since the last run would
-      // never be reported (the next run's delta starts from the reading of this failed run).
-      struct Reading {
-        std::string state_key, port;
-        const Counter* counter;
-        unsigned long long value;
-      };
-      std::vector<Reading> readings;
-      bool nvlink5 = false;   // this GPU's counters came from the NVLink5 fields
-      std::string ber_links;  // links whose effective BER is above DCGM's limit, with the BER
-      std::optional<int> ber_high;
-      // The links this GPU has as the driver counts them (NVML_FI_DEV_NVLINK_LINK_COUNT), where it
-      // answers: a figure a SKU file may bound (nvlink_link_count: NVLink 5 GPUs have 18). It does
-      // not bound the scan: a driver counting fewer links (one masked after a failed training)
-      // must not hide a link that is down.
-      if (const FieldRead count = read_field(s, g, kNvmlFieldNvLinkLinkCount);
-          count.rc == NVML_SUCCESS && count.value && *count.value <= kNvmlNvLinkMaxLinks)
-        add_measurement(r, ctx, "nvlink_link_count", static_cast<double>(*count.value), "count", g);
-      for (unsigned link = 0; link < kNvmlNvLinkMaxLinks && !failed; ++link) {
-        int link_state = NVML_FEATURE_DISABLED;
-        nvmlReturn_t rc = call(api.device_get_nvlink_state, dev, link, &link_state);
-        if (is_not_supported(rc) || rc == NVML_ERROR_INVALID_ARGUMENT) continue;  // no link
-        if (rc != NVML_SUCCESS) {
-          v.query_failed(s, g, "nvmlDeviceGetNvLinkState(link " + std::to_string(link) + ")", rc);
-          failed = true;
-          break;
-        }
-        ++present;
-        const std::string port = "nvlink" + std::to_string(link);
-        if (link_state != NVML_FEATURE_ENABLED) {
-          ++down;
-          down_links[g] += (down_links[g].empty() ? "" : ",") + port;
-          continue;  // counters of a down link do not move
-        }
-        if (!state.enabled() || counters_failed) continue;
-        bool dl_answered = false;
-        for (const Counter& c : kCounters) {
-          unsigned long long value = 0;
-          rc = call(api.device_get_nvlink_error_counter, dev, link, static_cast<int>(c.id), &value);
-          if (is_not_supported(rc)) continue;
-          if (rc != NVML_SUCCESS) {
-            // The counters are then not reported for this GPU, but its link states still are:
-            // a counter the driver cannot read must not hide a link that is down.
-            v.query_failed(s, g, "nvmlDeviceGetNvLinkErrorCounter(" + port + ")", rc);
-            counters_failed = true;
-            break;
-          }
-          readings.push_back({key + "/" + port + "/" + c.key, port, &c, value});
-          dl_answered = true;
-        }
-        if (counters_failed || dl_answered) continue;
-        // No DL counter on this link: a Blackwell driver. Its NVLink5 fields instead.
-        const Nvlink5Reading n5 = read_nvlink5(s, g, link);
-        if (n5.rc != NVML_SUCCESS) {
-          v.query_failed(
-              s, g,
-              "nvmlDeviceGetFieldValues(" + port + (n5.failed.empty() ? "" : " " + n5.failed) + ")",
-              n5.rc);
-          counters_failed = true;
-          continue;
-        }
-        for (const auto& [c, value] : n5.counters) {
-          readings.push_back({key + "/" + port + "/" + c->key, port, c, value});
-          nvlink5 = true;
-        }
-        if (n5.ber) {
-          const bool high = ber_above_limit(*n5.ber);
-          ber_high = std::max(ber_high.value_or(0), high ? 1 : 0);
-          if (high) ber_links += (ber_links.empty() ? "" : ",") + port + " " + n5.ber->text();
-        }
-      }
-      if (!failed && !counters_failed) {
-        for (const Reading& rd : readings) {
-          const auto delta = state.update(rd.state_key, rd.value).delta;
-          deltas[rd.counter->measurement] += delta.value_or(0);
-          if (delta.value_or(0) > 0) {
-            std::string& links = moved_links[{g, rd.counter->measurement}];
-            links += (links.empty() ? "" : ",") + rd.port;
-          }
-        }
-      }
-      if (present == 0) {
-        if (!failed) v.not_supported(g, "NVLink");
-        continue;
-      }
-      if (failed) continue;  // the query failure is reported; partial counts would mislead
-      links_up += present - down;
-      Measurement& m = add_measurement(r, ctx, "nvlink_links_down", down, "count", g);
-      if (!m.threshold) {
-        // Without a SKU bound Vigil does not know how many links this board wires: on PCIe
-        // boards with NVLink bridge connectors (H100 PCIe, H100/H200 NVL) a missing or partial
-        // bridge leaves links that NVML may report inactive, and DCGM only judges the links
-        // NVML_FI_DEV_NVLINK_LINK_COUNT says exist (DcgmCacheManager InitializeNvLinkCount).
-        // So an inactive link of an unknown board warns (review F17); the SKU files of the
-        // NVSwitch boards (every link wired) fail it, as DCGM's health watch does.
-        default_threshold(m, Op::kLe, 0, std::nullopt,
-                          "built-in: NVLink down warns on a board without a SKU file (its link "
-                          "count is unknown); SKU files fail it (DCGM health watch)");
-        m.threshold->unconfirmed = true;
-      }
-      if (state.enabled() && !counters_failed) {
-        for (const Counter& c : kCounters) {
-          if (!deltas.count(c.measurement)) continue;  // not answered on any link
-          add_measurement(r, ctx, c.measurement, static_cast<double>(deltas[c.measurement]),
-                          "count", g);
-        }
-        for (const Counter& c : kNvlink5Counters) {
-          if (!deltas.count(c.measurement)) continue;
-          add_measurement(r, ctx, c.measurement, static_cast<double>(deltas[c.measurement]),
-                          "count", g);
-        }
-        if (ber_high) {
-          add_measurement(r, ctx, "nvlink_effective_ber_high", *ber_high, "bool", g);
-          ber_text[g] = ber_links;
-        }
-        const size_t expected = nvlink5 ? std::size(kNvlink5Counters) : std::size(kCounters);
-        if (deltas.size() < expected && present > down) {
-          v.not_supported(g, "some NVLink error counters");
-        }
-      }
+      inspect_gpu(ctx, s, g, state, r, v, f);
     }
-
-    std::string mig_note;
-    if (!mig_gpus.empty()) {
-      mig_note = "links of MIG-enabled ";
-      for (size_t i = 0; i < mig_gpus.size(); ++i)
-        mig_note += (i ? ",gpu" : "gpu") + std::to_string(mig_gpus[i]);
-      mig_note += " not judged (NVML reports them inactive under MIG)";
-      if (static_cast<int>(mig_gpus.size()) == s.count()) return skipped(name(), mig_note);
-    }
-    std::string summary = std::to_string(links_up) + " NVLinks up";
-    if (!mig_note.empty()) summary += "; " + mig_note;
-    if (!state.enabled()) {
-      summary += "; no state dir, error counter deltas not measured";
-    } else {
-      if (!state.load_problem().empty()) summary += "; " + state.load_problem();
-      if (state.baselines() > 0) summary += "; baseline recorded";
-      if (auto saved = state.save(); !saved) {
-        summary += "; state not saved: " + saved.error().to_string();
-      }
-    }
+    const std::string mig = mig_note(f.mig_gpus);
+    if (!f.mig_gpus.empty() && static_cast<int>(f.mig_gpus.size()) == s.count())
+      return skipped(name(), mig);
+    std::string summary = std::to_string(f.links_up) + " NVLinks up";
+    if (!mig.empty()) summary += "; " + mig;
+    summary += state_note(state);
     v.conclude(
         r,
         [&](const Measurement& m, Status) {
           const int g = m.gpu.value_or(-1);
           const std::string gs = "gpu" + std::to_string(g);
           if (m.name == "nvlink_links_down") {
-            return Described{gs + " " + down_links[g] + " down", "VIGIL-NVML-NVLINK-DOWN"};
+            return Described{gs + " " + f.down_links[g] + " down", "VIGIL-NVML-NVLINK-DOWN"};
           }
           if (m.name == "nvlink_link_count") {
             return Described{gs + " has " + figure(m.value) + " NVLinks",
                              "VIGIL-NVML-NVLINK-COUNT"};
           }
           if (m.name == "nvlink_effective_ber_high") {
-            return Described{gs + " " + ber_text[g] + " effective BER above 1e-12",
+            return Described{gs + " " + f.ber_text[g] + " effective BER above 1e-12",
                              "VIGIL-NVML-NVLINK-BER"};
           }
           if (const Counter* c = counter_of(m.name)) {
             return Described{
-                gs + " " + moved_links[{g, m.name}] + " " + c->text + " +" + figure(m.value),
+                gs + " " + f.moved_links[{g, m.name}] + " " + c->text + " +" + figure(m.value),
                 c->fault};
           }
           return Described{gs + " " + m.name + " " + figure(m.value), "VIGIL-NVML-NVLINK"};

@@ -181,6 +181,63 @@ void add_gpu_figures(const CheckContext& ctx, const std::vector<std::string>& fa
   }
 }
 
+// The measurements: the boot's remembered fatal items (node and per GPU), the other events and
+// the records lost before they were read.
+void add_figures(CheckResult& r, const CheckContext& ctx, const std::vector<std::string>& fatal,
+                 const Seen& seen, std::uint64_t lost, const XidCatalogue& catalogue) {
+  Measurement& m = r.measurements.emplace_back();
+  m.name = "xid_fatal_this_boot";
+  m.value = static_cast<double>(fatal.size());
+  m.unit = "count";
+  m.threshold = Threshold{Op::kLe,
+                          0,
+                          std::nullopt,
+                          "count",
+                          "XID catalogue " + catalogue.version() +
+                              ": an XID or SXID whose action is reset_gpu, reboot or service",
+                          false,
+                          {}};
+  add_gpu_figures(ctx, fatal, catalogue, r);
+  r.measurements.push_back(
+      count_measurement("xid_other_events", double(seen.watch_n + seen.other_n)));
+  r.measurements.push_back(count_measurement("kmsg_records_lost", double(lost)));
+}
+
+// Status, remedy, fault code and message: fail while the boot has a remembered fatal item (the
+// worst one's remedy), else warn for watched XIDs or lost records, else pass.
+void judge(CheckResult& r, const std::vector<std::string>& fatal, const Seen& seen,
+           std::uint64_t lost, std::size_t records, const XidCatalogue& catalogue) {
+  if (!fatal.empty()) {
+    std::optional<XidAction> worst;
+    bool resettable = false;
+    for (const auto& item : fatal) {
+      const XidAction a = kmsg::remembered_action(item, catalogue);
+      resettable = resettable || a == XidAction::kResetGpu;
+      if (!worst || a > *worst) worst = a;
+    }
+    r.status = Status::kFail;
+    r.remedy = remedy_of(*worst);
+    r.fault_code = xid_fault_code("KMSG", *worst);
+    std::vector<std::string> items = fatal;  // named in sorted order
+    std::sort(items.begin(), items.end());
+    r.message = listed(items) + (seen.new_fatal == 0 ? " (earlier in this boot)" : "");
+    if (resettable) r.message += "; after resetting the GPU: vigil-check xid-clear --gpu <bus id>";
+  } else if (!seen.watch.empty()) {
+    r.status = Status::kWarn;
+    r.fault_code = "VIGIL-KMSG-XID";
+    r.message = listed(seen.watch);
+  } else if (lost > 0) {
+    r.status = Status::kWarn;
+    r.fault_code = "VIGIL-KMSG-LOST";
+    r.message = "kernel log overwrote " + std::to_string(lost) +
+                " records before they were read; XIDs in them are unknown";
+  } else {
+    r.status = Status::kPass;
+    r.message = std::to_string(records) + " new kernel log records, no critical XID";
+    if (!seen.other.empty()) r.message += "; " + listed(seen.other) + " (not health-critical)";
+  }
+}
+
 class KmsgXidCheck final : public Check {
  public:
   std::string_view name() const override { return "kmsg_xid"; }
@@ -241,55 +298,10 @@ class KmsgXidCheck final : public Check {
       }
     }
 
-    Measurement& fatal = r.measurements.emplace_back();
-    fatal.name = "xid_fatal_this_boot";
-    fatal.value = static_cast<double>(cursor.fatal.size());
-    fatal.unit = "count";
-    fatal.threshold = Threshold{Op::kLe,
-                                0,
-                                std::nullopt,
-                                "count",
-                                "XID catalogue " + catalogue.version() +
-                                    ": an XID or SXID whose action is reset_gpu, reboot or service",
-                                false,
-                                {}};
-    add_gpu_figures(ctx, cursor.fatal, catalogue, r);
-    r.measurements.push_back(
-        count_measurement("xid_other_events", double(seen.watch_n + seen.other_n)));
-    r.measurements.push_back(count_measurement("kmsg_records_lost", double(lost)));
+    add_figures(r, ctx, cursor.fatal, seen, lost, catalogue);
     if (scan->malformed > 0)
       notes.push_back(std::to_string(scan->malformed) + " malformed kernel log lines skipped");
-
-    if (!cursor.fatal.empty()) {
-      std::optional<XidAction> worst;
-      bool resettable = false;
-      for (const auto& item : cursor.fatal) {
-        const XidAction a = kmsg::remembered_action(item, catalogue);
-        resettable = resettable || a == XidAction::kResetGpu;
-        if (!worst || a > *worst) worst = a;
-      }
-      r.status = Status::kFail;
-      r.remedy = remedy_of(*worst);
-      r.fault_code = xid_fault_code("KMSG", *worst);
-      std::vector<std::string> items = cursor.fatal;  // named in sorted order
-      std::sort(items.begin(), items.end());
-      r.message = listed(items) + (seen.new_fatal == 0 ? " (earlier in this boot)" : "");
-      if (resettable)
-        r.message += "; after resetting the GPU: vigil-check xid-clear --gpu <bus id>";
-    } else if (!seen.watch.empty()) {
-      r.status = Status::kWarn;
-      r.fault_code = "VIGIL-KMSG-XID";
-      r.message = listed(seen.watch);
-    } else if (lost > 0) {
-      r.status = Status::kWarn;
-      r.fault_code = "VIGIL-KMSG-LOST";
-      r.message = "kernel log overwrote " + std::to_string(lost) +
-                  " records before they were read; XIDs in them are unknown";
-    } else {
-      r.status = Status::kPass;
-      r.message = std::to_string(scan->records.size()) + " new kernel log records, no critical XID";
-      if (!seen.other.empty()) r.message += "; " + listed(seen.other) + " (not health-critical)";
-    }
+    judge(r, cursor.fatal, seen, lost, scan->records.size(), catalogue);
     if (!notes.empty()) r.message += " [" + join(notes) + "]";
     return r;
   }

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <ctime>
+#include <optional>
 #include <regex>
 #include <sstream>
 #include <thread>
@@ -121,22 +122,111 @@ bool open_hold(const std::string& line) {
   return std::regex_search(line, m, kDays) && std::stol(m[1]) >= 30;
 }
 
+// Why the held node and its partners (held_nodes order) cannot be re-checked, or nullopt. Before
+// the hold (!hold_taken) the node must be in no reservation: the site's, or another run's hold,
+// which ours could overlap, and whose users' jobs could start on the node once it is undrained.
+// Once held it must still be Vigil's drain, with the reason planned, and idle: else someone acted
+// meanwhile. A partner must be idle: the hold must not wait behind, nor overlap, anyone's job.
+std::optional<std::string> unfit(const Hold& h, const std::vector<slurm::SlurmNodeInfo>& nodes,
+                                 bool hold_taken) {
+  const slurm::SlurmNodeInfo& n = nodes.front();
+  if (!hold_taken && (n.reserved || n.maint))
+    return "the node is already in a reservation; not re-checked";
+  if (hold_taken && (!n.drain || n.reason != h.reason || n.state != "IDLE" || n.completing)) {
+    return "the node changed since the plan (" + n.state + (n.drain ? "+DRAIN" : "") +
+           ", reason '" + n.reason + "'); not re-checked";
+  }
+  for (size_t i = 1; i < nodes.size(); ++i) {
+    if (auto why = partner_unfit(nodes[i], hold_taken); !why.empty())
+      return why + "; not re-checked";
+  }
+  return std::nullopt;
+}
+
+// Ends a hold that failed before its step ran, with `why`. `undrained`: the node may have been
+// undrained (a failed or timed-out UNDRAIN may still have been applied): it is drained again
+// first, and the reservation is kept when that fails or the node cannot be read, so no user job
+// can land on a node that was not checked.
+LaunchResult give_up(const Hold& h, const std::string& conf, const std::string& why,
+                     bool undrained) {
+  std::string text = why;
+  if (undrained) {
+    auto now = node_now(h.node, conf);
+    VoidResult d = !now.ok()    ? VoidResult(now.error())
+                   : now->drain ? ok_result()
+                                : drain(h.node, h.reason, conf);
+    if (!d.ok()) {
+      return refused(h, text +
+                            "; draining again failed too, so the reservation stays (the "
+                            "next run drains and releases it): " +
+                            d.error().to_string());
+    }
+  }
+  if (auto rel = release(h, conf); !rel.ok())
+    text += "; the reservation stays (next run lets it go): " + rel.error().to_string();
+  return refused(h, text);
+}
+
+// The nodes once the new reservation shows on all of them. slurmctld applies a new reservation
+// to its nodes on its next pass (seconds): undraining before the node shows RESERVED would let a
+// pending user job start there. The error is why the hold is given up.
+Result<std::vector<slurm::SlurmNodeInfo>> wait_until_reserved(const std::vector<std::string>& names,
+                                                              const std::string& conf) {
+  for (int waited = 0;; ++waited) {
+    auto read = nodes_now(names, conf);
+    if (!read.ok()) return read.error();
+    std::vector<slurm::SlurmNodeInfo> now = std::move(*read);
+    // The table marks the node held when vigil-hold-<node> exists (slurm_api.h).
+    const bool taken =
+        now.front().vigil_hold &&
+        std::all_of(now.begin(), now.end(), [](const auto& x) { return x.reserved || x.maint; });
+    if (taken) return now;
+    if (waited >= 60) return Error{"the reservation did not take hold within 30 s", ""};
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+}
+
+// The allocation's job id: the whole node (and its partners) with every GPU, inside the
+// reservation. The error is why the hold is given up (the node may be undrained by then).
+Result<std::string> allocate(const Hold& h, const std::string& conf) {
+  auto alloc = run_command(h.allocate, slurm_options(conf, 90));
+  std::smatch m;
+  static const std::regex kGranted("Granted job allocation ([0-9]+)");
+  const std::string alloc_out = alloc.ok() ? alloc->out : alloc.error().message;
+  const bool granted = std::regex_search(alloc_out, m, kGranted);
+  if (!alloc.ok() || alloc->exit_code != 0 || !granted) {
+    if (granted) end_allocation(m[1], conf);  // granted, then salloc failed or timed out
+    return Error{"salloc failed: " + std::string(trim(alloc_out)), ""};
+  }
+  return m[1].str();
+}
+
+// The re-check itself, a step of the allocation `job`.
+LaunchResult run_step(std::vector<std::string> step, const std::string& job, int timeout_s,
+                      const std::string& conf) {
+  for (auto& a : step) {
+    if (const auto at = a.find(kHoldJobId); at != std::string::npos)
+      a.replace(at, kHoldJobId.size(), job);
+  }
+  LaunchOptions lo = slurm_options(conf, timeout_s);
+  lo.max_output = 4096;
+  auto result = run_command(step, lo);
+  if (result.ok()) return *result;
+  LaunchResult out;
+  out.exit_code = 127;
+  out.out = result.error().message;
+  return out;
+}
+
 }  // namespace
 
 LaunchResult run_held(const PlannedCommand& c, int timeout_s, const std::string& conf) {
   const Hold& h = *c.hold;
   const std::vector<std::string> names = held_nodes(h);
-  // 0. A node already in a reservation (the site's, or another run's hold) is left alone: ours
-  // could overlap it, and its users' jobs could start on the node once it is undrained. A partner
-  // must be idle: the hold must not wait behind, nor overlap, anyone's job.
+  // 0. The node in no reservation, its partners idle (unfit).
   auto before = nodes_now(names, conf);
   if (!before.ok()) return refused(h, before.error().to_string());
-  if (before->front().reserved || before->front().maint)
-    return refused(h, "the node is already in a reservation; not re-checked");
-  for (size_t i = 1; i < before->size(); ++i) {
-    if (auto why = partner_unfit((*before)[i], false); !why.empty())
-      return refused(h, why + "; not re-checked");
-  }
+  if (auto why = unfit(h, *before, false)) return refused(h, *why);
   // 1. The reservation: from now on no job but the checker's may start on the nodes.
   std::string list;
   for (const auto& n : names) list += (list.empty() ? "" : ",") + n;
@@ -148,99 +238,35 @@ LaunchResult run_held(const PlannedCommand& c, int timeout_s, const std::string&
     return refused(
         h, "cannot create the reservation; node stays drained: " + created.error().to_string());
   }
-  // undrained: the node may have been undrained (a failed or timed-out UNDRAIN may still have
-  // been applied): it is drained again first, and the reservation is kept when that fails or
-  // the node cannot be read, so no user job can land on a node that was not checked.
-  auto give_up = [&](const std::string& why, bool undrained) {
-    std::string text = why;
-    if (undrained) {
-      auto now = node_now(h.node, conf);
-      VoidResult d = !now.ok()    ? VoidResult(now.error())
-                     : now->drain ? ok_result()
-                                  : drain(h.node, h.reason, conf);
-      if (!d.ok()) {
-        return refused(h, text +
-                              "; draining again failed too, so the reservation stays (the "
-                              "next run drains and releases it): " +
-                              d.error().to_string());
-      }
-    }
-    if (auto rel = release(h, conf); !rel.ok())
-      text += "; the reservation stays (next run lets it go): " + rel.error().to_string();
-    return refused(h, text);
-  };
-  // 2. slurmctld applies a new reservation to its nodes on its next pass (seconds): undraining
-  // before the node shows RESERVED would let a pending user job start there.
-  std::vector<slurm::SlurmNodeInfo> now;
-  for (int waited = 0;; ++waited) {
-    auto read = nodes_now(names, conf);
-    if (!read.ok()) return give_up(read.error().to_string(), false);
-    now = std::move(*read);
-    // The table marks the node held when vigil-hold-<node> exists (slurm_api.h).
-    const bool taken =
-        now.front().vigil_hold &&
-        std::all_of(now.begin(), now.end(), [](const auto& x) { return x.reserved || x.maint; });
-    if (taken) break;
-    if (waited >= 60) return give_up("the reservation did not take hold within 30 s", false);
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  }
+  // 2. The reservation shows on the nodes.
+  auto now = wait_until_reserved(names, conf);
+  if (!now.ok()) return give_up(h, conf, now.error().to_string(), false);
   // 3. Still Vigil's drain, with the reason planned, and idle: else someone acted meanwhile.
-  const slurm::SlurmNodeInfo& n = now.front();
-  if (!n.drain || n.reason != h.reason || n.state != "IDLE" || n.completing) {
-    return give_up("the node changed since the plan (" + n.state + (n.drain ? "+DRAIN" : "") +
-                       ", reason '" + n.reason + "'); not re-checked",
-                   false);
-  }
-  for (size_t i = 1; i < now.size(); ++i) {
-    if (auto why = partner_unfit(now[i], true); !why.empty())
-      return give_up(why + "; not re-checked", false);
-  }
+  if (auto why = unfit(h, *now, true)) return give_up(h, conf, *why, false);
   // From the UNDRAIN to step 5 the node has no drain; an admin's drain landing in that gap of
   // seconds is overwritten by step 5 (docs/recheck.md).
   if (auto u = slurm_cmd({"scontrol", "update", "NodeName=" + h.node, "State=UNDRAIN"}, conf);
       !u.ok())
-    return give_up("cannot undrain: " + u.error().to_string(), true);
-  // 4. The allocation: the whole node (and its partners) with every GPU, inside the reservation.
-  auto alloc = run_command(h.allocate, slurm_options(conf, 90));
-  std::smatch m;
-  static const std::regex kGranted("Granted job allocation ([0-9]+)");
-  const std::string alloc_out = alloc.ok() ? alloc->out : alloc.error().message;
-  const bool granted = std::regex_search(alloc_out, m, kGranted);
-  if (!alloc.ok() || alloc->exit_code != 0 || !granted) {
-    if (granted) end_allocation(m[1], conf);  // granted, then salloc failed or timed out
-    return give_up("salloc failed: " + std::string(trim(alloc_out)), true);
-  }
-  const std::string job = m[1];
+    return give_up(h, conf, "cannot undrain: " + u.error().to_string(), true);
+  // 4. The allocation.
+  auto job = allocate(h, conf);
+  if (!job.ok()) return give_up(h, conf, job.error().to_string(), true);
   // 5. The drain and its reason back before anything runs: the drainer sees its own drain for the
   // whole re-check, and resumes the node (inside the allocation) when the reports say so.
   if (auto d = drain(h.node, h.reason, conf); !d.ok()) {
-    end_allocation(job, conf);
-    return give_up("cannot drain it again: " + d.error().to_string(), true);
+    end_allocation(*job, conf);
+    return give_up(h, conf, "cannot drain it again: " + d.error().to_string(), true);
   }
   // The mark of a hold whose drain is back: an end (the allocation's limit and a margin). A
   // vigil-submit killed from here on leaves nothing to undo; the reservation ends by itself.
   (void)slurm_cmd({"scontrol", "update", "ReservationName=" + h.reservation,
                    "Duration=" + std::to_string(timeout_s / 60 + 15)},
                   conf);
-  // 6. The re-check itself, a step of the allocation.
-  std::vector<std::string> step = c.argv;
-  for (auto& a : step) {
-    if (const auto at = a.find(kHoldJobId); at != std::string::npos)
-      a.replace(at, kHoldJobId.size(), job);
-  }
-  LaunchOptions lo = slurm_options(conf, timeout_s);
-  lo.max_output = 4096;
-  auto result = run_command(step, lo);
-  LaunchResult out;
-  if (result.ok()) {
-    out = *result;
-  } else {
-    out.exit_code = 127;
-    out.out = result.error().message;
-  }
+  // 6. The re-check itself.
+  LaunchResult out = run_step(c.argv, *job, timeout_s, conf);
   // 7. Let the node go: the allocation, then the reservation. The drain stays as the drainer
   // left it (a pass that reached resume_after has already lifted it).
-  end_allocation(job, conf);
+  end_allocation(*job, conf);
   if (auto rel = release(h, conf); !rel.ok())
     out.out += "\nvigil-submit: the reservation " + h.reservation +
                " stays (next run lets it go): " + rel.error().to_string();

@@ -4,20 +4,26 @@
 
 #include "vigil/submit/submit.h"
 
-int main(int argc, char** argv) {
+namespace {
+
+// What the command line sets: the run's options and the flags read into them after parsing.
+// The add_* functions declare the options in the order --help lists them.
+struct Cli {
   vigil::submit::SubmitRunOptions o;
+  std::string backend = "libslurm";
+  bool no_recheck = false;
+  std::string drainer_auth = "token";
+};
+
+// The job script and how Slurm is read.
+void add_slurm_options(CLI::App& app, Cli& c) {
+  vigil::submit::SubmitRunOptions& o = c.o;
   vigil::submit::SubmitOptions& p = o.plan;
-  CLI::App app{
-      "vigil-submit: submits one Vigil health-check job per eligible Slurm node (sbatch), "
-      "optional multi-node fabric jobs, and re-checks nodes Vigil drained, each held in a "
-      "reservation with every GPU allocated "
-      "(docs/deploy.md, docs/recheck.md)"};
   app.add_option("--job-script", p.job_script, "sbatch job script (cronjobs/vigil-check.sbatch)")
       ->capture_default_str();
   app.add_option("--slurm-conf", o.slurm_conf, "slurm.conf (default: $SLURM_CONF or /etc/slurm)");
   // Reading Slurm over slurmrestd, with the settings of the drainer's slurm.rest.
-  std::string backend = "libslurm";
-  app.add_option("--slurm-backend", backend,
+  app.add_option("--slurm-backend", c.backend,
                  "how nodes and jobs are read: libslurm, or rest (slurmrestd, JWT; "
                  "docs/slurm-compat.md); jobs are submitted with sbatch either way")
       ->check(CLI::IsMember({"libslurm", "rest"}))
@@ -32,6 +38,12 @@ int main(int argc, char** argv) {
   app.add_option("--slurm-rest-timeout-ms", o.rest.timeout_ms, "timeout of one request")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+}
+
+// What the jobs ask of Slurm, single-node and multi-node (fabric pairs, NVLink domains).
+void add_job_options(CLI::App& app, Cli& c) {
+  vigil::submit::SubmitRunOptions& o = c.o;
+  vigil::submit::SubmitOptions& p = o.plan;
   app.add_option("--run-id", p.run_id, "run id for --comment=vigil:<id> (default: UTC time)");
   app.add_option("--partition,-p", p.partition, "partition for the jobs; only its nodes are used");
   app.add_option("--qos", p.qos, "QoS for the jobs");
@@ -71,6 +83,12 @@ int main(int argc, char** argv) {
                  "MPI ranks per node in an NVLink domain job (one per GPU of a tray)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+}
+
+// How much one run launches and how fast, the held re-checks, the other modes and the output.
+void add_run_options(CLI::App& app, Cli& c) {
+  vigil::submit::SubmitRunOptions& o = c.o;
+  vigil::submit::SubmitOptions& p = o.plan;
   app.add_option("--max-jobs", p.max_jobs, "node jobs per run (random subset beyond)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
@@ -78,8 +96,7 @@ int main(int argc, char** argv) {
   app.add_option("--interval-ms", o.interval_ms, "pause between two sbatch calls")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
-  bool no_recheck = false;
-  app.add_flag("--no-recheck", no_recheck, "do not re-check nodes drained by Vigil");
+  app.add_flag("--no-recheck", c.no_recheck, "do not re-check nodes drained by Vigil");
   app.add_option("--max-rechecks", p.max_rechecks, "held re-checks per run")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
@@ -112,15 +129,30 @@ int main(int argc, char** argv) {
                  "--rechecks-from: bearer token file (auth mode token)");
   app.add_option("--drainer-ca-file", o.rechecks_from.ca_file,
                  "--rechecks-from: CA of the drainer's certificate (https)");
-  std::string drainer_auth = "token";
-  app.add_option("--drainer-auth", drainer_auth,
+  app.add_option("--drainer-auth", c.drainer_auth,
                  "--rechecks-from: token, or munge (a credential of this user from munged)")
       ->check(CLI::IsMember({"token", "munge"}))
       ->capture_default_str();
   app.add_flag("--json", o.json, "JSON output instead of the table");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Cli c;
+  vigil::submit::SubmitRunOptions& o = c.o;
+  vigil::submit::SubmitOptions& p = o.plan;
+  CLI::App app{
+      "vigil-submit: submits one Vigil health-check job per eligible Slurm node (sbatch), "
+      "optional multi-node fabric jobs, and re-checks nodes Vigil drained, each held in a "
+      "reservation with every GPU allocated "
+      "(docs/deploy.md, docs/recheck.md)"};
+  add_slurm_options(app, c);
+  add_job_options(app, c);
+  add_run_options(app, c);
   CLI11_PARSE(app, argc, argv);
-  p.recheck = !no_recheck;
-  o.rechecks_from.auth.mode = *vigil::parse_report_auth_mode(drainer_auth);
+  p.recheck = !c.no_recheck;
+  o.rechecks_from.auth.mode = *vigil::parse_report_auth_mode(c.drainer_auth);
   for (const auto& [option, value] :
        {std::pair{"--time", &p.time_limit}, std::pair{"--fabric-time", &p.fabric_time_limit}}) {
     if (!vigil::submit::slurm_time_limit_s(*value)) {
@@ -131,7 +163,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  o.slurm_rest = backend == "rest";
+  o.slurm_rest = c.backend == "rest";
   if (o.slurm_rest && o.rest.url.empty()) {
     std::fprintf(stderr, "vigil-submit: --slurm-backend rest needs --slurm-rest-url\n");
     return 2;

@@ -256,29 +256,35 @@ Result<std::vector<std::string>> load_rechecks_due(const ReportClientOptions& dr
   return nodes;
 }
 
-int run_submit(const SubmitRunOptions& ro) {
-  if (ro.check_config) return run_config_check(ro);
-  SubmitRunOptions o = ro;
-  if (!o.rechecks_from.url.empty()) {
-    auto due = load_rechecks_due(o.rechecks_from);
-    if (!due.ok()) {
-      std::fprintf(stderr, "vigil-submit: --rechecks-from: %s\n", due.error().to_string().c_str());
-      return 2;
-    }
-    if (!o.plan.nodes.empty()) {  // --nodes narrows the list, never widens it
-      const std::set<std::string> wanted(o.plan.nodes.begin(), o.plan.nodes.end());
-      std::erase_if(*due, [&](const std::string& n) { return !wanted.count(n); });
-    }
-    if (due->empty()) {
-      std::fprintf(stderr, "vigil-submit: no re-checks due (%s%s)\n", o.rechecks_from.url.c_str(),
-                   o.plan.nodes.empty() ? "" : ", among --nodes");
-      if (o.json) std::printf("{\"commands\": [], \"nodes\": []}\n");
-      return 0;
-    }
-    o.plan.nodes = std::move(*due);  // only these; re-checked, never given a node job
-    o.plan.max_jobs = 0;
-    o.plan.fabric = false;
+namespace {
+
+// --rechecks-from: narrows o.plan to the nodes the drainer wants re-checked now (held re-checks
+// only). The exit code when the run ends here: 2 on an error, 0 when none is due.
+std::optional<int> narrow_to_rechecks_due(SubmitRunOptions& o) {
+  auto due = load_rechecks_due(o.rechecks_from);
+  if (!due.ok()) {
+    std::fprintf(stderr, "vigil-submit: --rechecks-from: %s\n", due.error().to_string().c_str());
+    return 2;
   }
+  if (!o.plan.nodes.empty()) {  // --nodes narrows the list, never widens it
+    const std::set<std::string> wanted(o.plan.nodes.begin(), o.plan.nodes.end());
+    std::erase_if(*due, [&](const std::string& n) { return !wanted.count(n); });
+  }
+  if (due->empty()) {
+    std::fprintf(stderr, "vigil-submit: no re-checks due (%s%s)\n", o.rechecks_from.url.c_str(),
+                 o.plan.nodes.empty() ? "" : ", among --nodes");
+    if (o.json) std::printf("{\"commands\": [], \"nodes\": []}\n");
+    return 0;
+  }
+  o.plan.nodes = std::move(*due);  // only these; re-checked, never given a node job
+  o.plan.max_jobs = 0;
+  o.plan.fabric = false;
+  return std::nullopt;
+}
+
+// The plan's defaults (run id, seed) and what it reads from files: the re-check script, the
+// NVLink domains. False after saying what could not be read.
+bool complete_plan_options(SubmitRunOptions& o) {
   if (o.plan.run_id.empty()) o.plan.run_id = default_run_id();
   if (o.plan.seed == 0) o.plan.seed = static_cast<uint64_t>(std::time(nullptr));
   if (o.plan.recheck && o.plan.recheck_script_text.empty()) {
@@ -288,137 +294,187 @@ int run_submit(const SubmitRunOptions& ro) {
                    "vigil-submit: cannot read the job script %s (--job-script); it is also the "
                    "re-check script\n",
                    o.plan.job_script.c_str());
-      return 2;
+      return false;
     }
     std::stringstream ss;
     ss << in.rdbuf();
     o.plan.recheck_script_text = ss.str();
   }
-
   if (!o.nvlink_domains.empty()) {
     auto domains = load_nvlink_domains(o.nvlink_domains, o.slurm_conf);
     if (!domains.ok()) {
       std::fprintf(stderr, "vigil-submit: %s\n", domains.error().to_string().c_str());
-      return 2;
+      return false;
     }
     o.plan.nvlink_domain_of = std::move(*domains);
   }
+  return true;
+}
 
+struct SlurmNow {
+  std::vector<slurm::SlurmNodeInfo> nodes;
+  std::vector<slurm::SlurmJobInfo> jobs;
+};
+
+// The node table and the job queue, after releasing the holds an earlier run left when it was
+// killed (docs/recheck.md "The hold"); nullopt after saying what could not be read.
+std::optional<SlurmNow> read_slurm(const SubmitRunOptions& o) {
   auto readers = slurm_readers(o);
   if (!readers.ok()) {
     std::fprintf(stderr, "vigil-submit: --slurm-backend rest: %s\n",
                  readers.error().to_string().c_str());
-    return 2;
+    return std::nullopt;
   }
   auto nodes = load_nodes_or_say(*readers.value().first);
-  if (!nodes) return 2;
+  if (!nodes) return std::nullopt;
   auto jobs = readers.value().second->load_jobs();
   if (!jobs.ok()) {
     std::fprintf(stderr, "vigil-submit: cannot read the job queue: %s\n",
                  jobs.error().to_string().c_str());
-    return 2;
+    return std::nullopt;
   }
-  // Holds an earlier run left when it was killed (docs/recheck.md "The hold").
   if (o.plan.recheck && !o.dry_run) {
     const auto released = release_stale_holds(*jobs, o.plan, o.slurm_conf);
     for (const auto& line : released) std::fprintf(stderr, "vigil-submit: %s\n", line.c_str());
     if (!released.empty()) {
       nodes = load_nodes_or_say(*readers.value().first);
-      if (!nodes) return 2;
+      if (!nodes) return std::nullopt;
     }
   }
-  if (o.plan.hold_user.empty()) o.plan.hold_user = own_user();
-  const SubmitPlan plan = plan_submissions(*nodes, *jobs, o.plan);
-  std::fprintf(stderr, "vigil-submit: run %s: %zu nodes, %zu sbatch jobs, %zu held re-checks%s\n",
-               o.plan.run_id.c_str(), plan.verdicts.size(), plan.jobs.size(), plan.rechecks.size(),
-               o.dry_run ? " (dry run)" : "");
+  return SlurmNow{std::move(*nodes), std::move(*jobs)};
+}
 
+// One outcome per planned command, sbatch jobs first, nothing run yet.
+std::vector<CommandOutcome> planned_outcomes(const SubmitPlan& plan,
+                                             const std::string& job_script) {
   std::vector<CommandOutcome> outcomes;
   for (const auto* list : {&plan.jobs, &plan.rechecks}) {
     for (const PlannedCommand& c : *list) {
       CommandOutcome out;
       out.kind = c.kind;
       out.nodes = c.nodes;
-      out.command = display_command(c, o.plan.job_script);
+      out.command = display_command(c, job_script);
       outcomes.push_back(std::move(out));
     }
   }
+  return outcomes;
+}
+
+void record(CommandOutcome& out, const LaunchResult& r) {
+  out.ran = true;
+  out.exit_code = shell_status(r);
+  out.timed_out = r.timed_out;
+  out.output = trim(r.out);
+}
+
+// sbatch one at a time, paced, so a large fleet does not flood slurmctld. False when a job
+// could not be submitted.
+bool submit_jobs(const SubmitPlan& plan, const SubmitRunOptions& o,
+                 std::vector<CommandOutcome>& outcomes) {
+  bool ok = true;
+  int consecutive_failures = 0;
+  for (size_t i = 0; i < plan.jobs.size(); ++i) {
+    if (consecutive_failures >= o.max_consecutive_failures) {
+      std::fprintf(stderr,
+                   "vigil-submit: %d sbatch failures in a row; not submitting the remaining "
+                   "%zu jobs (is slurmctld healthy? see the errors above)\n",
+                   consecutive_failures, plan.jobs.size() - i);
+      return false;
+    }
+    if (i > 0 && o.interval_ms > 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(o.interval_ms));
+    }
+    const LaunchResult r = run_all({plan.jobs[i].argv}, 1, o.sbatch_timeout_s)[0];
+    CommandOutcome& out = outcomes[i];
+    record(out, r);
+    if (out.exit_code == 0) {
+      out.job_id = last_line(r.out);
+      consecutive_failures = 0;
+    } else {
+      ++consecutive_failures;
+      ok = false;
+      std::fprintf(stderr, "vigil-submit: sbatch for %s failed (exit %d): %s\n",
+                   plan.jobs[i].nodes.front().c_str(), out.exit_code, out.output.c_str());
+    }
+  }
+  return ok;
+}
+
+// The held re-checks; their outcomes follow the sbatch jobs'. False when one did not run to
+// the end.
+bool run_planned_rechecks(const SubmitPlan& plan, const SubmitRunOptions& o,
+                          std::vector<CommandOutcome>& outcomes) {
+  if (plan.rechecks.empty()) return true;
+  std::fprintf(stderr, "vigil-submit: running %zu re-check(s), %d at a time, %d s timeout each\n",
+               plan.rechecks.size(), o.recheck_concurrency, o.plan.recheck_timeout_s);
+  const auto results =
+      run_rechecks(plan.rechecks, o.recheck_concurrency, o.plan.recheck_timeout_s, o.slurm_conf);
+  bool ok = true;
+  for (size_t i = 0; i < results.size(); ++i) {
+    CommandOutcome& out = outcomes[plan.jobs.size() + i];
+    record(out, results[i]);
+    // 0..3 are vigil-check's verdicts (pass/fail/warn/error); anything else means the
+    // re-check itself did not run to the end (kHoldFailed: its hold could not be set up).
+    if (out.timed_out || out.exit_code < 0 || out.exit_code > 3) {
+      ok = false;
+      std::fprintf(stderr, "vigil-submit: re-check of %s %s (exit %d): %s\n",
+                   out.nodes.front().c_str(), out.timed_out ? "timed out" : "failed", out.exit_code,
+                   last_line(out.output).c_str());
+    }
+  }
+  return ok;
+}
+
+void print_json(const SubmitRunOptions& o, const SubmitPlan& plan,
+                const std::vector<CommandOutcome>& outcomes) {
+  nlohmann::json j;
+  j["run_id"] = o.plan.run_id;
+  j["dry_run"] = o.dry_run;
+  for (const NodeVerdict& v : plan.verdicts) {
+    j["nodes"].push_back({{"node", v.node}, {"action", to_string(v.action)}, {"why", v.why}});
+  }
+  j["commands"] = nlohmann::json::array();
+  for (const CommandOutcome& c : outcomes) {
+    j["commands"].push_back({{"kind", c.kind},
+                             {"nodes", c.nodes},
+                             {"command", c.command},
+                             {"ran", c.ran},
+                             {"exit_code", c.exit_code},
+                             {"timed_out", c.timed_out},
+                             {"job_id", c.job_id},
+                             {"output", c.output}});
+  }
+  std::printf("%s\n", j.dump(2).c_str());
+}
+
+}  // namespace
+
+int run_submit(const SubmitRunOptions& ro) {
+  if (ro.check_config) return run_config_check(ro);
+  SubmitRunOptions o = ro;
+  if (!o.rechecks_from.url.empty()) {
+    if (auto ended = narrow_to_rechecks_due(o)) return *ended;
+  }
+  if (!complete_plan_options(o)) return 2;
+  const std::optional<SlurmNow> slurm = read_slurm(o);
+  if (!slurm) return 2;
+  if (o.plan.hold_user.empty()) o.plan.hold_user = own_user();
+  const SubmitPlan plan = plan_submissions(slurm->nodes, slurm->jobs, o.plan);
+  std::fprintf(stderr, "vigil-submit: run %s: %zu nodes, %zu sbatch jobs, %zu held re-checks%s\n",
+               o.plan.run_id.c_str(), plan.verdicts.size(), plan.jobs.size(), plan.rechecks.size(),
+               o.dry_run ? " (dry run)" : "");
+
+  std::vector<CommandOutcome> outcomes = planned_outcomes(plan, o.plan.job_script);
   int rc = 0;
   if (o.dry_run) {
     for (const CommandOutcome& c : outcomes) std::printf("%s\n", c.command.c_str());
   } else {
-    // sbatch one at a time, paced, so a large fleet does not flood slurmctld.
-    int consecutive_failures = 0;
-    for (size_t i = 0; i < plan.jobs.size(); ++i) {
-      if (consecutive_failures >= o.max_consecutive_failures) {
-        std::fprintf(stderr,
-                     "vigil-submit: %d sbatch failures in a row; not submitting the remaining "
-                     "%zu jobs (is slurmctld healthy? see the errors above)\n",
-                     consecutive_failures, plan.jobs.size() - i);
-        rc = 1;
-        break;
-      }
-      if (i > 0 && o.interval_ms > 0) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(o.interval_ms));
-      }
-      const LaunchResult r = run_all({plan.jobs[i].argv}, 1, o.sbatch_timeout_s)[0];
-      CommandOutcome& out = outcomes[i];
-      out.ran = true;
-      out.exit_code = shell_status(r);
-      out.timed_out = r.timed_out;
-      out.output = trim(r.out);
-      if (out.exit_code == 0) {
-        out.job_id = last_line(r.out);
-        consecutive_failures = 0;
-      } else {
-        ++consecutive_failures;
-        rc = 1;
-        std::fprintf(stderr, "vigil-submit: sbatch for %s failed (exit %d): %s\n",
-                     plan.jobs[i].nodes.front().c_str(), out.exit_code, out.output.c_str());
-      }
-    }
-    if (!plan.rechecks.empty()) {
-      std::fprintf(stderr,
-                   "vigil-submit: running %zu re-check(s), %d at a time, %d s timeout each\n",
-                   plan.rechecks.size(), o.recheck_concurrency, o.plan.recheck_timeout_s);
-      const auto results = run_rechecks(plan.rechecks, o.recheck_concurrency,
-                                        o.plan.recheck_timeout_s, o.slurm_conf);
-      for (size_t i = 0; i < results.size(); ++i) {
-        CommandOutcome& out = outcomes[plan.jobs.size() + i];
-        out.ran = true;
-        out.exit_code = shell_status(results[i]);
-        out.timed_out = results[i].timed_out;
-        out.output = trim(results[i].out);
-        // 0..3 are vigil-check's verdicts (pass/fail/warn/error); anything else means the
-        // re-check itself did not run to the end (kHoldFailed: its hold could not be set up).
-        if (out.timed_out || out.exit_code < 0 || out.exit_code > 3) {
-          rc = 1;
-          std::fprintf(stderr, "vigil-submit: re-check of %s %s (exit %d): %s\n",
-                       out.nodes.front().c_str(), out.timed_out ? "timed out" : "failed",
-                       out.exit_code, last_line(out.output).c_str());
-        }
-      }
-    }
+    const bool jobs_ok = submit_jobs(plan, o, outcomes);
+    const bool rechecks_ok = run_planned_rechecks(plan, o, outcomes);
+    rc = jobs_ok && rechecks_ok ? 0 : 1;
   }
   if (o.json) {
-    nlohmann::json j;
-    j["run_id"] = o.plan.run_id;
-    j["dry_run"] = o.dry_run;
-    for (const NodeVerdict& v : plan.verdicts) {
-      j["nodes"].push_back({{"node", v.node}, {"action", to_string(v.action)}, {"why", v.why}});
-    }
-    j["commands"] = nlohmann::json::array();
-    for (const CommandOutcome& c : outcomes) {
-      j["commands"].push_back({{"kind", c.kind},
-                               {"nodes", c.nodes},
-                               {"command", c.command},
-                               {"ran", c.ran},
-                               {"exit_code", c.exit_code},
-                               {"timed_out", c.timed_out},
-                               {"job_id", c.job_id},
-                               {"output", c.output}});
-    }
-    std::printf("%s\n", j.dump(2).c_str());
+    print_json(o, plan, outcomes);
   } else {
     print_table(plan, outcomes, o.dry_run);
   }

@@ -30,6 +30,143 @@ struct Seen {
   bool slow = false;
 };
 
+// Every measured pair as seen from each of its two nodes, and the leaf switch of each node.
+struct Observed {
+  std::map<std::string, std::vector<Seen>> seen;
+  const std::map<std::string, std::string>& leaf_of;
+
+  const std::vector<Seen>& of(const std::string& node) const {
+    static const std::vector<Seen> kNone;
+    const auto it = seen.find(node);
+    return it == seen.end() ? kNone : it->second;
+  }
+  std::string leaf(const std::string& n) const {
+    auto it = leaf_of.find(n);
+    return it == leaf_of.end() ? std::string() : it->second;
+  }
+  // A partner is fine "elsewhere" when it has a good pair with someone other than `node`.
+  bool fine_without(const std::string& partner, const std::string& node) const {
+    for (const Seen& s : of(partner))
+      if (!s.slow && s.partner != node) return true;
+    return false;
+  }
+};
+
+// Sets the verdict's pair counts, reference figure and slow threshold, and files every pair with
+// a finite figure under both of its nodes.
+Observed observe(const std::vector<PairFigure>& pairs,
+                 const std::map<std::string, std::string>& leaf_of, const FabricJudgeConfig& config,
+                 FabricVerdict& v) {
+  Observed o{{}, leaf_of};
+  std::vector<double> figures;
+  for (const auto& p : pairs)
+    if (p.busbw && std::isfinite(*p.busbw)) figures.push_back(*p.busbw);
+  v.pair_count = static_cast<int>(figures.size());
+  if (figures.empty()) return o;
+  v.reference_busbw = upper_quartile(figures);
+  v.slow_below = v.reference_busbw * (1 - config.slow_margin);
+  if (config.floor) v.slow_below = std::max(v.slow_below, *config.floor);
+  for (const auto& p : pairs) {
+    if (!p.busbw || !std::isfinite(*p.busbw)) continue;
+    const bool slow = *p.busbw < v.slow_below;
+    v.slow_pair_count += slow;
+    o.seen[p.a].push_back({p.b, *p.busbw, slow});
+    o.seen[p.b].push_back({p.a, *p.busbw, slow});
+  }
+  return o;
+}
+
+// A node's own call: it fails when it is slow with enough partners that are fine elsewhere.
+NodeBlame blame_node(const Observed& o, const std::string& node, double slow_below,
+                     const FabricJudgeConfig& config) {
+  NodeBlame b;
+  b.node = node;
+  b.leaf = o.leaf(node);
+  std::string figures_text;
+  for (const Seen& s : o.of(node)) {
+    (s.slow ? b.slow_pairs : b.good_pairs)++;
+    if (s.slow && o.fine_without(s.partner, node)) {
+      b.proven_partners.push_back(s.partner);
+      figures_text += (figures_text.empty() ? "" : ", ") + s.partner + " " + significant(s.busbw);
+    }
+  }
+  if (static_cast<int>(b.proven_partners.size()) >= config.min_slow_partners) {
+    b.call = FabricCall::kFail;
+    b.message = "slow with " + std::to_string(b.proven_partners.size()) +
+                " partners that are fine elsewhere (" + figures_text + " GB/s < " +
+                significant(slow_below) + ")";
+  } else if (b.good_pairs > 0) {
+    b.call = FabricCall::kPass;
+    b.message = std::to_string(b.good_pairs) + " good pair" + (b.good_pairs > 1 ? "s" : "");
+  } else {
+    b.call = FabricCall::kUnknown;
+    b.message = b.slow_pairs == 0 ? "no measured pair"
+                                  : "slow only with partners that are slow elsewhere too";
+  }
+  return b;
+}
+
+// Switch faults: most of a leaf's nodes slow on every pair that leaves the leaf, while the
+// pairs inside it are fine (or there are none). The leaf's nodes are then not blamed.
+void suspect_switches(const Observed& o, const FabricJudgeConfig& config, FabricVerdict& v) {
+  std::map<std::string, std::vector<NodeBlame*>> by_leaf;
+  for (auto& b : v.nodes)
+    if (!b.leaf.empty()) by_leaf[b.leaf].push_back(&b);
+  for (auto& [name, members] : by_leaf) {
+    int cross_slow = 0;
+    bool inside_slow = false;
+    std::set<std::string> slow_towards;  // the other leaves its slow crossing pairs went to
+    for (const NodeBlame* b : members) {
+      int cross = 0, cross_bad = 0;
+      for (const Seen& s : o.of(b->node)) {
+        if (o.leaf(s.partner) == name) {
+          inside_slow = inside_slow || s.slow;
+        } else {
+          ++cross;
+          cross_bad += s.slow;
+          if (s.slow) slow_towards.insert(o.leaf(s.partner));
+        }
+      }
+      cross_slow += cross > 0 && cross_bad == cross;
+    }
+    const int n = static_cast<int>(members.size());
+    // With two leaves, a slow uplink of either looks the same; with three or more, the faulty
+    // leaf is slow towards at least two others, a healthy one only towards the faulty leaf.
+    const bool ambiguous_partner = by_leaf.size() >= 3 && slow_towards.size() < 2;
+    if (inside_slow || ambiguous_partner || cross_slow < config.min_switch_nodes ||
+        cross_slow <= config.switch_share * n)
+      continue;
+    SwitchBlame s;
+    s.leaf = name;
+    s.slow_nodes = cross_slow;
+    s.nodes = n;
+    s.message = "leaf " + name + ": " + std::to_string(cross_slow) + " of " + std::to_string(n) +
+                " nodes slow on every pair that leaves it, pairs inside it fine";
+    for (NodeBlame* b : members) {
+      b->call = FabricCall::kUnknown;
+      b->message = "switch " + name + " suspected (" + std::to_string(cross_slow) + " of " +
+                   std::to_string(n) + " of its nodes slow across it); node not blamed";
+    }
+    v.switches.push_back(std::move(s));
+  }
+}
+
+// A node elsewhere that is slow only with nodes under a suspected leaf is explained by it.
+void excuse_by_switches(const Observed& o, const FabricJudgeConfig& config, FabricVerdict& v) {
+  std::set<std::string> suspected;
+  for (const auto& s : v.switches) suspected.insert(s.leaf);
+  if (suspected.empty()) return;
+  for (auto& b : v.nodes) {
+    if (b.call != FabricCall::kFail) continue;
+    std::vector<std::string> unexplained;
+    for (const auto& p : b.proven_partners)
+      if (!suspected.count(o.leaf(p))) unexplained.push_back(p);
+    if (static_cast<int>(unexplained.size()) >= config.min_slow_partners) continue;
+    b.call = b.good_pairs > 0 ? FabricCall::kPass : FabricCall::kUnknown;
+    b.message = "slow only with nodes under a suspected switch; node not blamed";
+  }
+}
+
 }  // namespace
 
 const char* to_string(FabricCall c) {
@@ -76,117 +213,11 @@ FabricVerdict localize(const std::vector<std::string>& nodes, const std::vector<
                        const std::map<std::string, std::string>& leaf_of,
                        const FabricJudgeConfig& config) {
   FabricVerdict v;
-  std::vector<double> figures;
-  for (const auto& p : pairs)
-    if (p.busbw && std::isfinite(*p.busbw)) figures.push_back(*p.busbw);
-  v.pair_count = static_cast<int>(figures.size());
-  std::map<std::string, std::vector<Seen>> seen;
-  if (!figures.empty()) {
-    v.reference_busbw = upper_quartile(figures);
-    v.slow_below = v.reference_busbw * (1 - config.slow_margin);
-    if (config.floor) v.slow_below = std::max(v.slow_below, *config.floor);
-    for (const auto& p : pairs) {
-      if (!p.busbw || !std::isfinite(*p.busbw)) continue;
-      const bool slow = *p.busbw < v.slow_below;
-      v.slow_pair_count += slow;
-      seen[p.a].push_back({p.b, *p.busbw, slow});
-      seen[p.b].push_back({p.a, *p.busbw, slow});
-    }
-  }
-  // A partner is fine "elsewhere" when it has a good pair with someone other than `node`.
-  auto fine_without = [&](const std::string& partner, const std::string& node) {
-    for (const Seen& s : seen[partner])
-      if (!s.slow && s.partner != node) return true;
-    return false;
-  };
-  auto leaf = [&](const std::string& n) {
-    auto it = leaf_of.find(n);
-    return it == leaf_of.end() ? std::string() : it->second;
-  };
-
-  for (const std::string& node : nodes) {
-    NodeBlame b;
-    b.node = node;
-    b.leaf = leaf(node);
-    std::string figures_text;
-    for (const Seen& s : seen[node]) {
-      (s.slow ? b.slow_pairs : b.good_pairs)++;
-      if (s.slow && fine_without(s.partner, node)) {
-        b.proven_partners.push_back(s.partner);
-        figures_text += (figures_text.empty() ? "" : ", ") + s.partner + " " + significant(s.busbw);
-      }
-    }
-    if (static_cast<int>(b.proven_partners.size()) >= config.min_slow_partners) {
-      b.call = FabricCall::kFail;
-      b.message = "slow with " + std::to_string(b.proven_partners.size()) +
-                  " partners that are fine elsewhere (" + figures_text + " GB/s < " +
-                  significant(v.slow_below) + ")";
-    } else if (b.good_pairs > 0) {
-      b.call = FabricCall::kPass;
-      b.message = std::to_string(b.good_pairs) + " good pair" + (b.good_pairs > 1 ? "s" : "");
-    } else {
-      b.call = FabricCall::kUnknown;
-      b.message = b.slow_pairs == 0 ? "no measured pair"
-                                    : "slow only with partners that are slow elsewhere too";
-    }
-    v.nodes.push_back(std::move(b));
-  }
-
-  // Switch faults: most of a leaf's nodes slow on every pair that leaves the leaf, while the
-  // pairs inside it are fine (or there are none).
-  std::map<std::string, std::vector<NodeBlame*>> by_leaf;
-  for (auto& b : v.nodes)
-    if (!b.leaf.empty()) by_leaf[b.leaf].push_back(&b);
-  for (auto& [name, members] : by_leaf) {
-    int cross_slow = 0;
-    bool inside_slow = false;
-    std::set<std::string> slow_towards;  // the other leaves its slow crossing pairs went to
-    for (const NodeBlame* b : members) {
-      int cross = 0, cross_bad = 0;
-      for (const Seen& s : seen[b->node]) {
-        if (leaf(s.partner) == name) {
-          inside_slow = inside_slow || s.slow;
-        } else {
-          ++cross;
-          cross_bad += s.slow;
-          if (s.slow) slow_towards.insert(leaf(s.partner));
-        }
-      }
-      cross_slow += cross > 0 && cross_bad == cross;
-    }
-    const int n = static_cast<int>(members.size());
-    // With two leaves, a slow uplink of either looks the same; with three or more, the faulty
-    // leaf is slow towards at least two others, a healthy one only towards the faulty leaf.
-    const bool ambiguous_partner = by_leaf.size() >= 3 && slow_towards.size() < 2;
-    if (inside_slow || ambiguous_partner || cross_slow < config.min_switch_nodes ||
-        cross_slow <= config.switch_share * n)
-      continue;
-    SwitchBlame s;
-    s.leaf = name;
-    s.slow_nodes = cross_slow;
-    s.nodes = n;
-    s.message = "leaf " + name + ": " + std::to_string(cross_slow) + " of " + std::to_string(n) +
-                " nodes slow on every pair that leaves it, pairs inside it fine";
-    for (NodeBlame* b : members) {
-      b->call = FabricCall::kUnknown;
-      b->message = "switch " + name + " suspected (" + std::to_string(cross_slow) + " of " +
-                   std::to_string(n) + " of its nodes slow across it); node not blamed";
-    }
-    v.switches.push_back(std::move(s));
-  }
-  // A node elsewhere that is slow only with nodes under a suspected leaf is explained by it.
-  std::set<std::string> suspected;
-  for (const auto& s : v.switches) suspected.insert(s.leaf);
-  if (suspected.empty()) return v;
-  for (auto& b : v.nodes) {
-    if (b.call != FabricCall::kFail) continue;
-    std::vector<std::string> unexplained;
-    for (const auto& p : b.proven_partners)
-      if (!suspected.count(leaf(p))) unexplained.push_back(p);
-    if (static_cast<int>(unexplained.size()) >= config.min_slow_partners) continue;
-    b.call = b.good_pairs > 0 ? FabricCall::kPass : FabricCall::kUnknown;
-    b.message = "slow only with nodes under a suspected switch; node not blamed";
-  }
+  const Observed o = observe(pairs, leaf_of, config, v);
+  for (const std::string& node : nodes)
+    v.nodes.push_back(blame_node(o, node, v.slow_below, config));
+  suspect_switches(o, config, v);
+  excuse_by_switches(o, config, v);
   return v;
 }
 

@@ -152,10 +152,109 @@ std::string scalar_or_empty(const YAML::Node& map, const char* key) {
   return v.Scalar();
 }
 
+// The CA of `cluster` (at `field`) as a file path, empty when the kubeconfig names none.
+Result<std::string> cluster_ca_file(const YAML::Node& cluster, const std::string& field,
+                                    const std::string& path) {
+  const auto fail = [&](const std::string& msg) { return Error{msg, "kubeconfig " + path}; };
+  const std::string ca_data = scalar_or_empty(cluster, "certificate-authority-data");
+  const std::string ca_path = scalar_or_empty(cluster, "certificate-authority");
+  if (!ca_data.empty()) {
+    const auto pem = base64_decode(ca_data);
+    if (!pem) return fail(field + ".certificate-authority-data is not valid base64");
+    if (count_pem_certificates(*pem) == 0) {
+      return fail(field +
+                  ".certificate-authority-data does not hold a PEM certificate after base64 "
+                  "decoding");
+    }
+    return materialize_ca_pem(*pem);
+  }
+  if (ca_path.empty()) return std::string();
+  const std::string ca_file = resolve_relative(ca_path, path);
+  auto pem = read_text_file(ca_file, field + ".certificate-authority");
+  if (!pem.ok()) return fail(pem.error().message);
+  if (count_pem_certificates(pem.value()) == 0) {
+    return fail(field + ".certificate-authority " + ca_file + " does not hold a PEM certificate");
+  }
+  return ca_file;
+}
+
+// The connection settings of `cluster` (at `field`): server, TLS verification and CA.
+Result<KubeConfig> read_cluster(const YAML::Node& cluster, const std::string& field,
+                                const std::string& path) {
+  const auto fail = [&](const std::string& msg) { return Error{msg, "kubeconfig " + path}; };
+  KubeConfig cfg;
+  cfg.server = scalar_or_empty(cluster, "server");
+  if (cfg.server.empty()) return fail(field + ".server is not set");
+  if (cfg.server.rfind("https://", 0) != 0 && cfg.server.rfind("http://", 0) != 0) {
+    return fail(field + ".server \"" + cfg.server +
+                "\" must start with https:// (or http:// for `kubectl proxy`)");
+  }
+  for (const char* unsupported : {"tls-server-name", "proxy-url"}) {
+    if (!scalar_or_empty(cluster, unsupported).empty()) {
+      return fail(field + "." + unsupported +
+                  " is not supported by vigil-drainer; point server at the API server directly");
+    }
+  }
+  if (const YAML::Node insecure = cluster["insecure-skip-tls-verify"]; insecure) {
+    try {
+      cfg.insecure_skip_verify = insecure.as<bool>();
+    } catch (const YAML::Exception&) {
+      return fail(field + ".insecure-skip-tls-verify must be true or false");
+    }
+  }
+  VIGIL_TRY(cfg.ca_file, cluster_ca_file(cluster, field, path));
+  return cfg;
+}
+
+// Adds the bearer token of `user` (at `field`) to `cfg`; every other way to authenticate is
+// refused with what to use instead.
+Result<KubeConfig> with_user_token(KubeConfig cfg, const YAML::Node& user, const std::string& field,
+                                   const std::string& path) {
+  const auto fail = [&](const std::string& msg) { return Error{msg, "kubeconfig " + path}; };
+  if (!user.IsMap()) return fail(field + " must be a map (token, tokenFile, ...)");
+  if (const YAML::Node exec = user["exec"]; exec) {
+    std::string command = exec.IsMap() ? scalar_or_empty(exec, "command") : "";
+    return fail(field + ".exec: exec credential plugins" +
+                (command.empty() ? "" : " (command \"" + command + "\")") +
+                " are not supported; give vigil-drainer a service-account token (token or "
+                "tokenFile) instead");
+  }
+  if (user["auth-provider"]) {
+    return fail(field + ".auth-provider is not supported; use a service-account token");
+  }
+  for (const char* cert_field :
+       {"client-certificate", "client-certificate-data", "client-key", "client-key-data"}) {
+    if (user[cert_field]) {
+      return fail(field + "." + cert_field +
+                  ": client-certificate authentication is not supported; use a "
+                  "service-account token (token or tokenFile)");
+    }
+  }
+  if (user["username"] || user["password"]) {
+    return fail(field + ".username/password (basic auth) is not supported; use a token");
+  }
+  cfg.token = std::string(trim(scalar_or_empty(user, "token")));
+  if (cfg.token.empty()) {
+    const std::string token_file = scalar_or_empty(user, "tokenFile");
+    if (!token_file.empty()) {
+      const std::string resolved = resolve_relative(token_file, path);
+      auto token = read_text_file(resolved, field + ".tokenFile");
+      if (!token.ok()) return fail(token.error().message);
+      cfg.token = std::string(trim(token.value()));
+      if (cfg.token.empty()) return fail(field + ".tokenFile " + resolved + " is empty");
+      cfg.token_file = resolved;
+    }
+  }
+  if (cfg.token.empty()) {
+    return fail(field +
+                " has neither token nor tokenFile; vigil-drainer authenticates with "
+                "a bearer token");
+  }
+  return cfg;
+}
+
 Result<KubeConfig> parse_kubeconfig(const YAML::Node& root, const std::string& path) {
-  const auto fail = [&](const std::string& msg) -> Error {
-    return Error{msg, "kubeconfig " + path};
-  };
+  const auto fail = [&](const std::string& msg) { return Error{msg, "kubeconfig " + path}; };
   if (!root.IsMap()) return fail("not a kubeconfig (the top level is not a YAML map)");
 
   const std::string context_name = scalar_or_empty(root, "current-context");
@@ -174,48 +273,7 @@ Result<KubeConfig> parse_kubeconfig(const YAML::Node& root, const std::string& p
   if (!cluster)
     return fail("cluster \"" + cluster_name + "\" (from context \"" + context_name +
                 "\") is not listed in clusters");
-  const std::string cluster_field = "clusters[" + cluster_name + "].cluster";
-
-  KubeConfig cfg;
-  cfg.server = scalar_or_empty(*cluster, "server");
-  if (cfg.server.empty()) return fail(cluster_field + ".server is not set");
-  if (cfg.server.rfind("https://", 0) != 0 && cfg.server.rfind("http://", 0) != 0) {
-    return fail(cluster_field + ".server \"" + cfg.server +
-                "\" must start with https:// (or http:// for `kubectl proxy`)");
-  }
-  for (const char* unsupported : {"tls-server-name", "proxy-url"}) {
-    if (!scalar_or_empty(*cluster, unsupported).empty()) {
-      return fail(cluster_field + "." + unsupported +
-                  " is not supported by vigil-drainer; point server at the API server directly");
-    }
-  }
-  if (const YAML::Node insecure = (*cluster)["insecure-skip-tls-verify"]; insecure) {
-    try {
-      cfg.insecure_skip_verify = insecure.as<bool>();
-    } catch (const YAML::Exception&) {
-      return fail(cluster_field + ".insecure-skip-tls-verify must be true or false");
-    }
-  }
-  const std::string ca_data = scalar_or_empty(*cluster, "certificate-authority-data");
-  const std::string ca_path = scalar_or_empty(*cluster, "certificate-authority");
-  if (!ca_data.empty()) {
-    const auto pem = base64_decode(ca_data);
-    if (!pem) return fail(cluster_field + ".certificate-authority-data is not valid base64");
-    if (count_pem_certificates(*pem) == 0) {
-      return fail(cluster_field +
-                  ".certificate-authority-data does not hold a PEM certificate after base64 "
-                  "decoding");
-    }
-    VIGIL_TRY(cfg.ca_file, materialize_ca_pem(*pem));
-  } else if (!ca_path.empty()) {
-    cfg.ca_file = resolve_relative(ca_path, path);
-    auto pem = read_text_file(cfg.ca_file, cluster_field + ".certificate-authority");
-    if (!pem.ok()) return fail(pem.error().message);
-    if (count_pem_certificates(pem.value()) == 0) {
-      return fail(cluster_field + ".certificate-authority " + cfg.ca_file +
-                  " does not hold a PEM certificate");
-    }
-  }
+  VIGIL_TRY(KubeConfig cfg, read_cluster(*cluster, "clusters[" + cluster_name + "].cluster", path));
 
   if (user_name.empty()) {
     if (cfg.server.rfind("http://", 0) == 0) return cfg;  // kubectl proxy adds credentials
@@ -225,47 +283,7 @@ Result<KubeConfig> parse_kubeconfig(const YAML::Node& root, const std::string& p
   if (!user)
     return fail("user \"" + user_name + "\" (from context \"" + context_name +
                 "\") is not listed in users");
-  const std::string user_field = "users[" + user_name + "].user";
-  if (!user->IsMap()) return fail(user_field + " must be a map (token, tokenFile, ...)");
-  if (const YAML::Node exec = (*user)["exec"]; exec) {
-    std::string command = exec.IsMap() ? scalar_or_empty(exec, "command") : "";
-    return fail(user_field + ".exec: exec credential plugins" +
-                (command.empty() ? "" : " (command \"" + command + "\")") +
-                " are not supported; give vigil-drainer a service-account token (token or "
-                "tokenFile) instead");
-  }
-  if ((*user)["auth-provider"]) {
-    return fail(user_field + ".auth-provider is not supported; use a service-account token");
-  }
-  for (const char* cert_field :
-       {"client-certificate", "client-certificate-data", "client-key", "client-key-data"}) {
-    if ((*user)[cert_field]) {
-      return fail(user_field + "." + cert_field +
-                  ": client-certificate authentication is not supported; use a "
-                  "service-account token (token or tokenFile)");
-    }
-  }
-  if ((*user)["username"] || (*user)["password"]) {
-    return fail(user_field + ".username/password (basic auth) is not supported; use a token");
-  }
-  cfg.token = std::string(trim(scalar_or_empty(*user, "token")));
-  if (cfg.token.empty()) {
-    const std::string token_file = scalar_or_empty(*user, "tokenFile");
-    if (!token_file.empty()) {
-      const std::string resolved = resolve_relative(token_file, path);
-      auto token = read_text_file(resolved, user_field + ".tokenFile");
-      if (!token.ok()) return fail(token.error().message);
-      cfg.token = std::string(trim(token.value()));
-      if (cfg.token.empty()) return fail(user_field + ".tokenFile " + resolved + " is empty");
-      cfg.token_file = resolved;
-    }
-  }
-  if (cfg.token.empty()) {
-    return fail(user_field +
-                " has neither token nor tokenFile; vigil-drainer authenticates with "
-                "a bearer token");
-  }
-  return cfg;
+  return with_user_token(std::move(cfg), *user, "users[" + user_name + "].user", path);
 }
 
 }  // namespace
