@@ -78,7 +78,7 @@ int main(int argc, char** argv) {
     opts.sizes = *list;
   }
   if (!backend.empty()) opts.backend = backend == "nccl" ? nb::Backend::kNccl : nb::Backend::kHost;
-  opts.transport = nb::transport_from_string(transport).value_or(nb::Transport::kNvlink);
+  opts.transport = value_of(nb::kTransportNames, transport).value_or(nb::Transport::kNvlink);
   opts.datatype = datatype == "float" ? nb::DataType::kFloat : nb::DataType::kBf16;
   opts.check = check != 0;
   if (min_busbw >= 0) opts.min_busbw_gb_s = min_busbw;

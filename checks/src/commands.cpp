@@ -383,7 +383,7 @@ static void expect_noted_gpus(vigil::CheckContext& ctx) {
 int cmd_hook(HookArgs& h) {
   const auto started = std::chrono::steady_clock::now();
   const auto deadline = started + std::chrono::seconds(h.time_box_s);
-  const auto mode = vigil::hook::mode_from_string(h.mode);
+  const auto mode = value_of(vigil::hook::kModeNames, h.mode);
   RunArgs& a = h.run;
   vigil::Loaded<vigil::SkuSet> skus;
   vigil::CheckContext ctx;

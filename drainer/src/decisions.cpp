@@ -123,7 +123,7 @@ void DrainerCore::apply_decision_locked(const Decision& d, const NodeReport* r, 
   e.checks = d.driving_checks;
   e.run_id = r ? r->run_id : "";
   e.dry_run = cfg_.dry_run;
-  owe_intents_locked(e, d.reason, !r, rec.intents);
+  owe_intents_locked(e, d.reason, d.by_operator, rec.intents);
   if (d.action == Action::kWouldDrain || d.action == Action::kWouldResume) {
     metrics_.on_action(
         d.action == Action::kWouldDrain ? IntentAction::kDrain : IntentAction::kResume,

@@ -390,6 +390,7 @@ std::optional<NodeRecord> PolicyEngine::on_tick(const NodeRecord& s) const {
 Decision PolicyEngine::on_operator_resume(const NodeRecord& s,
                                           const slurm::SlurmNodeInfo* slurm) const {
   Decision d;
+  d.by_operator = true;
   d.before = s.state;
   NodeRecord n = s;
   const bool owned = slurm ? slurm::drained_by_vigil(*slurm) : s.drained_by_vigil;

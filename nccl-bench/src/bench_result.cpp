@@ -8,15 +8,6 @@
 namespace vigil::ncclbench {
 namespace {
 
-constexpr std::array<std::pair<Outcome, std::string_view>, 6> kOutcomes = {{
-    {Outcome::kOk, "ok"},
-    {Outcome::kWrongResults, "wrong_results"},
-    {Outcome::kBelowMinBusbw, "below_min_busbw"},
-    {Outcome::kSetupError, "setup_error"},
-    {Outcome::kRuntimeError, "runtime_error"},
-    {Outcome::kTimeout, "timeout"},
-}};
-
 template <typename T>
 void put_optional(nlohmann::json& j, const char* key, const std::optional<T>& v) {
   j[key] = v ? nlohmann::json(*v) : nlohmann::json(nullptr);
@@ -143,18 +134,6 @@ std::optional<BenchRow> row_from_json(const nlohmann::json& j, const std::string
 
 }  // namespace
 
-std::string_view to_string(Outcome o) {
-  for (const auto& [k, v] : kOutcomes)
-    if (k == o) return v;
-  return "unknown";
-}
-
-std::optional<Outcome> outcome_from_string(std::string_view s) {
-  for (const auto& [k, v] : kOutcomes)
-    if (v == s) return k;
-  return std::nullopt;
-}
-
 int exit_code_for(Outcome o) {
   switch (o) {
     case Outcome::kOk:
@@ -280,7 +259,7 @@ Result<BenchRun> bench_run_from_json(const nlohmann::json& j) {
   run.collective = r.opt<std::string>("collective").value_or("");
   auto result = r.req<std::string>("result");
   if (r.err.empty()) {
-    auto o = outcome_from_string(result);
+    auto o = value_of(kOutcomeNames, result);
     if (!o) return fail("/result: unknown value \"" + result + "\"");
     run.outcome = *o;
   }

@@ -14,27 +14,6 @@
 
 namespace vigil::ncclbench {
 
-std::string_view to_string(Backend b) { return b == Backend::kNccl ? "nccl" : "host"; }
-std::string_view to_string(Transport t) {
-  switch (t) {
-    case Transport::kIb:
-      return "ib";
-    case Transport::kFabric:
-      return "fabric";
-    case Transport::kDomain:
-      return "domain";
-    case Transport::kNvlink:
-      break;
-  }
-  return "nvlink";
-}
-
-std::optional<Transport> transport_from_string(std::string_view s) {
-  for (Transport t : {Transport::kNvlink, Transport::kIb, Transport::kFabric, Transport::kDomain})
-    if (to_string(t) == s) return t;
-  return std::nullopt;
-}
-std::string_view to_string(DataType d) { return d == DataType::kBf16 ? "bfloat16" : "float"; }
 std::size_t element_size(DataType d) { return d == DataType::kBf16 ? 2 : 4; }
 
 std::optional<std::uint64_t> parse_size(std::string_view s) {

@@ -209,7 +209,7 @@ void parse_comment(std::string_view body, BenchRun& run, std::optional<Layout>& 
   } else if (key == "Avg bus bandwidth" && !val.empty()) {
     run.avg_busbw_gb_s = number<double>(val[0]);
   } else if (key == "Result" && !val.empty()) {  // vigil-allreduce's own footer line
-    if (auto o = outcome_from_string(val[0])) run.outcome = *o;
+    if (auto o = value_of(kOutcomeNames, val[0])) run.outcome = *o;
   }
 }
 

@@ -288,6 +288,10 @@ TEST(Drainer, operator_resume_and_snapshot_restart) {
     EXPECT_FALSE(dr.resume("gpu-9").ok());
     auto r = dr.resume("gpu-2");
     ASSERT_TRUE(r.ok()) << r.error().to_string();
+    const auto owed = dr.pending_intents();
+    ASSERT_EQ(owed.size(), 1u);
+    EXPECT_EQ(owed[0].action, IntentAction::kResume);
+    EXPECT_TRUE(owed[0].by_operator);  // said by the decision, not inferred from "no report"
     dr.run_slurm_sink_once();
     EXPECT_FALSE(slurm->get("gpu-2").drain);
   }

@@ -432,8 +432,10 @@ TEST(PolicyEngine, operator_resume_lifts_only_vigil_drains) {
   ASSERT_EQ(d.action, Action::kDrain);
   info.drain = true;
   info.reason = d.reason;
+  EXPECT_FALSE(d.by_operator);
   auto r = eng.on_operator_resume(d.record, &info);
   EXPECT_EQ(r.action, Action::kResume);
+  EXPECT_TRUE(r.by_operator);  // the one decision whose resume may lift a DOWN node's drain
   EXPECT_FALSE(r.record.drained_by_vigil);
   info.reason = "admin: do not touch";
   auto r2 = eng.on_operator_resume(d.record, &info);

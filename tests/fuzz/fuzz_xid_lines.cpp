@@ -18,7 +18,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (auto rec = vigil::kmsg::parse_record(line)) message = rec->message;
     if (auto x = vigil::kmsg::parse_xid(message)) {
       const auto v = catalogue->judge(x->xid, x->detail);
-      if (!vigil::parse_xid_action(vigil::to_string(v.action))) vigil::fuzz::broken("action");
+      if (!vigil::value_of(vigil::kXidActionNames, vigil::to_string(v.action)))
+        vigil::fuzz::broken("action");
       (void)vigil::kmsg::remembered_action("XID " + std::to_string(x->xid) + " " + x->device +
                                                " (" + std::string(vigil::to_string(v.action)) + ")",
                                            *catalogue);

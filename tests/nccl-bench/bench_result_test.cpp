@@ -46,8 +46,8 @@ TEST(BenchRun, outcomes_map_to_documented_exit_codes) {
   EXPECT_EQ(nb::exit_code_for(nb::Outcome::kTimeout), 5);
   for (auto o : {nb::Outcome::kOk, nb::Outcome::kWrongResults, nb::Outcome::kBelowMinBusbw,
                  nb::Outcome::kSetupError, nb::Outcome::kRuntimeError, nb::Outcome::kTimeout})
-    EXPECT_EQ(nb::outcome_from_string(nb::to_string(o)), o);
-  EXPECT_FALSE(nb::outcome_from_string("hung"));
+    EXPECT_EQ(value_of(nb::kOutcomeNames, nb::to_string(o)), o);
+  EXPECT_FALSE(value_of(nb::kOutcomeNames, "hung"));
 }
 
 TEST(BenchJson, round_trips_every_field) {

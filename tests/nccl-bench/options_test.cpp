@@ -75,8 +75,8 @@ TEST(Options, fabric_transport_keeps_nvlink_inside_nodes_and_the_nics_between_th
                 {"NCCL_P2P_DISABLE", "0"}, {"NCCL_SHM_DISABLE", "0"}, {"NCCL_MNNVL_ENABLE", "0"}}));
   for (auto t :
        {nb::Transport::kNvlink, nb::Transport::kIb, nb::Transport::kFabric, nb::Transport::kDomain})
-    EXPECT_EQ(nb::transport_from_string(nb::to_string(t)), t);
-  EXPECT_FALSE(nb::transport_from_string("mnnvl"));
+    EXPECT_EQ(value_of(nb::kTransportNames, nb::to_string(t)), t);
+  EXPECT_FALSE(value_of(nb::kTransportNames, "mnnvl"));
 }
 
 // An NVLink domain job: the trays meet over multi-node NVLink with NVLS, both forced, so a

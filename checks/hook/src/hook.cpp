@@ -91,25 +91,6 @@ std::optional<slurm::SlurmNodeInfo> wait_for_vigil_drain(slurm::SlurmApi& api,
 
 }  // namespace
 
-std::optional<Mode> mode_from_string(std::string_view s) {
-  if (s == "prolog") return Mode::kProlog;
-  if (s == "epilog") return Mode::kEpilog;
-  if (s == "healthcheck") return Mode::kHealthcheck;
-  return std::nullopt;
-}
-
-std::string_view to_string(Mode m) {
-  switch (m) {
-    case Mode::kProlog:
-      return "prolog";
-    case Mode::kEpilog:
-      return "epilog";
-    case Mode::kHealthcheck:
-      return "healthcheck";
-  }
-  return "healthcheck";
-}
-
 std::vector<const CheckResult*> fatal_failures(const NodeReport& r,
                                                const SharedDrainPolicy& policy) {
   std::vector<const CheckResult*> out;

@@ -237,7 +237,7 @@ std::vector<std::string> allreduce_command(const CheckContext& ctx, const Allred
   if (spec.map_by_node) argv.insert(argv.end(), {"--map-by", "node"});
   if (auto hca = fabric_hca_setting(ctx, spec)) argv.insert(argv.end(), {"-x", *hca});
   const bool site = is_nccl_tests_binary(binary);
-  const auto mode = nb::transport_from_string(spec.transport);
+  const auto mode = value_of(nb::kTransportNames, spec.transport);
   if (site && mode && *mode != nb::Transport::kNvlink) {
     // all_reduce_perf does not know our transport modes: export NCCL's settings to the ranks.
     for (const auto& [k, v] : nb::transport_env(*mode)) {

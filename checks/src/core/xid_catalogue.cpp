@@ -63,7 +63,7 @@ void need_source(const json& j, const std::string& at) {
 
 XidAction action_of(const json& j, const std::string& at) {
   const std::string s = text(j, at, "action");
-  if (auto a = parse_xid_action(s)) return *a;
+  if (auto a = value_of(kXidActionNames, s)) return *a;
   throw Bad{at + "action", "'" + s + "' is not none, watch, reset_gpu, reboot or service"};
 }
 
@@ -88,29 +88,6 @@ std::optional<std::uint32_t> hex_word(std::string_view s) {
 }
 
 }  // namespace
-
-std::string_view to_string(XidAction a) {
-  switch (a) {
-    case XidAction::kNone:
-      return "none";
-    case XidAction::kWatch:
-      return "watch";
-    case XidAction::kResetGpu:
-      return "reset_gpu";
-    case XidAction::kReboot:
-      return "reboot";
-    case XidAction::kService:
-      return "service";
-  }
-  return "watch";
-}
-
-std::optional<XidAction> parse_xid_action(std::string_view s) {
-  for (XidAction a : {XidAction::kNone, XidAction::kWatch, XidAction::kResetGpu, XidAction::kReboot,
-                      XidAction::kService})
-    if (to_string(a) == s) return a;
-  return std::nullopt;
-}
 
 std::optional<Remedy> remedy_of(XidAction a) {
   switch (a) {

@@ -126,7 +126,7 @@ XidAction remembered_action(std::string_view item, const XidCatalogue& catalogue
   if (open != std::string_view::npos) {
     std::string_view token = item.substr(open + 1);
     token = token.substr(0, token.find_first_of(",:)"));
-    if (auto a = parse_xid_action(token)) return *a;
+    if (auto a = value_of(kXidActionNames, token)) return *a;
   }
   // Written before the catalogue: "XID 48 0000:18:00", "XID 154 0000:18:00 (gpu reset required)".
   unsigned long long xid = 0;

@@ -158,18 +158,6 @@ void check_hooks(const ConfigCheckInput& in, std::vector<ConfigFinding>& out) {
 
 }  // namespace
 
-std::string_view to_string(ConfigLevel level) {
-  switch (level) {
-    case ConfigLevel::kOk:
-      return "ok";
-    case ConfigLevel::kWarn:
-      return "warn";
-    case ConfigLevel::kProblem:
-      return "PROBLEM";
-  }
-  return "?";
-}
-
 std::vector<ConfigFinding> check_config(const ConfigCheckInput& in) {
   std::vector<ConfigFinding> out;
   if (!in.partition.empty() && !in.partition_found) {

@@ -14,18 +14,6 @@ namespace vigil::submit {
 using slurm::SlurmJobInfo;
 using slurm::SlurmNodeInfo;
 
-std::string_view to_string(PlanStep a) {
-  switch (a) {
-    case PlanStep::kSubmit:
-      return "submit";
-    case PlanStep::kRecheck:
-      return "recheck";
-    case PlanStep::kSkip:
-      return "skip";
-  }
-  return "?";
-}
-
 namespace {
 
 bool starts_with(const std::string& s, std::string_view prefix) {

@@ -169,18 +169,6 @@ void excuse_by_switches(const Observed& o, const FabricJudgeConfig& config, Fabr
 
 }  // namespace
 
-const char* to_string(FabricCall c) {
-  switch (c) {
-    case FabricCall::kPass:
-      return "pass";
-    case FabricCall::kFail:
-      return "fail";
-    case FabricCall::kUnknown:
-      return "unknown";
-  }
-  return "unknown";
-}
-
 std::vector<std::vector<std::pair<int, int>>> plan_rounds(int k, int rounds, std::uint64_t seed) {
   std::vector<std::vector<std::pair<int, int>>> out;
   if (k < 2 || rounds < 1) return out;

@@ -213,9 +213,9 @@ TEST(HookVerdict, the_policy_cache_round_trips_and_a_bad_one_is_marked_unreadabl
 }
 
 TEST(HookVerdict, modes_and_job_gpus_parse) {
-  EXPECT_EQ(mode_from_string("prolog"), Mode::kProlog);
+  EXPECT_EQ(value_of(kModeNames, "prolog"), Mode::kProlog);
   EXPECT_EQ(to_string(Mode::kHealthcheck), "healthcheck");
-  EXPECT_FALSE(mode_from_string("cron"));
+  EXPECT_FALSE(value_of(kModeNames, "cron"));
   EXPECT_EQ(parse_job_gpus("0,1,3"), (std::vector<int>{0, 1, 3}));
   EXPECT_FALSE(parse_job_gpus(""));
   EXPECT_FALSE(parse_job_gpus("0,x"));

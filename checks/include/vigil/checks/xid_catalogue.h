@@ -18,6 +18,7 @@
 #include <string_view>
 #include <vector>
 
+#include "vigil/base/enum_names.h"
 #include "vigil/base/result.h"
 #include "vigil/report/report.h"
 
@@ -29,8 +30,12 @@ inline constexpr const char* kXidPolicyFileName = "xid-policy.json";
 // What Vigil does about one XID. none and watch drain nothing; the others fail the check and
 // name what clears the fault (the report's `remedy`, which the repair ladder acts on).
 enum class XidAction { kNone, kWatch, kResetGpu, kReboot, kService };
-std::string_view to_string(XidAction a);  // "none", "watch", "reset_gpu", "reboot", "service"
-std::optional<XidAction> parse_xid_action(std::string_view s);
+inline constexpr EnumName<XidAction> kXidActionNames[] = {{XidAction::kNone, "none"},
+                                                          {XidAction::kWatch, "watch"},
+                                                          {XidAction::kResetGpu, "reset_gpu"},
+                                                          {XidAction::kReboot, "reboot"},
+                                                          {XidAction::kService, "service"}};
+inline std::string_view to_string(XidAction a) { return name_of(kXidActionNames, a, "watch"); }
 inline bool drains(XidAction a) { return a >= XidAction::kResetGpu; }
 // reset_gpu, reboot, service -> the report's Remedy; nullopt for none and watch.
 std::optional<Remedy> remedy_of(XidAction a);

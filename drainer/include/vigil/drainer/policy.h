@@ -133,6 +133,9 @@ struct Decision {
   NodeRecord record;                          // the node's next record
   BreakerState breaker;                       // the breaker's next state
   std::optional<BreakerDrain> counted_drain;  // set when this decision counted a drain
+  // An operator's command (`vigil-drainer resume`): its Slurm resume may lift a DOWN, FAIL or
+  // MAINT node's drain, which a decision on a report never does (slurm_sink.cpp judge_resume).
+  bool by_operator = false;
 };
 
 // The Slurm reason a failing result drains with: "vigil: <short name> <detail>".

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "vigil/base/enum_names.h"
 #include "vigil/base/result.h"
 
 namespace vigil::ncclbench {
@@ -26,8 +27,13 @@ inline constexpr int kExitTimeout = 5;        // --timeout watchdog fired (hung 
 
 // How a run ended; "result" in the JSON.
 enum class Outcome { kOk, kWrongResults, kBelowMinBusbw, kSetupError, kRuntimeError, kTimeout };
-std::string_view to_string(Outcome o);
-std::optional<Outcome> outcome_from_string(std::string_view s);
+inline constexpr EnumName<Outcome> kOutcomeNames[] = {{Outcome::kOk, "ok"},
+                                                      {Outcome::kWrongResults, "wrong_results"},
+                                                      {Outcome::kBelowMinBusbw, "below_min_busbw"},
+                                                      {Outcome::kSetupError, "setup_error"},
+                                                      {Outcome::kRuntimeError, "runtime_error"},
+                                                      {Outcome::kTimeout, "timeout"}};
+inline std::string_view to_string(Outcome o) { return name_of(kOutcomeNames, o, "unknown"); }
 int exit_code_for(Outcome o);
 
 // busbw factor per collective (nccl-tests PERFORMANCE.md).

@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "vigil/base/enum_names.h"
 #include "vigil/ncclbench/bench_result.h"
 
 namespace vigil::ncclbench {
@@ -19,10 +20,18 @@ enum class Backend { kHost, kNccl };
 enum class Transport { kNvlink, kIb, kFabric, kDomain };
 enum class DataType { kFloat, kBf16 };
 
-std::string_view to_string(Backend b);
-std::string_view to_string(Transport t);  // "nvlink", "ib", "fabric", "domain"
-std::optional<Transport> transport_from_string(std::string_view s);
-std::string_view to_string(DataType d);  // nccl-tests names: "float", "bfloat16"
+inline constexpr EnumName<Backend> kBackendNames[] = {{Backend::kHost, "host"},
+                                                      {Backend::kNccl, "nccl"}};
+inline constexpr EnumName<Transport> kTransportNames[] = {{Transport::kNvlink, "nvlink"},
+                                                          {Transport::kIb, "ib"},
+                                                          {Transport::kFabric, "fabric"},
+                                                          {Transport::kDomain, "domain"}};
+// nccl-tests' names.
+inline constexpr EnumName<DataType> kDataTypeNames[] = {{DataType::kFloat, "float"},
+                                                        {DataType::kBf16, "bfloat16"}};
+inline std::string_view to_string(Backend b) { return name_of(kBackendNames, b, "host"); }
+inline std::string_view to_string(Transport t) { return name_of(kTransportNames, t, "nvlink"); }
+inline std::string_view to_string(DataType d) { return name_of(kDataTypeNames, d, "float"); }
 std::size_t element_size(DataType d);
 
 struct BenchOptions {

@@ -22,6 +22,7 @@
 #include <string_view>
 #include <vector>
 
+#include "vigil/base/enum_names.h"
 #include "vigil/checks/check.h"
 #include "vigil/report/drain_decision.h"
 #include "vigil/report/report.h"
@@ -32,8 +33,10 @@ namespace vigil::hook {
 
 enum class Mode { kProlog, kEpilog, kHealthcheck };
 
-std::optional<Mode> mode_from_string(std::string_view s);
-std::string_view to_string(Mode m);  // "prolog", ... also the report's `context`
+// Also the report's `context`.
+inline constexpr EnumName<Mode> kModeNames[] = {
+    {Mode::kProlog, "prolog"}, {Mode::kEpilog, "epilog"}, {Mode::kHealthcheck, "healthcheck"}};
+inline std::string_view to_string(Mode m) { return name_of(kModeNames, m, "healthcheck"); }
 
 inline constexpr std::chrono::seconds kDefaultTimeBox{30};  // below slurmd's 60 s kill
 

@@ -9,12 +9,15 @@
 #include <string_view>
 #include <vector>
 
+#include "vigil/base/enum_names.h"
 #include "vigil/slurm/slurm_api.h"
 
 namespace vigil::submit {
 
 enum class ConfigLevel { kOk, kWarn, kProblem };
-std::string_view to_string(ConfigLevel level);
+inline constexpr EnumName<ConfigLevel> kConfigLevelNames[] = {
+    {ConfigLevel::kOk, "ok"}, {ConfigLevel::kWarn, "warn"}, {ConfigLevel::kProblem, "PROBLEM"}};
+inline std::string_view to_string(ConfigLevel l) { return name_of(kConfigLevelNames, l, "?"); }
 
 struct ConfigFinding {
   std::string setting;  // "ResumeTimeout", "Prolog", "Gres", "--partition", ...

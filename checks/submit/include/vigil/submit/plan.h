@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "vigil/base/enum_names.h"
 #include "vigil/slurm/reason.h"
 #include "vigil/slurm/slurm_api.h"
 #include "vigil/slurm/slurm_jobs.h"
@@ -63,7 +64,9 @@ struct SubmitOptions {
 };
 
 enum class PlanStep { kSubmit, kRecheck, kSkip };
-std::string_view to_string(PlanStep a);
+inline constexpr EnumName<PlanStep> kPlanStepNames[] = {
+    {PlanStep::kSubmit, "submit"}, {PlanStep::kRecheck, "recheck"}, {PlanStep::kSkip, "skip"}};
+inline std::string_view to_string(PlanStep a) { return name_of(kPlanStepNames, a, "?"); }
 
 // One line of the table: what happens to a node and why.
 struct NodeVerdict {

@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "vigil/base/enum_names.h"
+
 namespace vigil::detect {
 
 // Round r of a job: the disjoint pairs (indices into the job's node list). With an odd k one
@@ -43,7 +45,9 @@ struct FabricJudgeConfig {
 };
 
 enum class FabricCall { kPass, kFail, kUnknown };
-const char* to_string(FabricCall c);  // "pass" | "fail" | "unknown"
+inline constexpr EnumName<FabricCall> kFabricCallNames[] = {
+    {FabricCall::kPass, "pass"}, {FabricCall::kFail, "fail"}, {FabricCall::kUnknown, "unknown"}};
+inline std::string_view to_string(FabricCall c) { return name_of(kFabricCallNames, c, "unknown"); }
 
 struct NodeBlame {
   std::string node;
