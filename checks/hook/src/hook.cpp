@@ -242,8 +242,9 @@ struct ActState {
     if (auto saved = save_policy_cache(opts.policy_cache, p, now); !saved)
       cache_note = "policy not kept: " + saved.error().to_string();
   }
-  std::string with_note(std::string s) const {
-    return cache_note.empty() ? s : s + " [" + cache_note + "]";
+  std::string with_note(std::string s) const {  // once: an unreadable cache's hold says it
+    if (cache_note.empty() || s.find(cache_note) != std::string::npos) return s;
+    return s + " [" + cache_note + "]";
   }
   Outcome done(std::string action) {
     o.action = std::move(action);

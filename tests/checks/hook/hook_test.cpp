@@ -340,6 +340,7 @@ TEST_F(HookAct, drainer_down_its_last_open_breaker_or_an_unreadable_policy_holds
   o = act(fatal_report("r2"), opts_);
   EXPECT_TRUE(o.held) << o.action;
   EXPECT_EQ(o.action.rfind("not drained by the hook: policy cache ", 0), 0u) << o.action;
+  EXPECT_EQ(o.action.find("["), std::string::npos) << o.action;  // the cache's note said once
   EXPECT_EQ(drains(), 0);
 }
 
