@@ -74,7 +74,7 @@ std::vector<std::unique_ptr<Check>> passive_checks(PassiveSelection selection) {
   std::vector<std::unique_ptr<Check>> out;
   // kmsg_xid first: it needs neither NVML nor the SKU, and a GPU with GSP trouble (Xid 119/120,
   // "Timeout after 6s of waiting for RPC response") can make every NVML call block until the
-  // hook's time box ends. The fatal XID must be reported before that (review F14).
+  // hook's time box ends. The fatal XID must be reported before that.
   out.push_back(make_kmsg_xid_check());
   out.push_back(make_gpu_count_check());
   out.push_back(make_nvml_ecc_check());

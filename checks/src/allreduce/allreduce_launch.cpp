@@ -219,7 +219,7 @@ std::optional<std::string> fabric_hca_setting(const CheckContext& ctx, const All
 std::vector<std::string> allreduce_command(const CheckContext& ctx, const AllreduceSpec& spec,
                                            const std::string& binary,
                                            const std::string& json_path) {
-  // --bind-to none (review F21): OpenMPI binds to a socket by default for more than 2 ranks,
+  // --bind-to none: OpenMPI binds to a socket by default for more than 2 ranks,
   // round-robin, so about half the ranks would sit on the socket away from their GPU and NIC.
   // Unbound, each rank's NCCL pins its own threads to its GPU's local CPUs (NCCL uses the
   // intersection of the process's affinity and the GPU's; NCCL_IGNORE_CPU_AFFINITY, NCCL's

@@ -17,7 +17,7 @@ struct BenchRun;
 }
 
 // The transport mode of the multi-node fabric checks: P2P and SHM on, so NVLink carries the
-// intra-node hops (review F01), and multi-node NVLink off, so two trays of one NVL72 rack meet
+// intra-node hops, and multi-node NVLink off, so two trays of one NVL72 rack meet
 // over the network the check is named for ("fabric" in vigil-allreduce's terms).
 inline constexpr const char* kFabricTransport = "fabric";
 // The transport mode of the NVLink domain jobs (GB200/GB300 NVL72): the trays of one domain over
@@ -84,7 +84,7 @@ std::vector<std::string> allreduce_command(const CheckContext& ctx, const Allred
                                            const std::string& binary, const std::string& json_path);
 
 // Why a run's figure does not measure the path its spec names, from what NCCL's own log says it
-// connected over (ncclbench::parse_transport_log; issue 27), or nullopt (also when the log did
+// connected over (ncclbench::parse_transport_log), or nullopt (also when the log did
 // not say). `code` is the fault code's suffix after spec.fault_prefix. Such a figure is never
 // judged (error, never a drain): the cause is a setting or a node-side fault that ib_port,
 // nvml_nvlink, nvml_fabric or nvlink_imex names.

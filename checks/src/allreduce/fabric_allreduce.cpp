@@ -50,7 +50,7 @@ AllreduceSpec fabric_spec(const CheckContext& ctx, const FabricNetwork& network,
   spec.check = network.check;
   spec.fault_prefix = network.fault_prefix;
   spec.backend = ctx.fabric_backend;
-  // P2P and SHM stay on (review F01): with them off NCCL marks every intra-node pair PATH_NET
+  // P2P and SHM stay on: with them off NCCL marks every intra-node pair PATH_NET
   // (src/graph/paths.cc) and each GPU sends through its own NIC, so busbw is one NIC (~45 GB/s
   // at NDR) against a floor measured with NVLink inside each node (~390 GB/s across two nodes).
   // This way NVLink carries the intra-node hops and the fabric the inter-node ones, as a

@@ -35,8 +35,8 @@ bool has_infiniband(const CheckContext& ctx) {
 // GPUDirect RDMA lets the NIC read and write GPU memory; NCCL uses it through the nvidia_peermem
 // kernel module or through dma-buf (kernel >= 5.12 with the open GPU kernel modules,
 // NCCL_DMABUF_ENABLE; NCCL's environment variable documentation), and without either it stages
-// every byte through host memory: the IB loopback figure then drops although the fabric is fine
-// (review F19). Whether peermem is loaded is in sysfs; dma-buf use is not visible there.
+// every byte through host memory: the IB loopback figure then drops although the fabric is fine.
+// Whether peermem is loaded is in sysfs; dma-buf use is not visible there.
 bool peermem_loaded(const CheckContext& ctx) {
   std::error_code ec;
   return std::filesystem::is_directory(

@@ -359,7 +359,7 @@ Loaded<SkuSet> load_sku_dir(const std::string& dir, const std::set<std::string>&
 }
 
 namespace {
-// Exact model identity, never a substring (review F05): "NVIDIA GH200 480GB" contains "H200",
+// Exact model identity, never a substring: "NVIDIA GH200 480GB" contains "H200",
 // "NVIDIA GB200" contains "B200" and "NVIDIA H200 NVL" (PCIe, bridged) contains "H200", yet each
 // is another product with another GPU count and other floors. The PCI device id decides when
 // the GPU reports one and the SKU lists ids (it is what NVIDIA's own tools key SKUs by: DCGM's

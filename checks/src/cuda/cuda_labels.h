@@ -4,7 +4,7 @@
 // kept per GPU. CUDA_DEVICE_ORDER=PCI_BUS_ID (set when unset) makes ordinals follow bus order only
 // when the process sees every GPU: with CUDA_VISIBLE_DEVICES as a subset, reordered or by UUID
 // (srun steps, --gpu-bind) ordinal k is some other physical GPU, and its figures would be named
-// and remembered as another's (review F18). The PCI bus id is the one name both APIs share.
+// and remembered as another's. The PCI bus id is the one name both APIs share.
 #include <string>
 #include <vector>
 

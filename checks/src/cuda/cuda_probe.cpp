@@ -68,7 +68,7 @@ std::optional<CheckResult> count_devices(std::string_view check, int& count) {
     // verify the system configuration is in a valid state and all required driver daemons are
     // actively running"). On an NVSwitch board (HGX H100/H200/B200) that is a Fabric Manager that
     // is down or failed to train the fabric: no CUDA job can start on this node, so it is a finding
-    // of the node, not of Vigil (review F12). Not fatal: a node checked while Fabric Manager is
+    // of the node, not of Vigil. Not fatal: a node checked while Fabric Manager is
     // still starting passes its next run, so the check's drain_after applies.
     CheckResult r;
     r.check = std::string(check);
@@ -214,7 +214,7 @@ CheckResult run_on_each_gpu(const CheckContext& ctx, std::string_view check,
   std::vector<GpuFailure> failures;
   std::vector<std::string> notes;
   if (!others.unknown.empty()) notes.push_back(others.unknown);
-  // Reports and histories name GPUs by NVML index (review F18, cuda_labels.h).
+  // Reports and histories name GPUs by NVML index (cuda_labels.h).
   const CudaLabels labels = label_devices(others.bus_ids, count);
   if (!labels.matched)
     notes.push_back("GPU numbers are CUDA ordinals: their PCI bus ids did not match NVML's");

@@ -87,7 +87,7 @@ struct BusyScan {
   // such a node would measure a fraction of a GPU and call it slow: skip (docs/cuda-probes.md).
   std::vector<int> mig_enabled;
   // Each NVML index's PCI bus id ("00000000:18:00.0"; "" without a handle): the CUDA probes name
-  // GPUs by these indices, not by CUDA ordinals (review F18, cuda_labels.h).
+  // GPUs by these indices, not by CUDA ordinals (cuda_labels.h).
   std::vector<std::string> bus_ids;
 };
 

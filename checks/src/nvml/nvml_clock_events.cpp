@@ -1,7 +1,7 @@
 // nvml_clock_events: why clocks are held down right now (nvmlDeviceGetCurrentClocksEventReasons).
 // Hardware thermal slowdown and power brake mean the board protects itself (overheating, a
 // PSU/power-brake signal) and the GPU runs at a fraction of its speed: these fail without a SKU.
-// The generic HW slowdown bit alone only warns (review F08): nvml.h says it is also set when
+// The generic HW slowdown bit alone only warns: nvml.h says it is also set when
 // "Power draw is too high and Fast Trigger protection is reducing the clocks" and "May be also
 // reported during PState or clock change", both normal under a job's load or right after one,
 // when HealthCheckProgram and the Epilog run; DCGM's health watch only warns on it. When it comes

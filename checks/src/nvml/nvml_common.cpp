@@ -39,7 +39,7 @@ Result<Session> open_session(const CheckContext& ctx) {
   if (nvmlReturn_t rc = s.api().device_get_count(&n); rc != NVML_SUCCESS) {
     return Error{s.err(rc), "nvmlDeviceGetCount_v2"};
   }
-  // One GPU without a handle must not blind every check to the others (review F11): each such
+  // One GPU without a handle must not blind every check to the others: each such
   // GPU becomes a finding of its own and the rest are inspected as usual.
   for (unsigned i = 0; i < n; ++i) {
     nvmlDevice_t dev = nullptr;

@@ -1,7 +1,7 @@
 // nvml_fabric: is each GPU registered in its NVLink fabric, and healthy there?
 // nvml_recovery: the recovery action the driver says a GPU needs.
 //
-// nvml_fabric (review F12). On NVSwitch systems (HGX/DGX H100, H200, B200; GB200 NVL72) a GPU
+// nvml_fabric. On NVSwitch systems (HGX/DGX H100, H200, B200; GB200 NVL72) a GPU
 // joins the NVLink fabric only after Fabric Manager (or, on NVL72, the NVLink subnet manager)
 // registers it; until then CUDA initialisation fails with cudaErrorSystemNotReady (802) and no
 // job can run. nvml.h "Fabric definitions" (CUDA 13.3 header, lines 3794-3950):
@@ -33,7 +33,7 @@
 //     names fail; a route or access-timeout recovery in progress fails if it is still in
 //     progress after the settle window; a configuration code newer than the header warns.
 //
-// nvml_recovery (review F07, F12): NVML_FI_DEV_GET_GPU_RECOVERY_ACTION (nvml.h:2796, enum
+// nvml_recovery: NVML_FI_DEV_GET_GPU_RECOVERY_ACTION (nvml.h:2796, enum
 // nvmlDeviceGpuRecoveryAction_t at :2194) is the driver's own statement of what a GPU needs
 // before it may run work again (the action XID 154 announces in the kernel log). NONE passes;
 // GPU_RESET, NODE_REBOOT and DRAIN_AND_RESET fail with the action in the reason and as the
@@ -348,8 +348,8 @@ class NvmlFabricCheck final : public NvmlCheck {
   static bool judge_gpu(const Session& s, int g, const FabricRead& f, const FabricEpoch& epoch,
                         bool past_grace, bool stuck, Verdict& v) {
     const std::string gs = "gpu" + std::to_string(g);
-    // Fabric state under MIG is not verified on hardware (NVML's NVLink state is wrong there,
-    // review F02): a MIG-enabled GPU's findings only warn, and say so.
+    // Fabric state under MIG is not verified on hardware (NVML's NVLink state is wrong
+    // there): a MIG-enabled GPU's findings only warn, and say so.
     unsigned mig_current = 0, mig_pending = 0;
     const bool mig =
         call(s.api().device_get_mig_mode, s.gpus[g], &mig_current, &mig_pending) == NVML_SUCCESS &&

@@ -1,6 +1,6 @@
 // nvml_nvlink: NVLink state and error counters of every link of every GPU. A link that exists
 // but is down fails under a SKU file (DCGM health watch) and warns without one (the board's
-// link count is unknown: review F17). Replay, recovery and CRC flit/data
+// link count is unknown). Replay, recovery and CRC flit/data
 // counters are reported as their growth since the previous run (state in ctx.state_dir),
 // summed per GPU; the message names the links that moved. Links NVML reports as not
 // supported / invalid do not exist on this board and are not counted. Where the driver answers
@@ -158,8 +158,8 @@ struct Findings {
 
 // NVML reports every NVLink of a MIG-enabled GPU as inactive. DCGM works around it ("Bug
 // 200682374 - NVML reports links to MIG enabled GPUs as down. This causes health checks
-// to fail", dcgmlib/src/DcgmTopology.cpp) by treating them as disabled: so does Vigil
-// (review F02). Only the current mode counts: while MIG is merely pending the links
+// to fail", dcgmlib/src/DcgmTopology.cpp) by treating them as disabled: so does Vigil.
+// Only the current mode counts: while MIG is merely pending the links
 // still report their real state.
 bool mig_enabled(const Session& s, int g) {
   unsigned mig_current = 0, mig_pending = 0;
@@ -258,7 +258,7 @@ LinkScan scan_links(const Session& s, int g, const std::string& key, bool counte
 // measurement -> sum over links of GPU g's growth since the last run, only for counters the
 // driver answered: Blackwell drivers answer NOT_SUPPORTED for the legacy DL counters (nvml.h:
 // "unsupported for Blackwell+", use the NVML_FI_DEV_NVLINK_COUNT_* fields), and an unanswered
-// counter is no zero (review F13). The links that moved go to `moved_links`.
+// counter is no zero. The links that moved go to `moved_links`.
 std::map<std::string, unsigned long long> record_deltas(
     CounterState& state, int g, const std::vector<Reading>& readings,
     std::map<std::pair<int, std::string>, std::string>& moved_links) {
@@ -318,7 +318,7 @@ void inspect_gpu(const CheckContext& ctx, const Session& s, int g, CounterState&
     // boards with NVLink bridge connectors (H100 PCIe, H100/H200 NVL) a missing or partial
     // bridge leaves links that NVML may report inactive, and DCGM only judges the links
     // NVML_FI_DEV_NVLINK_LINK_COUNT says exist (DcgmCacheManager InitializeNvLinkCount).
-    // So an inactive link of an unknown board warns (review F17); the SKU files of the
+    // So an inactive link of an unknown board warns; the SKU files of the
     // NVSwitch boards (every link wired) fail it, as DCGM's health watch does.
     default_threshold(m, Op::kLe, 0, std::nullopt,
                       "built-in: NVLink down warns on a board without a SKU file (its link "

@@ -45,7 +45,7 @@ class NvmlTemperatureCheck final : public NvmlCheck {
       } else {
         hottest = std::max(hottest, temp);
         Measurement& m = add_measurement(r, ctx, "gpu_temperature", temp, "celsius", g);
-        // Without a SKU bound, the GPU's own limits from the driver, warn-only (review F23):
+        // Without a SKU bound, the GPU's own limits from the driver, warn-only:
         // the shutdown temperature can never be observed (the GPU powers off first), so a
         // built-in fail would be a bound that cannot fire. Warn above the "max operating"
         // temperature ("GPU Temperature at which the GPU can be throttled below base clock",

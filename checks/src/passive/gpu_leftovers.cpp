@@ -1,7 +1,7 @@
 // gpu_leftovers (epilog): compute processes the finished job left on the GPUs. Slurm has killed
 // the job's processes before the epilog runs; one NVML still lists is stuck (often in the
-// driver, unkillable) and holds GPU memory the next job needs. Judged by passive/leftovers.h
-// (review F16): two reads ctx.leftover_grace apart (a process in teardown is gone by the
+// driver, unkillable) and holds GPU memory the next job needs. Judged by passive/leftovers.h:
+// two reads ctx.leftover_grace apart (a process in teardown is gone by the
 // second), residents such as an MPS server never count, and only a process whose cgroup proves
 // it is this job's fails; one whose owner cannot be read, on one of the job's GPUs, warns.
 // Someone else's work is never a fault. Utilization alone never counts here: the job's last

@@ -5,7 +5,7 @@
 // (vigil/checks/xid_catalogue.h, docs/xid.md):
 //   action reset_gpu / reboot / service -> fail with that remedy, and it keeps failing for the
 //     rest of this boot (a quiet log afterwards proves nothing), or, for reset_gpu, until
-//     `vigil-check xid-clear --gpu BUS` says the GPU was reset (review F07: a reset keeps the
+//     `vigil-check xid-clear --gpu BUS` says the GPU was reset (a reset keeps the
 //     boot id);
 //   watch -> warn; none -> reported; a later XID cancels earlier ones where the policy says so;
 //   records the ring buffer overwrote before we read them -> warn (their XIDs are unknown);

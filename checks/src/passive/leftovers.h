@@ -1,6 +1,6 @@
 #pragma once
-// Whose is a process NVML still lists on a GPU after a job? The judgement of gpu_leftovers
-// (review F16), pure so that teardown, residents and ownership are tested without a driver.
+// Whose is a process NVML still lists on a GPU after a job? The judgement of gpu_leftovers,
+// pure so that teardown, residents and ownership are tested without a driver.
 //   - A process listed in only one of two reads `grace` apart was tearing down: not a leftover.
 //   - A resident process (an MPS server, a site's monitoring agent) lives there by design.
 //   - Ownership is proven by the process's cgroup: Slurm's cgroup plugins put every task of job

@@ -21,7 +21,7 @@ std::string run_in_suite_child(const CheckContext& ctx, const SkuSet* skus,
   opts.isolate = false;  // this child is the isolation
   opts.on_result = [&](const CheckResult& r) { send(to_json(r).dump() + "\n"); };
   // Checks that need neither NVML nor the SKU run before anything attaches to the driver: a
-  // wedged GPU can block the attach itself (review F14, passive_checks).
+  // wedged GPU can block the attach itself (passive_checks).
   auto checks = passive_checks(selection);
   std::vector<std::unique_ptr<Check>> first;
   for (auto& check : checks)

@@ -39,7 +39,7 @@ constexpr std::array<PerfMetric, 1> kBusbwMetrics{{{"busbw", "GB/s", "allreduce"
 
 constexpr CheckSpec kCatalog[] = {
     // Hooks only, first: needs neither NVML nor the SKU, and a GPU with GSP trouble (Xid
-    // 119/120) can block every NVML call until the time box ends (review F14). Fatal: an XID
+    // 119/120) can block every NVML call until the time box ends. Fatal: an XID
     // whose catalogue action is a reset or RMA, remembered for the boot (docs/hooks.md).
     {"kmsg_xid", "xid", kHooks, seconds(20), kFatal, {}, true},
     // --- NVML (docs/checks-nvml.md) ---

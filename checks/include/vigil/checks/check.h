@@ -125,7 +125,7 @@ void finalize(CheckResult& r, std::string_view fault_prefix);
 
 // Confirmation repeats inside one check (CUDA probes, all_reduce): does another run fit in the
 // check's time limit, with room for one 1.5x slower than the slowest so far? Past the limit the
-// runner kills the check and every figure is lost, a fail included (review F15). No limit: yes.
+// runner kills the check and every figure is lost, a fail included. No limit: yes.
 bool another_run_fits(std::chrono::steady_clock::duration elapsed,
                       std::chrono::steady_clock::duration longest, std::chrono::milliseconds limit);
 // "repeats stopped after 1 of 4: another might pass the check's 120 s limit"

@@ -95,7 +95,7 @@ struct GpuInventory {
   // not say (nvmlDeviceGetSerial: boards with an inforom; nvmlDeviceGetUUID: every GPU).
   std::vector<std::string> serials, uuids;
   // nvmlDeviceGetVbiosVersion per GPU, same order ("" where the driver does not say), and
-  // nvmlSystemGetDriverVersion ("580.95.05"; "" when unread): what classes compare (issue 43).
+  // nvmlSystemGetDriverVersion ("580.95.05"; "" when unread): what classes compare.
   std::vector<std::string> vbios;
   std::string driver;
   // The NVML index of each entry: a GPU whose handle fails is left out of the lists above, so

@@ -1,5 +1,5 @@
 #pragma once
-// Hardware classes learned from Slurm and the fleet (issue 43 item 2; docs/thresholds.md
+// Hardware classes learned from Slurm and the fleet (docs/thresholds.md
 // "Classes"). A SKU file guesses a GPU model's node (8 GPUs, 8 InfiniBand ports at 400 Gb/s for
 // any H100); the site's own declaration says what each node is: its Slurm Gres ("gpu:h100:4")
 // and its active features ("ib,ndr" or "roce"), which slurm.conf gives every node and which users

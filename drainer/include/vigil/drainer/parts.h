@@ -26,7 +26,7 @@ struct PartRecord {
 };
 
 // The repeat-offender rule (`repair.part_drains`, `repair.part_window_s`). The default, 3 drains
-// in 30 days, is the example of issue 26; a site tunes it.
+// in 30 days, is a site's example; a site tunes it.
 struct PartRule {
   int drains = 3;
   int64_t window_s = 30 * 86400;
@@ -44,7 +44,7 @@ Result<std::vector<PartRecord>> parts_from_json(const nlohmann::json& j, bool on
 // gives for every GPU, first; then the board serial). Without a shared identifier: no.
 bool same_part(const PartRecord& a, const PartRecord& b);
 
-// A part's history follows the part, not the slot (issue 26: "faults per GPU serial / UUID"): a
+// A part's history follows the part, not the slot ("faults per GPU serial / UUID", as sites ask): a
 // GPU moved to another node, or to another slot of the same node, brings its drains with it.
 // The lookup answers the drains recorded against a part on *other* nodes (the drainer core's
 // node table); nothing when absent.

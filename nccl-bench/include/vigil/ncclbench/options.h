@@ -76,7 +76,7 @@ std::vector<std::pair<std::string, std::string>> transport_env(Transport t);
 // NCCL settings that choose the algorithm, protocol, channels or intra-node transports, so that a
 // job or site carrying them (sbatch --export=ALL, a module file) would make the check measure
 // another mode than the one its SKU floor describes: the H100/H200 NVLink floors are reached with
-// NVLS (NVLink SHARP) only (review F06; NCCL's environment variable documentation names each).
+// NVLS (NVLink SHARP) only (NCCL's environment variable documentation names each).
 // vigil-allreduce removes them from its environment before NCCL's first call and reports what it
 // removed. Network selection (NCCL_SOCKET_IFNAME, NCCL_IB_HCA, NCCL_IB_GID_INDEX, ...), GPUDirect
 // and debug settings are the site's and stay.

@@ -17,7 +17,7 @@ std::string bytes_text(unsigned long long bytes);
 // `v` with `decimals` digits after the point ("%.<decimals>f"), for figures in messages.
 std::string fixed(double v, int decimals);
 
-// The one formatter of figures in messages, reasons and tables (issue 25 item 8). kThreeSignificant
+// The one formatter of figures in messages, reasons and tables. kThreeSignificant
 // and kOneDecimal write whole numbers bare ("3", "1000"); others with "%.3g" (0.0123, 1.23e+06:
 // the NVML checks' messages) or one decimal ("151.5": the short Slurm reasons). kByMagnitude
 // always gives 0, 1 or 2 decimals by size (>= 100, >= 10, below: "712", "31.2", "3.00": the

@@ -2,7 +2,7 @@
 // SlurmApi over the `scontrol` command, for the binary slurmd runs as Prolog, Epilog and
 // HealthCheckProgram (vigil-check): scontrol is always the node's own Slurm release, so the hook
 // needs no libslurm.so.NN of one release (a DT_NEEDED libslurm.so.38 makes the loader exit 127
-// before main on a Slurm 24.11 node: a failed Prolog, review F03 / issue 23). The drainer keeps
+// before main on a Slurm 24.11 node: a failed Prolog). The drainer keeps
 // libslurm or slurmrestd (vigil::slurm): it talks to slurmctld all day and is built per release.
 //
 // Node table: `scontrol -o show node` (one line per node, stable across 22.05-26.05; the JSON
