@@ -46,7 +46,7 @@ void DrainerCore::owe_intents_locked(const NodeEvent& e, const std::string& reas
     auto action = l->spec.owed(e);
     if (!action) continue;
     Intent i;
-    i.id = next_intent_id_++;
+    i.id = outbox_.take_id();
     i.sink = l->spec.kind;
     i.action = *action;
     i.node = e.node;
@@ -166,15 +166,13 @@ void DrainerCore::apply_decision_locked(const Decision& d, const NodeReport* r, 
 }
 
 void DrainerCore::enqueue_intents_locked(const std::vector<Intent>& intents) {
-  for (const auto& i : intents) pending_[i.id] = i;
+  outbox_.add(intents);
   refresh_gauges_locked();
 }
 
 void DrainerCore::refresh_gauges_locked() {
-  std::map<SinkKind, size_t> n;
-  for (const auto& [id, i] : pending_) n[i.sink]++;
   for (const SinkSpec& k : sink_specs())
-    metrics_.set_pending(k.name, static_cast<double>(n[k.kind]));
+    metrics_.set_pending(k.name, static_cast<double>(outbox_.count(k.kind)));
   metrics_.set_breaker_open(breaker_.open);
   if (cfg_.repair.ladder_on()) {
     std::map<RepairStage, int> stages;

@@ -130,9 +130,7 @@ BreakerState DrainerCore::breaker() const {
 
 size_t DrainerCore::pending(SinkKind sink) const {
   std::lock_guard lk(mu_);
-  size_t n = 0;
-  for (const auto& [id, i] : pending_) n += i.sink == sink;
-  return n;
+  return outbox_.count(sink);
 }
 
 size_t DrainerCore::undecided() const {
@@ -142,9 +140,7 @@ size_t DrainerCore::undecided() const {
 
 std::vector<Intent> DrainerCore::pending_intents() const {
   std::lock_guard lk(mu_);
-  std::vector<Intent> v;
-  for (const auto& [id, i] : pending_) v.push_back(i);
-  return v;
+  return outbox_.intents();
 }
 
 std::string DrainerCore::metrics_text() {

@@ -25,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "outbox.h"
 #include "slurm_view_cache.h"
 #include "vigil/base/result.h"
 #include "vigil/detect/detect.h"
@@ -229,9 +230,7 @@ class DrainerCore {
   // node may be listed once more.
   std::map<std::string, int64_t> requalify_listed_;
   BreakerState breaker_;
-  std::map<uint64_t, Intent> pending_;  // by id
-  std::set<uint64_t> in_flight_;
-  uint64_t next_intent_id_ = 1;
+  Outbox outbox_;  // the intents owed to the sinks (outbox.h)
 
   mutable std::mutex decide_mu_;             // one decision batch at a time; guards classes_
   std::unique_ptr<ClassInventory> classes_;  // null when classes.enabled is false

@@ -36,7 +36,8 @@ VoidResult DrainerCore::replay(const Recovered& rec) {
     }
     replay_record(*r);
   }
-  for (const auto& [id, i] : pending_) next_intent_id_ = std::max(next_intent_id_, id + 1);
+  for (const auto& [id, i] : outbox_.owed())
+    outbox_.set_next_id(std::max(outbox_.next_id(), id + 1));
   return ok_result();
 }
 
@@ -63,9 +64,9 @@ VoidResult DrainerCore::replay_snapshot(const nlohmann::json& s) {
       if (!sink_spec(i.sink).ordered)
         if (auto n = nodes_.find(i.node); n != nodes_.end())
           i.event = state_event(n->second, Action::kNone);
-      pending_[i.id] = i;
+      outbox_.add(std::move(i));
     }
-    next_intent_id_ = s.value("next_intent_id", uint64_t{1});
+    outbox_.set_next_id(s.value("next_intent_id", uint64_t{1}));
     if (slow_ && s.contains("detect")) {
       VIGIL_TRY(auto engine, detect::Engine::restore(s.at("detect"), cfg_.detection.engine));
       *slow_ = std::move(engine);
@@ -106,19 +107,13 @@ void DrainerCore::replay_record(const JournalRecord& rec) {
               // A sink that converges to the node's state gets it from the decision; one that
               // delivers events journaled its event with the intent.
               if (!sink_spec(i.sink).ordered) i.event = state_event(d.record, d.action);
-              next_intent_id_ = std::max(next_intent_id_, i.id + 1);
-              pending_[i.id] = std::move(i);
+              outbox_.add(std::move(i));
             }
           },
-          [&](const IntentsDone& d) {
-            for (uint64_t id : d.ids) pending_.erase(id);
-          },
+          [&](const IntentsDone& d) { outbox_.done(d.ids); },
           [&](const BreakerReset& b) {
             apply_locked(b);
-            for (const auto& i : b.intents) {
-              next_intent_id_ = std::max(next_intent_id_, i.id + 1);
-              pending_[i.id] = i;
-            }
+            outbox_.add(b.intents);
           },
       },
       rec.body);
@@ -136,7 +131,8 @@ struct DrainerCore::StateCopy {
 };
 
 DrainerCore::StateCopy DrainerCore::copy_state_locked() const {
-  StateCopy c{nodes_, seen_runs_, pending_, undecided_, breaker_, next_intent_id_, std::nullopt};
+  StateCopy c{nodes_,   seen_runs_,        outbox_.owed(), undecided_,
+              breaker_, outbox_.next_id(), std::nullopt};
   if (slow_) c.detect = slow_->snapshot();
   return c;
 }

@@ -32,28 +32,7 @@ std::vector<Intent> DrainerCore::pick(SinkLane& lane) {
   std::vector<uint64_t> superseded;
   {
     std::lock_guard lk(mu_);
-    const SinkKind kind = lane.spec.kind;
-    if (lane.spec.ordered) {
-      // Events: each node's oldest, and nothing of a node while one of its events is out.
-      std::set<std::string> seen;
-      for (const auto& [id, i] : pending_) {
-        if (i.sink != kind || !seen.insert(i.node).second || in_flight_.count(id)) continue;
-        batch.push_back(i);
-        in_flight_.insert(id);
-      }
-    } else {
-      // A state to converge to: only the newest intent per node matters.
-      std::map<std::string, const Intent*> latest;
-      for (const auto& [id, i] : pending_)
-        if (i.sink == kind && !in_flight_.count(id)) latest[i.node] = &i;
-      for (const auto& [id, i] : pending_)
-        if (i.sink == kind && !in_flight_.count(id) && latest[i.node] != &i)
-          superseded.push_back(id);
-      for (const auto& [node, i] : latest) {
-        batch.push_back(*i);
-        in_flight_.insert(i->id);
-      }
-    }
+    batch = outbox_.pick(lane.spec.kind, lane.spec.ordered, superseded);
   }
   record_done(superseded, DoneOutcome::kSuperseded);
   return batch;
@@ -98,10 +77,7 @@ int DrainerCore::apply_outcomes(SinkLane& lane, const std::vector<Intent>& batch
   correct_not_drained(not_drained);
   {
     std::lock_guard lk(mu_);
-    for (uint64_t id : retry) {
-      in_flight_.erase(id);
-      if (auto it = pending_.find(id); it != pending_.end()) it->second.attempts++;
-    }
+    outbox_.retry(retry);
     // Nothing left to retry: nothing to wait for.
     lane.backoff_ms =
         r.back_off && !retry.empty() ? lane.settings.retry.next_backoff_ms(lane.backoff_ms) : 0;
@@ -113,10 +89,7 @@ int DrainerCore::apply_outcomes(SinkLane& lane, const std::vector<Intent>& batch
 void DrainerCore::record_done(const std::vector<uint64_t>& ids, DoneOutcome outcome) {
   if (ids.empty()) return;
   std::lock_guard lk(mu_);
-  for (auto id : ids) {
-    pending_.erase(id);
-    in_flight_.erase(id);
-  }
+  outbox_.done(ids);
   (void)committed(journal_->append({to_json(RecordBody{IntentsDone{ids, outcome}})}),
                   "append (intents done)");
   refresh_gauges_locked();
@@ -134,10 +107,7 @@ void DrainerCore::correct_not_drained(const std::vector<NotDrained>& not_drained
       if (it == nodes_.end() || !it->second.drained_by_vigil ||
           it->second.reason != k.intent.reason)
         continue;
-      bool newer = false;
-      for (auto p = pending_.upper_bound(k.intent.id); p != pending_.end() && !newer; ++p)
-        newer = p->second.sink == SinkKind::kSlurm && p->second.node == k.intent.node;
-      if (newer) continue;
+      if (outbox_.newer(SinkKind::kSlurm, k.intent.node, k.intent.id)) continue;
       Decision d;
       d.before = it->second.state;
       d.record = it->second;
@@ -214,11 +184,7 @@ void DrainerCore::observe_outcomes(const SinkLane& lane, const std::vector<Inten
                      {"intent", id}});
 }
 
-bool DrainerCore::has_work_locked(SinkKind k) const {
-  for (const auto& [id, i] : pending_)
-    if (i.sink == k && !in_flight_.count(id)) return true;
-  return false;
-}
+bool DrainerCore::has_work_locked(SinkKind k) const { return outbox_.has_work(k); }
 
 void DrainerCore::loop_sink(SinkLane& lane) {
   while (!stopping_) {
