@@ -97,7 +97,9 @@ Result<NodeRecord> node_record_from_json(const nlohmann::json& j) {
     s.last_check_time = j.value("last_check_time", "");
     s.last_run_id = j.value("last_run_id", "");
     const std::string last = j.value("last_action", "");
-    const auto la = last.empty() ? Action::kNone : value_of(kActionNames, last);
+    auto la = last.empty() ? Action::kNone : value_of(kActionNames, last);
+    if (la && (*la == Action::kNone) != last.empty()) la.reset();  // none is spelt ""
+    if (la && !is_decided(*la) && *la != Action::kDrainSkipped) la.reset();
     if (!la)
       return Error{"unknown last_action '" + last + "'", "node_record_from_json(" + s.node + ")"};
     s.last_action = *la;

@@ -29,9 +29,18 @@ std::optional<IntentAction> slurm_owed(const NodeEvent& e) {
     case Action::kResetPassed:
     case Action::kResetFailed:
       return IntentAction::kRelabel;
-    default:
-      return std::nullopt;
+    case Action::kNone:
+    case Action::kWouldDrain:
+    case Action::kWouldResume:
+    case Action::kBreakerBlocked:
+    case Action::kDrainSkipped:
+    case Action::kRebooted:
+    case Action::kBreakerOpened:
+    case Action::kBreakerClosed:
+    case Action::kBreakerReset:
+      return std::nullopt;  // nothing to do in Slurm (no default: a new Action must be placed)
   }
+  return std::nullopt;
 }
 LaneSettings slurm_lane(const DrainerConfig& c) {
   return {{c.slurm.retry_initial_ms, c.slurm.retry_max_ms, 0}, c.slurm.batch_window_ms, true};

@@ -55,8 +55,10 @@ check_shell() {
 }
 
 check_length() {  # SRC DIRS MAX: functions under DIRS ("a|b", relative to SRC) over MAX lines
-  local src=$1 dir=$2 max=$3
+  local src=$1 dir=$2 max=$3 d
   command -v ctags >/dev/null || { echo "ctags (universal-ctags) not installed" >&2; return 2; }
+  # A misspelt directory must not pass by checking nothing.
+  for d in ${dir//|/ }; do [ -d "$src/$d" ] || { echo "no directory $src/$d" >&2; return 2; }; done
   local files=()
   while IFS= read -r -d '' f; do files+=("$f"); done < <(cpp_files "$src" | grep -zE "^($dir)/")
   [ ${#files[@]} -gt 0 ] || { echo "no C++ files under $src/$dir" >&2; return 2; }
@@ -96,7 +98,12 @@ self_test() {
   rc=0; check_length "$tmp" d 10 >/dev/null || rc=$?
   [ $rc -eq 1 ] || { echo "self-test: length check passed a 15-line function (max 10)"; return 1; }
   check_length "$tmp" d 15 >/dev/null || { echo "self-test: a 15-line function over 15"; return 1; }
-  rm -r "$tmp/bad.cpp" "$tmp/bad" "$tmp/d"
+  mkdir "$tmp/e"
+  rc=0; check_length "$tmp" "e|d" 10 >/dev/null || rc=$?
+  [ $rc -eq 1 ] || { echo "self-test: length check missed d's function among DIRS e|d"; return 1; }
+  rc=0; check_length "$tmp" "d|nosuchdir" 15 >/dev/null 2>&1 || rc=$?
+  [ $rc -eq 2 ] || { echo "self-test: length check accepted a directory that does not exist"; return 1; }
+  rm -r "$tmp/bad.cpp" "$tmp/bad" "$tmp/d" "$tmp/e"
   check_format "$tmp" && check_shell "$tmp" || { echo "self-test: clean files rejected"; return 1; }
   echo "self-test ok: every check fails on a planted violation and passes clean files"
 }
@@ -106,5 +113,5 @@ case ${1:-} in
   shell) check_shell "${2:?SRC}" ;;
   length) check_length "${2:?SRC}" "${3:?DIR}" "${4:?MAX}" ;;
   self-test) self_test ;;
-  *) echo "usage: $0 format SRC | shell SRC | length SRC DIR MAX | self-test" >&2; exit 2 ;;
+  *) echo "usage: $0 format SRC | shell SRC | length SRC DIRS MAX | self-test" >&2; exit 2 ;;
 esac

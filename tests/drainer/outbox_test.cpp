@@ -30,7 +30,7 @@ TEST(Outbox, a_state_sink_gets_each_nodes_newest_and_the_older_ones_are_supersed
   auto batch = o.pick(SinkKind::kSlurm, false, superseded);
   EXPECT_EQ(ids(batch), (std::vector<uint64_t>{3, 2}));  // by node: gpu-1's newest, gpu-2's
   EXPECT_EQ(superseded, (std::vector<uint64_t>{1}));
-  EXPECT_EQ(o.count(SinkKind::kSlurm), 3u);  // owed until done, in hand or not
+  EXPECT_EQ(o.count(SinkKind::kSlurm), 3u);   // owed until done, in hand or not
   EXPECT_TRUE(o.has_work(SinkKind::kSlurm));  // the superseded one, until it is recorded done
   o.done(superseded);
   EXPECT_FALSE(o.has_work(SinkKind::kSlurm));  // the rest in hand

@@ -81,6 +81,9 @@ inline constexpr EnumName<Action> kActionNames[] = {{Action::kNone, "none"},
                                                     {Action::kBreakerClosed, "breaker_closed"},
                                                     {Action::kBreakerReset, "breaker_reset"}};
 inline std::string_view to_string(Action a) { return name_of(kActionNames, a, "none"); }
+// One the policy engine or the repair ladder decides (kNone to kResetFailed): what a journaled
+// decision may hold. A node's last action is one of these or kDrainSkipped.
+constexpr bool is_decided(Action a) { return a <= Action::kResetFailed; }
 
 struct CheckState {
   Status last_status = Status::kSkipped;
