@@ -361,7 +361,7 @@ int DrainerCore::repair_pass() {
       if (!step) continue;
       before.emplace_back(name, s);
       load.in_repair += in_repair(next.repair) - in_repair(s.repair);
-      if (step->move == RepairMove::kReboot || step->move == RepairMove::kResetGpu)
+      if (step->move == Action::kReboot || step->move == Action::kResetGpu)
         load.started_in_window++;
       apply_repair_step_locked(s, std::move(next), *step, records, intents);
       ++steps;
@@ -384,27 +384,12 @@ void DrainerCore::apply_repair_step_locked(const NodeRecord& prev, NodeRecord ne
                                            std::vector<nlohmann::json>& records,
                                            std::vector<Intent>& intents) {
   Decision d;
-  switch (step.move) {
-    case RepairMove::kReboot:
-      d.action = Action::kReboot;
-      break;
-    case RepairMove::kReplace:
-      d.action = Action::kReplace;
-      break;
-    case RepairMove::kResetGpu:
-      d.action = Action::kResetGpu;
-      break;
-    case RepairMove::kResetFailed:
-      d.action = Action::kResetFailed;
-      break;
-    case RepairMove::kRedrain:  // Vigil's drain back on a node Slurm's reboot timeout undrained
-      d.action = Action::kDrain;
-      break;
-    case RepairMove::kRebooted:
-    case RepairMove::kReleased:
-      d.action = Action::kNone;
-      break;
-  }
+  // What the step decides: a redrain is Vigil's drain again, with its own event (and Slurm
+  // intent: only a DOWN node whose reboot Slurm timed out is drained by it, slurm_sink.cpp
+  // judge_redrain); the node back from its reboot decides nothing new.
+  d.action = step.move == Action::kRedrain    ? Action::kDrain
+             : step.move == Action::kRebooted ? Action::kNone
+                                              : step.move;
   d.reason = next.reason;
   d.driving_checks = next.driving_checks;
   d.before = prev.state;
@@ -414,12 +399,7 @@ void DrainerCore::apply_repair_step_locked(const NodeRecord& prev, NodeRecord ne
   d.why = step.why;
   d.record = std::move(next);
   d.breaker = breaker_;
-  // A redrain is a drain with its own event (and Slurm intent): only a DOWN node whose reboot
-  // Slurm timed out is drained by it (slurm_sink.cpp judge_redrain).
-  const std::optional<Action> event = step.move == RepairMove::kRebooted  ? Action::kRebooted
-                                      : step.move == RepairMove::kRedrain ? Action::kRedrain
-                                                                          : std::optional<Action>();
-  apply_decision_locked(d, nullptr, 0, records, intents, event);
+  apply_decision_locked(d, nullptr, 0, records, intents, step.move);
 }
 
 Result<std::string> DrainerCore::resume(const std::string& node) {

@@ -197,17 +197,17 @@ namespace {
 
 std::optional<RepairStep> release(NodeRecord& s, std::string why) {
   end_repair(s);
-  return RepairStep{RepairMove::kReleased, std::move(why)};
+  return RepairStep{Action::kNone, std::move(why)};
 }
 
 std::optional<RepairStep> replace(NodeRecord& s, const std::string& why, int64_t now) {
   mark_replace(s, why, now);
-  return RepairStep{RepairMove::kReplace, why};
+  return RepairStep{Action::kReplace, why};
 }
 
 std::optional<RepairStep> reset_failed(NodeRecord& s, std::string why, int64_t now) {
   end_reset(s, now);
-  return RepairStep{RepairMove::kResetFailed, std::move(why)};
+  return RepairStep{Action::kResetFailed, std::move(why)};
 }
 
 // A node back from its reboot: a boot at or after the request, slurmd answering.
@@ -224,14 +224,14 @@ std::optional<RepairStep> after_reboot_timeout(NodeRecord& s, const slurm::Slurm
   RepairState& r = s.repair;
   if (n.boot_time >= r.since_unix && !n.not_responding && !n.reboot_pending) {
     end_repair(s);
-    return RepairStep{RepairMove::kReleased,
+    return RepairStep{Action::kNone,
                       "back from its reboot, but Slurm keeps it DOWN: its ResumeTimeout ended the "
                       "reboot ('reboot timed out') and ReturnToService does not return such a "
                       "node; a person resumes it; raise ResumeTimeout"};
   }
   if (n.drain || r.redrained) return std::nullopt;
   r.redrained = true;
-  return RepairStep{RepairMove::kRedrain,
+  return RepairStep{Action::kRedrain,
                     "Slurm's ResumeTimeout ended the reboot and lifted the drain ('reboot timed "
                     "out'): drained again while DOWN, so that the node does not return to "
                     "service unchecked when it registers; raise ResumeTimeout"};
@@ -253,14 +253,14 @@ std::optional<RepairStep> start_rung(NodeRecord& s, const RepairConfig& cfg, con
     r.reset_tried = true;
     r.resets.push_back(now);
     std::erase_if(r.resets, [&](int64_t t) { return t <= now - cfg.node_window_s; });
-    return RepairStep{RepairMove::kResetGpu, "reset-gpu: reset_gpu fault, node idle"};
+    return RepairStep{Action::kResetGpu, "reset-gpu: reset_gpu fault, node idle"};
   }
   if (!cfg.reboot) return std::nullopt;  // no reboots: the node waits for its re-checks
   // Slurm would mark the node DOWN "reboot timed out" before it is back (review W2): refused
   // once for this drain (its remedy is dropped), said so; the node waits for its re-checks.
   if (cfg.resume_timeout_s > 0 && cfg.resume_timeout_s < cfg.bug_report_s + cfg.boot_time_s) {
     r.remedy.reset();
-    return RepairStep{RepairMove::kReleased,
+    return RepairStep{Action::kNone,
                       "reboot refused: Slurm's ResumeTimeout (" +
                           std::to_string(cfg.resume_timeout_s) +
                           " s) is shorter than the bug report and a boot (" +
@@ -279,7 +279,7 @@ std::optional<RepairStep> start_rung(NodeRecord& s, const RepairConfig& cfg, con
   r.since_unix = now;
   r.reboots.push_back(now);
   std::erase_if(r.reboots, [&](int64_t t) { return t <= now - cfg.node_window_s; });
-  return RepairStep{RepairMove::kReboot,
+  return RepairStep{Action::kReboot,
                     "reboot: " + std::string(to_string(*r.remedy)) + " fault, node idle"};
 }
 
@@ -314,7 +314,7 @@ std::optional<RepairStep> repair_tick(NodeRecord& s, const slurm::SlurmNodeInfo*
   if (r.stage != RepairStage::kResetting && !dry_run && slurm::is_reset_gpu_reason(s.reason) &&
       slurm && slurm::drained_by_vigil(*slurm)) {
     s.reason = own_reason(s.reason);
-    return RepairStep{RepairMove::kResetFailed, "reset-gpu label without a reset in progress"};
+    return RepairStep{Action::kResetFailed, "reset-gpu label without a reset in progress"};
   }
   if (!cfg.ladder_on() || dry_run) return std::nullopt;
   if (!slurm) {  // a table without the node: it left Slurm; no table: wait
@@ -348,7 +348,7 @@ std::optional<RepairStep> repair_tick(NodeRecord& s, const slurm::SlurmNodeInfo*
       r.since_unix = now;
       r.booted_unix = slurm->boot_time;
       restart_counts(s);
-      return RepairStep{RepairMove::kRebooted, "rebooted; waiting for the re-check"};
+      return RepairStep{Action::kRebooted, "rebooted; waiting for the re-check"};
     }
     return overdue();
   }

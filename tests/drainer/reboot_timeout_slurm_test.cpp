@@ -23,9 +23,9 @@
 namespace {
 
 using namespace std::chrono_literals;
+using vigil::drainer::Action;
 using vigil::drainer::NodeRecord;
 using vigil::drainer::RepairConfig;
-using vigil::drainer::RepairMove;
 using vigil::drainer::RepairStage;
 using vigil::testing::LocalSlurmCluster;
 
@@ -71,7 +71,7 @@ TEST(SlurmRebootTimeout, a_reboot_past_resume_timeout_comes_back_drained_for_its
   const int64_t t0 = std::time(nullptr);
   auto step = vigil::drainer::repair_tick(s, &before, true, cfg, {}, {}, false, t0);
   ASSERT_TRUE(step);
-  ASSERT_EQ(step->move, RepairMove::kReboot) << step->why;
+  ASSERT_EQ(step->move, Action::kReboot) << step->why;
   ASSERT_TRUE(api->reboot({"gpu-0"}, s.reason).ok());
 
   // Slurm gives up on the reboot.
@@ -98,7 +98,7 @@ TEST(SlurmRebootTimeout, a_reboot_past_resume_timeout_comes_back_drained_for_its
     EXPECT_FALSE(step) << step->why;  // still Vigil's drain: waiting for the node
   } else {
     ASSERT_TRUE(step);
-    EXPECT_EQ(step->move, RepairMove::kRedrain) << step->why;
+    EXPECT_EQ(step->move, Action::kRedrain) << step->why;
     // What the Slurm sink then does: drains the DOWN node with Vigil's own reason.
     ASSERT_TRUE(api->drain({"gpu-0"}, s.reason).ok());
     const auto redrained = read();
@@ -120,7 +120,7 @@ TEST(SlurmRebootTimeout, a_reboot_past_resume_timeout_comes_back_drained_for_its
   EXPECT_TRUE(vigil::slurm::drained_by_vigil(back)) << back.reason;
   step = vigil::drainer::repair_tick(s, &back, true, cfg, {}, {}, false, std::time(nullptr));
   ASSERT_TRUE(step);
-  EXPECT_EQ(step->move, RepairMove::kRebooted) << step->why;
+  EXPECT_EQ(step->move, Action::kRebooted) << step->why;
   EXPECT_EQ(s.repair.stage, RepairStage::kRechecking);
 }
 

@@ -60,7 +60,7 @@ TEST(repair_reset, a_reset_fault_asks_for_a_gpu_reset_first_by_relabelling_the_d
   NodeRecord s = drained();
   const auto step = tick(s, idle(), resets(true));
   ASSERT_TRUE(step);
-  EXPECT_EQ(step->move, RepairMove::kResetGpu);
+  EXPECT_EQ(step->move, Action::kResetGpu);
   EXPECT_EQ(s.reason, kResetReason);
   EXPECT_EQ(s.repair.held_reason, kReason);
   EXPECT_EQ(s.repair.stage, RepairStage::kResetting);
@@ -77,10 +77,10 @@ TEST(repair_reset, a_reset_fault_asks_for_a_gpu_reset_first_by_relabelling_the_d
 TEST(repair_reset, a_reboot_fault_or_a_node_reset_too_often_goes_to_the_reboot_rung) {
   NodeRecord reboot = drained();
   reboot.repair.remedy = Remedy::kReboot;
-  EXPECT_EQ(tick(reboot, idle(), resets(true))->move, RepairMove::kReboot);
+  EXPECT_EQ(tick(reboot, idle(), resets(true))->move, Action::kReboot);
   NodeRecord often = drained();
   often.repair.resets = {kNow - 3 * 86400, kNow - 86400};  // max_resets_per_node 2 in 30 days
-  EXPECT_EQ(tick(often, idle(), resets(true))->move, RepairMove::kReboot);
+  EXPECT_EQ(tick(often, idle(), resets(true))->move, Action::kReboot);
   NodeRecord no_reboots = drained();
   no_reboots.repair.resets = often.repair.resets;
   EXPECT_FALSE(tick(no_reboots, idle(), resets(false)));  // waits drained, as before the ladder
@@ -92,11 +92,11 @@ TEST(repair_reset, no_reset_report_in_time_gives_the_reason_back_and_the_reboot_
   EXPECT_FALSE(tick(s, idle(kResetReason), resets(true), kNow + 7200));
   const auto late = tick(s, idle(kResetReason), resets(true), kNow + 7201);
   ASSERT_TRUE(late);
-  EXPECT_EQ(late->move, RepairMove::kResetFailed);
+  EXPECT_EQ(late->move, Action::kResetFailed);
   EXPECT_EQ(late->why, "no GPU reset report within 7200s");
   EXPECT_EQ(s.reason, kReason);
   EXPECT_EQ(s.repair.stage, RepairStage::kNone);
-  EXPECT_EQ(tick(s, idle(), resets(true), kNow + 7202)->move, RepairMove::kReboot);
+  EXPECT_EQ(tick(s, idle(), resets(true), kNow + 7202)->move, Action::kReboot);
 }
 
 TEST(repair_reset, turning_the_rung_off_gives_the_reason_back_but_never_touches_a_foreign_drain) {
@@ -110,13 +110,13 @@ TEST(repair_reset, turning_the_rung_off_gives_the_reason_back_but_never_touches_
     const auto back = idle(kResetReason);
     const auto undone = repair_tick(s, &back, true, off, {}, {}, dry_run, kNow + 2);
     ASSERT_TRUE(undone);
-    EXPECT_EQ(undone->move, RepairMove::kResetFailed);
+    EXPECT_EQ(undone->move, Action::kResetFailed);
     EXPECT_EQ(s.reason, kReason);
   }
   NodeRecord s = drained();
   ASSERT_TRUE(tick(s, idle(), resets(false)));
   const auto admin = idle("bad dimm, ticket 42");
-  EXPECT_EQ(tick(s, admin, resets(false), kNow + 1)->move, RepairMove::kReleased);
+  EXPECT_EQ(tick(s, admin, resets(false), kNow + 1)->move, Action::kNone);
 }
 
 TEST(repair_reset, an_adopted_reset_label_without_a_reset_in_progress_gets_its_own_text_back) {
@@ -125,7 +125,7 @@ TEST(repair_reset, an_adopted_reset_label_without_a_reset_in_progress_gets_its_o
   s.reason = kResetReason;  // adopted from Slurm: the state dir was lost mid-reset
   const auto step = tick(s, idle(kResetReason), RepairConfig{});  // even with the ladder off
   ASSERT_TRUE(step);
-  EXPECT_EQ(step->move, RepairMove::kResetFailed);
+  EXPECT_EQ(step->move, Action::kResetFailed);
   EXPECT_EQ(s.reason, kReason);
   NodeRecord dry = drained();
   dry.reason = kResetReason;
@@ -136,7 +136,7 @@ TEST(repair_reset, an_adopted_reset_label_without_a_reset_in_progress_gets_its_o
 TEST(repair_reset, turning_reboots_off_ends_the_reboot_stages_but_not_a_resets_recheck) {
   NodeRecord rebooting = drained();
   rebooting.repair.stage = RepairStage::kRebooting;
-  EXPECT_EQ(tick(rebooting, idle(), resets(false))->move, RepairMove::kReleased);
+  EXPECT_EQ(tick(rebooting, idle(), resets(false))->move, Action::kNone);
   NodeRecord after_reset = drained();
   after_reset.repair.stage = RepairStage::kRechecking;
   after_reset.repair.since_unix = kNow;

@@ -60,7 +60,7 @@ NodeRecord rebooting() {
   NodeRecord s = drained();
   const auto n = idle_drained();
   const auto step = repair_tick(s, &n, true, on(), {}, {}, false, kNow);
-  EXPECT_TRUE(step && step->move == RepairMove::kReboot);
+  EXPECT_TRUE(step && step->move == Action::kReboot);
   return s;
 }
 
@@ -80,7 +80,7 @@ TEST(repair, an_idle_node_vigil_drained_for_a_reset_fault_is_rebooted) {
   const auto n = idle_drained();
   const auto step = tick(s, &n);
   ASSERT_TRUE(step);
-  EXPECT_EQ(step->move, RepairMove::kReboot);
+  EXPECT_EQ(step->move, Action::kReboot);
   EXPECT_EQ(step->why, "reboot: reset_gpu fault, node idle");
   EXPECT_EQ(s.repair.stage, RepairStage::kRebooting);
   EXPECT_EQ(s.repair.since_unix, kNow);
@@ -162,7 +162,7 @@ TEST(repair, a_new_boot_time_moves_the_node_to_its_recheck) {
   n.boot_time = kNow + 20;
   const auto step = tick(s, &n, on(), {}, {}, false, kNow + 30);
   ASSERT_TRUE(step);
-  EXPECT_EQ(step->move, RepairMove::kRebooted);
+  EXPECT_EQ(step->move, Action::kRebooted);
   EXPECT_EQ(s.repair.stage, RepairStage::kRechecking);
   EXPECT_EQ(s.repair.booted_unix, kNow + 20);  // the node's clock, for the pre-reboot rule
   EXPECT_FALSE(tick(s, &n, on(), {}, {}, false, kNow + 40));  // the re-check decides now
@@ -177,7 +177,7 @@ TEST(repair, a_node_not_back_from_its_reboot_in_time_is_for_a_person) {
   EXPECT_FALSE(tick(s, &n, on(), {}, {}, false, kNow + 3600));
   const auto step = tick(s, &n, on(), {}, {}, false, kNow + 3601);
   ASSERT_TRUE(step);
-  EXPECT_EQ(step->move, RepairMove::kReplace);
+  EXPECT_EQ(step->move, Action::kReplace);
   EXPECT_EQ(s.repair.stage, RepairStage::kReplace);
   EXPECT_EQ(s.reason,
             "vigil: replace remap gpu3 row remap pending (1) (not back from reboot within 3600s)");
@@ -188,20 +188,20 @@ TEST(repair, a_service_remedy_and_a_repeat_offender_go_straight_to_replace) {
   NodeRecord service = drained(Remedy::kService);
   auto step = tick(service, &n);
   ASSERT_TRUE(step);
-  EXPECT_EQ(step->move, RepairMove::kReplace);
+  EXPECT_EQ(step->move, Action::kReplace);
   EXPECT_EQ(service.reason, "vigil: replace remap gpu3 row remap pending (1) (remedy: service)");
 
   NodeRecord again = drained();
   again.repair.reboots = {kNow - 10 * 86400, kNow - 86400};  // 2 reboots in 30 days already
   step = tick(again, &n);
   ASSERT_TRUE(step);
-  EXPECT_EQ(step->move, RepairMove::kReplace);
+  EXPECT_EQ(step->move, Action::kReplace);
   EXPECT_EQ(step->why, "repeat offender: 2 reboots in 30d");
   NodeRecord old = drained();
   old.repair.reboots = {kNow - 40 * 86400, kNow - 86400};  // one fell out of the window
   step = tick(old, &n);
   ASSERT_TRUE(step);
-  EXPECT_EQ(step->move, RepairMove::kReboot);
+  EXPECT_EQ(step->move, Action::kReboot);
   EXPECT_EQ(old.repair.reboots, (std::vector<int64_t>{kNow - 86400, kNow}));
 }
 
@@ -233,7 +233,7 @@ TEST(repair, a_node_resumed_by_someone_else_during_its_reboot_leaves_the_ladder)
   n.reason.clear();
   const auto step = tick(s, &n, on(), {}, {}, false, kNow + 7200);  // past the timeout too
   ASSERT_TRUE(step);
-  EXPECT_EQ(step->move, RepairMove::kReleased);
+  EXPECT_EQ(step->move, Action::kNone);
   EXPECT_EQ(s.repair.stage, RepairStage::kNone);
   EXPECT_EQ(s.reason, "vigil: remap gpu3 row remap pending (1)");  // never "replace"
 }
@@ -247,7 +247,7 @@ TEST(repair, a_node_undrained_inside_its_hold_keeps_its_stage) {
   auto n = idle_drained();
   ASSERT_TRUE(tick(s, &n));
   n.boot_time = kNow + 60;  // back from the reboot
-  ASSERT_EQ(tick(s, &n, on(), {}, {}, false, kNow + 120)->move, RepairMove::kRebooted);
+  ASSERT_EQ(tick(s, &n, on(), {}, {}, false, kNow + 120)->move, Action::kRebooted);
   ASSERT_EQ(s.repair.stage, RepairStage::kRechecking);
   n.drain = false;
   n.reason.clear();
@@ -259,7 +259,7 @@ TEST(repair, a_node_undrained_inside_its_hold_keeps_its_stage) {
   n.vigil_hold = false;
   const auto step = tick(s, &n, on(), {}, {}, false, kNow + 140);
   ASSERT_TRUE(step);
-  EXPECT_EQ(step->move, RepairMove::kReleased);
+  EXPECT_EQ(step->move, Action::kNone);
 }
 
 // Review W2: slurmctld marks a node DOWN "reboot timed out" when it is not back within
@@ -273,7 +273,7 @@ TEST(repair, a_resume_timeout_shorter_than_a_reboot_refuses_the_rung_once) {
   const auto n = idle_drained();
   const auto step = tick(s, &n, c);
   ASSERT_TRUE(step);
-  EXPECT_EQ(step->move, RepairMove::kReleased);
+  EXPECT_EQ(step->move, Action::kNone);
   EXPECT_NE(step->why.find("reboot refused: Slurm's ResumeTimeout (60 s) is shorter than the bug "
                            "report and a boot (730 s"),
             std::string::npos)
@@ -303,7 +303,7 @@ TEST(repair, a_reboot_slurm_timed_out_is_still_a_reboot_the_ladder_waits_for) {
   n.boot_time = kNow + 90;
   const auto back = tick(s, &n, on(), {}, {}, false, kNow + 100);
   ASSERT_TRUE(back);
-  EXPECT_EQ(back->move, RepairMove::kRebooted);
+  EXPECT_EQ(back->move, Action::kRebooted);
   EXPECT_EQ(s.repair.stage, RepairStage::kRechecking);
   // One that never comes back is replaced at reboot_timeout_s, as any reboot.
   NodeRecord t = rebooting();
@@ -311,7 +311,7 @@ TEST(repair, a_reboot_slurm_timed_out_is_still_a_reboot_the_ladder_waits_for) {
   m.not_responding = true;
   const auto late = tick(t, &m, on(), {}, {}, false, kNow + 7200);
   ASSERT_TRUE(late);
-  EXPECT_EQ(late->move, RepairMove::kReplace);
+  EXPECT_EQ(late->move, Action::kReplace);
 }
 
 // 22.05 lifts the drain with the timeout, and with ReturnToService=2 the node went back into
@@ -322,7 +322,7 @@ TEST(repair, a_reboot_timeout_that_lifted_the_drain_drains_the_down_node_again_o
   auto n = reboot_timed_out_view(false);
   const auto step = tick(s, &n, on(), {}, {}, false, kNow + 40);
   ASSERT_TRUE(step);
-  EXPECT_EQ(step->move, RepairMove::kRedrain);
+  EXPECT_EQ(step->move, Action::kRedrain);
   EXPECT_NE(step->why.find("drained again while DOWN"), std::string::npos) << step->why;
   EXPECT_EQ(s.reason, "vigil: remap gpu3 row remap pending (1)");  // Vigil's own text
   EXPECT_EQ(s.repair.stage, RepairStage::kRebooting);
@@ -339,7 +339,7 @@ TEST(repair, a_reboot_timeout_that_lifted_the_drain_drains_the_down_node_again_o
   n.boot_time = kNow + 90;
   const auto back = tick(s, &n, on(), {}, {}, false, kNow + 100);
   ASSERT_TRUE(back);
-  EXPECT_EQ(back->move, RepairMove::kRebooted);
+  EXPECT_EQ(back->move, Action::kRebooted);
   EXPECT_FALSE(s.repair.redrained);
 }
 
@@ -349,14 +349,14 @@ TEST(repair, a_reboot_timeout_that_lifted_the_drain_drains_the_down_node_again_o
 TEST(repair, a_redrained_node_that_registers_but_stays_down_is_released_not_replaced) {
   NodeRecord s = rebooting();
   auto n = reboot_timed_out_view(false);
-  ASSERT_EQ(tick(s, &n, on(), {}, {}, false, kNow + 40)->move, RepairMove::kRedrain);
+  ASSERT_EQ(tick(s, &n, on(), {}, {}, false, kNow + 40)->move, Action::kRedrain);
   n.drain = true;
   n.reason = s.reason;                                        // the redrain's
   EXPECT_FALSE(tick(s, &n, on(), {}, {}, false, kNow + 50));  // still booting
   n.boot_time = kNow + 90;                                    // registered, still DOWN
   const auto step = tick(s, &n, on(), {}, {}, false, kNow + 7200);
   ASSERT_TRUE(step);
-  EXPECT_EQ(step->move, RepairMove::kReleased) << step->why;
+  EXPECT_EQ(step->move, Action::kNone) << step->why;
   EXPECT_EQ(s.reason.find("replace"), std::string::npos) << s.reason;
 }
 
@@ -369,7 +369,7 @@ TEST(repair, a_node_back_but_kept_down_by_slurms_reboot_timeout_is_released_not_
   n.boot_time = kNow + 90;                                          // registered again
   const auto step = tick(s, &n, on(), {}, {}, false, kNow + 7200);  // past reboot_timeout_s too
   ASSERT_TRUE(step);
-  EXPECT_EQ(step->move, RepairMove::kReleased);
+  EXPECT_EQ(step->move, Action::kNone);
   EXPECT_NE(step->why.find("Slurm keeps it DOWN"), std::string::npos) << step->why;
   EXPECT_EQ(s.repair.stage, RepairStage::kNone);
   EXPECT_EQ(s.reason.find("replace"), std::string::npos) << s.reason;
@@ -389,7 +389,7 @@ TEST(repair, a_node_gone_from_a_readable_slurm_table_leaves_the_ladder) {
   ASSERT_TRUE(tick(s, &n));
   const auto step = repair_tick(s, nullptr, /*view_read=*/true, on(), {}, {}, false, kNow + 5);
   ASSERT_TRUE(step);
-  EXPECT_EQ(step->move, RepairMove::kReleased);
+  EXPECT_EQ(step->move, Action::kNone);
   EXPECT_EQ(step->why, "node unknown to Slurm");
   EXPECT_EQ(s.repair.stage, RepairStage::kNone);
 }
@@ -399,11 +399,11 @@ TEST(repair, a_recheck_that_never_comes_ends_in_replace) {
   auto n = idle_drained();
   ASSERT_TRUE(tick(s, &n));
   n.boot_time = kNow + 60;
-  ASSERT_EQ(tick(s, &n, on(), {}, {}, false, kNow + 90)->move, RepairMove::kRebooted);
+  ASSERT_EQ(tick(s, &n, on(), {}, {}, false, kNow + 90)->move, Action::kRebooted);
   EXPECT_FALSE(tick(s, &n, on(), {}, {}, false, kNow + 90 + 86400));
   const auto step = tick(s, &n, on(), {}, {}, false, kNow + 91 + 86400);
   ASSERT_TRUE(step);
-  EXPECT_EQ(step->move, RepairMove::kReplace);
+  EXPECT_EQ(step->move, Action::kReplace);
   EXPECT_EQ(step->why, "no re-check within 86400s");
 }
 
@@ -416,7 +416,7 @@ TEST(repair, turning_reboots_off_or_dry_run_on_releases_nodes_in_the_ladder) {
     c.reboot = dry;
     const auto step = tick(s, &n, c, {}, {}, dry);
     ASSERT_TRUE(step) << dry;
-    EXPECT_EQ(step->move, RepairMove::kReleased);
+    EXPECT_EQ(step->move, Action::kNone);
     EXPECT_EQ(s.repair.stage, RepairStage::kNone);
     EXPECT_FALSE(tick(s, &n, c, {}, {}, dry));  // and nothing after
   }
@@ -430,7 +430,7 @@ TEST(repair, the_node_returns_with_fresh_counters) {
   auto n = idle_drained();
   ASSERT_TRUE(tick(s, &n));
   n.boot_time = kNow + 60;
-  ASSERT_EQ(tick(s, &n, on(), {}, {}, false, kNow + 90)->move, RepairMove::kRebooted);
+  ASSERT_EQ(tick(s, &n, on(), {}, {}, false, kNow + 90)->move, Action::kRebooted);
   EXPECT_EQ(s.checks["nvml_row_remap"].consecutive_fails, 0);
   EXPECT_EQ(s.checks["nvml_ecc"].consecutive_passes, 0);
   EXPECT_EQ(s.consecutive_fails, 0);

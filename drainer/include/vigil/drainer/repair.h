@@ -25,6 +25,7 @@
 
 #include "vigil/base/enum_names.h"
 #include "vigil/base/result.h"
+#include "vigil/drainer/action.h"
 #include "vigil/report/report.h"
 
 namespace vigil::slurm {
@@ -131,23 +132,15 @@ struct RepairLoad {
 RepairLoad repair_load(const std::map<std::string, NodeRecord>& nodes, const RepairConfig& cfg,
                        int64_t now);
 
-// kReleased: the ladder ends without a step of its own (the drain is no longer Vigil's in Slurm,
-// or reboots were turned off or dry-run on while a node was in the ladder).
-// kResetGpu: the reason becomes "vigil: reset-gpu ..."; kResetFailed: the reset did not come
-// (timeout) or the rung was turned off, the drain's own reason comes back.
-// kRedrain: Vigil's drain again, with its own reason, on a node Slurm set DOWN "reboot timed out"
-// and undrained (22.05), before it registers again.
-enum class RepairMove {
-  kReboot,
-  kRebooted,
-  kReplace,
-  kReleased,
-  kResetGpu,
-  kResetFailed,
-  kRedrain
-};
+// A step of the ladder, as what happens (policy.h Action): kReboot, kRebooted (back from the
+// reboot, waiting for the re-check), kReplace, kResetGpu (the reason becomes "vigil: reset-gpu
+// ..."), kResetFailed (the reset did not come in time, or the rung was turned off: the drain's
+// own reason comes back), kRedrain (Vigil's drain again, with its own reason, on a node Slurm set
+// DOWN "reboot timed out" and undrained, 22.05, before it registers again), or kNone: the node
+// is released from the ladder without a step of its own (the drain is no longer Vigil's in
+// Slurm, or reboots were turned off or dry-run on while the node was in the ladder).
 struct RepairStep {
-  RepairMove move;
+  Action move;
   std::string why;  // into the node's note and the event
 };
 
