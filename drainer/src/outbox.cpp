@@ -11,6 +11,11 @@ void Outbox::add(Intent i) {
   owed_[id] = std::move(i);
 }
 
+void Outbox::restore_next_id(uint64_t id) {
+  next_id_ = id;
+  if (!owed_.empty()) next_id_ = std::max(next_id_, owed_.rbegin()->first + 1);
+}
+
 void Outbox::add(const std::vector<Intent>& intents) {
   for (const Intent& i : intents) add(i);
 }

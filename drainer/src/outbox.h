@@ -18,7 +18,8 @@ class Outbox {
  public:
   uint64_t take_id() { return next_id_++; }
   uint64_t next_id() const { return next_id_; }
-  void set_next_id(uint64_t id) { next_id_ = id; }
+  // A snapshot's next id, never below an owed intent's: no id is ever given twice.
+  void restore_next_id(uint64_t id);
 
   // Owed from now on (a decision's intents, or ones replayed); no later id reuses theirs.
   void add(const std::vector<Intent>& intents);

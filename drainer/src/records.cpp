@@ -51,7 +51,9 @@ Result<RecordBody> decision_from_json(const json& j) {
   Decided d;
   const auto action = j.at("action").get<std::string>();
   auto a = value_of(kActionNames, action);
-  if (!a || !is_decided(*a)) return Error{"unknown action '" + action + "'", "decision.action"};
+  if (!a) return Error{"unknown action '" + action + "'", "decision.action"};
+  if (!is_decided(*a))
+    return Error{"'" + action + "' is not a decision's action", "decision.action"};
   d.action = *a;
   auto s = node_record_from_json(j.at("state"));
   if (!s.ok()) return Error{s.error().to_string(), "decision.state"};

@@ -36,8 +36,6 @@ VoidResult DrainerCore::replay(const Recovered& rec) {
     }
     replay_record(*r);
   }
-  for (const auto& [id, i] : outbox_.owed())
-    outbox_.set_next_id(std::max(outbox_.next_id(), id + 1));
   return ok_result();
 }
 
@@ -66,7 +64,7 @@ VoidResult DrainerCore::replay_snapshot(const nlohmann::json& s) {
           i.event = state_event(n->second, Action::kNone);
       outbox_.add(std::move(i));
     }
-    outbox_.set_next_id(s.value("next_intent_id", uint64_t{1}));
+    outbox_.restore_next_id(s.value("next_intent_id", uint64_t{1}));
     if (slow_ && s.contains("detect")) {
       VIGIL_TRY(auto engine, detect::Engine::restore(s.at("detect"), cfg_.detection.engine));
       *slow_ = std::move(engine);

@@ -64,8 +64,10 @@ TEST(Outbox, ids_are_never_reused_after_a_replayed_intent) {
   EXPECT_EQ(o.take_id(), 1u);
   o.add(owed(41, SinkKind::kSlurm, "gpu-1"));  // from the journal
   EXPECT_EQ(o.take_id(), 42u);
-  o.set_next_id(7);  // a snapshot's own figure is taken as it is
-  EXPECT_EQ(o.next_id(), 7u);
+  o.restore_next_id(50);  // a snapshot's own figure
+  EXPECT_EQ(o.next_id(), 50u);
+  o.restore_next_id(7);  // never below an owed intent's id
+  EXPECT_EQ(o.next_id(), 42u);
 }
 
 TEST(Outbox, newer_is_a_later_intent_of_the_same_node_and_sink) {

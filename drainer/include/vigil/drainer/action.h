@@ -57,6 +57,29 @@ inline constexpr EnumName<Action> kActionNames[] = {{Action::kNone, "none"},
 inline std::string_view to_string(Action a) { return name_of(kActionNames, a, "none"); }
 // One the policy engine or the repair ladder decides (kNone to kResetFailed): what a journaled
 // decision may hold. A node's last action is one of these or kDrainSkipped.
-constexpr bool is_decided(Action a) { return a <= Action::kResetFailed; }
+constexpr bool is_decided(Action a) {
+  switch (a) {  // every value, no default: a new Action must be placed here (-Wswitch)
+    case Action::kNone:
+    case Action::kDrain:
+    case Action::kResume:
+    case Action::kWouldDrain:
+    case Action::kWouldResume:
+    case Action::kBreakerBlocked:
+    case Action::kReboot:
+    case Action::kReplace:
+    case Action::kResetGpu:
+    case Action::kResetPassed:
+    case Action::kResetFailed:
+      return true;
+    case Action::kDrainSkipped:
+    case Action::kRebooted:
+    case Action::kRedrain:
+    case Action::kBreakerOpened:
+    case Action::kBreakerClosed:
+    case Action::kBreakerReset:
+      return false;
+  }
+  return false;
+}
 
 }  // namespace vigil::drainer

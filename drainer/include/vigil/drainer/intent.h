@@ -45,7 +45,7 @@ bool sink_takes(SinkKind sink, IntentAction action);
 
 // What a decision says, as the sinks see it: copied into every intent the decision creates, so
 // a sink acts on its intent alone and never reads the drainer's node table. `type` is what
-// happened (policy.h Action): kNone for a decision that only changed the node's state; the
+// happened (action.h Action): kNone for a decision that only changed the node's state; the
 // breaker's events have no node.
 struct NodeEvent {
   Action type = Action::kNone;

@@ -132,7 +132,7 @@ struct RepairLoad {
 RepairLoad repair_load(const std::map<std::string, NodeRecord>& nodes, const RepairConfig& cfg,
                        int64_t now);
 
-// A step of the ladder, as what happens (policy.h Action): kReboot, kRebooted (back from the
+// A step of the ladder, as what happens (action.h Action): kReboot, kRebooted (back from the
 // reboot, waiting for the re-check), kReplace, kResetGpu (the reason becomes "vigil: reset-gpu
 // ..."), kResetFailed (the reset did not come in time, or the rung was turned off: the drain's
 // own reason comes back), kRedrain (Vigil's drain again, with its own reason, on a node Slurm set
