@@ -46,8 +46,13 @@ std::vector<int> processes_mentioning(const std::string& needle) {
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
     const int pid = std::stoi(name);
     if (pid == getpid()) continue;
-    std::ifstream in(entry.path() / "cmdline");
-    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::string cmdline;
+    try {
+      std::ifstream in(entry.path() / "cmdline");
+      cmdline.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    } catch (const std::ios_base::failure&) {
+      continue;  // it exited between the listing and the read: libstdc++ throws on ESRCH
+    }
     for (auto& c : cmdline) {
       if (c == '\0') c = ' ';
     }
