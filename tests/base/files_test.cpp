@@ -25,6 +25,17 @@ struct Dir {
   std::string path;
 };
 
+TEST(ReadWholeFile, reads_a_file_and_is_nullopt_for_one_that_cannot_be_opened_or_read) {
+  Dir d;
+  const std::string f = d.path + "/x";
+  ASSERT_TRUE(replace_file_atomically(f, std::string(10000, 'a') + "\n", {.sync = false}).ok());
+  EXPECT_EQ(read_whole_file(f), std::string(10000, 'a') + "\n");
+  EXPECT_FALSE(read_whole_file(d.path + "/missing"));
+  // read(2) fails on this file (EIO: address 0 is not mapped), as it does with ESRCH on a
+  // /proc/<pid> file whose process exited: no value, and no exception (std::ifstream throws).
+  EXPECT_FALSE(read_whole_file("/proc/self/mem"));
+}
+
 TEST(ReplaceFileAtomically, replaces_the_content_and_leaves_no_temporary) {
   Dir d;
   const std::string f = d.path + "/state.json";

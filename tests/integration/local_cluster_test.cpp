@@ -18,6 +18,7 @@
 
 #include "local_slurm_cluster.h"
 #include "run_command.h"
+#include "vigil/base/files.h"
 
 namespace {
 
@@ -46,13 +47,9 @@ std::vector<int> processes_mentioning(const std::string& needle) {
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
     const int pid = std::stoi(name);
     if (pid == getpid()) continue;
-    std::string cmdline;
-    try {
-      std::ifstream in(entry.path() / "cmdline");
-      cmdline.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-    } catch (const std::ios_base::failure&) {
-      continue;  // it exited between the listing and the read: libstdc++ throws on ESRCH
-    }
+    auto read = vigil::read_whole_file(entry.path() / "cmdline");
+    if (!read) continue;  // it exited between the listing and the read
+    std::string cmdline = std::move(*read);
     for (auto& c : cmdline) {
       if (c == '\0') c = ' ';
     }

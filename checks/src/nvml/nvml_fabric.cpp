@@ -223,8 +223,7 @@ std::optional<double> fabric_manager_age_s(const CheckContext& ctx, double uptim
   for (const auto& e : std::filesystem::directory_iterator(ctx.proc_root, ec)) {
     const std::string pid = e.path().filename().string();
     if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream in(e.path() / "stat");
-    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string stat = read_whole_file(e.path() / "stat").value_or("");
     const size_t open = stat.find('('), close = stat.rfind(')');
     if (open == std::string::npos || close == std::string::npos || close < open) continue;
     if (stat.substr(open + 1, close - open - 1) != "nv-fabricmanage") continue;

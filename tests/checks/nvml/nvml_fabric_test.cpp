@@ -194,6 +194,18 @@ std::string wait_note(double uptime, double first_ago, double last_ago) {
 // start. Runs note when they found GPUs unregistered (fabric-wait-<node>); a start after the
 // episode began gives no new grace. A run that reads every GPU registered ends the episode, and
 // so do a GPU reset, a grace without finding GPUs waiting, and a note of another boot.
+// A process that exits while the check scans /proc for Fabric Manager: read(2) of its stat fails
+// (ESRCH; here EISDIR, a directory in its place). It is skipped, not an exception that turns the
+// whole check into an error.
+TEST_F(nvml_fabric, a_process_gone_during_the_proc_scan_is_skipped) {
+  fabric_on(2, {{"state", 1}, {"version", 3}});
+  booted_ago(7200);
+  std::filesystem::create_directories(tmp_ / "proc" / "4241" / "stat");
+  CheckResult r = run(make_nvml_fabric_check());
+  EXPECT_EQ(r.status, Status::kFail) << r.message;
+  EXPECT_NE(r.message.find("120 min after boot"), std::string::npos) << r.message;
+}
+
 TEST_F(nvml_fabric, a_fabric_manager_restart_loop_does_not_restart_the_grace) {
   booted_ago(7200);
   ctx_.node = "gpu-1";

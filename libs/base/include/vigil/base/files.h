@@ -2,6 +2,7 @@
 // Replacing a file so that a reader sees the old content or the new, never a torn one: write a
 // temporary beside it (pid-unique), fsync it, rename it over the target, fsync the directory.
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -24,5 +25,10 @@ VoidResult replace_file_atomically(const std::string& path, const std::string& c
 // <switch>'"), a node listed twice included; `value` names the second column in them.
 Result<std::map<std::string, std::string>> load_node_map(const std::string& path,
                                                          std::string_view value);
+
+// The whole of a file, or nullopt when it cannot be opened or read. Never throws, unlike reading
+// through std::ifstream: libstdc++'s filebuf throws when read(2) fails, which a /proc/<pid> file
+// does (ESRCH) once its process exits between the directory listing and the read.
+std::optional<std::string> read_whole_file(const std::string& path);
 
 }  // namespace vigil
