@@ -103,8 +103,7 @@ std::string DrainerCore::save_evidence_locked(const NodeRecord& s, const NodeRep
 }
 
 void DrainerCore::apply_decision_locked(const Decision& d, const NodeReport* r, uint64_t report_seq,
-                                        std::vector<nlohmann::json>& records,
-                                        std::vector<Intent>& intents, std::optional<Action> event) {
+                                        Commit& c, std::optional<Action> event) {
   // A copy only for a drain whose evidence is kept: every other decision uses d.record as is.
   std::optional<NodeRecord> with_evidence;
   if (d.action == Action::kDrain && r && cfg_.repair.ladder_on()) {
@@ -141,7 +140,7 @@ void DrainerCore::apply_decision_locked(const Decision& d, const NodeReport* r, 
   auto delta = Breaker::delta(breaker_, d.breaker, d.counted_drain);
   rec.breaker = std::move(delta.whole);
   rec.breaker_drain = std::move(delta.drain);
-  records.push_back(to_json(rec));
+  c.records.push_back(to_json(rec));
   audit_->write({{"time", now},
                  {"event", "decision"},
                  {"node", s.node},
@@ -154,6 +153,7 @@ void DrainerCore::apply_decision_locked(const Decision& d, const NodeReport* r, 
                  {"why", d.why},
                  {"dry_run", cfg_.dry_run}});
   if (auto step = repair_step_of(d, r, event)) metrics_.on_repair_step(*step);
+  remember_locked(c, rec.record.node);
   apply_locked(rec);
   metrics_.on_node(s, r);
   if (breaker_changed) {
@@ -162,12 +162,54 @@ void DrainerCore::apply_decision_locked(const Decision& d, const NodeReport* r, 
                    {"event", breaker_.open ? "breaker_open" : "breaker_closed"},
                    {"why", breaker_.why}});
   }
-  for (auto& i : rec.intents) intents.push_back(std::move(i));
+  for (auto& i : rec.intents) c.intents.push_back(std::move(i));
 }
 
-void DrainerCore::enqueue_intents_locked(const std::vector<Intent>& intents) {
-  outbox_.add(intents);
-  refresh_gauges_locked();
+void DrainerCore::remember_locked(Commit& c, const std::string& node) {
+  if (!c.breaker_before) c.breaker_before = breaker_;
+  if (c.before.contains(node)) return;
+  auto it = nodes_.find(node);
+  c.before.emplace(node, it == nodes_.end() ? std::nullopt : std::optional(std::move(it->second)));
+}
+
+VoidResult DrainerCore::append_locked(Commit& c, std::string_view during) {
+  auto w = c.records.empty() ? Result<std::vector<uint64_t>>(std::vector<uint64_t>{})
+                             : journal_->append(std::move(c.records));
+  c.records.clear();
+  if (committed(w, during)) {
+    c.before.clear();
+    c.breaker_before.reset();
+    return ok_result();
+  }
+  for (auto& [node, was] : c.before) {
+    if (was)
+      nodes_[node] = std::move(*was);
+    else
+      nodes_.erase(node);
+  }
+  if (c.breaker_before) breaker_ = *c.breaker_before;
+  c.before.clear();
+  c.intents.clear();
+  return w.error();
+}
+
+VoidResult DrainerCore::publish(Commit& c, std::string_view during) {
+  if (journal_failed_)
+    return Error{"the journal failed; restart vigil-drainer", std::string(during)};
+  // Records nothing acts on yet become durable with the next sync (every ingest syncs).
+  if (c.intents.empty() && !c.answered) return ok_result();
+  if (auto s = journal_->sync(); !committed(s, during)) {
+    c.intents.clear();
+    return s.error();
+  }
+  {
+    std::lock_guard lk(mu_);
+    outbox_.add(c.intents);
+    refresh_gauges_locked();
+  }
+  c.intents.clear();
+  for (auto& l : lanes_) l->cv.notify_one();
+  return ok_result();
 }
 
 void DrainerCore::refresh_gauges_locked() {
@@ -191,25 +233,17 @@ int DrainerCore::process_pending() {
   // One Slurm view per pass, shared by its chunks: loading 10,000 nodes costs more than
   // deciding 256 reports. The sink re-reads the view right before acting anyway.
   PassView view;
-  std::vector<Intent> intents;
+  Commit c;
   int total = 0;
   // A pass decides the reports that wait when it starts, not those that arrive meanwhile: a
   // pass that ran until the queue was empty never ended under a steady stream of reports, so
   // its intents never reached the sinks and no snapshot was taken (the journal grew without
   // bound and each restart replayed longer; found by the soak bench, docs/drainer.md "Soak").
   const size_t budget = undecided();
-  for (int n; static_cast<size_t>(total) < budget && (n = process_chunk(view, intents)) > 0;)
-    total += n;
+  for (int n; static_cast<size_t>(total) < budget && (n = process_chunk(view, c)) > 0;) total += n;
+  // One fdatasync for the whole pass (a sync per chunk cost more than the decisions themselves).
   // A chunk whose append failed stopped the drainer: the pass's intents are never sent.
-  if (intents.empty() || journal_failed_) return total;
-  // Intents become actionable only once their decisions are durable: one fdatasync for the
-  // whole pass (a sync per chunk cost more than the decisions themselves).
-  if (!committed(journal_->sync(), "sync (decisions)")) return total;
-  {
-    std::lock_guard lk(mu_);
-    enqueue_intents_locked(intents);
-  }
-  for (auto& l : lanes_) l->cv.notify_one();
+  (void)publish(c, "sync (decisions)");
   return total;
 }
 
@@ -254,7 +288,7 @@ NodeReport DrainerCore::judge_class_locked(NodeReport judged, const SlurmView& v
   return judged;
 }
 
-int DrainerCore::process_chunk(PassView& pass, std::vector<Intent>& intents) {
+int DrainerCore::process_chunk(PassView& pass, Commit& c) {
   std::lock_guard dl(decide_mu_);
   // Chunks keep mu_ (and with it ingest) free between a few hundred decisions.
   std::deque<Accepted> batch;
@@ -278,7 +312,6 @@ int DrainerCore::process_chunk(PassView& pass, std::vector<Intent>& intents) {
   auto& partition_counts = pass.partition_counts;
   {
     std::lock_guard lk(mu_);
-    std::vector<nlohmann::json> records;
     Decider decider(engine_, nodes_, view, partition_counts);
     for (const auto& a : batch) {
       auto it = nodes_.find(a.report.node);
@@ -286,11 +319,10 @@ int DrainerCore::process_chunk(PassView& pass, std::vector<Intent>& intents) {
       const NodeReport judged =
           judge_class_locked(judge_slow_locked(a.report, prev), view, pass.declared, prev);
       Decider::Outcome rd = decider.decide(a.report, judged, breaker_);
-      apply_decision_locked(rd.decision, &a.report, a.seq, records, intents);
-      if (rd.switch_evidence)
-        spread_switch_verdict_locked(rd.decision.record, a.report, records, intents);
+      apply_decision_locked(rd.decision, &a.report, a.seq, c);
+      if (rd.switch_evidence) spread_switch_verdict_locked(rd.decision.record, a.report, c);
     }
-    if (!committed(journal_->append(std::move(records)), "append (decisions)")) return 0;
+    if (!append_locked(c, "append (decisions)").ok()) return 0;
   }
   return static_cast<int>(batch.size());
 }
@@ -298,8 +330,7 @@ int DrainerCore::process_chunk(PassView& pass, std::vector<Intent>& intents) {
 int DrainerCore::tick() {
   if (journal_failed_) return 0;
   const int64_t now = clock_.now_unix();
-  std::vector<nlohmann::json> records;
-  std::vector<Intent> intents;
+  Commit c;
   int became_stale = 0;
   {
     std::lock_guard lk(mu_);
@@ -314,18 +345,12 @@ int DrainerCore::tick() {
       d.why = st->note;
       d.record = *st;
       d.breaker = breaker_;
-      apply_decision_locked(d, nullptr, 0, records, intents);
+      apply_decision_locked(d, nullptr, 0, c);
       became_stale++;
     }
-    if (!records.empty() && !committed(journal_->append(std::move(records)), "append (staleness)"))
-      return 0;
+    if (!append_locked(c, "append (staleness)").ok()) return 0;
   }
-  if (became_stale) {
-    if (!committed(journal_->sync(), "sync (staleness)")) return 0;
-    std::lock_guard lk(mu_);
-    enqueue_intents_locked(intents);
-    for (auto& l : lanes_) l->cv.notify_one();
-  }
+  if (!publish(c, "sync (staleness)").ok()) return 0;
   return became_stale + repair_pass();
 }
 
@@ -346,9 +371,7 @@ int DrainerCore::repair_pass() {
   std::lock_guard dl(decide_mu_);
   const auto view = views_->get(false);
   const int64_t now = clock_.now_unix();
-  std::vector<nlohmann::json> records;
-  std::vector<Intent> intents;
-  std::vector<std::pair<std::string, NodeRecord>> before;  // restored if the journal fails
+  Commit c;
   int steps = 0;
   {
     std::lock_guard lk(mu_);
@@ -359,30 +382,20 @@ int DrainerCore::repair_pass() {
       const auto step = repair_tick(next, vi == view->end() ? nullptr : &vi->second, !view->empty(),
                                     cfg_.repair, load, breaker_, cfg_.dry_run, now);
       if (!step) continue;
-      before.emplace_back(name, s);
       load.in_repair += in_repair(next.repair) - in_repair(s.repair);
       if (step->move == Action::kReboot || step->move == Action::kResetGpu)
         load.started_in_window++;
-      apply_repair_step_locked(s, std::move(next), *step, records, intents);
+      apply_repair_step_locked(s, std::move(next), *step, c);
       ++steps;
     }
-    if (records.empty()) return 0;
-    if (!committed(journal_->append(std::move(records)), "append (repair)")) {
-      for (auto& [name, s] : before) nodes_[name] = std::move(s);  // the steps never happened
-      return 0;
-    }
+    if (!append_locked(c, "append (repair)").ok()) return 0;
   }
-  if (!committed(journal_->sync(), "sync (repair)")) return 0;
-  std::lock_guard lk(mu_);
-  enqueue_intents_locked(intents);
-  for (auto& l : lanes_) l->cv.notify_one();
+  if (!publish(c, "sync (repair)").ok()) return 0;
   return steps;
 }
 
 void DrainerCore::apply_repair_step_locked(const NodeRecord& prev, NodeRecord next,
-                                           const RepairStep& step,
-                                           std::vector<nlohmann::json>& records,
-                                           std::vector<Intent>& intents) {
+                                           const RepairStep& step, Commit& c) {
   Decision d;
   // What the step decides: a redrain is Vigil's drain again, with its own event (and Slurm
   // intent: only a DOWN node whose reboot Slurm timed out is drained by it, slurm_sink.cpp
@@ -399,7 +412,7 @@ void DrainerCore::apply_repair_step_locked(const NodeRecord& prev, NodeRecord ne
   d.why = step.why;
   d.record = std::move(next);
   d.breaker = breaker_;
-  apply_decision_locked(d, nullptr, 0, records, intents, step.move);
+  apply_decision_locked(d, nullptr, 0, c, step.move);
 }
 
 Result<std::string> DrainerCore::resume(const std::string& node) {
@@ -410,7 +423,8 @@ Result<std::string> DrainerCore::resume(const std::string& node) {
   if (journal_failed_) return Error{"the journal failed; restart vigil-drainer", "resume"};
   auto view_ptr = views_->get(true);  // an operator command reads Slurm now
   const SlurmView& view = *view_ptr;
-  std::vector<Intent> intents;
+  Commit c;
+  c.answered = true;
   std::string why;
   {
     std::lock_guard lk(mu_);
@@ -427,19 +441,12 @@ Result<std::string> DrainerCore::resume(const std::string& node) {
     Decision d = engine_.on_operator_resume(s, info);
     if (d.action == Action::kNone) return Error{d.why, "resume(" + node + ")"};
     d.breaker = breaker_;
-    std::vector<nlohmann::json> records;
-    apply_decision_locked(d, nullptr, 0, records, intents);
-    auto w = journal_->append(std::move(records));
-    if (!committed(w, "append (resume)")) return w.error();
+    apply_decision_locked(d, nullptr, 0, c);
+    if (auto w = append_locked(c, "append (resume)"); !w.ok()) return w.error();
     why = d.action == Action::kWouldResume ? "dry-run: would resume " + node
                                            : "resume of " + node + " queued for Slurm (UNDRAIN)";
   }
-  if (auto s = journal_->sync(); !committed(s, "sync (resume)")) return s.error();
-  {
-    std::lock_guard lk(mu_);
-    enqueue_intents_locked(intents);
-  }
-  for (auto& l : lanes_) l->cv.notify_one();
+  if (auto w = publish(c, "sync (resume)"); !w.ok()) return w.error();
   return why;
 }
 
@@ -449,7 +456,8 @@ VoidResult DrainerCore::reset_breaker() {
   std::lock_guard pl(pass_mu_);
   std::lock_guard dl(decide_mu_);
   if (journal_failed_) return Error{"the journal failed; restart vigil-drainer", "reset_breaker"};
-  std::vector<Intent> intents;
+  Commit c;
+  c.answered = true;
   {
     std::lock_guard lk(mu_);
     const std::string was = breaker_.why;
@@ -459,20 +467,16 @@ VoidResult DrainerCore::reset_breaker() {
     e.time = now;
     e.why = "reset by an operator; it was: " + was;
     e.dry_run = cfg_.dry_run;
-    owe_intents_locked(e, "", true, intents);
-    const BreakerReset reset{BreakerState{}, intents};
-    auto w = journal_->append({to_json(RecordBody{reset})});
-    if (!committed(w, "append (breaker reset)")) return w.error();
+    owe_intents_locked(e, "", true, c.intents);
+    const BreakerReset reset{BreakerState{}, c.intents};
+    c.records.push_back(to_json(RecordBody{reset}));
+    c.breaker_before = breaker_;
     apply_locked(reset);
+    if (auto w = append_locked(c, "append (breaker reset)"); !w.ok()) return w;
     metrics_.set_breaker_open(false);
     audit_->write({{"time", now}, {"event", "breaker_reset"}, {"was", was}});
   }
-  if (auto w = journal_->sync(); !committed(w, "sync (breaker reset)")) return w.error();
-  if (intents.empty()) return ok_result();
-  std::lock_guard lk(mu_);
-  enqueue_intents_locked(intents);
-  for (auto& l : lanes_) l->cv.notify_one();
-  return ok_result();
+  return publish(c, "sync (breaker reset)");
 }
 
 // The verdict a node's latest decision gives on the report it decided.

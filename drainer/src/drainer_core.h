@@ -108,8 +108,8 @@ class DrainerCore {
     uint64_t seq;
     NodeReport report;
   };
-  struct PassView;  // The one failure policy of the journal (docs/drainer.md "When the journal
-                    // fails"). A failed
+  struct PassView;
+  // The one failure policy of the journal (docs/drainer.md "When the journal fails"). A failed
   // write may leave part of a record at the segment's end and has used up sequence numbers, and
   // after a failed fdatasync the kernel may have dropped the dirty pages while reporting them
   // clean on the next call: no later append or sync can be trusted. So the drainer stops: what
@@ -125,6 +125,33 @@ class DrainerCore {
     fail_journal(r.error(), during);
     return false;
   }
+
+  // The one commit path of every decision (docs/drainer.md "One commit path"): a report's, the
+  // staleness sweep's, a switch verdict's spread, a repair step, a drain Slurm did not apply, an
+  // operator's resume and breaker reset. Each decision is applied to memory as it is made (a
+  // later one in the same batch sees it: the breaker, a switch's nodes) and gathers here its
+  // journal records, the intents it owes and what memory held before it. Then:
+  //   append_locked (under mu_) -> publish: one fdatasync (outside mu_), the intents join the
+  //   outbox (under mu_), the sink workers wake.
+  // Replay applies the same records with apply_locked and owes the same intents.
+  struct Commit {
+    std::vector<nlohmann::json> records;  // not yet appended
+    std::vector<Intent> intents;          // owed once the records are durable
+    // Each node's record (nullopt: none) and the breaker before this commit's first decision on
+    // them since the last append: a failed append puts them back.
+    std::map<std::string, std::optional<NodeRecord>> before;
+    std::optional<BreakerState> breaker_before;
+    // An operator is told it happened: synced even when no sink is owed anything.
+    bool answered = false;
+  };
+  // Appends c.records. A failed append stops the drainer (fail_journal) and puts memory back as
+  // the journal holds it: the nodes and breaker as they were before these records, no intents.
+  VoidResult append_locked(Commit& c, std::string_view during);
+  // After every append of the commit: syncs, then hands c.intents to the outbox and wakes the
+  // sink workers. A failed sync stops the drainer and sends nothing.
+  VoidResult publish(Commit& c, std::string_view during);
+  // Moves the node's record and the breaker into c.before once per append (then apply_locked).
+  void remember_locked(Commit& c, const std::string& node);
   // decisions.cpp
   // A drain the Slurm sink did not issue (node unknown, DOWN/FAIL/MAINT or someone else's
   // drain by the time it acted): the node must not stay recorded as drained by vigil.
@@ -152,7 +179,7 @@ class DrainerCore {
   // decisions.cpp
   // Decides up to 256 reports and journals the decisions (not yet synced); their intents are
   // appended to `intents` for process_pending to enqueue after one sync.
-  int process_chunk(PassView& pass, std::vector<Intent>& intents);
+  int process_chunk(PassView& pass, Commit& c);
   // The report the policy decides on: `r` with the fail-slow verdicts folded in (detection
   // enabled), after the detection engine judged it and learned from it (unless the node is
   // drained). Also used by replay to rebuild the engine's baselines.
@@ -163,18 +190,14 @@ class DrainerCore {
   NodeReport judge_class_locked(NodeReport judged, const SlurmView& view,
                                 const std::map<std::string, int>& declared, const NodeRecord* prev);
   // `event` overrides the event's type (default: the decision's action).
-  void apply_decision_locked(const Decision& d, const NodeReport* r, uint64_t report_seq,
-                             std::vector<nlohmann::json>& records, std::vector<Intent>& intents,
+  void apply_decision_locked(const Decision& d, const NodeReport* r, uint64_t report_seq, Commit& c,
                              std::optional<Action> event = std::nullopt);
   // The intents `e` owes, one per enabled sink whose table row says so (sinks.h).
   void owe_intents_locked(const NodeEvent& e, const std::string& reason, bool by_operator,
                           std::vector<Intent>& out);
-  void enqueue_intents_locked(const std::vector<Intent>& intents);
   // fabric_switches.cpp: `from` carries its switch's newest verdict; every other node known
   // under that switch takes it too (a journaled decision with no action, annotated again).
-  void spread_switch_verdict_locked(const NodeRecord& from, const NodeReport& r,
-                                    std::vector<nlohmann::json>& records,
-                                    std::vector<Intent>& intents);
+  void spread_switch_verdict_locked(const NodeRecord& from, const NodeReport& r, Commit& c);
   void refresh_gauges_locked();
   std::optional<std::string_view> repair_step_of(const Decision& d, const NodeReport* r,
                                                  std::optional<Action> event) const;
@@ -183,7 +206,7 @@ class DrainerCore {
   // Evidence is written under mu_, as journal appends are: one small file per drain, no fsync.
   std::string save_evidence_locked(const NodeRecord& s, const NodeReport& r, uint64_t report_seq);
   void apply_repair_step_locked(const NodeRecord& prev, NodeRecord next, const RepairStep& step,
-                                std::vector<nlohmann::json>& records, std::vector<Intent>& intents);
+                                Commit& c);
 
   // sink_worker.cpp
   SinkLane& lane(SinkKind k) { return *lanes_[static_cast<size_t>(k)]; }

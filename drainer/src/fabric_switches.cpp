@@ -28,8 +28,7 @@ bool fold_switch_evidence(NodeRecord& s, const NodeReport& r) {
 }
 
 void DrainerCore::spread_switch_verdict_locked(const NodeRecord& from, const NodeReport& r,
-                                               std::vector<nlohmann::json>& records,
-                                               std::vector<Intent>& intents) {
+                                               Commit& c) {
   const std::string why = from.switch_suspect
                               ? "fabric switch " + from.fabric_switch +
                                     " suspected by the fabric job of " + from.node + " (run " +
@@ -48,7 +47,7 @@ void DrainerCore::spread_switch_verdict_locked(const NodeRecord& from, const Nod
     d.record.switch_suspect = from.switch_suspect;
     d.breaker = breaker_;
     // Assigns nodes_[name] in place: the iteration stays valid.
-    apply_decision_locked(d, nullptr, 0, records, intents);
+    apply_decision_locked(d, nullptr, 0, c);
   }
 }
 

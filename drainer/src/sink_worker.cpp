@@ -97,10 +97,9 @@ void DrainerCore::record_done(const std::vector<uint64_t>& ids, DoneOutcome outc
 
 void DrainerCore::correct_not_drained(const std::vector<NotDrained>& not_drained) {
   if (not_drained.empty()) return;
-  std::vector<Intent> intents;
+  Commit c;
   {
     std::lock_guard lk(mu_);
-    std::vector<nlohmann::json> records;
     for (const auto& k : not_drained) {
       auto it = nodes_.find(k.intent.node);
       // Only the decision this intent came from is undone; a newer one stands.
@@ -122,15 +121,11 @@ void DrainerCore::correct_not_drained(const std::vector<NotDrained>& not_drained
       d.why = d.record.note;
       d.driving_checks = d.record.driving_checks;
       d.breaker = breaker_;
-      apply_decision_locked(d, nullptr, 0, records, intents, Action::kDrainSkipped);
+      apply_decision_locked(d, nullptr, 0, c, Action::kDrainSkipped);
     }
-    if (records.empty()) return;
-    if (!committed(journal_->append(std::move(records)), "append (drain not applied)")) return;
+    if (!append_locked(c, "append (drain not applied)").ok()) return;
   }
-  if (intents.empty() || !committed(journal_->sync(), "sync (drain not applied)")) return;
-  std::lock_guard lk(mu_);
-  enqueue_intents_locked(intents);
-  for (auto& l : lanes_) l->cv.notify_one();
+  (void)publish(c, "sync (drain not applied)");
 }
 
 // Every sink's outcomes are counted and audited here, in one form: one audit line per batch

@@ -1,8 +1,11 @@
 // Decision passes: a pass ends under a steady stream, unknown nodes never count towards the
 // breaker, the breaker caps and survives restarts as journaled deltas, dry run, staleness and
 // the operator's resume.
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <cerrno>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -13,6 +16,21 @@
 #include "file_size_limit.h"
 #include "temp_dir.h"
 #include "vigil/drainer/drainer.h"
+
+// fdatasync(2) failing once with EIO, as the kernel answers it after a write-back error
+// (fdatasync(2): "EIO An error occurred during synchronization"). This machine cannot make a real
+// disk fail under a unit test (dm-error needs root and a block device), so the one call is
+// interposed: the executable's fdatasync is found before libc's, and every other call goes to
+// libc's.
+std::atomic<bool> g_fail_next_fdatasync{false};
+extern "C" int fdatasync(int fd) {
+  if (g_fail_next_fdatasync.exchange(false)) {
+    errno = EIO;
+    return -1;
+  }
+  static const auto real = reinterpret_cast<int (*)(int)>(dlsym(RTLD_NEXT, "fdatasync"));
+  return real(fd);
+}
 
 namespace vigil::drainer {
 namespace {
@@ -425,6 +443,7 @@ TEST(Drainer, a_pass_whose_journal_append_fails_sends_nothing_and_a_restart_deci
     // have left part of a record behind), until a restart replays the journal.
     EXPECT_TRUE(dr.journal_failed());
     EXPECT_EQ(dr.pending(SinkKind::kSlurm), 0u) << "an intent the journal does not hold";
+    EXPECT_FALSE(dr.node("gpu-1")) << "memory holds a decision the journal does not";
     EXPECT_FALSE(dr.ready()) << "a drainer whose journal failed must stop serving decisions";
     EXPECT_FALSE(dr.ingest({bad("gpu-2", "a")}).ok());
     EXPECT_EQ(dr.run_slurm_sink_once(), 0);
@@ -439,6 +458,70 @@ TEST(Drainer, a_pass_whose_journal_append_fails_sends_nothing_and_a_restart_deci
   dr.run_slurm_sink_once();
   EXPECT_TRUE(slurm->get("gpu-1").drain);
   EXPECT_EQ(dr.node("gpu-1")->state, NodeState::kDrained);
+}
+
+// The same commit path when the sync fails instead: the decision was written but may not be
+// durable, so its drain is never sent; the restart finds it in the journal (the page cache still
+// holds it) and sends it then, or, had the kernel dropped it, would decide the report again.
+TEST(Drainer, a_pass_whose_journal_sync_fails_sends_nothing_until_the_restart_replays_it) {
+  TempDir d;
+  FakeClock clock;
+  auto slurm = cluster(4);
+  {
+    Drainer dr(test_config(d.str()), slurm, nullptr, clock);
+    ASSERT_TRUE(dr.open().ok());
+    ASSERT_TRUE(dr.ingest({bad("gpu-1", "a")}).ok());
+    g_fail_next_fdatasync = true;
+    EXPECT_EQ(dr.process_pending(), 1);
+    EXPECT_FALSE(g_fail_next_fdatasync) << "the pass never synced";
+    EXPECT_TRUE(dr.journal_failed());
+    EXPECT_EQ(dr.pending(SinkKind::kSlurm), 0u) << "an intent that may not be durable";
+    EXPECT_EQ(dr.run_slurm_sink_once(), 0);
+  }
+  EXPECT_TRUE(slurm->calls.empty()) << "sent to Slurm, maybe not in the journal";
+  Drainer dr(test_config(d.str()), slurm, nullptr, clock);
+  ASSERT_TRUE(dr.open().ok());
+  EXPECT_EQ(dr.undecided(), 0u);
+  EXPECT_EQ(dr.pending(SinkKind::kSlurm), 1u);
+  dr.run_slurm_sink_once();
+  EXPECT_TRUE(slurm->get("gpu-1").drain);
+}
+
+// An operator's resume takes the same path: its append fails, the operator is told, the node
+// stays drained in memory as in the journal and in Slurm, and the restart still holds the drain
+// (the resume can be given again).
+TEST(Drainer, a_resume_whose_journal_append_fails_is_refused_and_changes_nothing) {
+  TempDir d;
+  FakeClock clock;
+  auto slurm = cluster(4);
+  {
+    Drainer dr(test_config(d.str()), slurm, nullptr, clock);
+    ASSERT_TRUE(dr.open().ok());
+    ASSERT_TRUE(dr.ingest({bad("gpu-2", "a")}).ok());
+    dr.process_pending();
+    dr.run_slurm_sink_once();
+    ASSERT_TRUE(slurm->get("gpu-2").drain);
+    std::string segment;
+    for (const auto& e : std::filesystem::directory_iterator(d.str()))
+      if (e.path().filename().string().starts_with("journal-")) segment = e.path().string();
+    ASSERT_FALSE(segment.empty());
+    {
+      testing::FileSizeLimit limit(std::filesystem::file_size(segment));
+      EXPECT_FALSE(dr.resume("gpu-2").ok());
+    }
+    EXPECT_TRUE(dr.journal_failed());
+    ASSERT_TRUE(dr.node("gpu-2"));
+    EXPECT_TRUE(dr.node("gpu-2")->drained_by_vigil) << "memory resumed what the journal did not";
+    EXPECT_EQ(dr.pending(SinkKind::kSlurm), 0u);
+    EXPECT_FALSE(dr.resume("gpu-2").ok()) << "decided after the journal failed";
+  }
+  EXPECT_TRUE(slurm->get("gpu-2").drain);
+  Drainer dr(test_config(d.str()), slurm, nullptr, clock);
+  ASSERT_TRUE(dr.open().ok());
+  EXPECT_TRUE(dr.node("gpu-2")->drained_by_vigil);
+  ASSERT_TRUE(dr.resume("gpu-2").ok());
+  dr.run_slurm_sink_once();
+  EXPECT_FALSE(slurm->get("gpu-2").drain);
 }
 
 }  // namespace
