@@ -291,15 +291,7 @@ NodeReport DrainerCore::judge_class_locked(NodeReport judged, const SlurmView& v
 int DrainerCore::process_chunk(PassView& pass, Commit& c) {
   std::lock_guard dl(decide_mu_);
   // Chunks keep mu_ (and with it ingest) free between a few hundred decisions.
-  std::deque<Accepted> batch;
-  {
-    std::lock_guard lk(ingest_mu_);
-    const size_t n = std::min<size_t>(undecided_.size(), 256);
-    for (size_t i = 0; i < n; ++i) {
-      batch.push_back(std::move(undecided_.front()));
-      undecided_.pop_front();
-    }
-  }
+  const std::deque<Accepted> batch = ingest_.take(256);
   if (batch.empty()) return 0;
   if (!pass.view) {
     pass.view = views_->get(false);

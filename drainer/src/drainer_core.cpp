@@ -52,8 +52,11 @@ VoidResult DrainerCore::open() {
     return Error{"webhook.enabled, but this drainer was given no webhook transport",
                  "Drainer::open"};
   VIGIL_TRY(auto rec, journal_->recover());
-  VIGIL_TRY(auto r, replay(rec));
-  (void)r;
+  const VoidResult replayed = ingest_.locked([&](IngestState& in) {
+    std::lock_guard lk(mu_);
+    return replay(rec, in);
+  });
+  if (!replayed.ok()) return replayed;
   {
     std::lock_guard lk(mu_);
     for (const auto& [name, s] : nodes_) metrics_.on_node(s, nullptr);
@@ -133,10 +136,7 @@ size_t DrainerCore::pending(SinkKind sink) const {
   return outbox_.count(sink);
 }
 
-size_t DrainerCore::undecided() const {
-  std::lock_guard lk(ingest_mu_);
-  return undecided_.size();
-}
+size_t DrainerCore::undecided() const { return ingest_.undecided(); }
 
 std::vector<Intent> DrainerCore::pending_intents() const {
   std::lock_guard lk(mu_);
@@ -164,7 +164,7 @@ void DrainerCore::fail_journal(const Error& e, std::string_view during) {
                  {"event", "journal_error"},
                  {"during", during},
                  {"error", e.to_string()}});
-  cv_work_.notify_all();
+  ingest_.notify();  // may hold mu_: no ingest lock
 }
 
 // ---- background threads ----
@@ -183,10 +183,10 @@ void DrainerCore::start() {
 void DrainerCore::stop() {
   if (threads_.empty()) return;
   {
-    std::scoped_lock lk(ingest_mu_, mu_);
+    std::lock_guard lk(mu_);  // loop_tick waits under it
     stopping_ = true;
   }
-  cv_work_.notify_all();
+  ingest_.wake();
   for (auto& l : lanes_) l->cv.notify_all();
   cv_tick_.notify_all();
   for (auto& t : threads_) t.join();
@@ -196,13 +196,9 @@ void DrainerCore::stop() {
 
 void DrainerCore::loop_processor() {
   while (!stopping_) {
-    {
-      std::unique_lock lk(ingest_mu_);
-      // A failed journal decides nothing more: waiting reports must not spin this loop.
-      cv_work_.wait_for(lk, std::chrono::seconds(1),
-                        [&] { return stopping_ || (!undecided_.empty() && !journal_failed_); });
-      if (stopping_) break;
-    }
+    // A failed journal decides nothing more: waiting reports must not spin this loop.
+    ingest_.wait_for_work(std::chrono::seconds(1), stopping_, journal_failed_);
+    if (stopping_) break;
     process_pending();
     (void)maybe_snapshot();
   }

@@ -25,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "ingest_log.h"
 #include "outbox.h"
 #include "slurm_view_cache.h"
 #include "vigil/base/result.h"
@@ -104,10 +105,7 @@ class DrainerCore {
   std::string metrics_text();
 
  private:
-  struct Accepted {
-    uint64_t seq;
-    NodeReport report;
-  };
+  using Accepted = IngestState::Accepted;
   struct PassView;
   // The one failure policy of the journal (docs/drainer.md "When the journal fails"). A failed
   // write may leave part of a record at the segment's end and has used up sequence numbers, and
@@ -162,9 +160,10 @@ class DrainerCore {
   };
 
   // replay.cpp
-  VoidResult replay(const Recovered& rec);
-  VoidResult replay_snapshot(const nlohmann::json& s);
-  void replay_record(const JournalRecord& rec);
+  // Under the ingest log's lock and mu_, at open() before any thread starts.
+  VoidResult replay(const Recovered& rec, IngestState& in);
+  VoidResult replay_snapshot(const nlohmann::json& s, IngestState& in);
+  void replay_record(const JournalRecord& rec, IngestState& in);
   // The one state transition of a decision, live and in replay: the node's new state, the
   // breaker (whole or the drain it counted), the detection engine's reset on a resume. The
   // intents are the caller's: live enqueues them once durable, replay at once.
@@ -173,7 +172,7 @@ class DrainerCore {
   void apply_locked(const BreakerReset& b);
   VoidResult maybe_snapshot();
   struct StateCopy;  // replay.cpp
-  StateCopy copy_state_locked() const;
+  StateCopy copy_state_locked(const IngestState& in) const;
   static nlohmann::json snapshot_json(const StateCopy& c);
 
   // decisions.cpp
@@ -241,12 +240,10 @@ class DrainerCore {
   std::unique_ptr<SlurmViewCache> views_;         // Slurm's node table, shared with the Slurm sink
   std::vector<std::unique_ptr<SinkLane>> lanes_;  // by SinkKind; sinks created by open()
 
-  // Lock order: pass_mu_ or snapshot_mu_ (never both) -> decide_mu_ -> ingest_mu_ -> mu_. Every
-  // journal append happens under ingest_mu_ or mu_, so holding the last three gives a
-  // consistent snapshot.
-  mutable std::mutex ingest_mu_;                  // guards seen_runs_, undecided_
-  std::map<std::string, RunIdWindow> seen_runs_;  // node -> its recent run ids (run_ids.h)
-  std::deque<Accepted> undecided_;
+  // Lock order: pass_mu_ or snapshot_mu_ (never both) -> decide_mu_ -> the ingest log's lock ->
+  // mu_. Every journal append happens under the ingest log's lock or mu_, so holding the last
+  // three gives a consistent snapshot.
+  IngestLog ingest_;       // accepted reports not yet decided, the run ids seen (ingest_log.h)
   mutable std::mutex mu_;  // guards everything below, and each lane's backoff
   std::map<std::string, NodeRecord> nodes_;
   // When GET /v1/rechecks last listed a node (requalify.h); not journaled: after a restart a
@@ -264,7 +261,6 @@ class DrainerCore {
   std::atomic<bool> ready_{false};
   std::atomic<bool> journal_failed_{false};  // set once by fail_journal, never cleared
   std::atomic<bool> stopping_{false};
-  std::condition_variable cv_work_;
   std::condition_variable cv_tick_;
   std::vector<std::thread> threads_;
 };

@@ -19,7 +19,6 @@ Result<IngestOutcome> DrainerCore::ingest(const std::vector<NodeReport>& reports
                                           std::vector<nlohmann::json>* received) {
   if (!ready_) return Error{"drainer not ready", "DrainerCore::ingest"};
   if (journal_failed_) return Error{"the journal failed; restart vigil-drainer", "ingest"};
-  IngestOutcome out;
   const int64_t now = clock_.now_unix();
   std::vector<nlohmann::json> all;  // serialised outside the lock
   all.reserve(reports.size());
@@ -27,38 +26,14 @@ Result<IngestOutcome> DrainerCore::ingest(const std::vector<NodeReport>& reports
   for (size_t k = 0; k < reports.size(); ++k)
     all.push_back(as_received ? report_record(now, reports[k], std::move((*received)[k]))
                               : report_record(now, reports[k]));
-  {
-    std::lock_guard lk(ingest_mu_);
-    std::vector<nlohmann::json> recs;
-    std::vector<const NodeReport*> fresh;
-    for (size_t k = 0; k < reports.size(); ++k) {
-      const auto& r = reports[k];
-      auto& runs = seen_runs_[r.node];
-      const uint64_t id = RunIdWindow::digest(r.run_id);
-      if (runs.contains(id)) {
-        out.duplicates++;
-        continue;
-      }
-      runs.add(id);
-      recs.push_back(std::move(all[k]));
-      fresh.push_back(&r);
-    }
-    if (!recs.empty()) {
-      auto seqs = journal_->append(std::move(recs));
-      if (!committed(seqs, "append (reports)")) {
-        for (const auto* r : fresh) seen_runs_[r->node].remove(RunIdWindow::digest(r->run_id));
-        return seqs.error();
-      }
-      for (size_t i = 0; i < fresh.size(); ++i) undecided_.push_back({seqs.value()[i], *fresh[i]});
-    }
-    out.accepted = static_cast<int>(fresh.size());
-  }
+  auto taken = ingest_.accept(reports, std::move(all), *journal_);
+  if (!committed(taken, "append (reports)")) return taken.error();
   // Also for duplicates: the first copy may still be in flight; 202 means durable.
   if (auto s = journal_->sync(); !committed(s, "sync (reports)")) return s.error();
-  metrics_.on_ingest("accepted", out.accepted);
-  if (out.duplicates) metrics_.on_ingest("duplicate", out.duplicates);
-  if (out.accepted) cv_work_.notify_one();
-  return out;
+  metrics_.on_ingest("accepted", taken->accepted);
+  if (taken->duplicates) metrics_.on_ingest("duplicate", taken->duplicates);
+  if (taken->accepted) ingest_.notify();
+  return IngestOutcome{taken->accepted, taken->duplicates};
 }
 
 Result<int> DrainerCore::ingest_dir(const std::string& dir) {

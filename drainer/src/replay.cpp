@@ -19,10 +19,9 @@ Result<Intent> replayed_intent(const nlohmann::json& j, const std::string& where
 
 }  // namespace
 
-VoidResult DrainerCore::replay(const Recovered& rec) {
-  std::scoped_lock lk(ingest_mu_, mu_);
+VoidResult DrainerCore::replay(const Recovered& rec, IngestState& in) {
   if (rec.snapshot) {
-    VIGIL_TRY(auto r, replay_snapshot(*rec.snapshot));
+    VIGIL_TRY(auto r, replay_snapshot(*rec.snapshot, in));
     (void)r;
   }
   for (size_t k = 0; k < rec.records.size(); ++k) {
@@ -34,29 +33,20 @@ VoidResult DrainerCore::replay(const Recovered& rec) {
           k < rec.positions.size() ? rec.positions[k] : "record " + std::to_string(k);
       return Error{r.error().to_string(), "replay(" + journal_->dir() + "/" + at + ")"};
     }
-    replay_record(*r);
+    replay_record(*r, in);
   }
   return ok_result();
 }
 
-VoidResult DrainerCore::replay_snapshot(const nlohmann::json& s) {
+VoidResult DrainerCore::replay_snapshot(const nlohmann::json& s, IngestState& in) {
+  VIGIL_TRY(auto ingested, in.restore(s));
+  (void)ingested;
   try {
     for (const auto& nj : s.at("nodes")) {
       VIGIL_TRY(auto ns, node_record_from_json(nj));
       nodes_[ns.node] = std::move(ns);
     }
     VIGIL_TRY(breaker_, breaker_state_from_json(s.at("breaker")));
-    // "run_id_digests" since 2026-11; snapshots before carry the run ids themselves.
-    if (s.contains("run_id_digests")) {
-      for (const auto& [node, hex] : s.at("run_id_digests").items()) {
-        auto w = RunIdWindow::decode(hex.get<std::string>());
-        if (!w.ok()) return Error{w.error().to_string() + " of node " + node, "replay(snapshot)"};
-        seen_runs_[node] = *w;
-      }
-    } else {
-      for (const auto& [node, runs] : s.at("seen_runs").items())
-        for (const auto& r : runs) seen_runs_[node].add(RunIdWindow::digest(r.get<std::string>()));
-    }
     for (const auto& ij : s.at("pending")) {
       VIGIL_TRY(Intent i, replayed_intent(ij, "replay(snapshot pending)"));
       if (!sink_spec(i.sink).ordered)
@@ -69,68 +59,53 @@ VoidResult DrainerCore::replay_snapshot(const nlohmann::json& s) {
       VIGIL_TRY(auto engine, detect::Engine::restore(s.at("detect"), cfg_.detection.engine));
       *slow_ = std::move(engine);
     }
-    for (const auto& u : s.at("undecided")) {
-      auto parsed = parse_node_report(u.at("report"));
-      if (!parsed) return Error{parsed.error, "replay(snapshot undecided)"};
-      undecided_.push_back({u.at("seq").get<uint64_t>(), std::move(*parsed.value)});
-    }
   } catch (const std::exception& e) {
     return Error{e.what(), "replay(snapshot)"};
   }
   return ok_result();
 }
 
-void DrainerCore::replay_record(const JournalRecord& rec) {
-  std::visit(
-      Overloaded{
-          [&](const ReportAccepted& a) {
-            seen_runs_[a.report.node].add(RunIdWindow::digest(a.report.run_id));
-            undecided_.push_back({rec.seq, a.report});
-          },
-          [&](const Decided& d) {
-            if (d.report_seq && slow_) {
-              // The detection engine learns from decided reports: judge them again, in
-              // journal order, so it rebuilds the same baselines.
-              for (const auto& a : undecided_) {
-                if (a.seq != d.report_seq) continue;
-                auto prev = nodes_.find(a.report.node);
-                (void)judge_slow_locked(a.report, prev == nodes_.end() ? nullptr : &prev->second);
-                break;
-              }
-            }
-            if (d.report_seq)
-              std::erase_if(undecided_, [&](const Accepted& a) { return a.seq == d.report_seq; });
-            apply_locked(d);
-            for (Intent i : d.intents) {
-              // A sink that converges to the node's state gets it from the decision; one that
-              // delivers events journaled its event with the intent.
-              if (!sink_spec(i.sink).ordered) i.event = state_event(d.record, d.action);
-              outbox_.add(std::move(i));
-            }
-          },
-          [&](const IntentsDone& d) { outbox_.done(d.ids); },
-          [&](const BreakerReset& b) {
-            apply_locked(b);
-            outbox_.add(b.intents);
-          },
-      },
-      rec.body);
+void DrainerCore::replay_record(const JournalRecord& rec, IngestState& in) {
+  std::visit(Overloaded{
+                 [&](const ReportAccepted& a) { in.accepted(rec.seq, a.report); },
+                 [&](const Decided& d) {
+                   const auto report = d.report_seq ? in.decided(d.report_seq) : std::nullopt;
+                   if (report && slow_) {
+                     // The detection engine learns from decided reports: judge them again, in
+                     // journal order, so it rebuilds the same baselines.
+                     auto prev = nodes_.find(report->node);
+                     (void)judge_slow_locked(*report,
+                                             prev == nodes_.end() ? nullptr : &prev->second);
+                   }
+                   apply_locked(d);
+                   for (Intent i : d.intents) {
+                     // A sink that converges to the node's state gets it from the decision; one
+                     // that delivers events journaled its event with the intent.
+                     if (!sink_spec(i.sink).ordered) i.event = state_event(d.record, d.action);
+                     outbox_.add(std::move(i));
+                   }
+                 },
+                 [&](const IntentsDone& d) { outbox_.done(d.ids); },
+                 [&](const BreakerReset& b) {
+                   apply_locked(b);
+                   outbox_.add(b.intents);
+                 },
+             },
+             rec.body);
 }
 
 // The state a snapshot holds, copied under the locks; serialised after they are released.
 struct DrainerCore::StateCopy {
   std::map<std::string, NodeRecord> nodes;
-  std::map<std::string, RunIdWindow> seen_runs;
+  IngestState ingest;
   std::map<uint64_t, Intent> pending;
-  std::deque<Accepted> undecided;
   BreakerState breaker;
   uint64_t next_intent_id = 1;
   std::optional<nlohmann::json> detect;
 };
 
-DrainerCore::StateCopy DrainerCore::copy_state_locked() const {
-  StateCopy c{nodes_,   seen_runs_,        outbox_.owed(), undecided_,
-              breaker_, outbox_.next_id(), std::nullopt};
+DrainerCore::StateCopy DrainerCore::copy_state_locked(const IngestState& in) const {
+  StateCopy c{nodes_, in, outbox_.owed(), breaker_, outbox_.next_id(), std::nullopt};
   if (slow_) c.detect = slow_->snapshot();
   return c;
 }
@@ -138,19 +113,14 @@ DrainerCore::StateCopy DrainerCore::copy_state_locked() const {
 nlohmann::json DrainerCore::snapshot_json(const StateCopy& c) {
   nlohmann::json nodes = nlohmann::json::array();
   for (const auto& [n, s] : c.nodes) nodes.push_back(to_json(s));
-  nlohmann::json seen = nlohmann::json::object();
-  for (const auto& [n, runs] : c.seen_runs) seen[n] = runs.encode();
   nlohmann::json pend = nlohmann::json::array();
   for (const auto& [id, i] : c.pending) pend.push_back(to_json(i));
-  nlohmann::json und = nlohmann::json::array();
-  for (const auto& a : c.undecided) und.push_back({{"seq", a.seq}, {"report", to_json(a.report)}});
   nlohmann::json out = {{"version", 1},
                         {"nodes", nodes},
                         {"breaker", to_json(c.breaker)},
-                        {"run_id_digests", seen},
                         {"pending", pend},
-                        {"undecided", und},
                         {"next_intent_id", c.next_intent_id}};
+  c.ingest.write(out);
   if (c.detect) out["detect"] = *c.detect;
   return out;
 }
@@ -165,11 +135,17 @@ VoidResult DrainerCore::snapshot_now() {
   std::optional<StateCopy> state;
   uint64_t last = 0;
   {
-    std::scoped_lock lk(decide_mu_, ingest_mu_, mu_);
-    // Again under the locks: every journal write (and so every failure) happens under one.
-    if (journal_failed_) return Error{"the journal failed: memory is not snapshotted", "snapshot"};
-    VIGIL_TRY(last, journal_->cut());
-    state = copy_state_locked();  // a copy: ~100x faster than building the JSON tree here
+    std::lock_guard dl(decide_mu_);
+    const VoidResult taken = ingest_.locked([&](const IngestState& in) -> VoidResult {
+      std::lock_guard lk(mu_);
+      // Again under the locks: every journal write (and so every failure) happens under one.
+      if (journal_failed_)
+        return Error{"the journal failed: memory is not snapshotted", "snapshot"};
+      VIGIL_TRY(last, journal_->cut());
+      state = copy_state_locked(in);  // a copy: ~100x faster than building the JSON tree here
+      return ok_result();
+    });
+    if (!taken.ok()) return taken;
   }
   VoidResult written = journal_->write_snapshot(snapshot_json(*state), last);
   state.reset();
