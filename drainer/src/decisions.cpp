@@ -6,13 +6,16 @@
 #include <nlohmann/json.hpp>
 
 #include "audit_log.h"
+#include "commit.h"
 #include "decider.h"
-#include "drainer_core.h"
+#include "ingest_log.h"
+#include "outbox.h"
 #include "records.h"
 #include "sink_worker.h"
 #include "slurm_view_cache.h"
 #include "vigil/base/files.h"
 #include "vigil/base/time.h"
+#include "vigil/drainer/drainer.h"
 #include "vigil/drainer/slow_verdicts.h"
 #include "vigil/slurm/reason.h"
 
@@ -20,13 +23,13 @@ namespace vigil::drainer {
 
 // Slurm's view for one decision pass, read (or reused) by its first chunk, and the node count
 // per partition derived from it once.
-struct DrainerCore::PassView {
+struct Drainer::PassView {
   std::shared_ptr<const SlurmView> view;
   std::map<std::string, int> partition_counts;
   std::map<std::string, int> declared;  // nodes per Slurm declaration (classes.h)
 };
 
-void DrainerCore::apply_locked(const Decided& d) {
+void Drainer::apply_locked(const Decided& d) {
   // A resumed node was repaired: its old figures are no baseline for the new hardware.
   if (slow_ && cfg_.detection.reset_on_resume && d.action == Action::kResume)
     slow_->reset_node(d.record.node);
@@ -37,16 +40,16 @@ void DrainerCore::apply_locked(const Decided& d) {
     Breaker(cfg_.breaker).count(breaker_, *d.breaker_drain);
 }
 
-void DrainerCore::apply_locked(const BreakerReset& b) { breaker_ = b.breaker; }
+void Drainer::apply_locked(const BreakerReset& b) { breaker_ = b.breaker; }
 
-void DrainerCore::owe_intents_locked(const NodeEvent& e, const std::string& reason,
-                                     bool by_operator, std::vector<Intent>& out) {
+void Drainer::owe_intents_locked(const NodeEvent& e, const std::string& reason, bool by_operator,
+                                 std::vector<Intent>& out) {
   for (const auto& l : lanes_) {
     if (!l->sink) continue;
     auto action = l->spec.owed(e);
     if (!action) continue;
     Intent i;
-    i.id = outbox_.take_id();
+    i.id = outbox_->take_id();
     i.sink = l->spec.kind;
     i.action = *action;
     i.node = e.node;
@@ -61,8 +64,8 @@ void DrainerCore::owe_intents_locked(const NodeEvent& e, const std::string& reas
 }
 
 // The ladder step a decision is, for vigil_repair_steps_total (docs/repair.md).
-std::optional<std::string_view> DrainerCore::repair_step_of(const Decision& d, const NodeReport* r,
-                                                            std::optional<Action> event) const {
+std::optional<std::string_view> Drainer::repair_step_of(const Decision& d, const NodeReport* r,
+                                                        std::optional<Action> event) const {
   if (event == Action::kRebooted || event == Action::kRedrain) return to_string(*event);
   if (d.action == Action::kReboot || d.action == Action::kReplace ||
       d.action == Action::kResetGpu || d.action == Action::kResetPassed ||
@@ -78,8 +81,8 @@ std::optional<std::string_view> DrainerCore::repair_step_of(const Decision& d, c
 // Evidence for the repair ladder (docs/repair.md): the report that drained the node, kept before
 // anything reboots it. One small file per drain while reboots are on; a failed write is logged
 // and the drain goes on without it.
-std::string DrainerCore::save_evidence_locked(const NodeRecord& s, const NodeReport& r,
-                                              uint64_t report_seq) {
+std::string Drainer::save_evidence_locked(const NodeRecord& s, const NodeReport& r,
+                                          uint64_t report_seq) {
   const std::string dir =
       cfg_.repair.evidence_dir.empty() ? cfg_.state_dir + "/evidence" : cfg_.repair.evidence_dir;
   const int64_t now = clock_.now_unix();
@@ -102,8 +105,8 @@ std::string DrainerCore::save_evidence_locked(const NodeRecord& s, const NodeRep
   return path;
 }
 
-void DrainerCore::apply_decision_locked(const Decision& d, const NodeReport* r, uint64_t report_seq,
-                                        Commit& c, std::optional<Action> event) {
+void Drainer::apply_decision_locked(const Decision& d, const NodeReport* r, uint64_t report_seq,
+                                    Commit& c, std::optional<Action> event) {
   // A copy only for a drain whose evidence is kept: every other decision uses d.record as is.
   std::optional<NodeRecord> with_evidence;
   if (d.action == Action::kDrain && r && cfg_.repair.ladder_on()) {
@@ -165,14 +168,14 @@ void DrainerCore::apply_decision_locked(const Decision& d, const NodeReport* r, 
   for (auto& i : rec.intents) c.intents.push_back(std::move(i));
 }
 
-void DrainerCore::remember_locked(Commit& c, const std::string& node) {
+void Drainer::remember_locked(Commit& c, const std::string& node) {
   if (!c.breaker_before) c.breaker_before = breaker_;
   if (c.before.contains(node)) return;
   auto it = nodes_.find(node);
   c.before.emplace(node, it == nodes_.end() ? std::nullopt : std::optional(std::move(it->second)));
 }
 
-VoidResult DrainerCore::append_locked(Commit& c, std::string_view during) {
+VoidResult Drainer::append_locked(Commit& c, std::string_view during) {
   auto w = c.records.empty() ? Result<std::vector<uint64_t>>(std::vector<uint64_t>{})
                              : journal_->append(std::move(c.records));
   c.records.clear();
@@ -193,7 +196,7 @@ VoidResult DrainerCore::append_locked(Commit& c, std::string_view during) {
   return w.error();
 }
 
-VoidResult DrainerCore::publish(Commit& c, std::string_view during) {
+VoidResult Drainer::publish(Commit& c, std::string_view during) {
   if (journal_failed_)
     return Error{"the journal failed; restart vigil-drainer", std::string(during)};
   // Records nothing acts on yet become durable with the next sync (every ingest syncs).
@@ -204,7 +207,7 @@ VoidResult DrainerCore::publish(Commit& c, std::string_view during) {
   }
   {
     std::lock_guard lk(mu_);
-    outbox_.add(c.intents);
+    outbox_->add(c.intents);
     refresh_gauges_locked();
   }
   c.intents.clear();
@@ -212,9 +215,9 @@ VoidResult DrainerCore::publish(Commit& c, std::string_view during) {
   return ok_result();
 }
 
-void DrainerCore::refresh_gauges_locked() {
+void Drainer::refresh_gauges_locked() {
   for (const SinkSpec& k : sink_specs())
-    metrics_.set_pending(k.name, static_cast<double>(outbox_.count(k.kind)));
+    metrics_.set_pending(k.name, static_cast<double>(outbox_->count(k.kind)));
   metrics_.set_breaker_open(breaker_.open);
   if (cfg_.repair.ladder_on()) {
     std::map<RepairStage, int> stages;
@@ -224,7 +227,7 @@ void DrainerCore::refresh_gauges_locked() {
   }
 }
 
-int DrainerCore::process_pending() {
+int Drainer::process_pending() {
   // A pass already running (the processor thread) may hold reports this caller just ingested,
   // taken off the queue but not yet decided: wait for it, so that on return every report
   // accepted before the call is decided (found as a rare failure of the hook's spool tests).
@@ -247,7 +250,7 @@ int DrainerCore::process_pending() {
   return total;
 }
 
-NodeReport DrainerCore::judge_slow_locked(const NodeReport& r, const NodeRecord* prev) {
+NodeReport Drainer::judge_slow_locked(const NodeReport& r, const NodeRecord* prev) {
   if (!slow_) return r;
   // The report's own end time, not the clock: replay re-judges the same reports in the same
   // order and must rebuild the same baselines.
@@ -270,9 +273,9 @@ NodeReport DrainerCore::judge_slow_locked(const NodeReport& r, const NodeRecord*
   return judged;
 }
 
-NodeReport DrainerCore::judge_class_locked(NodeReport judged, const SlurmView& view,
-                                           const std::map<std::string, int>& declared,
-                                           const NodeRecord* prev) {
+NodeReport Drainer::judge_class_locked(NodeReport judged, const SlurmView& view,
+                                       const std::map<std::string, int>& declared,
+                                       const NodeRecord* prev) {
   if (!classes_) return judged;
   const auto info = view.find(judged.node);
   if (info == view.end()) return judged;  // Slurm does not know the node: no class
@@ -288,10 +291,10 @@ NodeReport DrainerCore::judge_class_locked(NodeReport judged, const SlurmView& v
   return judged;
 }
 
-int DrainerCore::process_chunk(PassView& pass, Commit& c) {
+int Drainer::process_chunk(PassView& pass, Commit& c) {
   std::lock_guard dl(decide_mu_);
   // Chunks keep mu_ (and with it ingest) free between a few hundred decisions.
-  const std::deque<Accepted> batch = ingest_.take(256);
+  const auto batch = ingest_->take(256);
   if (batch.empty()) return 0;
   if (!pass.view) {
     pass.view = views_->get(false);
@@ -319,7 +322,7 @@ int DrainerCore::process_chunk(PassView& pass, Commit& c) {
   return static_cast<int>(batch.size());
 }
 
-int DrainerCore::tick() {
+int Drainer::tick() {
   if (journal_failed_) return 0;
   const int64_t now = clock_.now_unix();
   Commit c;
@@ -346,7 +349,7 @@ int DrainerCore::tick() {
   return became_stale + repair_pass();
 }
 
-int DrainerCore::repair_pass() {
+int Drainer::repair_pass() {
   {  // Nothing to do for most ticks: no Slurm read unless a node Vigil drained needs the ladder.
     std::lock_guard lk(mu_);
     const bool wanted = std::any_of(nodes_.begin(), nodes_.end(), [&](const auto& e) {
@@ -386,8 +389,8 @@ int DrainerCore::repair_pass() {
   return steps;
 }
 
-void DrainerCore::apply_repair_step_locked(const NodeRecord& prev, NodeRecord next,
-                                           const RepairStep& step, Commit& c) {
+void Drainer::apply_repair_step_locked(const NodeRecord& prev, NodeRecord next,
+                                       const RepairStep& step, Commit& c) {
   Decision d;
   // What the step decides: a redrain is Vigil's drain again, with its own event (and Slurm
   // intent: only a DOWN node whose reboot Slurm timed out is drained by it, slurm_sink.cpp
@@ -407,7 +410,7 @@ void DrainerCore::apply_repair_step_locked(const NodeRecord& prev, NodeRecord ne
   apply_decision_locked(d, nullptr, 0, c, step.move);
 }
 
-Result<std::string> DrainerCore::resume(const std::string& node) {
+Result<std::string> Drainer::resume(const std::string& node) {
   // After any pass in flight has enqueued its intents: a node's events reach an ordered sink
   // (the webhook) in the order they were decided, and its drain never lands after this resume.
   std::lock_guard pl(pass_mu_);
@@ -442,7 +445,7 @@ Result<std::string> DrainerCore::resume(const std::string& node) {
   return why;
 }
 
-VoidResult DrainerCore::reset_breaker() {
+VoidResult Drainer::reset_breaker() {
   // As resume(): after a pass in flight, and no snapshot between journaling the reset and
   // enqueuing its intents (a snapshot then would drop them with the segment that holds them).
   std::lock_guard pl(pass_mu_);
@@ -495,7 +498,7 @@ ReportDecision verdict_of(const NodeRecord& s, const NodeReport& r) {
   return d;
 }
 
-std::vector<ReportDecision> DrainerCore::decide_now(const std::vector<NodeReport>& reports) {
+std::vector<ReportDecision> Drainer::decide_now(const std::vector<NodeReport>& reports) {
   process_pending();
   std::vector<ReportDecision> out;
   std::lock_guard lk(mu_);
@@ -510,7 +513,7 @@ std::vector<ReportDecision> DrainerCore::decide_now(const std::vector<NodeReport
   return out;
 }
 
-SharedDrainPolicy DrainerCore::shared_policy() const {
+SharedDrainPolicy Drainer::shared_policy() const {
   SharedDrainPolicy p;
   shared_fatal_rule(cfg_.policy, p);
   p.dry_run = cfg_.dry_run;

@@ -4,7 +4,10 @@
 // those nodes, until a later job has a good pair leaving the switch.
 #include <nlohmann/json.hpp>
 
-#include "drainer_core.h"
+#include "commit.h"
+#include "ingest_log.h"
+#include "outbox.h"
+#include "vigil/drainer/drainer.h"
 
 namespace vigil::drainer {
 
@@ -27,8 +30,7 @@ bool fold_switch_evidence(NodeRecord& s, const NodeReport& r) {
   return found;
 }
 
-void DrainerCore::spread_switch_verdict_locked(const NodeRecord& from, const NodeReport& r,
-                                               Commit& c) {
+void Drainer::spread_switch_verdict_locked(const NodeRecord& from, const NodeReport& r, Commit& c) {
   const std::string why = from.switch_suspect
                               ? "fabric switch " + from.fabric_switch +
                                     " suspected by the fabric job of " + from.node + " (run " +

@@ -7,17 +7,20 @@
 #include <sstream>
 
 #include "audit_log.h"
-#include "drainer_core.h"
+#include "commit.h"
+#include "ingest_log.h"
+#include "outbox.h"
 #include "records.h"
 #include "vigil/base/time.h"
+#include "vigil/drainer/drainer.h"
 
 namespace fs = std::filesystem;
 
 namespace vigil::drainer {
 
-Result<IngestOutcome> DrainerCore::ingest(const std::vector<NodeReport>& reports,
-                                          std::vector<nlohmann::json>* received) {
-  if (!ready_) return Error{"drainer not ready", "DrainerCore::ingest"};
+Result<IngestOutcome> Drainer::ingest(const std::vector<NodeReport>& reports,
+                                      std::vector<nlohmann::json>* received) {
+  if (!ready_) return Error{"drainer not ready", "Drainer::ingest"};
   if (journal_failed_) return Error{"the journal failed; restart vigil-drainer", "ingest"};
   const int64_t now = clock_.now_unix();
   std::vector<nlohmann::json> all;  // serialised outside the lock
@@ -26,17 +29,17 @@ Result<IngestOutcome> DrainerCore::ingest(const std::vector<NodeReport>& reports
   for (size_t k = 0; k < reports.size(); ++k)
     all.push_back(as_received ? report_record(now, reports[k], std::move((*received)[k]))
                               : report_record(now, reports[k]));
-  auto taken = ingest_.accept(reports, std::move(all), *journal_);
+  auto taken = ingest_->accept(reports, std::move(all), *journal_);
   if (!committed(taken, "append (reports)")) return taken.error();
   // Also for duplicates: the first copy may still be in flight; 202 means durable.
   if (auto s = journal_->sync(); !committed(s, "sync (reports)")) return s.error();
   metrics_.on_ingest("accepted", taken->accepted);
   if (taken->duplicates) metrics_.on_ingest("duplicate", taken->duplicates);
-  if (taken->accepted) ingest_.notify();
+  if (taken->accepted) ingest_->notify();
   return IngestOutcome{taken->accepted, taken->duplicates};
 }
 
-Result<int> DrainerCore::ingest_dir(const std::string& dir) {
+Result<int> Drainer::ingest_dir(const std::string& dir) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return Error{"not a directory", "ingest_dir(" + dir + ")"};
   std::vector<fs::path> files;

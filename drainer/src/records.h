@@ -6,7 +6,7 @@
 // state and breaker inside a decision still read absent optional fields as their defaults and
 // ignore fields they do not know, as snapshots always have.) Replay is a visit over these
 // (replay.cpp); live decisions and replay change the node table through the same
-// DrainerCore::apply_locked(const Decided&).
+// Drainer::apply_locked(const Decided&).
 //
 // On disk (one JSON line each, "seq" spliced in by the journal):
 //   {"t":"report","node","run_id","received_unix_s","report"}

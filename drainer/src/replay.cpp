@@ -3,9 +3,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "drainer_core.h"
+#include "commit.h"
+#include "ingest_log.h"
+#include "outbox.h"
 #include "records.h"
 #include "sinks.h"
+#include "vigil/drainer/drainer.h"
 
 namespace vigil::drainer {
 namespace {
@@ -19,7 +22,7 @@ Result<Intent> replayed_intent(const nlohmann::json& j, const std::string& where
 
 }  // namespace
 
-VoidResult DrainerCore::replay(const Recovered& rec, IngestState& in) {
+VoidResult Drainer::replay(const Recovered& rec, IngestState& in) {
   if (rec.snapshot) {
     VIGIL_TRY(auto r, replay_snapshot(*rec.snapshot, in));
     (void)r;
@@ -38,7 +41,7 @@ VoidResult DrainerCore::replay(const Recovered& rec, IngestState& in) {
   return ok_result();
 }
 
-VoidResult DrainerCore::replay_snapshot(const nlohmann::json& s, IngestState& in) {
+VoidResult Drainer::replay_snapshot(const nlohmann::json& s, IngestState& in) {
   VIGIL_TRY(auto ingested, in.restore(s));
   (void)ingested;
   try {
@@ -52,9 +55,9 @@ VoidResult DrainerCore::replay_snapshot(const nlohmann::json& s, IngestState& in
       if (!sink_spec(i.sink).ordered)
         if (auto n = nodes_.find(i.node); n != nodes_.end())
           i.event = state_event(n->second, Action::kNone);
-      outbox_.add(std::move(i));
+      outbox_->add(std::move(i));
     }
-    outbox_.restore_next_id(s.value("next_intent_id", uint64_t{1}));
+    outbox_->restore_next_id(s.value("next_intent_id", uint64_t{1}));
     if (slow_ && s.contains("detect")) {
       VIGIL_TRY(auto engine, detect::Engine::restore(s.at("detect"), cfg_.detection.engine));
       *slow_ = std::move(engine);
@@ -65,7 +68,7 @@ VoidResult DrainerCore::replay_snapshot(const nlohmann::json& s, IngestState& in
   return ok_result();
 }
 
-void DrainerCore::replay_record(const JournalRecord& rec, IngestState& in) {
+void Drainer::replay_record(const JournalRecord& rec, IngestState& in) {
   std::visit(Overloaded{
                  [&](const ReportAccepted& a) { in.accepted(rec.seq, a.report); },
                  [&](const Decided& d) {
@@ -82,20 +85,20 @@ void DrainerCore::replay_record(const JournalRecord& rec, IngestState& in) {
                      // A sink that converges to the node's state gets it from the decision; one
                      // that delivers events journaled its event with the intent.
                      if (!sink_spec(i.sink).ordered) i.event = state_event(d.record, d.action);
-                     outbox_.add(std::move(i));
+                     outbox_->add(std::move(i));
                    }
                  },
-                 [&](const IntentsDone& d) { outbox_.done(d.ids); },
+                 [&](const IntentsDone& d) { outbox_->done(d.ids); },
                  [&](const BreakerReset& b) {
                    apply_locked(b);
-                   outbox_.add(b.intents);
+                   outbox_->add(b.intents);
                  },
              },
              rec.body);
 }
 
 // The state a snapshot holds, copied under the locks; serialised after they are released.
-struct DrainerCore::StateCopy {
+struct Drainer::StateCopy {
   std::map<std::string, NodeRecord> nodes;
   IngestState ingest;
   std::map<uint64_t, Intent> pending;
@@ -104,13 +107,13 @@ struct DrainerCore::StateCopy {
   std::optional<nlohmann::json> detect;
 };
 
-DrainerCore::StateCopy DrainerCore::copy_state_locked(const IngestState& in) const {
-  StateCopy c{nodes_, in, outbox_.owed(), breaker_, outbox_.next_id(), std::nullopt};
+Drainer::StateCopy Drainer::copy_state_locked(const IngestState& in) const {
+  StateCopy c{nodes_, in, outbox_->owed(), breaker_, outbox_->next_id(), std::nullopt};
   if (slow_) c.detect = slow_->snapshot();
   return c;
 }
 
-nlohmann::json DrainerCore::snapshot_json(const StateCopy& c) {
+nlohmann::json Drainer::snapshot_json(const StateCopy& c) {
   nlohmann::json nodes = nlohmann::json::array();
   for (const auto& [n, s] : c.nodes) nodes.push_back(to_json(s));
   nlohmann::json pend = nlohmann::json::array();
@@ -125,7 +128,7 @@ nlohmann::json DrainerCore::snapshot_json(const StateCopy& c) {
   return out;
 }
 
-VoidResult DrainerCore::snapshot_now() {
+VoidResult Drainer::snapshot_now() {
   // One snapshot at a time; ingest and decisions wait only while the state is taken, not while
   // it is serialised, written and fsync'ed (they did, and it halved ingest throughput:
   // drainer_ingest_bench's "no snapshot during the run" variant, docs/drainer.md "Benchmark").
@@ -136,7 +139,7 @@ VoidResult DrainerCore::snapshot_now() {
   uint64_t last = 0;
   {
     std::lock_guard dl(decide_mu_);
-    const VoidResult taken = ingest_.locked([&](const IngestState& in) -> VoidResult {
+    const VoidResult taken = ingest_->locked([&](const IngestState& in) -> VoidResult {
       std::lock_guard lk(mu_);
       // Again under the locks: every journal write (and so every failure) happens under one.
       if (journal_failed_)
@@ -155,7 +158,7 @@ VoidResult DrainerCore::snapshot_now() {
   return written;
 }
 
-VoidResult DrainerCore::maybe_snapshot() {
+VoidResult Drainer::maybe_snapshot() {
   if (journal_->records_since_snapshot() < static_cast<uint64_t>(cfg_.snapshot_every))
     return ok_result();
   return snapshot_now();

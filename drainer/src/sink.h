@@ -4,7 +4,7 @@
 // done; for one that delivers events, the oldest per node), does its external calls with what
 // the intents carry, and returns one typed outcome per intent. A sink never reads or touches the
 // drainer's state, and writes no metrics or audit lines: the Drainer applies the outcomes (done
-// records, attempts, node-state corrections) and records them (DrainerCore::observe_outcomes).
+// records, attempts, node-state corrections) and records them (Drainer::observe_outcomes).
 #include <cstdint>
 #include <string>
 #include <vector>

@@ -11,15 +11,18 @@
 #include <tuple>
 
 #include "audit_log.h"
-#include "drainer_core.h"
+#include "commit.h"
+#include "ingest_log.h"
+#include "outbox.h"
 #include "records.h"
 #include "vigil/base/time.h"
+#include "vigil/drainer/drainer.h"
 
 namespace vigil::drainer {
 
-int DrainerCore::run_sink_once(SinkKind k) { return run_lane_once(lane(k)); }
+int Drainer::run_sink_once(SinkKind k) { return run_lane_once(lane(k)); }
 
-int DrainerCore::run_lane_once(SinkLane& lane) {
+int Drainer::run_lane_once(SinkLane& lane) {
   if (!lane.sink || journal_failed_) return 0;
   const std::vector<Intent> batch = pick(lane);
   if (batch.empty()) return 0;
@@ -27,19 +30,18 @@ int DrainerCore::run_lane_once(SinkLane& lane) {
   return apply_outcomes(lane, batch, result);
 }
 
-std::vector<Intent> DrainerCore::pick(SinkLane& lane) {
+std::vector<Intent> Drainer::pick(SinkLane& lane) {
   std::vector<Intent> batch;
   std::vector<uint64_t> superseded;
   {
     std::lock_guard lk(mu_);
-    batch = outbox_.pick(lane.spec.kind, lane.spec.ordered, superseded);
+    batch = outbox_->pick(lane.spec.kind, lane.spec.ordered, superseded);
   }
   record_done(superseded, DoneOutcome::kSuperseded);
   return batch;
 }
 
-int DrainerCore::apply_outcomes(SinkLane& lane, const std::vector<Intent>& batch,
-                                const SinkResult& r) {
+int Drainer::apply_outcomes(SinkLane& lane, const std::vector<Intent>& batch, const SinkResult& r) {
   std::map<uint64_t, const Intent*> unanswered;
   for (const auto& i : batch) unanswered[i.id] = &i;
   std::vector<uint64_t> ok, skipped, gave_up, retry;
@@ -77,7 +79,7 @@ int DrainerCore::apply_outcomes(SinkLane& lane, const std::vector<Intent>& batch
   correct_not_drained(not_drained);
   {
     std::lock_guard lk(mu_);
-    outbox_.retry(retry);
+    outbox_->retry(retry);
     // Nothing left to retry: nothing to wait for.
     lane.backoff_ms =
         r.back_off && !retry.empty() ? lane.settings.retry.next_backoff_ms(lane.backoff_ms) : 0;
@@ -86,16 +88,16 @@ int DrainerCore::apply_outcomes(SinkLane& lane, const std::vector<Intent>& batch
   return static_cast<int>(retry.size());
 }
 
-void DrainerCore::record_done(const std::vector<uint64_t>& ids, DoneOutcome outcome) {
+void Drainer::record_done(const std::vector<uint64_t>& ids, DoneOutcome outcome) {
   if (ids.empty()) return;
   std::lock_guard lk(mu_);
-  outbox_.done(ids);
+  outbox_->done(ids);
   (void)committed(journal_->append({to_json(RecordBody{IntentsDone{ids, outcome}})}),
                   "append (intents done)");
   refresh_gauges_locked();
 }
 
-void DrainerCore::correct_not_drained(const std::vector<NotDrained>& not_drained) {
+void Drainer::correct_not_drained(const std::vector<NotDrained>& not_drained) {
   if (not_drained.empty()) return;
   Commit c;
   {
@@ -106,7 +108,7 @@ void DrainerCore::correct_not_drained(const std::vector<NotDrained>& not_drained
       if (it == nodes_.end() || !it->second.drained_by_vigil ||
           it->second.reason != k.intent.reason)
         continue;
-      if (outbox_.newer(SinkKind::kSlurm, k.intent.node, k.intent.id)) continue;
+      if (outbox_->newer(SinkKind::kSlurm, k.intent.node, k.intent.id)) continue;
       Decision d;
       d.before = it->second.state;
       d.record = it->second;
@@ -131,8 +133,8 @@ void DrainerCore::correct_not_drained(const std::vector<NotDrained>& not_drained
 // Every sink's outcomes are counted and audited here, in one form: one audit line per batch
 // and (action, outcome, reason, why, detail), listing its nodes; vigil_actions_total counts one
 // per intent tried.
-void DrainerCore::observe_outcomes(const SinkLane& lane, const std::vector<Intent>& batch,
-                                   const SinkResult& r, const std::vector<uint64_t>& gave_up) {
+void Drainer::observe_outcomes(const SinkLane& lane, const std::vector<Intent>& batch,
+                               const SinkResult& r, const std::vector<uint64_t>& gave_up) {
   std::map<uint64_t, const Intent*> by_id;
   for (const auto& i : batch) by_id[i.id] = &i;
   using Key = std::tuple<IntentAction, std::string, std::string, std::string, std::string>;
@@ -179,9 +181,9 @@ void DrainerCore::observe_outcomes(const SinkLane& lane, const std::vector<Inten
                      {"intent", id}});
 }
 
-bool DrainerCore::has_work_locked(SinkKind k) const { return outbox_.has_work(k); }
+bool Drainer::has_work_locked(SinkKind k) const { return outbox_->has_work(k); }
 
-void DrainerCore::loop_sink(SinkLane& lane) {
+void Drainer::loop_sink(SinkLane& lane) {
   while (!stopping_) {
     bool backing_off = false;
     {

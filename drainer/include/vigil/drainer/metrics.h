@@ -1,5 +1,5 @@
 #pragma once
-// The drainer's metrics: not a sink, an observer of decisions and sink outcomes (drainer_core.h).
+// The drainer's metrics: not a sink, an observer of decisions and sink outcomes (drainer.h).
 // Every metric Vigil exports is declared once in kMetricTable (metrics.cpp)
 // with exactly the names in docs/drainer.md; /metrics serialises the registry in the
 // Prometheus text format (prometheus-cpp TextSerializer, served by the drainer's libmicrohttpd

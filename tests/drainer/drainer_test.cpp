@@ -1,5 +1,7 @@
 // The Drainer across crashes: an unknown intent spelling in the state dir stops replay, and a
 // kill -9 at any moment loses no acknowledged report and repeats no drain.
+#include "vigil/drainer/drainer.h"
+
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -13,7 +15,6 @@
 #include "fake_clock.h"
 #include "fakes.h"
 #include "temp_dir.h"
-#include "vigil/drainer/drainer.h"
 
 namespace vigil::drainer {
 namespace {
