@@ -1,5 +1,6 @@
 #pragma once
-// Factory functions for every check, one per check file. Listed in order in registry.cpp.
+// Factory functions for every check, one per check file; registry.cpp names each by its catalog
+// line.
 #include <memory>
 
 #include "vigil/checks/check.h"

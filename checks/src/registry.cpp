@@ -1,51 +1,61 @@
 #include "vigil/checks/registry.h"
 
+#include <string_view>
+#include <utility>
+
 #include "allreduce/allreduce_launch.h"
 #include "check_factories.h"
 #include "vigil/report/check_catalog.h"
 
 namespace vigil {
 
-// Each list is the check catalog (vigil/report/check_catalog.h) filtered by its suite, in the
-// catalog's order; tests/checks/check_catalog_registry_test.cpp holds them to it.
+namespace {
 
-std::vector<std::unique_ptr<Check>> all_checks() {
-  // Run order: cheap counter reads first, then link state, then bandwidth/compute probes.
-  using Factory = std::unique_ptr<Check> (*)();
-  static const std::vector<Factory> kChecks = {
-      // --- NVML ---
-      make_gpu_count_check,
-      make_nvml_ecc_check,
-      make_nvml_row_remap_check,
-      make_nvml_retired_pages_check,
-      make_nvml_clock_events_check,
-      make_nvml_pcie_check,
-      make_nvml_nvlink_check,
-      make_nvml_fabric_check,
-      make_nvlink_imex_check,
-      make_nvml_recovery_check,
-      make_nvml_temperature_check,
-      make_nvml_xid_check,
-      // --- InfiniBand ---
-      make_ib_port_check,
-      make_ib_counters_check,
-      make_ib_gpudirect_check,
-      // --- CUDA probes ---
-      make_gpu_gemm_check,
-      make_gpu_hbm_check,
-      make_gpu_pcie_bw_check,
-      make_gpu_memtest_check,
-      // --- all_reduce ---
-      make_nccl_allreduce_nvlink_check,
-      make_nccl_allreduce_ib_check,
-      make_host_allreduce_check,
-  };
+using Factory = std::unique_ptr<Check> (*)();
+
+// The factory of each check the node suites and the hooks run, by catalog name. What runs, in
+// which suite and in which order is the catalog's (vigil/report/check_catalog.h); this table
+// only says how each is made. tests/checks/check_catalog_registry_test.cpp fails on a catalog
+// entry without a factory and on a factory without an entry.
+constexpr std::pair<std::string_view, Factory> kFactories[] = {
+    {"kmsg_xid", make_kmsg_xid_check},
+    {"gpu_count", make_gpu_count_check},
+    {"nvml_ecc", make_nvml_ecc_check},
+    {"nvml_row_remap", make_nvml_row_remap_check},
+    {"nvml_retired_pages", make_nvml_retired_pages_check},
+    {"nvml_clock_events", make_nvml_clock_events_check},
+    {"nvml_pcie", make_nvml_pcie_check},
+    {"nvml_nvlink", make_nvml_nvlink_check},
+    {"nvml_fabric", make_nvml_fabric_check},
+    {"nvlink_imex", make_nvlink_imex_check},
+    {"nvml_recovery", make_nvml_recovery_check},
+    {"nvml_temperature", make_nvml_temperature_check},
+    {"nvml_xid", make_nvml_xid_check},
+    {"gpu_leftovers", make_gpu_leftovers_check},
+    {"ib_port", make_ib_port_check},
+    {"ib_counters", make_ib_counters_check},
+    {"ib_gpudirect", make_ib_gpudirect_check},
+    {"gpu_gemm", make_gpu_gemm_check},
+    {"gpu_hbm", make_gpu_hbm_check},
+    {"gpu_pcie_bw", make_gpu_pcie_bw_check},
+    {"gpu_memtest", make_gpu_memtest_check},
+    {"gpu_sanity", make_gpu_sanity_check},
+    {"nccl_allreduce_nvlink", make_nccl_allreduce_nvlink_check},
+    {"nccl_allreduce_ib", make_nccl_allreduce_ib_check},
+    {"host_allreduce", make_host_allreduce_check},
+};
+
+// The catalog's checks that `wanted` selects, in the catalog's order, each made by its factory.
+template <typename Wanted>
+std::vector<std::unique_ptr<Check>> from_catalog(Wanted wanted) {
   std::vector<std::unique_ptr<Check>> out;
-  for (Factory f : kChecks) out.push_back(f());
+  for (const CheckSpec& spec : check_catalog()) {
+    if (!wanted(spec)) continue;
+    for (const auto& [name, make] : kFactories)
+      if (name == spec.name) out.push_back(make());
+  }
   return out;
 }
-
-namespace {
 
 AllreduceTuning sweep(const std::string& min_bytes, const std::string& max_bytes) {
   AllreduceTuning tuning;
@@ -55,6 +65,11 @@ AllreduceTuning sweep(const std::string& min_bytes, const std::string& max_bytes
 }
 
 }  // namespace
+
+std::vector<std::unique_ptr<Check>> all_checks() {
+  // The full suite holds the quick one (the runner filters by Check::min_suite()).
+  return from_catalog([](const CheckSpec& s) { return s.runs_in(CheckSuite::kFull); });
+}
 
 std::vector<std::unique_ptr<Check>> fabric_checks(const std::string& min_bytes,
                                                   const std::string& max_bytes) {
@@ -71,27 +86,17 @@ std::vector<std::unique_ptr<Check>> domain_checks(const std::string& min_bytes,
 }
 
 std::vector<std::unique_ptr<Check>> passive_checks(PassiveSelection selection) {
-  std::vector<std::unique_ptr<Check>> out;
-  // kmsg_xid first: it needs neither NVML nor the SKU, and a GPU with GSP trouble (Xid 119/120,
-  // "Timeout after 6s of waiting for RPC response") can make every NVML call block until the
-  // hook's time box ends. The fatal XID must be reported before that.
-  out.push_back(make_kmsg_xid_check());
-  out.push_back(make_gpu_count_check());
-  out.push_back(make_nvml_ecc_check());
-  out.push_back(make_nvml_row_remap_check());
-  out.push_back(make_nvml_retired_pages_check());
-  out.push_back(make_nvml_clock_events_check());
-  out.push_back(make_nvml_nvlink_check());
-  out.push_back(make_nvml_fabric_check());
-  out.push_back(make_nvml_recovery_check());
-  if (selection.after_job) out.push_back(make_gpu_leftovers_check());
-  out.push_back(make_ib_port_check());
-  if (selection.cuda_sanity) out.push_back(make_gpu_sanity_check());
-  return out;
+  // The catalog puts kmsg_xid first: it needs neither NVML nor the SKU, and a GPU with GSP trouble
+  // (Xid 119/120) can make every NVML call block until the hook's time box ends.
+  return from_catalog([&](const CheckSpec& s) {
+    if (s.name == "gpu_leftovers") return selection.after_job;
+    if (s.name == "gpu_sanity") return selection.cuda_sanity;
+    return s.runs_in(CheckSuite::kPassive);
+  });
 }
 
 std::set<std::string> known_check_names() {
-  // The catalog names exactly the checks of the four lists above (check_catalog_registry_test).
+  // The catalog names exactly the checks of the lists above (check_catalog_registry_test).
   std::set<std::string> names;
   for (const CheckSpec& c : check_catalog()) names.insert(std::string(c.name));
   return names;
