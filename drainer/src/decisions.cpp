@@ -105,34 +105,23 @@ std::string Drainer::save_evidence_locked(const NodeRecord& s, const NodeReport&
   return path;
 }
 
-void Drainer::apply_decision_locked(const Decision& d, const NodeReport* r, uint64_t report_seq,
-                                    Commit& c, std::optional<Action> event) {
-  // A copy only for a drain whose evidence is kept: every other decision uses d.record as is.
-  std::optional<NodeRecord> with_evidence;
-  if (d.action == Action::kDrain && r && cfg_.repair.ladder_on()) {
-    with_evidence = d.record;
-    with_evidence->repair.evidence = save_evidence_locked(d.record, *r, report_seq);
-  }
-  const NodeRecord& s = with_evidence ? *with_evidence : d.record;
-  const std::string now = rfc3339_utc(clock_.now_unix());
+Decided Drainer::decided_locked(const Decision& d, const NodeReport* r, uint64_t report_seq,
+                                std::optional<Action> event, const std::string& now) {
   Decided rec;
   rec.action = d.action;
-  rec.record = s;
+  rec.record = d.record;
   rec.report_seq = report_seq;
-  NodeEvent e = state_event(s, event.value_or(d.action));
+  // Evidence only for a drain while the ladder may reboot the node (docs/repair.md).
+  if (d.action == Action::kDrain && r && cfg_.repair.ladder_on())
+    rec.record.repair.evidence = save_evidence_locked(d.record, *r, report_seq);
+  NodeEvent e = state_event(rec.record, event.value_or(d.action));
   e.time = now;
   e.before = d.before;
   e.checks = d.driving_checks;
   e.run_id = r ? r->run_id : "";
   e.dry_run = cfg_.dry_run;
   owe_intents_locked(e, d.reason, d.by_operator, rec.intents);
-  if (d.action == Action::kWouldDrain || d.action == Action::kWouldResume) {
-    metrics_.on_action(
-        d.action == Action::kWouldDrain ? IntentAction::kDrain : IntentAction::kResume,
-        SinkKind::kSlurm, Metrics::Outcome::kDryRun);
-  }
-  const bool breaker_changed = d.breaker.open != breaker_.open;
-  if (breaker_changed) {
+  if (d.breaker.open != breaker_.open) {
     NodeEvent b;
     b.type = d.breaker.open ? Action::kBreakerOpened : Action::kBreakerClosed;
     b.time = now;
@@ -143,11 +132,29 @@ void Drainer::apply_decision_locked(const Decision& d, const NodeReport* r, uint
   auto delta = Breaker::delta(breaker_, d.breaker, d.counted_drain);
   rec.breaker = std::move(delta.whole);
   rec.breaker_drain = std::move(delta.drain);
+  return rec;
+}
+
+void Drainer::apply_decision_locked(const Decision& d, const NodeReport* r, uint64_t report_seq,
+                                    Commit& c, std::optional<Action> event) {
+  const std::string now = rfc3339_utc(clock_.now_unix());
+  Decided rec = decided_locked(d, r, report_seq, event, now);
   c.records.push_back(to_json(rec));
+  const bool breaker_changed = d.breaker.open != breaker_.open;
+  const auto step = repair_step_of(d, r, event);  // reads the node's record before this one
+  remember_locked(c, rec.record.node);
+  apply_locked(rec);
+  observe_decision_locked(d, rec.record, r, step, breaker_changed, now);
+  for (auto& i : rec.intents) c.intents.push_back(std::move(i));
+}
+
+void Drainer::observe_decision_locked(const Decision& d, const NodeRecord& s, const NodeReport* r,
+                                      std::optional<std::string_view> repair_step,
+                                      bool breaker_changed, const std::string& now) {
   audit_->write({{"time", now},
                  {"event", "decision"},
                  {"node", s.node},
-                 {"run_id", e.run_id},
+                 {"run_id", r ? r->run_id : ""},
                  {"checks", d.driving_checks},
                  {"state_before", std::string(to_string(d.before))},
                  {"state_after", std::string(to_string(d.after))},
@@ -155,9 +162,12 @@ void Drainer::apply_decision_locked(const Decision& d, const NodeReport* r, uint
                  {"reason", d.reason},
                  {"why", d.why},
                  {"dry_run", cfg_.dry_run}});
-  if (auto step = repair_step_of(d, r, event)) metrics_.on_repair_step(*step);
-  remember_locked(c, rec.record.node);
-  apply_locked(rec);
+  if (d.action == Action::kWouldDrain || d.action == Action::kWouldResume) {
+    metrics_.on_action(
+        d.action == Action::kWouldDrain ? IntentAction::kDrain : IntentAction::kResume,
+        SinkKind::kSlurm, Metrics::Outcome::kDryRun);
+  }
+  if (repair_step) metrics_.on_repair_step(*repair_step);
   metrics_.on_node(s, r);
   if (breaker_changed) {
     metrics_.set_breaker_open(breaker_.open);
@@ -165,7 +175,6 @@ void Drainer::apply_decision_locked(const Decision& d, const NodeReport* r, uint
                    {"event", breaker_.open ? "breaker_open" : "breaker_closed"},
                    {"why", breaker_.why}});
   }
-  for (auto& i : rec.intents) c.intents.push_back(std::move(i));
 }
 
 void Drainer::remember_locked(Commit& c, const std::string& node) {

@@ -156,20 +156,6 @@ void Metrics::declare_rejected(const std::vector<std::string>& reasons) {
   for (const auto& r : reasons) impl_->rejected.Add({{"reason", r}});
 }
 
-std::string_view Metrics::outcome_name(Outcome o) {
-  switch (o) {
-    case Outcome::kOk:
-      return "ok";
-    case Outcome::kError:
-      return "error";
-    case Outcome::kSkipped:
-      return "skipped";
-    case Outcome::kDryRun:
-      return "dry_run";
-  }
-  return "error";
-}
-
 void Metrics::on_action(IntentAction action, SinkKind sink, Outcome outcome, double n) {
   std::lock_guard lk(impl_->mu);
   impl_->actions

@@ -9,6 +9,7 @@
 #include "fake_clock.h"
 #include "fakes.h"
 #include "vigil/drainer/intent.h"
+#include "vigil/drainer/metrics.h"
 
 namespace vigil::drainer {
 namespace {
@@ -466,6 +467,8 @@ TEST(Vocabulary, every_name_table_is_complete_and_unambiguous) {
   EXPECT_EQ(static_cast<size_t>(RepairStage::kResetting) + 1, std::size(kRepairStageNames));
   expect_complete(kNodeMappingNames, "NodeMapping");
   EXPECT_EQ(static_cast<size_t>(NodeMapping::kPodLookup) + 1, std::size(kNodeMappingNames));
+  expect_complete(Metrics::kOutcomeNames, "Metrics::Outcome");
+  EXPECT_EQ(static_cast<size_t>(Metrics::Outcome::kDryRun) + 1, std::size(Metrics::kOutcomeNames));
 }
 
 }  // namespace

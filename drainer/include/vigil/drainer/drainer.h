@@ -173,7 +173,7 @@ class Drainer {
   // After every append of the commit: syncs, then hands c.intents to the outbox and wakes the
   // sink workers. A failed sync stops the drainer and sends nothing.
   VoidResult publish(Commit& c, std::string_view during);
-  // Moves the node's record and the breaker into c.before once per append (then apply_locked).
+  // Moves the node's record into c.before, copies the breaker into c.breaker_before, once each.
   void remember_locked(Commit& c, const std::string& node);
   // decisions.cpp
   // A drain the Slurm sink did not issue (node unknown, DOWN/FAIL/MAINT or someone else's
@@ -201,8 +201,8 @@ class Drainer {
   static nlohmann::json snapshot_json(const StateCopy& c);
 
   // decisions.cpp
-  // Decides up to 256 reports and journals the decisions (not yet synced); their intents are
-  // appended to `intents` for process_pending to enqueue after one sync.
+  // Decides up to 256 reports and appends the decisions (not yet synced); their intents join
+  // c.intents for process_pending's publish: one sync, then the outbox.
   int process_chunk(PassView& pass, Commit& c);
   // The report the policy decides on: `r` with the fail-slow verdicts folded in (detection
   // enabled), after the detection engine judged it and learned from it (unless the node is
@@ -214,7 +214,16 @@ class Drainer {
   NodeReport judge_class_locked(NodeReport judged,
                                 const std::map<std::string, slurm::SlurmNodeInfo>& view,
                                 const std::map<std::string, int>& declared, const NodeRecord* prev);
-  // `event` overrides the event's type (default: the decision's action).
+  // What a decision journals: the node's new record (with the drain's evidence), the intents
+  // its event and a breaker change owe, the breaker whole or the drain it counted.
+  Decided decided_locked(const Decision& d, const NodeReport* r, uint64_t report_seq,
+                         std::optional<Action> event, const std::string& now);
+  // The audit line and the metrics of a decision once it is applied: they observe, never decide.
+  void observe_decision_locked(const Decision& d, const NodeRecord& s, const NodeReport* r,
+                               std::optional<std::string_view> repair_step, bool breaker_changed,
+                               const std::string& now);
+  // A decision into the commit: decided_locked, applied, observed. `event` overrides the event's
+  // type (default: the decision's action).
   void apply_decision_locked(const Decision& d, const NodeReport* r, uint64_t report_seq, Commit& c,
                              std::optional<Action> event = std::nullopt);
   // The intents `e` owes, one per enabled sink whose table row says so (sinks.h).

@@ -45,7 +45,11 @@ class Metrics {
   void on_node(const NodeRecord& s, const NodeReport* report);
   // vigil_actions_total{action, sink, outcome}: the labels are the journal's spellings.
   enum class Outcome { kOk, kError, kSkipped, kDryRun };
-  static std::string_view outcome_name(Outcome o);  // "ok" | "error" | "skipped" | "dry_run"
+  static constexpr EnumName<Outcome> kOutcomeNames[] = {{Outcome::kOk, "ok"},
+                                                        {Outcome::kError, "error"},
+                                                        {Outcome::kSkipped, "skipped"},
+                                                        {Outcome::kDryRun, "dry_run"}};
+  static std::string_view outcome_name(Outcome o) { return name_of(kOutcomeNames, o, "error"); }
   void on_action(IntentAction action, SinkKind sink, Outcome outcome, double n = 1);
   void on_given_up(std::string_view sink, double n = 1);  // vigil_sink_given_up_total
   void set_pending(std::string_view sink, double n);
