@@ -3,6 +3,7 @@
 // not yet decided, in journal order, and the run ids each node has sent (a report seen again is
 // a duplicate). It owns its state and the one lock that guards it; a snapshot or a replay that
 // needs it together with the node table takes this lock first (`locked`), as the lock order says.
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>

@@ -141,7 +141,8 @@ VoidResult Drainer::snapshot_now() {
     std::lock_guard dl(decide_mu_);
     const VoidResult taken = ingest_->locked([&](const IngestState& in) -> VoidResult {
       std::lock_guard lk(mu_);
-      // Again under the locks: every journal write (and so every failure) happens under one.
+      // Again under the locks. A failure reported outside them (ingest's) has already made the
+      // journal refuse every cut (journal.h), so no snapshot can follow a torn record.
       if (journal_failed_)
         return Error{"the journal failed: memory is not snapshotted", "snapshot"};
       VIGIL_TRY(last, journal_->cut());

@@ -418,6 +418,13 @@ TEST(Drainer, a_gpu_on_other_vbios_is_drained_and_a_node_on_another_driver_only_
   EXPECT_TRUE(dr.node("gpu-7")->drained_by_vigil);
 }
 
+// The journal's one segment in `dir` ("" when there is none).
+std::string journal_segment(const std::string& dir) {
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    if (e.path().filename().string().starts_with("journal-")) return e.path().string();
+  return "";
+}
+
 // The journal is the truth: a decision pass whose journal append fails (the segment may not
 // grow: RLIMIT_FSIZE makes write(2) fail with EFBIG, a real error from the kernel, as a full
 // disk's ENOSPC would) must not send its intents, and a restart replays the same decisions.
@@ -431,9 +438,7 @@ TEST(Drainer, a_pass_whose_journal_append_fails_sends_nothing_and_a_restart_deci
     Drainer dr(test_config(d.str()), slurm, nullptr, clock);
     ASSERT_TRUE(dr.open().ok());
     ASSERT_TRUE(dr.ingest({bad("gpu-1", "a")}).ok());  // accepted: durable before the ack
-    std::string segment;
-    for (const auto& e : std::filesystem::directory_iterator(d.str()))
-      if (e.path().filename().string().starts_with("journal-")) segment = e.path().string();
+    const std::string segment = journal_segment(d.str());
     ASSERT_FALSE(segment.empty());
     {
       testing::FileSizeLimit limit(std::filesystem::file_size(segment));
@@ -501,9 +506,7 @@ TEST(Drainer, a_resume_whose_journal_append_fails_is_refused_and_changes_nothing
     dr.process_pending();
     dr.run_slurm_sink_once();
     ASSERT_TRUE(slurm->get("gpu-2").drain);
-    std::string segment;
-    for (const auto& e : std::filesystem::directory_iterator(d.str()))
-      if (e.path().filename().string().starts_with("journal-")) segment = e.path().string();
+    const std::string segment = journal_segment(d.str());
     ASSERT_FALSE(segment.empty());
     {
       testing::FileSizeLimit limit(std::filesystem::file_size(segment));
@@ -522,6 +525,33 @@ TEST(Drainer, a_resume_whose_journal_append_fails_is_refused_and_changes_nothing
   ASSERT_TRUE(dr.resume("gpu-2").ok());
   dr.run_slurm_sink_once();
   EXPECT_FALSE(slurm->get("gpu-2").drain);
+}
+
+// A failed append puts the breaker back too: the pass that would have opened it (its second
+// drain over a cap of one) is not in the journal, so memory does not hold it open; the restart
+// decides the same reports again and opens it then.
+TEST(Drainer, a_pass_whose_append_fails_leaves_the_breaker_as_the_journal_holds_it) {
+  TempDir d;
+  FakeClock clock;
+  auto slurm = cluster(10);
+  auto cfg = test_config(d.str());
+  cfg.breaker = {1, 100, 3600};
+  {
+    Drainer dr(cfg, slurm, nullptr, clock);
+    ASSERT_TRUE(dr.open().ok());
+    ASSERT_TRUE(dr.ingest({bad("gpu-0", "a"), bad("gpu-1", "a")}).ok());
+    {
+      testing::FileSizeLimit limit(std::filesystem::file_size(journal_segment(d.str())));
+      EXPECT_EQ(dr.process_pending(), 0);
+    }
+    EXPECT_TRUE(dr.journal_failed());
+    EXPECT_FALSE(dr.breaker().open) << "memory opened a breaker the journal does not hold";
+    EXPECT_TRUE(dr.nodes().empty());
+  }
+  Drainer dr(cfg, slurm, nullptr, clock);
+  ASSERT_TRUE(dr.open().ok());
+  EXPECT_EQ(dr.process_pending(), 2);
+  EXPECT_TRUE(dr.breaker().open);
 }
 
 }  // namespace
