@@ -15,8 +15,9 @@ using Factory = std::unique_ptr<Check> (*)();
 
 // The factory of each check the node suites and the hooks run, by catalog name. What runs, in
 // which suite and in which order is the catalog's (vigil/report/check_catalog.h); this table
-// only says how each is made. tests/checks/check_catalog_registry_test.cpp fails on a catalog
-// entry without a factory and on a factory without an entry.
+// only says how each is made. A catalog entry without a factory drops out of its suites, which
+// tests/checks/check_catalog_registry_test.cpp fails on; a row here whose name has no catalog
+// line is never made.
 constexpr std::pair<std::string_view, Factory> kFactories[] = {
     {"kmsg_xid", make_kmsg_xid_check},
     {"gpu_count", make_gpu_count_check},

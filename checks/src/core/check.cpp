@@ -32,6 +32,22 @@ Measurement& add_measurement(CheckResult& r, const CheckContext& ctx, std::strin
   return r.measurements.back();
 }
 
+Threshold built_in_threshold(Op op, double fail, std::optional<double> warn, std::string unit,
+                             std::string source) {
+  Threshold t;
+  t.op = op;
+  t.fail = fail;
+  t.warn = warn;
+  t.unit = std::move(unit);
+  t.source = std::move(source);
+  return t;
+}
+
+void default_threshold(Measurement& m, Op op, double fail, std::optional<double> warn,
+                       std::string source) {
+  if (!m.threshold) m.threshold = built_in_threshold(op, fail, warn, m.unit, std::move(source));
+}
+
 void finalize(CheckResult& r, std::string_view fault_prefix) {
   if (r.status == Status::kError || r.status == Status::kSkipped) return;
   Status worst = Status::kPass;

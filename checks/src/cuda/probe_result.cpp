@@ -90,13 +90,7 @@ void add_mismatches(CheckResult& r, const CheckContext& ctx, int gpu, std::strin
                     std::string_view detail) {
   Measurement& m = add_measurement(r, ctx, std::string(measurement),
                                    static_cast<double>(mismatches), "count", gpu);
-  if (!m.threshold) {
-    Threshold any_mismatch;
-    any_mismatch.op = Op::kLe;
-    any_mismatch.fail = 0;
-    any_mismatch.unit = "count";
-    m.threshold = any_mismatch;
-  }
+  default_threshold(m, Op::kLe, 0);
   if (mismatches == 0) return;
   r.message += (r.message.empty() ? "" : "; ") + std::string("gpu ") + std::to_string(gpu) + ": " +
                std::to_string(mismatches) + " mismatching words in " + std::string(tested);

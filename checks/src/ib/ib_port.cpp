@@ -26,21 +26,6 @@ std::string fmt(double v) {
   return os.str();
 }
 
-// Attaches `t` unless the SKU file already set a threshold for this measurement (explicit
-// configuration wins over what the check derives from the SKU's infiniband section).
-Threshold make_threshold(Op op, double fail, std::optional<double> warn, std::string unit) {
-  Threshold t;
-  t.op = op;
-  t.fail = fail;
-  t.warn = warn;
-  t.unit = std::move(unit);
-  return t;
-}
-
-void default_threshold(Measurement& m, Op op, double fail, std::optional<double> warn = {}) {
-  if (!m.threshold) m.threshold = make_threshold(op, fail, warn, m.unit);
-}
-
 struct Problem {
   Status status;
   std::string text;        // "mlx5_3/1 down"
@@ -94,8 +79,8 @@ void judge_port(CheckResult& r, const CheckContext& ctx, const Row& row, bool en
   if (enough_active && row.st.disabled()) {
     // Also overrides a SKU file's "port_active >= 1": the SKU's port count is what decides
     // whether a deliberately disabled port takes the node out.
-    act.threshold = make_threshold(Op::kGe, 0, 1, "bool");
-    up.threshold = make_threshold(Op::kGe, 0, 1, "bool");
+    act.threshold = built_in_threshold(Op::kGe, 0, 1, "bool");
+    up.threshold = built_in_threshold(Op::kGe, 0, 1, "bool");
   }
   if (want_rate > 0) default_threshold(rt, Op::kGe, want_rate);
   if (!row.st.active()) rt.threshold.reset();  // no trained link, no rate to judge

@@ -12,23 +12,6 @@
 #include "vigil/base/files.h"
 
 namespace vigil::nvml {
-namespace {
-
-// fail > error > warn > pass/skipped, as the run combines them.
-int rank(Status s) {
-  switch (s) {
-    case Status::kFail:
-      return 3;
-    case Status::kError:
-      return 2;
-    case Status::kWarn:
-      return 1;
-    default:
-      return 0;
-  }
-}
-
-}  // namespace
 
 Result<Session> open_session(const CheckContext& ctx) {
   auto lib = Library::open(ctx.nvml_library);
@@ -147,18 +130,6 @@ std::string gpu_key(const Session& s, int gpu) {
   return "gpu" + std::to_string(gpu);
 }
 
-void default_threshold(Measurement& m, Op op, double fail, std::optional<double> warn,
-                       std::string source) {
-  if (m.threshold) return;  // the SKU file wins
-  Threshold t;
-  t.op = op;
-  t.fail = fail;
-  t.warn = warn;
-  t.unit = m.unit;
-  t.source = std::move(source);
-  m.threshold = std::move(t);
-}
-
 void Verdict::add(Status s, std::string text, std::string fault_code) {
   findings_.push_back({s, std::move(text), std::move(fault_code)});
 }
@@ -222,9 +193,7 @@ void Verdict::conclude(CheckResult& r, const Describe& describe, std::string pas
   }
 
   Status worst = Status::kPass;
-  for (const Finding& f : all) {
-    if (rank(f.status) > rank(worst)) worst = f.status;
-  }
+  for (const Finding& f : all) worst = combine(worst, f.status);  // as the run combines them
   if (worst == Status::kPass && r.measurements.empty()) {
     r.status = Status::kSkipped;
     r.message = notes.empty() ? "no GPUs visible to NVML" : short_list(notes, 3, "; ", "; ");
@@ -248,15 +217,8 @@ void Verdict::conclude(CheckResult& r, const Describe& describe, std::string pas
     r.message = short_list(texts, 4, "; ", "; ");
     r.fault_code = fault;
   }
+  // The findings hold every measurement's warn or fail too: no finalize() over them.
   r.status = worst;
-  finalize(r, kFaultPrefix);
-  // finalize() derives the status from the measurements alone; findings that are not
-  // measurements (lost GPU, failed query, warn-list XID) must still count.
-  if (rank(worst) > rank(r.status)) r.status = worst;
-  if (worst != Status::kPass) {
-    r.message = short_list(texts, 4, "; ", "; ");
-    r.fault_code = fault;
-  }
 }
 
 CheckResult NvmlCheck::run(const CheckContext& ctx) {

@@ -47,7 +47,6 @@ inline std::string gpu_reset_marker(const std::string& state_dir, const std::str
   return state_dir + "/gpu-reset-" + node;
 }
 
-inline constexpr std::string_view kFaultPrefix = "VIGIL-NVML";
 inline constexpr const char* kFaultUnavailable = "VIGIL-NVML-UNAVAILABLE";
 inline constexpr const char* kFaultQuery = "VIGIL-NVML-QUERY";
 inline constexpr const char* kFaultGpuLost = "VIGIL-NVML-GPU-LOST";
@@ -81,11 +80,6 @@ CheckResult unavailable(std::string_view check, const Error& e);
 // "00000000:18:00.0" from nvmlDeviceGetPciInfo_v3, else "gpu<i>". Keys stored counter state,
 // so a GPU that drops off the bus does not shift its neighbours' readings.
 std::string gpu_key(const Session& s, int gpu);
-
-// Attaches a built-in threshold to m when the SKU file has none for it. Used only for absolute
-// findings that need no SKU (a DBE, a failed remap, a link down, a fatal XID).
-void default_threshold(Measurement& m, Op op, double fail, std::optional<double> warn,
-                       std::string source);
 
 // A field value as a whole number, whatever nvmlValueType_t member carries it (nvml.h
 // NVML_VALUE_TYPE_*); nullopt for a negative or fractional one, or an unknown type.

@@ -119,6 +119,13 @@ class Check {
 Measurement& add_measurement(CheckResult& r, const CheckContext& ctx, std::string name,
                              double value, std::string unit, std::optional<int> gpu = {},
                              std::optional<std::string> port = {});
+// A threshold Vigil brings itself, for an absolute finding that needs no SKU file (a DBE, a
+// link down, a mismatching word); `source` says where it comes from.
+Threshold built_in_threshold(Op op, double fail, std::optional<double> warn, std::string unit,
+                             std::string source = "");
+// Attaches built_in_threshold(..., m.unit, source) to m unless the SKU file gave it one.
+void default_threshold(Measurement& m, Op op, double fail, std::optional<double> warn = {},
+                       std::string source = "");
 // Sets r.status from its measurements (worst of them) unless already error/skipped, and fills
 // r.message / r.fault_code for the worst failing measurement when the check left them empty.
 void finalize(CheckResult& r, std::string_view fault_prefix);
