@@ -14,6 +14,7 @@
 #include "allreduce/fabric_job.h"
 #include "passive/kmsg_reader.h"
 #include "vigil/checks/registry.h"
+#include "vigil/report/check_catalog.h"
 #include "vigil/report/output.h"
 #include "vigil/slurm/scontrol.h"
 
@@ -197,8 +198,10 @@ int cmd_list() {
     std::cout << c.name() << "\t" << c.short_name() << "\t" << suite << "\t" << c.timeout().count()
               << "s\n";
   };
-  for (const auto& c : vigil::all_checks())
-    print(*c, c->min_suite() == vigil::Suite::kFull ? "full" : "quick");
+  for (const auto& c : vigil::all_checks()) {
+    const vigil::CheckSpec* spec = vigil::find_check_spec(c->name());
+    print(*c, spec && spec->full_only() ? "full" : "quick");
+  }
   for (const auto& c : vigil::fabric_checks()) print(*c, "fabric");  // vigil-check fabric only
   for (const auto& c : vigil::domain_checks()) print(*c, "domain");  // ... --network nvlink-domain
   return 0;

@@ -86,9 +86,8 @@ int prepare(const RunArgs& a, vigil::Loaded<vigil::SkuSet>& skus, vigil::CheckCo
   ctx.nvml_library = a.nvml_library;
   ctx.sysfs_root = a.sysfs_root;
   ctx.state_dir = a.state_dir;
-  ctx.allreduce_binary = a.allreduce_binary;
-  ctx.mpirun = a.mpirun;
-  ctx.imex_ctl = a.imex_ctl;
+  ctx.allreduce = a.allreduce;
+  ctx.imex = a.imex;
   ctx.xid_wait = std::chrono::milliseconds(a.xid_wait_ms);
   ctx.expected_gpus = a.expected_gpus;
 
@@ -216,7 +215,7 @@ int emit_node_reports(
     const std::function<std::vector<vigil::CheckResult>(const std::string&)>& checks_of) {
   std::vector<vigil::NodeReport> reports;
   vigil::Status overall = vigil::Status::kPass;
-  for (const auto& node : ctx.fabric_nodes) {
+  for (const auto& node : ctx.allreduce.nodes) {
     if (!reported(a, node)) continue;
     vigil::CheckContext node_ctx = ctx;
     node_ctx.node = node;
@@ -249,9 +248,9 @@ int cmd_fabric_job(const RunArgs& a, const vigil::CheckContext& ctx,
     return kExitError;
   }
   if (!a.quiet) {
-    std::cerr << "vigil-check fabric: " << network.job << ", " << ctx.fabric_nodes.size()
-              << " nodes, " << a.fabric_rounds << " rounds of pairs, backend " << ctx.fabric_backend
-              << "; " << topology_note << "\n";
+    std::cerr << "vigil-check fabric: " << network.job << ", " << ctx.allreduce.nodes.size()
+              << " nodes, " << a.fabric_rounds << " rounds of pairs, backend "
+              << ctx.allreduce.backend << "; " << topology_note << "\n";
   }
   vigil::AllreduceTuning tuning;
   if (!a.min_bytes.empty()) tuning.min_bytes = a.min_bytes;
@@ -316,20 +315,19 @@ int cmd_fabric(const RunArgs& a) {
   vigil::CheckContext ctx;
   std::string sku_note;
   if (int rc = prepare(a, skus, ctx, sku_note); rc != 0) return rc;
-  ctx.fabric_nodes = split_list(a.fabric_nodes);
-  std::set<std::string> distinct(ctx.fabric_nodes.begin(), ctx.fabric_nodes.end());
-  if (ctx.fabric_nodes.size() < 2 || distinct.size() != ctx.fabric_nodes.size()) {
+  ctx.allreduce.nodes = split_list(ctx.allreduce.nodes);
+  std::set<std::string> distinct(ctx.allreduce.nodes.begin(), ctx.allreduce.nodes.end());
+  if (ctx.allreduce.nodes.size() < 2 || distinct.size() != ctx.allreduce.nodes.size()) {
     std::cerr << "vigil-check fabric: --nodes needs at least two distinct node names (got '"
-              << join(ctx.fabric_nodes, ",") << "')\n";
+              << join(ctx.allreduce.nodes, ",") << "')\n";
     return kExitError;
   }
-  ctx.fabric_ranks =
-      a.fabric_ranks > 0 ? a.fabric_ranks : std::atoi(env_or("SLURM_NTASKS", "0").c_str());
-  if (ctx.fabric_ranks < 2) {
+  if (ctx.allreduce.ranks <= 0)
+    ctx.allreduce.ranks = std::atoi(env_or("SLURM_NTASKS", "0").c_str());
+  if (ctx.allreduce.ranks < 2) {
     std::cerr << "vigil-check fabric: --ranks (or SLURM_NTASKS) must be at least 2\n";
     return kExitError;
   }
-  ctx.fabric_backend = a.fabric_backend;
   for (const auto& n : split_list(a.report_nodes)) {
     if (distinct.count(n)) continue;
     std::cerr << "vigil-check fabric: --report-nodes names " << n << ", which is not in --nodes\n";
@@ -343,17 +341,17 @@ int cmd_fabric(const RunArgs& a) {
     return kExitError;
   }
   const vigil::FabricNetwork& network = domain ? vigil::kNvlinkDomain : vigil::kInfinibandFabric;
-  if (ctx.fabric_nodes.size() > 2) return cmd_fabric_job(a, ctx, network);
+  if (ctx.allreduce.nodes.size() > 2) return cmd_fabric_job(a, ctx, network);
 
   auto checks = domain ? vigil::domain_checks(a.min_bytes, a.max_bytes)
                        : vigil::fabric_checks(a.min_bytes, a.max_bytes);
   size_t done = 0;
   vigil::RunOptions opts = run_options(a, done);
   if (!select_checks(a, checks, opts)) return kExitError;
-  const std::string pair = join(ctx.fabric_nodes, "+");
+  const std::string pair = join(ctx.allreduce.nodes, "+");
   if (!a.quiet) {
     std::cerr << "vigil-check fabric: " << network.job << ", pair " << pair << ", "
-              << ctx.fabric_ranks << " ranks, backend " << ctx.fabric_backend << ", SKU "
+              << ctx.allreduce.ranks << " ranks, backend " << ctx.allreduce.backend << ", SKU "
               << (ctx.sku ? ctx.sku->name : "unknown")
               << (sku_note.empty() ? "" : " (" + sku_note + ")") << "\n";
   }
@@ -401,13 +399,13 @@ int cmd_hook(HookArgs& h) {
   ctx.kmsg_path = h.kmsg;
   if (ctx.expected_gpus == 0) expect_noted_gpus(ctx);
   // nvml_fabric's settle window must leave the rest of the suite its share of the time box.
-  ctx.fabric_settle = std::min<std::chrono::milliseconds>(
-      ctx.fabric_settle, std::chrono::milliseconds(h.time_box_s * 1000 / 4));
+  ctx.fabric_wait.settle = std::min<std::chrono::milliseconds>(
+      ctx.fabric_wait.settle, std::chrono::milliseconds(h.time_box_s * 1000 / 4));
   if (*mode == vigil::hook::Mode::kEpilog) {
-    ctx.job_gpus = vigil::hook::parse_job_gpus(env_or("SLURM_JOB_GPUS", ""));
-    ctx.job_id = env_or("SLURM_JOB_ID", "");
-    ctx.resident_gpu_processes.insert(ctx.resident_gpu_processes.end(), h.gpu_residents.begin(),
-                                      h.gpu_residents.end());
+    ctx.leftovers.job_gpus = vigil::hook::parse_job_gpus(env_or("SLURM_JOB_GPUS", ""));
+    ctx.leftovers.job_id = env_or("SLURM_JOB_ID", "");
+    ctx.leftovers.residents.insert(ctx.leftovers.residents.end(), h.gpu_residents.begin(),
+                                   h.gpu_residents.end());
   }
   if (h.no_post) ctx.state_dir.clear();  // act on nothing: not even the XID cursor moves
   const int64_t start = now_unix();

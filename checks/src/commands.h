@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cli_util.h"
+#include "vigil/checks/check.h"
 
 namespace vigil::nvml {
 struct ResetOptions;
@@ -31,9 +32,8 @@ struct RunArgs {
   std::string nvml_library = "libnvidia-ml.so.1";
   std::string sysfs_root = "/";
   std::string state_dir;
-  std::string allreduce_binary;
-  std::string mpirun = "mpirun";
-  std::string imex_ctl;  // nvlink_imex's nvidia-imex-ctl (empty: searched)
+  vigil::AllReduceOptions allreduce;  // --allreduce-binary, --mpirun; fabric: --nodes, ...
+  vigil::ImexOptions imex;            // --imex-ctl
   int xid_wait_ms = 2000;
   int expected_gpus = 0;  // --expected-gpus / VIGIL_EXPECTED_GPUS (Slurm's Gres); 0: the SKU's
   std::vector<std::string> hook_state_dirs;  // `run`: where Slurm's GPU count is noted for hooks
@@ -47,9 +47,6 @@ struct RunArgs {
   std::vector<std::string> exclude;
   bool quiet = false;
   // vigil-check fabric
-  std::vector<std::string> fabric_nodes;
-  int fabric_ranks = 0;
-  std::string fabric_backend = "nccl";
   std::string fabric_network = "ib";  // ib | nvlink-domain
   std::string min_bytes, max_bytes;
   int fabric_rounds = 3;

@@ -30,9 +30,9 @@ void add_common(CLI::App* cmd, RunArgs& r) {
   cmd->add_option("--sysfs-root", r.sysfs_root, "Root under which /sys/class/infiniband is read");
   cmd->add_option("--state-dir", r.state_dir,
                   "Where previous counter readings are kept for deltas");
-  cmd->add_option("--allreduce-binary", r.allreduce_binary,
+  cmd->add_option("--allreduce-binary", r.allreduce.binary,
                   "vigil-allreduce or a site's nccl-tests all_reduce_perf");
-  cmd->add_option("--mpirun", r.mpirun, "mpirun to launch all_reduce with");
+  cmd->add_option("--mpirun", r.allreduce.mpirun, "mpirun to launch all_reduce with");
   cmd->add_option("--only", r.only, "Run only these checks (comma-separated)");
   cmd->add_option("--exclude", r.exclude, "Report these checks as skipped (comma-separated)");
   cmd->add_flag("--quiet,-q", r.quiet, "No progress lines on stderr");
@@ -45,7 +45,7 @@ CLI::App* add_run_command(CLI::App& app, RunArgs& run) {
   cmd->add_option("--k8s-node", run.k8s_node, "Kubernetes Node name of this node")
       ->envname("VIGIL_K8S_NODE");
   cmd->add_option("--xid-wait-ms", run.xid_wait_ms, "How long nvml_xid listens for XID events");
-  cmd->add_option("--imex-ctl", run.imex_ctl,
+  cmd->add_option("--imex-ctl", run.imex.ctl,
                   "nvidia-imex-ctl for nvlink_imex (default: searched in the usual directories)")
       ->envname("VIGIL_IMEX_CTL");
   cmd->add_option("--hook-state-dir", run.hook_state_dirs,
@@ -62,11 +62,11 @@ CLI::App* add_fabric_command(CLI::App& app, RunArgs& fabric) {
       "Inside `sbatch -N k`: all_reduce across the nodes over InfiniBand (or the trays of one "
       "NVLink domain); one report per node");
   add_common(cmd, fabric);
-  cmd->add_option("--nodes", fabric.fabric_nodes, "The allocation's nodes (comma-separated)")
+  cmd->add_option("--nodes", fabric.allreduce.nodes, "The allocation's nodes (comma-separated)")
       ->required();
-  cmd->add_option("--ranks", fabric.fabric_ranks,
+  cmd->add_option("--ranks", fabric.allreduce.ranks,
                   "MPI ranks across the pair (default: $SLURM_NTASKS)");
-  cmd->add_option("--backend", fabric.fabric_backend, "nccl, or host on CPU-only test clusters")
+  cmd->add_option("--backend", fabric.allreduce.backend, "nccl, or host on CPU-only test clusters")
       ->check(CLI::IsMember({"nccl", "host"}));
   cmd->add_option("--min-bytes", fabric.min_bytes, "Smallest message (default 1G; full 512M)");
   cmd->add_option("--max-bytes", fabric.max_bytes, "Largest message (default 4G; full 8G)");

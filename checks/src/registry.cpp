@@ -68,7 +68,7 @@ AllreduceTuning sweep(const std::string& min_bytes, const std::string& max_bytes
 }  // namespace
 
 std::vector<std::unique_ptr<Check>> all_checks() {
-  // The full suite holds the quick one (the runner filters by Check::min_suite()).
+  // The full suite holds the quick one (the runner filters by the catalog's suites).
   return from_catalog([](const CheckSpec& s) { return s.runs_in(CheckSuite::kFull); });
 }
 

@@ -32,7 +32,7 @@ std::vector<Identity> identities(const std::vector<std::unique_ptr<Check>>& chec
                                  bool quick_only = false) {
   std::vector<Identity> out;
   for (const auto& c : checks)
-    if (!quick_only || c->min_suite() == Suite::kQuick)
+    if (!quick_only || !find_check_spec(c->name())->full_only())
       out.push_back({std::string(c->name()), std::string(c->short_name()),
                      static_cast<long>(c->timeout().count())});
   return out;

@@ -37,7 +37,7 @@ TEST(CheckCatalog, every_entry_has_a_short_name_a_suite_and_a_time_box) {
   }
 }
 
-// Check::min_suite(): a quick check runs in the full suite too.
+// A quick check runs in the full suite too.
 TEST(CheckCatalog, a_quick_check_runs_in_full_too) {
   for (const CheckSpec& c : check_catalog())
     if (c.runs_in(CheckSuite::kQuick)) EXPECT_TRUE(c.runs_in(CheckSuite::kFull)) << c.name;

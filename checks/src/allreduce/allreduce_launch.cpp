@@ -185,7 +185,7 @@ void apply_tuning(AllreduceSpec& spec, const AllreduceTuning& tuning) {
 }
 
 std::string find_allreduce_binary(const CheckContext& ctx) {
-  if (!ctx.allreduce_binary.empty()) return ctx.allreduce_binary;
+  if (!ctx.allreduce.binary.empty()) return ctx.allreduce.binary;
   std::error_code ec;
   const fs::path self = fs::read_symlink("/proc/self/exe", ec);
   if (!ec) {
@@ -224,9 +224,13 @@ std::vector<std::string> allreduce_command(const CheckContext& ctx, const Allred
   // Unbound, each rank's NCCL pins its own threads to its GPU's local CPUs (NCCL uses the
   // intersection of the process's affinity and the GPU's; NCCL_IGNORE_CPU_AFFINITY, NCCL's
   // environment variable documentation).
-  std::vector<std::string> argv = {
-      ctx.mpirun, "--allow-run-as-root",     "--oversubscribe", "--bind-to", "none",
-      "-np",      std::to_string(spec.ranks)};
+  std::vector<std::string> argv = {ctx.allreduce.mpirun,
+                                   "--allow-run-as-root",
+                                   "--oversubscribe",
+                                   "--bind-to",
+                                   "none",
+                                   "-np",
+                                   std::to_string(spec.ranks)};
   if (!spec.hosts.empty()) {
     const int slots = std::max(1, spec.ranks / static_cast<int>(spec.hosts.size()));
     std::string list;
@@ -278,7 +282,8 @@ CheckResult launch_and_judge(const CheckContext& ctx, const AllreduceSpec& spec)
   lo.timeout = site ? spec.timeout : spec.timeout + kLauncherGrace;
   auto launched = run_command(argv, lo);
   if (!launched.ok())
-    return error(spec.check, "cannot start " + ctx.mpirun + ": " + launched.error().to_string(),
+    return error(spec.check,
+                 "cannot start " + ctx.allreduce.mpirun + ": " + launched.error().to_string(),
                  std::string(spec.fault_prefix) + "-LAUNCH");
   const LaunchResult& lr = *launched;
   if (lr.timed_out)

@@ -61,7 +61,7 @@ struct AllreduceTuning {
   std::optional<int> warmup_iters, iters;
 };
 
-// ctx.allreduce_binary, else vigil-allreduce next to /proc/self/exe (installed layout), else
+// ctx.allreduce.binary, else vigil-allreduce next to /proc/self/exe (installed layout), else
 // ../nccl-bench/vigil-allreduce (build tree), else "vigil-allreduce" from PATH.
 std::string find_allreduce_binary(const CheckContext& ctx);
 // True when `binary` is not vigil-allreduce (a site's all_reduce_perf): text output, no --json.
@@ -106,7 +106,7 @@ std::unique_ptr<Check> make_domain_allreduce_nvlink_check(const AllreduceTuning&
 // The all_reduce of a multi-node job over `network`: its transport, sizes and time box, tuned.
 AllreduceSpec fabric_spec(const CheckContext& ctx, const FabricNetwork& network,
                           const AllreduceTuning& tuning);
-// That all_reduce across every node of ctx.fabric_nodes at once (the 2-node job's check, and the
+// That all_reduce across every node of ctx.allreduce.nodes at once (the 2-node job's check, and the
 // whole-domain run of an NVLink domain job).
 CheckResult run_across_nodes(const CheckContext& ctx, const FabricNetwork& network,
                              const AllreduceTuning& tuning);

@@ -23,10 +23,10 @@ class FabricAllreduceCheck final : public Check {
   std::string_view name() const override { return network_.check; }
 
   Applies applies(const CheckContext& ctx) const override {
-    if (ctx.fabric_nodes.size() < 2)
+    if (ctx.allreduce.nodes.size() < 2)
       return {false, "runs only in a fabric job (vigil-check fabric)"};
-    if (ctx.fabric_ranks < 2) return {false, "needs at least 2 ranks across the pair"};
-    if (ctx.fabric_backend == "nccl") {
+    if (ctx.allreduce.ranks < 2) return {false, "needs at least 2 ranks across the pair"};
+    if (ctx.allreduce.backend == "nccl") {
       if (!cuda_built_in()) return {false, "built without CUDA/NCCL"};
       if (!ctx.has_gpu_runtime) return {false, "no CUDA device seen"};
     }
@@ -49,19 +49,19 @@ AllreduceSpec fabric_spec(const CheckContext& ctx, const FabricNetwork& network,
   AllreduceSpec spec;
   spec.check = network.check;
   spec.fault_prefix = network.fault_prefix;
-  spec.backend = ctx.fabric_backend;
+  spec.backend = ctx.allreduce.backend;
   // P2P and SHM stay on: with them off NCCL marks every intra-node pair PATH_NET
   // (src/graph/paths.cc) and each GPU sends through its own NIC, so busbw is one NIC (~45 GB/s
   // at NDR) against a floor measured with NVLink inside each node (~390 GB/s across two nodes).
   // This way NVLink carries the intra-node hops and the fabric the inter-node ones, as a
   // training job's all_reduce does; the inter-node hop is what a slow link slows.
   spec.transport = std::string(network.transport);
-  spec.ranks = ctx.fabric_ranks;
+  spec.ranks = ctx.allreduce.ranks;
   // The nodes by name, not from mpirun's view of an allocation: a held fabric re-check runs
   // mpirun with Slurm's allocation reader off (cronjobs/vigil-check.sbatch), and without --host
   // every rank started on mpirun's own node (seen on the local cluster: the drained node never
   // ran a rank, and the pair "passed").
-  spec.hosts = ctx.fabric_nodes;
+  spec.hosts = ctx.allreduce.nodes;
   spec.map_by_node = true;
   const bool full = ctx.suite == Suite::kFull;
   spec.min_bytes = full ? "512M" : "1G";
@@ -74,7 +74,7 @@ AllreduceSpec fabric_spec(const CheckContext& ctx, const FabricNetwork& network,
 CheckResult run_across_nodes(const CheckContext& ctx, const FabricNetwork& network,
                              const AllreduceTuning& tuning) {
   // NCCL and vigil-allreduce's CUDA runtime need a driver at least as new (cuda_driver.h).
-  if (ctx.fabric_backend == "nccl")
+  if (ctx.allreduce.backend == "nccl")
     if (auto too_old = cuda_probe::skip_if_driver_too_old(network.check)) return *too_old;
   return run_allreduce_check(ctx, fabric_spec(ctx, network, tuning));
 }

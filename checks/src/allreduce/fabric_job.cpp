@@ -89,10 +89,10 @@ std::map<std::string, CheckResult> run_fabric_job(const CheckContext& ctx, int r
                                                   const AllreduceTuning& tuning,
                                                   const FabricNetwork& network) {
   FabricRoundsPlan plan;
-  plan.nodes = ctx.fabric_nodes;
+  plan.nodes = ctx.allreduce.nodes;
   plan.rounds = rounds;
-  plan.ranks_per_node =
-      std::max(1, ctx.fabric_ranks / std::max<int>(1, static_cast<int>(ctx.fabric_nodes.size())));
+  plan.ranks_per_node = std::max(
+      1, ctx.allreduce.ranks / std::max<int>(1, static_cast<int>(ctx.allreduce.nodes.size())));
   plan.seed = seed;
   plan.leaf_of = leaf_of;
   // The floor raises the "slow pair" line only once the site has confirmed it: an unconfirmed
@@ -114,7 +114,7 @@ std::map<std::string, CheckResult> run_fabric_job(const CheckContext& ctx, int r
   whole_ctx.state_dir.clear();
   const CheckResult whole = run_across_nodes(whole_ctx, network, tuning);
   for (auto& [node, r] : results) {
-    const std::string k = std::to_string(ctx.fabric_nodes.size());
+    const std::string k = std::to_string(ctx.allreduce.nodes.size());
     const std::string all = k + " nodes";
     for (const Measurement& m : whole.measurements) {
       if (m.name != "busbw") continue;

@@ -28,10 +28,11 @@ std::map<std::string, CheckResult> fabric_job_results(
     const FabricRoundsResult& rounds, const std::map<std::string, std::string>& leaf_of,
     const FabricNetwork& network = kInfinibandFabric);
 
-// Runs the rounds for ctx.fabric_nodes (ctx.fabric_ranks spread evenly, ctx.fabric_backend)
-// over `network`, judged against the SKU's busbw fail bound of its check when there is one and
-// it is confirmed. An NVLink domain job then runs one all_reduce over all its nodes at once and
-// records its busbw on every node's result as `domain_busbw` (port "domain:<k>-nodes").
+// Runs the rounds for ctx.allreduce.nodes (ctx.allreduce.ranks spread evenly,
+// ctx.allreduce.backend) over `network`, judged against the SKU's busbw fail bound of its check
+// when there is one and it is confirmed. An NVLink domain job then runs one all_reduce over all its
+// nodes at once and records its busbw on every node's result as `domain_busbw` (port
+// "domain:<k>-nodes").
 std::map<std::string, CheckResult> run_fabric_job(const CheckContext& ctx, int rounds,
                                                   std::uint64_t seed,
                                                   const std::map<std::string, std::string>& leaf_of,

@@ -13,6 +13,8 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "vigil/report/check_catalog.h"
+
 namespace vigil {
 
 namespace {
@@ -173,8 +175,9 @@ std::vector<CheckResult> run_checks(std::vector<std::unique_ptr<Check>>& checks,
   std::vector<CheckResult> results;
   for (auto& check : checks) {
     if (!opts.only.empty() && !listed(opts.only, check->name())) continue;
-    if (check->min_suite() == Suite::kFull && ctx.suite == Suite::kQuick && opts.only.empty())
-      continue;
+    // A check the catalog runs in the full suite only is left out of a quick run.
+    const CheckSpec* spec = find_check_spec(check->name());
+    if (ctx.suite == Suite::kQuick && spec && spec->full_only() && opts.only.empty()) continue;
     CheckResult r;
     if (listed(opts.exclude, check->name())) {
       r = skipped(check->name(), "excluded by --exclude");

@@ -20,7 +20,7 @@
 //   READY: pass. The starting and waiting states: warn (the daemon may be waiting for a peer
 //   tray, which is not this node's fault). SHUTTING_DOWN / UNAVAILABLE: a fault only where the
 //   site runs nvidia-imex as a resident service (SKU `nvlink.imex_resident: true`): warn within
-//   ctx.fabric_grace after boot, fail after it (VIGIL-IMEX-DOWN: every multi-node NVLink job
+//   ctx.fabric_wait.grace after boot, fail after it (VIGIL-IMEX-DOWN: every multi-node NVLink job
 //   fails here). Elsewhere the daemon may run per job (a Slurm prolog, NVIDIA's DRA driver's
 //   ComputeDomains) and none between jobs is normal: warn, never fail (DCGM's health watch, too,
 //   counts UNAVAILABLE as healthy: DcgmHealthWatch.cpp). No nvidia-imex-ctl, not configured, a
@@ -59,7 +59,7 @@ constexpr const char* kSearched[] = {"/usr/bin", "/usr/local/bin", "/opt/nvidia/
                                      "/usr/local/nvidia/imex/bin"};
 
 std::string find_imex_ctl(const CheckContext& ctx) {
-  if (!ctx.imex_ctl.empty()) return ctx.imex_ctl;
+  if (!ctx.imex.ctl.empty()) return ctx.imex.ctl;
   for (const char* dir : kSearched) {
     const std::string p = std::string(dir) + "/nvidia-imex-ctl";
     if (::access(p.c_str(), X_OK) == 0) return p;
@@ -71,7 +71,8 @@ int count_channels(const CheckContext& ctx) {
   namespace fs = std::filesystem;
   std::error_code ec;
   int n = 0;
-  for (fs::directory_iterator it(fs::path(ctx.dev_root) / "nvidia-caps-imex-channels", ec), end;
+  for (fs::directory_iterator it(fs::path(ctx.imex.dev_root) / "nvidia-caps-imex-channels", ec),
+       end;
        !ec && it != end; it.increment(ec))
     n += it->path().filename().string().starts_with("channel");
   return n;
@@ -136,7 +137,7 @@ class NvlinkImexCheck final : public Check {
             kFaultPending);
     } else if (state >= kShuttingDown) {
       const std::optional<double> up = uptime_s(ctx);
-      const double grace = std::chrono::duration<double>(ctx.fabric_grace).count();
+      const double grace = std::chrono::duration<double>(ctx.fabric_wait.grace).count();
       if (up && *up >= grace)
         worse(Status::kFail, said + ": multi-node NVLink jobs fail on this node", kFaultDown);
       else

@@ -15,12 +15,12 @@
 //     GpuFabricInfoV cases), but after boot, a GPU reset or a Fabric Manager restart every GPU
 //     registers again and they are transient (NVIDIA's k8s device plugin treats them as
 //     "transitional, not fatal"; on NVLink5 GPUs sit IN_PROGRESS or NOT_STARTED until FM acts,
-//     NVIDIA/gpu-driver-container PR #909). Vigil warns until ctx.fabric_grace after the latest
-//     of boot (/proc/uptime), the last GPU reset Vigil did (gpu_reset_marker) and Fabric
+//     NVIDIA/gpu-driver-container PR #909). Vigil warns until ctx.fabric_wait.grace after the
+//     latest of boot (/proc/uptime), the last GPU reset Vigil did (gpu_reset_marker) and Fabric
 //     Manager's start (its process's start time); after it, it reads the state again every
-//     ctx.fabric_recheck for up to ctx.fabric_settle (Vigil's choice: 30 s, one window for the
-//     whole check; at most a quarter of a hook's time box) and fails if the GPU has still not
-//     started registering: Fabric Manager is down, and every CUDA job fails there (review W9).
+//     ctx.fabric_wait.recheck for up to ctx.fabric_wait.settle (Vigil's choice: 30 s, one window
+//     for the whole check; at most a quarter of a hook's time box) and fails if the GPU has still
+//     not started registering: Fabric Manager is down, and every CUDA job fails there (review W9).
 //     Runs note when they found GPUs not registered (fabric_wait_marker, one episode per boot,
 //     ended by a GPU reset, by a run that reads every GPU registered, or by a grace without
 //     finding any waiting); a Fabric Manager that starts after the episode began (a restart
@@ -188,7 +188,7 @@ std::optional<double> read_fabric_wait(const CheckContext& ctx, double uptime,
   double boot = 0, first = 0, last = 0;
   if (!(in >> boot >> first >> last)) return std::nullopt;
   const double this_boot = static_cast<double>(std::time(nullptr)) - uptime;
-  const double grace = std::chrono::duration<double>(ctx.fabric_grace).count();
+  const double grace = std::chrono::duration<double>(ctx.fabric_wait.grace).count();
   if (std::abs(boot - this_boot) > 60 || first < 0 || first > last || last > uptime)
     return std::nullopt;                           // another boot, or the clock stepped
   if (uptime - last > grace) return std::nullopt;  // not found waiting for a grace: a new episode
@@ -296,7 +296,7 @@ class NvmlFabricCheck final : public NvmlCheck {
     const FabricEpoch epoch = fabric_epoch(ctx);
     const bool past_grace = epoch.age_s && *epoch.age_s >= grace_s(ctx);
     // One settle window for the whole check, however many GPUs wait in it.
-    const auto settle_until = std::chrono::steady_clock::now() + ctx.fabric_settle;
+    const auto settle_until = std::chrono::steady_clock::now() + ctx.fabric_wait.settle;
     int registered = 0, unread = 0;
     bool waiting = false;  // a GPU not registered yet: NOT_STARTED or IN_PROGRESS
     for (int g = 0; g < s.count(); ++g) {
@@ -318,7 +318,7 @@ class NvmlFabricCheck final : public NvmlCheck {
       // Past the grace, a GPU still registering (or recovering a route) gets the settle window
       // before a fatal verdict: Fabric Manager may be acting on it right now.
       while (past_grace && unsettled(f) && std::chrono::steady_clock::now() < settle_until) {
-        std::this_thread::sleep_for(ctx.fabric_recheck);
+        std::this_thread::sleep_for(ctx.fabric_wait.recheck);
         if (FabricRead again = read_fabric(s, g); again.rc == NVML_SUCCESS) f = again;
       }
       add_measurement(r, ctx, "fabric_state", f.info.state, "enum", g);
@@ -340,7 +340,7 @@ class NvmlFabricCheck final : public NvmlCheck {
  private:
   // One GPU's findings; true when it is registered.
   static double grace_s(const CheckContext& ctx) {
-    return std::chrono::duration<double>(ctx.fabric_grace).count();
+    return std::chrono::duration<double>(ctx.fabric_wait.grace).count();
   }
 
   // `stuck`: GPUs of this node have waited unregistered for three graces, across runs.

@@ -1,7 +1,7 @@
 // gpu_leftovers (epilog): compute processes the finished job left on the GPUs. Slurm has killed
 // the job's processes before the epilog runs; one NVML still lists is stuck (often in the
 // driver, unkillable) and holds GPU memory the next job needs. Judged by passive/leftovers.h:
-// two reads ctx.leftover_grace apart (a process in teardown is gone by the
+// two reads ctx.leftovers.grace apart (a process in teardown is gone by the
 // second), residents such as an MPS server never count, and only a process whose cgroup proves
 // it is this job's fails; one whose owner cannot be read, on one of the job's GPUs, warns.
 // Someone else's work is never a fault. Utilization alone never counts here: the job's last
@@ -44,10 +44,11 @@ class GpuLeftoversCheck final : public Check {
     const auto first = read_gpu_activity(*session, ctx.proc_root, busy, BusySampling{1, {}});
     auto second = first;
     if (!judge_gpu_activity(first, busy).empty()) {
-      std::this_thread::sleep_for(ctx.leftover_grace);
+      std::this_thread::sleep_for(ctx.leftovers.grace);
       second = read_gpu_activity(*session, ctx.proc_root, busy, BusySampling{1, {}});
     }
-    leftovers::Rules rules{ctx.job_gpus, ctx.job_id, ctx.resident_gpu_processes, busy.own_pids};
+    leftovers::Rules rules{ctx.leftovers.job_gpus, ctx.leftovers.job_id, ctx.leftovers.residents,
+                           busy.own_pids};
     const leftovers::Verdict v = leftovers::judge(
         first, second, rules, [&](unsigned pid) { return read_cgroup(ctx.proc_root, pid); });
 
@@ -64,24 +65,25 @@ class GpuLeftoversCheck final : public Check {
     if (!v.ours.empty()) {
       r.status = Status::kFail;
       r.fault_code = "VIGIL-GPU-LEFTOVER";
-      r.message = short_list(v.ours, 3, "; ", "; ") + " of job " + ctx.job_id +
+      r.message = short_list(v.ours, 3, "; ", "; ") + " of job " + ctx.leftovers.job_id +
                   " still on the GPU " +
-                  significant(std::chrono::duration<double>(ctx.leftover_grace).count()) +
+                  significant(std::chrono::duration<double>(ctx.leftovers.grace).count()) +
                   " s after the job ended" + others;
     } else if (!v.unproven.empty()) {
       r.status = Status::kWarn;
       r.fault_code = "VIGIL-GPU-LEFTOVER";
       r.message = short_list(v.unproven, 3, "; ", "; ") +
                   " after the job ended; its owner is unknown (no readable cgroup" +
-                  std::string(ctx.job_id.empty() ? ", SLURM_JOB_ID unset" : "") +
+                  std::string(ctx.leftovers.job_id.empty() ? ", SLURM_JOB_ID unset" : "") +
                   "), so it is not drained" + others;
     } else if (!unknowns.empty()) {
       return error(name(), short_list(unknowns, 3, "; ", "; "), kFaultQuery);
     } else {
-      r.message = "no process of the job left on " +
-                  (ctx.job_gpus ? std::to_string(ctx.job_gpus->size()) + " job GPUs"
-                                : std::to_string(second.size()) + " GPUs") +
-                  others;
+      r.message =
+          "no process of the job left on " +
+          (ctx.leftovers.job_gpus ? std::to_string(ctx.leftovers.job_gpus->size()) + " job GPUs"
+                                  : std::to_string(second.size()) + " GPUs") +
+          others;
     }
     return r;
   }

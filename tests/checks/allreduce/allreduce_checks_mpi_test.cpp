@@ -19,8 +19,8 @@ using vigil::testing::ScopedEnv;
 vigil::CheckContext host_ctx() {
   vigil::CheckContext ctx;
   ctx.node = "ci";
-  ctx.mpirun = VIGIL_MPIRUN;
-  ctx.allreduce_binary = VIGIL_ALLREDUCE_BIN;
+  ctx.allreduce.mpirun = VIGIL_MPIRUN;
+  ctx.allreduce.binary = VIGIL_ALLREDUCE_BIN;
   ctx.has_gpu_runtime = false;
   return ctx;
 }

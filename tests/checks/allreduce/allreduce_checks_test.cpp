@@ -65,8 +65,8 @@ vigil::CheckContext site_ctx() {
   ctx.node = "gpu-0";
   ctx.nvml_library = VIGIL_FAKE_NVML_LIBRARY;
   ctx.proc_root = "/nonexistent/proc";  // process names come from the fixture
-  ctx.mpirun = kDir + "/fake_mpirun.sh";
-  ctx.allreduce_binary = kDir + "/fake_all_reduce_perf.sh";
+  ctx.allreduce.mpirun = kDir + "/fake_mpirun.sh";
+  ctx.allreduce.binary = kDir + "/fake_all_reduce_perf.sh";
   ctx.has_gpu_runtime = true;
   ctx.gpu_count = 2;
   return ctx;
@@ -105,7 +105,7 @@ TEST(AllreduceChecks, a_site_nccl_conf_setting_turns_a_below_floor_figure_into_a
   auto sku = sku_with_busbw("nccl_allreduce_nvlink", 420);
   auto ctx = site_ctx();
   ctx.sku = &sku;
-  ctx.allreduce_binary = kDir + "/vigil-allreduce-fake.sh";
+  ctx.allreduce.binary = kDir + "/vigil-allreduce-fake.sh";
   ScopedEnv busbw("FAKE_BUSBW", "380");
   {
     auto r = vigil::make_nccl_allreduce_nvlink_check()->run(ctx);
@@ -128,7 +128,7 @@ TEST(AllreduceChecks, the_algorithm_nccl_chose_is_reported_and_judged_against_th
   sku.thresholds["nccl_allreduce_nvlink"]["busbw"].nccl_algorithm = "NVLS";
   auto ctx = site_ctx();
   ctx.sku = &sku;
-  ctx.allreduce_binary = kDir + "/vigil-allreduce-fake.sh";
+  ctx.allreduce.binary = kDir + "/vigil-allreduce-fake.sh";
   ScopedEnv busbw("FAKE_BUSBW", "380");
   {
     ScopedEnv algo("FAKE_ALGO", "NVLS/Simple");  // the floor's own mode: the floor holds
@@ -163,7 +163,7 @@ TEST(AllreduceChecks, a_slow_ib_loopback_without_peermem_names_the_missing_gpudi
   auto ctx = site_ctx();
   ctx.sku = &sku;
   ctx.sysfs_root = root;
-  ctx.allreduce_binary = kDir + "/vigil-allreduce-fake.sh";
+  ctx.allreduce.binary = kDir + "/vigil-allreduce-fake.sh";
   ScopedEnv busbw("FAKE_BUSBW", "12");
   auto r = vigil::make_nccl_allreduce_ib_check()->run(ctx);
   EXPECT_EQ(r.status, vigil::Status::kFail) << r.message;
@@ -192,7 +192,7 @@ TEST(AllreduceChecks, the_transport_nccl_used_decides_whether_the_figure_is_judg
   auto ctx = site_ctx();
   ctx.sku = &sku;
   ctx.sysfs_root = root;  // no nvidia_peermem: only NCCL's log may blame GPUDirect here
-  ctx.allreduce_binary = kDir + "/vigil-allreduce-fake.sh";
+  ctx.allreduce.binary = kDir + "/vigil-allreduce-fake.sh";
   ScopedEnv busbw("FAKE_BUSBW", "3");
   {
     ScopedEnv t("FAKE_TRANSPORT", transport("Socket", R"("NET/Socket")", 8, 0));
@@ -261,7 +261,7 @@ TEST(AllreduceChecks, the_transport_nccl_used_decides_whether_the_figure_is_judg
 // GPU connect everything over the network).
 TEST(AllreduceChecks, a_job_across_nodes_is_judged_by_the_network_rules) {
   auto ctx = site_ctx();
-  ctx.allreduce_binary = kDir + "/vigil-allreduce-fake.sh";
+  ctx.allreduce.binary = kDir + "/vigil-allreduce-fake.sh";
   vigil::AllreduceSpec spec;
   spec.check = "fabric_allreduce_ib";
   spec.fault_prefix = "VIGIL-FABRIC";
@@ -337,7 +337,7 @@ TEST(AllreduceChecks, crash_without_a_table_is_an_error_not_a_fail) {
 
 TEST(AllreduceChecks, missing_binary_is_an_error_with_a_hint) {
   auto ctx = site_ctx();
-  ctx.allreduce_binary = "/nonexistent/vigil-allreduce";
+  ctx.allreduce.binary = "/nonexistent/vigil-allreduce";
   auto r = vigil::make_nccl_allreduce_nvlink_check()->run(ctx);
   EXPECT_EQ(r.status, vigil::Status::kError);
   EXPECT_NE(r.message.find("--allreduce-binary"), std::string::npos) << r.message;
@@ -427,15 +427,15 @@ TEST(AllreduceChecks, fabric_check_runs_only_for_a_pair_and_needs_a_gpu_runtime_
   EXPECT_EQ(check->name(), "fabric_allreduce_ib");
   vigil::CheckContext ctx;
   ctx.has_gpu_runtime = true;
-  ctx.fabric_ranks = 16;
+  ctx.allreduce.ranks = 16;
   EXPECT_FALSE(check->applies(ctx).yes);  // not a fabric job: `vigil-check run` never runs it
-  ctx.fabric_nodes = {"gpu-0", "gpu-1"};
+  ctx.allreduce.nodes = {"gpu-0", "gpu-1"};
   EXPECT_EQ(check->applies(ctx).yes, vigil::cuda_built_in());
   ctx.has_gpu_runtime = false;
   EXPECT_FALSE(check->applies(ctx).yes);
-  ctx.fabric_backend = "host";
+  ctx.allreduce.backend = "host";
   EXPECT_TRUE(check->applies(ctx).yes);
-  ctx.fabric_ranks = 1;
+  ctx.allreduce.ranks = 1;
   EXPECT_FALSE(check->applies(ctx).yes);
 }
 
@@ -446,8 +446,8 @@ TEST(AllreduceChecks, fabric_check_runs_only_for_a_pair_and_needs_a_gpu_runtime_
 // (NCCL's MNNVL default is "auto" across nodes): then no byte crosses the fabric it judges.
 TEST(AllreduceChecks, fabric_check_keeps_p2p_and_shm_on_and_multi_node_nvlink_off) {
   auto ctx = site_ctx();
-  ctx.fabric_nodes = {"gpu-0", "gpu-1"};
-  ctx.fabric_ranks = 2;
+  ctx.allreduce.nodes = {"gpu-0", "gpu-1"};
+  ctx.allreduce.ranks = 2;
   const std::string seen = site_binary_sees(*vigil::fabric_checks().front(), ctx);
   EXPECT_EQ(seen.find("NCCL_P2P_DISABLE=1"), std::string::npos) << seen;
   EXPECT_EQ(seen.find("NCCL_SHM_DISABLE=1"), std::string::npos) << seen;
@@ -461,8 +461,8 @@ TEST(AllreduceChecks, fabric_check_judges_a_genuine_2_node_log_against_the_fabri
   auto sku = sku_with_busbw("fabric_allreduce_ib", 20);
   auto ctx = site_ctx();
   ctx.sku = &sku;
-  ctx.fabric_nodes = {"gpu-0", "gpu-1"};
-  ctx.fabric_ranks = 2;
+  ctx.allreduce.nodes = {"gpu-0", "gpu-1"};
+  ctx.allreduce.ranks = 2;
   auto r = vigil::fabric_checks().front()->run(ctx);
   EXPECT_EQ(r.status, vigil::Status::kFail) << r.message;
   EXPECT_EQ(r.fault_code, "VIGIL-FABRIC-BUSBW");
@@ -475,9 +475,9 @@ TEST(AllreduceChecks, fabric_check_judges_a_genuine_2_node_log_against_the_fabri
 
 TEST(AllreduceChecks, binary_defaults_to_the_one_next_to_the_running_program) {
   vigil::CheckContext ctx;
-  ctx.allreduce_binary = "/site/all_reduce_perf";
+  ctx.allreduce.binary = "/site/all_reduce_perf";
   EXPECT_EQ(vigil::find_allreduce_binary(ctx), "/site/all_reduce_perf");
-  ctx.allreduce_binary.clear();
+  ctx.allreduce.binary.clear();
   const std::string found = vigil::find_allreduce_binary(ctx);
   EXPECT_NE(found.find("vigil-allreduce"), std::string::npos) << found;
 }
@@ -596,8 +596,8 @@ TEST(AllreduceChecks, fabric_check_on_nccl_refuses_busy_local_gpus_and_on_host_d
   auto sku = sku_with_busbw("fabric_allreduce_ib", 20);
   auto ctx = site_ctx();
   ctx.sku = &sku;
-  ctx.fabric_nodes = {"gpu-0", "gpu-1"};
-  ctx.fabric_ranks = 2;
+  ctx.allreduce.nodes = {"gpu-0", "gpu-1"};
+  ctx.allreduce.ranks = 2;
   {
     LaunchRecorder recorder;
     auto r = vigil::fabric_checks().front()->run(ctx);
@@ -605,7 +605,7 @@ TEST(AllreduceChecks, fabric_check_on_nccl_refuses_busy_local_gpus_and_on_host_d
     EXPECT_EQ(r.fault_code, "VIGIL-GPU-BUSY");
     EXPECT_FALSE(recorder.launched());
   }
-  ctx.fabric_backend = "host";
+  ctx.allreduce.backend = "host";
   LaunchRecorder recorder;
   auto r = vigil::fabric_checks().front()->run(ctx);
   EXPECT_EQ(r.fault_code, "VIGIL-FABRIC-BUSBW") << r.message;

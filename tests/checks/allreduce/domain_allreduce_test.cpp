@@ -37,13 +37,13 @@ class DomainAllreduce : public ::testing::Test {
     ctx_.node = "tray-1";
     ctx_.nvml_library = VIGIL_FAKE_NVML_LIBRARY;
     ctx_.proc_root = "/nonexistent/proc";
-    ctx_.mpirun = kDir + "/fake_mpirun.sh";
-    ctx_.allreduce_binary = kDir + "/vigil-allreduce-fake.sh";
+    ctx_.allreduce.mpirun = kDir + "/fake_mpirun.sh";
+    ctx_.allreduce.binary = kDir + "/vigil-allreduce-fake.sh";
     ctx_.has_gpu_runtime = true;
     ctx_.gpu_count = 4;
-    ctx_.fabric_backend = "nccl";
-    ctx_.fabric_ranks = 8;
-    ctx_.fabric_nodes = {"tray-1", "tray-2"};
+    ctx_.allreduce.backend = "nccl";
+    ctx_.allreduce.ranks = 8;
+    ctx_.allreduce.nodes = {"tray-1", "tray-2"};
   }
   vigil::CheckContext ctx_;
 
@@ -87,8 +87,8 @@ TEST_F(DomainAllreduce, the_domain_job_runs_vigil_allreduce_with_the_domain_tran
 // Four trays: rounds of pairs, then all four at once, whose figure every node's result records
 // as domain_busbw. Pairs that went over the network give no figure, so nobody is blamed.
 TEST_F(DomainAllreduce, a_k_tray_job_records_the_whole_domain_figure_and_blames_no_one_for_a_path) {
-  ctx_.fabric_nodes = {"tray-1", "tray-2", "tray-3", "tray-4"};
-  ctx_.fabric_ranks = 16;
+  ctx_.allreduce.nodes = {"tray-1", "tray-2", "tray-3", "tray-4"};
+  ctx_.allreduce.ranks = 16;
   ScopedEnv busbw("FAKE_BUSBW", "640");
   {
     ScopedEnv t("FAKE_TRANSPORT", transport(R"("P2P/CUMEM")", 0, true));
@@ -118,8 +118,8 @@ TEST_F(DomainAllreduce, a_k_tray_job_records_the_whole_domain_figure_and_blames_
 // The InfiniBand fabric job: a pair NCCL ran over TCP sockets is no figure either. Counted as a
 // slow pair it would blame a node for a missing rdma-core in the job's image.
 TEST_F(DomainAllreduce, a_fabric_pair_over_sockets_is_no_figure) {
-  ctx_.fabric_nodes = {"n1", "n2", "n3", "n4"};
-  ctx_.fabric_ranks = 32;
+  ctx_.allreduce.nodes = {"n1", "n2", "n3", "n4"};
+  ctx_.allreduce.ranks = 32;
   ScopedEnv busbw("FAKE_BUSBW", "3");
   ScopedEnv t("FAKE_TRANSPORT", R"({"network": "Socket", "paths": ["NET/Socket"], )"
                                 R"("net_connections": 8, "gdr_connections": 0, "nvls": false})");
@@ -160,7 +160,7 @@ TEST_F(NetworkHcas, a_network_test_uses_only_the_skus_fabric_hcas) {
   sku.infiniband.devices = {"mlx5_[012]", "mlx5_1?"};
   ctx_.sku = &sku;
   ctx_.sysfs_root = root.path();
-  ctx_.fabric_nodes = {"n1", "n2", "n3", "n4"};
+  ctx_.allreduce.nodes = {"n1", "n2", "n3", "n4"};
   const auto spec = vigil::fabric_spec(ctx_, vigil::kInfinibandFabric, {});
   EXPECT_EQ(vigil::fabric_hca_setting(ctx_, spec), "NCCL_IB_HCA==mlx5_0:1,mlx5_1:1,mlx5_10:1");
   const auto argv = vigil::allreduce_command(ctx_, spec, "vigil-allreduce", "/tmp/x.json");
@@ -171,7 +171,7 @@ TEST_F(NetworkHcas, a_network_test_uses_only_the_skus_fabric_hcas) {
   EXPECT_TRUE(passed);
   {
     ScopedEnv busbw("FAKE_BUSBW", "380");
-    ctx_.fabric_nodes = {"n1", "n2"};
+    ctx_.allreduce.nodes = {"n1", "n2"};
     auto r = vigil::fabric_checks().front()->run(ctx_);
     EXPECT_NE(r.message.find("ran with NCCL_IB_HCA==mlx5_0:1,mlx5_1:1,mlx5_10:1 (the SKU's "
                              "infiniband.devices)"),

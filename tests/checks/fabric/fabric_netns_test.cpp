@@ -87,15 +87,15 @@ class FabricNetns : public ::testing::Test {
     testing::ScopedEnv head("VIGIL_NETNS_HEAD", f.head());
     testing::ScopedEnv map("VIGIL_NETNS_MAP", f.map_file());
     CheckContext ctx;
-    ctx.mpirun = kDir + "/netns_mpirun.sh";
-    ctx.allreduce_binary = VIGIL_ALLREDUCE_BIN;
-    ctx.fabric_backend = "host";
+    ctx.allreduce.mpirun = kDir + "/netns_mpirun.sh";
+    ctx.allreduce.binary = VIGIL_ALLREDUCE_BIN;
+    ctx.allreduce.backend = "host";
     std::map<std::string, std::string> leaf_of;
     for (const auto& n : f.nodes()) {
-      ctx.fabric_nodes.push_back(n.ip);
+      ctx.allreduce.nodes.push_back(n.ip);
       if (with_topology) leaf_of[n.ip] = n.leaf;
     }
-    ctx.fabric_ranks = static_cast<int>(ctx.fabric_nodes.size());  // one rank per node
+    ctx.allreduce.ranks = static_cast<int>(ctx.allreduce.nodes.size());  // one rank per node
     AllreduceTuning tuning;
     // 4 MB x 4: ~0.15 s per iteration on a healthy link, so a few ms of scheduling on a
     // busy 2-core machine stay well inside the 10% margin; a round takes seconds even when two

@@ -29,25 +29,25 @@ struct Node {
     sku.nvlink.imex = true;
     sku.nvlink.imex_resident = true;  // the site's service runs always (tests below say otherwise)
     ctx.sku = &sku;
-    ctx.dev_root = dir / "dev";
+    ctx.imex.dev_root = dir / "dev";
     ctx.proc_root = dir / "proc";
-    ctx.imex_ctl = dir / "nvidia-imex-ctl";
-    ctx.fabric_grace = std::chrono::seconds(600);
+    ctx.imex.ctl = dir / "nvidia-imex-ctl";
+    ctx.fabric_wait.grace = std::chrono::seconds(600);
     uptime(3600);
   }
   // The stand-in prints `text` and exits with `rc`.
   void imex_says(const std::string& text, int rc = 0) {
-    std::ofstream(ctx.imex_ctl) << "#!/bin/sh\n[ \"$1\" = -q ] || exit 9\nprintf '%s\\n' '" << text
+    std::ofstream(ctx.imex.ctl) << "#!/bin/sh\n[ \"$1\" = -q ] || exit 9\nprintf '%s\\n' '" << text
                                 << "'\nexit " << rc << "\n";
-    ::chmod(ctx.imex_ctl.c_str(), 0755);
+    ::chmod(ctx.imex.ctl.c_str(), 0755);
   }
   void uptime(double s) {
     fs::create_directories(ctx.proc_root);
     std::ofstream(ctx.proc_root + "/uptime") << s << " 1.00\n";
   }
   void channel(int n) {
-    fs::create_directories(ctx.dev_root + "/nvidia-caps-imex-channels");
-    std::ofstream(ctx.dev_root + "/nvidia-caps-imex-channels/channel" + std::to_string(n));
+    fs::create_directories(ctx.imex.dev_root + "/nvidia-caps-imex-channels");
+    std::ofstream(ctx.imex.dev_root + "/nvidia-caps-imex-channels/channel" + std::to_string(n));
   }
   CheckResult run() { return make_nvlink_imex_check()->run(ctx); }
 };
@@ -135,7 +135,7 @@ TEST(nvlink_imex, without_a_resident_service_a_daemon_not_running_only_warns) {
 
 TEST(nvlink_imex, setup_problems_are_errors_never_fails) {
   Node n;  // no nvidia-imex-ctl at the configured path
-  n.ctx.imex_ctl = n.dir / "missing/nvidia-imex-ctl";
+  n.ctx.imex.ctl = n.dir / "missing/nvidia-imex-ctl";
   EXPECT_EQ(n.run().status, Status::kError);
   Node not_configured;
   not_configured.imex_says(

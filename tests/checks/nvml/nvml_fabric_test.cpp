@@ -19,8 +19,8 @@ class nvml_fabric : public NvmlCheckTest {
     std::filesystem::create_directories(tmp_ / "proc");
     std::ofstream(tmp_ / "proc" / "uptime") << seconds << " 12345.67\n";
     ctx_.proc_root = (tmp_ / "proc").string();
-    ctx_.fabric_recheck = std::chrono::milliseconds(20);
-    ctx_.fabric_settle = std::chrono::milliseconds(100);
+    ctx_.fabric_wait.recheck = std::chrono::milliseconds(20);
+    ctx_.fabric_wait.settle = std::chrono::milliseconds(100);
   }
   // A process `comm` that started `seconds_after_boot` after boot, as proc(5)'s stat shows it
   // (starttime, field 22, in clock ticks).
@@ -115,7 +115,7 @@ TEST_F(nvml_fabric, an_unregistered_gpu_warns_after_boot_and_fails_after_the_gra
             "gpu2 not registered in the NVLink fabric 30 min after boot: is Fabric Manager "
             "running?");
 
-  ctx_.fabric_grace = std::chrono::seconds(3600);  // the grace moves the line
+  ctx_.fabric_wait.grace = std::chrono::seconds(3600);  // the grace moves the line
   r = run(make_nvml_fabric_check());
   EXPECT_EQ(r.status, Status::kWarn) << r.message;
 
@@ -145,7 +145,7 @@ TEST_F(nvml_fabric, an_unregistered_gpu_warns_after_boot_and_fails_after_the_gra
 // now) passes: the state is read again every fabric_recheck for up to fabric_settle.
 TEST_F(nvml_fabric, a_gpu_that_registers_within_the_settle_window_passes) {
   booted_ago(7200);
-  ctx_.fabric_settle = std::chrono::seconds(5);
+  ctx_.fabric_wait.settle = std::chrono::seconds(5);
   for (unsigned state : {1u, 2u}) {
     fabric_on(3, {{"state", state}, {"version", 3}, {"settles_after_reads", 3}});
     const CheckResult r = run(make_nvml_fabric_check());
@@ -342,7 +342,7 @@ TEST_F(nvml_fabric, without_a_summary_the_health_mask_decides) {
     EXPECT_EQ(r.status, Status::kFail) << mask << ": " << r.message;
   }
   EXPECT_EQ(r.message, "gpu1 NVLink fabric (access timeout recovery in progress)");
-  ctx_.fabric_settle = std::chrono::seconds(5);
+  ctx_.fabric_wait.settle = std::chrono::seconds(5);
   fabric_on(1, {{"state", 3}, {"version", 2}, {"health_mask", 0x104}, {"settles_after_reads", 2}});
   r = run(make_nvml_fabric_check());
   EXPECT_EQ(r.status, Status::kPass) << r.message;

@@ -171,25 +171,26 @@ TEST_F(PassiveSuite, job_gpus_limit_leftovers_to_the_jobs_own_gpus) {
     if (i < static_cast<int>(j["gpus"].size())) j["gpus"][i].merge_patch(g);
   }
   const std::string path = dir_.write("leftover.json", j.dump());
-  ctx_.leftover_grace = std::chrono::milliseconds(50);
-  ctx_.job_id = "77";
+  ctx_.leftovers.grace = std::chrono::milliseconds(50);
+  ctx_.leftovers.job_id = "77";
   // The pid's cgroup (proc_root is the temp dir) puts it in job 77, Slurm's cgroup v2 layout.
   std::filesystem::create_directories(dir_.file("4242"));
   dir_.write("4242/cgroup", "0::/system.slice/slurmstepd.scope/job_77/step_0/user/task_0\n");
-  ctx_.job_gpus = std::vector<int>{0, 1, 2, 3};
+  ctx_.leftovers.job_gpus = std::vector<int>{0, 1, 2, 3};
   auto mine = run(path, {.after_job = true}, std::chrono::seconds(30));
   const CheckResult* left = find(mine, "gpu_leftovers");
   ASSERT_NE(left, nullptr);
   EXPECT_EQ(left->status, Status::kFail) << left->message;
   EXPECT_NE(left->message.find("gpu2 pid 4242"), std::string::npos) << left->message;
-  ctx_.job_id = "78";  // the same process belongs to another job: never this job's fault
+  ctx_.leftovers.job_id = "78";  // the same process belongs to another job: never this job's fault
   auto other_job = run(path, {.after_job = true}, std::chrono::seconds(30));
   EXPECT_EQ(find(other_job, "gpu_leftovers")->status, Status::kPass)
       << find(other_job, "gpu_leftovers")->message;
-  ctx_.job_id = "";  // owner cannot be proven: reported, never drained
+  ctx_.leftovers.job_id = "";  // owner cannot be proven: reported, never drained
   auto unknown = run(path, {.after_job = true}, std::chrono::seconds(30));
   EXPECT_EQ(find(unknown, "gpu_leftovers")->status, Status::kWarn);
-  ctx_.job_gpus = std::vector<int>{4, 5, 6, 7};  // and not on the job's GPUs: not ours to judge
+  ctx_.leftovers.job_gpus =
+      std::vector<int>{4, 5, 6, 7};  // and not on the job's GPUs: not ours to judge
   auto other = run(path, {.after_job = true}, std::chrono::seconds(30));
   EXPECT_EQ(find(other, "gpu_leftovers")->status, Status::kPass)
       << find(other, "gpu_leftovers")->message;

@@ -18,6 +18,46 @@ namespace vigil {
 
 enum class Suite { kQuick, kFull };
 
+// The options of one family of checks: the program that runs the checks sets them (vigil-check
+// binds its flags into them), and only that family reads them.
+struct LeftoverOptions {  // gpu_leftovers, in the epilog of a job
+  // NVML indices of the GPUs the job that just ended had (SLURM_JOB_GPUS); nullopt when
+  // unknown. Only these are judged.
+  std::optional<std::vector<int>> job_gpus;
+  std::string job_id;  // SLURM_JOB_ID: ownership is proven by the job's cgroup
+  // Processes that live on GPUs between jobs by design (an MPS server, a site's monitoring
+  // agent with a CUDA context): never a job's leftover. Names as in /proc/<pid>/comm.
+  std::vector<std::string> residents{"nvidia-cuda-mps-server"};
+  // A process still listed after this long is stuck, not one in teardown.
+  std::chrono::milliseconds grace{2000};
+};
+
+struct FabricWaitOptions {  // nvml_fabric and nvlink_imex
+  // A GPU not yet registered in its NVLink fabric warns for this long after boot, the last GPU
+  // reset or Fabric Manager's start (registration under way) and fails after it.
+  std::chrono::seconds grace{600};
+  // ... but first is read again every `recheck` until `settle` has passed (for the whole
+  // check), as is a route or access-timeout recovery in progress.
+  std::chrono::milliseconds recheck{3000};
+  std::chrono::milliseconds settle{30000};
+};
+
+struct ImexOptions {  // nvlink_imex
+  // The nvidia-imex-ctl to ask; empty: the first one in the directories DCGM searches
+  // (/usr/bin, /usr/local/bin, /opt/nvidia/imex/bin, /usr/local/nvidia/imex/bin).
+  std::string ctl;
+  std::string dev_root = "/dev";  // /dev/nvidia-caps-imex-channels/ is counted here
+};
+
+struct AllReduceOptions {  // the all_reduce checks
+  std::string binary;      // vigil-allreduce or nccl-tests all_reduce_perf; empty: found
+  std::string mpirun = "mpirun";
+  // Fabric jobs (`vigil-check fabric`): the allocation's nodes, MPI ranks across them, backend.
+  std::vector<std::string> nodes;
+  int ranks = 0;
+  std::string backend = "nccl";  // nccl | host (CPU-only test clusters)
+};
+
 // Everything a check may read. Every hardware/OS boundary is injectable for tests.
 struct CheckContext {
   std::string node;  // Slurm node name (SLURMD_NODENAME or hostname)
@@ -26,30 +66,12 @@ struct CheckContext {
   std::string nvml_library = "libnvidia-ml.so.1";  // dlopen()ed; tests point it at the fake
   std::string sysfs_root = "/";                    // InfiniBand sysfs is read below this root
   std::string proc_root = "/proc";                 // <pid>/comm names processes found on a busy GPU
-  // nvlink_imex: the nvidia-imex-ctl to ask; empty: the first one in the directories DCGM
-  // searches (/usr/bin, /usr/local/bin, /opt/nvidia/imex/bin, /usr/local/nvidia/imex/bin).
-  std::string imex_ctl;
-  std::string dev_root = "/dev";        // nvlink_imex counts /dev/nvidia-caps-imex-channels/ here
   std::string kmsg_path = "/dev/kmsg";  // kernel log kmsg_xid reads (tests: a plain file)
-  // NVML indices of the GPUs the job that just ended had (SLURM_JOB_GPUS in an epilog);
-  // nullopt when unknown. gpu_leftovers judges only these.
-  std::optional<std::vector<int>> job_gpus;
-  std::string job_id;  // SLURM_JOB_ID in an epilog: gpu_leftovers proves ownership by cgroup
-  // Processes that live on GPUs between jobs by design (an MPS server, a site's monitoring
-  // agent with a CUDA context): never a job's leftover. Names as in /proc/<pid>/comm.
-  std::vector<std::string> resident_gpu_processes{"nvidia-cuda-mps-server"};
-  // A process still listed after this long is stuck, not one in teardown (gpu_leftovers).
-  std::chrono::milliseconds leftover_grace{2000};
-  // nvml_fabric: a GPU not yet registered in its NVLink fabric warns for this long after boot,
-  // the last GPU reset or Fabric Manager's start (registration under way) and fails after it.
-  std::chrono::seconds fabric_grace{600};
-  // ... but first is read again every fabric_recheck until fabric_settle has passed (for the
-  // whole check), as is a route or access-timeout recovery in progress.
-  std::chrono::milliseconds fabric_recheck{3000};
-  std::chrono::milliseconds fabric_settle{30000};
-  std::string state_dir;         // previous readings for delta counters; empty = none
-  std::string allreduce_binary;  // vigil-allreduce or nccl-tests all_reduce_perf
-  std::string mpirun = "mpirun";
+  LeftoverOptions leftovers;            // gpu_leftovers (the epilog)
+  FabricWaitOptions fabric_wait;        // nvml_fabric, nvlink_imex
+  ImexOptions imex;                     // nvlink_imex
+  AllReduceOptions allreduce;           // the all_reduce checks, fabric and domain jobs included
+  std::string state_dir;                // previous readings for delta counters; empty = none
   std::chrono::milliseconds xid_wait{2000};  // how long nvml_xid listens for events
   bool has_gpu_runtime = false;              // set by the runner: CUDA built in and a device seen
   int gpu_count = -1;                        // GPUs seen by NVML, -1 if NVML unavailable
@@ -58,10 +80,6 @@ struct CheckContext {
   // count is used. expected_gpus_from says where it came from, for the threshold's source.
   int expected_gpus = 0;
   std::string expected_gpus_from = "Slurm Gres";
-  // Fabric jobs (`vigil-check fabric`): the allocation's nodes, MPI ranks across them, backend.
-  std::vector<std::string> fabric_nodes;
-  int fabric_ranks = 0;
-  std::string fabric_backend = "nccl";  // nccl | host (CPU-only test clusters)
   // Set by the runner: how long this check may take before it is killed (its timeout(), or less
   // when the run's time box has less left); 0 = no limit. Repeats that would not fit skip.
   std::chrono::milliseconds time_limit{0};
@@ -102,8 +120,6 @@ class Check {
   // check catalog (vigil/report/check_catalog.h); a check outside it (a test's) says its own,
   // or is called by its name.
   virtual std::string_view short_name() const;
-  // Which suites run this check. quick checks also run in full.
-  virtual Suite min_suite() const { return Suite::kQuick; }
   // Overrun budget for the runner (it kills the check's process and reports error): the
   // catalog's; 60 s for a check outside it.
   virtual std::chrono::seconds timeout() const;

@@ -19,7 +19,7 @@ namespace vigil {
 
 // Where a check runs. Bits of CheckSpec::suites.
 enum class CheckSuite : unsigned {
-  kQuick = 1,    // vigil-check run --suite quick (Check::min_suite() kQuick)
+  kQuick = 1,    // vigil-check run --suite quick
   kFull = 2,     // vigil-check run --suite full (quick checks run in full too)
   kPassive = 4,  // the Slurm hooks' passive suite (passive_checks())
   kFabric = 8,   // vigil-check fabric, across the nodes of one allocation (fabric_checks())
@@ -62,6 +62,8 @@ struct CheckSpec {
   bool charges_part = false;
 
   bool runs_in(CheckSuite s) const { return (suites & static_cast<unsigned>(s)) != 0; }
+  // In `run --suite full` but not in a quick run.
+  bool full_only() const { return runs_in(CheckSuite::kFull) && !runs_in(CheckSuite::kQuick); }
 };
 
 // Not a check: the result `vigil-check repair reset-gpu` reports (the repair ladder's GPU reset,
