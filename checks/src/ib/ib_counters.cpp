@@ -21,6 +21,7 @@
 #include "check_factories.h"
 #include "core/counter_state.h"
 #include "ib/ib_sysfs.h"
+#include "vigil/checks/findings.h"
 
 namespace vigil {
 namespace {
@@ -102,24 +103,18 @@ std::string counter_fault(std::string_view measurement) {
   return fault;
 }
 
-// The message and fault code of a judged result: the increases of the worst status, else what
-// this run recorded.
-void describe_deltas(CheckResult& r, const Deltas& d, const CounterState& state, size_t ports) {
-  std::vector<std::string> shown;
-  std::string fault;
+// Judges the increases (fault code per counter) and says what a passing run recorded.
+void conclude_deltas(CheckResult& r, const Deltas& d, const CounterState& state, size_t ports) {
+  Findings found;
   for (const auto& inc : d.increases) {
-    if (r.status != Status::kPass && r.measurements[inc.measurement].status() == r.status) {
-      shown.push_back(inc.text);
-      if (fault.empty()) fault = counter_fault(r.measurements[inc.measurement].name);
-    }
+    const Measurement& m = r.measurements[inc.measurement];
+    found.add(m.status(), inc.text, counter_fault(m.name));
   }
-  if (!shown.empty()) {
-    r.message = short_list(shown, 3);
-    r.fault_code = fault;
-  } else if (!state.has_previous()) {
+  const bool passed = found.conclude(r, kFaultPrefix);  // else the worst increases are the message
+  if (passed && !state.has_previous()) {
     r.message = "baseline recorded";
     if (!state.load_problem().empty()) r.message += " (" + state.load_problem() + ")";
-  } else {
+  } else if (passed) {
     std::string since;
     if (auto s = state.seconds_since_previous()) since = " in " + std::to_string(*s) + " s";
     if (d.increases.empty()) {
@@ -192,8 +187,7 @@ class IbCountersCheck final : public Check {
       return error(kName, saved.error().to_string(), std::string(kFaultState));
     }
 
-    finalize(r, kFaultPrefix);
-    describe_deltas(r, deltas, state, readings.size());
+    conclude_deltas(r, deltas, state, readings.size());
     r.message += saturated;
     ib::merge_read_errors(r, errors);
     return r;

@@ -9,28 +9,23 @@
 
 #include "check_factories.h"
 #include "ib/ib_sysfs.h"
+#include "vigil/checks/findings.h"
 
 namespace vigil {
 namespace {
 
 constexpr std::string_view kName = "ib_port";
 constexpr std::string_view kFaultPrefix = "VIGIL-IB";
-constexpr std::string_view kFaultPortsMissing = "VIGIL-IB-PORTS-MISSING";
-constexpr std::string_view kFaultPortDown = "VIGIL-IB-PORT-DOWN";
-constexpr std::string_view kFaultPortInactive = "VIGIL-IB-PORT-INACTIVE";
-constexpr std::string_view kFaultRate = "VIGIL-IB-RATE-DEGRADED";
+constexpr const char* kFaultPortsMissing = "VIGIL-IB-PORTS-MISSING";
+constexpr const char* kFaultPortDown = "VIGIL-IB-PORT-DOWN";
+constexpr const char* kFaultPortInactive = "VIGIL-IB-PORT-INACTIVE";
+constexpr const char* kFaultRate = "VIGIL-IB-RATE-DEGRADED";
 
 std::string fmt(double v) {
   std::ostringstream os;
   os << v;
   return os.str();
 }
-
-struct Problem {
-  Status status;
-  std::string text;        // "mlx5_3/1 down"
-  std::string_view fault;  // VIGIL-IB-*
-};
 
 // What the SKU asks of the node's ports.
 struct Want {
@@ -55,14 +50,14 @@ CheckResult ports_missing(const CheckContext& ctx, const ib::Scan& scan, const W
   r.message = "0/" + std::to_string(want.ports) + " " + want.kind + " ports (" +
               (scan.class_dir_present ? "no " + fabric + " port in " : "no ") +
               scan.class_dir.string() + ")";
-  r.fault_code = std::string(kFaultPortsMissing);
+  r.fault_code = kFaultPortsMissing;
   finalize(r, kFaultPrefix);
   return r;
 }
 
 // Adds port_active, port_link_up and port_rate of one port, and its problems to `problems`.
 void judge_port(CheckResult& r, const CheckContext& ctx, const Row& row, bool enough_active,
-                double want_rate, std::vector<Problem>& problems) {
+                double want_rate, Findings& problems) {
   const std::string id = row.dir->id();
   // add_measurement appends to a vector: take references only after all three are added.
   const size_t first = r.measurements.size();
@@ -86,21 +81,21 @@ void judge_port(CheckResult& r, const CheckContext& ctx, const Row& row, bool en
   if (!row.st.active()) rt.threshold.reset();  // no trained link, no rate to judge
 
   if (Status s = up.status(); s != Status::kPass) {
-    problems.push_back({s, id + " down", kFaultPortDown});
+    problems.add(s, id + " down", kFaultPortDown);
   } else if (Status s2 = act.status(); s2 != Status::kPass) {
-    problems.push_back({s2, id + " " + row.st.state.text, kFaultPortInactive});
+    problems.add(s2, id + " " + row.st.state.text, kFaultPortInactive);
   }
   if (Status s = rt.status(); s != Status::kPass && row.st.active()) {
     const double bound = !rt.threshold                              ? want_rate
                          : s == Status::kWarn && rt.threshold->warn ? *rt.threshold->warn
                                                                     : rt.threshold->fail;
-    problems.push_back({s, id + " rate " + fmt(rate) + "<" + fmt(bound) + "Gb/s", kFaultRate});
+    problems.add(s, id + " rate " + fmt(rate) + "<" + fmt(bound) + "Gb/s", kFaultRate);
   }
 }
 
 // Adds active_ports against the SKU's count; a shortfall goes first in `problems`.
 void judge_active_count(CheckResult& r, const CheckContext& ctx, int active, int unknown,
-                        const ib::Scan& scan, const Want& want, std::vector<Problem>& problems) {
+                        const ib::Scan& scan, const Want& want, Findings& problems) {
   Measurement& total = add_measurement(r, ctx, "active_ports", active, "count");
   if (want.ports > 0) default_threshold(total, Op::kGe, want.ports);
   // Ports whose files could not be read are unknown, not down: a shortfall they could explain
@@ -114,39 +109,24 @@ void judge_active_count(CheckResult& r, const CheckContext& ctx, int active, int
     // Per-port problems already explain a shortfall among present ports; name the count only
     // when ports are missing altogether.
     if (present < needed || problems.empty()) {
-      problems.insert(problems.begin(),
-                      {s,
+      problems.prepend(s,
                        std::to_string(active) + "/" + std::to_string(needed) + " " + want.kind +
                            " ports active (" + std::to_string(present) + " present)",
-                       present < needed ? kFaultPortsMissing : kFaultPortDown});
+                       present < needed ? kFaultPortsMissing : kFaultPortDown);
     }
   }
 }
 
-// The message and fault code of the finalized result: the problems of the worst status, in
-// order, or a summary of a pass.
-void describe(CheckResult& r, const std::vector<Problem>& problems, int active, size_t ports,
-              const ib::Scan& scan, const Want& want) {
-  std::vector<std::string> shown;
-  std::string_view first_fault;
-  for (const auto& p : problems) {
-    if (p.status != r.status) continue;
-    if (shown.empty()) first_fault = p.fault;
-    shown.push_back(p.text);
+// A pass's message: what is active, and the ports of another link layer that were ignored.
+std::string pass_message(int active, size_t ports, const ib::Scan& scan, const Want& want) {
+  std::string m =
+      std::to_string(active) + "/" + std::to_string(ports) + " " + want.kind + " ports active";
+  if (want.rate_gbps > 0) m += " at >= " + fmt(want.rate_gbps) + " Gb/s";
+  if (!scan.ignored.empty()) {
+    m += "; ignored non-" + want.kind + ": " + scan.ignored.front();
+    if (scan.ignored.size() > 1) m += " +" + std::to_string(scan.ignored.size() - 1);
   }
-  if (!shown.empty()) {
-    r.message = short_list(shown, 3);
-    r.fault_code = std::string(first_fault);
-  } else if (r.status == Status::kPass) {
-    r.message =
-        std::to_string(active) + "/" + std::to_string(ports) + " " + want.kind + " ports active";
-    if (want.rate_gbps > 0) r.message += " at >= " + fmt(want.rate_gbps) + " Gb/s";
-    r.fault_code.clear();
-  }
-  if (!scan.ignored.empty() && r.status == Status::kPass) {
-    r.message += "; ignored non-" + want.kind + ": " + scan.ignored.front();
-    if (scan.ignored.size() > 1) r.message += " +" + std::to_string(scan.ignored.size() - 1);
-  }
+  return m;
 }
 
 class IbPortCheck final : public Check {
@@ -192,11 +172,11 @@ class IbPortCheck final : public Check {
 
     CheckResult r;
     r.check = std::string(kName);
-    std::vector<Problem> problems;
+    Findings problems;
     for (const auto& row : rows) judge_port(r, ctx, row, enough_active, want.rate_gbps, problems);
     judge_active_count(r, ctx, active, static_cast<int>(errors.size()), *scan, want, problems);
-    finalize(r, kFaultPrefix);
-    describe(r, problems, active, rows.size(), *scan, want);
+    if (problems.conclude(r, kFaultPrefix))
+      r.message = pass_message(active, rows.size(), *scan, want);
     ib::merge_read_errors(r, errors);
     return r;
   }

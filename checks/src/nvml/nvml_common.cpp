@@ -131,7 +131,7 @@ std::string gpu_key(const Session& s, int gpu) {
 }
 
 void Verdict::add(Status s, std::string text, std::string fault_code) {
-  findings_.push_back({s, std::move(text), std::move(fault_code)});
+  findings_.add(s, std::move(text), std::move(fault_code));
 }
 
 void Verdict::not_supported(int gpu, std::string what) {
@@ -174,12 +174,12 @@ void Verdict::gpus_lost(const Session& s) {
 }
 
 void Verdict::conclude(CheckResult& r, const Describe& describe, std::string pass_message) const {
-  std::vector<Finding> all = findings_;
+  Findings all = findings_;
   for (const Measurement& m : r.measurements) {
     const Status s = m.status();
     if (s == Status::kWarn || s == Status::kFail) {
       Described d = describe(m, s);
-      all.push_back({s, std::move(d.text), std::move(d.fault_code)});
+      all.add(s, std::move(d.text), std::move(d.fault_code));
     }
   }
   // "retired pages not supported on gpu0-7": group unsupported probes by what.
@@ -191,34 +191,16 @@ void Verdict::conclude(CheckResult& r, const Describe& describe, std::string pas
         gpus.size() == 1 ? "gpu" + std::to_string(gpus[0]) : std::to_string(gpus.size()) + " GPUs";
     notes.push_back(what + " not supported on " + who);
   }
-
-  Status worst = Status::kPass;
-  for (const Finding& f : all) worst = combine(worst, f.status);  // as the run combines them
-  if (worst == Status::kPass && r.measurements.empty()) {
+  if (!all.conclude(r, "VIGIL-NVML", 4, "; ")) return;
+  r.fault_code.clear();
+  if (r.measurements.empty()) {
     r.status = Status::kSkipped;
     r.message = notes.empty() ? "no GPUs visible to NVML" : short_list(notes, 3, "; ", "; ");
-    r.fault_code.clear();
     return;
   }
-  std::vector<std::string> texts;
-  std::string fault;
-  for (const Finding& f : all) {
-    if (f.status != worst) continue;
-    // One text once: several figures may share a description (nvml_xid's per-GPU ones).
-    if (std::find(texts.begin(), texts.end(), f.text) == texts.end()) texts.push_back(f.text);
-    if (fault.empty()) fault = f.fault_code;
-  }
-  if (worst == Status::kPass) {
-    r.message = std::move(pass_message);
-    if (!notes.empty())
-      r.message += (r.message.empty() ? "" : "; ") + short_list(notes, 3, "; ", "; ");
-    r.fault_code.clear();
-  } else {
-    r.message = short_list(texts, 4, "; ", "; ");
-    r.fault_code = fault;
-  }
-  // The findings hold every measurement's warn or fail too: no finalize() over them.
-  r.status = worst;
+  r.message = std::move(pass_message);
+  if (!notes.empty())
+    r.message += (r.message.empty() ? "" : "; ") + short_list(notes, 3, "; ", "; ");
 }
 
 CheckResult NvmlCheck::run(const CheckContext& ctx) {

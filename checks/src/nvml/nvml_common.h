@@ -13,6 +13,7 @@
 
 #include "nvml_loader.h"
 #include "vigil/checks/check.h"
+#include "vigil/checks/findings.h"
 
 namespace vigil::nvml {
 
@@ -119,18 +120,13 @@ class Verdict {
   void gpus_lost(const Session& s);
 
   // Status = worst of measurement verdicts (SKU or built-in thresholds, described by
-  // `describe`) and added findings. Message = the worst findings (reason-ready), or
-  // pass_message when all is well. Calls finalize(). When nothing could be measured because
-  // every probe is unsupported, the result is skipped with that reason.
+  // `describe`) and added findings, as Findings::conclude has it (at most 4 shown). Message =
+  // the worst findings (reason-ready), or pass_message when all is well. When nothing could be
+  // measured because every probe is unsupported, the result is skipped with that reason.
   void conclude(CheckResult& r, const Describe& describe, std::string pass_message) const;
 
  private:
-  struct Finding {
-    Status status;
-    std::string text;
-    std::string fault_code;
-  };
-  std::vector<Finding> findings_;
+  Findings findings_;
   std::vector<std::pair<int, std::string>> unsupported_;
 };
 
