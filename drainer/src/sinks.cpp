@@ -93,10 +93,6 @@ constexpr SinkSpec kSinks[] = {
 
 }  // namespace
 
-int64_t RetryPolicy::next_backoff_ms(int64_t current_ms) const {
-  return std::min<int64_t>(max_ms, current_ms ? current_ms * 2 : initial_ms);
-}
-
 std::span<const SinkSpec> sink_specs() { return kSinks; }
 
 const SinkSpec& sink_spec(SinkKind k) { return kSinks[static_cast<size_t>(k)]; }

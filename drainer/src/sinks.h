@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "sink.h"
+#include "vigil/base/backoff.h"
 #include "vigil/base/clock.h"
 #include "vigil/drainer/config.h"
 #include "vigil/drainer/intent.h"
@@ -37,7 +38,9 @@ struct RetryPolicy {
   int64_t max_ms = 30000;    // doubled after every failed batch, up to this
   int max_attempts = 0;      // an intent that failed this many times is given up; 0: never
 
-  int64_t next_backoff_ms(int64_t current_ms) const;
+  int64_t next_backoff_ms(int64_t current_ms) const {
+    return next_backoff(current_ms, initial_ms, max_ms);
+  }
   bool gives_up(const Intent& i) const {
     return max_attempts > 0 && i.attempts + 1 >= max_attempts;
   }

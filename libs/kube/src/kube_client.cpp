@@ -26,6 +26,7 @@
 #include <string>
 #include <thread>
 
+#include "vigil/base/backoff.h"
 #include "vigil/base/httplib_tls.h"
 #include "vigil/base/time.h"
 #include "vigil/kube/kube_api.h"
@@ -172,9 +173,10 @@ std::optional<milliseconds> retry_after_of(const Reply& r) {
 }
 
 milliseconds backoff(int attempt) {
-  milliseconds d = kInitialBackoff;
-  for (int i = 0; i < attempt && d < kMaxBackoff; ++i) d *= 2;
-  return std::min(d, kMaxBackoff);
+  std::int64_t d = 0;
+  for (int i = 0; i <= attempt; ++i)
+    d = next_backoff(d, kInitialBackoff.count(), kMaxBackoff.count());
+  return milliseconds(d);
 }
 
 bool retryable_transport(httplib::Error e) {

@@ -14,6 +14,7 @@
 #include <sstream>
 #include <thread>
 
+#include "vigil/base/backoff.h"
 #include "vigil/base/files.h"
 #include "vigil/base/http_client.h"
 #include "vigil/base/http_url.h"
@@ -172,7 +173,7 @@ void post_body(const std::string& body, const ReportClientOptions& opts, int max
     }
     if (attempt < max_attempts) {
       sleep(backoff);
-      backoff = std::min(backoff * 2, std::max(opts.max_backoff_ms, 1));
+      backoff = static_cast<int>(next_backoff(backoff, backoff, std::max(opts.max_backoff_ms, 1)));
     }
   }
 }
