@@ -324,7 +324,10 @@ int Drainer::process_chunk(PassView& pass, Commit& c) {
           judge_class_locked(judge_slow_locked(a.report, prev), view, pass.declared, prev);
       Decider::Outcome rd = decider.decide(a.report, judged, breaker_);
       apply_decision_locked(rd.decision, &a.report, a.seq, c);
-      if (rd.switch_evidence) spread_switch_verdict_locked(rd.decision.record, a.report, c);
+      if (!rd.switch_evidence) continue;
+      // Every other node under the switch takes its newest verdict (annotated again).
+      for (const Decision& d : switch_spread(rd.decision.record, a.report.run_id, nodes_, breaker_))
+        apply_decision_locked(d, nullptr, 0, c);
     }
     if (!append_locked(c, "append (decisions)").ok()) return 0;
   }
@@ -341,15 +344,9 @@ int Drainer::tick() {
     for (auto& [name, s] : nodes_) {
       if (s.last_report_unix)
         metrics_.set_report_age(name, static_cast<double>(now - s.last_report_unix));
-      auto st = engine_.on_tick(s);
-      if (!st) continue;
-      Decision d;
-      d.before = s.state;
-      d.after = st->state;
-      d.why = st->note;
-      d.record = *st;
-      d.breaker = breaker_;
-      apply_decision_locked(d, nullptr, 0, c);
+      auto d = engine_.on_tick(s, breaker_);
+      if (!d) continue;
+      apply_decision_locked(*d, nullptr, 0, c);
       became_stale++;
     }
     if (!append_locked(c, "append (staleness)").ok()) return 0;
@@ -389,34 +386,14 @@ int Drainer::repair_pass() {
       load.in_repair += in_repair(next.repair) - in_repair(s.repair);
       if (step->move == Action::kReboot || step->move == Action::kResetGpu)
         load.started_in_window++;
-      apply_repair_step_locked(s, std::move(next), *step, c);
+      apply_decision_locked(repair_decision(s, std::move(next), *step, breaker_), nullptr, 0, c,
+                            step->move);
       ++steps;
     }
     if (!append_locked(c, "append (repair)").ok()) return 0;
   }
   if (!publish(c, "sync (repair)").ok()) return 0;
   return steps;
-}
-
-void Drainer::apply_repair_step_locked(const NodeRecord& prev, NodeRecord next,
-                                       const RepairStep& step, Commit& c) {
-  Decision d;
-  // What the step decides: a redrain is Vigil's drain again, with its own event (and Slurm
-  // intent: only a DOWN node whose reboot Slurm timed out is drained by it, slurm_sink.cpp
-  // judge_redrain); the node back from its reboot decides nothing new.
-  d.action = step.move == Action::kRedrain    ? Action::kDrain
-             : step.move == Action::kRebooted ? Action::kNone
-                                              : step.move;
-  d.reason = next.reason;
-  d.driving_checks = next.driving_checks;
-  d.before = prev.state;
-  d.after = next.state;
-  next.last_action = d.action;
-  next.note = step.why;
-  d.why = step.why;
-  d.record = std::move(next);
-  d.breaker = breaker_;
-  apply_decision_locked(d, nullptr, 0, c, step.move);
 }
 
 Result<std::string> Drainer::resume(const std::string& node) {

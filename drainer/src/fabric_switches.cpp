@@ -2,12 +2,7 @@
 // names a suspected leaf switch instead of draining its nodes; the drainer keeps the verdict
 // on every node known under the switch, exports it (vigil_fabric_switch_suspect) and annotates
 // those nodes, until a later job has a good pair leaving the switch.
-#include <nlohmann/json.hpp>
-
-#include "commit.h"
-#include "ingest_log.h"
-#include "outbox.h"
-#include "vigil/drainer/drainer.h"
+#include "vigil/drainer/policy.h"
 
 namespace vigil::drainer {
 
@@ -30,27 +25,25 @@ bool fold_switch_evidence(NodeRecord& s, const NodeReport& r) {
   return found;
 }
 
-void Drainer::spread_switch_verdict_locked(const NodeRecord& from, const NodeReport& r, Commit& c) {
+std::vector<Decision> switch_spread(const NodeRecord& from, const std::string& run_id,
+                                    const std::map<std::string, NodeRecord>& nodes,
+                                    const BreakerState& breaker) {
   const std::string why = from.switch_suspect
                               ? "fabric switch " + from.fabric_switch +
                                     " suspected by the fabric job of " + from.node + " (run " +
-                                    r.run_id + ")"
+                                    run_id + ")"
                               : "fabric switch " + from.fabric_switch + " cleared: " + from.node +
-                                    " had a good pair leaving it (run " + r.run_id + ")";
-  for (const auto& [name, s] : nodes_) {
+                                    " had a good pair leaving it (run " + run_id + ")";
+  std::vector<Decision> out;
+  for (const auto& [name, s] : nodes) {
     if (name == from.node || s.fabric_switch != from.fabric_switch ||
         s.switch_suspect == from.switch_suspect)
       continue;
-    Decision d;
-    d.before = s.state;
-    d.after = s.state;
-    d.why = why;
-    d.record = s;
-    d.record.switch_suspect = from.switch_suspect;
-    d.breaker = breaker_;
-    // Assigns nodes_[name] in place: the iteration stays valid.
-    apply_decision_locked(d, nullptr, 0, c);
+    NodeRecord next = s;
+    next.switch_suspect = from.switch_suspect;
+    out.push_back(record_change(s, std::move(next), why, breaker));
   }
+  return out;
 }
 
 }  // namespace vigil::drainer

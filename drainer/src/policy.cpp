@@ -375,7 +375,8 @@ PolicyEngine::Step PolicyEngine::maybe_resume(NodeRecord& s, const NodeReport& r
                            : " after a reboot (repaired)")};
 }
 
-std::optional<NodeRecord> PolicyEngine::on_tick(const NodeRecord& s) const {
+std::optional<Decision> PolicyEngine::on_tick(const NodeRecord& s,
+                                              const BreakerState& breaker) const {
   if (s.drained_by_vigil || s.state == NodeState::kStale || s.state == NodeState::kDrained ||
       s.last_report_unix == 0)
     return std::nullopt;
@@ -384,7 +385,51 @@ std::optional<NodeRecord> PolicyEngine::on_tick(const NodeRecord& s) const {
   n.state = NodeState::kStale;
   n.note = "no report for more than " + std::to_string(policy_.staleness_s) + "s";
   n.last_action = Action::kNone;
-  return n;
+  std::string why = n.note;
+  return record_change(s, std::move(n), std::move(why), breaker);
+}
+
+Decision record_change(const NodeRecord& before, NodeRecord after, std::string why,
+                       BreakerState breaker) {
+  Decision d;
+  d.before = before.state;
+  d.after = after.state;
+  d.why = std::move(why);
+  d.record = std::move(after);
+  d.breaker = std::move(breaker);
+  return d;
+}
+
+Decision repair_decision(const NodeRecord& prev, NodeRecord next, const RepairStep& step,
+                         const BreakerState& breaker) {
+  // Only a DOWN node whose reboot Slurm timed out is drained by a redrain's Slurm intent
+  // (slurm_sink.cpp judge_redrain).
+  const Action action = step.move == Action::kRedrain    ? Action::kDrain
+                        : step.move == Action::kRebooted ? Action::kNone
+                                                         : step.move;
+  next.last_action = action;
+  next.note = step.why;
+  Decision d = record_change(prev, std::move(next), step.why, breaker);
+  d.action = action;
+  d.reason = d.record.reason;
+  d.driving_checks = d.record.driving_checks;
+  return d;
+}
+
+Decision undone_drain(const NodeRecord& s, NodeState state, const std::string& why,
+                      const BreakerState& breaker) {
+  NodeRecord n = s;
+  n.drained_by_vigil = false;
+  n.drained_unix = 0;
+  n.reason.clear();
+  forget_drain(n.parts, n.repair.part_drain_unix);  // never applied: not counted
+  end_repair(n);
+  n.state = state;
+  n.last_action = Action::kDrainSkipped;
+  n.note = "drain not applied: " + why;
+  Decision d = record_change(s, std::move(n), "drain not applied: " + why, breaker);
+  d.driving_checks = d.record.driving_checks;
+  return d;
 }
 
 Decision PolicyEngine::on_operator_resume(const NodeRecord& s,

@@ -109,21 +109,8 @@ void Drainer::correct_not_drained(const std::vector<NotDrained>& not_drained) {
           it->second.reason != k.intent.reason)
         continue;
       if (outbox_->newer(SinkKind::kSlurm, k.intent.node, k.intent.id)) continue;
-      Decision d;
-      d.before = it->second.state;
-      d.record = it->second;
-      d.record.drained_by_vigil = false;
-      d.record.drained_unix = 0;
-      d.record.reason.clear();
-      forget_drain(d.record.parts, d.record.repair.part_drain_unix);  // never applied: not counted
-      end_repair(d.record);
-      d.record.state = d.after = k.state;
-      d.record.last_action = Action::kDrainSkipped;
-      d.record.note = "drain not applied: " + k.why;
-      d.why = d.record.note;
-      d.driving_checks = d.record.driving_checks;
-      d.breaker = breaker_;
-      apply_decision_locked(d, nullptr, 0, c, Action::kDrainSkipped);
+      apply_decision_locked(undone_drain(it->second, k.state, k.why, breaker_), nullptr, 0, c,
+                            Action::kDrainSkipped);
     }
     if (!append_locked(c, "append (drain not applied)").ok()) return;
   }

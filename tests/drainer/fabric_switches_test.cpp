@@ -2,6 +2,10 @@
 // cleared by a later good pair.
 #include <gtest/gtest.h>
 
+#include <map>
+#include <tuple>
+#include <vector>
+
 #include "drainer_fixtures.h"
 #include "fake_clock.h"
 #include "fakes.h"
@@ -31,6 +35,34 @@ NodeReport fabric_report(const std::string& node, const std::string& run, const 
   m.port = "switch:" + leaf;
   c.measurements.push_back(m);
   return make_report(node, run, {c});
+}
+
+// The spread as a value: only the other nodes under the same leaf whose verdict differs.
+TEST(SwitchSpread, reaches_the_other_nodes_of_the_leaf_whose_verdict_differs) {
+  std::map<std::string, NodeRecord> nodes;
+  for (const auto& [name, leaf, suspect] :
+       std::vector<std::tuple<std::string, std::string, bool>>{{"gpu-0", "leaf-a", true},
+                                                               {"gpu-1", "leaf-a", false},
+                                                               {"gpu-2", "leaf-a", true},
+                                                               {"gpu-3", "leaf-b", false}}) {
+    NodeRecord n;
+    n.node = name;
+    n.state = NodeState::kHealthy;
+    n.fabric_switch = leaf;
+    n.switch_suspect = suspect;
+    nodes[name] = n;
+  }
+  BreakerState breaker;
+  breaker.why = "as it was";
+  const auto ds = switch_spread(nodes.at("gpu-0"), "run-9", nodes, breaker);
+  ASSERT_EQ(ds.size(), 1u);  // gpu-2 already holds it, gpu-3 is under another leaf
+  EXPECT_EQ(ds[0].record.node, "gpu-1");
+  EXPECT_TRUE(ds[0].record.switch_suspect);
+  EXPECT_EQ(ds[0].action, Action::kNone);
+  EXPECT_EQ(ds[0].before, NodeState::kHealthy);
+  EXPECT_EQ(ds[0].after, NodeState::kHealthy);
+  EXPECT_EQ(ds[0].why, "fabric switch leaf-a suspected by the fabric job of gpu-0 (run run-9)");
+  EXPECT_EQ(ds[0].breaker.why, "as it was");
 }
 
 TEST(Drainer,

@@ -410,16 +410,16 @@ TEST(PolicyEngine, stale_after_configured_silence_but_drained_nodes_stay_drained
                           nullptr, {}, 4);
   ASSERT_EQ(dd.action, Action::kDrain);
   clock.advance(600);
-  EXPECT_FALSE(eng.on_tick(d.record));
+  EXPECT_FALSE(eng.on_tick(d.record, {}));
   clock.advance(1);
-  auto st = eng.on_tick(d.record);
+  auto st = eng.on_tick(d.record, {});
   ASSERT_TRUE(st);
-  EXPECT_EQ(st->state, NodeState::kStale);
-  EXPECT_FALSE(eng.on_tick(*st));  // only once
-  EXPECT_FALSE(eng.on_tick(dd.record));
+  EXPECT_EQ(st->record.state, NodeState::kStale);
+  EXPECT_FALSE(eng.on_tick(st->record, {}));  // only once
+  EXPECT_FALSE(eng.on_tick(dd.record, {}));
   // A new report makes it fresh again.
-  auto back =
-      eng.on_report(&*st, make_report("a", "2", {make_check("nvml_ecc", P)}), nullptr, {}, 4);
+  auto back = eng.on_report(&st->record, make_report("a", "2", {make_check("nvml_ecc", P)}),
+                            nullptr, {}, 4);
   EXPECT_EQ(back.after, NodeState::kHealthy);
 }
 
@@ -454,6 +454,58 @@ void expect_complete(const EnumName<E> (&names)[N], const char* what) {
     EXPECT_FALSE(names[i].name.empty()) << what << " " << i;
     EXPECT_TRUE(spellings.insert(names[i].name).second) << what << " " << names[i].name;
   }
+}
+
+// The decisions the tick, the repair ladder and the Slurm sink make, as values.
+TEST(RecordChange, a_repair_step_says_its_action_and_a_redrain_drains_again) {
+  NodeRecord prev;
+  prev.node = "gpu-1";
+  prev.state = NodeState::kDrained;
+  NodeRecord next = prev;
+  next.reason = "vigil: ecc 1 DBE";
+  next.driving_checks = {"nvml_ecc"};
+  BreakerState breaker;
+  breaker.open = true;
+  const Decision reboot = repair_decision(prev, next, {Action::kReboot, "reboot 1 of 2"}, breaker);
+  EXPECT_EQ(reboot.action, Action::kReboot);
+  EXPECT_EQ(reboot.record.last_action, Action::kReboot);
+  EXPECT_EQ(reboot.record.note, "reboot 1 of 2");
+  EXPECT_EQ(reboot.why, "reboot 1 of 2");
+  EXPECT_EQ(reboot.reason, "vigil: ecc 1 DBE");
+  EXPECT_EQ(reboot.driving_checks, std::vector<std::string>{"nvml_ecc"});
+  EXPECT_TRUE(reboot.breaker.open);
+  EXPECT_EQ(repair_decision(prev, next, {Action::kRedrain, "timed out"}, breaker).action,
+            Action::kDrain);
+  const Decision back = repair_decision(prev, next, {Action::kRebooted, "back"}, breaker);
+  EXPECT_EQ(back.action, Action::kNone);
+  EXPECT_EQ(back.record.last_action, Action::kNone);
+}
+
+TEST(RecordChange, an_undone_drain_is_no_longer_vigils_nor_counted_against_a_part) {
+  NodeRecord s;
+  s.node = "gpu-1";
+  s.state = NodeState::kDrained;
+  s.drained_by_vigil = true;
+  s.drained_unix = 100;
+  s.reason = "vigil: ecc 1 DBE";
+  s.driving_checks = {"nvml_ecc"};
+  s.parts = {PartRecord{3, "S3", "GPU-3", {50, 100}}};
+  s.repair.part_drain_unix = 100;
+  s.repair.stage = RepairStage::kRebooting;
+  const Decision d = undone_drain(s, NodeState::kUnknown, "node is DOWN in Slurm", {});
+  EXPECT_EQ(d.before, NodeState::kDrained);
+  EXPECT_EQ(d.after, NodeState::kUnknown);
+  EXPECT_EQ(d.record.state, NodeState::kUnknown);
+  EXPECT_FALSE(d.record.drained_by_vigil);
+  EXPECT_EQ(d.record.drained_unix, 0);
+  EXPECT_EQ(d.record.reason, "");
+  EXPECT_EQ(d.record.parts[0].drains, std::vector<int64_t>{50});
+  EXPECT_EQ(d.record.repair.stage, RepairStage::kNone);
+  EXPECT_EQ(d.record.last_action, Action::kDrainSkipped);
+  EXPECT_EQ(d.record.note, "drain not applied: node is DOWN in Slurm");
+  EXPECT_EQ(d.why, d.record.note);
+  EXPECT_EQ(d.driving_checks, std::vector<std::string>{"nvml_ecc"});
+  EXPECT_EQ(d.action, Action::kNone);
 }
 
 TEST(Vocabulary, every_name_table_is_complete_and_unambiguous) {

@@ -229,9 +229,6 @@ class Drainer {
   // The intents `e` owes, one per enabled sink whose table row says so (sinks.h).
   void owe_intents_locked(const NodeEvent& e, const std::string& reason, bool by_operator,
                           std::vector<Intent>& out);
-  // fabric_switches.cpp: `from` carries its switch's newest verdict; every other node known
-  // under that switch takes it too (a journaled decision with no action, annotated again).
-  void spread_switch_verdict_locked(const NodeRecord& from, const NodeReport& r, Commit& c);
   void refresh_gauges_locked();
   std::optional<std::string_view> repair_step_of(const Decision& d, const NodeReport* r,
                                                  std::optional<Action> event) const;
@@ -239,8 +236,6 @@ class Drainer {
   int repair_pass();
   // Evidence is written under mu_, as journal appends are: one small file per drain, no fsync.
   std::string save_evidence_locked(const NodeRecord& s, const NodeReport& r, uint64_t report_seq);
-  void apply_repair_step_locked(const NodeRecord& prev, NodeRecord next, const RepairStep& step,
-                                Commit& c);
 
   // sink_worker.cpp
   SinkLane& lane(SinkKind k) { return *lanes_[static_cast<size_t>(k)]; }

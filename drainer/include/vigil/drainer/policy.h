@@ -90,6 +90,23 @@ struct Decision {
   bool by_operator = false;
 };
 
+// A decision that moves a node's record from `before` to `after` for `why`, the breaker left as
+// `breaker`; reason and driving checks are the caller's to add. Staleness, a switch verdict's
+// spread, a repair step and a drain Slurm did not apply are decided as such values.
+Decision record_change(const NodeRecord& before, NodeRecord after, std::string why,
+                       BreakerState breaker);
+
+// A repair step `step` (repair_tick moved the node from `prev` to `next`) as a decision: a
+// redrain is Vigil's drain again, with its own event; the node back from its reboot decides
+// nothing new; the other moves are their own action.
+Decision repair_decision(const NodeRecord& prev, NodeRecord next, const RepairStep& step,
+                         const BreakerState& breaker);
+
+// A drain Slurm did not apply (the node is `state` there, for `why`) undone: the node is no
+// longer Vigil's drain, its part history does not count the drain, and it leaves the ladder.
+Decision undone_drain(const NodeRecord& s, NodeState state, const std::string& why,
+                      const BreakerState& breaker);
+
 // The Slurm reason a failing result drains with: "vigil: <short name> <detail>".
 std::string drain_reason(const CheckResult& r, size_t max_len = 200);
 
@@ -110,7 +127,7 @@ class PolicyEngine {
                      const slurm::SlurmNodeInfo* slurm, const BreakerState& breaker, int group_size,
                      bool unknown_to_slurm = false, const PartLookup& parts_elsewhere = {}) const;
   // Staleness sweep: the new state when the node just became stale, else nullopt.
-  std::optional<NodeRecord> on_tick(const NodeRecord& s) const;
+  std::optional<Decision> on_tick(const NodeRecord& s, const BreakerState& breaker) const;
   // Operator `resume NODE`: lifts a vigil drain regardless of counters (never another owner's).
   Decision on_operator_resume(const NodeRecord& s, const slurm::SlurmNodeInfo* slurm) const;
 
@@ -150,6 +167,11 @@ class PolicyEngine {
 // `switch:<leaf>`: 1 = suspected, 0 = a good pair left the leaf) set into `s`. Returns whether
 // the report carried any; a report without it leaves the node's switch verdict as it was.
 bool fold_switch_evidence(NodeRecord& s, const NodeReport& r);
+// The switch verdict `from` now holds (from the report of run `run_id`), spread to every other
+// node of `nodes` under the same leaf switch whose verdict differs: one decision per node.
+std::vector<Decision> switch_spread(const NodeRecord& from, const std::string& run_id,
+                                    const std::map<std::string, NodeRecord>& nodes,
+                                    const BreakerState& breaker);
 
 // The node's SKU after report `r`: the report's, unless it says "unknown" and the node's is
 // known. The breaker sizes the node's group and the policy counts its drain under this SKU.
