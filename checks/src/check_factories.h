@@ -27,6 +27,8 @@ std::unique_ptr<Check> make_gpu_leftovers_check();
 std::unique_ptr<Check> make_ib_port_check();
 std::unique_ptr<Check> make_ib_counters_check();
 std::unique_ptr<Check> make_ib_gpudirect_check();
+// Host checks around the GPUs (src/host/)
+std::unique_ptr<Check> make_pcie_aer_check();
 // CUDA probes (src/cuda/)
 std::unique_ptr<Check> make_gpu_gemm_check();
 std::unique_ptr<Check> make_gpu_hbm_check();

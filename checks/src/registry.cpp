@@ -36,6 +36,7 @@ constexpr std::pair<std::string_view, Factory> kFactories[] = {
     {"ib_port", make_ib_port_check},
     {"ib_counters", make_ib_counters_check},
     {"ib_gpudirect", make_ib_gpudirect_check},
+    {"pcie_aer", make_pcie_aer_check},
     {"gpu_gemm", make_gpu_gemm_check},
     {"gpu_hbm", make_gpu_hbm_check},
     {"gpu_pcie_bw", make_gpu_pcie_bw_check},

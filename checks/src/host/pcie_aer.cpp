@@ -1,0 +1,217 @@
+// pcie_aer: uncorrectable PCIe errors the kernel's AER driver counted since the last run on the
+// node's GPUs, NVSwitches, NICs and NVMe drives and on the port above each (pcie_aer.h for the
+// files; docs/checks-host.md). What the error classes mean is the kernel's
+// Documentation/PCI/pcieaer-howto.rst: a correctable error has no impact (the protocol recovers
+// without loss), a non-fatal one makes one transaction unreliable while the link works, a fatal
+// one makes the link unreliable and the kernel resets it. A driver without AER callbacks is not
+// recovered ("device has no AER-aware driver" for nvidia, then Xid 79, in the kernel log of
+// wilicc/gpu-burn#1), hence:
+//   - a fatal error on a watched device since the last run fails (VIGIL-PCIE-AER-FATAL, remedy
+//     reboot; the built-in bound aer_fatal_delta <= 0, a SKU file may set its own);
+//   - a fatal error counted only at the port above warns: that port also sees the link go down
+//     when the device is reset on purpose (a GPU reset), so it alone never drains;
+//   - a non-fatal error warns (VIGIL-PCIE-AER-NONFATAL): the link still works; Vigil's choice;
+//   - correctable errors are figures only.
+// Counters are kept per boot by the kernel; the deltas come from the state directory as for
+// ib_counters (a count that went down, after a reboot, counts from zero). Without a state
+// directory the totals since boot are figures only.
+#include "host/pcie_aer.h"
+
+#include <filesystem>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "check_factories.h"
+#include "core/counter_state.h"
+#include "vigil/base/files.h"
+#include "vigil/base/strings.h"
+#include "vigil/checks/findings.h"
+
+namespace vigil {
+namespace aer {
+
+namespace fs = std::filesystem;
+
+std::optional<std::uint64_t> total_errors(std::string_view text) {
+  std::istringstream lines{std::string(text)};
+  std::string name;
+  std::uint64_t count = 0;
+  while (lines >> name) {
+    if (name.starts_with("TOTAL_ERR_")) {
+      if (lines >> count) return count;
+      return std::nullopt;
+    }
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+// "0x10de\n" -> 0x10de.
+std::optional<unsigned long> hex_value(const fs::path& p) {
+  auto text = read_whole_file(p.string());
+  if (!text) return std::nullopt;
+  try {
+    return std::stoul(*text, nullptr, 16);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+// "0000:1b:00.0": a PCI function's directory name.
+bool is_bdf(const std::string& s) {
+  return s.size() == 12 && s[4] == ':' && s[7] == ':' && s[10] == '.';
+}
+
+std::string role_of(unsigned long vendor, unsigned long cls) {
+  if (cls == 0x010802) return "nvme";
+  if (vendor == 0x10de && (cls >> 16) == 0x03) return "gpu";
+  if (vendor == 0x10de && (cls >> 8) == 0x0680) return "nvswitch";
+  if (vendor == 0x15b3 && (cls >> 16) == 0x02) return "nic";
+  return "";
+}
+
+bool has_counters(const fs::path& dir) {
+  std::error_code ec;
+  return fs::exists(dir / "aer_dev_fatal", ec);
+}
+
+}  // namespace
+
+std::vector<Device> watched_devices(const std::string& sysfs_root) {
+  std::map<std::string, Device> found;  // by BDF: bus order, each port once
+  std::error_code ec;
+  const fs::path bus = fs::path(sysfs_root) / "sys/bus/pci/devices";
+  std::set<fs::path> entries;  // in bus order, so a port is named after its first device
+  for (fs::directory_iterator it(bus, ec), end; !ec && it != end; it.increment(ec))
+    entries.insert(it->path());
+  for (const fs::path& entry : entries) {
+    const std::string bdf = entry.filename().string();
+    const auto vendor = hex_value(entry / "vendor");
+    const auto cls = hex_value(entry / "class");
+    if (!vendor || !cls) continue;
+    const std::string role = role_of(*vendor, *cls);
+    if (role.empty()) continue;
+    std::error_code real_ec;
+    const fs::path real = fs::canonical(entry, real_ec);
+    if (real_ec) continue;
+    if (has_counters(real)) found[bdf] = {bdf, role, real.string()};
+    const std::string above = real.parent_path().filename().string();
+    if (is_bdf(above) && has_counters(real.parent_path()) && !found.count(above))
+      found[above] = {above, "port above " + bdf, real.parent_path().string()};
+  }
+  std::vector<Device> out;
+  for (auto& [bdf, d] : found) out.push_back(std::move(d));
+  return out;
+}
+
+Result<Counts> read_counts(const Device& d) {
+  Counts c;
+  for (auto [file, into] :
+       {std::pair{"aer_dev_fatal", &c.fatal}, std::pair{"aer_dev_nonfatal", &c.nonfatal},
+        std::pair{"aer_dev_correctable", &c.correctable}}) {
+    const std::string path = d.dir + "/" + file;
+    const auto text = read_whole_file(path);
+    if (!text) return Error{"cannot read", path};
+    const auto total = total_errors(*text);
+    if (!total) return Error{"no TOTAL_ERR_ line", path};
+    *into = *total;
+  }
+  return c;
+}
+
+}  // namespace aer
+
+namespace {
+
+constexpr std::string_view kName = "pcie_aer";
+constexpr const char* kFaultFatal = "VIGIL-PCIE-AER-FATAL";
+constexpr const char* kFaultNonfatal = "VIGIL-PCIE-AER-NONFATAL";
+constexpr const char* kFaultUnreadable = "VIGIL-PCIE-AER-UNREADABLE";
+
+std::string errors_text(std::uint64_t n, const char* kind) {
+  return std::to_string(n) + " " + kind + " PCIe error" + (n == 1 ? "" : "s") + " (AER)";
+}
+
+// Adds one device's deltas to `r` and what they say to `found`.
+void judge_device(CheckResult& r, const CheckContext& ctx, CounterState& state,
+                  const aer::Device& d, const aer::Counts& c, Findings& found) {
+  const bool port = d.role.starts_with("port above");
+  const std::string who = d.role + " " + (port ? "(" + d.bdf + ")" : d.bdf);
+  auto delta = [&](const char* what, std::uint64_t now) {
+    return state.update(d.bdf + " " + what, now).delta.value_or(0);
+  };
+  const std::uint64_t fatal = delta("fatal", c.fatal), nonfatal = delta("nonfatal", c.nonfatal);
+  Measurement& f =
+      add_measurement(r, ctx, "aer_fatal_delta", static_cast<double>(fatal), "count", {}, d.bdf);
+  if (!port)
+    default_threshold(f, Op::kLe, 0, {}, "pcieaer-howto: a fatal error makes the link unreliable");
+  if (Status s = f.status(); s != Status::kPass)
+    found.add(s, who + ": " + errors_text(fatal, "fatal"), kFaultFatal);
+  else if (port && fatal > 0)
+    found.add(Status::kWarn, who + ": " + errors_text(fatal, "fatal"), kFaultFatal);
+  add_measurement(r, ctx, "aer_nonfatal_delta", static_cast<double>(nonfatal), "count", {}, d.bdf);
+  if (nonfatal > 0)
+    found.add(Status::kWarn, who + ": " + errors_text(nonfatal, "non-fatal"), kFaultNonfatal);
+  if (!port)
+    add_measurement(r, ctx, "aer_correctable_delta",
+                    static_cast<double>(delta("correctable", c.correctable)), "count", {}, d.bdf);
+}
+
+class PcieAerCheck final : public Check {
+ public:
+  std::string_view name() const override { return kName; }
+  Applies applies(const CheckContext&) const override { return {}; }
+
+  CheckResult run(const CheckContext& ctx) override {
+    const auto devices = aer::watched_devices(ctx.sysfs_root);
+    if (devices.empty())
+      return skipped(kName,
+                     "no PCIe AER counters on GPUs, NICs or NVMe drives (kernel before 4.19 or "
+                     "without CONFIG_PCIEAER, or firmware-first AER)");
+    CheckResult r;
+    r.check = std::string(kName);
+    CounterState state(ctx.state_dir, kName, ctx.node);
+    Findings found;
+    std::vector<std::string> unreadable;
+    for (const auto& d : devices) {
+      auto c = aer::read_counts(d);
+      if (!c) {
+        unreadable.push_back(c.error().to_string());
+      } else if (state.enabled()) {
+        judge_device(r, ctx, state, d, *c, found);
+      } else {  // totals since boot: figures, never judged
+        add_measurement(r, ctx, "aer_fatal", static_cast<double>(c->fatal), "count", {}, d.bdf);
+        add_measurement(r, ctx, "aer_nonfatal", static_cast<double>(c->nonfatal), "count", {},
+                        d.bdf);
+      }
+    }
+    if (auto saved = state.save(); !saved)
+      return error(kName, saved.error().to_string(), "VIGIL-PCIE-AER-STATE");
+    if (found.conclude(r, "VIGIL-PCIE-AER")) {
+      const std::string n = std::to_string(devices.size()) + " devices";
+      r.message = !state.enabled()        ? n + ": totals since boot (no state dir: not judged)"
+                  : !state.has_previous() ? n + ": baseline recorded"
+                                          : n + ": no new uncorrectable PCIe errors";
+    }
+    if (r.status == Status::kFail) r.remedy = Remedy::kReboot;
+    if (!unreadable.empty()) {
+      const std::string what = short_list(unreadable, 1, "; ", " +");
+      if (r.status == Status::kFail) {
+        r.message += "; also " + what;
+      } else {
+        r.status = Status::kError;
+        r.message = what;
+        r.fault_code = kFaultUnreadable;
+      }
+    }
+    return r;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Check> make_pcie_aer_check() { return std::make_unique<PcieAerCheck>(); }
+
+}  // namespace vigil
