@@ -4,8 +4,9 @@
 // Documentation/PCI/pcieaer-howto.rst: a correctable error has no impact (the protocol recovers
 // without loss), a non-fatal one makes one transaction unreliable while the link works, a fatal
 // one makes the link unreliable and the kernel resets it. A driver without AER callbacks is not
-// recovered ("device has no AER-aware driver" for nvidia, then Xid 79, in the kernel log of
-// wilicc/gpu-burn#1), hence:
+// recovered, and the NVIDIA driver registers none (nv_pci_driver in NVIDIA/open-gpu-kernel-modules
+// kernel-open/nvidia/nv-pci.c has no err_handler; "device has no AER-aware driver", then Xid 79,
+// in the kernel log of wilicc/gpu-burn#1), hence:
 //   - a fatal error on a watched device since the last run fails (VIGIL-PCIE-AER-FATAL, remedy
 //     reboot; the built-in bound aer_fatal_delta <= 0, a SKU file may set its own);
 //   - a fatal error counted only at the port above warns: that port also sees the link go down
