@@ -82,6 +82,12 @@ CounterState::Change CounterState::update(const std::string& key, std::uint64_t 
   return {current, true};
 }
 
+std::optional<std::uint64_t> CounterState::previous(const std::string& key) const {
+  auto it = previous_.find(key);
+  if (it == previous_.end()) return std::nullopt;
+  return it->second;
+}
+
 std::optional<std::int64_t> CounterState::seconds_since_previous() const {
   if (!previous_time_) return std::nullopt;
   return now_unix() - *previous_time_;

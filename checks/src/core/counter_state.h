@@ -34,6 +34,8 @@ class CounterState {
   bool enabled() const { return !dir_.empty(); }
   // Compares with the previous reading of `key` and remembers `current`.
   Change update(const std::string& key, std::uint64_t current);
+  // The reading of `key` the previous run saved; nullopt on a first run or for a new key.
+  std::optional<std::uint64_t> previous(const std::string& key) const;
   // Number of keys that had no previous reading in this run.
   int baselines() const { return baselines_; }
   bool has_previous() const { return !previous_.empty(); }

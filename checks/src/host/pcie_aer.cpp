@@ -1,23 +1,28 @@
-// pcie_aer: uncorrectable PCIe errors the kernel's AER driver counted since the last run on the
-// node's GPUs, NVSwitches, NICs and NVMe drives and on the port above each (pcie_aer.h for the
-// files; docs/checks-host.md). What the error classes mean is the kernel's
+// pcie_aer: uncorrectable PCIe errors the kernel's AER driver counted on the node's GPUs,
+// NVSwitches, NICs and NVMe drives and on the port above each (pcie_aer.h for the files;
+// docs/checks-host.md). What the error classes mean is the kernel's
 // Documentation/PCI/pcieaer-howto.rst: a correctable error has no impact (the protocol recovers
 // without loss), a non-fatal one makes one transaction unreliable while the link works, a fatal
-// one makes the link unreliable and the kernel resets it. A driver without AER callbacks is not
-// recovered, and the NVIDIA driver registers none (nv_pci_driver in NVIDIA/open-gpu-kernel-modules
-// kernel-open/nvidia/nv-pci.c has no err_handler; "device has no AER-aware driver", then Xid 79,
-// in the kernel log of wilicc/gpu-burn#1), hence:
-//   - a fatal error on a watched device since the last run fails (VIGIL-PCIE-AER-FATAL, remedy
-//     reboot; the built-in bound aer_fatal_delta <= 0, a SKU file may set its own);
-//   - a fatal error counted only at the port above warns: that port also sees the link go down
-//     when the device is reset on purpose (a GPU reset), so it alone never drains;
+// one makes the link unreliable and the kernel resets it, which a driver without AER callbacks
+// does not survive. The NVIDIA driver registers none (nv_pci_driver in
+// NVIDIA/open-gpu-kernel-modules kernel-open/nvidia/nv-pci.c has no err_handler; "device has no
+// AER-aware driver", then Xid 79, in the kernel log of wilicc/gpu-burn#1); mlx5_core
+// (mlx5_err_handler, drivers/net/ethernet/mellanox/mlx5/core/main.c) and nvme (nvme_err_handler,
+// drivers/nvme/host/pci.c) do. Hence:
+//   - a fatal error on a GPU or NVSwitch after Vigil's first reading in this boot fails, for the
+//     rest of the boot (VIGIL-PCIE-AER-FATAL, remedy reboot; built-in bound
+//     aer_fatal_this_boot <= 0, a SKU file may set its own). A count already there at the first
+//     reading of a boot (from before the driver was bound) is the baseline, not judged;
+//   - a fatal error on a NIC or NVMe drive (recovered by its driver), or counted at the port
+//     above a device (which also sees the link drop when the device is reset on purpose, and
+//     where Downstream Port Containment counts what it contained), warns;
 //   - a non-fatal error warns (VIGIL-PCIE-AER-NONFATAL): the link still works; Vigil's choice;
 //   - correctable errors are figures only.
-// Counters are kept per boot by the kernel; the deltas come from the state directory as for
-// ib_counters (a count that went down, after a reboot, counts from zero). Without a state
-// directory the totals since boot are figures only.
+// The boot is the kernel's boot_id; the per-run deltas come from the state directory as for
+// ib_counters. Without a state directory the totals since boot are figures only.
 #include "host/pcie_aer.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -60,9 +65,11 @@ std::optional<unsigned long> hex_value(const fs::path& p) {
   }
 }
 
-// "0000:1b:00.0": a PCI function's directory name.
+// "0000:1b:00.0" (or "10000:e1:00.0" behind Intel VMD, whose domains have 5 digits): a PCI
+// function's directory name.
 bool is_bdf(const std::string& s) {
-  return s.size() == 12 && s[4] == ':' && s[7] == ':' && s[10] == '.';
+  const size_t n = s.size();
+  return n >= 12 && s[n - 8] == ':' && s[n - 5] == ':' && s[n - 2] == '.';
 }
 
 std::string role_of(unsigned long vendor, unsigned long cls) {
@@ -135,23 +142,45 @@ std::string errors_text(std::uint64_t n, const char* kind) {
   return std::to_string(n) + " " + kind + " PCIe error" + (n == 1 ? "" : "s") + " (AER)";
 }
 
-// Adds one device's deltas to `r` and what they say to `found`.
+// The boot this run belongs to, as a number the state file can keep (FNV-1a of the kernel's
+// boot_id, which changes at every boot: proc(5)); nullopt when it cannot be read.
+std::optional<std::uint64_t> boot_key(const CheckContext& ctx) {
+  const auto id = read_whole_file(ctx.proc_root + "/sys/kernel/random/boot_id");
+  if (!id || id->size() < 32) return std::nullopt;
+  std::uint64_t h = 1469598103934665603ull;
+  for (char ch : *id) h = (h ^ static_cast<unsigned char>(ch)) * 1099511628211ull;
+  return h;
+}
+
+// Adds one device's figures to `r` and what they say to `found`. `same_boot`: the state file
+// was written in this boot.
 void judge_device(CheckResult& r, const CheckContext& ctx, CounterState& state,
-                  const aer::Device& d, const aer::Counts& c, Findings& found) {
+                  const aer::Device& d, const aer::Counts& c, bool same_boot, Findings& found) {
   const bool port = d.role.starts_with("port above");
   const std::string who = d.role + " " + (port ? "(" + d.bdf + ")" : d.bdf);
   auto delta = [&](const char* what, std::uint64_t now) {
     return state.update(d.bdf + " " + what, now).delta.value_or(0);
   };
   const std::uint64_t fatal = delta("fatal", c.fatal), nonfatal = delta("nonfatal", c.nonfatal);
-  Measurement& f =
-      add_measurement(r, ctx, "aer_fatal_delta", static_cast<double>(fatal), "count", {}, d.bdf);
-  if (!port)
-    default_threshold(f, Op::kLe, 0, {}, "pcieaer-howto: a fatal error makes the link unreliable");
-  if (Status s = f.status(); s != Status::kPass)
-    found.add(s, who + ": " + errors_text(fatal, "fatal"), kFaultFatal);
-  else if (port && fatal > 0)
-    found.add(Status::kWarn, who + ": " + errors_text(fatal, "fatal"), kFaultFatal);
+  if (d.role == "gpu" || d.role == "nvswitch") {
+    // Not recovered until the GPU is reset: judged against the first reading of this boot, so
+    // the fail lasts for the boot and a reboot ends it.
+    const std::string key = d.bdf + " fatal at first reading";
+    std::uint64_t first = same_boot ? state.previous(key).value_or(c.fatal) : c.fatal;
+    first = std::min(first, c.fatal);
+    state.update(key, first);
+    Measurement& m = add_measurement(r, ctx, "aer_fatal_this_boot",
+                                     static_cast<double>(c.fatal - first), "count", {}, d.bdf);
+    default_threshold(m, Op::kLe, 0, {}, "pcieaer-howto.rst; nv-pci.c registers no err_handler");
+    if (Status s = m.status(); s != Status::kPass)
+      found.add(s, who + ": " + errors_text(c.fatal - first, "fatal") + " this boot", kFaultFatal);
+  } else {
+    // NICs and NVMe drives (their drivers recover: mlx5_core and nvme register error
+    // handlers) and the port above a device (which also sees a reset on purpose): warn.
+    add_measurement(r, ctx, port ? "aer_port_fatal_delta" : "aer_fatal_delta",
+                    static_cast<double>(fatal), "count", {}, d.bdf);
+    if (fatal > 0) found.add(Status::kWarn, who + ": " + errors_text(fatal, "fatal"), kFaultFatal);
+  }
   add_measurement(r, ctx, "aer_nonfatal_delta", static_cast<double>(nonfatal), "count", {}, d.bdf);
   if (nonfatal > 0)
     found.add(Status::kWarn, who + ": " + errors_text(nonfatal, "non-fatal"), kFaultNonfatal);
@@ -174,6 +203,11 @@ class PcieAerCheck final : public Check {
     CheckResult r;
     r.check = std::string(kName);
     CounterState state(ctx.state_dir, kName, ctx.node);
+    // Without a boot id every run is taken as the same boot; a count that went down (a reboot)
+    // still restarts the first reading.
+    const auto boot = boot_key(ctx);
+    const bool same_boot = !boot || state.previous("boot") == boot;
+    if (boot) state.update("boot", *boot);
     Findings found;
     std::vector<std::string> unreadable;
     for (const auto& d : devices) {
@@ -181,7 +215,7 @@ class PcieAerCheck final : public Check {
       if (!c) {
         unreadable.push_back(c.error().to_string());
       } else if (state.enabled()) {
-        judge_device(r, ctx, state, d, *c, found);
+        judge_device(r, ctx, state, d, *c, same_boot, found);
       } else {  // totals since boot: figures, never judged
         add_measurement(r, ctx, "aer_fatal", static_cast<double>(c->fatal), "count", {}, d.bdf);
         add_measurement(r, ctx, "aer_nonfatal", static_cast<double>(c->nonfatal), "count", {},
@@ -190,13 +224,14 @@ class PcieAerCheck final : public Check {
     }
     if (auto saved = state.save(); !saved)
       return error(kName, saved.error().to_string(), "VIGIL-PCIE-AER-STATE");
-    if (found.conclude(r, "VIGIL-PCIE-AER")) {
-      const std::string n = std::to_string(devices.size()) + " devices";
+    if (found.conclude(r, "VIGIL-PCIE")) {
+      const std::string n =
+          std::to_string(devices.size()) + (devices.size() == 1 ? " device" : " devices");
       r.message = !state.enabled()        ? n + ": totals since boot (no state dir: not judged)"
                   : !state.has_previous() ? n + ": baseline recorded"
                                           : n + ": no new uncorrectable PCIe errors";
     }
-    if (r.status == Status::kFail) r.remedy = Remedy::kReboot;
+    if (r.status == Status::kFail && r.fault_code == kFaultFatal) r.remedy = Remedy::kReboot;
     if (!unreadable.empty()) {
       const std::string what = short_list(unreadable, 1, "; ", " +");
       if (r.status == Status::kFail) {

@@ -80,9 +80,10 @@ constexpr CheckSpec kCatalog[] = {
     // A kernel path for GPUDirect RDMA where the SKU requires it; warns at most.
     {"ib_gpudirect", "gdr", kNode, seconds(10), kDefault, {}},
     // --- Host (docs/checks-host.md) ---
-    // Fatal: an uncorrectable fatal PCIe error on a GPU, NVSwitch, NIC or NVMe drive since the
-    // last run: the link was unreliable and the kernel reset it, which the NVIDIA driver does
-    // not recover from (pcieaer-howto.rst; "no AER-aware driver", then Xid 79).
+    // Fatal: an uncorrectable fatal PCIe error on a GPU or NVSwitch this boot: the link was
+    // unreliable and the kernel reset it, which the NVIDIA driver has no callbacks to recover
+    // from (pcieaer-howto.rst; nv-pci.c; "no AER-aware driver", then Xid 79). NICs, NVMe
+    // drives and the ports above only warn.
     {"pcie_aer", "aer", kNodeAndHooks, seconds(10), kFatal, {}},
     // --- CUDA probes (docs/cuda-probes.md) ---
     // Noisy: GEMM throughput per GPU.

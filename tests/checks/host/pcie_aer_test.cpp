@@ -11,6 +11,7 @@
 #include "check_factories.h"
 #include "temp_dir.h"
 #include "vigil/base/files.h"
+#include "vigil/checks/sku.h"
 
 namespace vigil {
 namespace {
@@ -57,9 +58,16 @@ class Tree {
     return dir;
   }
   fs::path root() const { return dir_.path(); }
+  // The kernel's boot_id (proc(5)); a new one is a reboot.
+  void boot(const std::string& id) const {
+    fs::create_directories(root() / "proc/sys/kernel/random");
+    std::ofstream(root() / "proc/sys/kernel/random/boot_id") << id << "\n";
+  }
   CheckContext context() const {
+    if (!fs::exists(root() / "proc")) boot("3f1d2c6e-8a47-4b0e-9c55-1a2b3c4d5e6f");
     CheckContext ctx;
     ctx.node = "gpu-1";
+    ctx.proc_root = (root() / "proc").string();
     ctx.sysfs_root = root().string();
     ctx.state_dir = (root() / "state").string();
     fs::create_directories(ctx.state_dir);
@@ -99,60 +107,87 @@ TEST(PcieAer, watches_gpus_nvswitches_nics_nvme_and_the_port_above_each_once) {
                 "0000:1c:00.0 gpu", "0000:29:00.0 nic", "0000:41:00.0 nvme"}));
 }
 
-TEST(PcieAer, a_fatal_error_on_a_gpu_since_the_last_run_fails_and_asks_for_a_reboot) {
+TEST(PcieAer, a_fatal_error_on_a_gpu_fails_for_the_rest_of_the_boot_and_asks_for_a_reboot) {
   Tree t;
   const fs::path gpu = t.add("0000:00:01.0", "0000:1b:00.0", "0x10de", "0x030200");
   const CheckContext ctx = t.context();
   CheckResult first = run(ctx);
   EXPECT_EQ(first.status, Status::kPass) << first.message;
-  EXPECT_EQ(first.message, "1 devices: baseline recorded");
+  EXPECT_EQ(first.message, "1 device: baseline recorded");
   std::ofstream(gpu / "aer_dev_fatal")
       << with_count("abi-sample/aer_dev_fatal", "Surprise Down Error", 1);
   CheckResult r = run(ctx);
   EXPECT_EQ(r.status, Status::kFail) << r.message;
   EXPECT_EQ(r.fault_code, "VIGIL-PCIE-AER-FATAL");
-  EXPECT_EQ(r.message, "gpu 0000:1b:00.0: 1 fatal PCIe error (AER)");
+  EXPECT_EQ(r.message, "gpu 0000:1b:00.0: 1 fatal PCIe error (AER) this boot");
   EXPECT_EQ(r.remedy, Remedy::kReboot);
-  // The next run sees no new error: the drain is the drainer's, the check passes again.
+  // The driver does not recover the GPU: later runs of the same boot fail too, so the drainer's
+  // resume_after passes never come while it is broken.
+  EXPECT_EQ(run(ctx).status, Status::kFail);
+  EXPECT_EQ(run(ctx).status, Status::kFail);
+  // A reboot ends it: the kernel counts from zero in a new boot.
+  t.boot("9b0e7d52-1c3a-4f68-8e21-6d5c4b3a2f10");
+  std::ofstream(gpu / "aer_dev_fatal") << capture("abi-sample/aer_dev_fatal");
   EXPECT_EQ(run(ctx).status, Status::kPass);
 }
 
-TEST(PcieAer, a_fatal_error_only_at_the_port_above_or_a_nonfatal_one_warns) {
+TEST(PcieAer, a_count_already_there_at_a_boots_first_reading_is_its_baseline) {
+  Tree t;
+  const fs::path gpu = t.add("0000:00:01.0", "0000:1b:00.0", "0x10de", "0x030200");
+  const CheckContext ctx = t.context();
+  std::ofstream(gpu / "aer_dev_fatal") << with_count("abi-sample/aer_dev_fatal", "ECRC", 5);
+  EXPECT_EQ(run(ctx).status, Status::kPass);  // before Vigil looked: says nothing sure now
+  t.boot("9b0e7d52-1c3a-4f68-8e21-6d5c4b3a2f10");
+  std::ofstream(gpu / "aer_dev_fatal") << with_count("abi-sample/aer_dev_fatal", "ECRC", 1);
+  EXPECT_EQ(run(ctx).status, Status::kPass);  // a new boot's first reading, lower or not
+  std::ofstream(gpu / "aer_dev_fatal") << with_count("abi-sample/aer_dev_fatal", "ECRC", 2);
+  EXPECT_EQ(run(ctx).status, Status::kFail);
+}
+
+TEST(PcieAer, a_fatal_error_on_a_nic_or_at_the_port_above_or_a_nonfatal_one_warns) {
   Tree t;
   t.add("0000:00:01.0", "0000:1b:00.0", "0x10de", "0x030200");
   const fs::path nic = t.add("0000:00:03.0", "0000:29:00.0", "0x15b3", "0x020700");
+  const fs::path nvme = t.add("0000:00:04.0", "0000:41:00.0", "0x144d", "0x010802");
   const fs::path port = t.port("0000:00:01.0");
-  const CheckContext ctx = t.context();
+  // A site's bound on the GPUs' fatal errors does not reach the port above them.
+  SkuConfig sku;
+  sku.name = "H100-SXM5-80GB";
+  sku.thresholds["pcie_aer"]["aer_fatal_this_boot"] =
+      built_in_threshold(Op::kLe, 0, std::nullopt, "count", "site");
+  CheckContext ctx = t.context();
+  ctx.sku = &sku;
   ASSERT_EQ(run(ctx).status, Status::kPass);
   std::ofstream(port / "aer_dev_fatal")
       << with_count("abi-sample/aer_dev_fatal", "Surprise Down Error", 1);
-  std::ofstream(nic / "aer_dev_nonfatal")
+  std::ofstream(nic / "aer_dev_fatal")
+      << with_count("abi-sample/aer_dev_fatal", "Malformed TLP", 1);
+  std::ofstream(nvme / "aer_dev_nonfatal")
       << with_count("abi-sample/aer_dev_nonfatal", "Completion Timeout", 3);
   CheckResult r = run(ctx);
   EXPECT_EQ(r.status, Status::kWarn) << r.message;
   EXPECT_EQ(r.fault_code, "VIGIL-PCIE-AER-FATAL");
   EXPECT_EQ(r.message,
             "port above 0000:1b:00.0 (0000:00:01.0): 1 fatal PCIe error (AER), "
-            "nic 0000:29:00.0: 3 non-fatal PCIe errors (AER)");
+            "nic 0000:29:00.0: 1 fatal PCIe error (AER), "
+            "nvme 0000:41:00.0: 3 non-fatal PCIe errors (AER)");
+  EXPECT_FALSE(r.remedy);
 }
 
-TEST(PcieAer, correctable_errors_are_figures_and_a_reboot_counts_from_zero) {
+TEST(PcieAer, correctable_errors_are_figures) {
   Tree t;
   const fs::path gpu = t.add("0000:00:01.0", "0000:1b:00.0", "0x10de", "0x030200");
   const CheckContext ctx = t.context();
-  std::ofstream(gpu / "aer_dev_fatal") << with_count("abi-sample/aer_dev_fatal", "ECRC", 5);
-  ASSERT_EQ(run(ctx).status, Status::kPass);  // baseline: 5 since boot, before Vigil looked
+  ASSERT_EQ(run(ctx).status, Status::kPass);
   std::ofstream(gpu / "aer_dev_correctable")
       << with_count("abi-sample/aer_dev_correctable", "Receiver Error", 40);
   CheckResult r = run(ctx);
   EXPECT_EQ(r.status, Status::kPass) << r.message;
+  EXPECT_EQ(r.message, "1 device: no new uncorrectable PCIe errors");
   bool found = false;
   for (const auto& m : r.measurements)
     if (m.name == "aer_correctable_delta") found = m.value == 38;  // 2 in the capture
   EXPECT_TRUE(found);
-  // After a reboot the kernel counts from zero: 1 is one new error, not minus four.
-  std::ofstream(gpu / "aer_dev_fatal") << with_count("abi-sample/aer_dev_fatal", "ECRC", 1);
-  EXPECT_EQ(run(ctx).status, Status::kFail);
 }
 
 TEST(PcieAer, setup_problems_are_skipped_or_errors_never_fails) {
@@ -175,7 +210,7 @@ TEST(PcieAer, setup_problems_are_skipped_or_errors_never_fails) {
   ctx.state_dir.clear();
   CheckResult p = run(ctx);
   EXPECT_EQ(p.status, Status::kPass) << p.message;
-  EXPECT_EQ(p.message, "1 devices: totals since boot (no state dir: not judged)");
+  EXPECT_EQ(p.message, "1 device: totals since boot (no state dir: not judged)");
 }
 
 }  // namespace
