@@ -4,6 +4,7 @@
 #include <fstream>
 #include <thread>
 
+#include "vigil/base/files.h"
 #include "vigil/report/check_catalog.h"
 
 namespace vigil {
@@ -79,6 +80,11 @@ std::optional<double> uptime_s(const CheckContext& ctx) {
   double up = 0;
   if (in >> up && up >= 0) return up;
   return std::nullopt;
+}
+
+std::string boot_id(const CheckContext& ctx) {
+  const auto text = read_whole_file(ctx.proc_root + "/sys/kernel/random/boot_id");
+  return text ? text->substr(0, text->find('\n')) : "";
 }
 
 CheckResult skipped(std::string_view check, std::string why) {

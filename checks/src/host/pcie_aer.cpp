@@ -104,10 +104,11 @@ std::vector<Device> watched_devices(const std::string& sysfs_root) {
     std::error_code real_ec;
     const fs::path real = fs::canonical(entry, real_ec);
     if (real_ec) continue;
-    if (has_counters(real)) found[bdf] = {bdf, role, real.string()};
+    if (has_counters(real))
+      found[bdf] = {bdf, role, real.string(), false, role == "gpu" || role == "nvswitch"};
     const std::string above = real.parent_path().filename().string();
     if (is_bdf(above) && has_counters(real.parent_path()) && !found.count(above))
-      found[above] = {above, "port above " + bdf, real.parent_path().string()};
+      found[above] = {above, "port above " + bdf, real.parent_path().string(), true, false};
   }
   std::vector<Device> out;
   for (auto& [bdf, d] : found) out.push_back(std::move(d));
@@ -142,13 +143,13 @@ std::string errors_text(std::uint64_t n, const char* kind) {
   return std::to_string(n) + " " + kind + " PCIe error" + (n == 1 ? "" : "s") + " (AER)";
 }
 
-// The boot this run belongs to, as a number the state file can keep (FNV-1a of the kernel's
-// boot_id, which changes at every boot: proc(5)); nullopt when it cannot be read.
+// The boot this run belongs to as a number the state file can keep (FNV-1a of boot_id());
+// nullopt when the boot id cannot be read.
 std::optional<std::uint64_t> boot_key(const CheckContext& ctx) {
-  const auto id = read_whole_file(ctx.proc_root + "/sys/kernel/random/boot_id");
-  if (!id || id->size() < 32) return std::nullopt;
+  const std::string id = boot_id(ctx);
+  if (id.empty()) return std::nullopt;
   std::uint64_t h = 1469598103934665603ull;
-  for (char ch : *id) h = (h ^ static_cast<unsigned char>(ch)) * 1099511628211ull;
+  for (char ch : id) h = (h ^ static_cast<unsigned char>(ch)) * 1099511628211ull;
   return h;
 }
 
@@ -156,13 +157,11 @@ std::optional<std::uint64_t> boot_key(const CheckContext& ctx) {
 // was written in this boot.
 void judge_device(CheckResult& r, const CheckContext& ctx, CounterState& state,
                   const aer::Device& d, const aer::Counts& c, bool same_boot, Findings& found) {
-  const bool port = d.role.starts_with("port above");
-  const std::string who = d.role + " " + (port ? "(" + d.bdf + ")" : d.bdf);
+  const std::string who = d.role + " " + (d.port ? "(" + d.bdf + ")" : d.bdf);
   auto delta = [&](const char* what, std::uint64_t now) {
     return state.update(d.bdf + " " + what, now).delta.value_or(0);
   };
-  const std::uint64_t fatal = delta("fatal", c.fatal), nonfatal = delta("nonfatal", c.nonfatal);
-  if (d.role == "gpu" || d.role == "nvswitch") {
+  if (d.nvidia) {
     // Not recovered until the GPU is reset: judged against the first reading of this boot, so
     // the fail lasts for the boot and a reboot ends it.
     const std::string key = d.bdf + " fatal at first reading";
@@ -177,14 +176,16 @@ void judge_device(CheckResult& r, const CheckContext& ctx, CounterState& state,
   } else {
     // NICs and NVMe drives (their drivers recover: mlx5_core and nvme register error
     // handlers) and the port above a device (which also sees a reset on purpose): warn.
-    add_measurement(r, ctx, port ? "aer_port_fatal_delta" : "aer_fatal_delta",
+    const std::uint64_t fatal = delta("fatal", c.fatal);
+    add_measurement(r, ctx, d.port ? "aer_port_fatal_delta" : "aer_fatal_delta",
                     static_cast<double>(fatal), "count", {}, d.bdf);
     if (fatal > 0) found.add(Status::kWarn, who + ": " + errors_text(fatal, "fatal"), kFaultFatal);
   }
+  const std::uint64_t nonfatal = delta("nonfatal", c.nonfatal);
   add_measurement(r, ctx, "aer_nonfatal_delta", static_cast<double>(nonfatal), "count", {}, d.bdf);
   if (nonfatal > 0)
     found.add(Status::kWarn, who + ": " + errors_text(nonfatal, "non-fatal"), kFaultNonfatal);
-  if (!port)
+  if (!d.port)
     add_measurement(r, ctx, "aer_correctable_delta",
                     static_cast<double>(delta("correctable", c.correctable)), "count", {}, d.bdf);
 }

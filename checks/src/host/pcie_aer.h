@@ -26,9 +26,11 @@ std::optional<std::uint64_t> total_errors(std::string_view text);
 // (0x10de, class 0x0680xx), an NVIDIA networking / Mellanox NIC (0x15b3, class 0x02xxxx) or an
 // NVMe drive (class 0x010802); or the port above one of them (role "port above <bdf>").
 struct Device {
-  std::string bdf;   // "0000:1b:00.0"
-  std::string role;  // gpu, nvswitch, nic, nvme, "port above 0000:1b:00.0"
-  std::string dir;   // its sysfs directory
+  std::string bdf;      // "0000:1b:00.0"
+  std::string role;     // gpu, nvswitch, nic, nvme, "port above 0000:1b:00.0"
+  std::string dir;      // its sysfs directory
+  bool port = false;    // the port above a watched device
+  bool nvidia = false;  // a GPU or NVSwitch: the NVIDIA driver does not recover its fatal errors
 };
 
 // The watched devices with AER counters under `sysfs_root` (its sys/bus/pci/devices), each

@@ -11,8 +11,6 @@
 //   records the ring buffer overwrote before we read them -> warn (their XIDs are unknown);
 //   an unreadable log -> error. Without a state dir every run reads the whole log (no cursor).
 #include <algorithm>
-#include <filesystem>
-#include <fstream>
 #include <map>
 #include <set>
 #include <tuple>
@@ -25,15 +23,6 @@
 
 namespace vigil {
 namespace {
-
-namespace fs = std::filesystem;
-
-std::string read_boot_id(const std::string& proc_root) {
-  std::ifstream in(fs::path(proc_root) / "sys/kernel/random/boot_id");
-  std::string id;
-  std::getline(in, id);
-  return id;
-}
 
 std::string join(const std::vector<std::string>& items) {
   std::string out;
@@ -266,7 +255,7 @@ class KmsgXidCheck final : public Check {
         notes.push_back(c.error().to_string() + "; read the whole log");
       }
     }
-    const std::string boot = read_boot_id(ctx.proc_root);
+    const std::string boot = boot_id(ctx);
     if (cursor.boot_id != boot) cursor = kmsg::Cursor{boot, std::nullopt, {}};
 
     auto scan = kmsg::read_records(ctx.kmsg_path, cursor.last_seq.value_or(0));

@@ -164,6 +164,9 @@ CheckResult skipped(std::string_view check, std::string why);
 // Seconds since boot (CLOCK_BOOTTIME) from <ctx.proc_root>/uptime, or nullopt when unreadable:
 // the boot grace of the fabric and IMEX checks.
 std::optional<double> uptime_s(const CheckContext& ctx);
+// The kernel's id of this boot (<proc_root>/sys/kernel/random/boot_id, new at every boot:
+// proc(5)); "" when it cannot be read.
+std::string boot_id(const CheckContext& ctx);
 CheckResult error(std::string_view check, std::string why, std::string fault_code = "");
 
 }  // namespace vigil
