@@ -7,6 +7,7 @@
 
 #include "cli_util.h"
 #include "commands.h"
+#include "host/host_services.h"
 #include "nvml/gpu_reset.h"
 
 using namespace vigil_cli;  // RunArgs, HookArgs, cmd_*, kExitError (commands.h, cli_util.h)
@@ -164,12 +165,9 @@ CLI::App* add_repair_command(CLI::App& app, RunArgs& repair, vigil::nvml::ResetO
       ->delimiter(',')
       ->check(CLI::Validator(
           [](std::string& unit) -> std::string {
-            // systemd.unit(5)'s characters; never an option of systemctl's own.
-            const bool ok = !unit.empty() && unit[0] != '-' &&
-                            unit.find_first_not_of(
-                                "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstu"
-                                "vwxyz0123456789:_.@\\-") == std::string::npos;
-            return ok ? "" : "'" + unit + "' is not a systemd unit name";
+            return vigil::services::is_unit_name(unit)
+                       ? ""
+                       : "'" + unit + "' is not a systemd unit name";
           },
           "UNIT"));
   cmd->add_flag("--quiet,-q", repair.quiet, "No progress line on stderr");

@@ -219,6 +219,27 @@ TEST(SkuFile, nvlink_imex_is_a_boolean_and_off_unless_said) {
             std::string::npos);
 }
 
+// services.required: the units host_services requires, with systemd's default suffix added.
+TEST(SkuFile, required_services_are_unit_names) {
+  TempDir d;
+  auto loaded = load_sku_file(
+      d.write("a.yaml", std::string(kH100) +
+                            "services:\n  required: [nvidia-fabricmanager, lustre-client.mount]\n"),
+      known_check_names());
+  ASSERT_TRUE(loaded) << loaded.errors.front().to_string();
+  EXPECT_EQ(loaded.value->services.required,
+            (std::vector<std::string>{"nvidia-fabricmanager.service", "lustre-client.mount"}));
+  EXPECT_EQ(first_error(std::string(kH100) + "services:\n  required: [\"--now\"]\n")
+                .rfind("x.yaml:15: services.required: '--now' is not a systemd unit name", 0),
+            0u)
+      << first_error(std::string(kH100) + "services:\n  required: [\"--now\"]\n");
+  EXPECT_NE(first_error(std::string(kH100) + "services:\n  required: nvidia-imex\n")
+                .find("services.required: must be a list"),
+            std::string::npos);
+  EXPECT_NE(first_error(std::string(kH100) + "services:\n  optional: [x]\n").find("services"),
+            std::string::npos);
+}
+
 TEST(SkuFile, keys_that_are_lists_or_mappings_are_errors_not_crashes) {
   // tests/fuzz/regressions/fuzz_thresholds/key-is-not-a-scalar, reduced: "? key: value" makes
   // the key a mapping.

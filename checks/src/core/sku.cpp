@@ -10,6 +10,7 @@
 #include <set>
 #include <string_view>
 
+#include "host/host_services.h"
 #include "vigil/config/strict_yaml.h"
 
 namespace vigil {
@@ -214,6 +215,26 @@ void walk_infiniband(YamlReader& w, const YAML::Node& ib, InfinibandSpec& spec) 
   }
 }
 
+// The `services` section: systemd units the node must run.
+void walk_services(YamlReader& w, const YAML::Node& sv, ServicesSpec& spec) {
+  if (!w.only_keys(sv, "services", {"required"}) || !sv["required"]) return;
+  const YAML::Node list = sv["required"];
+  if (!list.IsSequence() || list.size() > 64) {
+    w.error(list, "services.required", "must be a list of at most 64 systemd unit names");
+    return;
+  }
+  for (const auto& n : list)
+    if (auto u = w.text(n, "services.required")) {
+      if (services::is_unit_name(*u))
+        spec.required.push_back(services::with_suffix(*u));
+      else
+        w.error(n, "services.required",
+                "'" + *u +
+                    "' is not a systemd unit name (systemd.unit(5): letters, digits, "
+                    ": _ . @ \\ -, not starting with -)");
+    }
+}
+
 // The `thresholds` section: check -> measurement -> threshold, for the known checks only.
 void walk_thresholds(YamlReader& w, const YAML::Node& th, const std::set<std::string>& known,
                      SkuConfig& sku) {
@@ -249,7 +270,9 @@ void walk_thresholds(YamlReader& w, const YAML::Node& th, const std::set<std::st
 
 void walk_sku(YamlReader& w, const YAML::Node& root, const std::set<std::string>& known,
               SkuConfig& sku) {
-  if (!w.only_keys(root, "", {"sku", "description", "match", "infiniband", "nvlink", "thresholds"}))
+  if (!w.only_keys(
+          root, "",
+          {"sku", "description", "match", "infiniband", "nvlink", "services", "thresholds"}))
     return;
   if (!root["sku"])
     w.error(root, "sku", "missing (the SKU name, e.g. H100-SXM5-80GB)");
@@ -275,6 +298,7 @@ void walk_sku(YamlReader& w, const YAML::Node& root, const std::set<std::string>
       if (auto b = w.boolean(nv["imex_resident"], "nvlink.imex_resident"))
         sku.nvlink.imex_resident = *b;
   }
+  if (root["services"]) walk_services(w, root["services"], sku.services);
   if (root["thresholds"]) walk_thresholds(w, root["thresholds"], known, sku);
 }
 

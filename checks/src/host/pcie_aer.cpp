@@ -115,6 +115,18 @@ std::vector<Device> watched_devices(const std::string& sysfs_root) {
   return out;
 }
 
+int count_functions(const std::string& sysfs_root, std::string_view role) {
+  int n = 0;
+  std::error_code ec;
+  for (fs::directory_iterator it(fs::path(sysfs_root) / "sys/bus/pci/devices", ec), end;
+       !ec && it != end; it.increment(ec)) {
+    const auto vendor = hex_value(it->path() / "vendor");
+    const auto cls = hex_value(it->path() / "class");
+    n += vendor && cls && role_of(*vendor, *cls) == role;
+  }
+  return n;
+}
+
 Result<Counts> read_counts(const Device& d) {
   Counts c;
   for (auto [file, into] :

@@ -37,6 +37,10 @@ struct Device {
 // upstream port once, in bus order. Devices without aer_dev_* files are left out.
 std::vector<Device> watched_devices(const std::string& sysfs_root);
 
+// How many PCI functions under `sysfs_root` have `role` (gpu, nvswitch, nic, nvme), counters or
+// not: host_services asks for NVSwitches, where Fabric Manager must run.
+int count_functions(const std::string& sysfs_root, std::string_view role);
+
 struct Counts {
   std::uint64_t fatal = 0, nonfatal = 0, correctable = 0;
 };

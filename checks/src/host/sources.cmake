@@ -1,4 +1,6 @@
-# Host checks around the GPUs: PCIe AER counters (pcie_aer).
+# Host checks around the GPUs: PCIe AER counters (pcie_aer), the GPU stack's systemd services
+# (host_services).
 target_sources(vigil_checks PRIVATE
+  ${CMAKE_CURRENT_LIST_DIR}/host_services.cpp
   ${CMAKE_CURRENT_LIST_DIR}/pcie_aer.cpp
 )

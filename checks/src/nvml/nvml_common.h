@@ -74,6 +74,14 @@ Result<Session> open_session(const CheckContext& ctx);
 // Whether a failed nvmlDeviceGetHandleByIndex_v2 says the GPU itself is faulty.
 bool handle_error_is_hardware(nvmlReturn_t rc);
 
+// The GPUs NVML reads with an NVLink fabric (a fabric info state other than NOT_SUPPORTED), and
+// how many of them are registered (COMPLETED with a successful status): host_services' cross-check
+// of a Fabric Manager that is down (nvml_fabric.cpp). Error: NVML could not be opened.
+struct FabricTally {
+  int gpus = 0, registered = 0;
+};
+Result<FabricTally> fabric_tally(const CheckContext& ctx);
+
 // The error result for a missing library/driver: "NVML not available: <why>",
 // fault VIGIL-NVML-UNAVAILABLE. Never fail: a node without a driver is a setup problem.
 CheckResult unavailable(std::string_view check, const Error& e);

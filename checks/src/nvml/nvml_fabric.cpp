@@ -478,6 +478,25 @@ class NvmlRecoveryCheck final : public NvmlCheck {
 
 }  // namespace
 
+namespace nvml {
+
+Result<FabricTally> fabric_tally(const CheckContext& ctx) {
+  auto s = open_session(ctx);
+  if (!s) return s.error();
+  FabricTally t;
+  for (int g = 0; g < s->count(); ++g) {
+    if (!s->gpus[g]) continue;
+    const FabricRead f = read_fabric(*s, g);
+    if (f.rc != NVML_SUCCESS || f.info.state == kNvmlGpuFabricStateNotSupported) continue;
+    ++t.gpus;
+    if (f.info.state == kNvmlGpuFabricStateCompleted && f.info.status == NVML_SUCCESS)
+      ++t.registered;
+  }
+  return t;
+}
+
+}  // namespace nvml
+
 std::unique_ptr<Check> make_nvml_fabric_check() { return std::make_unique<NvmlFabricCheck>(); }
 std::unique_ptr<Check> make_nvml_recovery_check() { return std::make_unique<NvmlRecoveryCheck>(); }
 

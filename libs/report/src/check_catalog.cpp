@@ -85,6 +85,11 @@ constexpr CheckSpec kCatalog[] = {
     // from (pcieaer-howto.rst; nv-pci.c; "no AER-aware driver", then Xid 79). NICs, NVMe
     // drives and the ports above only warn.
     {"pcie_aer", "aer", kNodeAndHooks, seconds(10), kFatal, {}},
+    // Fatal: a GPU-stack service the node needs is missing, stopped or failed (Fabric Manager on
+    // an NVSwitch board, a resident IMEX daemon, the SKU's required units): a unit's failed
+    // state is latched by systemd; one restarting or flapping only warns (NVSentinel#883,
+    // ADR-050).
+    {"host_services", "services", kNodeAndHooks, seconds(15), kFatal, {}},
     // --- CUDA probes (docs/cuda-probes.md) ---
     // Noisy: GEMM throughput per GPU.
     {"gpu_gemm", "gemm", kNode, seconds(120), kNoisy, kGemmMetrics},

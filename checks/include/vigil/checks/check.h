@@ -58,6 +58,10 @@ struct AllReduceOptions {  // the all_reduce checks
   std::string backend = "nccl";  // nccl | host (CPU-only test clusters)
 };
 
+struct ServiceOptions {                 // host_services
+  std::string systemctl = "systemctl";  // asked `show` for the units' states (tests: a stand-in)
+};
+
 // Everything a check may read. Every hardware/OS boundary is injectable for tests.
 struct CheckContext {
   std::string node;  // Slurm node name (SLURMD_NODENAME or hostname)
@@ -71,6 +75,7 @@ struct CheckContext {
   FabricWaitOptions fabric_wait;        // nvml_fabric, nvlink_imex
   ImexOptions imex;                     // nvlink_imex
   AllReduceOptions allreduce;           // the all_reduce checks, fabric and domain jobs included
+  ServiceOptions services;              // host_services
   std::string state_dir;                // previous readings for delta counters; empty = none
   std::chrono::milliseconds xid_wait{2000};  // how long nvml_xid listens for events
   bool has_gpu_runtime = false;              // set by the runner: CUDA built in and a device seen

@@ -48,12 +48,21 @@ struct NvlinkSpec {
   bool imex_resident = false;
 };
 
+// The systemd units host_services judges on nodes of this SKU (docs/checks-host.md).
+struct ServicesSpec {
+  // Units the node must have installed and active, with their suffix ("nvidia-fabricmanager
+  // .service"): one that is missing, stopped or failed fails. Fabric Manager, persistenced and
+  // IMEX are also watched without being listed, but only where they are installed and in use.
+  std::vector<std::string> required;
+};
+
 struct SkuConfig {
   std::string name;  // e.g. "H100-SXM5-80GB"
   std::string description;
   SkuMatch match;
   InfinibandSpec infiniband;
   NvlinkSpec nvlink;
+  ServicesSpec services;
   // check name -> measurement name -> threshold
   std::map<std::string, std::map<std::string, Threshold>> thresholds;
   std::string file;  // where it was loaded from
