@@ -134,7 +134,14 @@ int cmd_thresholds_validate(const std::string& dir) {
     for (const auto& [check, ms] : s.thresholds) n += ms.size();
     std::cout << s.name << ": " << n << " thresholds (" << s.file << ")\n";
   }
-  std::cout << "ok: " << skus.value->skus.size() << " SKU file(s) valid\n";
+  for (const auto& c : skus.value->site_checks)
+    std::cout << c.name << ": site check, " << (c.in_run ? "run" : "")
+              << (c.in_run && c.in_hooks ? " and " : "") << (c.in_hooks ? "hooks" : "") << " ("
+              << c.file << ")\n";
+  std::cout << "ok: " << skus.value->skus.size() << " SKU file(s) valid";
+  if (!skus.value->site_checks.empty())
+    std::cout << ", " << skus.value->site_checks.size() << " site check(s)";
+  std::cout << "\n";
   return 0;
 }
 

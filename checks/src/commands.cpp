@@ -289,7 +289,7 @@ int cmd_run(const RunArgs& a) {
   if (int rc = prepare(a, skus, ctx, sku_note, false, &parts); rc != 0) return rc;
   ctx.repeat_spacing = std::chrono::seconds(a.repeat_spacing_s);  // fabric and hook: none
 
-  auto checks = vigil::all_checks();
+  auto checks = vigil::all_checks(&*skus.value);
   size_t done = 0;
   vigil::RunOptions opts = run_options(a, done);
   if (!select_checks(a, checks, opts)) return kExitError;

@@ -69,9 +69,19 @@ AllreduceTuning sweep(const std::string& min_bytes, const std::string& max_bytes
 
 }  // namespace
 
-std::vector<std::unique_ptr<Check>> all_checks() {
+// The site's checks that run in the hooks (`hooks`) or in `vigil-check run`.
+static void add_site_checks(std::vector<std::unique_ptr<Check>>& out, const SkuSet* skus,
+                            bool hooks) {
+  if (!skus) return;
+  for (const SiteCheckSpec& s : skus->site_checks)
+    if (hooks ? s.in_hooks : s.in_run) out.push_back(make_site_check(s));
+}
+
+std::vector<std::unique_ptr<Check>> all_checks(const SkuSet* skus) {
   // The full suite holds the quick one (the runner filters by the catalog's suites).
-  return from_catalog([](const CheckSpec& s) { return s.runs_in(CheckSuite::kFull); });
+  auto out = from_catalog([](const CheckSpec& s) { return s.runs_in(CheckSuite::kFull); });
+  add_site_checks(out, skus, false);
+  return out;
 }
 
 std::vector<std::unique_ptr<Check>> fabric_checks(const std::string& min_bytes,
@@ -88,14 +98,16 @@ std::vector<std::unique_ptr<Check>> domain_checks(const std::string& min_bytes,
   return out;
 }
 
-std::vector<std::unique_ptr<Check>> passive_checks(PassiveSelection selection) {
+std::vector<std::unique_ptr<Check>> passive_checks(PassiveSelection selection, const SkuSet* skus) {
   // The catalog puts kmsg_xid first: it needs neither NVML nor the SKU, and a GPU with GSP trouble
   // (Xid 119/120) can make every NVML call block until the hook's time box ends.
-  return from_catalog([&](const CheckSpec& s) {
+  auto out = from_catalog([&](const CheckSpec& s) {
     if (s.name == "gpu_leftovers") return selection.after_job;
     if (s.name == "gpu_sanity") return selection.cuda_sanity;
     return s.runs_in(CheckSuite::kPassive);
   });
+  add_site_checks(out, skus, true);
+  return out;
 }
 
 std::set<std::string> known_check_names() {

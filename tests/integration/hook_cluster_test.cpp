@@ -13,6 +13,8 @@
 //      with breaker max_drains 1: one node drained, the other's drain held by the drainer's
 //      breaker (hook exits 0), no job requeued; then with the drainer down, the hook's own
 //      breaker holds it too (issue 23).
+//   g) a site check declared in a file drains with its own reason; one that hangs or crashes
+//      drains nothing (issue 46).
 // libslurm binds a process to one slurm.conf, so every test here shares one cluster.
 #include <gtest/gtest.h>
 #include <httplib.h>
@@ -347,6 +349,48 @@ TEST_F(HookOnCluster, an_xid_in_the_kernel_log_drains_with_the_catalogues_remedy
       remedy =
           remedy || slurp(f.path().string()).find("\"remedy\": \"reboot\"") != std::string::npos;
   EXPECT_TRUE(remedy) << "no healthcheck report of gpu-1 carries remedy reboot";
+}
+
+// Issue 46: a check declared in a file alone (site-checks/*.yaml beside the SKU files, no C++)
+// drains an idle node through HealthCheckProgram with its own short name and words in the
+// reason (a default check: the drainer's drain_after 2, two failing reports); site checks that
+// hang past their timeout or crash are errors on both nodes and drain nothing.
+TEST_F(HookOnCluster, a_site_check_from_a_file_drains_and_one_that_hangs_or_crashes_does_not) {
+  const std::string dir = w() + "/thresholds-site";
+  fs::remove_all(dir);
+  fs::copy(std::string(VIGIL_SOURCE_DIR) + "/checks/thresholds", dir);
+  fs::create_directories(dir + "/site-checks");
+  put(dir + "/site-checks/scratch.yaml",
+      "name: site_scratch\n"
+      "command: [/bin/sh, -c, 'if [ \"$VIGIL_NODE\" = gpu-1 ]; then echo \"/scratch is "
+      "read-only\"; exit 1; fi; echo /scratch writable']\n"
+      "runs_in: [hooks]\n");
+  put(dir + "/site-checks/hang.yaml",
+      "name: site_hang\ncommand: [/bin/sleep, \"300\"]\ntimeout_s: 2\nruns_in: [hooks]\n");
+  put(dir + "/site-checks/crash.yaml",
+      "name: site_crash\ncommand: [/bin/sh, -c, 'kill -SEGV $$']\nruns_in: [hooks]\n");
+  write_env(url_, 30, "THRESHOLDS=" + dir + "\n");
+  put(w() + "/healthcheck.on", "");
+  auto took = wait_drained("gpu-1", std::chrono::seconds(kHealthInterval * 5));
+  fs::remove(w() + "/healthcheck.on");
+  wait_healthchecks_done();
+  ASSERT_TRUE(took) << hook_log("gpu-1");
+  const std::string reason = drain_reason("gpu-1");
+  EXPECT_EQ(reason.rfind("vigil: scratch", 0), 0u) << reason;
+  EXPECT_NE(reason.find("/scratch is read-only"), std::string::npos) << reason;
+  EXPECT_EQ(drain_reason("gpu-0"), "") << hook_log("gpu-0");
+  int gpu0_reports = 0;
+  for (const auto& f : fs::directory_iterator(w() + "/out")) {
+    if (!f.path().filename().string().starts_with("healthcheck-gpu-0-")) continue;
+    const std::string text = slurp(f.path().string());
+    if (text.find("site_hang") == std::string::npos) continue;
+    ++gpu0_reports;
+    EXPECT_NE(text.find("VIGIL-SITE-TIMEOUT"), std::string::npos) << text;
+    EXPECT_NE(text.find("VIGIL-SITE-CRASH"), std::string::npos) << text;
+  }
+  EXPECT_GE(gpu0_reports, 2) << "gpu-0's health checks did not run the site checks twice";
+  std::printf("[ measured ] a site check from a file drained idle gpu-1 %.1f s after it appeared\n",
+              *took);
 }
 
 TEST_F(HookOnCluster, drainer_down_the_hook_drains_itself_and_the_spooled_report_repeats_nothing) {

@@ -350,8 +350,15 @@ Loaded<SkuSet> load_sku_dir(const std::string& dir, const std::set<std::string>&
   }
   std::sort(files.begin(), files.end());
   SkuSet set;
+  auto site = load_site_checks(dir + "/" + kSiteChecksDir);
+  out.errors.insert(out.errors.end(), site.errors.begin(), site.errors.end());
+  std::set<std::string> names = known;
+  for (const SiteCheckSpec& s : site.value.value_or(std::vector<SiteCheckSpec>{})) {
+    names.insert(s.name);
+    set.site_checks.push_back(s);
+  }
   for (const auto& f : files) {
-    auto one = load_sku_file(f, known);
+    auto one = load_sku_file(f, names);
     out.errors.insert(out.errors.end(), one.errors.begin(), one.errors.end());
     if (!one.value) continue;
     if (const SkuConfig* prev = set.by_name(one.value->name)) {

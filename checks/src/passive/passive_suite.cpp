@@ -22,7 +22,7 @@ std::string run_in_suite_child(const CheckContext& ctx, const SkuSet* skus,
   opts.on_result = [&](const CheckResult& r) { send(to_json(r).dump() + "\n"); };
   // Checks that need neither NVML nor the SKU run before anything attaches to the driver: a
   // wedged GPU can block the attach itself (passive_checks).
-  auto checks = passive_checks(selection);
+  auto checks = passive_checks(selection, skus);
   std::vector<std::unique_ptr<Check>> first;
   for (auto& check : checks)
     if (check && check->name() == "kmsg_xid") first.push_back(std::move(check));
@@ -92,7 +92,7 @@ PassiveRun run_passive_suite(const CheckContext& ctx, const SkuSet* skus,
   const std::string why = out ? "no result from the suite" : out.error().message;
   const bool timed_out = !out && why.rfind("timed out", 0) == 0;
   std::vector<CheckResult> ordered;
-  for (const auto& check : passive_checks(selection)) {
+  for (const auto& check : passive_checks(selection, skus)) {
     bool have = false;
     for (auto& r : run.results) {
       if (r.check != check->name()) continue;

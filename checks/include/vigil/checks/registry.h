@@ -8,8 +8,9 @@
 
 namespace vigil {
 
-// Every check Vigil knows, in run order (cheap probes first, bandwidth tests last).
-std::vector<std::unique_ptr<Check>> all_checks();
+// Every check Vigil knows, in run order (cheap probes first, bandwidth tests last), then the
+// site's own checks that run in `vigil-check run` (SkuSet::site_checks; none without `skus`).
+std::vector<std::unique_ptr<Check>> all_checks(const SkuSet* skus = nullptr);
 
 // Checks that need a pair of nodes in one allocation: only `vigil-check fabric` runs them.
 // Their names are valid in threshold files and reports like the others.
@@ -27,8 +28,10 @@ struct PassiveSelection {
 };
 
 // The passive suite of the Slurm hooks (`vigil-check hook`): counters and link state only, no
-// GPU load (gpu_sanity, when selected, runs one kernel of a few microseconds per GPU).
-std::vector<std::unique_ptr<Check>> passive_checks(PassiveSelection selection);
+// GPU load (gpu_sanity, when selected, runs one kernel of a few microseconds per GPU). The site's
+// checks that run in the hooks come last.
+std::vector<std::unique_ptr<Check>> passive_checks(PassiveSelection selection,
+                                                   const SkuSet* skus = nullptr);
 
 // Names of every check above and of the fabric checks: what threshold files may name.
 std::set<std::string> known_check_names();

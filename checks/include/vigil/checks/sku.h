@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "vigil/checks/site_check.h"
 #include "vigil/checks/xid_catalogue.h"
 #include "vigil/config/config_error.h"
 #include "vigil/detect/config.h"
@@ -79,6 +80,8 @@ struct SkuSet {
   // The site's xid-policy.json beside the SKU files over the built-in XID catalogue (docs/xid.md);
   // null when there is none: the built-in one.
   std::shared_ptr<const XidCatalogue> xid;
+  // The site's own checks, `site-checks/*.yaml` beside the SKU files (site_check.h), by name.
+  std::vector<SiteCheckSpec> site_checks;
   const SkuConfig* by_name(std::string_view name) const;
 };
 
@@ -92,9 +95,14 @@ struct Loaded {
 // known_checks: the check names a threshold may name (registry.h known_check_names()); any
 // other name is an error, so a misspelt check cannot silently lose its bound.
 Loaded<SkuConfig> load_sku_file(const std::string& path, const std::set<std::string>& known_checks);
-// Every *.yaml / *.yml in dir, and detection.json and xid-policy.json when there are; duplicate
-// SKU names and an invalid detection.json or xid-policy.json are errors.
+// Every *.yaml / *.yml in dir, and detection.json, xid-policy.json and site-checks/*.yaml when
+// there are; duplicate SKU or site check names and an invalid detection.json, xid-policy.json or
+// site check are errors. The site checks' names join `known_checks` for the SKU files.
 Loaded<SkuSet> load_sku_dir(const std::string& dir, const std::set<std::string>& known_checks);
+
+// Every *.yaml / *.yml in `dir` (a site-checks directory) as a site check; a missing directory
+// is no site checks.
+Loaded<std::vector<SiteCheckSpec>> load_site_checks(const std::string& dir);
 
 // What the node looks like, for SKU matching.
 struct GpuInventory {

@@ -1,0 +1,275 @@
+// Site checks (vigil/checks/site_check.h, docs/site-checks.md): the files that declare them, and
+// the check that runs one. What a result means is the site's word; what Vigil guarantees is the
+// rule every check keeps: a command that cannot start, crashes, hangs past its timeout, exits
+// with a code the file does not name, or prints a measurement line that does not parse is an
+// `error`, never a `fail`, so it never drains a node.
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "check_factories.h"
+#include "vigil/base/process.h"
+#include "vigil/base/strings.h"
+#include "vigil/checks/findings.h"
+#include "vigil/checks/sku.h"
+#include "vigil/config/strict_yaml.h"
+
+namespace vigil {
+namespace {
+
+const std::regex kNameRule("site_[a-z0-9_]{1,40}");
+const std::regex kShortRule("[a-z0-9_-]{1,16}");
+const std::regex kEnvRule("[A-Z_][A-Z0-9_]{0,63}");
+
+std::optional<std::vector<int>> codes(YamlReader& w, const YAML::Node& n, const std::string& f) {
+  if (!n.IsSequence() || n.size() > 32) {
+    w.error(n, f, "must be a list of exit codes (1-255)");
+    return std::nullopt;
+  }
+  std::vector<int> out;
+  for (const auto& c : n)
+    if (auto v = w.integer(c, f, 1, 255)) out.push_back(static_cast<int>(*v));
+  return out;
+}
+
+void walk_result(YamlReader& w, const YAML::Node& root, SiteCheckSpec& s) {
+  if (const YAML::Node r = root["result"]) {
+    const auto v = w.text(r, "result");
+    if (v && *v != "exit_code" && *v != "measurements")
+      w.error(r, "result", "must be exit_code or measurements");
+    s.measurements = v == "measurements";
+  }
+  if (const YAML::Node e = root["exit_codes"];
+      e && w.only_keys(e, "exit_codes", {"fail", "warn"})) {
+    if (e["fail"])
+      if (auto c = codes(w, e["fail"], "exit_codes.fail")) s.fail_codes = *c;
+    if (e["warn"])
+      if (auto c = codes(w, e["warn"], "exit_codes.warn")) s.warn_codes = *c;
+    for (int c : s.warn_codes)
+      if (std::ranges::count(s.fail_codes, c))
+        w.error(e, "exit_codes", "exit code " + std::to_string(c) + " both fails and warns");
+  }
+}
+
+void walk_site_check(YamlReader& w, const YAML::Node& root, SiteCheckSpec& s) {
+  if (!w.only_keys(
+          root, "",
+          {"name", "short_name", "command", "timeout_s", "runs_in", "result", "exit_codes", "env"}))
+    return;
+  if (!root["name"])
+    w.error(root, "name", "missing (site_ and what it checks: site_lustre)");
+  else if (auto n = w.text(root["name"], "name")) {
+    if (std::regex_match(*n, kNameRule))
+      s.name = *n;
+    else
+      w.error(root["name"], "name", "must be site_ and 1-40 of [a-z0-9_] (site_lustre)");
+  }
+  s.short_name = s.name.size() > 5 ? s.name.substr(5, 16) : "site";
+  std::replace(s.short_name.begin(), s.short_name.end(), '_', '-');
+  if (root["short_name"])
+    if (auto n = w.text(root["short_name"], "short_name")) {
+      if (std::regex_match(*n, kShortRule))
+        s.short_name = *n;
+      else
+        w.error(root["short_name"], "short_name", "must be 1-16 of [a-z0-9_-]");
+    }
+  const YAML::Node cmd = root["command"];
+  if (!cmd || !cmd.IsSequence() || cmd.size() == 0 || cmd.size() > 64)
+    w.error(cmd ? cmd : root, "command",
+            "must be a list: the program's absolute path, then its arguments (no shell; for one, "
+            "[/bin/sh, -c, \"...\"])");
+  else
+    for (const auto& a : cmd)
+      if (auto v = w.scalar(a, "command")) s.command.push_back(*v);
+  if (!s.command.empty() && s.command[0].rfind('/', 0) != 0)
+    w.error(cmd, "command", "'" + s.command[0] + "' is not an absolute path");
+  if (root["timeout_s"])
+    if (auto v = w.integer(root["timeout_s"], "timeout_s", 1, 600))
+      s.timeout = std::chrono::seconds(*v);
+  if (const YAML::Node r = root["runs_in"]) {
+    s.in_run = s.in_hooks = false;
+    if (!r.IsSequence() || r.size() == 0) w.error(r, "runs_in", "must be a list of run, hooks");
+    for (const auto& x : r) {
+      const auto v = w.text(x, "runs_in");
+      if (v == "run")
+        s.in_run = true;
+      else if (v == "hooks")
+        s.in_hooks = true;
+      else if (v)
+        w.error(x, "runs_in", "'" + *v + "' is not run or hooks");
+    }
+  }
+  walk_result(w, root, s);
+  if (const YAML::Node e = root["env"]) {
+    if (!e.IsMap()) w.error(e, "env", "must be a mapping of NAME: value");
+    for (const auto& kv : e)
+      if (auto k = w.text(kv.first, "env"); k && std::regex_match(*k, kEnvRule)) {
+        if (auto v = w.scalar(kv.second, "env." + *k)) s.env.emplace_back(*k, *v);
+      } else if (k) {
+        w.error(kv.first, "env",
+                "'" + *k + "' is not an environment variable name ([A-Z_][A-Z0-9_]*)");
+      }
+  }
+}
+
+Loaded<SiteCheckSpec> load_one(const std::string& path) {
+  Loaded<SiteCheckSpec> out;
+  YamlReader w(path);
+  SiteCheckSpec s;
+  s.file = path;
+  try {
+    walk_site_check(w, YAML::LoadFile(path), s);
+  } catch (const YAML::ParserException& e) {
+    out.errors.push_back({path, e.mark.line + 1, "", "YAML syntax error: " + e.msg});
+    return out;
+  } catch (const YAML::Exception& e) {
+    out.errors.push_back({path, 0, "", e.what()});
+    return out;
+  }
+  out.errors = std::move(w.errors);
+  if (out.errors.empty()) out.value = std::move(s);
+  return out;
+}
+
+// "site_lustre_rw" -> "VIGIL-SITE-LUSTRE-RW".
+std::string fault_code_of(const std::string& name) {
+  std::string code = "VIGIL-SITE-" + name.substr(5);
+  for (char& c : code) c = c == '_' ? '-' : static_cast<char>(std::toupper(c));
+  return code;
+}
+
+// The last line of `text` that is not blank, at most 200 characters.
+std::string last_line(const std::string& text) {
+  std::istringstream lines(text);
+  std::string line, last;
+  while (std::getline(lines, line))
+    if (!trim(line).empty()) last = std::string(trim(line));
+  return last.size() > 200 ? last.substr(0, 197) + "..." : last;
+}
+
+class SiteCheck final : public Check {
+ public:
+  explicit SiteCheck(SiteCheckSpec spec) : s_(std::move(spec)) {}
+  std::string_view name() const override { return s_.name; }
+  std::string_view short_name() const override { return s_.short_name; }
+  // The runner's limit is a little longer than the command's, so the command's own timeout
+  // speaks first, with the check's words.
+  std::chrono::seconds timeout() const override { return s_.timeout + std::chrono::seconds(5); }
+  Applies applies(const CheckContext&) const override { return {}; }
+
+  CheckResult run(const CheckContext& ctx) override {
+    LaunchOptions o;
+    o.timeout = s_.timeout;
+    if (ctx.time_limit.count() > 0)
+      o.timeout = std::clamp(ctx.time_limit - std::chrono::milliseconds(500),
+                             std::chrono::milliseconds(100), o.timeout);
+    o.env = s_.env;
+    o.env.emplace_back("VIGIL_NODE", ctx.node);
+    o.env.emplace_back("VIGIL_SKU", ctx.sku ? ctx.sku->name : "unknown");
+    o.max_output = 1u << 20;
+    const auto ran = run_command(s_.command, o);
+    if (!ran)
+      return error(s_.name, s_.command[0] + " could not start: " + ran.error().to_string(),
+                   "VIGIL-SITE-SETUP");
+    const LaunchResult& p = ran.value();
+    const std::string said = last_line(p.out).empty() ? last_line(p.err) : last_line(p.out);
+    auto with_said = [&](std::string what) { return said.empty() ? what : what + ": " + said; };
+    if (p.timed_out)
+      return error(
+          s_.name,
+          "killed after " + std::to_string(o.timeout.count()) + " ms (timeout): " + s_.command[0],
+          "VIGIL-SITE-TIMEOUT");
+    if (p.term_signal != 0)
+      return error(s_.name,
+                   with_said(s_.command[0] + " died of signal " + std::to_string(p.term_signal)),
+                   "VIGIL-SITE-CRASH");
+    if (p.exit_code == 126 || p.exit_code == 127)
+      return error(s_.name, with_said("cannot run " + s_.command[0]), "VIGIL-SITE-SETUP");
+    Status st = Status::kPass;
+    if (std::ranges::count(s_.fail_codes, p.exit_code))
+      st = Status::kFail;
+    else if (std::ranges::count(s_.warn_codes, p.exit_code))
+      st = Status::kWarn;
+    else if (p.exit_code != 0)
+      return error(s_.name,
+                   with_said(s_.command[0] + " exited " + std::to_string(p.exit_code) + ", which " +
+                             s_.file + " does not name"),
+                   "VIGIL-SITE-EXIT");
+    CheckResult r;
+    r.check = s_.name;
+    if (s_.measurements)
+      if (std::string bad = read_measurements(r, ctx, p.out); !bad.empty())
+        return error(s_.name, bad, "VIGIL-SITE-OUTPUT");
+    Findings found;
+    if (st != Status::kPass)
+      found.add(st, said.empty() ? "exit " + std::to_string(p.exit_code) : said,
+                fault_code_of(s_.name));
+    if (found.conclude(r, fault_code_of(s_.name))) r.message = said.empty() ? "exit 0" : said;
+    return r;
+  }
+
+ private:
+  // The lines of `out` that start with '{', each one measurement as a NodeReport writes it
+  // (docs/node-report.md), its own threshold optional; the SKU file's bound wins. "" or why not.
+  std::string read_measurements(CheckResult& r, const CheckContext& ctx, const std::string& out) {
+    std::istringstream lines(out);
+    std::string line;
+    for (int n = 1; std::getline(lines, line); ++n) {
+      if (!trim(line).starts_with("{")) continue;
+      const auto j = nlohmann::json::parse(line, nullptr, false);
+      if (j.is_discarded()) return "stdout line " + std::to_string(n) + " is not JSON";
+      auto parsed =
+          parse_check_result(nlohmann::json{{"check", s_.name},
+                                            {"status", "pass"},
+                                            {"message", ""},
+                                            {"measurements", nlohmann::json::array({j})}});
+      if (!parsed) return "stdout line " + std::to_string(n) + ": " + parsed.error;
+      Measurement m = parsed.value->measurements.front();
+      Measurement& added = add_measurement(r, ctx, m.name, m.value, m.unit, m.gpu, m.port);
+      if (!added.threshold) added.threshold = m.threshold;
+    }
+    return "";
+  }
+
+  SiteCheckSpec s_;
+};
+
+}  // namespace
+
+Loaded<std::vector<SiteCheckSpec>> load_site_checks(const std::string& dir) {
+  Loaded<std::vector<SiteCheckSpec>> out;
+  out.value.emplace();
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) return out;
+  std::vector<std::string> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    const auto ext = e.path().extension().string();
+    if (e.is_regular_file() && (ext == ".yaml" || ext == ".yml"))
+      files.push_back(e.path().string());
+  }
+  std::sort(files.begin(), files.end());
+  std::set<std::string> seen;
+  for (const auto& f : files) {
+    auto one = load_one(f);
+    out.errors.insert(out.errors.end(), one.errors.begin(), one.errors.end());
+    if (!one.value) continue;
+    if (!seen.insert(one.value->name).second) {
+      out.errors.push_back({f, 0, "name", "duplicate site check '" + one.value->name + "'"});
+      continue;
+    }
+    out.value->push_back(std::move(*one.value));
+  }
+  return out;
+}
+
+std::unique_ptr<Check> make_site_check(const SiteCheckSpec& spec) {
+  return std::make_unique<SiteCheck>(spec);
+}
+
+}  // namespace vigil
