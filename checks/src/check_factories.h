@@ -30,6 +30,7 @@ std::unique_ptr<Check> make_ib_gpudirect_check();
 // Host checks around the GPUs (src/host/)
 std::unique_ptr<Check> make_pcie_aer_check();
 std::unique_ptr<Check> make_host_services_check();
+std::unique_ptr<Check> make_host_mounts_check();
 std::unique_ptr<Check> make_site_check(const SiteCheckSpec& spec);
 // CUDA probes (src/cuda/)
 std::unique_ptr<Check> make_gpu_gemm_check();

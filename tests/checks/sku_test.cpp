@@ -240,6 +240,31 @@ TEST(SkuFile, required_services_are_unit_names) {
             std::string::npos);
 }
 
+// mounts: the filesystems host_mounts requires.
+TEST(SkuFile, mounts_are_absolute_paths_with_optional_type_rw_and_free_space) {
+  TempDir d;
+  auto loaded = load_sku_file(
+      d.write("a.yaml", std::string(kH100) +
+                            "mounts:\n  - {path: /lustre, fstype: lustre, min_free_percent: 5}\n"
+                            "  - {path: /opt/ro, rw: false}\n"),
+      known_check_names());
+  ASSERT_TRUE(loaded) << loaded.errors.front().to_string();
+  ASSERT_EQ(loaded.value->mounts.size(), 2u);
+  EXPECT_EQ(loaded.value->mounts[0].fstype, "lustre");
+  EXPECT_TRUE(loaded.value->mounts[0].rw);
+  EXPECT_EQ(loaded.value->mounts[0].min_free_percent, 5.0);
+  EXPECT_FALSE(loaded.value->mounts[1].rw);
+  EXPECT_NE(first_error(std::string(kH100) + "mounts:\n  - {path: lustre}\n")
+                .find("mounts.path: 'lustre' is not an absolute path"),
+            std::string::npos);
+  EXPECT_NE(first_error(std::string(kH100) + "mounts:\n  - {path: /x, min_free_percent: 120}\n")
+                .find("mounts.min_free_percent: must be 0-100"),
+            std::string::npos);
+  EXPECT_NE(
+      first_error(std::string(kH100) + "mounts:\n  - {path: /x, options: ro}\n").find("mounts"),
+      std::string::npos);
+}
+
 TEST(SkuFile, keys_that_are_lists_or_mappings_are_errors_not_crashes) {
   // tests/fuzz/regressions/fuzz_thresholds/key-is-not-a-scalar, reduced: "? key: value" makes
   // the key a mapping.

@@ -364,11 +364,13 @@ TEST_F(HookOnCluster, a_site_check_from_a_file_drains_and_one_that_hangs_or_cras
       "name: site_scratch\n"
       "command: [/bin/sh, -c, 'if [ \"$VIGIL_NODE\" = gpu-1 ]; then echo \"/scratch is "
       "read-only\"; exit 1; fi; echo /scratch writable']\n"
-      "runs_in: [hooks]\n");
+      "exit_codes: {fail: [1]}\nruns_in: [hooks]\n");
   put(dir + "/site-checks/hang.yaml",
-      "name: site_hang\ncommand: [/bin/sleep, \"300\"]\ntimeout_s: 2\nruns_in: [hooks]\n");
+      "name: site_hang\ncommand: [/bin/sleep, \"300\"]\ntimeout_s: 2\nexit_codes: {fail: [1]}\n"
+      "runs_in: [hooks]\n");
   put(dir + "/site-checks/crash.yaml",
-      "name: site_crash\ncommand: [/bin/sh, -c, 'kill -SEGV $$']\nruns_in: [hooks]\n");
+      "name: site_crash\ncommand: [/bin/sh, -c, 'kill -SEGV $$']\nexit_codes: {fail: [1]}\n"
+      "runs_in: [hooks]\n");
   write_env(url_, 30, "THRESHOLDS=" + dir + "\n");
   put(w() + "/healthcheck.on", "");
   auto took = wait_drained("gpu-1", std::chrono::seconds(kHealthInterval * 5));

@@ -191,6 +191,13 @@ std::vector<CheckResult> run_checks(std::vector<std::unique_ptr<Check>>& checks,
       if (opts.deadline)
         left = std::chrono::duration_cast<std::chrono::milliseconds>(*opts.deadline - Clock::now());
       r = run_isolated(*check, ctx, left);
+    } else if (opts.deadline) {  // in-process under a time box: the check learns what is left
+      const auto t0 = Clock::now();
+      CheckContext limited = ctx;
+      limited.time_limit =
+          std::chrono::duration_cast<std::chrono::milliseconds>(*opts.deadline - Clock::now());
+      r = run_guarded(*check, limited);
+      r.duration_s = seconds_since(t0);
     } else {
       const auto t0 = Clock::now();
       r = run_guarded(*check, ctx);

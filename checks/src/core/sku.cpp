@@ -235,6 +235,36 @@ void walk_services(YamlReader& w, const YAML::Node& sv, ServicesSpec& spec) {
     }
 }
 
+// The `mounts` section: filesystems the node must have mounted.
+void walk_mounts(YamlReader& w, const YAML::Node& list, std::vector<MountSpec>& out) {
+  if (!list.IsSequence() || list.size() > 64) {
+    w.error(list, "mounts", "must be a list of at most 64 {path, fstype, rw, min_free_percent}");
+    return;
+  }
+  for (const auto& m : list) {
+    if (!w.only_keys(m, "mounts", {"path", "fstype", "rw", "min_free_percent"})) continue;
+    MountSpec spec;
+    if (auto p = w.text(m["path"], "mounts.path")) {
+      if (p->front() == '/' && p->find('\n') == std::string::npos)
+        spec.path = *p;
+      else
+        w.error(m["path"], "mounts.path", "'" + *p + "' is not an absolute path");
+    }
+    if (m["fstype"])
+      if (auto t = w.text(m["fstype"], "mounts.fstype")) spec.fstype = *t;
+    if (m["rw"])
+      if (auto b = w.boolean(m["rw"], "mounts.rw")) spec.rw = *b;
+    if (m["min_free_percent"]) {
+      const auto v = w.number(m["min_free_percent"], "mounts.min_free_percent");
+      if (v && (*v < 0 || *v > 100))
+        w.error(m["min_free_percent"], "mounts.min_free_percent", "must be 0-100");
+      else if (v)
+        spec.min_free_percent = *v;
+    }
+    out.push_back(std::move(spec));
+  }
+}
+
 // The `thresholds` section: check -> measurement -> threshold, for the known checks only.
 void walk_thresholds(YamlReader& w, const YAML::Node& th, const std::set<std::string>& known,
                      SkuConfig& sku) {
@@ -270,9 +300,9 @@ void walk_thresholds(YamlReader& w, const YAML::Node& th, const std::set<std::st
 
 void walk_sku(YamlReader& w, const YAML::Node& root, const std::set<std::string>& known,
               SkuConfig& sku) {
-  if (!w.only_keys(
-          root, "",
-          {"sku", "description", "match", "infiniband", "nvlink", "services", "thresholds"}))
+  if (!w.only_keys(root, "",
+                   {"sku", "description", "match", "infiniband", "nvlink", "services", "mounts",
+                    "thresholds"}))
     return;
   if (!root["sku"])
     w.error(root, "sku", "missing (the SKU name, e.g. H100-SXM5-80GB)");
@@ -299,6 +329,7 @@ void walk_sku(YamlReader& w, const YAML::Node& root, const std::set<std::string>
         sku.nvlink.imex_resident = *b;
   }
   if (root["services"]) walk_services(w, root["services"], sku.services);
+  if (root["mounts"]) walk_mounts(w, root["mounts"], sku.mounts);
   if (root["thresholds"]) walk_thresholds(w, root["thresholds"], known, sku);
 }
 

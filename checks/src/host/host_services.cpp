@@ -77,6 +77,7 @@ std::vector<UnitState> parse_show(std::string_view text) {
     if (key == "Result") u.result = value;
     if (key == "UnitFileState") u.unit_file = value;
     if (key == "NRestarts") u.restarts = whole_number(value);
+    if (key == "Type") u.type = value;
   }
   return units;
 }
@@ -139,7 +140,7 @@ std::vector<Watched> watched_units(const CheckContext& ctx) {
 // What the node's systemd says of `units`, or the result that ends the check.
 std::variant<std::vector<services::UnitState>, CheckResult> ask_systemd(
     const CheckContext& ctx, const std::vector<Watched>& units) {
-  std::vector<std::string> argv{ctx.services.systemctl, "show"};
+  std::vector<std::string> argv{ctx.host.systemctl, "show"};
   for (const char* p : services::kProperties) argv.insert(argv.end(), {"-p", p});
   argv.push_back("--");
   for (const Watched& w : units) argv.push_back(w.unit);
@@ -181,9 +182,23 @@ std::string fabric_cross_check(const CheckContext& ctx) {
   return " (NVML reads " + n + " GPUs registered: CUDA jobs fail with 802)";
 }
 
+// systemctl(1), is-enabled: the states in which systemd starts the unit on its own (a
+// generator's or an Also= unit's included).
 bool enabled(const std::string& unit_file) {
-  return unit_file == "enabled" || unit_file == "enabled-runtime" || unit_file == "linked" ||
-         unit_file == "linked-runtime" || unit_file == "alias";
+  for (const char* s : {"enabled", "enabled-runtime", "linked", "linked-runtime", "alias",
+                        "indirect", "generated", "transient"})
+    if (unit_file == s) return true;
+  return false;
+}
+
+// "not started yet, 42 s after boot" while the boot is younger than the grace nvml_fabric and
+// nvlink_imex give (a unit ordered after network-online.target is inactive, its start job
+// waiting); "" after it, or when the uptime is unknown.
+std::string starting_after_boot(const CheckContext& ctx) {
+  const auto up = uptime_s(ctx);
+  const double grace = std::chrono::duration<double>(ctx.fabric_wait.grace).count();
+  if (!up || *up >= grace) return "";
+  return " not started yet, " + std::to_string(static_cast<long>(*up)) + " s after boot";
 }
 
 // Judges one unit; false when it is not in use here (not reported).
@@ -200,18 +215,28 @@ bool judge_unit(CheckResult& r, const CheckContext& ctx, CounterState& state, co
     return true;
   }
   if (!w.required && !enabled(s.unit_file) && s.active == "inactive") return false;
-  const bool up = s.active == "active" || s.active == "reloading";
+  // systemctl is-active counts active, reloading and refreshing; a oneshot that ran to success
+  // and is not RemainAfterExit= reads inactive/dead, Result=success: done, not down.
+  const bool ran_once = s.type == "oneshot" && s.active == "inactive" && s.result == "success";
+  const bool up =
+      s.active == "active" || s.active == "reloading" || s.active == "refreshing" || ran_once;
   add_measurement(r, ctx, "service_active", up ? 1 : 0, "bool", {}, name);
-  if (s.active == "activating" && s.sub == "auto-restart")
+  const std::string cross = name == kFabricManager ? fabric_cross_check(ctx) : "";
+  if (up) {
+  } else if (s.active == "failed") {
+    found.add(w.down, name + " failed (" + s.result + ")" + cross, kFaultDown);
+  } else if (s.active == "inactive") {
+    const std::string young = starting_after_boot(ctx);
+    if (young.empty())
+      found.add(w.down, name + " is stopped" + cross, kFaultDown);
+    else
+      found.add(Status::kWarn, name + young, kFaultRestarting);
+  } else if (s.active == "activating" && s.sub == "auto-restart") {
     found.add(Status::kWarn, name + " exited (" + s.result + ") and systemd is restarting it",
               kFaultRestarting);
-  else if (s.active == "activating" || s.active == "deactivating")
+  } else {  // activating, deactivating, maintenance, a state newer than this code
     found.add(Status::kWarn, name + " is " + s.active, kFaultRestarting);
-  else if (!up)
-    found.add(w.down,
-              name + (s.active == "failed" ? " failed (" + s.result + ")" : " is stopped") +
-                  (name == kFabricManager ? fabric_cross_check(ctx) : ""),
-              kFaultDown);
+  }
   if (s.restarts && state.enabled()) {
     const auto change = state.update("restarts " + name, *s.restarts);
     const auto since = state.seconds_since_previous();
@@ -256,7 +281,7 @@ class HostServicesCheck final : public Check {
       return error(kName, saved.error().to_string(), "VIGIL-SERVICE-STATE");
     if (found.conclude(r, "VIGIL-SERVICE"))
       r.message =
-          short_list(judged, 4, ", ", " +") + (judged.size() == 1 ? " is" : " are") + " running";
+          short_list(judged, 4, ", ", " +") + (judged.size() == 1 ? " is" : " are") + " active";
     return r;
   }
 };

@@ -23,12 +23,13 @@ struct UnitState {
   std::string sub;        // SubState: running, exited, dead, failed, auto-restart, ...
   std::string result;     // Result: success, exit-code, signal, core-dump, timeout, ...
   std::string unit_file;  // UnitFileState: enabled, disabled, static, masked, "" ...
+  std::string type;       // Type: simple, forking, oneshot, notify, ...
   std::optional<std::uint64_t> restarts;  // NRestarts (systemd 235+): automatic restarts
 };
 
 // The properties host_services asks for, in systemctl's -p spelling.
 inline constexpr const char* kProperties[] = {"Id",     "LoadState",     "ActiveState", "SubState",
-                                              "Result", "UnitFileState", "NRestarts"};
+                                              "Result", "UnitFileState", "NRestarts",   "Type"};
 
 // One UnitState per block of `systemctl show` output, in order.
 std::vector<UnitState> parse_show(std::string_view text);

@@ -16,9 +16,11 @@ using SteadyClock = std::chrono::steady_clock;
 
 // The child: pin NVML, detect the SKU, run every check in-process, one JSON line each.
 std::string run_in_suite_child(const CheckContext& ctx, const SkuSet* skus,
-                               PassiveSelection selection, const ChildSend& send) {
+                               PassiveSelection selection, SteadyClock::time_point deadline,
+                               const ChildSend& send) {
   RunOptions opts;
-  opts.isolate = false;  // this child is the isolation
+  opts.isolate = false;      // this child is the isolation
+  opts.deadline = deadline;  // each check learns what is left of the box (site checks' commands)
   opts.on_result = [&](const CheckResult& r) { send(to_json(r).dump() + "\n"); };
   // Checks that need neither NVML nor the SKU run before anything attaches to the driver: a
   // wedged GPU can block the attach itself (passive_checks).
@@ -65,7 +67,9 @@ PassiveRun run_passive_suite(const CheckContext& ctx, const SkuSet* skus,
       std::chrono::duration_cast<std::chrono::milliseconds>(deadline - SteadyClock::now());
   std::string partial;
   auto out = run_in_child(
-      [&](const ChildSend& send) { return run_in_suite_child(ctx, skus, selection, send); },
+      [&](const ChildSend& send) {
+        return run_in_suite_child(ctx, skus, selection, deadline, send);
+      },
       std::max(left, std::chrono::milliseconds(1)), &partial);
 
   std::map<std::string, std::string> unparsed;  // check -> why its result did not parse

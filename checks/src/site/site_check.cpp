@@ -19,6 +19,7 @@
 #include "vigil/checks/findings.h"
 #include "vigil/checks/sku.h"
 #include "vigil/config/strict_yaml.h"
+#include "vigil/report/check_catalog.h"
 
 namespace vigil {
 namespace {
@@ -26,15 +27,17 @@ namespace {
 const std::regex kNameRule("site_[a-z0-9_]{1,40}");
 const std::regex kShortRule("[a-z0-9_-]{1,16}");
 const std::regex kEnvRule("[A-Z_][A-Z0-9_]{0,63}");
+constexpr std::chrono::seconds kHookTimeout{50};
 
+// Exit codes 1-125: 126 and 127 are the shell's "cannot run", 128 and above a signal's death.
 std::optional<std::vector<int>> codes(YamlReader& w, const YAML::Node& n, const std::string& f) {
   if (!n.IsSequence() || n.size() > 32) {
-    w.error(n, f, "must be a list of exit codes (1-255)");
+    w.error(n, f, "must be a list of exit codes (1-125)");
     return std::nullopt;
   }
   std::vector<int> out;
   for (const auto& c : n)
-    if (auto v = w.integer(c, f, 1, 255)) out.push_back(static_cast<int>(*v));
+    if (auto v = w.integer(c, f, 1, 125)) out.push_back(static_cast<int>(*v));
   return out;
 }
 
@@ -45,8 +48,13 @@ void walk_result(YamlReader& w, const YAML::Node& root, SiteCheckSpec& s) {
       w.error(r, "result", "must be exit_code or measurements");
     s.measurements = v == "measurements";
   }
-  if (const YAML::Node e = root["exit_codes"];
-      e && w.only_keys(e, "exit_codes", {"fail", "warn"})) {
+  // No default for the codes that fail: exit 1 is also a traceback's, `set -e`'s and a grep
+  // that found nothing; the file says what its program means by it.
+  const YAML::Node e = root["exit_codes"];
+  if (!e || !e.IsMap() || !e["fail"])
+    w.error(e ? e : root, "exit_codes.fail",
+            "missing: the exit codes that mean the fault (NHC: [1], a Nagios plugin: [2])");
+  if (e && w.only_keys(e, "exit_codes", {"fail", "warn"})) {
     if (e["fail"])
       if (auto c = codes(w, e["fail"], "exit_codes.fail")) s.fail_codes = *c;
     if (e["warn"])
@@ -55,6 +63,45 @@ void walk_result(YamlReader& w, const YAML::Node& root, SiteCheckSpec& s) {
       if (std::ranges::count(s.fail_codes, c))
         w.error(e, "exit_codes", "exit code " + std::to_string(c) + " both fails and warns");
   }
+}
+
+void walk_runs_in(YamlReader& w, const YAML::Node& root, SiteCheckSpec& s) {
+  if (const YAML::Node r = root["runs_in"]) {
+    s.in_run = s.in_hooks = false;
+    if (!r.IsSequence() || r.size() == 0) {
+      w.error(r, "runs_in", "must be a list of run, hooks");
+      return;
+    }
+    for (const auto& x : r) {
+      const auto v = w.text(x, "runs_in");
+      if (v == "run")
+        s.in_run = true;
+      else if (v == "hooks")
+        s.in_hooks = true;
+      else if (v)
+        w.error(x, "runs_in", "'" + *v + "' is not run or hooks");
+    }
+  }
+  if (s.in_hooks && s.timeout > kHookTimeout)
+    w.error(root["timeout_s"] ? root["timeout_s"] : root, "timeout_s",
+            "at most 50 for a check that runs in the hooks (slurmd's hook time box is at most "
+            "55 s, shared with the built-in checks)");
+}
+
+void walk_env(YamlReader& w, const YAML::Node& root, SiteCheckSpec& s) {
+  const YAML::Node e = root["env"];
+  if (!e) return;
+  if (!e.IsMap()) {
+    w.error(e, "env", "must be a mapping of NAME: value");
+    return;
+  }
+  for (const auto& kv : e)
+    if (auto k = w.text(kv.first, "env"); k && std::regex_match(*k, kEnvRule)) {
+      if (auto v = w.scalar(kv.second, "env." + *k)) s.env.emplace_back(*k, *v);
+    } else if (k) {
+      w.error(kv.first, "env",
+              "'" + *k + "' is not an environment variable name ([A-Z_][A-Z0-9_]*)");
+    }
 }
 
 void walk_site_check(YamlReader& w, const YAML::Node& root, SiteCheckSpec& s) {
@@ -92,30 +139,9 @@ void walk_site_check(YamlReader& w, const YAML::Node& root, SiteCheckSpec& s) {
   if (root["timeout_s"])
     if (auto v = w.integer(root["timeout_s"], "timeout_s", 1, 600))
       s.timeout = std::chrono::seconds(*v);
-  if (const YAML::Node r = root["runs_in"]) {
-    s.in_run = s.in_hooks = false;
-    if (!r.IsSequence() || r.size() == 0) w.error(r, "runs_in", "must be a list of run, hooks");
-    for (const auto& x : r) {
-      const auto v = w.text(x, "runs_in");
-      if (v == "run")
-        s.in_run = true;
-      else if (v == "hooks")
-        s.in_hooks = true;
-      else if (v)
-        w.error(x, "runs_in", "'" + *v + "' is not run or hooks");
-    }
-  }
+  walk_runs_in(w, root, s);
   walk_result(w, root, s);
-  if (const YAML::Node e = root["env"]) {
-    if (!e.IsMap()) w.error(e, "env", "must be a mapping of NAME: value");
-    for (const auto& kv : e)
-      if (auto k = w.text(kv.first, "env"); k && std::regex_match(*k, kEnvRule)) {
-        if (auto v = w.scalar(kv.second, "env." + *k)) s.env.emplace_back(*k, *v);
-      } else if (k) {
-        w.error(kv.first, "env",
-                "'" + *k + "' is not an environment variable name ([A-Z_][A-Z0-9_]*)");
-      }
-  }
+  walk_env(w, root, s);
 }
 
 Loaded<SiteCheckSpec> load_one(const std::string& path) {
@@ -144,12 +170,16 @@ std::string fault_code_of(const std::string& name) {
   return code;
 }
 
-// The last line of `text` that is not blank, at most 200 characters.
+// The last line of `text` that is not blank nor a measurement line, at most 200 characters,
+// bytes outside printable ASCII as '?': the message goes into JSON (which must be UTF-8) and a
+// Slurm reason.
 std::string last_line(const std::string& text) {
   std::istringstream lines(text);
   std::string line, last;
   while (std::getline(lines, line))
-    if (!trim(line).empty()) last = std::string(trim(line));
+    if (auto t = trim(line); !t.empty() && !t.starts_with("{")) last = std::string(t);
+  for (char& c : last)
+    if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) > 0x7e) c = '?';
   return last.size() > 200 ? last.substr(0, 197) + "..." : last;
 }
 
@@ -166,9 +196,11 @@ class SiteCheck final : public Check {
   CheckResult run(const CheckContext& ctx) override {
     LaunchOptions o;
     o.timeout = s_.timeout;
+    // Inside a time box (the hooks'), the command's own timeout ends first, with room for
+    // run_command's SIGTERM-then-SIGKILL of the command's process group and the reap.
     if (ctx.time_limit.count() > 0)
-      o.timeout = std::clamp(ctx.time_limit - std::chrono::milliseconds(500),
-                             std::chrono::milliseconds(100), o.timeout);
+      o.timeout = std::clamp(ctx.time_limit - std::chrono::milliseconds(4500),
+                             std::chrono::milliseconds(500), o.timeout);
     o.env = s_.env;
     o.env.emplace_back("VIGIL_NODE", ctx.node);
     o.env.emplace_back("VIGIL_SKU", ctx.sku ? ctx.sku->name : "unknown");
@@ -203,9 +235,13 @@ class SiteCheck final : public Check {
                    "VIGIL-SITE-EXIT");
     CheckResult r;
     r.check = s_.name;
-    if (s_.measurements)
+    if (s_.measurements) {
       if (std::string bad = read_measurements(r, ctx, p.out); !bad.empty())
         return error(s_.name, bad, "VIGIL-SITE-OUTPUT");
+      if (r.measurements.empty())
+        return error(s_.name, with_said(s_.command[0] + " printed no measurement line"),
+                     "VIGIL-SITE-OUTPUT");
+    }
     Findings found;
     if (st != Status::kPass)
       found.add(st, said.empty() ? "exit " + std::to_string(p.exit_code) : said,
@@ -246,13 +282,20 @@ Loaded<std::vector<SiteCheckSpec>> load_site_checks(const std::string& dir) {
   Loaded<std::vector<SiteCheckSpec>> out;
   out.value.emplace();
   std::error_code ec;
-  if (!std::filesystem::is_directory(dir, ec)) return out;
+  if (!std::filesystem::exists(dir, ec)) return out;
   std::vector<std::string> files;
-  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
-    const auto ext = e.path().extension().string();
-    if (e.is_regular_file() && (ext == ".yaml" || ext == ".yml"))
-      files.push_back(e.path().string());
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const auto ext = it->path().extension().string();
+    std::error_code type_ec;
+    if (it->is_regular_file(type_ec) && (ext == ".yaml" || ext == ".yml"))
+      files.push_back(it->path().string());
   }
+  if (ec) {
+    out.errors.push_back({dir, 0, "", "cannot read the site checks' directory: " + ec.message()});
+    return out;
+  }
+  std::set<std::string> short_names;  // the built-in checks' and each site check's: one each
+  for (const CheckSpec& c : check_catalog()) short_names.insert(std::string(c.short_name));
   std::sort(files.begin(), files.end());
   std::set<std::string> seen;
   for (const auto& f : files) {
@@ -261,6 +304,12 @@ Loaded<std::vector<SiteCheckSpec>> load_site_checks(const std::string& dir) {
     if (!one.value) continue;
     if (!seen.insert(one.value->name).second) {
       out.errors.push_back({f, 0, "name", "duplicate site check '" + one.value->name + "'"});
+      continue;
+    }
+    if (!short_names.insert(one.value->short_name).second) {
+      out.errors.push_back({f, 0, "short_name",
+                            "'" + one.value->short_name +
+                                "' already names another check in Slurm reasons; set short_name"});
       continue;
     }
     out.value->push_back(std::move(*one.value));

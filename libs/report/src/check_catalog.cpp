@@ -90,6 +90,10 @@ constexpr CheckSpec kCatalog[] = {
     // state is latched by systemd; one restarting or flapping only warns (NVSentinel#883,
     // ADR-050).
     {"host_services", "services", kNodeAndHooks, seconds(15), kFatal, {}},
+    // The SKU file's filesystems missing, of another type, read-only, broken (ENOTCONN, ESTALE)
+    // or short of free space; a mount that hangs is an error. drain_after applies: an automount
+    // or an admin's remount may be caught half-way.
+    {"host_mounts", "mounts", kNodeAndHooks, seconds(15), kDefault, {}},
     // --- CUDA probes (docs/cuda-probes.md) ---
     // Noisy: GEMM throughput per GPU.
     {"gpu_gemm", "gemm", kNode, seconds(120), kNoisy, kGemmMetrics},

@@ -52,6 +52,7 @@ class host_services : public NvmlCheckTest {
     NvmlCheckTest::SetUp();
     ctx_.sysfs_root = (tmp_ / "root").string();
     ctx_.nvml_library = (tmp_ / "no-nvml.so").string();  // no cross-check unless a test asks
+    booted_ago(3600);
     answer(capture("show-252.txt"));
   }
   // The stand-in systemctl answers `show ... -- UNITS` from `blocks`, each unit's block in the
@@ -73,7 +74,13 @@ done)");
     const fs::path p = tmp_ / "systemctl";
     std::ofstream(p, std::ios::trunc) << "#!/bin/bash\n" << body << "\n";
     ::chmod(p.c_str(), 0755);
-    ctx_.services.systemctl = p.string();
+    ctx_.host.systemctl = p.string();
+  }
+  // The node booted `seconds` ago (ctx.proc_root/uptime, as /proc/uptime reads).
+  void booted_ago(double seconds) {
+    fs::create_directories(tmp_ / "proc");
+    std::ofstream(tmp_ / "proc" / "uptime", std::ios::trunc) << seconds << " 1234.56\n";
+    ctx_.proc_root = (tmp_ / "proc").string();
   }
   // An NVSwitch on the node's PCI bus, as sysfs shows one (vendor 0x10de, class 0x068000).
   void with_nvswitch() {
@@ -149,7 +156,7 @@ TEST_F(host_services, healthy_units_pass_and_units_not_in_use_are_left_out) {
          block("nvidia-imex.service", "nvidia-persistenced.service"));
   const CheckResult r = run();
   EXPECT_EQ(r.status, Status::kPass) << r.message;
-  EXPECT_EQ(r.message, "nvidia-fabricmanager.service, nvidia-persistenced.service are running");
+  EXPECT_EQ(r.message, "nvidia-fabricmanager.service, nvidia-persistenced.service are active");
 
   // Installed, neither enabled nor running (the captured static unit): not in use, not judged.
   answer(block("site-disabled.service", "nvidia-persistenced.service"));
@@ -177,6 +184,39 @@ TEST_F(host_services, a_required_unit_missing_or_stopped_fails) {
   EXPECT_EQ(imex.message, "nvidia-imex.service is not installed");
 }
 
+// Inactive is judged against the boot: a unit whose start job waits (ordered after
+// network-online.target) reads inactive in the first minutes. Failed fails at once.
+TEST_F(host_services, a_stopped_unit_is_judged_after_the_boot_grace_a_failed_one_at_once) {
+  use_sku({});
+  sku_.services.required = {"site-disabled.service"};
+  answer(block("site-disabled.service", "site-disabled.service"));
+  booted_ago(120);
+  CheckResult r = run();
+  EXPECT_EQ(r.status, Status::kWarn) << r.message;
+  EXPECT_EQ(r.message, "site-disabled.service not started yet, 120 s after boot");
+  with_nvswitch();
+  answer(capture("show-252.txt"));  // Fabric Manager failed: no grace
+  EXPECT_EQ(run().status, Status::kFail);
+}
+
+// What systemd counts as running: refreshing (is-active), and a oneshot that ran to success.
+TEST_F(host_services, refreshing_and_a_finished_oneshot_are_up_an_enabled_stopped_one_is_not) {
+  use_sku({});
+  sku_.services.required = {"site-a.service", "site-b.service"};
+  const std::string active = block("nvidia-imex.service", "site-a.service");
+  answer(std::regex_replace(active, std::regex("ActiveState=active"), "ActiveState=refreshing") +
+         "\n" + block("site-disabled.service", "site-b.service") + "Type=oneshot\n");
+  CheckResult r = run();
+  EXPECT_EQ(r.status, Status::kPass) << r.message;
+  // persistenced not required, enabled and stopped: in use, down, a warning.
+  sku_.services.required.clear();
+  answer(std::regex_replace(block("site-disabled.service", "nvidia-persistenced.service"),
+                            std::regex("UnitFileState=static"), "UnitFileState=enabled"));
+  r = run();
+  EXPECT_EQ(r.status, Status::kWarn) << r.message;
+  EXPECT_EQ(r.message, "nvidia-persistenced.service is stopped");
+}
+
 // ADR-050's flapping: >= 3 restarts per 600 s since the previous run warns.
 TEST_F(host_services, a_restart_loop_across_runs_warns_as_flapping) {
   use_state_dir();
@@ -192,6 +232,24 @@ TEST_F(host_services, a_restart_loop_across_runs_warns_as_flapping) {
   EXPECT_EQ(r.status, Status::kWarn) << r.message;
   EXPECT_EQ(r.fault_code, "VIGIL-SERVICE-FLAPPING");
   EXPECT_EQ(r.message, "nvidia-persistenced.service restarted 3 times in 1 min");
+
+  // Runs 20 min apart: 3 per 600 s on average is 6 restarts; 5 are not a loop, 7 are.
+  const fs::path file = tmp_ / "state" / "host_services.test-node.json";
+  auto backdate = [&] {
+    auto j = nlohmann::json::parse(read_whole_file(file.string()).value());
+    j["time_unix"] = j["time_unix"].get<std::int64_t>() - 1200;
+    std::ofstream(file, std::ios::trunc) << j.dump();
+  };
+  backdate();
+  answer(std::regex_replace(running, std::regex("NRestarts=0"), "NRestarts=15"));
+  r = run();
+  EXPECT_EQ(r.status, Status::kPass) << r.message;
+  EXPECT_EQ(find(r, "service_restarts_delta")->value, 5);
+  backdate();
+  answer(std::regex_replace(running, std::regex("NRestarts=0"), "NRestarts=22"));
+  r = run();
+  EXPECT_EQ(r.status, Status::kWarn) << r.message;
+  EXPECT_EQ(r.message, "nvidia-persistenced.service restarted 7 times in 20 min");
 }
 
 TEST_F(host_services, no_systemd_is_skipped_and_a_broken_systemctl_is_an_error) {
@@ -200,7 +258,7 @@ TEST_F(host_services, no_systemd_is_skipped_and_a_broken_systemctl_is_an_error) 
   EXPECT_EQ(r.status, Status::kSkipped) << r.message;
   EXPECT_NE(r.message.find("not been booted with systemd"), std::string::npos) << r.message;
 
-  ctx_.services.systemctl = (tmp_ / "no-such-systemctl").string();
+  ctx_.host.systemctl = (tmp_ / "no-such-systemctl").string();
   EXPECT_EQ(run().status, Status::kSkipped);
 
   write_stand_in("echo 'Failed to get properties: Access denied' >&2; exit 1");

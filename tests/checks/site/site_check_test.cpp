@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 
 #include "check_factories.h"
 #include "temp_dir.h"
@@ -17,10 +18,15 @@ namespace {
 
 using testing::TempDir;
 
+// `yaml`, with the codes that fail ([1]) when it does not say them.
+std::string with_codes(const std::string& yaml) {
+  return yaml.find("exit_codes") == std::string::npos ? yaml + "exit_codes: {fail: [1]}\n" : yaml;
+}
+
 // The first error of a site-checks directory holding `yaml` alone, without the directory.
-std::string first_error(const std::string& yaml) {
+std::string first_error(const std::string& yaml, bool add_codes = true) {
   TempDir d;
-  d.write("x.yaml", yaml);
+  d.write("x.yaml", add_codes ? with_codes(yaml) : yaml);
   auto loaded = load_site_checks(d.path());
   EXPECT_FALSE(loaded.errors.empty()) << yaml;
   return loaded.errors.empty() ? "" : loaded.errors.front().to_string().substr(d.path().size() + 1);
@@ -28,7 +34,7 @@ std::string first_error(const std::string& yaml) {
 
 SiteCheckSpec spec_of(const std::string& yaml) {
   TempDir d;
-  d.write("x.yaml", yaml);
+  d.write("x.yaml", with_codes(yaml));
   auto loaded = load_site_checks(d.path());
   EXPECT_TRUE(loaded.errors.empty()) << loaded.errors.front().to_string();
   return loaded.value->front();
@@ -39,12 +45,14 @@ CheckResult run_site(const std::string& yaml, const CheckContext& ctx = {}) {
 }
 
 TEST(SiteCheckFile, defaults_and_every_field) {
-  const SiteCheckSpec plain = spec_of("name: site_lustre_rw\ncommand: [/bin/true]\n");
+  const SiteCheckSpec plain =
+      spec_of("name: site_lustre_rw\ncommand: [/bin/true]\nexit_codes: {fail: [1]}\n");
   EXPECT_EQ(plain.short_name, "lustre-rw");
   EXPECT_EQ(plain.timeout, std::chrono::seconds(30));
   EXPECT_TRUE(plain.in_run && plain.in_hooks);
   EXPECT_FALSE(plain.measurements);
   EXPECT_EQ(plain.fail_codes, std::vector<int>{1});
+  EXPECT_TRUE(plain.warn_codes.empty());
 
   const SiteCheckSpec full = spec_of(
       "name: site_nagios_disk\nshort_name: disk\ncommand: [/usr/lib/nagios/plugins/check_disk, "
@@ -83,12 +91,32 @@ TEST(SiteCheckFile, bad_files_name_the_line_and_field) {
       std::string::npos);
   EXPECT_NE(first_error("name: site_x\ncommand: [/bin/true]\nshell: bash\n").find("shell"),
             std::string::npos);
+  // No default for the codes that fail: the file says what its program means by exit 1.
+  EXPECT_NE(
+      first_error("name: site_x\ncommand: [/bin/true]\n", false).find("exit_codes.fail: missing"),
+      std::string::npos);
+  EXPECT_NE(first_error("name: site_x\ncommand: [/bin/true]\nexit_codes: {fail: [127]}\n")
+                .find("exit_codes.fail"),
+            std::string::npos);
+  // The hook's box is at most 55 s: a longer timeout there could never be kept.
+  EXPECT_NE(first_error("name: site_x\ncommand: [/bin/true]\ntimeout_s: 120\n").find("at most 50"),
+            std::string::npos);
+  EXPECT_EQ(spec_of("name: site_x\ncommand: [/bin/true]\ntimeout_s: 120\nruns_in: [run]\n").timeout,
+            std::chrono::seconds(120));  // vigil-check run has no such box
+  // A list where a mapping belongs (and back) is the field's error, not a parser's.
+  EXPECT_NE(first_error("name: site_x\ncommand: [/bin/true]\nruns_in: {run: 1}\n").find("runs_in"),
+            std::string::npos);
+  EXPECT_NE(first_error("name: site_x\ncommand: [/bin/true]\nenv: [A=1]\n").find("env: must be"),
+            std::string::npos);
+  // A short name already in Slurm reasons (pcie_aer's "aer").
+  EXPECT_NE(first_error("name: site_aer\ncommand: [/bin/true]\n").find("'aer' already names"),
+            std::string::npos);
   EXPECT_NE(first_error("name: site_x\ncommand: [/bin/true]\nenv: {lower: x}\n")
                 .find("'lower' is not an environment variable name"),
             std::string::npos);
   TempDir d;
-  d.write("a.yaml", "name: site_x\ncommand: [/bin/true]\n");
-  d.write("b.yaml", "name: site_x\ncommand: [/bin/false]\n");
+  d.write("a.yaml", with_codes("name: site_x\ncommand: [/bin/true]\n"));
+  d.write("b.yaml", with_codes("name: site_x\ncommand: [/bin/false]\n"));
   auto two = load_site_checks(d.path());
   ASSERT_EQ(two.errors.size(), 1u);
   EXPECT_NE(two.errors[0].to_string().find("duplicate site check 'site_x'"), std::string::npos);
@@ -115,6 +143,12 @@ TEST(SiteCheck, exit_codes_decide_and_the_last_line_says_why) {
   EXPECT_EQ(r.message, "WARNING");
   r = run_site("name: site_x\ncommand: [/bin/sh, -c, 'echo >&2 gone wrong; exit 1']\n");
   EXPECT_EQ(r.message, "gone wrong");  // stderr when stdout is empty
+  // Bytes that are not printable ASCII (Latin-1, a control character) never reach the JSON.
+  r = run_site(
+      "name: site_x\ncommand: [/bin/sh, -c, 'printf \"caf\\351\\033 down\\n\"; exit 1']\n");
+  EXPECT_EQ(r.status, Status::kFail);
+  EXPECT_EQ(r.message, "caf?? down");
+  EXPECT_NO_THROW(to_json(r).dump());
 }
 
 // Whatever goes wrong with the command itself is an error: never a fail, never a drain.
@@ -171,6 +205,10 @@ TEST(SiteCheck, measurement_lines_are_judged_by_their_own_bound_or_the_skus) {
   EXPECT_EQ(r.status, Status::kError) << r.message;
   EXPECT_EQ(r.fault_code, "VIGIL-SITE-OUTPUT");
   EXPECT_NE(r.message.find("stdout line 1"), std::string::npos) << r.message;
+  // Measurements asked for and none printed: the program did not do its job.
+  r = run_site("name: site_x\nresult: measurements\ncommand: [/bin/sh, -c, 'echo fine']\n");
+  EXPECT_EQ(r.status, Status::kError) << r.message;
+  EXPECT_EQ(r.fault_code, "VIGIL-SITE-OUTPUT");
 }
 
 // Beside the SKU files: loaded with them, valid names for their thresholds, in the run's and
@@ -182,8 +220,9 @@ TEST(SiteCheck, joins_the_catalog_through_the_thresholds_directory) {
           "thresholds:\n  site_scratch_free:\n    scratch_free: {op: \">=\", fail: 2, unit: "
           "percent}\n");
   std::filesystem::create_directories(d.file("site-checks"));
-  d.write("site-checks/free.yaml", std::string(kFreeSpace) + "runs_in: [run]\n");
-  d.write("site-checks/lustre.yaml", "name: site_lustre\ncommand: [/bin/true]\nruns_in: [hooks]\n");
+  d.write("site-checks/free.yaml", with_codes(std::string(kFreeSpace) + "runs_in: [run]\n"));
+  d.write("site-checks/lustre.yaml",
+          with_codes("name: site_lustre\ncommand: [/bin/true]\nruns_in: [hooks]\n"));
   auto skus = load_sku_dir(d.path(), known_check_names());
   ASSERT_TRUE(skus) << skus.errors.front().to_string();
   EXPECT_EQ(skus.value->site_checks.size(), 2u);

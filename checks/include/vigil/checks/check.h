@@ -58,8 +58,10 @@ struct AllReduceOptions {  // the all_reduce checks
   std::string backend = "nccl";  // nccl | host (CPU-only test clusters)
 };
 
-struct ServiceOptions {                 // host_services
-  std::string systemctl = "systemctl";  // asked `show` for the units' states (tests: a stand-in)
+struct HostOptions {  // host_services, host_mounts: the programs they ask (tests: stand-ins)
+  // Absolute, as merged-/usr distributions install them: a hook's PATH is slurmd's.
+  std::string systemctl = "/usr/bin/systemctl";  // `show`: the units' states
+  std::string stat = "/usr/bin/stat";            // `-f`: a mount answers, and its free space
 };
 
 // Everything a check may read. Every hardware/OS boundary is injectable for tests.
@@ -75,7 +77,7 @@ struct CheckContext {
   FabricWaitOptions fabric_wait;        // nvml_fabric, nvlink_imex
   ImexOptions imex;                     // nvlink_imex
   AllReduceOptions allreduce;           // the all_reduce checks, fabric and domain jobs included
-  ServiceOptions services;              // host_services
+  HostOptions host;                     // host_services, host_mounts
   std::string state_dir;                // previous readings for delta counters; empty = none
   std::chrono::milliseconds xid_wait{2000};  // how long nvml_xid listens for events
   bool has_gpu_runtime = false;              // set by the runner: CUDA built in and a device seen

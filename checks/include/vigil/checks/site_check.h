@@ -21,7 +21,7 @@ struct SiteCheckSpec {
   bool in_run = true;                // `vigil-check run`, both suites
   bool in_hooks = true;              // the Slurm hooks' passive suite (prolog, epilog, healthcheck)
   bool measurements = false;         // read stdout's lines of Vigil's measurement JSON too
-  std::vector<int> fail_codes{1};    // exit codes that fail; 0 passes; any other code: error
+  std::vector<int> fail_codes;       // exit codes that fail (required); 0 passes; others: error
   std::vector<int> warn_codes;       // exit codes that warn
   std::vector<std::pair<std::string, std::string>> env;  // added to the command's environment
   std::string file;                                      // where it was declared

@@ -57,6 +57,14 @@ struct ServicesSpec {
   std::vector<std::string> required;
 };
 
+// A filesystem host_mounts requires on nodes of this SKU (docs/checks-host.md).
+struct MountSpec {
+  std::string path;    // the mount point, absolute
+  std::string fstype;  // as /proc/self/mountinfo spells it (lustre, nfs4, gpfs, ...); "": any
+  bool rw = true;      // mounted read-write
+  std::optional<double> min_free_percent;  // free space below it fails
+};
+
 struct SkuConfig {
   std::string name;  // e.g. "H100-SXM5-80GB"
   std::string description;
@@ -64,6 +72,7 @@ struct SkuConfig {
   InfinibandSpec infiniband;
   NvlinkSpec nvlink;
   ServicesSpec services;
+  std::vector<MountSpec> mounts;
   // check name -> measurement name -> threshold
   std::map<std::string, std::map<std::string, Threshold>> thresholds;
   std::string file;  // where it was loaded from
