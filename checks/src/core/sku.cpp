@@ -10,7 +10,7 @@
 #include <set>
 #include <string_view>
 
-#include "host/host_services.h"
+#include "host/unit_names.h"
 #include "vigil/config/strict_yaml.h"
 
 namespace vigil {

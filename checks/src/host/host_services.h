@@ -13,6 +13,8 @@
 #include <string_view>
 #include <vector>
 
+#include "host/unit_names.h"
+
 namespace vigil::services {
 
 // The properties of one unit host_services reads (systemd.unit(5), org.freedesktop.systemd1(5)).
@@ -33,11 +35,5 @@ inline constexpr const char* kProperties[] = {"Id",     "LoadState",     "Active
 
 // One UnitState per block of `systemctl show` output, in order.
 std::vector<UnitState> parse_show(std::string_view text);
-
-// Whether `name` may be handed to systemctl as a unit: systemd.unit(5)'s characters, at most
-// 255 of them, never starting with '-' (so never an option of systemctl's own).
-bool is_unit_name(std::string_view name);
-// "nvidia-fabricmanager" -> "nvidia-fabricmanager.service": systemctl's own default suffix.
-std::string with_suffix(std::string name);
 
 }  // namespace vigil::services

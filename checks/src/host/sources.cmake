@@ -4,4 +4,5 @@ target_sources(vigil_checks PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/host_mounts.cpp
   ${CMAKE_CURRENT_LIST_DIR}/host_services.cpp
   ${CMAKE_CURRENT_LIST_DIR}/pcie_aer.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/unit_names.cpp
 )
