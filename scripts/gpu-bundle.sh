@@ -55,6 +55,7 @@ while [[ $# -gt 0 ]]; do
 done
 [[ $archs =~ ^[0-9]+(;[0-9]+)*$ ]] || die "--archs must look like \"90;100\", not '$archs'"
 [[ -x /usr/local/cuda/bin/nvcc ]] || die "no /usr/local/cuda/bin/nvcc: the bundle needs the CUDA toolkit"
+build=$(mkdir -p "$build" && cd "$build" && pwd)  # absolute: make -C below changes directory
 nccl_tests=${nccl_tests:-$build/nccl-tests-src}
 
 if [[ $no_build == 1 ]]; then
@@ -65,6 +66,12 @@ if [[ $no_build == 1 ]]; then
   [[ $("$build/nccl-bench/vigil-allreduce" --help 2>&1) == *"{nccl,host}"* ]] ||
     die "--no-build: $build was built without CUDA (vigil-allreduce has no nccl backend)"
   archs=$(sed -n 's/^VIGIL_CUDA_ARCHS:STRING=//p' "$build/CMakeCache.txt")
+  # Empty in the cache ("by toolkit", cmake/VigilCuda.cmake): what the probes were compiled for.
+  if [[ -z $archs ]]; then
+    archs=$(grep -o 'arch=compute_[0-9]*' "$build/checks/CMakeFiles/vigil_checks.dir/flags.make" |
+      sed 's/.*_//' | sort -nu | paste -sd';')
+  fi
+  [[ $archs =~ ^[0-9]+(;[0-9]+)*$ ]] || die "--no-build: cannot tell which CUDA architectures $build has"
 else
   echo "== build vigil-check and vigil-allreduce with CUDA for sm ${archs//;/, sm } in $build"
   mkdir -p "$build"

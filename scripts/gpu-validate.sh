@@ -21,7 +21,7 @@
 # (per-check wall time in the reports), the hook (epilog and healthcheck, --no-post, with and
 # without --cuda-sanity, 3 runs each), PyTorch's figures for GEMM, HBM copy and pinned H2D/D2H,
 # vigil-allreduce (NCCL, one process) next to all_reduce_perf, the busy-GPU guard with a
-# PyTorch process holding the GPU.
+# PyTorch process holding the GPU, gpu_sdc with one injected bit flip.
 set -uo pipefail
 
 readonly PROG=gpu-validate.sh
@@ -248,10 +248,14 @@ if [[ $mode == gpu ]]; then
   python3 "$reference_py" hold 90 --gib 4 >"$raw/holder.out" 2>&1 &
   holder=$!
   for _ in $(seq 1 60); do grep -q holding "$raw/holder.out" 2>/dev/null && break; kill -0 "$holder" 2>/dev/null || break; sleep 0.5; done
-  timed busy 90 "${v[@]}" "$vc" run --only gpu_gemm,gpu_hbm,gpu_pcie_bw,gpu_memtest --thresholds "$slice_th" \
-    --format json -o "$raw/busy.json"
+  timed busy 90 "${v[@]}" "$vc" run --only gpu_gemm,gpu_hbm,gpu_pcie_bw,gpu_memtest,gpu_sdc \
+    --thresholds "$slice_th" --format json -o "$raw/busy.json"
   kill "$holder" 2>/dev/null
   wait "$holder" 2>/dev/null
+
+  echo "== gpu_sdc with one flipped bit on GPU 0 (VIGIL_SDC_INJECT=0): must fail naming the element"
+  timed sdc-inject 180 env VIGIL_SDC_INJECT=0 "${v[@]}" "$vc" run --suite full --only gpu_sdc \
+    --thresholds "$slice_th" --format json -o "$raw/sdc-inject.json"
 
   echo "== HealthCheckProgram during a job: the hook while a PyTorch process runs matmuls"
   # What slurmd's HealthCheckProgram sees during a training job: power capping, clock changes.

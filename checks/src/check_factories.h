@@ -37,6 +37,8 @@ std::unique_ptr<Check> make_gpu_gemm_check();
 std::unique_ptr<Check> make_gpu_hbm_check();
 std::unique_ptr<Check> make_gpu_pcie_bw_check();
 std::unique_ptr<Check> make_gpu_memtest_check();
+std::unique_ptr<Check> make_gpu_sdc_check();
+std::unique_ptr<Check> make_gpu_soak_check();
 std::unique_ptr<Check> make_gpu_sanity_check();  // the hooks' optional CUDA sanity check
 // all_reduce via vigil-allreduce (src/allreduce/)
 std::unique_ptr<Check> make_nccl_allreduce_nvlink_check();

@@ -207,7 +207,10 @@ int cmd_list() {
   };
   for (const auto& c : vigil::all_checks()) {
     const vigil::CheckSpec* spec = vigil::find_check_spec(c->name());
-    print(*c, spec && spec->full_only() ? "full" : "quick");
+    print(*c, !spec                  ? "quick"
+              : spec->qualify_only() ? "qualify"
+              : spec->full_only()    ? "full"
+                                     : "quick");
   }
   for (const auto& c : vigil::fabric_checks()) print(*c, "fabric");  // vigil-check fabric only
   for (const auto& c : vigil::domain_checks()) print(*c, "domain");  // ... --network nvlink-domain

@@ -82,7 +82,10 @@ int prepare(const RunArgs& a, vigil::Loaded<vigil::SkuSet>& skus, vigil::CheckCo
     return kExitError;
   }
   ctx.node = !a.node.empty() ? a.node : env_or("SLURMD_NODENAME", hostname());
-  ctx.suite = a.suite == "full" ? vigil::Suite::kFull : vigil::Suite::kQuick;
+  ctx.suite = a.suite == "qualify" ? vigil::Suite::kQualify
+              : a.suite == "full"  ? vigil::Suite::kFull
+                                   : vigil::Suite::kQuick;
+  ctx.soak.duration = std::chrono::seconds(a.soak_s);
   ctx.nvml_library = a.nvml_library;
   ctx.sysfs_root = a.sysfs_root;
   ctx.state_dir = a.state_dir;

@@ -21,6 +21,7 @@ namespace vigil_cli {
 // The arguments of `run` and `fabric` (and, inside HookArgs, of `hook`).
 struct RunArgs {
   std::string suite = "quick";
+  int soak_s = 600;  // gpu_soak's load time (qualify)
   std::string thresholds;
   std::string sku;
   std::string format = "table";

@@ -23,7 +23,10 @@ void add_expected_gpus(CLI::App* cmd, RunArgs& r) {
 
 // Options of both `run` and `fabric`.
 void add_common(CLI::App* cmd, RunArgs& r) {
-  cmd->add_option("--suite", r.suite, "quick or full")->check(CLI::IsMember({"quick", "full"}));
+  cmd->add_option("--suite", r.suite, "quick, full or qualify (docs/qualify.md)")
+      ->check(CLI::IsMember({"quick", "full", "qualify"}));
+  cmd->add_option("--soak-s", r.soak_s, "gpu_soak's load time in the qualify suite (60-1200 s)")
+      ->check(CLI::Range(60, 1200));
   add_report_options(cmd, r);
   cmd->add_option("--job-id", r.job_id, "Slurm job id (default: $SLURM_JOB_ID)");
   cmd->add_option("--run-id", r.run_id, "Unique id of this run (default: node-time-pid)");

@@ -43,6 +43,8 @@ constexpr std::pair<std::string_view, Factory> kFactories[] = {
     {"gpu_hbm", make_gpu_hbm_check},
     {"gpu_pcie_bw", make_gpu_pcie_bw_check},
     {"gpu_memtest", make_gpu_memtest_check},
+    {"gpu_sdc", make_gpu_sdc_check},
+    {"gpu_soak", make_gpu_soak_check},
     {"gpu_sanity", make_gpu_sanity_check},
     {"nccl_allreduce_nvlink", make_nccl_allreduce_nvlink_check},
     {"nccl_allreduce_ib", make_nccl_allreduce_ib_check},
@@ -79,8 +81,11 @@ static void add_site_checks(std::vector<std::unique_ptr<Check>>& out, const SkuS
 }
 
 std::vector<std::unique_ptr<Check>> all_checks(const SkuSet* skus) {
-  // The full suite holds the quick one (the runner filters by the catalog's suites).
-  auto out = from_catalog([](const CheckSpec& s) { return s.runs_in(CheckSuite::kFull); });
+  // The qualify suite holds the full one, which holds the quick one (the runner filters by the
+  // catalog's suites).
+  auto out = from_catalog([](const CheckSpec& s) {
+    return s.runs_in(CheckSuite::kFull) || s.runs_in(CheckSuite::kQualify);
+  });
   add_site_checks(out, skus, false);
   return out;
 }

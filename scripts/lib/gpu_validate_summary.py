@@ -11,6 +11,7 @@ to OUT/summary.md (and appended to --append FILE). Reads only the run's raw dire
   reference.out                                           PyTorch's figures (gpu_reference.py)
   allreduce-vigil.json, allreduce-nccl-tests.out          one-process all_reduce, both tools
   busy.json                                               the probes while PyTorch holds the GPU
+  sdc-inject.json                                         gpu_sdc with VIGIL_SDC_INJECT=0
   (no-GPU rehearsal: suite-quick, hook-*-1, allreduce-host.json, allreduce-vigil.*)
 
 Goals (issue 24): no `fail` and no `error` on a healthy GPU (every suite, every hook run, exit
@@ -294,6 +295,28 @@ def parse_nccl_tests(text):
     return rows
 
 
+def sdc(s, reports):
+    """gpu_sdc on the healthy GPU (the full suite) and with one injected bit flip."""
+    if not has_sdc(reports):
+        return
+    healthy = next(c for c in checks_of(reports["full"]) if c.get("check") == "gpu_sdc")
+    counts = [m.get("value") for m in healthy.get("measurements", []) if m.get("name") == "sdc_mismatches"]
+    s.goal(healthy.get("status") == "pass" and counts and not any(counts),
+           "gpu_sdc on a healthy GPU (full suite)",
+           f"{healthy.get('status')}, sdc_mismatches {counts}, {healthy.get('duration_s') or 0:.1f} s: "
+           + (healthy.get("message") or "")[:160])
+    report = read_json(s.path("sdc-inject.json"))
+    injected = next((c for c in checks_of(report) if c.get("check") == "gpu_sdc"), None)
+    if injected is None:
+        s.add("fail", "gpu_sdc finds one injected bit flip", "no gpu_sdc in sdc-inject.json")
+        return
+    message = injected.get("message") or ""
+    s.goal(injected.get("status") == "fail" and injected.get("fault_code") == "VIGIL-CUDA-SDC-MISMATCHES"
+           and "gpu 0 bf16" in message and "(row 17, col 4000)" in message,
+           "gpu_sdc finds one injected bit flip",
+           f"{injected.get('status')} {injected.get('fault_code')}: {message[:300]}")
+
+
 def allreduce(s, gpus):
     vigil = read_json(s.path("allreduce-vigil.json"))
     mine = {}
@@ -332,22 +355,37 @@ def allreduce(s, gpus):
     if algos:
         detail = ", ".join(f"{a['size_bytes'] >> 20} MiB {a['algorithm']}/{a['protocol']}"
                            for a in algos)
-    elif env.get("NCCL_DEBUG_SUBSYS") == "TUNING":
+    elif "TUNING" in env.get("NCCL_DEBUG_SUBSYS", "").split(","):
         detail = (f"none recorded from NCCL's TUNING log on {gpus} rank(s) (one rank: NCCL "
                   "runs no collective algorithm)")
     else:
         detail = "not logged: NCCL_DEBUG was set for the run, so vigil-allreduce kept no TUNING log"
     s.add("info", "NCCL algorithm recorded by vigil-allreduce", detail)
+    # What NCCL connected over (INIT/NET lines of the same log; docs/nccl-bench.md).
+    transport = (vigil or {}).get("nccl_transport")
+    if transport is not None:
+        detail = (f"network {transport.get('network', '?')}, "
+                  f"{transport.get('net_connections', 0)} network and "
+                  f"{transport.get('gdr_connections', 0)} GPUDirect connections, "
+                  f"NVLS {'on' if transport.get('nvls') else 'off'}, "
+                  f"{len(transport.get('paths', []))} peer paths")
+        s.add("info", "NCCL transport recorded by vigil-allreduce", detail)
 
 
-def busy(s):
+def has_sdc(reports):
+    """Whether the run's bundle has gpu_sdc (bundles before 2026-12-04 do not)."""
+    return any(c.get("check") == "gpu_sdc" for c in checks_of(reports.get("full")))
+
+
+def busy(s, reports):
     report = read_json(s.path("busy.json"))
     if report is None:
         s.add("fail", "busy-GPU guard", "no busy.json")
         return
     got = {c.get("check"): (c.get("status"), c.get("fault_code")) for c in checks_of(report)}
     bad = [f"{k} {v[0]} {v[1]}" for k, v in got.items() if v != ("error", "VIGIL-GPU-BUSY")]
-    missing = [p for p in CUDA_PROBES if p not in got]
+    expected = CUDA_PROBES + (("gpu_sdc",) if has_sdc(reports) else ())
+    missing = [p for p in expected if p not in got]
     s.goal(not bad and not missing, "busy-GPU guard (PyTorch holds the GPU)",
            "; ".join(bad + [f"{m} missing" for m in missing]) or
            "every probe error VIGIL-GPU-BUSY: " + next(iter(checks_of(report)), {}).get("message", "")[:100])
@@ -478,8 +516,9 @@ def main():
         hooks(s, len(names))
         reference_ratios(s, reports, read_json(s.path("reference.out")))
         memtest(s, reports)
+        sdc(s, reports)
         allreduce(s, len(names))
-        busy(s)
+        busy(s, reports)
         what = f"{len(names)} x {', '.join(sorted(set(names)))}, driver {machine.get('driver', '?')}"
     elif mode == "mode=no-gpu":
         no_gpu(s)

@@ -4,7 +4,10 @@
 // fatal and noisy defaults, vigil::detect's metrics, known_check_names) names registered checks.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <initializer_list>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -28,20 +31,22 @@ void PrintTo(const Identity& i, std::ostream* os) {
   *os << i.name << " (" << i.short_name << ", " << i.timeout_s << " s)";
 }
 
+// The checks of `checks` that `suite` runs (none given: all of them).
 std::vector<Identity> identities(const std::vector<std::unique_ptr<Check>>& checks,
-                                 bool quick_only = false) {
+                                 std::optional<CheckSuite> suite = std::nullopt) {
   std::vector<Identity> out;
   for (const auto& c : checks)
-    if (!quick_only || !find_check_spec(c->name())->full_only())
+    if (!suite || find_check_spec(c->name())->runs_in(*suite))
       out.push_back({std::string(c->name()), std::string(c->short_name()),
                      static_cast<long>(c->timeout().count())});
   return out;
 }
 
-std::vector<Identity> catalog_suite(CheckSuite suite) {
+// The catalog's entries that run in any of `suites`, in order.
+std::vector<Identity> catalog_suite(std::initializer_list<CheckSuite> suites) {
   std::vector<Identity> out;
   for (const CheckSpec& s : check_catalog())
-    if (s.runs_in(suite))
+    if (std::any_of(suites.begin(), suites.end(), [&](CheckSuite x) { return s.runs_in(x); }))
       out.push_back(
           {std::string(s.name), std::string(s.short_name), static_cast<long>(s.timeout.count())});
   return out;
@@ -52,20 +57,25 @@ std::vector<std::unique_ptr<Check>> every_passive_check() {
 }
 
 TEST(CheckCatalogRegistry, the_quick_suite_is_the_catalogs_quick_entries_in_order) {
-  EXPECT_EQ(identities(all_checks(), /*quick_only=*/true), catalog_suite(CheckSuite::kQuick));
+  EXPECT_EQ(identities(all_checks(), CheckSuite::kQuick), catalog_suite({CheckSuite::kQuick}));
 }
 
-TEST(CheckCatalogRegistry, all_checks_is_the_catalogs_full_entries_in_order) {
-  EXPECT_EQ(identities(all_checks()), catalog_suite(CheckSuite::kFull));
+TEST(CheckCatalogRegistry, the_full_suite_is_the_catalogs_full_entries_in_order) {
+  EXPECT_EQ(identities(all_checks(), CheckSuite::kFull), catalog_suite({CheckSuite::kFull}));
+}
+
+// The qualify suite runs every full-suite check and its own (docs/qualify.md).
+TEST(CheckCatalogRegistry, all_checks_is_the_catalogs_full_and_qualify_entries_in_order) {
+  EXPECT_EQ(identities(all_checks()), catalog_suite({CheckSuite::kFull, CheckSuite::kQualify}));
 }
 
 TEST(CheckCatalogRegistry, the_passive_suite_is_the_catalogs_passive_entries_in_order) {
-  EXPECT_EQ(identities(every_passive_check()), catalog_suite(CheckSuite::kPassive));
+  EXPECT_EQ(identities(every_passive_check()), catalog_suite({CheckSuite::kPassive}));
 }
 
 TEST(CheckCatalogRegistry, fabric_checks_is_the_catalogs_fabric_entries_in_order) {
-  EXPECT_EQ(identities(fabric_checks()), catalog_suite(CheckSuite::kFabric));
-  EXPECT_EQ(identities(domain_checks()), catalog_suite(CheckSuite::kDomain));
+  EXPECT_EQ(identities(fabric_checks()), catalog_suite({CheckSuite::kFabric}));
+  EXPECT_EQ(identities(domain_checks()), catalog_suite({CheckSuite::kDomain}));
 }
 
 // Both directions by name, so a failure says which check lacks what.

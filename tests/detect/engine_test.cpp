@@ -365,3 +365,33 @@ TEST(EngineConfirmation, the_mean_confirms_only_with_five_figures_of_history_and
 }
 
 }  // namespace vigil::detect
+
+namespace vigil::detect {
+
+// gpu_soak (the qualify suite): its figures are judged against the node's other GPUs with the
+// catalog's defaults, like gpu_gemm's (docs/qualify.md).
+TEST(EnginePeers, a_gpu_that_clocks_low_among_its_peers_in_a_soak_fails_and_the_others_pass) {
+  Engine e(DetectConfig::defaults());
+  std::vector<double> clocks = eight(1750), tflops = eight(660);
+  clocks[5] = 1560;  // 11% below the other seven
+  tflops[5] = 590;
+  auto rv = judge_ok(e,
+                     ReportBuilder("n1")
+                         .gpus("gpu_soak", "soak_sm_clock", "MHz", clocks)
+                         .gpus("gpu_soak", "soak_tflops", "TFLOP/s", tflops),
+                     kT0);
+  int failed = 0;
+  for (const Verdict& v : rv.verdicts) {
+    if (v.check != "gpu_soak") continue;
+    if (v.unit_id == "gpu5") {
+      EXPECT_EQ(v.status, Status::kFail) << v.message;
+      EXPECT_EQ(v.baseline, "peers");
+      ++failed;
+    } else {
+      EXPECT_EQ(v.status, Status::kPass) << v.message;
+    }
+  }
+  EXPECT_EQ(failed, 2);  // its clock and its throughput
+}
+
+}  // namespace vigil::detect

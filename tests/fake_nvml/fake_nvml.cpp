@@ -62,6 +62,7 @@ struct nvmlDevice_st {
       temperature_gpu_max_c;
   bool temperature_v = false;  // nvmlDeviceGetTemperatureV answers (else: not supported)
   std::optional<unsigned> power_mw;
+  std::optional<unsigned> sm_clock_mhz;  // nvmlDeviceGetClockInfo(NVML_CLOCK_SM)
   struct Process {
     unsigned pid = 0;
     unsigned long long used_memory_bytes = kNvmlValueNotAvailable;
@@ -212,6 +213,7 @@ nvmlDevice_st parse_gpu(const json& j, const std::string& at) {
               "temperature_shutdown_c",
               "temperature_gpu_max_c",
               "power_mw",
+              "sm_clock_mhz",
               "processes",
               "utilization",
               "mig",
@@ -367,6 +369,7 @@ nvmlDevice_st parse_gpu(const json& j, const std::string& at) {
     g.temperature_gpu_max_c = to_u32(j["temperature_gpu_max_c"], at);
   }
   if (j.contains("power_mw")) g.power_mw = to_u32(j["power_mw"], at + "/power_mw");
+  if (j.contains("sm_clock_mhz")) g.sm_clock_mhz = to_u32(j["sm_clock_mhz"], at + "/sm_clock_mhz");
   if (j.contains("processes")) {
     const json& list = j["processes"];
     const std::string a = at + "/processes";
@@ -881,6 +884,13 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetTemperatureThreshold(nvmlDevice_t han
 FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t handle, unsigned int* mw) {
   DEVICE_QUERY(handle);
   return answer(d->power_mw, mw);
+}
+
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t handle, int type,
+                                                     unsigned int* mhz) {
+  DEVICE_QUERY(handle);
+  if (type != NVML_CLOCK_SM) return NVML_ERROR_NOT_SUPPORTED;
+  return answer(d->sm_clock_mhz, mhz);
 }
 
 // Like the real call: *count too small (0 with infos NULL asks for the count) ->

@@ -63,7 +63,7 @@ AllreduceSpec fabric_spec(const CheckContext& ctx, const FabricNetwork& network,
   // ran a rank, and the pair "passed").
   spec.hosts = ctx.allreduce.nodes;
   spec.map_by_node = true;
-  const bool full = ctx.suite == Suite::kFull;
+  const bool full = long_plans(ctx.suite);
   spec.min_bytes = full ? "512M" : "1G";
   spec.max_bytes = full ? "8G" : "4G";
   spec.timeout = std::chrono::seconds(600);

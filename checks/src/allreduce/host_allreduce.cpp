@@ -31,7 +31,7 @@ class HostAllreduceCheck final : public Check {
     spec.transport = "nvlink";  // no effect on the host backend
     spec.ranks = 2;
     spec.min_bytes = "1M";
-    spec.max_bytes = ctx.suite == Suite::kFull ? "64M" : "16M";
+    spec.max_bytes = long_plans(ctx.suite) ? "64M" : "16M";
     spec.step_factor = 4;
     spec.warmup_iters = 2;
     spec.iters = 10;

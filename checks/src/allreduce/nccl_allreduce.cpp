@@ -71,7 +71,7 @@ class NcclAllreduceCheck final : public Check {
     spec.backend = "nccl";
     spec.transport = std::string(v_.transport);
     spec.ranks = ctx.gpu_count > 0 ? ctx.gpu_count : 1;
-    const bool full = ctx.suite == Suite::kFull;
+    const bool full = long_plans(ctx.suite);
     spec.min_bytes = std::string(full ? v_.full_min : v_.quick_min);
     spec.max_bytes = std::string(full ? v_.full_max : v_.quick_max);
     spec.timeout = std::chrono::seconds(full ? 300 : 120);

@@ -175,9 +175,13 @@ std::vector<CheckResult> run_checks(std::vector<std::unique_ptr<Check>>& checks,
   std::vector<CheckResult> results;
   for (auto& check : checks) {
     if (!opts.only.empty() && !listed(opts.only, check->name())) continue;
-    // A check the catalog runs in the full suite only is left out of a quick run.
+    // A check the catalog runs in the full suite only is left out of a quick run, one it runs
+    // in the qualify suite only out of both (--only runs what it names).
     const CheckSpec* spec = find_check_spec(check->name());
-    if (ctx.suite == Suite::kQuick && spec && spec->full_only() && opts.only.empty()) continue;
+    if (spec && opts.only.empty() &&
+        ((ctx.suite == Suite::kQuick && spec->full_only()) ||
+         (ctx.suite != Suite::kQualify && spec->qualify_only())))
+      continue;
     CheckResult r;
     if (listed(opts.exclude, check->name())) {
       r = skipped(check->name(), "excluded by --exclude");

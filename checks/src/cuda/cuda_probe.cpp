@@ -188,16 +188,24 @@ void run_repeats(const CheckContext& ctx, const PerGpuProbe& probe, const CudaLa
 
 }  // namespace
 
-CheckResult run_on_each_gpu(const CheckContext& ctx, std::string_view check,
-                            const PerGpuProbe& probe) {
-  Timing t{Steady::now()};
+namespace {
+
+// What every probe learns before it measures: the GPUs' users (NVML), how many CUDA devices there
+// are and their labels. An early result instead when the probe must not or cannot run.
+struct Preflight {
+  nvml::BusyScan others;
+  int count = 0;
+  CudaLabels labels;
+};
+std::optional<CheckResult> preflight(const CheckContext& ctx, std::string_view check,
+                                     Preflight& p) {
   // Before any CUDA call (this process has no context yet, so every compute process NVML lists
   // is someone else's): a GPU shared with other work measures slow without being faulty, and
   // allocating on it could take memory from that work. Any busy GPU -> the whole check is
   // error VIGIL-GPU-BUSY and no GPU is touched (docs/cuda-probes.md, "Busy GPUs").
-  const nvml::BusyScan others = nvml::scan_gpus_for_other_work(ctx);
-  if (!others.busy.empty()) return nvml::gpu_busy_result(check, others.busy);
-  if (auto mig = nvml::mig_skip_result(check, others.mig_enabled)) return *mig;
+  p.others = nvml::scan_gpus_for_other_work(ctx);
+  if (!p.others.busy.empty()) return nvml::gpu_busy_result(check, p.others.busy);
+  if (auto mig = nvml::mig_skip_result(check, p.others.mig_enabled)) return *mig;
 
   // GPU numbers in reports must match the NVML checks' (PCI bus order); respect an explicit
   // choice by the operator.
@@ -206,18 +214,49 @@ CheckResult run_on_each_gpu(const CheckContext& ctx, std::string_view check,
   // A driver too old for this build's runtime is the node's setup, not a fault (cuda_driver.h).
   if (auto too_old = skip_if_driver_too_old(check)) return *too_old;
 
-  int count = 0;
-  if (auto no_device = count_devices(check, count)) return *no_device;
+  if (auto no_device = count_devices(check, p.count)) return *no_device;
+  // Reports and histories name GPUs by NVML index (cuda_labels.h).
+  p.labels = label_devices(p.others.bus_ids, p.count);
+  return std::nullopt;
+}
 
+// The notes every probe's result starts with.
+std::vector<std::string> preflight_notes(const Preflight& p) {
+  std::vector<std::string> notes;
+  if (!p.others.unknown.empty()) notes.push_back(p.others.unknown);
+  if (!p.labels.matched)
+    notes.push_back("GPU numbers are CUDA ordinals: their PCI bus ids did not match NVML's");
+  return notes;
+}
+
+}  // namespace
+
+CheckResult run_on_all_gpus(const CheckContext& ctx, std::string_view check,
+                            const AllGpusProbe& probe) {
+  Preflight p;
+  if (auto early = preflight(ctx, check, p)) return *early;
   CheckResult r;
   r.check = std::string(check);
   std::vector<GpuFailure> failures;
-  std::vector<std::string> notes;
-  if (!others.unknown.empty()) notes.push_back(others.unknown);
-  // Reports and histories name GPUs by NVML index (cuda_labels.h).
-  const CudaLabels labels = label_devices(others.bus_ids, count);
-  if (!labels.matched)
-    notes.push_back("GPU numbers are CUDA ordinals: their PCI bus ids did not match NVML's");
+  std::vector<std::string> notes = preflight_notes(p);
+  probe(p.count, p.labels, r, notes, failures);
+  relabel(r, p.labels, p.count);
+  for (GpuFailure& f : failures)
+    if (f.gpu >= 0 && f.gpu < p.count) f.gpu = p.labels.label[f.gpu];
+  return finish_probe_result(ctx, std::move(r), p.count, failures, notes);
+}
+
+CheckResult run_on_each_gpu(const CheckContext& ctx, std::string_view check,
+                            const PerGpuProbe& probe, const AfterAllGpus& after_all) {
+  Timing t{Steady::now()};
+  Preflight p;
+  if (auto early = preflight(ctx, check, p)) return *early;
+  const int count = p.count;
+  const CudaLabels& labels = p.labels;
+  CheckResult r;
+  r.check = std::string(check);
+  std::vector<GpuFailure> failures;
+  std::vector<std::string> notes = preflight_notes(p);
   for (int gpu = 0; gpu < count; ++gpu) {
     VoidResult done = timed_probe(probe, gpu, r, notes, t);
     if (done) continue;
@@ -225,6 +264,7 @@ CheckResult run_on_each_gpu(const CheckContext& ctx, std::string_view check,
     cudaGetLastError();  // clear a non-sticky error before the next GPU
   }
   relabel(r, labels, count);
+  if (after_all) after_all(r, notes, labels);
   // Confirmation: a GPU slower than its peers or than its own recent healthy figures (kept in
   // the probe's state file) is measured again, so the drainer can tell a slow GPU (its repeats
   // are slow too) from a transient dip (docs/detection.md).

@@ -12,7 +12,9 @@
 #include <type_traits>
 #include <vector>
 
+#include "cuda/cuda_labels.h"
 #include "cuda/probe_math.h"
+#include "cuda/probe_result.h"
 #include "vigil/base/result.h"
 #include "vigil/checks/check.h"
 
@@ -106,7 +108,19 @@ using PerGpuProbe =
 // match NVML's; a GPU that fails does not stop the others) and turns the outcome into the
 // check's result: cudaGetDeviceCount fails or sees none -> error VIGIL-CUDA-UNAVAILABLE with
 // CUDA's message; otherwise finish_probe_result (probe_result.h) applies the status rules.
+// `after_all`, when given, runs once every GPU was measured (and measurements carry NVML
+// indices): a probe that compares GPUs with each other adds its measurements there.
+using AfterAllGpus =
+    std::function<void(CheckResult& r, std::vector<std::string>& notes, const CudaLabels& labels)>;
 CheckResult run_on_each_gpu(const CheckContext& ctx, std::string_view check,
-                            const PerGpuProbe& probe);
+                            const PerGpuProbe& probe, const AfterAllGpus& after_all = {});
+
+// A probe that drives every GPU at the same time (gpu_soak): measurements and failures name CUDA
+// ordinals; the driver relabels them. The same checks before it as run_on_each_gpu.
+using AllGpusProbe =
+    std::function<void(int count, const CudaLabels& labels, CheckResult& r,
+                       std::vector<std::string>& notes, std::vector<GpuFailure>& failures)>;
+CheckResult run_on_all_gpus(const CheckContext& ctx, std::string_view check,
+                            const AllGpusProbe& probe);
 
 }  // namespace vigil::cuda_probe

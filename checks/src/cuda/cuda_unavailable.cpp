@@ -1,5 +1,5 @@
 // Built instead of the CUDA probes when CUDA is off (VIGIL_WITH_CUDA=OFF or no nvcc found): the
-// five checks still exist, by the same names and short names (the check catalog's), and report
+// seven checks still exist, by the same names and short names (the check catalog's), and report
 // themselves as not applicable.
 #include <string_view>
 
@@ -36,6 +36,12 @@ std::unique_ptr<Check> make_gpu_pcie_bw_check() {
 }
 std::unique_ptr<Check> make_gpu_memtest_check() {
   return std::make_unique<CudaUnavailableCheck>("gpu_memtest");
+}
+std::unique_ptr<Check> make_gpu_sdc_check() {
+  return std::make_unique<CudaUnavailableCheck>("gpu_sdc");
+}
+std::unique_ptr<Check> make_gpu_soak_check() {
+  return std::make_unique<CudaUnavailableCheck>("gpu_soak");
 }
 std::unique_ptr<Check> make_gpu_sanity_check() {
   return std::make_unique<CudaUnavailableCheck>("gpu_sanity");

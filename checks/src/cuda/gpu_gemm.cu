@@ -4,24 +4,12 @@
 #include <cuda_bf16.h>
 
 #include <cstdint>
-#include <memory>
 #include <string>
-#include <type_traits>
 
 #include "check_factories.h"
-#include "cuda/cublaslt_loader.h"
+#include "cuda/cublaslt_objects.h"
 #include "cuda/cuda_probe.h"
-
-// Like VIGIL_CUDA_CHECK for cuBLASLt status codes; `lt` is the loaded CublasLtApi.
-#define VIGIL_CUBLAS_CHECK(call)                                                    \
-  do {                                                                              \
-    const cublasStatus_t vigil_blas_s_ = (call);                                    \
-    if (vigil_blas_s_ != CUBLAS_STATUS_SUCCESS) {                                   \
-      return ::vigil::Error{std::string(lt.get_status_name(vigil_blas_s_)) + ": " + \
-                                lt.get_status_string(vigil_blas_s_),                \
-                            #call};                                                 \
-    }                                                                               \
-  } while (0)
+#include "cuda/gemm_load.h"
 
 namespace vigil {
 namespace {
@@ -40,36 +28,10 @@ __global__ void fill_bf16(__nv_bfloat16* p, std::size_t n, std::uint64_t seed) {
   }
 }
 
-// Owns a cuBLASLt object; `destroy` is the loaded library's matching destroy call.
-template <typename Handle>
-struct LtDestroy {
-  cublasStatus_t (*destroy)(Handle) = nullptr;
-  void operator()(Handle p) const { destroy(p); }
-};
-template <typename Handle>
-using LtPtr = std::unique_ptr<std::remove_pointer_t<Handle>, LtDestroy<Handle>>;
-using LtHandle = LtPtr<cublasLtHandle_t>;
-using LtMatmulDesc = LtPtr<cublasLtMatmulDesc_t>;
-using LtLayout = LtPtr<cublasLtMatrixLayout_t>;
-using LtPreference = LtPtr<cublasLtMatmulPreference_t>;
-
-Result<LtLayout> bf16_layout(const CublasLtApi& lt, std::uint64_t rows, std::uint64_t cols) {
-  cublasLtMatrixLayout_t l = nullptr;
-  VIGIL_CUBLAS_CHECK(
-      lt.matrix_layout_create(&l, CUDA_R_16BF, rows, cols, static_cast<std::int64_t>(rows)));
-  return LtLayout(l, {lt.matrix_layout_destroy});
-}
-
-VoidResult fill(void* p, std::size_t elements, std::uint64_t seed, cudaStream_t s) {
-  fill_bf16<<<1024, 256, 0, s>>>(static_cast<__nv_bfloat16*>(p), elements, seed);
-  VIGIL_CUDA_CHECK(cudaGetLastError());
-  return ok_result();
-}
-
 // One GPU: C(m x n) = A^T B with A stored k x m and B k x n, column-major ("TN", the layout
 // cuBLASLt's fastest BF16 kernels use).
 VoidResult measure_gemm(const CheckContext& ctx, int gpu, CheckResult& r) {
-  const GemmPlan plan = gemm_plan(ctx.suite == Suite::kFull);
+  const GemmPlan plan = gemm_plan(long_plans(ctx.suite));
   const std::uint64_t m = plan.m, n = plan.n, k = plan.k;
   VIGIL_TRY(const CublasLtApi* loaded, load_cublaslt());
   const CublasLtApi& lt = *loaded;
@@ -79,49 +41,19 @@ VoidResult measure_gemm(const CheckContext& ctx, int gpu, CheckResult& r) {
   VIGIL_TRY(DevicePtr b, device_alloc(k * n * sizeof(__nv_bfloat16)));
   VIGIL_TRY(DevicePtr c, device_alloc(m * n * sizeof(__nv_bfloat16)));
   VIGIL_TRY(DevicePtr workspace, device_alloc(kWorkspaceBytes));
-  if (VoidResult f = fill(a.get(), k * m, 1, stream.get()); !f) return f;
-  if (VoidResult f = fill(b.get(), k * n, 2, stream.get()); !f) return f;
+  if (VoidResult f = fill_bf16_uniform(a.get(), k * m, 1, stream.get()); !f) return f;
+  if (VoidResult f = fill_bf16_uniform(b.get(), k * n, 2, stream.get()); !f) return f;
 
-  cublasLtHandle_t raw_handle = nullptr;
-  VIGIL_CUBLAS_CHECK(lt.create(&raw_handle));
-  LtHandle handle(raw_handle, {lt.destroy});
-  cublasLtMatmulDesc_t raw_desc = nullptr;
-  VIGIL_CUBLAS_CHECK(lt.matmul_desc_create(&raw_desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-  LtMatmulDesc desc(raw_desc, {lt.matmul_desc_destroy});
-  const cublasOperation_t trans_a = CUBLAS_OP_T, trans_b = CUBLAS_OP_N;
-  VIGIL_CUBLAS_CHECK(lt.matmul_desc_set_attribute(desc.get(), CUBLASLT_MATMUL_DESC_TRANSA, &trans_a,
-                                                  sizeof trans_a));
-  VIGIL_CUBLAS_CHECK(lt.matmul_desc_set_attribute(desc.get(), CUBLASLT_MATMUL_DESC_TRANSB, &trans_b,
-                                                  sizeof trans_b));
-  VIGIL_TRY(LtLayout a_layout, bf16_layout(lt, k, m));
-  VIGIL_TRY(LtLayout b_layout, bf16_layout(lt, k, n));
-  VIGIL_TRY(LtLayout c_layout, bf16_layout(lt, m, n));
-
-  cublasLtMatmulPreference_t raw_pref = nullptr;
-  VIGIL_CUBLAS_CHECK(lt.matmul_preference_create(&raw_pref));
-  LtPreference pref(raw_pref, {lt.matmul_preference_destroy});
-  const std::uint64_t workspace_bytes = kWorkspaceBytes;
-  VIGIL_CUBLAS_CHECK(lt.matmul_preference_set_attribute(pref.get(),
-                                                        CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                                        &workspace_bytes, sizeof workspace_bytes));
-  cublasLtMatmulHeuristicResult_t heuristic{};
-  int found = 0;
-  VIGIL_CUBLAS_CHECK(lt.matmul_algo_get_heuristic(handle.get(), desc.get(), a_layout.get(),
-                                                  b_layout.get(), c_layout.get(), c_layout.get(),
-                                                  pref.get(), 1, &heuristic, &found));
-  if (found == 0) {
+  VIGIL_TRY(TnMatmul mm, make_tn_matmul(lt, CUDA_R_16BF, CUDA_R_16BF, m, n, k, kWorkspaceBytes,
+                                        /*deterministic=*/false));
+  if (!mm.found) {
     return Error{"cuBLASLt offers no BF16 algorithm for " + std::to_string(m) + "x" +
                      std::to_string(n) + "x" + std::to_string(k),
                  "cublasLtMatmulAlgoGetHeuristic"};
   }
-
-  const float alpha = 1.0f, beta = 0.0f;
   auto launch = [&]() -> VoidResult {
-    VIGIL_CUBLAS_CHECK(lt.matmul(handle.get(), desc.get(), &alpha, a.get(), a_layout.get(), b.get(),
-                                 b_layout.get(), &beta, c.get(), c_layout.get(), c.get(),
-                                 c_layout.get(), &heuristic.algo, workspace.get(), kWorkspaceBytes,
-                                 stream.get()));
-    return ok_result();
+    return run_tn_matmul(lt, mm, a.get(), b.get(), c.get(), workspace.get(), kWorkspaceBytes,
+                         stream.get());
   };
   VIGIL_TRY(std::vector<double> seconds, time_batches(stream.get(), plan.timing, launch));
   const double tflops =
@@ -143,6 +75,14 @@ class GpuGemmCheck final : public Check {
 };
 
 }  // namespace
+
+namespace cuda_probe {
+VoidResult fill_bf16_uniform(void* p, std::size_t elements, std::uint64_t seed, cudaStream_t s) {
+  fill_bf16<<<1024, 256, 0, s>>>(static_cast<__nv_bfloat16*>(p), elements, seed);
+  VIGIL_CUDA_CHECK(cudaGetLastError());
+  return ok_result();
+}
+}  // namespace cuda_probe
 
 std::unique_ptr<Check> make_gpu_gemm_check() { return std::make_unique<GpuGemmCheck>(); }
 

@@ -17,7 +17,7 @@ using namespace cuda_probe;
 // blocks 3,935 GB/s (0.92x). A probe that reads 7% low hides part of a real HBM loss in its own
 // shortfall, so the figure is the best copy the platform has.
 VoidResult measure_hbm(const CheckContext& ctx, int gpu, CheckResult& r) {
-  const CopyPlan plan = hbm_plan(ctx.suite == Suite::kFull);
+  const CopyPlan plan = hbm_plan(long_plans(ctx.suite));
 
   VIGIL_TRY(StreamPtr stream, make_stream());
   VIGIL_TRY(DevicePtr src, device_alloc(plan.bytes));

@@ -67,7 +67,7 @@ Result<std::pair<DevicePtr, std::size_t>> allocate_test_region(std::size_t bytes
 }
 
 VoidResult measure_memtest(const CheckContext& ctx, int gpu, CheckResult& r) {
-  const MemtestPlan plan = memtest_plan(ctx.suite == Suite::kFull);
+  const MemtestPlan plan = memtest_plan(long_plans(ctx.suite));
   std::size_t free_bytes = 0, total_bytes = 0;
   VIGIL_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
   const std::size_t want = memtest_bytes(free_bytes, plan);

@@ -88,7 +88,7 @@ class NumaBinding {
 
 VoidResult measure_pcie(const CheckContext& ctx, int gpu, CheckResult& r,
                         std::vector<std::string>& notes) {
-  const CopyPlan plan = pcie_plan(ctx.suite == Suite::kFull);
+  const CopyPlan plan = pcie_plan(long_plans(ctx.suite));
   NumaBinding binding(ctx, gpu);
   if (!binding.problem.empty()) {
     notes.push_back("gpu " + std::to_string(gpu) + ": host buffer not NUMA-bound (" +

@@ -71,6 +71,9 @@ struct Session {
 
 // Loads ctx.nvml_library, initialises NVML and gets every device handle.
 Result<Session> open_session(const CheckContext& ctx);
+// GPU core temperature: nvmlDeviceGetTemperatureV when the driver has it and it answers, else the
+// deprecated nvmlDeviceGetTemperature (nvml_temperature, gpu_soak).
+nvmlReturn_t gpu_temperature(const Api& api, nvmlDevice_t dev, unsigned* celsius);
 // Whether a failed nvmlDeviceGetHandleByIndex_v2 says the GPU itself is faulty.
 bool handle_error_is_hardware(nvmlReturn_t rc);
 

@@ -68,6 +68,7 @@ Result<std::unique_ptr<Library>> Library::open(const std::string& path) {
   resolve(handle, "nvmlDeviceGetTemperatureV", a.device_get_temperature_v);
   resolve(handle, "nvmlDeviceGetTemperatureThreshold", a.device_get_temperature_threshold);
   resolve(handle, "nvmlDeviceGetPowerUsage", a.device_get_power_usage);
+  resolve(handle, "nvmlDeviceGetClockInfo", a.device_get_clock_info);
   resolve(handle, "nvmlEventSetCreate", a.event_set_create);
   resolve(handle, "nvmlDeviceRegisterEvents", a.device_register_events);
   resolve(handle, "nvmlEventSetWait_v2", a.event_set_wait);

@@ -42,7 +42,8 @@ struct Api {
   // Preferred when the driver has it (nvmlDeviceGetTemperature is deprecated since CUDA 13.0).
   nvmlDeviceGetTemperatureV_fn device_get_temperature_v = nullptr;
   nvmlDeviceGetTemperatureThreshold_fn device_get_temperature_threshold = nullptr;
-  nvmlDeviceGetUInt_fn device_get_power_usage = nullptr;  // milliwatts
+  nvmlDeviceGetUInt_fn device_get_power_usage = nullptr;      // milliwatts
+  nvmlDeviceGetClockInfo_fn device_get_clock_info = nullptr;  // MHz, by nvmlClockType_t
   nvmlEventSetCreate_fn event_set_create = nullptr;
   nvmlDeviceRegisterEvents_fn device_register_events = nullptr;
   nvmlEventSetWait_v2_fn event_set_wait = nullptr;

@@ -12,19 +12,6 @@ namespace {
 
 using namespace nvml;
 
-// GPU core temperature: nvmlDeviceGetTemperatureV when the driver has it and it answers, else the
-// deprecated nvmlDeviceGetTemperature (drivers before the V call, or a V call that refuses).
-nvmlReturn_t gpu_temperature(const Api& api, nvmlDevice_t dev, unsigned* celsius) {
-  if (api.device_get_temperature_v) {
-    nvmlTemperature_t t{kNvmlTemperatureV1, NVML_TEMPERATURE_GPU, 0};
-    if (api.device_get_temperature_v(dev, &t) == NVML_SUCCESS && t.temperature >= 0) {
-      *celsius = static_cast<unsigned>(t.temperature);
-      return NVML_SUCCESS;
-    }
-  }
-  return call(api.device_get_temperature, dev, int{NVML_TEMPERATURE_GPU}, celsius);
-}
-
 class NvmlTemperatureCheck final : public NvmlCheck {
  public:
   std::string_view name() const override { return "nvml_temperature"; }

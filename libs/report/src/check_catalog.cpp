@@ -21,9 +21,11 @@ using std::chrono::seconds;
 using enum CheckSuite;
 using enum CheckSeverity;
 
-constexpr unsigned kNode = kQuick | kFull;                       // vigil-check run, both suites
-constexpr unsigned kNodeAndHooks = kNode | kPassive;             // ... and the Slurm hooks
-constexpr unsigned kHooks = static_cast<unsigned>(kPassive);     // the Slurm hooks only
+constexpr unsigned kNode = kQuick | kFull;                    // vigil-check run, both suites
+constexpr unsigned kNodeAndHooks = kNode | kPassive;          // ... and the Slurm hooks
+constexpr unsigned kHooks = static_cast<unsigned>(kPassive);  // the Slurm hooks only
+constexpr unsigned kFullOnly = static_cast<unsigned>(kFull);  // vigil-check run --suite full
+constexpr unsigned kQualifyOnly = static_cast<unsigned>(CheckSuite::kQualify);  // --suite qualify
 constexpr unsigned kFabricJob = static_cast<unsigned>(kFabric);  // vigil-check fabric only
 constexpr unsigned kDomainJob = static_cast<unsigned>(kDomain);  // ... --network nvlink-domain
 
@@ -36,6 +38,12 @@ constexpr std::array<PerfMetric, 2> kPcieMetrics{{
     {"d2h_bandwidth", "GB/s", "pcie"},
 }};
 constexpr std::array<PerfMetric, 1> kBusbwMetrics{{{"busbw", "GB/s", "allreduce"}}};
+// A soak's throughput and SM clock: GEMM throughput follows the SM clock, so both take the gemm
+// margins (docs/detection.md).
+constexpr std::array<PerfMetric, 2> kSoakMetrics{{
+    {"soak_tflops", "TFLOP/s", "gemm"},
+    {"soak_sm_clock", "MHz", "gemm"},
+}};
 
 constexpr CheckSpec kCatalog[] = {
     // Hooks only, first: needs neither NVML nor the SKU, and a GPU with GSP trouble (Xid
@@ -103,6 +111,15 @@ constexpr CheckSpec kCatalog[] = {
     {"gpu_pcie_bw", "h2d", kNode, seconds(120), kNoisy, kPcieMetrics},
     // Fatal: a memory pattern mismatch (stuck or flipping bits, address faults).
     {"gpu_memtest", "memtest", kNode, seconds(180), kFatal, {}, true},
+    // Fatal, full suite only: silent data corruption: a tensor-core GEMM in BF16, FP16 and FP8
+    // that gives a wrong element against an exact integer result, changes between repeats, or
+    // differs from the other GPUs' (docs/cuda-probes.md). A wrong answer is the GPU's own fault.
+    {"gpu_sdc", "sdc", kFullOnly, seconds(180), kFatal, {}, true},
+    // Qualify suite only: every GPU under GEMM load at once for --soak-s (default 600 s); its
+    // throughput and median SM clock are judged against the node's other GPUs by detect (a GPU
+    // that clocks low among its peers). Noisy like gpu_gemm. 1320 s: the longest soak (1200 s)
+    // plus setup.
+    {"gpu_soak", "soak", kQualifyOnly, seconds(1320), kNoisy, kSoakMetrics},
     // Hooks only, with --cuda-sanity: fatal, a CUDA context that cannot be created or a tiny
     // kernel's wrong output.
     {"gpu_sanity", "sanity", kHooks, seconds(20), kFatal, {}, true},

@@ -49,9 +49,10 @@ std::string Threshold::validate() const {
 namespace {
 // "enum": a member of an NVML enumeration (a fabric state, a recovery action), named in the
 // check's message; added 2026-11-26 (older drainers reject it: upgrade the drainer first).
-constexpr std::array<std::string_view, 13> kUnits = {
+// "MHz": a clock (gpu_soak's SM clock under load); added 2026-12-04, likewise.
+constexpr std::array<std::string_view, 14> kUnits = {
     "GB/s", "Gb/s", "TFLOP/s", "count", "bool",    "celsius", "W",
-    "s",    "gen",  "lanes",   "MiB",   "percent", "enum"};
+    "s",    "gen",  "lanes",   "MiB",   "percent", "enum",    "MHz"};
 }  // namespace
 
 bool is_known_unit(std::string_view unit) {

@@ -178,6 +178,44 @@ class FinalH200Run(unittest.TestCase):
         self.assertIn("H200-SXM-141GB", line(text, "SKU detected with the shipped thresholds")[1])
 
 
+class H200Run7(unittest.TestCase):
+    def test_run_7_records_nccls_transport_and_reads_the_tuning_log_it_asked_for(self):
+        rc, text = summary_of("2026-12-04-h200-run7.tar.gz")
+        self.assertEqual(rc, 0, text)
+        # vigil-allreduce asked for INIT,NET,TUNING itself: its log was kept and held no
+        # algorithm for one rank (the summary once read that as "NCCL_DEBUG was set").
+        self.assertIn("none recorded from NCCL's TUNING log on 1 rank(s)",
+                      line(text, "NCCL algorithm recorded by vigil-allreduce")[1])
+        self.assertEqual(line(text, "NCCL transport recorded by vigil-allreduce")[1],
+                         "network Socket, 0 network and 0 GPUDirect connections, NVLS off, "
+                         "0 peer paths")
+
+
+class H200Run8(unittest.TestCase):
+    def test_run_8_passes_gpu_sdc_on_the_healthy_gpu_and_finds_the_injected_flip(self):
+        rc, text = summary_of("2026-12-04-h200-run8.tar.gz")
+        self.assertEqual(rc, 0, text)
+        self.assertEqual(line(text, "gpu_sdc on a healthy GPU (full suite)")[0], "pass")
+        status, detail = line(text, "gpu_sdc finds one injected bit flip")
+        self.assertEqual(status, "pass")
+        self.assertIn("gpu 0 bf16: 1 element of 67108864 wrong in the exact integer GEMM, first "
+                      "(row 17, col 4000): 406.000488, expected 406", detail)
+
+    def test_an_injected_flip_that_passes_fails_the_run(self):
+        r = Run("2026-12-04-h200-run8.tar.gz")
+        try:
+            report = r.json("sdc-inject.json")
+            for c in report["checks"]:
+                if c["check"] == "gpu_sdc":
+                    c["status"], c["fault_code"], c["message"] = "pass", "", "1 GPU"
+            r.put_json("sdc-inject.json", report)
+            rc, text = r.summary()
+            self.assertEqual(rc, 1)
+            self.assertEqual(line(text, "gpu_sdc finds one injected bit flip")[0], "fail")
+        finally:
+            r.close()
+
+
 class FirstH100Run(unittest.TestCase):
     def test_the_h100_run_passes_with_its_one_pcie_warn_and_detects_the_h100(self):
         rc, text = summary_of("2026-11-26-h100-run6.tar.gz")

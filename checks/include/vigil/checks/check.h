@@ -16,7 +16,15 @@
 
 namespace vigil {
 
-enum class Suite { kQuick, kFull };
+// quick and full: `vigil-check run --suite`; qualify: the full suite with long plans and the
+// soak, for a node before it takes jobs (docs/qualify.md).
+enum class Suite { kQuick, kFull, kQualify };
+// Whether the probes use their full (long) plans: in the full and the qualify suite.
+inline bool long_plans(Suite s) { return s != Suite::kQuick; }
+
+struct SoakOptions {                   // gpu_soak (the qualify suite)
+  std::chrono::seconds duration{600};  // GEMM load on every GPU at once for this long
+};
 
 // The options of one family of checks: the program that runs the checks sets them (vigil-check
 // binds its flags into them), and only that family reads them.
@@ -78,6 +86,7 @@ struct CheckContext {
   ImexOptions imex;                     // nvlink_imex
   AllReduceOptions allreduce;           // the all_reduce checks, fabric and domain jobs included
   HostOptions host;                     // host_services, host_mounts
+  SoakOptions soak;                     // gpu_soak
   std::string state_dir;                // previous readings for delta counters; empty = none
   std::chrono::milliseconds xid_wait{2000};  // how long nvml_xid listens for events
   bool has_gpu_runtime = false;              // set by the runner: CUDA built in and a device seen

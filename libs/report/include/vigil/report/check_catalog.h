@@ -19,12 +19,13 @@ namespace vigil {
 
 // Where a check runs. Bits of CheckSpec::suites.
 enum class CheckSuite : unsigned {
-  kQuick = 1,    // vigil-check run --suite quick
-  kFull = 2,     // vigil-check run --suite full (quick checks run in full too)
-  kPassive = 4,  // the Slurm hooks' passive suite (passive_checks())
-  kFabric = 8,   // vigil-check fabric, across the nodes of one allocation (fabric_checks())
-  kDomain = 16,  // vigil-check fabric --network nvlink-domain: the trays of one NVLink domain
-                 // (domain_checks())
+  kQuick = 1,     // vigil-check run --suite quick
+  kFull = 2,      // vigil-check run --suite full (quick checks run in full too)
+  kPassive = 4,   // the Slurm hooks' passive suite (passive_checks())
+  kFabric = 8,    // vigil-check fabric, across the nodes of one allocation (fabric_checks())
+  kDomain = 16,   // vigil-check fabric --network nvlink-domain: the trays of one NVLink domain
+                  // (domain_checks())
+  kQualify = 32,  // vigil-check run --suite qualify: every full-suite check runs there too
 };
 constexpr unsigned operator|(CheckSuite a, CheckSuite b) {
   return static_cast<unsigned>(a) | static_cast<unsigned>(b);
@@ -64,6 +65,8 @@ struct CheckSpec {
   bool runs_in(CheckSuite s) const { return (suites & static_cast<unsigned>(s)) != 0; }
   // In `run --suite full` but not in a quick run.
   bool full_only() const { return runs_in(CheckSuite::kFull) && !runs_in(CheckSuite::kQuick); }
+  // In `run --suite qualify` only (the full suite's checks run there too).
+  bool qualify_only() const { return runs_in(CheckSuite::kQualify) && !runs_in(CheckSuite::kFull); }
 };
 
 // Not a check: the result `vigil-check repair reset-gpu` reports (the repair ladder's GPU reset,
