@@ -17,6 +17,7 @@
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -284,6 +285,9 @@ struct Precision {
   SdcPrecision p;
   bool inject = false;
   const std::vector<float>* cpu = nullptr;  // cpu_tile()
+  // Repeats stop early once this passes: the check's time box must hold every GPU's results (a
+  // GPU slower than an H200, e.g. an L4 at ~9 ms per GEMM, in the qualify suite's 1,000 repeats).
+  std::optional<std::chrono::steady_clock::time_point> repeats_until;
 };
 
 // One precision on the current GPU: both phases; the first repeat-phase result goes to `kept`.
@@ -341,7 +345,10 @@ Result<std::optional<SdcOutcome>> run_precision(const CublasLtApi& lt, Buffers& 
   fingerprint<<<1024, 256, 0, s>>>(first, all, static_cast<unsigned long long*>(b.print.get()));
   VIGIL_CUDA_CHECK(cudaGetLastError());
   if (VoidResult z = reset_wrong(b); !z) return z.error();
-  for (int rep = 0; rep < plan.repeats; ++rep) {
+  int rep = 0;
+  for (; rep < plan.repeats; ++rep) {
+    if (rep % 10 == 0 && pr.repeats_until && std::chrono::steady_clock::now() > *pr.repeats_until)
+      break;
     if (VoidResult r =
             run_tn_matmul(lt, mm, b.a.get(), b.b.get(), d, b.workspace.get(), kWorkspaceBytes, s);
         !r)
@@ -353,7 +360,7 @@ Result<std::optional<SdcOutcome>> run_precision(const CublasLtApi& lt, Buffers& 
   VIGIL_CUDA_CHECK(cudaMemcpyAsync(&o.fingerprint, b.print.get(), sizeof o.fingerprint,
                                    cudaMemcpyDeviceToHost, s));
   VIGIL_TRY(const Wrong repeat, read_wrong(b));
-  o.repeats = plan.repeats;
+  o.repeats = rep;
   o.repeat_wrong = repeat.count;
   if (repeat.count) {
     o.repeat_first = element_of(repeat.first, plan.m);
@@ -375,6 +382,7 @@ int inject_ordinal() {
 
 // Every GPU's outcomes and kept results, gathered by the per-GPU probe.
 struct Gathered {
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
   std::vector<SdcOutcome> outcomes;  // gpu = CUDA ordinal until relabelled
   std::map<std::pair<int, SdcPrecision>, Kept> kept;
   std::vector<float> cpu;  // cpu_tile(), once
@@ -397,7 +405,12 @@ VoidResult measure_sdc(const CheckContext& ctx, int gpu, Gathered& all,
   VIGIL_CUDA_CHECK(cudaDeviceGetAttribute(&g.sms, cudaDevAttrMultiProcessorCount, gpu));
   VIGIL_TRY(Buffers b, allocate(plan));
   if (all.cpu.empty()) all.cpu = cpu_tile(plan);
+  // Repeats may use 60% of the time box, counted from the check's start (the rest: the exact
+  // phases, the comparison across GPUs, the runner's margin).
+  std::optional<std::chrono::steady_clock::time_point> repeats_until;
+  if (ctx.time_limit.count() > 0) repeats_until = all.start + ctx.time_limit * 6 / 10;
   const bool inject = inject_ordinal() == gpu;
+  int ran = 0;
   for (SdcPrecision p : kSdcPrecisions) {
     if (!precision_supported(p, g.cc_major, g.cc_minor)) {
       if (gpu == 0)
@@ -406,9 +419,14 @@ VoidResult measure_sdc(const CheckContext& ctx, int gpu, Gathered& all,
       continue;
     }
     Kept kept;
-    VIGIL_TRY(std::optional<SdcOutcome> o,
-              run_precision(*loaded, b, plan, g, gpu,
-                            {p, inject && p == SdcPrecision::kBf16, &all.cpu}, kept));
+    VIGIL_TRY(
+        std::optional<SdcOutcome> o,
+        run_precision(*loaded, b, plan, g, gpu,
+                      {p, inject && p == SdcPrecision::kBf16, &all.cpu, repeats_until}, kept));
+    if (o && o->repeats < plan.repeats)
+      notes.push_back("gpu " + std::to_string(gpu) + " " + std::string(precision_name(p)) + ": " +
+                      std::to_string(o->repeats) + " of " + std::to_string(plan.repeats) +
+                      " repeats (the check's time box)");
     if (!o) {
       notes.push_back("gpu " + std::to_string(gpu) + " " + std::string(precision_name(p)) +
                       " not run: cuBLASLt offers no deterministic algorithm with FP32 output");
@@ -416,7 +434,13 @@ VoidResult measure_sdc(const CheckContext& ctx, int gpu, Gathered& all,
     }
     all.outcomes.push_back(std::move(*o));
     all.kept[{gpu, p}] = std::move(kept);
+    ++ran;
   }
+  // Nothing tested is not a pass: Vigil could not check this GPU (an error, never a fail).
+  if (ran == 0)
+    return Error{"no precision could run (compute capability " + std::to_string(g.cc_major) + "." +
+                     std::to_string(g.cc_minor) + "; see the notes)",
+                 "gpu_sdc"};
   if (inject)
     notes.push_back("VIGIL_SDC_INJECT: one bit flipped in gpu " + std::to_string(gpu) +
                     "'s bf16 results");
@@ -448,6 +472,10 @@ void judge_all(Gathered& all, CheckResult& r, const CheckContext& ctx,
   const SdcPlan plan = sdc_plan();
   const auto elements = std::size_t(plan.m * plan.n);
   SdcCrossGpu cross = compare_across_gpus(all.outcomes);
+  if (!any_comparable(all.outcomes))
+    notes.push_back(
+        "no two GPUs comparable bit for bit (architecture, SM count or cuBLASLt "
+        "algorithm differ): no vote across GPUs");
   std::vector<SdcCrossDiff> diffs;
   for (const SdcOddOne& odd : cross.odd) {
     Result<SdcCrossDiff> d = diff_results(odd, all, plan.m, elements);

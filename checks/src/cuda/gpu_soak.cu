@@ -104,14 +104,15 @@ void soak(const CheckContext& ctx, int count, const CudaLabels& labels, CheckRes
   }
 
   const Steady::time_point end = Steady::now() + ctx.soak.duration;
+  // Every Load exists before any thread starts; each thread gets its own by pointer.
   std::vector<std::unique_ptr<Load>> loads;
+  for (int g = 0; g < count; ++g) loads.push_back(std::make_unique<Load>());
+  const CublasLtApi* api = *lt;
   std::vector<std::thread> threads;
   for (int g = 0; g < count; ++g) {
-    loads.push_back(std::make_unique<Load>());
-    threads.emplace_back([&, g] {
-      Load& l = *loads[g];
-      if (VoidResult done = load_gpu(**lt, g, end, l); !done) l.error = done.error();
-      l.done = true;
+    threads.emplace_back([api, g, end, l = loads[g].get()] {
+      if (VoidResult done = load_gpu(*api, g, end, *l); !done) l->error = done.error();
+      l->done = true;
     });
   }
   std::vector<std::vector<SoakSample>> samples(static_cast<std::size_t>(count));

@@ -37,6 +37,8 @@ inline bool precision_supported(SdcPrecision p, int cc_major, int cc_minor) {
 // partial sum of k <= 2^20 of them stays below 2^24, so an FP32 accumulator holds each one
 // exactly whatever the order of additions: a correct GPU gives exactly the integer result, in
 // any algorithm, and one integer reference (CUDA cores, int32) checks every element bitwise.
+// (Hopper's FP8 accumulators keep fewer bits; the sums here stay below 2^12 in practice:
+// docs/cuda-probes.md, "FP8 accumulation".)
 VIGIL_HD inline int sdc_int_input(std::uint64_t seed, std::uint64_t index) {
   return static_cast<int>(splitmix64(index ^ (seed << 40)) % 9) - 4;
 }

@@ -35,8 +35,9 @@ std::string own_findings(const SdcOutcome& o, std::int64_t all) {
   if (o.cpu_wrong)
     append(s, head + elements(o.cpu_wrong) + " of the integer GEMM differ from the CPU's");
   if (o.repeat_wrong)
-    append(s, head + elements(o.repeat_wrong) + " changed over " + std::to_string(o.repeats) +
-                  " repeats of one GEMM, first " + describe(o.repeat_first));
+    append(s, head + std::to_string(o.repeat_wrong) + (o.repeat_wrong == 1 ? " value" : " values") +
+                  " changed over " + std::to_string(o.repeats) + " repeats of one GEMM, first " +
+                  describe(o.repeat_first));
   return s;
 }
 
@@ -76,22 +77,37 @@ SdcCrossGpu compare_across_gpus(const std::vector<SdcOutcome>& outcomes) {
   return out;
 }
 
+bool any_comparable(const std::vector<SdcOutcome>& outcomes) {
+  std::set<int> gpus;
+  std::map<std::pair<SdcPrecision, std::string>, std::set<int>> groups;
+  for (const SdcOutcome& o : outcomes) {
+    gpus.insert(o.gpu);
+    groups[{o.precision, o.signature}].insert(o.gpu);
+  }
+  if (gpus.size() < 2) return true;
+  return std::any_of(groups.begin(), groups.end(),
+                     [](const auto& g) { return g.second.size() >= 2; });
+}
+
 void judge_sdc(CheckResult& r, const CheckContext& ctx, const std::vector<SdcOutcome>& outcomes,
                const SdcCrossGpu& cross, const std::vector<SdcCrossDiff>& diffs, std::int64_t all) {
   std::map<int, std::uint64_t> wrong;  // every GPU that ran, in order
   for (const SdcOutcome& o : outcomes) {
-    wrong[o.gpu] += o.exact_wrong + o.cpu_wrong + o.repeat_wrong;
+    wrong[o.gpu] += std::max(o.exact_wrong, o.cpu_wrong) + o.repeat_wrong;
     if (std::string own = own_findings(o, all); !own.empty()) append(r.message, own);
   }
   for (const SdcCrossDiff& d : diffs) {
     // An odd result with no element different would be a fingerprint collision: still wrong
     // bits somewhere the diff could not see, so it counts as one.
     wrong[d.odd.gpu] += std::max<std::uint64_t>(d.wrong, 1);
-    append(r.message, "gpu " + std::to_string(d.odd.gpu) + " " +
-                          std::string(precision_name(d.odd.precision)) + ": " + elements(d.wrong) +
-                          " differ from the result of gpu " + std::to_string(d.odd.reference_gpu) +
-                          " and the GPUs agreeing with it" +
-                          (d.wrong ? ", first " + describe(d.first) : ""));
+    const std::string head = "gpu " + std::to_string(d.odd.gpu) + " " +
+                             std::string(precision_name(d.odd.precision)) + ": ";
+    const std::string whose = "the result of gpu " + std::to_string(d.odd.reference_gpu) +
+                              " and the GPUs agreeing with it";
+    append(r.message, d.wrong ? head + elements(d.wrong) + " differ from " + whose + ", first " +
+                                    describe(d.first)
+                              : head + "its result's fingerprint differs from " + whose +
+                                    " though no element read back does (counted as 1)");
   }
   for (const auto& [gpu, count] : wrong) {
     Measurement& m =

@@ -28,7 +28,8 @@ struct SdcOutcome {
   std::uint64_t exact_wrong = 0;
   std::uint64_t cpu_wrong = 0;
   SdcElement exact_first;
-  // Repeat phase: elements that differed from the first result, over all repeats.
+  // Repeat phase: values that differed from the first result, summed over the repeats (an
+  // element that changes in every repeat counts once per repeat).
   int repeats = 0;
   std::uint64_t repeat_wrong = 0;
   SdcElement repeat_first;
@@ -57,6 +58,9 @@ struct SdcCrossGpu {
 // fingerprint held by more than half of the group (and by at least two GPUs) is the right one and
 // every other GPU is odd; otherwise, when they differ, the group is undecided.
 SdcCrossGpu compare_across_gpus(const std::vector<SdcOutcome>& outcomes);
+// False when two or more GPUs ran and yet no two of them share a precision and signature: the
+// vote across GPUs then compares nothing, which the result says.
+bool any_comparable(const std::vector<SdcOutcome>& outcomes);
 
 // An odd GPU's result diffed element by element against its reference GPU's.
 struct SdcCrossDiff {
@@ -66,9 +70,12 @@ struct SdcCrossDiff {
 };
 
 // Adds to `r`, per GPU, `sdc_mismatches` (count; any fails, on every SKU: a wrong result is a
-// fault whatever the model) and, per GPU of an undecided group, `sdc_unresolved` (count of GPUs
-// it disagrees with; warns only: with no majority Vigil cannot say which GPU is wrong). The
-// message names the GPU, the precision, the phase and the first wrong element.
+// fault whatever the model: per precision the exact phase's wrong elements (the larger of the
+// whole-result and the CPU tile's count: the tile is a part of the result), the repeat phase's
+// changed values, and the elements that differ from the majority's result) and, per GPU of an
+// undecided group, `sdc_unresolved` (count of GPUs it disagrees with; warns only: with no majority
+// Vigil cannot say which GPU is wrong). The message names the GPU, the precision, the phase and the
+// first wrong element.
 void judge_sdc(CheckResult& r, const CheckContext& ctx, const std::vector<SdcOutcome>& outcomes,
                const SdcCrossGpu& cross, const std::vector<SdcCrossDiff>& diffs,
                std::int64_t elements);

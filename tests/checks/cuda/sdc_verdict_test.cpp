@@ -142,7 +142,7 @@ TEST(SdcVerdict, a_result_that_changes_between_repeats_fails_naming_gpu_precisio
   EXPECT_EQ(value(r, "sdc_mismatches", 3), 1);
   EXPECT_EQ(value(r, "sdc_mismatches", 2), 0);
   EXPECT_TRUE(contains(r.message,
-                       "gpu 3 fp16: 1 element changed over 100 repeats of one GEMM, "
+                       "gpu 3 fp16: 1 value changed over 100 repeats of one GEMM, "
                        "first (row 17, col 4000): 12.5, expected 12.25"))
       << r.message;
 }
@@ -155,7 +155,8 @@ TEST(SdcVerdict, a_wrong_element_of_the_exact_gemm_fails_against_the_integer_res
   o.cpu_wrong = 1;
   const CheckResult r = judged(v);
   EXPECT_EQ(r.status, Status::kFail);
-  EXPECT_EQ(value(r, "sdc_mismatches", 0), 3);
+  // The CPU tile is a part of the result: its wrong element is one of the two, not a third.
+  EXPECT_EQ(value(r, "sdc_mismatches", 0), 2);
   EXPECT_TRUE(contains(r.message,
                        "gpu 0 bf16: 2 elements of 67108864 wrong in the exact integer "
                        "GEMM, first (row 0, col 8191): 41, expected 40"))
@@ -191,6 +192,19 @@ TEST(SdcVerdict, an_odd_fingerprint_with_no_element_different_still_counts) {
   const CheckResult r = judged(v, {{cross.odd[0], 0, {}}});
   EXPECT_EQ(value(r, "sdc_mismatches", 2), 1);
   EXPECT_EQ(r.status, Status::kFail);
+  EXPECT_TRUE(contains(r.message,
+                       "gpu 2 fp8: its result's fingerprint differs from the result "
+                       "of gpu 0 and the GPUs agreeing with it though no element read "
+                       "back does (counted as 1)"))
+      << r.message;
+}
+
+TEST(SdcVerdict, gpus_with_nothing_comparable_are_told_apart_from_one_gpu) {
+  EXPECT_TRUE(any_comparable(healthy(1)));  // nothing to compare is not a missed vote
+  EXPECT_TRUE(any_comparable(healthy(8)));
+  auto v = healthy(2);
+  for (SdcOutcome& o : v) o.signature += std::to_string(o.gpu);  // each its own algorithm
+  EXPECT_FALSE(any_comparable(v));
 }
 
 TEST(SdcVerdict, two_gpus_that_disagree_only_warn_since_no_majority_says_which_is_wrong) {
