@@ -4,6 +4,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <charconv>
@@ -119,6 +120,49 @@ std::optional<Sxid> parse_sxid(std::string_view message) {
   s.instance = number_after(t->rest, ", Link ");
   if (!s.instance) s.instance = number_after(t->rest, "instance=");
   return s;
+}
+
+std::optional<DeviceFault> parse_device_fault(std::string_view message) {
+  constexpr auto npos = std::string_view::npos;
+  if (message.find("NVRM: knvlink") != npos &&
+      (message.find("postRxDetLinkMask failed!") != npos ||
+       message.find("Failed to update Rx Detect Link mask!") != npos))
+    return DeviceFault{"NVLINK", "post-RX-detect link mask failed", false};
+  const size_t at = message.find("mlx5_core ");
+  if (at == npos) return std::nullopt;
+  std::string_view rest = message.substr(at + 10);
+  const size_t colon = rest.find(": ");
+  if (colon == npos || colon == 0) return std::nullopt;
+  const std::string_view bdf = rest.substr(0, colon);
+  if (bdf.find_first_not_of("0123456789abcdefABCDEF:.") != npos) return std::nullopt;
+  std::string_view text = rest.substr(colon + 2);
+  // mlx5_core_err's "<function>:<line>:(pid N): " before the text.
+  if (const size_t pid = text.find(":(pid "); pid != npos)
+    if (const size_t end = text.find("): ", pid); end != npos) text = text.substr(end + 3);
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.remove_suffix(1);
+  DeviceFault f{"NIC " + std::string(bdf), "", false};
+  if (text.starts_with("device's health compromised")) {
+    f.what = "mlx5 health compromised";
+  } else if (text.starts_with("Fatal error ") && text.ends_with(" detected")) {
+    f.what = "mlx5 " + std::string(text.substr(0, text.size() - 9));  // "mlx5 Fatal error 1"
+  } else if (text.starts_with("synd 0x")) {
+    std::string t(text);
+    std::erase(t, ':');
+    f.what = "mlx5 " + t;  // "mlx5 synd 0x1 firmware internal error"
+  } else if (text.starts_with("PCI slot") && text.ends_with("is unavailable")) {
+    f.what = "mlx5 PCI slot unavailable";
+  } else if (text.starts_with("health recovery flow aborted") ||
+             text.starts_with("health recovery failed")) {
+    f.what = "mlx5 health recovery failed";
+  } else if (text.starts_with("health recovery succeeded")) {
+    f.recovered = true;
+  } else {
+    return std::nullopt;
+  }
+  // An item's last "(...)" is its action (remembered_action): none inside the text.
+  std::replace(f.what.begin(), f.what.end(), '(', '[');
+  std::replace(f.what.begin(), f.what.end(), ')', ']');
+  return f;
 }
 
 XidAction remembered_action(std::string_view item, const XidCatalogue& catalogue) {

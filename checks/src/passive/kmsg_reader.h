@@ -65,6 +65,29 @@ struct Sxid {
 };
 std::optional<Sxid> parse_sxid(std::string_view message);
 
+// A device's own health line outside the XID catalogue, which the device cannot recover from
+// by itself (docs/xid.md "Device health lines"):
+//  - a ConnectX NIC's firmware health (Linux drivers/net/ethernet/mellanox/mlx5/core/health.c,
+//    lines "mlx5_core <BDF>: <function>:<line>:(pid N): <text>"): poll_health's "device's health
+//    compromised - reached miss count" (the firmware's health counter stopped: NVSentinel judges
+//    it fatal) and "Fatal error N detected" (the device state becomes INTERNAL_ERROR),
+//    print_health_info's "synd 0x..: <text>" (hsynd_str) and "PCI slot is unavailable",
+//    mlx5_health_try_recover's "health recovery flow aborted" / "health recovery failed";
+//    "health recovery succeeded" is the driver saying the device is back (`recovered`);
+//  - an NVLink link-mask failure of the NVIDIA driver ("NVRM: knvlinkDiscoverPostRxDetLinks_GH100:
+//    Getting peer0's postRxDetLinkMask failed!", "NVRM: knvlinkUpdatePostRxDetectLinkMask_IMPL:
+//    Failed to update Rx Detect Link mask!", open-gpu-kernel-modules kernel_nvlink_gh100.c and
+//    kernel_nvlink.c), which GPUd judges Unhealthy with RebootSystem (leptonai/gpud
+//    components/accelerator/nvidia/nvlink/kmsg.go, post_rx_detect_failure.go).
+// nullopt for any other message. Genuine lines: tests/fixtures/kmsg/device-health-lines.txt.
+struct DeviceFault {
+  std::string device;  // "NIC 0000:0d:00.0" (its PCI function), or "NVLINK" (no device named)
+  std::string what;    // "mlx5 health compromised", "mlx5 synd 0x1 firmware internal error", ...
+  bool recovered = false;
+  std::string item() const { return device + " " + what; }
+};
+std::optional<DeviceFault> parse_device_fault(std::string_view message);
+
 // The action a remembered item states: "XID 48 0000:18:00 (reset_gpu)". An item a Vigil
 // before the catalogue wrote ("XID 48 0000:18:00", "XID 154 0000:18:00 (gpu reset required)")
 // is judged again by `catalogue` from its number.

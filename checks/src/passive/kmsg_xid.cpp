@@ -1,8 +1,9 @@
-// kmsg_xid: XIDs the NVIDIA driver wrote to the kernel log ("NVRM: Xid ...") and NVSwitch SXIDs
-// ("nvidia-nvswitchN: SXid ...") since the last run, read from ctx.kmsg_path after a cursor kept
-// in <state_dir>/kmsg_xid.<node>.json. nvml_xid only hears events raised while it listens; this
-// sees what happened during the job that just ended. Each is judged by the XID catalogue
-// (vigil/checks/xid_catalogue.h, docs/xid.md):
+// kmsg_xid: XIDs the NVIDIA driver wrote to the kernel log ("NVRM: Xid ..."), NVSwitch SXIDs
+// ("nvidia-nvswitchN: SXid ...") and the device health lines of ConnectX NICs and NVLink
+// (kmsg_reader.h parse_device_fault: judged `reboot`) since the last run, read from ctx.kmsg_path
+// after a cursor kept in <state_dir>/kmsg_xid.<node>.json. nvml_xid only hears events raised while
+// it listens; this sees what happened during the job that just ended. Each is judged by the XID
+// catalogue (vigil/checks/xid_catalogue.h, docs/xid.md):
 //   action reset_gpu / reboot / service -> fail with that remedy, and it keeps failing for the
 //     rest of this boot (a quiet log afterwards proves nothing), or, for reset_gpu, until
 //     `vigil-check xid-clear --gpu BUS` says the GPU was reset (a reset keeps the
@@ -114,6 +115,19 @@ struct Seen {
       v = catalogue.judge_sxid(sx->sxid, sx->fatal);
       item = "SXID " + std::to_string(sx->sxid) + " " + sx->device;
       if (v.action != XidAction::kNone) item += " (" + std::string(to_string(v.action)) + ")";
+    } else if (auto f = kmsg::parse_device_fault(message)) {
+      // A NIC the driver says it recovered cancels that function's earlier lines (the driver
+      // reloaded it: health.c mlx5_health_try_recover); the others need a reboot (NVSentinel:
+      // mlx5 health compromised is fatal; GPUd: the NVLink link-mask failure, RebootSystem).
+      if (f->recovered) {
+        const std::string head = f->device;
+        std::erase_if(watch, [&](const auto& kv) { return of(kv.first, head); });
+        std::erase_if(other, [&](const auto& kv) { return of(kv.first, head); });
+        std::erase_if(fatal, [&](const std::string& x) { return of(x, head); });
+        return;
+      }
+      v.action = XidAction::kReboot;
+      item = f->item() + " (reboot)";
     } else {
       return;
     }
@@ -183,7 +197,8 @@ void add_figures(CheckResult& r, const CheckContext& ctx, const std::vector<std:
                           std::nullopt,
                           "count",
                           "XID catalogue " + catalogue.version() +
-                              ": an XID or SXID whose action is reset_gpu, reboot or service",
+                              ": an XID or SXID whose action is reset_gpu, reboot or service, or "
+                              "a NIC or NVLink health line (docs/xid.md)",
                           false,
                           {}};
   add_gpu_figures(ctx, fatal, catalogue, r);

@@ -26,13 +26,14 @@ std::vector<std::string> lines_of(const std::string& file) {
   return out;
 }
 
-// The first genuine line holding `needle`.
-std::string line_with(const std::string& needle) {
-  for (const std::string& l : lines_of("xid-lines.txt"))
+// The first genuine line of `file` holding `needle`.
+std::string line_with_in(const std::string& file, const std::string& needle) {
+  for (const std::string& l : lines_of(file))
     if (l.find(needle) != std::string::npos) return l;
-  ADD_FAILURE() << "no fixture line holds " << needle;
+  ADD_FAILURE() << "no line of " << file << " holds " << needle;
   return "";
 }
+std::string line_with(const std::string& needle) { return line_with_in("xid-lines.txt", needle); }
 
 TEST(XidLines, every_genuine_xid_and_sxid_line_parses_whatever_the_log_put_before_it) {
   const std::vector<std::string> lines = lines_of("xid-lines.txt");
@@ -343,6 +344,82 @@ TEST(XidLines, items_remembered_before_the_catalogue_keep_their_meaning) {
   EXPECT_EQ(kmsg::remembered_action("XID 31 0000:18:00", cat), XidAction::kReboot);  // it failed
   EXPECT_EQ(kmsg::remembered_action("XID 95 0000:18:00 (reset_gpu)", cat), XidAction::kResetGpu);
   EXPECT_EQ(kmsg::remembered_action("SXID 20034 0000:c2:00.0 (reboot)", cat), XidAction::kReboot);
+}
+
+// Device health lines (kmsg_reader.h parse_device_fault) on genuine captures: the NIC
+// firmware's fault lines and the NVLink link-mask failure parse; the dump's detail lines
+// (assert_var, fw_ver, severity, ...) and the follow-on lines do not.
+TEST(DeviceHealthLines, every_genuine_fault_line_parses_and_the_dumps_details_do_not) {
+  const std::vector<std::string> lines = lines_of("device-health-lines.txt");
+  ASSERT_EQ(lines.size(), 27u);
+  std::vector<std::string> items;
+  for (const std::string& l : lines) {
+    const auto f = kmsg::parse_device_fault(l);
+    if (!f) continue;
+    EXPECT_FALSE(f->recovered) << l;
+    items.push_back(f->item());
+  }
+  EXPECT_EQ(items, (std::vector<std::string>{
+                       "NIC 0000:0d:00.0 mlx5 health compromised",
+                       "NIC 0000:0d:00.0 mlx5 synd 0x1 firmware internal error",
+                       "NIC 0000:0d:00.2 mlx5 health compromised",
+                       "NIC 0001:19:00.0 mlx5 synd 0x7 irisc not responding",
+                       "NIC 0000:00:00.0 mlx5 Fatal error 1",
+                       "NIC 0000:00:00.0 mlx5 synd 0xff unrecognized error",
+                       "NIC 0000:00:00.0 mlx5 health compromised",
+                       "NIC 0004:01:00.1 mlx5 Fatal error",
+                       "NIC 0004:01:00.1 mlx5 PCI slot unavailable",
+                       "NIC 0004:01:00.1 mlx5 health recovery failed",
+                       "NVLINK post-RX-detect link mask failed",
+                   }));
+  // Not a device's health: an XID, another driver's line, a name that is not a PCI address.
+  EXPECT_FALSE(kmsg::parse_device_fault(line_with("NVRM: Xid (PCI:0000:07:00): 48")));
+  EXPECT_FALSE(kmsg::parse_device_fault("ixgbe 0000:01:00.0: device's health compromised"));
+  EXPECT_FALSE(kmsg::parse_device_fault("mlx5_core eth0 (x): device's health compromised"));
+}
+
+// kmsg_xid fails on a NIC's firmware fault with the remedy `reboot` (NVSentinel: fatal; a
+// reboot reloads the firmware), the items named per PCI function; on the NVLink failure too
+// (GPUd: Unhealthy, RebootSystem). The driver's own "health recovery succeeded" (health.c
+// mlx5_health_try_recover, written here from its format string: no public capture found)
+// withdraws that function's lines; a line user space wrote into /dev/kmsg counts for nothing.
+TEST_F(KmsgXidLines, a_nic_firmware_fault_or_an_nvlink_failure_fails_with_a_reboot) {
+  std::vector<std::string> cx6;
+  for (const std::string& l : lines_of("device-health-lines.txt"))
+    if (l.find("mlx5_core 0000:0d:00.") != std::string::npos) cx6.push_back(l);
+  ASSERT_EQ(cx6.size(), 10u);
+  log_lines(cx6);
+  CheckResult r = run();
+  EXPECT_EQ(r.status, Status::kFail);
+  EXPECT_EQ(r.remedy, Remedy::kReboot);
+  EXPECT_EQ(r.fault_code, "VIGIL-KMSG-XID-REBOOT");
+  EXPECT_EQ(r.message,
+            "NIC 0000:0d:00.0 mlx5 health compromised (reboot), NIC 0000:0d:00.0 mlx5 synd 0x1 "
+            "firmware internal error (reboot), NIC 0000:0d:00.2 mlx5 health compromised (reboot)");
+  // Remembered for the boot: a quiet log afterwards proves nothing.
+  log_lines(cx6, 1);
+  r = run();
+  EXPECT_EQ(r.status, Status::kFail);
+  EXPECT_NE(r.message.find("(earlier in this boot)"), std::string::npos) << r.message;
+
+  // The driver recovered 0000:0d:00.0: its lines go, the other function's stay.
+  log_lines({"mlx5_core 0000:0d:00.0: mlx5_health_try_recover:337:(pid 2239): health recovery "
+             "succeeded"},
+            100);
+  r = run();
+  EXPECT_EQ(r.status, Status::kFail);
+  EXPECT_EQ(r.message, "NIC 0000:0d:00.2 mlx5 health compromised (reboot) (earlier in this boot)");
+
+  ctx_.state_dir.clear();
+  log_lines({line_with_in("device-health-lines.txt", "postRxDetLinkMask failed")}, 200);
+  r = run();
+  EXPECT_EQ(r.status, Status::kFail);
+  EXPECT_EQ(r.message, "NVLINK post-RX-detect link mask failed (reboot)");
+  EXPECT_EQ(r.remedy, Remedy::kReboot);
+
+  log("14,300,100,-;" + cx6.front() + "\n");  // LOG_USER: written by a process, not the driver
+  r = run();
+  EXPECT_EQ(r.status, Status::kPass) << r.message;
 }
 
 }  // namespace
