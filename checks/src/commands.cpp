@@ -297,6 +297,9 @@ int cmd_run(const RunArgs& a) {
   vigil::RunOptions opts = run_options(a, done);
   if (!select_checks(a, checks, opts)) return kExitError;
   vigil::NodeReport report = start_report(a, ctx, now_unix());
+  // A suite, less what the site excludes (a check its nodes cannot run), is named; checks picked
+  // by hand (--only) are not a suite, and the qualify gate must not count them as one.
+  if (a.only.empty()) report.suite = a.suite;
   if (!a.quiet) {
     std::cerr << "vigil-check: node " << ctx.node << ", SKU " << report.sku
               << (sku_note.empty() ? "" : " (" + sku_note + ")") << ", suite " << a.suite << "\n";

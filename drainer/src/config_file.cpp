@@ -185,6 +185,19 @@ void read_repair(const Reader& rd, const YAML::Node& r, RepairConfig& repair) {
   }
 }
 
+void read_gate(const Reader& rd, const YAML::Node& g, GateConfig& gate) {
+  rd.only_keys(g, "gate", {"new_nodes", "repaired", "suite", "learn_s", "retry_s"});
+  rd.get(g, "new_nodes", "gate.new_nodes", gate.new_nodes);
+  rd.get(g, "repaired", "gate.repaired", gate.repaired);
+  rd.get(g, "suite", "gate.suite", gate.suite);
+  if (gate.suite != "qualify" && gate.suite != "full")
+    rd.fail(g["suite"], "gate.suite", "must be qualify or full");
+  rd.get(g, "learn_s", "gate.learn_s", gate.learn_s);
+  if (gate.learn_s < 0) rd.fail(g["learn_s"], "gate.learn_s", "must be >= 0");
+  rd.get(g, "retry_s", "gate.retry_s", gate.retry_s);
+  if (gate.retry_s < 60) rd.fail(g["retry_s"], "gate.retry_s", "must be >= 60");
+}
+
 void read_slurm_rest(const Reader& rd, const YAML::Node& r, slurm::RestSettings& rest) {
   rd.only_keys(r, "slurm.rest",
                {"url", "api_version", "user", "token_file", "token_command", "timeout_ms"});
@@ -383,7 +396,7 @@ Result<DrainerConfig> parse_config(std::string_view yaml, const std::string& sou
     rd.only_keys(root, "",
                  {"listen", "auth", "max_body_bytes", "state_dir", "spool_dir", "spool_scan_s",
                   "dry_run", "snapshot_every", "audit", "policy", "breaker", "slurm", "kubernetes",
-                  "webhook", "detection", "classes", "repair"});
+                  "webhook", "detection", "classes", "repair", "gate"});
     if (auto l = root["listen"]; l.IsDefined()) read_listen(rd, l, c);
     read_auth(rd, root, c);
     rd.get(root, "max_body_bytes", "max_body_bytes", c.max_body_bytes);
@@ -419,6 +432,9 @@ Result<DrainerConfig> parse_config(std::string_view yaml, const std::string& sou
     if (auto k = root["kubernetes"]; k.IsDefined()) read_kubernetes(rd, k, c.kubernetes);
     if (auto w = root["webhook"]; w.IsDefined()) read_webhook(rd, w, c.webhook);
     if (auto r = root["repair"]; r.IsDefined()) read_repair(rd, r, c.repair);
+    if (auto g = root["gate"]; g.IsDefined()) read_gate(rd, g, c.policy.gate);
+    if (c.policy.gate.on() && !c.slurm.enabled)
+      rd.fail(root["gate"], "gate", "needs slurm.enabled (the gate holds a node with a drain)");
     if (c.repair.reboot && (!c.slurm.enabled || c.slurm.backend != SlurmBackend::kLibslurm))
       rd.fail(root["repair"]["reboot"], "repair.reboot",
               "needs slurm.backend libslurm (reboots go through scontrol of that installation; "

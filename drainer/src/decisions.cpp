@@ -16,6 +16,7 @@
 #include "vigil/base/files.h"
 #include "vigil/base/time.h"
 #include "vigil/drainer/drainer.h"
+#include "vigil/drainer/qualify_gate.h"
 #include "vigil/drainer/slow_verdicts.h"
 #include "vigil/slurm/reason.h"
 
@@ -142,9 +143,25 @@ void Drainer::apply_decision_locked(const Decision& d, const NodeReport* r, uint
   c.records.push_back(to_json(rec));
   const bool breaker_changed = d.breaker.open != breaker_.open;
   const auto step = repair_step_of(d, r, event);  // reads the node's record before this one
+  // The drain this decision ends or begins, from the record before it (the reliability figures).
+  const auto was = nodes_.find(rec.record.node);
+  const bool was_drained = was != nodes_.end() && was->second.drained_by_vigil;
+  const int64_t was_drained_unix = was_drained ? was->second.drained_unix : 0;
+  const int64_t was_last_drain = was != nodes_.end() ? was->second.last_drain_unix : 0;
+  const std::string was_cause = !was_drained ? ""
+                                : !was->second.driving_checks.empty()
+                                    ? was->second.driving_checks.front()
+                                : is_gate_reason(was->second.reason) ? "qualify"
+                                                                     : "other";
   remember_locked(c, rec.record.node);
   apply_locked(rec);
   observe_decision_locked(d, rec.record, r, step, breaker_changed, now);
+  const int64_t t = clock_.now_unix();
+  if (was_drained && !rec.record.drained_by_vigil && was_drained_unix > 0)
+    metrics_.on_drain_ended(was_cause, static_cast<double>(t - was_drained_unix));
+  if (!was_drained && rec.record.drained_by_vigil && rec.record.last_drain_unix == t &&
+      was_last_drain > 0)
+    metrics_.on_incident(static_cast<double>(t - was_last_drain));
   for (auto& i : rec.intents) c.intents.push_back(std::move(i));
 }
 
@@ -233,6 +250,13 @@ void Drainer::refresh_gauges_locked() {
     for (const auto& [name, s] : nodes_)
       if (s.drained_by_vigil) stages[s.repair.stage]++;
     metrics_.set_repair_nodes(stages);
+  }
+  if (cfg_.policy.gate.on()) {
+    std::map<std::string, int> held;
+    for (const auto& [name, s] : nodes_)
+      if (s.drained_by_vigil)
+        if (const auto cause = gate_hold(s); !cause.empty()) held[std::string(cause)]++;
+    metrics_.set_qualifying(held);
   }
 }
 
@@ -380,9 +404,15 @@ int Drainer::repair_pass() {
     for (auto& [name, s] : nodes_) {
       const auto vi = view->find(name);
       NodeRecord next = s;
-      const auto step = repair_tick(next, vi == view->end() ? nullptr : &vi->second, !view->empty(),
-                                    cfg_.repair, load, breaker_, cfg_.dry_run, now);
+      auto step = repair_tick(next, vi == view->end() ? nullptr : &vi->second, !view->empty(),
+                              cfg_.repair, load, breaker_, cfg_.dry_run, now);
       if (!step) continue;
+      if (step->move == Action::kRebooted) {
+        hold_repaired(next, cfg_.policy.gate, now);
+        if (!next.gate_cause.empty())
+          step->why +=
+              "; held until the " + cfg_.policy.gate.suite + " suite passes (qualify gate)";
+      }
       load.in_repair += in_repair(next.repair) - in_repair(s.repair);
       if (step->move == Action::kReboot || step->move == Action::kResetGpu)
         load.started_in_window++;

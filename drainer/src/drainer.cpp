@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 
 #include "audit_log.h"
@@ -13,7 +14,9 @@
 #include "outbox.h"
 #include "sink_worker.h"
 #include "slurm_view_cache.h"
+#include "vigil/base/files.h"
 #include "vigil/base/time.h"
+#include "vigil/drainer/qualify_gate.h"
 
 namespace vigil::drainer {
 
@@ -48,8 +51,35 @@ Drainer::Drainer(DrainerConfig cfg, std::shared_ptr<slurm::SlurmApi> slurm,
 
 Drainer::~Drainer() { stop(); }
 
+namespace {
+
+// <state_dir>/gate-since: when the qualify gate began watching for new nodes (one integer, unix
+// seconds), written the first time the drainer opens its state with gate.new_nodes on. Nodes
+// first heard from gate.learn_s after it are new (qualify_gate.h).
+Result<int64_t> gate_since(const std::string& state_dir, int64_t now) {
+  const std::string path = state_dir + "/gate-since";
+  if (auto text = read_whole_file(path)) {
+    char* end = nullptr;
+    const long long v = std::strtoll(text->c_str(), &end, 10);
+    if (end == text->c_str() || v <= 0 || (*end != '\n' && *end != '\0'))
+      return Error{path +
+                       ": not a unix time (one integer); delete it to start learning the "
+                       "fleet again",
+                   "Drainer::open"};
+    return static_cast<int64_t>(v);
+  }
+  if (auto w = replace_file_atomically(path, std::to_string(now) + "\n"); !w.ok()) return w.error();
+  return now;
+}
+
+}  // namespace
+
 VoidResult Drainer::open() {
   VIGIL_TRY(journal_, Journal::open(cfg_.state_dir));
+  if (cfg_.policy.gate.new_nodes) {
+    VIGIL_TRY(const int64_t since, gate_since(cfg_.state_dir, clock_.now_unix()));
+    engine_.set_state_began(since);
+  }
   VIGIL_TRY(audit_, AuditLog::open(cfg_.state_dir + "/audit.jsonl", cfg_.audit));
   const SinkDeps deps{cfg_, slurm_, kube_, webhook_, *views_, clock_};
   for (auto& l : lanes_) l->sink = l->spec.make(deps);
@@ -122,11 +152,19 @@ std::vector<RecheckDue> Drainer::rechecks_due() {
       requalify_listed_.erase(listed);
       continue;
     }
-    auto why =
-        requalify_due(s, cfg_.policy, now, listed == requalify_listed_.end() ? 0 : listed->second);
+    const int64_t last = listed == requalify_listed_.end() ? 0 : listed->second;
+    // A node the qualify gate holds runs the gate's suite (qualify_gate.h), whatever drove it.
+    if (!gate_hold(s).empty()) {
+      if (auto why = gate_due(s, cfg_.policy.gate, now, last)) {
+        requalify_listed_[name] = now;
+        out.push_back({name, std::move(*why), cfg_.policy.gate.suite});
+      }
+      continue;
+    }
+    auto why = requalify_due(s, cfg_.policy, now, last);
     if (!why) continue;
     requalify_listed_[name] = now;  // a try: backs off like a re-check that failed
-    out.push_back({name, std::move(*why)});
+    out.push_back({name, std::move(*why), ""});
   }
   return out;
 }
@@ -155,6 +193,7 @@ std::string Drainer::metrics_text() {
     for (const auto& [name, s] : nodes_)
       if (s.last_report_unix)
         metrics_.set_report_age(name, static_cast<double>(now - s.last_report_unix));
+    refresh_gauges_locked();  // a decision without intents (a pass, a ladder step) refreshes none
   }
   return metrics_.serialize();
 }

@@ -223,7 +223,11 @@ HttpReply HttpApi::handle(const HttpRequest& req) const {
     }
     case Route::kRechecks: {
       nlohmann::json due = nlohmann::json::array();
-      for (const auto& r : d_.rechecks_due()) due.push_back({{"node", r.node}, {"why", r.why}});
+      for (const auto& r : d_.rechecks_due()) {
+        nlohmann::json e = {{"node", r.node}, {"why", r.why}};
+        if (!r.suite.empty()) e["suite"] = r.suite;
+        due.push_back(std::move(e));
+      }
       return json_reply(200, {{"rechecks", due}});
     }
     case Route::kCalibration: {

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sinks.h"
+#include "vigil/drainer/qualify_gate.h"
 
 namespace vigil::drainer {
 
@@ -31,6 +32,7 @@ NodeEvent state_event(const NodeRecord& s, Action type) {
   e.k8s_node = s.k8s_node;
   if (s.switch_suspect) e.fabric_switch = s.fabric_switch;
   if (s.repair.stage != RepairStage::kNone) e.repair = std::string(to_string(s.repair.stage));
+  e.qualify = std::string(gate_hold(s));
   e.evidence = s.repair.evidence;
   e.bug_report = s.repair.bug_report;
   return e;
@@ -54,7 +56,8 @@ nlohmann::json to_json(const NodeEvent& e) {
                    {"fabric_switch", e.fabric_switch},
                    {"dry_run", e.dry_run}};
   if (e.k8s_node) j["k8s_node"] = *e.k8s_node;
-  if (!e.repair.empty()) j["repair"] = e.repair;  // optional: events journaled before the ladder
+  if (!e.repair.empty()) j["repair"] = e.repair;     // optional: events journaled before the ladder
+  if (!e.qualify.empty()) j["qualify"] = e.qualify;  // optional: before the qualify gate
   if (!e.evidence.empty()) j["evidence"] = e.evidence;
   if (!e.bug_report.empty()) j["bug_report"] = e.bug_report;
   return j;
@@ -89,6 +92,7 @@ Result<NodeEvent> node_event_from_json(const nlohmann::json& j) {
     e.dry_run = j.at("dry_run").get<bool>();
     if (j.contains("k8s_node")) e.k8s_node = j.at("k8s_node").get<std::string>();
     e.repair = j.value("repair", "");
+    e.qualify = j.value("qualify", "");
     e.evidence = j.value("evidence", "");
     e.bug_report = j.value("bug_report", "");
     return e;

@@ -55,6 +55,7 @@ VoidResult KubeSink::write_state(const std::string& k8s, const NodeEvent& s) {
   a[pre + "failing"] = unless_empty(failing_annotation(s.failing));
   a[pre + "fabric-switch-suspect"] = unless_empty(s.fabric_switch);
   a[pre + "repair"] = unless_empty(s.repair);
+  a[pre + "qualify"] = unless_empty(s.qualify);
   a[pre + "evidence"] = unless_empty(s.evidence);
   a[pre + "bug-report"] = unless_empty(s.bug_report);
   VoidResult res = kube_->annotate_node(k8s, a);

@@ -4,6 +4,7 @@
 #include <prometheus/counter.h>
 #include <prometheus/family.h>
 #include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
 
@@ -46,6 +47,18 @@ const std::vector<MetricDesc>& metric_table() {
        "step"},
       {"vigil_repair_nodes", "gauge",
        "Nodes at each repair ladder stage (repair.reboot or repair.reset_gpu on)", "stage"},
+      {"vigil_qualifying_nodes", "gauge",
+       "Nodes the qualify gate holds drained until the qualify suite passes, by cause (new: "
+       "first heard from; repaired: back from a reboot or GPU reset)",
+       "cause"},
+      {"vigil_drain_duration_seconds", "histogram",
+       "Time from a Vigil drain to its end (resume, or lifted by someone), by cause: the first "
+       "check that drove it, qualify for the gate's hold",
+       "cause"},
+      {"vigil_held_node_seconds_total", "counter",
+       "Node-seconds Vigil held nodes drained, added when each drain ends, by cause", "cause"},
+      {"vigil_incident_interval_seconds", "histogram",
+       "Time between a node's Vigil drains (its previous drain to the new one)", ""},
       {"vigil_fabric_switch_suspect", "gauge",
        "1 while the newest fabric job with a topology suspects the leaf switch, 0 once a later "
        "job had a good pair leaving it",
@@ -103,6 +116,14 @@ struct Metrics::Impl {
       build(prometheus::BuildCounter(), *reg, "vigil_repair_steps_total");
   prometheus::Family<prometheus::Gauge>& repair_nodes =
       build(prometheus::BuildGauge(), *reg, "vigil_repair_nodes");
+  prometheus::Family<prometheus::Gauge>& qualifying =
+      build(prometheus::BuildGauge(), *reg, "vigil_qualifying_nodes");
+  prometheus::Family<prometheus::Histogram>& drain_duration =
+      build(prometheus::BuildHistogram(), *reg, "vigil_drain_duration_seconds");
+  prometheus::Family<prometheus::Counter>& held_seconds =
+      build(prometheus::BuildCounter(), *reg, "vigil_held_node_seconds_total");
+  prometheus::Family<prometheus::Histogram>& incident_interval =
+      build(prometheus::BuildHistogram(), *reg, "vigil_incident_interval_seconds");
   prometheus::Gauge& breaker_gauge = breaker.Add({});
 
   // Family::Remove is linear in the family's size, so series are reused while their labels
@@ -193,6 +214,35 @@ void Metrics::set_repair_nodes(const std::map<RepairStage, int>& stages) {
     impl_->repair_nodes.Add({{"stage", std::string(to_string(st))}})
         .Set(it == stages.end() ? 0 : it->second);
   }
+}
+
+void Metrics::set_qualifying(const std::map<std::string, int>& by_cause) {
+  std::lock_guard lk(impl_->mu);
+  for (const char* cause : {"new", "repaired"}) {
+    const auto it = by_cause.find(cause);
+    impl_->qualifying.Add({{"cause", cause}}).Set(it == by_cause.end() ? 0 : it->second);
+  }
+}
+
+namespace {
+// From a re-qualified performance drain (minutes) to a part swap (days); the incident interval
+// from a flapping node (an hour) to a quarter.
+const prometheus::Histogram::BucketBoundaries kDrainBuckets = {
+    300, 900, 1800, 3600, 7200, 21600, 86400, 3 * 86400, 7 * 86400, 30 * 86400};
+const prometheus::Histogram::BucketBoundaries kIntervalBuckets = {
+    3600, 6 * 3600, 86400, 7 * 86400, 30 * 86400, 90 * 86400};
+}  // namespace
+
+void Metrics::on_drain_ended(std::string_view cause, double held_s) {
+  std::lock_guard lk(impl_->mu);
+  const prometheus::Labels labels = {{"cause", std::string(cause)}};
+  impl_->drain_duration.Add(labels, kDrainBuckets).Observe(held_s);
+  impl_->held_seconds.Add(labels).Increment(held_s);
+}
+
+void Metrics::on_incident(double since_last_s) {
+  std::lock_guard lk(impl_->mu);
+  impl_->incident_interval.Add({}, kIntervalBuckets).Observe(since_last_s);
 }
 
 void Metrics::set_report_age(const std::string& node, double age_s) {

@@ -47,6 +47,11 @@ nlohmann::json to_json(const NodeRecord& s) {
                    {"failing", failing_to_json(s.failing)}};
   if (s.k8s_node) j["k8s_node"] = *s.k8s_node;
   if (s.drained_unix) j["drained_unix_s"] = s.drained_unix;
+  if (!s.gate_cause.empty()) {
+    j["gate_cause"] = s.gate_cause;
+    j["gate_since_unix_s"] = s.gate_since_unix;
+  }
+  if (s.last_drain_unix) j["last_drain_unix_s"] = s.last_drain_unix;
   // Only once the ladder touched the node: snapshots of nodes it never saw stay as they were.
   if (s.repair.stage != RepairStage::kNone || s.repair.remedy || !s.repair.reboots.empty() ||
       s.repair.part_drain_unix || !s.repair.offender.empty() || !s.repair.resets.empty() ||
@@ -94,6 +99,9 @@ Result<NodeRecord> node_record_from_json(const nlohmann::json& j) {
     s.consecutive_passes = j.value("consecutive_passes", 0);
     s.last_report_unix = j.value("last_report_unix_s", int64_t{0});
     s.drained_unix = j.value("drained_unix_s", int64_t{0});
+    s.gate_cause = j.value("gate_cause", "");  // absent before the qualify gate
+    s.gate_since_unix = j.value("gate_since_unix_s", int64_t{0});
+    s.last_drain_unix = j.value("last_drain_unix_s", int64_t{0});
     s.last_check_time = j.value("last_check_time", "");
     s.last_run_id = j.value("last_run_id", "");
     const std::string last = j.value("last_action", "");

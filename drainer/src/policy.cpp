@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "vigil/base/time.h"
+#include "vigil/drainer/qualify_gate.h"
 #include "vigil/report/check_catalog.h"
 #include "vigil/slurm/reason.h"
 
@@ -115,6 +116,7 @@ void sync_ownership(NodeRecord& s, const slurm::SlurmNodeInfo* slurm) {
     s.reason.clear();
     s.driving_checks.clear();
     end_repair(s);
+    release_gate(s);  // a person's call: the gate does not hold the node again
   } else if (!s.drained_by_vigil && slurm::drained_by_vigil(*slurm)) {
     // Adopt a vigil drain we have no record of (state dir lost, one-shot runs, ...). One the
     // repair ladder gave up on stays a person's.
@@ -123,6 +125,7 @@ void sync_ownership(NodeRecord& s, const slurm::SlurmNodeInfo* slurm) {
     s.reason = slurm->reason;
     s.driving_checks.clear();
     if (is_replace_reason(slurm->reason)) s.repair.stage = RepairStage::kReplace;
+    if (is_gate_reason(slurm->reason) && s.gate_cause.empty()) s.gate_cause = std::string(kGateNew);
   }
 }
 
@@ -186,6 +189,10 @@ Decision PolicyEngine::on_report(const NodeRecord* prev, const NodeReport& r,
   d.before = prev ? prev->state : NodeState::kUnknown;
   NodeRecord s = start_state(prev, r, slurm, now);
   sync_ownership(s, slurm);
+  if (!prev && new_to_gate(policy_.gate, state_began_, now)) {
+    s.gate_cause = std::string(kGateNew);
+    s.gate_since_unix = now;
+  }
   for (const auto& swap : update_parts(s.parts, s.departed_parts, r.gpus, parts_elsewhere))
     s.note += (s.note.empty() ? "" : "; ") + swap;
   if (const CheckResult* reset = find_result(r, kGpuResetResult)) {
@@ -210,7 +217,41 @@ Decision PolicyEngine::on_report(const NodeRecord* prev, const NodeReport& r,
   const auto cands = drain_candidates(s, r);
   if (!cands.empty())
     return finish(d, s, drain_or_block(d, s, cands, slurm, group_size, unknown_to_slurm, now));
+  if (s.gate_cause == kGateNew && !s.drained_by_vigil)
+    return finish(d, s, hold_for_gate(d, s, slurm, unknown_to_slurm, now));
   return finish(d, s, maybe_resume(s, r, report_fail, slurm));
+}
+
+// Like drain_or_block, without a failing check: the gate's own reason, never counted by the
+// breaker (a rack that joins is not a fault rate), but not drained while it is open or in
+// dry-run. A node Slurm does not know, DOWN/FAIL/MAINT or drained by someone else is left alone;
+// a later report holds it once it can be held.
+PolicyEngine::Step PolicyEngine::hold_for_gate(Decision& d, NodeRecord& s,
+                                               const slurm::SlurmNodeInfo* slurm,
+                                               bool unknown_to_slurm, int64_t now) const {
+  const std::string reason = gate_reason(policy_.gate);
+  d.reason = reason;
+  const std::string what = "qualify gate: new node";
+  if (unknown_to_slurm)
+    return {Action::kNone, NodeState::kError,
+            what + ", but Slurm has no node '" + s.node + "'; not held"};
+  if (slurm && slurm::untouchable(*slurm))
+    return {Action::kNone, state_from_checks(s),
+            what + ", DOWN/FAIL/MAINT in Slurm; held once it is back"};
+  if (slurm && slurm::drained_by_other(*slurm))
+    return {Action::kNone, NodeState::kDrained,
+            what + ", drained by another owner (" + slurm->reason + "); held once that is lifted"};
+  s.reason = reason;
+  s.driving_checks.clear();
+  if (dry_run_)
+    return {Action::kWouldDrain, NodeState::kWouldDrain, "dry-run: would hold: " + what};
+  if (d.breaker.open)
+    return {Action::kBreakerBlocked, NodeState::kWouldDrain,
+            what + "; not held while the circuit breaker is open: " + d.breaker.why};
+  s.drained_by_vigil = true;
+  s.drained_unix = now;
+  return {Action::kDrain, NodeState::kDrained,
+          "hold: " + what + ", until the " + policy_.gate.suite + " suite passes"};
 }
 
 constexpr int64_t kResetSkewS = 600;
@@ -237,8 +278,13 @@ PolicyEngine::Step PolicyEngine::on_reset_report(const NodeRecord* prev, NodeRec
   // Checks that started before the reset ended say nothing about the GPUs after it.
   const auto ended = parse_rfc3339(r.end_time);
   if (apply_reset_result(s, reset.status, ended.value_or(started.value_or(now)), now) ==
-      ResetOutcome::kPassed)
-    return {Action::kResetPassed, NodeState::kDrained, what + "; waiting for the re-check"};
+      ResetOutcome::kPassed) {
+    hold_repaired(s, policy_.gate, now);
+    return {Action::kResetPassed, NodeState::kDrained,
+            what + (s.gate_cause.empty() ? "; waiting for the re-check"
+                                         : "; held until the " + policy_.gate.suite +
+                                               " suite passes (qualify gate)")};
+  }
   return {Action::kResetFailed, NodeState::kDrained,
           what + (reboots_ ? "; reboot next" : "; the node waits for its re-checks or a person")};
 }
@@ -283,6 +329,7 @@ PolicyEngine::Step PolicyEngine::drain_or_block(Decision& d, NodeRecord& s,
       }
       const char* after = s.repair.via_reset ? "GPU reset" : "reboot";
       mark_replace(s, std::string("fault back after ") + after, now);
+      release_gate(s);  // a person's now
       d.reason = s.reason;
       return {Action::kReplace, NodeState::kDrained, "replace: " + reason + " after " + after};
     }
@@ -316,6 +363,7 @@ PolicyEngine::Step PolicyEngine::drain_or_block(Decision& d, NodeRecord& s,
             "circuit breaker opened: " + d.breaker.why};
   s.drained_by_vigil = true;
   s.drained_unix = now;
+  s.last_drain_unix = now;
   // Part history: this drain counts against the part of each GPU whose figures fail (parts.h);
   // with the ladder on, a repeat offender's drain is relabelled `replace` by the ladder's next
   // tick, once Slurm shows it (repair.cpp): the drain itself goes out as any other.
@@ -338,8 +386,15 @@ PolicyEngine::Step PolicyEngine::maybe_resume(NodeRecord& s, const NodeReport& r
     s.driving_checks.clear();
     return {Action::kNone, state_from_checks(s), ""};
   }
+  // Held by the qualify gate: a pass of its suite alone resumes the node (it holds every check
+  // an ordinary re-check runs, and more); nothing else does.
+  const std::string gate(gate_hold(s));  // a copy: the resume below releases the gate
+  std::optional<std::string> refused;
+  if (!gate.empty()) refused = gate_refusal(r, report_fail, policy_.gate);
   bool ready = !report_fail;
-  if (ready && s.driving_checks.empty()) {
+  if (!gate.empty()) {
+    ready = !refused;
+  } else if (ready && s.driving_checks.empty()) {
     int need = policy_.defaults.resume_after;
     for (const auto& c : r.checks) need = std::max(need, policy_.for_check(c.check).resume_after);
     ready = s.consecutive_passes >= need;
@@ -352,7 +407,7 @@ PolicyEngine::Step PolicyEngine::maybe_resume(NodeRecord& s, const NodeReport& r
   }
   if (s.repair.stage == RepairStage::kReplace)
     return {Action::kNone, NodeState::kDrained, "replace: stays drained until a person resumes it"};
-  if (!ready) return {Action::kNone, NodeState::kDrained, ""};
+  if (!ready) return {Action::kNone, NodeState::kDrained, refused.value_or("")};
   if (s.repair.stage == RepairStage::kRebooting)
     return {Action::kNone, NodeState::kDrained, "passes before the reboot; resume deferred"};
   if (s.repair.stage == RepairStage::kResetting)
@@ -368,6 +423,14 @@ PolicyEngine::Step PolicyEngine::maybe_resume(NodeRecord& s, const NodeReport& r
   s.reason.clear();
   s.driving_checks.clear();
   end_repair(s);
+  release_gate(s);
+  if (!gate.empty())
+    return {Action::kResume, state_from_checks(s),
+            "resume: the " + *r.suite + " suite passed (qualify gate, " + gate +
+                (gate != kGateRepaired ? ""
+                 : via_reset           ? " after a GPU reset"
+                                       : " after a reboot") +
+                ")"};
   return {Action::kResume, state_from_checks(s),
           std::string("resume: checks passed resume_after times") +
               (!repaired   ? ""
@@ -424,6 +487,7 @@ Decision undone_drain(const NodeRecord& s, NodeState state, const std::string& w
   n.reason.clear();
   forget_drain(n.parts, n.repair.part_drain_unix);  // never applied: not counted
   end_repair(n);
+  release_gate(n);  // a hold Slurm refused lets the node go
   n.state = state;
   n.last_action = Action::kDrainSkipped;
   n.note = "drain not applied: " + why;
@@ -458,6 +522,7 @@ Decision PolicyEngine::on_operator_resume(const NodeRecord& s,
   n.reason.clear();
   n.driving_checks.clear();
   end_repair(n);
+  release_gate(n);
   if (dry_run_) {
     d.action = Action::kWouldResume;
     n.state = NodeState::kDrained;

@@ -292,9 +292,10 @@ TEST_F(DashboardsTest, every_panel_query_returns_data_from_a_real_prometheus_and
       << "listen: {address: 127.0.0.1, port: 0}\nauth: disabled\n"
       << "state_dir: " << scratch_.file("state") << "\n"
       << "policy:\n  defaults: {drain_after: 1, resume_after: 2}\n  staleness_s: 12\n"
-      << "breaker: {max_drains: 1, max_percent: 100, window_s: 3600}\n"
+      << "breaker: {max_drains: 3, max_percent: 100, window_s: 3600}\n"
       << "slurm: {enabled: true, conf: " << cluster_->slurm_conf() << ", batch_window_ms: 50}\n"
-      << "kubernetes: {enabled: false}\n";
+      << "kubernetes: {enabled: false}\n"
+      << "gate: {repaired: true}\n";
   drainer_ = std::make_unique<BackgroundProcess>(
       std::vector<std::string>{VIGIL_DRAINER_BINARY, "serve", "--config",
                                scratch_.file("drainer.yaml")},
@@ -303,6 +304,25 @@ TEST_F(DashboardsTest, every_panel_query_returns_data_from_a_real_prometheus_and
   ASSERT_TRUE(addr) << drainer_->log();
   drainer_port_ = std::stoi(*addr);
 
+  // The reliability figures: gpu-0 is drained and resumed by an operator twice (two of the
+  // breaker's three drains; gpu-2's is the third and gpu-3's opens it) before it reports healthy.
+  for (int episode = 0; episode < 2; ++episode) {
+    const json dbe = meas("volatile_uncorrected_ecc", 2, "count", "<=", 0, {}, 1);
+    post(json::array(
+        {report("gpu-0", 1000 + episode,
+                {check("nvml_ecc", "fail", {dbe}, "gpu1 2 DBE", "VIGIL-NVML-DBE", "ecc")})}));
+    auto drained = [&] {
+      return cluster_->run({"sinfo", "-h", "-N", "-n", "gpu-0", "-o", "%E"})
+                 .out.rfind("vigil:", 0) == 0;
+    };
+    for (int i = 0; i < 100 && !drained(); ++i) std::this_thread::sleep_for(100ms);
+    ASSERT_TRUE(drained()) << drainer_->log();
+    httplib::Client c("127.0.0.1", drainer_port_);
+    auto r = c.Post("/v1/nodes/gpu-0/resume", "", "application/json");
+    ASSERT_TRUE(r && r->status == 200) << (r ? r->body : "no answer") << drainer_->log();
+    for (int i = 0; i < 100 && drained(); ++i) std::this_thread::sleep_for(100ms);
+    ASSERT_FALSE(drained()) << drainer_->log();
+  }
   // The stale node reports once; everyone else keeps reporting (new run ids) so they stay fresh.
   post(reports_for(0, true));
   {  // an invalid report: ingest outcome "invalid"

@@ -285,13 +285,31 @@ TEST(HttpApi, rechecks_list_performance_drains_for_vigil_submit) {
   drainer.token_file = token_file;
   auto due = submit::load_rechecks_due(drainer);
   ASSERT_TRUE(due.ok()) << due.error().to_string();
-  EXPECT_EQ(*due, std::vector<std::string>{"gpu-1"});
+  EXPECT_EQ(*due, (std::vector<submit::DueRecheck>{{"gpu-1", ""}}));
   std::ofstream(token_file, std::ios::trunc) << "wrong-token\n";
   due = submit::load_rechecks_due(drainer);
   ASSERT_FALSE(due.ok());
   EXPECT_NE(due.error().to_string().find("HTTP 403: {\"error\":\"invalid token\"}"),
             std::string::npos)
       << due.error().to_string();
+}
+
+// A node the qualify gate holds is listed with the gate's suite, and vigil-submit reads it.
+TEST(HttpApi, rechecks_name_the_qualify_gates_suite_for_a_held_node) {
+  Server s(true, [](DrainerConfig& c) {
+    c.policy.gate.new_nodes = true;
+    c.policy.gate.learn_s = 0;
+  });
+  ASSERT_EQ(s.post(report_body("gpu-2", "a", Status::kPass))->status, 202);
+  s.d->process_pending();
+  const std::string token_file = s.dir.str() + "/token";
+  std::ofstream(token_file) << kToken << "\n";
+  ReportClientOptions drainer;
+  drainer.url = "http://127.0.0.1:" + std::to_string(s.port) + "/v1/reports";
+  drainer.token_file = token_file;
+  auto due = submit::load_rechecks_due(drainer);
+  ASSERT_TRUE(due.ok()) << due.error().to_string();
+  EXPECT_EQ(*due, (std::vector<submit::DueRecheck>{{"gpu-2", "qualify"}}));
 }
 
 TEST(HttpApi, with_an_admin_token_operator_endpoints_refuse_the_ingest_token) {
@@ -320,7 +338,22 @@ TEST(HttpApi, with_an_admin_token_operator_endpoints_refuse_the_ingest_token) {
 }
 
 TEST(HttpApi, metrics_pass_promtool_check_metrics) {
-  Server s;
+  Server s(true, [](DrainerConfig& c) {
+    c.policy.gate.repaired = true;  // the gate's gauge
+    c.breaker.max_drains = 100;     // three drains in a small cluster
+    c.breaker.max_percent = 100;
+  });
+  // The reliability figures: gpu-2 drained, resumed by an operator a minute later, drained again.
+  ASSERT_EQ(s.post(report_body("gpu-2", "a", Status::kFail))->status, 202);
+  s.d->process_pending();
+  s.d->run_slurm_sink_once();
+  s.clock.advance(60);
+  const auto resumed = s.d->resume("gpu-2");
+  ASSERT_TRUE(resumed.ok()) << resumed.error().to_string();
+  s.d->run_slurm_sink_once();
+  ASSERT_EQ(s.post(report_body("gpu-2", "b", Status::kFail))->status, 202);
+  s.d->process_pending();
+  s.d->run_slurm_sink_once();
   auto r = make_report("gpu-1", "m", {make_check("nvml_ecc", Status::kFail, 3, 0)});
   Measurement m;
   m.name = "busbw";
@@ -391,8 +424,13 @@ TEST(HttpApi, metrics_pass_promtool_check_metrics) {
       << text;
   EXPECT_NE(text.find(R"(vigil_check_status{check="nvml_ecc",node="gpu-1",status="fail"} 1)"),
             std::string::npos);
-  EXPECT_NE(text.find(R"(vigil_actions_total{action="drain",outcome="ok",sink="slurm"} 1)"),
+  EXPECT_NE(text.find(R"(vigil_actions_total{action="drain",outcome="ok",sink="slurm"} 3)"),
             std::string::npos);
+  EXPECT_NE(text.find(R"(vigil_drain_duration_seconds_count{cause="nvml_ecc"} 1)"),
+            std::string::npos);
+  EXPECT_NE(text.find(R"(vigil_held_node_seconds_total{cause="nvml_ecc"} 60)"), std::string::npos);
+  EXPECT_NE(text.find(R"(vigil_incident_interval_seconds_bucket{le="3600"} 1)"), std::string::npos);
+  EXPECT_NE(text.find(R"(vigil_qualifying_nodes{cause="repaired"} 0)"), std::string::npos);
 #ifdef VIGIL_PROMTOOL
   TempDir d;
   const std::string file = d / "metrics.txt";

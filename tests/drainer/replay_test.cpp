@@ -50,12 +50,14 @@ nlohmann::json with_typed_failing(nlohmann::json j) {
 }
 
 // Since 2026-12-03 a node's state also says when Vigil drained it (`drained_unix_s`) and when
-// each check last ran (`last_run_unix_s`), for re-qualifying performance drains (requalify.h);
-// the build before had neither. Today's output without them, wherever they are.
+// each check last ran (`last_run_unix_s`), for re-qualifying performance drains (requalify.h),
+// and since 2026-12-04 when Vigil last drained it (`last_drain_unix_s`, the reliability figures'
+// time between incidents); the build before had none. Today's output without them.
 nlohmann::json without_requalify_times(nlohmann::json j) {
   if (j.is_object()) {
     j.erase("drained_unix_s");
     j.erase("last_run_unix_s");
+    j.erase("last_drain_unix_s");
     for (auto& [key, v] : j.items()) v = without_requalify_times(std::move(v));
   } else if (j.is_array()) {
     for (auto& v : j) v = without_requalify_times(std::move(v));
@@ -92,7 +94,7 @@ TEST(replay, a_journal_written_before_typed_records_rebuilds_the_same_table) {
 // The same scenario run today writes the journal the old build wrote, record for record, and
 // ends with the same table: the typed records changed the code, not the format or the
 // decisions. The format changes since are `failing`, an array where it was a JSON string, and
-// the two times re-qualification added.
+// the three times re-qualification and the reliability figures added.
 TEST(replay, todays_drainer_writes_the_same_journal_and_table_as_the_build_before) {
   TempDir d;
   FakeClock clock;

@@ -148,18 +148,26 @@ std::vector<std::string> held_step(const std::string& on, const std::string& mod
   return argv;
 }
 
-// A held re-check of a node Vigil drained. reset: the drainer asked for a GPU reset first (reason
-// "vigil: reset-gpu ..."): the job script's mode `reset` runs `vigil-check repair reset-gpu`,
-// then the re-check if it passed.
-PlannedCommand recheck_cmd(const SlurmNodeInfo& node, bool reset, const SubmitOptions& o) {
+// A held re-check of a node Vigil drained, and in `why` what the plan says of it. A reason
+// "vigil: reset-gpu ..." (the drainer asked for a GPU reset first): the job script's mode `reset`
+// runs `vigil-check repair reset-gpu`, then the re-check if it passed. A suite the drainer named
+// (o.recheck_suite) is exported as VIGIL_SUITE.
+PlannedCommand recheck_cmd(const SlurmNodeInfo& node, const SubmitOptions& o, std::string& why) {
+  const bool reset = slurm::is_reset_gpu_reason(node.reason);
   const std::string partition = !o.partition.empty()      ? o.partition
                                 : node.partitions.empty() ? ""
                                                           : node.partitions.front();
+  const auto suite = o.recheck_suite.find(node.name);
+  const bool named = suite != o.recheck_suite.end();
+  const std::string env =
+      expected_gpus_export(node) + (named ? ",VIGIL_SUITE=" + suite->second : "");
   PlannedCommand c{
-      "recheck",
-      {node.name},
-      held_step(node.name, reset ? "reset" : "recheck", expected_gpus_export(node), o)};
+      "recheck", {node.name}, held_step(node.name, reset ? "reset" : "recheck", env, o)};
   c.hold = make_hold(node, {}, partition, o);
+  why = std::string(reset ? "drained by vigil for a GPU reset: held, reset-gpu, then the re-check "
+                            "(reservation "
+                          : "drained by vigil: held re-check (reservation ") +
+        hold_reservation(node.name) + ")" + (named ? ", suite " + suite->second : "");
   return c;
 }
 
@@ -383,13 +391,9 @@ void add_rechecks(SubmitPlan& plan, Verdicts& verdicts, std::vector<std::string>
     }
     const slurm::SlurmNodeInfo& drained = *info.at(candidates[i]);
     v.action = PlanStep::kRecheck;
-    if (!is_fabric_drain(drained)) {
-      const bool reset = slurm::is_reset_gpu_reason(drained.reason);
-      plan.rechecks.push_back(recheck_cmd(drained, reset, o));
-      v.why = std::string(reset ? "drained by vigil for a GPU reset: held, reset-gpu, then the "
-                                  "re-check (reservation "
-                                : "drained by vigil: held re-check (reservation ") +
-              hold_reservation(drained.name) + ")";
+    // A node the drainer asked a suite of (the qualify gate's) runs it, whatever drained it.
+    if (!is_fabric_drain(drained) || o.recheck_suite.count(drained.name)) {
+      plan.rechecks.push_back(recheck_cmd(drained, o, v.why));
       continue;
     }
     // The node checks of a plain re-check do not include the fabric test that drained it.

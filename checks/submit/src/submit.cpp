@@ -27,6 +27,7 @@
 #include "vigil/base/process.h"
 #include "vigil/base/strings.h"
 #include "vigil/base/time.h"
+#include "vigil/report/report.h"
 #include "vigil/slurm/scontrol.h"
 #include "vigil/slurm/slurm_api.h"
 #include "vigil/slurm/slurm_jobs.h"
@@ -241,17 +242,24 @@ int run_config_check(const SubmitRunOptions& o) {
   return problem ? 1 : 0;
 }
 
-Result<std::vector<std::string>> load_rechecks_due(const ReportClientOptions& drainer) {
+Result<std::vector<DueRecheck>> load_rechecks_due(const ReportClientOptions& drainer) {
   VIGIL_TRY(auto body, get_from_drainer("/v1/rechecks", drainer));
   const auto j = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object() || !j.contains("rechecks") || !j["rechecks"].is_array())
     return Error{"the answer is not {\"rechecks\": [...]}: " + body.substr(0, 200),
                  "GET " + drainer.url + " /v1/rechecks"};
-  std::vector<std::string> nodes;
+  std::vector<DueRecheck> nodes;
   for (const auto& r : j["rechecks"]) {
     if (!r.is_object() || !r.contains("node") || !r["node"].is_string())
       return Error{"an entry without a node name: " + r.dump(), "GET /v1/rechecks"};
-    nodes.push_back(r["node"].get<std::string>());
+    DueRecheck due{r["node"].get<std::string>(), ""};
+    if (r.contains("suite")) {
+      if (!r["suite"].is_string() || !is_known_suite(r["suite"].get<std::string>()))
+        return Error{"an entry with an unknown suite (quick, full, qualify): " + r.dump(),
+                     "GET /v1/rechecks"};
+      due.suite = r["suite"].get<std::string>();
+    }
+    nodes.push_back(std::move(due));
   }
   return nodes;
 }
@@ -268,7 +276,7 @@ std::optional<int> narrow_to_rechecks_due(SubmitRunOptions& o) {
   }
   if (!o.plan.nodes.empty()) {  // --nodes narrows the list, never widens it
     const std::set<std::string> wanted(o.plan.nodes.begin(), o.plan.nodes.end());
-    std::erase_if(*due, [&](const std::string& n) { return !wanted.count(n); });
+    std::erase_if(*due, [&](const DueRecheck& d) { return !wanted.count(d.node); });
   }
   if (due->empty()) {
     std::fprintf(stderr, "vigil-submit: no re-checks due (%s%s)\n", o.rechecks_from.url.c_str(),
@@ -276,7 +284,11 @@ std::optional<int> narrow_to_rechecks_due(SubmitRunOptions& o) {
     if (o.json) std::printf("{\"commands\": [], \"nodes\": []}\n");
     return 0;
   }
-  o.plan.nodes = std::move(*due);  // only these; re-checked, never given a node job
+  o.plan.nodes.clear();  // only these; re-checked, never given a node job
+  for (const DueRecheck& d : *due) {
+    o.plan.nodes.push_back(d.node);
+    if (!d.suite.empty()) o.plan.recheck_suite[d.node] = d.suite;
+  }
   o.plan.max_jobs = 0;
   o.plan.fabric = false;
   return std::nullopt;

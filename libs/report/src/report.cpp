@@ -76,6 +76,7 @@ json to_json(const NodeReport& r) {
   if (r.k8s_node) j["k8s_node"] = *r.k8s_node;
   if (r.job_id) j["job_id"] = *r.job_id;
   if (r.context) j["context"] = *r.context;
+  if (r.suite) j["suite"] = *r.suite;
   if (!r.gpus.empty()) {
     json gpus = json::array();
     for (const auto& g : r.gpus) {
@@ -316,7 +317,7 @@ std::vector<NicPart> parse_nics(const json& n, const std::string& path) {
 
 NodeReport parse_report(const json& j, const std::string& path) {
   only_keys(j, path,
-            {"schema_version", "node", "k8s_node", "sku", "job_id", "context", "run_id",
+            {"schema_version", "node", "k8s_node", "sku", "job_id", "context", "suite", "run_id",
              "start_time", "end_time", "checks", "gpus", "driver", "nics"});
   NodeReport r;
   const json& v = *need(j, path, "schema_version");
@@ -336,6 +337,9 @@ NodeReport parse_report(const json& j, const std::string& path) {
   if (r.context && !is_known_context(*r.context))
     fail_at(path + "/context",
             "unknown context '" + *r.context + "' (known: job, prolog, epilog, healthcheck)");
+  r.suite = opt_string(j, path, "suite");
+  if (r.suite && !is_known_suite(*r.suite))
+    fail_at(path + "/suite", "unknown suite '" + *r.suite + "' (known: quick, full, qualify)");
   r.run_id = need_string(j, path, "run_id");
   if (!name_chars_ok(r.run_id, "._:-")) fail_at(path + "/run_id", "must match [A-Za-z0-9._:-]+");
   r.start_time = need_string(j, path, "start_time");
@@ -483,6 +487,17 @@ std::string reason_detail(const CheckResult& r) {
 
 bool is_known_context(std::string_view context) {
   return context == "job" || context == "prolog" || context == "epilog" || context == "healthcheck";
+}
+
+bool is_known_suite(std::string_view suite) {
+  return suite == "quick" || suite == "full" || suite == "qualify";
+}
+
+bool suite_covers(std::string_view ran, std::string_view need) {
+  auto rank = [](std::string_view s) {
+    return s == "qualify" ? 3 : s == "full" ? 2 : s == "quick" ? 1 : 0;
+  };
+  return rank(need) > 0 && rank(ran) >= rank(need);
 }
 
 bool is_evidence_path(std::string_view s) {

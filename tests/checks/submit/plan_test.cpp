@@ -350,6 +350,16 @@ TEST(SubmitPlan, nodes_drained_by_vigil_get_a_held_recheck_with_every_gpu_not_an
       << vigil::submit::shell_join(argv);
   EXPECT_EQ(verdict(p, "gpu-2").action, PlanStep::kRecheck);
   EXPECT_NE(verdict(p, "gpu-2").why.find("held re-check"), std::string::npos);
+  // The drainer's list asked for the qualify gate's suite (--rechecks-from): the step runs it.
+  o.recheck_suite["gpu-2"] = "qualify";
+  p = plan_submissions({ours}, {}, o);
+  ASSERT_EQ(p.rechecks.size(), 1u);
+  EXPECT_TRUE(has_arg(p.rechecks[0].argv,
+                      "--export=ALL,VIGIL_MODE=recheck,VIGIL_RUN_ID=r1,VIGIL_EXPECTED_GPUS=8,"
+                      "VIGIL_SUITE=qualify"))
+      << vigil::submit::shell_join(p.rechecks[0].argv);
+  EXPECT_NE(verdict(p, "gpu-2").why.find(", suite qualify"), std::string::npos);
+  o.recheck_suite.clear();
   // In a reservation (the site's, or another run's hold): not held, said so (review of the hold:
   // ours could overlap it, and its jobs could start on the undrained node).
   ours.reserved = true;

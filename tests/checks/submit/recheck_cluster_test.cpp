@@ -354,6 +354,59 @@ TEST_F(RecheckTest, a_performance_drain_is_requalified_by_rechecks_from_the_drai
   EXPECT_NE(after.err.find("no re-checks due"), std::string::npos) << after.describe();
 }
 
+// The qualify gate (docs/qualify.md "The gate"): a node first heard from once the drainer learned
+// its fleet (learn_s 0 here) is held with Vigil's own reason; the re-qualifying CronJob's run
+// gets it from GET /v1/rechecks with the suite qualify and runs that suite in its held re-check
+// (VIGIL_SUITE=qualify, the real job script and vigil-check); the pass resumes it. The hourly
+// run's ordinary re-check before it does not.
+TEST_F(RecheckTest, a_new_node_is_held_until_its_qualify_run_passes_on_the_cluster) {
+  if (auto why = LocalSlurmCluster::production_unavailable()) GTEST_SKIP() << *why;
+  drainer_->stop();
+  const std::string gated = scratch_.path() + "/gated";
+  fs::create_directories(gated);
+  drainer_ = vigil::testing::start_drainer(
+      *cluster_, gated, "gate: {new_nodes: true, repaired: true, learn_s: 0, retry_s: 60}\n",
+      port_);
+  ASSERT_NE(port_, 0) << drainer_->log();
+  // No GPU here: the CUDA checks (the soak and gpu_sdc among them) are left out as the site of
+  // a node without them would; the report still names its suite (--exclude, not --only).
+  const std::map<std::string, std::string> no_cuda = {
+      {"VIGIL_FAKE_EXCLUDE",
+       "gpu_gemm,gpu_hbm,gpu_pcie_bw,gpu_memtest,nccl_allreduce_nvlink,nccl_allreduce_ib,"
+       "host_allreduce,gpu_sdc,gpu_soak"}};
+  // gpu-3's first report (its node job, healthy) holds it.
+  auto first = submit({"--json", "--nodes=gpu-3", "--run-id=first"}, no_cuda);
+  ASSERT_EQ(first.exit_code, 0) << first.describe();
+  ASSERT_TRUE(wait_until(
+      [&] { return node_state("gpu-3").second.rfind("vigil: qualify new node", 0) == 0; }, 60s))
+      << node_state("gpu-3").first << " " << node_state("gpu-3").second << "\n"
+      << drainer_->log();
+  // The hourly run re-checks it held with its own (quick) suite: passed, still held.
+  auto hourly = submit({"--json", "--nodes=gpu-3", "--run-id=hourly"}, no_cuda);
+  ASSERT_EQ(hourly.exit_code, 0) << hourly.describe();
+  ASSERT_FALSE(recheck_of(hourly.out, "gpu-3").is_null()) << hourly.out;
+  std::this_thread::sleep_for(2s);
+  EXPECT_EQ(node_state("gpu-3").second.rfind("vigil: qualify new node", 0), 0u)
+      << node_state("gpu-3").second;
+  // The re-qualifying run: the qualify suite, held; the pass resumes the node.
+  auto q = submit({"--json", "--rechecks-from=http://127.0.0.1:" + std::to_string(port_)}, no_cuda);
+  ASSERT_EQ(q.exit_code, 0) << q.describe();
+  const auto rc = recheck_of(q.out, "gpu-3");
+  ASSERT_FALSE(rc.is_null()) << q.out << "\n" << q.err;
+  EXPECT_EQ(rc.at("exit_code"), 0) << rc.dump(2);
+  EXPECT_NE(q.out.find("VIGIL_SUITE=qualify"), std::string::npos) << q.out;
+  ASSERT_TRUE(
+      wait_until([&] { return node_state("gpu-3").first.find("drain") == std::string::npos; }, 60s))
+      << node_state("gpu-3").first << "\n"
+      << drainer_->log();
+  const auto state = state_with_check("gpu-3", "gpu_count");
+  EXPECT_NE(state.at("note").get<std::string>().find(
+                "resume: the qualify suite passed (qualify gate, new)"),
+            std::string::npos)
+      << state.dump(2);
+  EXPECT_FALSE(state.contains("gate_cause")) << state.dump(2);
+}
+
 // The real libslurm readers behind the plan: an admin drain, a DOWN node and a pending vigil job
 // are skipped with their reason; --dry-run prints the sbatch lines and submits nothing.
 TEST_F(RecheckTest, dry_run_reads_slurm_skips_with_reasons_and_submits_nothing) {

@@ -23,7 +23,25 @@ struct CheckPolicy {
   int resume_after = 2;  // consecutive passing reports before a vigil drain is lifted
 };
 
+// The qualify gate (docs/qualify.md "The gate"): a node held drained, with Vigil's own reason,
+// until a report of `suite` passes. Off unless a site turns it on (the shipped configs do).
+struct GateConfig {
+  // A node first heard from once the drainer's state is learn_s old: held as new. The first
+  // learn_s are for hearing from the fleet Vigil was deployed on, which is not new.
+  bool new_nodes = false;
+  // A node back from the repair ladder's reboot or GPU reset (its `rechecking` stage): resumed on
+  // a pass of `suite` only, not on resume_after ordinary re-checks (NVSentinel #1427: "a node
+  // reboot or GPU reset completes, but the GPU is still unstable").
+  bool repaired = false;
+  std::string suite = "qualify";  // a report of this suite or one holding it passes the gate
+  int64_t learn_s = 86400;
+  // GET /v1/rechecks lists a held node at once, then again after retry_s while it stays held.
+  int64_t retry_s = 3600;
+  bool on() const { return new_nodes || repaired; }
+};
+
 struct PolicyConfig {
+  GateConfig gate;  // read from the file's top-level `gate:` section
   CheckPolicy defaults;
   std::map<std::string, CheckPolicy> checks;  // by check name (e.g. "nccl_allreduce_ib")
   // Checks (and fault codes) whose failure is a fatal hardware finding: drain_after 1.

@@ -62,6 +62,7 @@ struct NodeEvent {
   std::optional<std::string> k8s_node;
   std::string fabric_switch;  // set when the node's leaf switch is suspected
   std::string repair;         // the repair ladder's stage ("rebooting", ...); "" when none
+  std::string qualify;        // why the qualify gate holds the node ("new", "repaired"); "" none
   std::string evidence;       // the draining report's evidence file, while repairs are on
   std::string bug_report;     // the GPU reset's bug report on the node (RepairState::bug_report)
   bool dry_run = false;

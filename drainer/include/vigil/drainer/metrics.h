@@ -25,7 +25,7 @@ namespace vigil::drainer {
 
 struct MetricDesc {
   std::string_view name;
-  std::string_view type;  // "gauge" | "counter"
+  std::string_view type;  // "gauge" | "counter" | "histogram"
   std::string_view help;
   std::string_view labels;  // comma separated, documentation only
 };
@@ -58,6 +58,14 @@ class Metrics {
   // The repair ladder: a step taken (reboot, rebooted, repaired, replace), and nodes per stage.
   void on_repair_step(std::string_view step);
   void set_repair_nodes(const std::map<RepairStage, int>& stages);
+  // The qualify gate: nodes it holds now, by cause (new, repaired).
+  void set_qualifying(const std::map<std::string, int>& by_cause);
+  // Reliability figures (NVSentinel design 044's histograms): a Vigil drain ended (resumed by
+  // Vigil or an operator, or lifted by someone) after `held_s`, for `cause` (the first check that
+  // drove it, "qualify" for the gate's hold); and a new drain `since_last_s` after the node's
+  // previous one.
+  void on_drain_ended(std::string_view cause, double held_s);
+  void on_incident(double since_last_s);
   // vigil_measurement_deviation_ratio: the worst verdict of each judged check of the node.
   void on_verdicts(const detect::ReportVerdicts& v);
 

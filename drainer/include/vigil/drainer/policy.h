@@ -68,6 +68,14 @@ struct NodeRecord {
   std::string fabric_switch;
   bool switch_suspect = false;
   RepairState repair;  // the repair ladder (repair.h, docs/repair.md)
+  // The qualify gate (qualify_gate.h): why the node is held until a qualify pass ("new": first
+  // heard from after the fleet was learned; "repaired": back from the ladder's reboot or GPU
+  // reset), and since when; empty: not held.
+  std::string gate_cause;
+  int64_t gate_since_unix = 0;
+  // When Vigil last decided a drain of this node (kept after the resume): the reliability
+  // figures' time between incidents (metrics.h).
+  int64_t last_drain_unix = 0;
   // The part in each GPU slot and when Vigil drained the node for it (parts.h).
   std::vector<PartRecord> parts;
   // Parts that left this node with drains against them (parts.h: their history follows them).
@@ -132,6 +140,9 @@ class PolicyEngine {
   Decision on_operator_resume(const NodeRecord& s, const slurm::SlurmNodeInfo* slurm) const;
 
   static std::string group_key(const NodeRecord& s);
+  // When the drainer's state began (its gate file, Drainer::open): the qualify gate's new nodes
+  // are those first heard from gate.learn_s after it. Set once before any decision; 0: never new.
+  void set_state_began(int64_t unix_s) { state_began_ = unix_s; }
 
   const PolicyConfig& policy() const { return policy_; }
   bool dry_run() const { return dry_run_; }
@@ -153,6 +164,9 @@ class PolicyEngine {
                       int64_t now) const;
   Step maybe_resume(NodeRecord& s, const NodeReport& r, bool report_fail,
                     const slurm::SlurmNodeInfo* slurm) const;
+  // A node held by the qualify gate as new and not drained yet: its hold (qualify_gate.h).
+  Step hold_for_gate(Decision& d, NodeRecord& s, const slurm::SlurmNodeInfo* slurm,
+                     bool unknown_to_slurm, int64_t now) const;
 
   PolicyConfig policy_;
   Breaker breaker_;
@@ -161,6 +175,7 @@ class PolicyEngine {
   PartRule parts_;
   bool reboots_;  // the ladder's reboot rung is on: a fault back after a GPU reset reboots next
   const Clock& clock_;
+  int64_t state_began_ = 0;
 };
 
 // A fabric job's switch evidence in `r` (a `switch_suspected` measurement, port

@@ -37,6 +37,9 @@ std::optional<std::string> requalify_due(const NodeRecord& s, const PolicyConfig
 struct RecheckDue {
   std::string node;
   std::string why;
+  // The suite the re-check must run: the qualify gate's for a node it holds (qualify_gate.h),
+  // else "" (the re-checking CronJob's own).
+  std::string suite;
 };
 
 }  // namespace vigil::drainer

@@ -61,6 +61,10 @@ struct SubmitOptions {
   // How long a hold may take to set up (reservation, salloc, the drain back) before a later run
   // treats it as abandoned, on top of recheck_timeout_s (hold.h release_stale_holds).
   int hold_setup_s = 600;
+  // --rechecks-from: the suite the drainer asks a node's re-check to run (the qualify gate's,
+  // docs/qualify.md "The gate"), exported to the job script as VIGIL_SUITE; a node not named
+  // runs the CronJob's own.
+  std::map<std::string, std::string> recheck_suite;
 };
 
 enum class PlanStep { kSubmit, kRecheck, kSkip };

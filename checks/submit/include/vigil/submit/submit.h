@@ -40,8 +40,14 @@ struct SubmitRunOptions {
   ReportClientOptions rechecks_from;
 };
 
-// --rechecks-from: the nodes the drainer wants re-checked now; an error naming the URL.
-Result<std::vector<std::string>> load_rechecks_due(const ReportClientOptions& drainer);
+// --rechecks-from: the nodes the drainer wants re-checked now, each with the suite it asks for
+// ("" for the CronJob's own); an error naming the URL.
+struct DueRecheck {
+  std::string node;
+  std::string suite;
+  bool operator==(const DueRecheck&) const = default;
+};
+Result<std::vector<DueRecheck>> load_rechecks_due(const ReportClientOptions& drainer);
 
 // plan.nvlink_domain_of from --nvlink-domains; an error naming the option, the file and line, or
 // Slurm's answer (also when Slurm has no blocks: `slurm` was asked for them).

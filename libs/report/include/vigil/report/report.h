@@ -96,6 +96,11 @@ struct NodeReport {
   // Where the checks ran: "job" (an sbatch check job), "prolog", "epilog", "healthcheck" (the
   // Slurm hooks, `vigil-check hook`). Optional; absent in reports from older checkers.
   std::optional<std::string> context;
+  // The suite of a `vigil-check run` ("quick", "full", "qualify"; --exclude may leave out checks
+  // the site's nodes cannot run); absent when checks were picked by hand (--only), from the
+  // hooks, fabric jobs and older checkers. The
+  // drainer's qualify gate counts only a report of its suite (docs/qualify.md "The gate").
+  std::optional<std::string> suite;
   std::string run_id;      // unique per run; (node, run_id) identifies a report
   std::string start_time;  // RFC 3339 UTC
   std::string end_time;    // RFC 3339 UTC
@@ -149,6 +154,9 @@ std::string reason_detail(const CheckResult& r);
 // carries none (older checkers, site tools).
 // The values `context` may take.
 bool is_known_context(std::string_view context);
+bool is_known_suite(std::string_view suite);
+// Whether a run of suite `ran` holds every check of suite `need`: qualify holds full, full quick.
+bool suite_covers(std::string_view ran, std::string_view need);
 
 inline const std::string& reason_name(const CheckResult& r) {
   return r.short_name.empty() ? r.check : r.short_name;
