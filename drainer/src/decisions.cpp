@@ -156,12 +156,13 @@ void Drainer::apply_decision_locked(const Decision& d, const NodeReport* r, uint
   remember_locked(c, rec.record.node);
   apply_locked(rec);
   observe_decision_locked(d, rec.record, r, step, breaker_changed, now);
-  const int64_t t = clock_.now_unix();
-  if (was_drained && !rec.record.drained_by_vigil && was_drained_unix > 0)
-    metrics_.on_drain_ended(was_cause, static_cast<double>(t - was_drained_unix));
-  if (!was_drained && rec.record.drained_by_vigil && rec.record.last_drain_unix == t &&
-      was_last_drain > 0)
-    metrics_.on_incident(static_cast<double>(t - was_last_drain));
+  // A drain Slurm never applied (undone_drain) did not hold the node.
+  if (was_drained && !rec.record.drained_by_vigil && was_drained_unix > 0 &&
+      rec.record.last_action != Action::kDrainSkipped)
+    metrics_.on_drain_ended(was_cause, static_cast<double>(clock_.now_unix() - was_drained_unix));
+  if (!was_drained && rec.record.drained_by_vigil && was_last_drain > 0 &&
+      rec.record.last_drain_unix > was_last_drain)
+    metrics_.on_incident(static_cast<double>(rec.record.last_drain_unix - was_last_drain));
   for (auto& i : rec.intents) c.intents.push_back(std::move(i));
 }
 

@@ -53,12 +53,13 @@ Drainer::~Drainer() { stop(); }
 
 namespace {
 
-// <state_dir>/gate-since: when the qualify gate began watching for new nodes (one integer, unix
-// seconds), written the first time the drainer opens its state with gate.new_nodes on. Nodes
-// first heard from gate.learn_s after it are new (qualify_gate.h).
-Result<int64_t> gate_since(const std::string& state_dir, int64_t now) {
+// <state_dir>/gate-since: when the qualify gate began learning the fleet (one integer, unix
+// seconds), written the first time the drainer opens its state with gate.new_nodes on, and again
+// whenever it opens a state that knows no node (a lost or new journal: every node would look
+// new). Nodes first heard from gate.learn_s after it are new (qualify_gate.h).
+Result<int64_t> gate_since(const std::string& state_dir, int64_t now, bool known_nodes) {
   const std::string path = state_dir + "/gate-since";
-  if (auto text = read_whole_file(path)) {
+  if (auto text = known_nodes ? read_whole_file(path) : std::nullopt) {
     char* end = nullptr;
     const long long v = std::strtoll(text->c_str(), &end, 10);
     if (end == text->c_str() || v <= 0 || (*end != '\n' && *end != '\0'))
@@ -76,10 +77,6 @@ Result<int64_t> gate_since(const std::string& state_dir, int64_t now) {
 
 VoidResult Drainer::open() {
   VIGIL_TRY(journal_, Journal::open(cfg_.state_dir));
-  if (cfg_.policy.gate.new_nodes) {
-    VIGIL_TRY(const int64_t since, gate_since(cfg_.state_dir, clock_.now_unix()));
-    engine_.set_state_began(since);
-  }
   VIGIL_TRY(audit_, AuditLog::open(cfg_.state_dir + "/audit.jsonl", cfg_.audit));
   const SinkDeps deps{cfg_, slurm_, kube_, webhook_, *views_, clock_};
   for (auto& l : lanes_) l->sink = l->spec.make(deps);
@@ -92,6 +89,15 @@ VoidResult Drainer::open() {
     return replay(rec, in);
   });
   if (!replayed.ok()) return replayed;
+  if (cfg_.policy.gate.new_nodes) {
+    bool known = false;
+    {
+      std::lock_guard lk(mu_);
+      known = !nodes_.empty();
+    }
+    VIGIL_TRY(const int64_t since, gate_since(cfg_.state_dir, clock_.now_unix(), known));
+    engine_.set_state_began(since);
+  }
   {
     std::lock_guard lk(mu_);
     for (const auto& [name, s] : nodes_) metrics_.on_node(s, nullptr);

@@ -50,6 +50,7 @@ nlohmann::json to_json(const NodeRecord& s) {
   if (!s.gate_cause.empty()) {
     j["gate_cause"] = s.gate_cause;
     j["gate_since_unix_s"] = s.gate_since_unix;
+    if (s.gate_errors) j["gate_errors"] = s.gate_errors;
   }
   if (s.last_drain_unix) j["last_drain_unix_s"] = s.last_drain_unix;
   // Only once the ladder touched the node: snapshots of nodes it never saw stay as they were.
@@ -101,6 +102,7 @@ Result<NodeRecord> node_record_from_json(const nlohmann::json& j) {
     s.drained_unix = j.value("drained_unix_s", int64_t{0});
     s.gate_cause = j.value("gate_cause", "");  // absent before the qualify gate
     s.gate_since_unix = j.value("gate_since_unix_s", int64_t{0});
+    s.gate_errors = j.value("gate_errors", 0);
     s.last_drain_unix = j.value("last_drain_unix_s", int64_t{0});
     s.last_check_time = j.value("last_check_time", "");
     s.last_run_id = j.value("last_run_id", "");

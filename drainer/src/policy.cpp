@@ -217,17 +217,24 @@ Decision PolicyEngine::on_report(const NodeRecord* prev, const NodeReport& r,
   const auto cands = drain_candidates(s, r);
   if (!cands.empty())
     return finish(d, s, drain_or_block(d, s, cands, slurm, group_size, unknown_to_slurm, now));
-  if (s.gate_cause == kGateNew && !s.drained_by_vigil)
-    return finish(d, s, hold_for_gate(d, s, slurm, unknown_to_slurm, now));
+  if (s.gate_cause == kGateNew && !s.drained_by_vigil) {
+    // Not held yet (its first report, or the hold waited for the breaker or dry-run): a pass of
+    // the gate's suite qualifies it where it stands.
+    if (gate_refusal(r, report_fail, policy_.gate))
+      return finish(d, s, hold_for_gate(d, s, slurm, group_size, unknown_to_slurm, now));
+    release_gate(s);
+    s.note += std::string(s.note.empty() ? "" : "; ") + "qualify gate: the " + *r.suite +
+              " suite passed before the node was held";
+  }
   return finish(d, s, maybe_resume(s, r, report_fail, slurm));
 }
 
-// Like drain_or_block, without a failing check: the gate's own reason, never counted by the
-// breaker (a rack that joins is not a fault rate), but not drained while it is open or in
-// dry-run. A node Slurm does not know, DOWN/FAIL/MAINT or drained by someone else is left alone;
-// a later report holds it once it can be held.
+// Like drain_or_block, without a failing check: the gate's own reason, counted by the breaker as
+// any drain (a fleet whose nodes all look new, after a lost state or renamed nodes, must not be
+// drained whole), not drained in dry-run. A node Slurm does not know or that is DOWN/FAIL/MAINT
+// waits for a later report; one drained by someone else is theirs: the gate lets it go.
 PolicyEngine::Step PolicyEngine::hold_for_gate(Decision& d, NodeRecord& s,
-                                               const slurm::SlurmNodeInfo* slurm,
+                                               const slurm::SlurmNodeInfo* slurm, int group_size,
                                                bool unknown_to_slurm, int64_t now) const {
   const std::string reason = gate_reason(policy_.gate);
   d.reason = reason;
@@ -238,9 +245,11 @@ PolicyEngine::Step PolicyEngine::hold_for_gate(Decision& d, NodeRecord& s,
   if (slurm && slurm::untouchable(*slurm))
     return {Action::kNone, state_from_checks(s),
             what + ", DOWN/FAIL/MAINT in Slurm; held once it is back"};
-  if (slurm && slurm::drained_by_other(*slurm))
+  if (slurm && slurm::drained_by_other(*slurm)) {
+    release_gate(s);
     return {Action::kNone, NodeState::kDrained,
-            what + ", drained by another owner (" + slurm->reason + "); held once that is lifted"};
+            what + ", drained by another owner (" + slurm->reason + "): theirs, not held"};
+  }
   s.reason = reason;
   s.driving_checks.clear();
   if (dry_run_)
@@ -248,6 +257,10 @@ PolicyEngine::Step PolicyEngine::hold_for_gate(Decision& d, NodeRecord& s,
   if (d.breaker.open)
     return {Action::kBreakerBlocked, NodeState::kWouldDrain,
             what + "; not held while the circuit breaker is open: " + d.breaker.why};
+  d.counted_drain = breaker_.try_count(d.breaker, group_key(s), group_size, now);
+  if (!d.counted_drain)
+    return {Action::kBreakerBlocked, NodeState::kWouldDrain,
+            what + "; circuit breaker opened: " + d.breaker.why};
   s.drained_by_vigil = true;
   s.drained_unix = now;
   return {Action::kDrain, NodeState::kDrained,
@@ -377,6 +390,23 @@ PolicyEngine::Step PolicyEngine::drain_or_block(Decision& d, NodeRecord& s,
   return {Action::kDrain, NodeState::kDrained, "drain: " + reason};
 }
 
+std::optional<PolicyEngine::Step> PolicyEngine::gate_verdict(NodeRecord& s, const NodeReport& r,
+                                                             bool report_fail) const {
+  const auto refused = gate_refusal(r, report_fail, policy_.gate);
+  if (!refused) {
+    release_gate(s);
+    return std::nullopt;
+  }
+  if (gate_errored(r, report_fail, policy_.gate) && ++s.gate_errors >= kGateErrorRuns) {
+    release_gate(s);
+    s.note += std::string(s.note.empty() ? "" : "; ") +
+              "qualify gate: " + std::to_string(kGateErrorRuns) +
+              " runs failed on errors alone; the ordinary re-checks decide";
+    return std::nullopt;
+  }
+  return Step{Action::kNone, NodeState::kDrained, *refused};
+}
+
 PolicyEngine::Step PolicyEngine::maybe_resume(NodeRecord& s, const NodeReport& r, bool report_fail,
                                               const slurm::SlurmNodeInfo* slurm) const {
   if (!s.drained_by_vigil) {
@@ -386,15 +416,14 @@ PolicyEngine::Step PolicyEngine::maybe_resume(NodeRecord& s, const NodeReport& r
     s.driving_checks.clear();
     return {Action::kNone, state_from_checks(s), ""};
   }
-  // Held by the qualify gate: a pass of its suite alone resumes the node (it holds every check
-  // an ordinary re-check runs, and more); nothing else does.
-  const std::string gate(gate_hold(s));  // a copy: the resume below releases the gate
-  std::optional<std::string> refused;
-  if (!gate.empty()) refused = gate_refusal(r, report_fail, policy_.gate);
+  // Held by the qualify gate: only a pass of its suite lets the node go; then the checks that
+  // drove its drain decide as for any drain (the qualify run counts as one of their passes).
+  const std::string gate(gate_hold(s));  // a copy: a pass releases the gate
+  const bool gate_passed = !gate.empty() && !gate_refusal(r, report_fail, policy_.gate);
+  if (!gate.empty())
+    if (auto held = gate_verdict(s, r, report_fail)) return *held;
   bool ready = !report_fail;
-  if (!gate.empty()) {
-    ready = !refused;
-  } else if (ready && s.driving_checks.empty()) {
+  if (ready && s.driving_checks.empty()) {
     int need = policy_.defaults.resume_after;
     for (const auto& c : r.checks) need = std::max(need, policy_.for_check(c.check).resume_after);
     ready = s.consecutive_passes >= need;
@@ -407,7 +436,12 @@ PolicyEngine::Step PolicyEngine::maybe_resume(NodeRecord& s, const NodeReport& r
   }
   if (s.repair.stage == RepairStage::kReplace)
     return {Action::kNone, NodeState::kDrained, "replace: stays drained until a person resumes it"};
-  if (!ready) return {Action::kNone, NodeState::kDrained, refused.value_or("")};
+  if (!ready)
+    return {Action::kNone, NodeState::kDrained,
+            gate_passed ? "qualify gate: the " + *r.suite +
+                              " suite passed; the checks that drove the drain wait for "
+                              "resume_after passes"
+                        : ""};
   if (s.repair.stage == RepairStage::kRebooting)
     return {Action::kNone, NodeState::kDrained, "passes before the reboot; resume deferred"};
   if (s.repair.stage == RepairStage::kResetting)
@@ -423,8 +457,7 @@ PolicyEngine::Step PolicyEngine::maybe_resume(NodeRecord& s, const NodeReport& r
   s.reason.clear();
   s.driving_checks.clear();
   end_repair(s);
-  release_gate(s);
-  if (!gate.empty())
+  if (gate_passed)
     return {Action::kResume, state_from_checks(s),
             "resume: the " + *r.suite + " suite passed (qualify gate, " + gate +
                 (gate != kGateRepaired ? ""

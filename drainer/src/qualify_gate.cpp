@@ -1,6 +1,8 @@
 // The qualify gate; see qualify_gate.h.
 #include "vigil/drainer/qualify_gate.h"
 
+#include <algorithm>
+
 #include "vigil/drainer/policy.h"
 #include "vigil/slurm/reason.h"
 
@@ -20,6 +22,7 @@ void hold_repaired(NodeRecord& s, const GateConfig& g, int64_t now) {
 void release_gate(NodeRecord& s) {
   s.gate_cause.clear();
   s.gate_since_unix = 0;
+  s.gate_errors = 0;
 }
 
 bool new_to_gate(const GateConfig& g, int64_t state_began_unix, int64_t now) {
@@ -41,10 +44,20 @@ std::optional<std::string> gate_refusal(const NodeReport& r, bool report_fail,
   if (!suite_covers(*r.suite, g.suite)) return "a " + *r.suite + " run" + wanted;
   if (report_fail) return std::optional<std::string>("the " + *r.suite + " run failed");
   std::string errors;
-  for (const auto& c : r.checks)
+  bool passed = false;
+  for (const auto& c : r.checks) {
     if (c.status == Status::kError) errors += (errors.empty() ? "" : ",") + c.check;
+    passed = passed || c.status == Status::kPass || c.status == Status::kWarn;
+  }
   if (!errors.empty()) return "the " + *r.suite + " run had errors (" + errors + ")" + wanted;
+  if (!passed) return "the " + *r.suite + " run passed no check" + wanted;
   return std::nullopt;
+}
+
+bool gate_errored(const NodeReport& r, bool report_fail, const GateConfig& g) {
+  if (report_fail || !r.suite || !suite_covers(*r.suite, g.suite)) return false;
+  return std::any_of(r.checks.begin(), r.checks.end(),
+                     [](const CheckResult& c) { return c.status == Status::kError; });
 }
 
 std::optional<std::string> gate_due(const NodeRecord& s, const GateConfig& g, int64_t now,

@@ -203,7 +203,7 @@ TEST(QualifyGate, a_persons_resume_ends_the_hold_and_a_failing_new_node_still_ha
   EXPECT_FALSE(n.slurm->get("gpu-2").drain);
 }
 
-TEST(QualifyGate, dry_run_and_an_open_breaker_hold_nothing_and_hold_later) {
+TEST(QualifyGate, dry_run_holds_nothing_and_the_node_is_held_later) {
   NewNodes n;
   n.cfg.dry_run = true;
   {
@@ -221,17 +221,58 @@ TEST(QualifyGate, dry_run_and_an_open_breaker_hold_nothing_and_hold_later) {
   EXPECT_TRUE(n.slurm->get("gpu-1").drain);
 }
 
-TEST(QualifyGate, a_rack_that_joins_does_not_open_the_breaker) {
+// Holds are counted by the breaker like any drain: a fleet whose nodes all look new (a lost
+// state, renamed nodes) is not drained whole. A rack that joins is held up to the cap.
+TEST(QualifyGate, holds_are_counted_by_the_breaker) {
   NewNodes n;
-  n.cfg.breaker.max_drains = 1;
+  n.cfg.breaker.max_drains = 2;
   Drainer dr(n.cfg, n.slurm, nullptr, n.clock);
   ASSERT_TRUE(dr.open().ok());
   n.decide(dr, {good("gpu-0", "a"), good("gpu-1", "a"), good("gpu-2", "a")});
-  for (const char* node : {"gpu-0", "gpu-1", "gpu-2"})
-    EXPECT_TRUE(n.slurm->get(node).drain) << node;
-  EXPECT_FALSE(dr.breaker().open);
-  n.decide(dr, {bad("gpu-3", "a")});  // a real fault is still counted and drained
-  EXPECT_TRUE(n.slurm->get("gpu-3").drain);
+  EXPECT_TRUE(n.slurm->get("gpu-0").drain);
+  EXPECT_TRUE(n.slurm->get("gpu-1").drain);
+  EXPECT_FALSE(n.slurm->get("gpu-2").drain);
+  EXPECT_TRUE(dr.breaker().open);
+  EXPECT_NE(dr.node("gpu-2")->note.find("qualify gate: new node; circuit breaker opened"),
+            std::string::npos)
+      << dr.node("gpu-2")->note;
+}
+
+// A node whose first report is a clean qualify run has qualified where it stands; one drained by
+// someone else when first heard from is theirs, and stays theirs after they resume it; the gate
+// lets go after two qualify runs that failed on errors alone (Vigil's trouble as likely as the
+// node's) and the ordinary re-checks decide.
+TEST(QualifyGate, a_qualified_node_an_admins_node_and_repeated_errors_are_let_go) {
+  NewNodes n;
+  ASSERT_TRUE(n.slurm->drain({"gpu-3"}, "burn-in by hand").ok());
+  Drainer dr(n.cfg, n.slurm, nullptr, n.clock);
+  ASSERT_TRUE(dr.open().ok());
+  n.decide(dr, {of_suite(good("gpu-0", "q"), "qualify"), good("gpu-3", "a"), good("gpu-1", "a")});
+  EXPECT_FALSE(n.slurm->get("gpu-0").drain);
+  EXPECT_EQ(dr.node("gpu-0")->gate_cause, "");
+  EXPECT_EQ(n.slurm->get("gpu-3").reason, "burn-in by hand");
+  EXPECT_EQ(dr.node("gpu-3")->gate_cause, "");
+  ASSERT_TRUE(n.slurm->undrain({"gpu-3"}).ok());
+  n.decide(dr, {good("gpu-3", "b")});
+  EXPECT_FALSE(n.slurm->get("gpu-3").drain);
+
+  ASSERT_TRUE(n.slurm->get("gpu-1").drain);  // held
+  NodeReport errored = of_suite(good("gpu-1", "q-1"), "qualify");
+  errored.checks.push_back(make_check("gpu_soak", Status::kError));
+  n.decide(dr, {errored});
+  EXPECT_TRUE(n.slurm->get("gpu-1").drain);
+  EXPECT_EQ(dr.node("gpu-1")->gate_errors, 1);
+  errored.run_id = "q-2";
+  n.decide(dr, {errored});
+  EXPECT_FALSE(n.slurm->get("gpu-1").drain);  // resume_after ordinary passes: it has 3
+  EXPECT_EQ(dr.node("gpu-1")->gate_cause, "");
+  EXPECT_NE(dr.node("gpu-1")->note.find("2 runs failed on errors alone"), std::string::npos)
+      << dr.node("gpu-1")->note;
+  // A qualify run that passed nothing (every check skipped) proves nothing either.
+  NodeReport empty = of_suite(make_report("gpu-2", "q", {}), "qualify");
+  EXPECT_EQ(*gate_refusal(empty, false, n.cfg.policy.gate),
+            "the qualify run passed no check; the qualify gate waits for a pass of the qualify "
+            "suite");
 }
 
 // gate.repaired: a node back from its reboot is resumed by a qualify pass only.

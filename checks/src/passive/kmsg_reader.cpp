@@ -124,13 +124,14 @@ std::optional<Sxid> parse_sxid(std::string_view message) {
 
 std::optional<DeviceFault> parse_device_fault(std::string_view message) {
   constexpr auto npos = std::string_view::npos;
-  if (message.find("NVRM: knvlink") != npos &&
+  // The record must begin with the driver's own prefix: a kernel message that quotes a user's
+  // text (an exec'd file name, say) holds such words elsewhere, never at its start.
+  if (message.starts_with("NVRM: knvlink") &&
       (message.find("postRxDetLinkMask failed!") != npos ||
        message.find("Failed to update Rx Detect Link mask!") != npos))
     return DeviceFault{"NVLINK", "post-RX-detect link mask failed", false};
-  const size_t at = message.find("mlx5_core ");
-  if (at == npos) return std::nullopt;
-  std::string_view rest = message.substr(at + 10);
+  if (!message.starts_with("mlx5_core ")) return std::nullopt;
+  std::string_view rest = message.substr(10);
   const size_t colon = rest.find(": ");
   if (colon == npos || colon == 0) return std::nullopt;
   const std::string_view bdf = rest.substr(0, colon);

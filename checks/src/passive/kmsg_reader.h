@@ -79,6 +79,8 @@ std::optional<Sxid> parse_sxid(std::string_view message);
 //    Failed to update Rx Detect Link mask!", open-gpu-kernel-modules kernel_nvlink_gh100.c and
 //    kernel_nvlink.c), which GPUd judges Unhealthy with RebootSystem (leptonai/gpud
 //    components/accelerator/nvidia/nvlink/kmsg.go, post_rx_detect_failure.go).
+// The record's text must begin with "mlx5_core " or "NVRM: knvlink" (as /dev/kmsg gives it,
+// without dmesg's or journald's prefix): a kernel line quoting user text cannot pose as one.
 // nullopt for any other message. Genuine lines: tests/fixtures/kmsg/device-health-lines.txt.
 struct DeviceFault {
   std::string device;  // "NIC 0000:0d:00.0" (its PCI function), or "NVLINK" (no device named)

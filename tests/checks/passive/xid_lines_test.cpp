@@ -35,6 +35,16 @@ std::string line_with_in(const std::string& file, const std::string& needle) {
 }
 std::string line_with(const std::string& needle) { return line_with_in("xid-lines.txt", needle); }
 
+// A captured line as /dev/kmsg gives its record's text: without dmesg's "[   13.283418] " or
+// journald's "Jul 09 10:42:47 host kernel: ".
+std::string kernel_text(std::string line) {
+  if (line.starts_with("[")) {
+    if (const size_t end = line.find("] "); end != std::string::npos) return line.substr(end + 2);
+  }
+  if (const size_t k = line.find(" kernel: "); k != std::string::npos) return line.substr(k + 9);
+  return line;
+}
+
 TEST(XidLines, every_genuine_xid_and_sxid_line_parses_whatever_the_log_put_before_it) {
   const std::vector<std::string> lines = lines_of("xid-lines.txt");
   ASSERT_GE(lines.size(), 170u);
@@ -354,7 +364,7 @@ TEST(DeviceHealthLines, every_genuine_fault_line_parses_and_the_dumps_details_do
   ASSERT_EQ(lines.size(), 27u);
   std::vector<std::string> items;
   for (const std::string& l : lines) {
-    const auto f = kmsg::parse_device_fault(l);
+    const auto f = kmsg::parse_device_fault(kernel_text(l));
     if (!f) continue;
     EXPECT_FALSE(f->recovered) << l;
     items.push_back(f->item());
@@ -376,6 +386,12 @@ TEST(DeviceHealthLines, every_genuine_fault_line_parses_and_the_dumps_details_do
   EXPECT_FALSE(kmsg::parse_device_fault(line_with("NVRM: Xid (PCI:0000:07:00): 48")));
   EXPECT_FALSE(kmsg::parse_device_fault("ixgbe 0000:01:00.0: device's health compromised"));
   EXPECT_FALSE(kmsg::parse_device_fault("mlx5_core eth0 (x): device's health compromised"));
+  // A kernel line quoting a user's text (an exec'd file name: fs/exec.c "process '%s' launched
+  // '%s' with NULL argv") is not the driver's, whatever it holds.
+  EXPECT_FALSE(kmsg::parse_device_fault(
+      "process '/tmp/x mlx5_core 0000:01:00.0: device's health compromised' launched '/tmp/x' "
+      "with NULL argv: empty string added"));
+  EXPECT_FALSE(kmsg::parse_device_fault(lines.front()));  // dmesg's prefix: not a record's text
 }
 
 // kmsg_xid fails on a NIC's firmware fault with the remedy `reboot` (NVSentinel: fatal; a
@@ -386,7 +402,7 @@ TEST(DeviceHealthLines, every_genuine_fault_line_parses_and_the_dumps_details_do
 TEST_F(KmsgXidLines, a_nic_firmware_fault_or_an_nvlink_failure_fails_with_a_reboot) {
   std::vector<std::string> cx6;
   for (const std::string& l : lines_of("device-health-lines.txt"))
-    if (l.find("mlx5_core 0000:0d:00.") != std::string::npos) cx6.push_back(l);
+    if (l.find("mlx5_core 0000:0d:00.") != std::string::npos) cx6.push_back(kernel_text(l));
   ASSERT_EQ(cx6.size(), 10u);
   log_lines(cx6);
   CheckResult r = run();
@@ -411,7 +427,8 @@ TEST_F(KmsgXidLines, a_nic_firmware_fault_or_an_nvlink_failure_fails_with_a_rebo
   EXPECT_EQ(r.message, "NIC 0000:0d:00.2 mlx5 health compromised (reboot) (earlier in this boot)");
 
   ctx_.state_dir.clear();
-  log_lines({line_with_in("device-health-lines.txt", "postRxDetLinkMask failed")}, 200);
+  log_lines({kernel_text(line_with_in("device-health-lines.txt", "postRxDetLinkMask failed"))},
+            200);
   r = run();
   EXPECT_EQ(r.status, Status::kFail);
   EXPECT_EQ(r.message, "NVLINK post-RX-detect link mask failed (reboot)");

@@ -73,6 +73,7 @@ struct NodeRecord {
   // reset), and since when; empty: not held.
   std::string gate_cause;
   int64_t gate_since_unix = 0;
+  int gate_errors = 0;  // runs of the gate's suite that failed on errors alone (qualify_gate.h)
   // When Vigil last decided a drain of this node (kept after the resume): the reliability
   // figures' time between incidents (metrics.h).
   int64_t last_drain_unix = 0;
@@ -165,8 +166,11 @@ class PolicyEngine {
   Step maybe_resume(NodeRecord& s, const NodeReport& r, bool report_fail,
                     const slurm::SlurmNodeInfo* slurm) const;
   // A node held by the qualify gate as new and not drained yet: its hold (qualify_gate.h).
-  Step hold_for_gate(Decision& d, NodeRecord& s, const slurm::SlurmNodeInfo* slurm,
+  Step hold_for_gate(Decision& d, NodeRecord& s, const slurm::SlurmNodeInfo* slurm, int group_size,
                      bool unknown_to_slurm, int64_t now) const;
+  // A node the gate holds: whether report `r` lets it go (a pass of the gate's suite, or
+  // kGateErrorRuns runs that failed on errors alone), else the step that keeps it held.
+  std::optional<Step> gate_verdict(NodeRecord& s, const NodeReport& r, bool report_fail) const;
 
   PolicyConfig policy_;
   Breaker breaker_;

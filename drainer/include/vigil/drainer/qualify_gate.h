@@ -45,9 +45,15 @@ std::string gate_reason(const GateConfig& g);
 bool is_gate_reason(std::string_view reason);
 
 // nullopt when report `r` passes the gate: it is a run of a suite holding gate.suite (report.h
-// suite_covers), nothing in it failed and nothing errored (a check that could not run proves
-// nothing). Otherwise why not, for the node's note.
+// suite_covers), something in it passed, nothing failed and nothing errored (a check that could
+// not run proves nothing). Otherwise why not, for the node's note.
 std::optional<std::string> gate_refusal(const NodeReport& r, bool report_fail, const GateConfig& g);
+
+// The gate's run failed on errors alone (a run of its suite, no fail, an error): Vigil's own
+// trouble as likely as the node's. After kGateErrorRuns such runs the gate lets the node go to
+// its ordinary re-checks rather than hold it, or have the ladder replace it, for Vigil's mistake.
+bool gate_errored(const NodeReport& r, bool report_fail, const GateConfig& g);
+inline constexpr int kGateErrorRuns = 2;
 
 // Why a node held by the gate is due for its qualify run now (GET /v1/rechecks), or nullopt:
 // held, drained by Vigil, not rebooting or resetting (a `replace` is a person's), and never listed
