@@ -160,8 +160,10 @@ void Drainer::apply_decision_locked(const Decision& d, const NodeReport* r, uint
   if (was_drained && !rec.record.drained_by_vigil && was_drained_unix > 0 &&
       rec.record.last_action != Action::kDrainSkipped)
     metrics_.on_drain_ended(was_cause, static_cast<double>(clock_.now_unix() - was_drained_unix));
-  if (!was_drained && rec.record.drained_by_vigil && was_last_drain > 0 &&
-      rec.record.last_drain_unix > was_last_drain)
+  // A fault's drain (the gate's holds drive no check and are not incidents), the previous one's
+  // time from the record before it: two drains within one second are 0 s apart.
+  if (!was_drained && d.action == Action::kDrain && !rec.record.driving_checks.empty() &&
+      was_last_drain > 0)
     metrics_.on_incident(static_cast<double>(rec.record.last_drain_unix - was_last_drain));
   for (auto& i : rec.intents) c.intents.push_back(std::move(i));
 }
