@@ -110,8 +110,10 @@ class RepairClusterTest : public ::testing::Test {
     if (cluster_) cluster_->stop();
   }
 
-  CommandResult submit(const std::vector<std::string>& extra) {
-    return vigil::testing::run_vigil_submit(*cluster_, {scratch_.str(), fixtures_, port_}, extra);
+  CommandResult submit(const std::vector<std::string>& extra,
+                       const std::map<std::string, std::string>& env = {}) {
+    return vigil::testing::run_vigil_submit(*cluster_, {scratch_.str(), fixtures_, port_}, extra,
+                                            env);
   }
 
   std::pair<std::string, std::string> node_state(const std::string& node) {
@@ -225,6 +227,37 @@ TEST_F(RepairClusterTest, reboot_repairs_one_node_and_hands_the_other_to_a_perso
   EXPECT_NE(m->body.find(R"(vigil_repair_steps_total{step="repaired"} 1)"), std::string::npos);
   EXPECT_NE(m->body.find(R"(vigil_repair_steps_total{step="replace"} 1)"), std::string::npos);
 }
+// The qualify gate after a repair (docs/qualify.md "The gate"): gpu-2 is rebooted and comes
+// back drained; two ordinary held re-checks pass and do not resume it; the re-qualifying run
+// (--rechecks-from) runs the qualify suite on it, held, and that pass resumes it.
+TEST_F(RepairClusterTest, a_rebooted_node_is_held_until_its_qualify_run_passes) {
+  ASSERT_NO_FATAL_FAILURE(start({"gpu-2"}, {"gpu-2"},
+                                "repair: {reboot: true, max_in_repair: 2}\n"
+                                "gate: {repaired: true}\n"));
+  auto first = submit({"--json"});
+  ASSERT_EQ(first.exit_code, 0) << first.describe();
+  ASSERT_TRUE(wait_until([&] { return stage("gpu-2") == "rechecking"; }, 180s))
+      << stage("gpu-2") << " " << node_state("gpu-2").first << context();
+  for (int i = 0; i < 2; ++i) {
+    auto r = submit({"--json", "--nodes=gpu-2"});
+    ASSERT_EQ(r.exit_code, 0) << r.describe();
+  }
+  std::this_thread::sleep_for(2s);
+  EXPECT_EQ(node_state("gpu-2").first, "drained") << context();
+  EXPECT_EQ(stage("gpu-2"), "rechecking");
+  // No GPU here: the CUDA checks are left out as a site without them would.
+  const std::map<std::string, std::string> no_cuda = {
+      {"VIGIL_FAKE_EXCLUDE",
+       "gpu_gemm,gpu_hbm,gpu_pcie_bw,gpu_memtest,nccl_allreduce_nvlink,nccl_allreduce_ib,"
+       "host_allreduce,gpu_sdc,gpu_soak"}};
+  auto q = submit({"--json", "--rechecks-from=http://127.0.0.1:" + std::to_string(port_)}, no_cuda);
+  ASSERT_EQ(q.exit_code, 0) << q.describe();
+  EXPECT_NE(q.out.find("VIGIL_SUITE=qualify"), std::string::npos) << q.out;
+  ASSERT_TRUE(wait_until([&] { return node_state("gpu-2").first == "idle"; }, 60s))
+      << node_state("gpu-2").first << context();
+  EXPECT_EQ(stage("gpu-2"), "none");
+}
+
 // The GPU reset rung on the real cluster (docs/repair.md "GPU reset"): gpu-1 and gpu-2 are
 // drained for a pending row remap; the drainer relabels both "vigil: reset-gpu ..."; the next
 // vigil-submit run's srun -Z resets their GPUs (tests/support/fake-nvidia-smi.sh: gpu-2's reset
