@@ -1,8 +1,13 @@
 #pragma once
 // A daemon for one test (vigil-drainer, prometheus): started in its own process group with
-// stdout+stderr to a log file, stopped by PID (TERM, then KILL after 5 s) on destruction.
+// stdout+stderr to a log file, stopped by PID (TERM, then KILL after 5 s) on destruction, and
+// killed by the kernel if the test dies first (a test killed by ctest's timeout or a signal runs
+// no destructor; found: a drainer left serving for hours after its test was killed).
+// PR_SET_PDEATHSIG follows the creating thread: one started from a thread that ends before it
+// (the soak's chaos thread) passes die_with_test = false and is stopped by its owner.
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -21,15 +26,20 @@ namespace vigil::testing {
 class BackgroundProcess {
  public:
   BackgroundProcess(const std::vector<std::string>& argv, const std::string& log_path,
-                    const std::map<std::string, std::string>& env = {})
+                    const std::map<std::string, std::string>& env = {}, bool die_with_test = true)
       : log_path_(log_path) {
     std::vector<char*> args;
     for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
+    const pid_t parent = getpid();
     pid_ = fork();
     if (pid_ < 0) throw std::runtime_error("fork failed");
     if (pid_ == 0) {
       setpgid(0, 0);
+      if (die_with_test) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent) _exit(127);  // the test died before prctl took hold
+      }
       const int fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
       if (fd >= 0) {
         dup2(fd, STDOUT_FILENO);

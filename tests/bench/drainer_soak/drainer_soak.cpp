@@ -94,7 +94,8 @@ class DrainerProcess {
     std::lock_guard lk(mu_);
     const std::string log = o_.work + "/drainer-" + std::to_string(starts_) + ".log";
     p_ = std::make_unique<testing::BackgroundProcess>(
-        std::vector<std::string>{o_.drainer, "serve", "--config", o_.work + "/drainer.yaml"}, log);
+        std::vector<std::string>{o_.drainer, "serve", "--config", o_.work + "/drainer.yaml"}, log,
+        std::map<std::string, std::string>{}, /*die_with_test=*/false);  // restarted by chaos
     pid_ = p_->pid();
     // For run-soak.sh: should this driver die without stopping it, the script still can.
     std::ofstream(o_.work + "/drainer.pid") << pid_ << "\n";
