@@ -200,20 +200,41 @@ int cmd_xid_clear(const std::string& state_dir, const std::string& node, const s
   return 0;
 }
 
-int cmd_list() {
-  auto print = [](const vigil::Check& c, const char* suite) {
-    std::cout << c.name() << "\t" << c.short_name() << "\t" << suite << "\t" << c.timeout().count()
-              << "s\n";
+int cmd_list(const std::string& thresholds) {
+  auto print = [](std::string_view name, std::string_view short_name, const char* suite,
+                  std::chrono::seconds timeout) {
+    std::cout << name << "\t" << short_name << "\t" << suite << "\t" << timeout.count() << "s\n";
   };
   for (const auto& c : vigil::all_checks()) {
     const vigil::CheckSpec* spec = vigil::find_check_spec(c->name());
-    print(*c, !spec                  ? "quick"
-              : spec->qualify_only() ? "qualify"
-              : spec->full_only()    ? "full"
-                                     : "quick");
+    print(c->name(), c->short_name(),
+          !spec                  ? "quick"
+          : spec->qualify_only() ? "qualify"
+          : spec->full_only()    ? "full"
+                                 : "quick",
+          c->timeout());
   }
-  for (const auto& c : vigil::fabric_checks()) print(*c, "fabric");  // vigil-check fabric only
-  for (const auto& c : vigil::domain_checks()) print(*c, "domain");  // ... --network nvlink-domain
+  for (const auto& c : vigil::fabric_checks())  // vigil-check fabric only
+    print(c->name(), c->short_name(), "fabric", c->timeout());
+  for (const auto& c : vigil::domain_checks())  // ... --network nvlink-domain
+    print(c->name(), c->short_name(), "domain", c->timeout());
+  // The site's checks (docs/site-checks.md), from the directory `run` and the hooks read: where
+  // each runs instead of a suite, since a site check joins every suite it runs in.
+  const std::string dir = thresholds.empty() ? default_thresholds_dir() : thresholds;
+  auto skus = vigil::load_sku_dir(dir, vigil::known_check_names());
+  if (!skus) {
+    print_config_errors(skus.errors);
+    std::cerr << "vigil-check list: the site checks in " << dir
+              << " cannot be listed; fix the files (vigil-check thresholds validate " << dir
+              << ") or pass --thresholds DIR\n";
+    return kExitError;
+  }
+  for (const auto& c : skus.value->site_checks)
+    print(c.name, c.short_name,
+          c.in_run && c.in_hooks ? "site:run,hooks"
+          : c.in_run             ? "site:run"
+                                 : "site:hooks",
+          c.timeout);
   return 0;
 }
 

@@ -21,7 +21,7 @@ inline constexpr int kExitError = 3;  // vigil-check's exit code for "could not 
 // The small subcommands: `thresholds validate DIR`, `report table FILE...`, `list`.
 int cmd_thresholds_validate(const std::string& dir);
 int cmd_report_table(const std::vector<std::string>& files);
-int cmd_list();
+int cmd_list(const std::string& thresholds);
 // `xid-clear --gpu BUS`: after a GPU reset, forget the XIDs kmsg_xid remembers for that GPU that
 // a reset clears (docs/hooks.md). 0: done (also when there was nothing to clear); 3: bad input or
 // an unreadable state file, nothing changed.

@@ -214,6 +214,10 @@ int main(int argc, char** argv) {
   xid.state_dir = hook.run.state_dir;  // the hook's default
   add_xid_clear_command(app, xid);
   auto* list_cmd = app.add_subcommand("list", "List the checks (name, short name, suite, timeout)");
+  std::string list_thresholds;
+  list_cmd->add_option("--thresholds", list_thresholds,
+                       "Directory of per-SKU threshold YAML files, whose site-checks/ are listed "
+                       "too (default: the one `run` reads)");
 
   try {
     app.parse(argc, argv);
@@ -227,7 +231,7 @@ int main(int argc, char** argv) {
   if (*reset_cmd) return cmd_repair_reset(repair, reset);
   if (*validate_cmd) return cmd_thresholds_validate(validate_dir);
   if (*table_cmd) return cmd_report_table(report_files);
-  if (*list_cmd) return cmd_list();
+  if (*list_cmd) return cmd_list(list_thresholds);
   if (*xid.cmd) return cmd_xid_clear(xid.state_dir, xid.node, xid.gpu);
   return kExitError;
 }

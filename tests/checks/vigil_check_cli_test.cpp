@@ -451,6 +451,30 @@ TEST_F(VigilCheckCli, xid_clear_forgets_what_a_gpu_reset_remedies_and_rejects_ba
   EXPECT_NE(text.str().find("XID 79"), std::string::npos) << text.str();
 }
 
+// `list` names the site's checks too (docs/site-checks.md), from the directory `run` reads, and
+// where each runs; a directory with a bad site check is an error naming its file, not a silent
+// list of the built-in checks alone.
+TEST_F(VigilCheckCli, list_names_the_site_checks_and_refuses_a_bad_directory) {
+  const std::string good = dir_ + "/good";
+  fs::copy(kThresholds, good, fs::copy_options::recursive);
+  write("good/site-checks/scratch.yaml",
+        "name: site_scratch\ncommand: [/bin/true]\ntimeout_s: 20\nruns_in: [hooks]\n"
+        "exit_codes: {fail: [1]}\n");
+  auto listed = run_command({kBinary, "list", "--thresholds", good});
+  ASSERT_EQ(listed.exit_code, 0) << listed.describe();
+  EXPECT_NE(listed.out.find("gpu_count\t"), std::string::npos) << listed.out;
+  EXPECT_NE(listed.out.find("site_scratch\tscratch\tsite:hooks\t20s\n"), std::string::npos)
+      << listed.out;
+
+  const std::string bad = dir_ + "/bad";
+  fs::copy(kThresholds, bad, fs::copy_options::recursive);
+  write("bad/site-checks/scratch.yaml", "name: site_scratch\ncommand: [check-scratch]\n");
+  auto refused = run_command({kBinary, "list", "--thresholds", bad});
+  EXPECT_EQ(refused.exit_code, 3) << refused.describe();
+  EXPECT_NE(refused.err.find("scratch.yaml"), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find("cannot be listed"), std::string::npos) << refused.err;
+}
+
 TEST_F(VigilCheckCli, report_table_lists_each_node_and_rejects_a_malformed_report) {
   auto bad = run({"--output", dir_ + "/gpu-2.json"}, kFixtures + "/nodes/gpu-2/nvml.json",
                  kFixtures + "/nodes/gpu-2/sysfs");
