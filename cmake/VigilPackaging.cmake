@@ -29,8 +29,9 @@ set(CPACK_DEBIAN_CHECK_PACKAGE_NAME vigil-check)
 # domain): an older vigil-allreduce refuses a newer mode and the all_reduce checks then error.
 # Nodes without the all_reduce tests (hooks only) need no vigil-allreduce, so it is recommended,
 # and an older one is declared broken (Debian Policy 7.3: Breaks forces the upgrade together).
+# nvme-cli: host_nvme reads each drive's SMART log with it (without it that part is skipped).
 set(CPACK_DEBIAN_CHECK_PACKAGE_RECOMMENDS
-    "slurm-client, vigil-allreduce (>= ${CPACK_PACKAGE_VERSION})")
+    "slurm-client, vigil-allreduce (>= ${CPACK_PACKAGE_VERSION}), nvme-cli")
 set(CPACK_DEBIAN_CHECK_PACKAGE_BREAKS "vigil-allreduce (<< ${CPACK_PACKAGE_VERSION})")
 set(CPACK_COMPONENT_CHECK_DESCRIPTION
     "Vigil node checks and Slurm hooks (vigil-check, vigil-hook, SKU thresholds)")

@@ -31,6 +31,8 @@ std::unique_ptr<Check> make_ib_gpudirect_check();
 std::unique_ptr<Check> make_pcie_aer_check();
 std::unique_ptr<Check> make_host_services_check();
 std::unique_ptr<Check> make_host_mounts_check();
+std::unique_ptr<Check> make_host_idle_memory_check();
+std::unique_ptr<Check> make_host_nvme_check();
 std::unique_ptr<Check> make_site_check(const SiteCheckSpec& spec);
 // CUDA probes (src/cuda/)
 std::unique_ptr<Check> make_gpu_gemm_check();

@@ -88,6 +88,7 @@ int prepare(const RunArgs& a, vigil::Loaded<vigil::SkuSet>& skus, vigil::CheckCo
   ctx.soak.duration = std::chrono::seconds(a.soak_s);
   ctx.nvml_library = a.nvml_library;
   ctx.sysfs_root = a.sysfs_root;
+  ctx.host.own_job = !a.job_id.empty() ? a.job_id : env_or("SLURM_JOB_ID", "");
   ctx.state_dir = a.state_dir;
   ctx.allreduce = a.allreduce;
   ctx.imex = a.imex;

@@ -39,6 +39,8 @@ constexpr std::pair<std::string_view, Factory> kFactories[] = {
     {"pcie_aer", make_pcie_aer_check},
     {"host_services", make_host_services_check},
     {"host_mounts", make_host_mounts_check},
+    {"host_idle_memory", make_host_idle_memory_check},
+    {"host_nvme", make_host_nvme_check},
     {"gpu_gemm", make_gpu_gemm_check},
     {"gpu_hbm", make_gpu_hbm_check},
     {"gpu_pcie_bw", make_gpu_pcie_bw_check},

@@ -173,7 +173,7 @@ class HostMountsCheck final : public Check {
       r.message = std::to_string(ctx.sku->mounts.size()) + " mount" +
                   (ctx.sku->mounts.size() == 1 ? "" : "s") + " in place";
     if (!errors.empty()) {
-      const std::string what = short_list(errors, 1, "; ", " +");
+      const std::string what = short_list(errors, 1, "; ", " ");
       if (r.status == Status::kFail) {
         r.message += "; also " + what;
       } else {

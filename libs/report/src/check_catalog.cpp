@@ -102,6 +102,14 @@ constexpr CheckSpec kCatalog[] = {
     // or short of free space; a mount that hangs is an error. drain_after applies: an automount
     // or an admin's remount may be caught half-way.
     {"host_mounts", "mounts", kNodeAndHooks, seconds(15), kDefault, {}},
+    // Memory neither free nor reclaimable on a node that runs no job (/dev/shm files, a stray
+    // process, a kernel leak); a busy node is skipped. drain_after applies: memory a job freed
+    // late is gone by the next report.
+    {"host_idle_memory", "idle-mem", kNodeAndHooks, seconds(10), kDefault, {}},
+    // An NVMe controller the kernel declared dead, or a drive's SMART critical warning (spare
+    // exhausted, reliability degraded, media read-only); nvme-cli missing or not root: skipped
+    // or error. drain_after applies: the warning is a state, the next report confirms it.
+    {"host_nvme", "nvme", kNodeAndHooks, seconds(15), kDefault, {}},
     // --- CUDA probes (docs/cuda-probes.md) ---
     // Noisy: GEMM throughput per GPU.
     {"gpu_gemm", "gemm", kNode, seconds(120), kNoisy, kGemmMetrics},

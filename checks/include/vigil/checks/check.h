@@ -66,10 +66,14 @@ struct AllReduceOptions {  // the all_reduce checks
   std::string backend = "nccl";  // nccl | host (CPU-only test clusters)
 };
 
-struct HostOptions {  // host_services, host_mounts: the programs they ask (tests: stand-ins)
+struct HostOptions {  // host_services, host_mounts, host_idle_memory, host_nvme (tests: stand-ins)
   // Absolute, as merged-/usr distributions install them: a hook's PATH is slurmd's.
   std::string systemctl = "/usr/bin/systemctl";  // `show`: the units' states
   std::string stat = "/usr/bin/stat";            // `-f`: a mount answers, and its free space
+  std::string nvme = "/usr/sbin/nvme";           // nvme-cli `smart-log`: a drive's own health
+  // host_idle_memory: the Slurm job this check runs in or for (SLURM_JOB_ID: the hook's job,
+  // `vigil-check run`'s own); its cgroup does not make the node busy. "" when none.
+  std::string own_job;
 };
 
 // Everything a check may read. Every hardware/OS boundary is injectable for tests.
