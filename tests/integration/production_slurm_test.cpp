@@ -168,4 +168,40 @@ TEST_F(ProductionSlurm, a_two_node_step_holds_the_gpus_of_each_node) {
   EXPECT_EQ(s.gpus, 8) << s.text;
 }
 
+// host_idle_memory (docs/checks-host.md) on Slurm's own job cgroups: this cluster's nodes run
+// Slurm's cgroup v1 plugin in a tree of their own, named slurm_<node> as Slurm names it for
+// several slurmd on one host. A step alone on its node is the job the check runs for, so the
+// node counts as idle and is judged (pass, warn or fail: this machine's real memory); told it
+// runs for another job, the check finds the step's own job cgroup and skips the busy node.
+TEST_F(ProductionSlurm, idle_memory_tells_an_idle_node_from_a_busy_one_by_slurms_job_cgroups) {
+  auto idle_memory = [&](const std::string& job_id) {
+    std::vector<std::string> argv = {"srun",
+                                     "--nodelist=gpu-0",
+                                     "-N1",
+                                     "-n1",
+                                     VIGIL_CHECK_BINARY,
+                                     "run",
+                                     "--only",
+                                     "host_idle_memory",
+                                     "--state-dir",
+                                     run_.path() + "/state-idle",
+                                     "--quiet",
+                                     "--format",
+                                     "json"};
+    if (!job_id.empty()) argv.insert(argv.end(), {"--job-id", job_id});
+    const auto r = cluster_->run(argv);
+    const auto parsed = vigil::parse_node_report(std::string_view(r.out));
+    EXPECT_TRUE(parsed) << r.describe();
+    return parsed && parsed.value->checks.size() == 1 ? parsed.value->checks[0]
+                                                      : vigil::CheckResult{};
+  };
+  const vigil::CheckResult alone = idle_memory("");
+  EXPECT_NE(alone.status, Status::kSkipped) << alone.message;
+  EXPECT_NE(alone.status, Status::kError) << alone.message;
+  EXPECT_TRUE(alone.message.starts_with("idle node holds")) << alone.message;
+  const vigil::CheckResult busy = idle_memory("999999");
+  EXPECT_EQ(busy.status, Status::kSkipped) << busy.message;
+  EXPECT_TRUE(busy.message.starts_with("the node is not idle: job ")) << busy.message;
+}
+
 }  // namespace
