@@ -33,6 +33,7 @@ std::unique_ptr<Check> make_host_services_check();
 std::unique_ptr<Check> make_host_mounts_check();
 std::unique_ptr<Check> make_host_idle_memory_check();
 std::unique_ptr<Check> make_host_nvme_check();
+std::unique_ptr<Check> make_ib_link_downtime_check();
 std::unique_ptr<Check> make_site_check(const SiteCheckSpec& spec);
 // CUDA probes (src/cuda/)
 std::unique_ptr<Check> make_gpu_gemm_check();

@@ -36,6 +36,7 @@ constexpr std::pair<std::string_view, Factory> kFactories[] = {
     {"ib_port", make_ib_port_check},
     {"ib_counters", make_ib_counters_check},
     {"ib_gpudirect", make_ib_gpudirect_check},
+    {"ib_link_downtime", make_ib_link_downtime_check},
     {"pcie_aer", make_pcie_aer_check},
     {"host_services", make_host_services_check},
     {"host_mounts", make_host_mounts_check},

@@ -51,7 +51,7 @@ std::optional<Record> parse_record(std::string_view line) {
       !parse_number(fields[2], usec)) {
     return std::nullopt;
   }
-  return Record{seq, std::string(line.substr(semi + 1)), prio};
+  return Record{seq, std::string(line.substr(semi + 1)), prio, usec};
 }
 
 namespace {

@@ -28,6 +28,7 @@ struct Record {
   // (LOG_KERN); a line user space writes into /dev/kmsg is LOG_USER (1) unless it says
   // otherwise (Documentation/ABI/testing/dev-kmsg), so it cannot pose as the driver's.
   unsigned prio = 0;
+  std::uint64_t usec = 0;  // when the kernel logged it: microseconds since boot
   bool from_kernel() const { return (prio >> 3) == 0; }
 };
 
