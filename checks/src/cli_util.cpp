@@ -214,6 +214,11 @@ int cmd_list(const std::string& thresholds) {
                                  : "quick",
           c->timeout());
   }
+  // The hooks' own (kmsg_xid, ib_link_downtime, the epilog's gpu_leftovers, --cuda-sanity's).
+  for (const auto& c : vigil::passive_checks({.after_job = true, .cuda_sanity = true}))
+    if (const vigil::CheckSpec* spec = vigil::find_check_spec(c->name());
+        spec && !spec->runs_in(vigil::CheckSuite::kQuick))
+      print(c->name(), c->short_name(), "hooks", c->timeout());
   for (const auto& c : vigil::fabric_checks())  // vigil-check fabric only
     print(c->name(), c->short_name(), "fabric", c->timeout());
   for (const auto& c : vigil::domain_checks())  // ... --network nvlink-domain

@@ -5,10 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
 #include <initializer_list>
 #include <map>
 #include <optional>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -128,6 +130,26 @@ TEST(CheckCatalogRegistry, detects_default_metrics_are_the_catalogs_in_order) {
   const std::set<std::string> known = known_check_names();
   for (const detect::MetricSpec& m : defaults.metrics)
     EXPECT_TRUE(known.count(m.check)) << m.check << ": a metric of no registered check";
+}
+
+}  // namespace
+}  // namespace vigil
+
+namespace vigil {
+namespace {
+
+// The README's "What Vigil checks" names every check of the catalog, so a new check cannot land
+// without its line there (and its sources' document).
+TEST(CheckCatalogRegistry, the_readme_names_every_check) {
+  std::ifstream in(std::string(VIGIL_SOURCE_DIR) + "/README.md");
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string readme = text.str();
+  const size_t section = readme.find("## What Vigil checks");
+  ASSERT_NE(section, std::string::npos);
+  const std::string table = readme.substr(section, readme.find("\n## ", section + 1) - section);
+  for (const CheckSpec& s : check_catalog())
+    EXPECT_NE(table.find("`" + std::string(s.name) + "`"), std::string::npos) << s.name;
 }
 
 }  // namespace
