@@ -395,6 +395,68 @@ TEST_F(HookOnCluster, a_site_check_from_a_file_drains_and_one_that_hangs_or_cras
               *took);
 }
 
+// Issue 46: an RDMA port down 40 s since the last run (a genuine mlx5 line, tests/fixtures/kmsg/
+// link-flaps.txt group E8, at this machine's own uptime, which the hook reads) fails
+// ib_link_downtime; two such reports in a row drain the idle node (drain_after 2). The other
+// node's log has no outage.
+TEST_F(HookOnCluster, an_rdma_port_down_longer_than_nccls_timeout_drains_after_two_runs) {
+  const std::string log = w() + "/kmsg/gpu-1";
+  int seq = 1;
+  // Appends "Link down" at now - down_s and "Link up" at now - up_s (kernel records, KERN_INFO).
+  auto outage = [&](double down_s, double up_s) {
+    std::ifstream in("/proc/uptime");
+    double now = 0;
+    in >> now;
+    std::ofstream out(log, std::ios::app);
+    for (const auto& [at, what] : {std::pair{now - down_s, "down"}, std::pair{now - up_s, "up"}})
+      out << "6," << ++seq << "," << static_cast<long long>(at * 1e6)
+          << ",-;mlx5_core 0000:53:00.0 enp83s0f0np0: Link " << what << "\n";
+  };
+  // gpu-1's reports that failed ib_link_downtime so far.
+  auto failed = [&] {
+    int n = 0;
+    std::error_code ec;  // no report yet: no directory
+    for (const auto& f : fs::directory_iterator(w() + "/out", ec))
+      if (f.path().filename().string().starts_with("healthcheck-gpu-1-") &&
+          slurp(f.path().string()).find("VIGIL-LINK-DOWN-SECONDS") != std::string::npos)
+        ++n;
+    return n;
+  };
+  auto wait_for = [](const std::function<bool()>& done, std::chrono::seconds limit) {
+    for (const auto until = Clock::now() + limit; Clock::now() < until;) {
+      if (done()) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    return false;
+  };
+  // The baseline of this boot, as the node's first hook run leaves it (its log read up to
+  // record 1): a cluster test need not wait an interval for it (the unit tests show it taken).
+  std::ifstream boot("/proc/sys/kernel/random/boot_id");
+  std::string boot_id;
+  boot >> boot_id;
+  put(w() + "/state/ib_link_downtime.gpu-1.json",
+      "{\"boot_id\": \"" + boot_id + "\", \"last_seq\": 1}\n");
+  outage(45, 5);
+  put(w() + "/healthcheck.on", "");
+  const auto t0 = Clock::now();
+  ASSERT_TRUE(wait_for([&] { return failed() >= 1; }, std::chrono::seconds(kHealthInterval * 3)))
+      << hook_log("gpu-1");
+  EXPECT_EQ(drain_reason("gpu-1"), "");  // one report: drain_after 2
+  outage(45, 5);
+  auto took = wait_drained("gpu-1", std::chrono::seconds(kHealthInterval * 3));
+  fs::remove(w() + "/healthcheck.on");
+  wait_healthchecks_done();
+  ASSERT_TRUE(took) << hook_log("gpu-1");
+  const std::string reason = drain_reason("gpu-1");
+  EXPECT_EQ(reason.rfind("vigil: ib-down", 0), 0u) << reason;
+  EXPECT_NE(reason.find("0000:53:00.0/1"), std::string::npos) << reason;
+  EXPECT_EQ(drain_reason("gpu-0"), "") << hook_log("gpu-0");
+  std::printf(
+      "[ measured ] two 40 s RDMA outages drained idle gpu-1 %.1f s after health checks "
+      "began\n",
+      std::chrono::duration<double>(Clock::now() - t0).count());
+}
+
 TEST_F(HookOnCluster, drainer_down_the_hook_drains_itself_and_the_spooled_report_repeats_nothing) {
   stop_drainer();
   write_env("http://127.0.0.1:1", 30);  // nothing listens
