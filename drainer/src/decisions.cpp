@@ -136,6 +136,46 @@ Decided Drainer::decided_locked(const Decision& d, const NodeReport* r, uint64_t
   return rec;
 }
 
+namespace {
+
+// The drain a decision ends or begins, from the node's record before it.
+struct DrainBefore {
+  bool drained = false;
+  int64_t drained_unix = 0;
+  int64_t last_drain_unix = 0;
+  std::string cause;  // the first driving check, the gate's word, or "other"
+};
+
+DrainBefore drain_before(const NodeRecord* was) {
+  DrainBefore b;
+  if (!was) return b;
+  b.last_drain_unix = was->last_drain_unix;
+  if (!was->drained_by_vigil) return b;
+  b.drained = true;
+  b.drained_unix = was->drained_unix;
+  b.cause = !was->driving_checks.empty()  ? was->driving_checks.front()
+            : is_gate_reason(was->reason) ? std::string(kGateWord)
+                                          : "other";
+  return b;
+}
+
+// The reliability figures (docs/qualify.md): how long a drain held its node, once it ends, and
+// the time between a node's incidents, once a new one begins.
+void observe_reliability(Metrics& m, const DrainBefore& b, const NodeRecord& after,
+                         const Decision& d, int64_t now) {
+  // A drain Slurm never applied (undone_drain) did not hold the node.
+  if (b.drained && !after.drained_by_vigil && b.drained_unix > 0 &&
+      after.last_action != Action::kDrainSkipped)
+    m.on_drain_ended(b.cause, static_cast<double>(now - b.drained_unix));
+  // A fault's drain (the gate's holds drive no check and are not incidents), the previous one's
+  // time from the record before it: two drains within one second are 0 s apart.
+  if (!b.drained && d.action == Action::kDrain && !after.driving_checks.empty() &&
+      b.last_drain_unix > 0)
+    m.on_incident(static_cast<double>(after.last_drain_unix - b.last_drain_unix));
+}
+
+}  // namespace
+
 void Drainer::apply_decision_locked(const Decision& d, const NodeReport* r, uint64_t report_seq,
                                     Commit& c, std::optional<Action> event) {
   const std::string now = rfc3339_utc(clock_.now_unix());
@@ -143,28 +183,12 @@ void Drainer::apply_decision_locked(const Decision& d, const NodeReport* r, uint
   c.records.push_back(to_json(rec));
   const bool breaker_changed = d.breaker.open != breaker_.open;
   const auto step = repair_step_of(d, r, event);  // reads the node's record before this one
-  // The drain this decision ends or begins, from the record before it (the reliability figures).
   const auto was = nodes_.find(rec.record.node);
-  const bool was_drained = was != nodes_.end() && was->second.drained_by_vigil;
-  const int64_t was_drained_unix = was_drained ? was->second.drained_unix : 0;
-  const int64_t was_last_drain = was != nodes_.end() ? was->second.last_drain_unix : 0;
-  const std::string was_cause = !was_drained ? ""
-                                : !was->second.driving_checks.empty()
-                                    ? was->second.driving_checks.front()
-                                : is_gate_reason(was->second.reason) ? "qualify"
-                                                                     : "other";
+  const DrainBefore before = drain_before(was == nodes_.end() ? nullptr : &was->second);
   remember_locked(c, rec.record.node);
   apply_locked(rec);
   observe_decision_locked(d, rec.record, r, step, breaker_changed, now);
-  // A drain Slurm never applied (undone_drain) did not hold the node.
-  if (was_drained && !rec.record.drained_by_vigil && was_drained_unix > 0 &&
-      rec.record.last_action != Action::kDrainSkipped)
-    metrics_.on_drain_ended(was_cause, static_cast<double>(clock_.now_unix() - was_drained_unix));
-  // A fault's drain (the gate's holds drive no check and are not incidents), the previous one's
-  // time from the record before it: two drains within one second are 0 s apart.
-  if (!was_drained && d.action == Action::kDrain && !rec.record.driving_checks.empty() &&
-      was_last_drain > 0)
-    metrics_.on_incident(static_cast<double>(rec.record.last_drain_unix - was_last_drain));
+  observe_reliability(metrics_, before, rec.record, d, clock_.now_unix());
   for (auto& i : rec.intents) c.intents.push_back(std::move(i));
 }
 
@@ -410,12 +434,7 @@ int Drainer::repair_pass() {
       auto step = repair_tick(next, vi == view->end() ? nullptr : &vi->second, !view->empty(),
                               cfg_.repair, load, breaker_, cfg_.dry_run, now);
       if (!step) continue;
-      if (step->move == Action::kRebooted) {
-        hold_repaired(next, cfg_.policy.gate, now);
-        if (!next.gate_cause.empty())
-          step->why +=
-              "; held until the " + cfg_.policy.gate.suite + " suite passes (qualify gate)";
-      }
+      if (step->move == Action::kRebooted) step->why += hold_repaired(next, cfg_.policy.gate, now);
       load.in_repair += in_repair(next.repair) - in_repair(s.repair);
       if (step->move == Action::kReboot || step->move == Action::kResetGpu)
         load.started_in_window++;

@@ -292,11 +292,9 @@ PolicyEngine::Step PolicyEngine::on_reset_report(const NodeRecord* prev, NodeRec
   const auto ended = parse_rfc3339(r.end_time);
   if (apply_reset_result(s, reset.status, ended.value_or(started.value_or(now)), now) ==
       ResetOutcome::kPassed) {
-    hold_repaired(s, policy_.gate, now);
+    const std::string held = hold_repaired(s, policy_.gate, now);
     return {Action::kResetPassed, NodeState::kDrained,
-            what + (s.gate_cause.empty() ? "; waiting for the re-check"
-                                         : "; held until the " + policy_.gate.suite +
-                                               " suite passes (qualify gate)")};
+            what + (held.empty() ? "; waiting for the re-check" : held)};
   }
   return {Action::kResetFailed, NodeState::kDrained,
           what + (reboots_ ? "; reboot next" : "; the node waits for its re-checks or a person")};
@@ -390,9 +388,9 @@ PolicyEngine::Step PolicyEngine::drain_or_block(Decision& d, NodeRecord& s,
   return {Action::kDrain, NodeState::kDrained, "drain: " + reason};
 }
 
-std::optional<PolicyEngine::Step> PolicyEngine::gate_verdict(NodeRecord& s, const NodeReport& r,
-                                                             bool report_fail) const {
-  const auto refused = gate_refusal(r, report_fail, policy_.gate);
+std::optional<PolicyEngine::Step> PolicyEngine::gate_verdict(
+    NodeRecord& s, const std::optional<std::string>& refused, const NodeReport& r,
+    bool report_fail) const {
   if (!refused) {
     release_gate(s);
     return std::nullopt;
@@ -419,9 +417,10 @@ PolicyEngine::Step PolicyEngine::maybe_resume(NodeRecord& s, const NodeReport& r
   // Held by the qualify gate: only a pass of its suite lets the node go; then the checks that
   // drove its drain decide as for any drain (the qualify run counts as one of their passes).
   const std::string gate(gate_hold(s));  // a copy: a pass releases the gate
-  const bool gate_passed = !gate.empty() && !gate_refusal(r, report_fail, policy_.gate);
+  const auto refused = gate.empty() ? std::nullopt : gate_refusal(r, report_fail, policy_.gate);
+  const bool gate_passed = !gate.empty() && !refused;
   if (!gate.empty())
-    if (auto held = gate_verdict(s, r, report_fail)) return *held;
+    if (auto held = gate_verdict(s, refused, r, report_fail)) return *held;
   bool ready = !report_fail;
   if (ready && s.driving_checks.empty()) {
     int need = policy_.defaults.resume_after;

@@ -13,10 +13,11 @@ std::string_view gate_hold(const NodeRecord& s) {
   return s.gate_cause;
 }
 
-void hold_repaired(NodeRecord& s, const GateConfig& g, int64_t now) {
-  if (!g.repaired || s.repair.stage != RepairStage::kRechecking) return;
+std::string hold_repaired(NodeRecord& s, const GateConfig& g, int64_t now) {
+  if (!g.repaired || s.repair.stage != RepairStage::kRechecking) return "";
   s.gate_cause = std::string(kGateRepaired);
   s.gate_since_unix = now;
+  return "; held until the " + g.suite + " suite passes (qualify gate)";
 }
 
 void release_gate(NodeRecord& s) {
@@ -30,11 +31,11 @@ bool new_to_gate(const GateConfig& g, int64_t state_began_unix, int64_t now) {
 }
 
 std::string gate_reason(const GateConfig& g) {
-  return slurm::make_reason("qualify", "new node, held until the " + g.suite + " suite passes");
+  return slurm::make_reason(kGateWord, "new node, held until the " + g.suite + " suite passes");
 }
 
 bool is_gate_reason(std::string_view reason) {
-  return reason.starts_with(std::string(slurm::kReasonPrefix) + " qualify ");
+  return reason.starts_with(std::string(slurm::kReasonPrefix) + " " + std::string(kGateWord) + " ");
 }
 
 std::optional<std::string> gate_refusal(const NodeReport& r, bool report_fail,

@@ -170,7 +170,9 @@ class PolicyEngine {
                      bool unknown_to_slurm, int64_t now) const;
   // A node the gate holds: whether report `r` lets it go (a pass of the gate's suite, or
   // kGateErrorRuns runs that failed on errors alone), else the step that keeps it held.
-  std::optional<Step> gate_verdict(NodeRecord& s, const NodeReport& r, bool report_fail) const;
+  // refused: gate_refusal's answer for r, which the caller has.
+  std::optional<Step> gate_verdict(NodeRecord& s, const std::optional<std::string>& refused,
+                                   const NodeReport& r, bool report_fail) const;
 
   PolicyConfig policy_;
   Breaker breaker_;

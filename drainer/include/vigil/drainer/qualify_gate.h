@@ -20,6 +20,9 @@ namespace vigil::drainer {
 
 struct NodeRecord;
 
+// The word of the gate's Slurm reasons ("vigil: qualify new node, ..."), its drain cause in the
+// reliability figures, and its annotation's name.
+inline constexpr std::string_view kGateWord = "qualify";
 inline constexpr std::string_view kGateNew = "new";
 inline constexpr std::string_view kGateRepaired = "repaired";
 
@@ -28,7 +31,9 @@ inline constexpr std::string_view kGateRepaired = "repaired";
 std::string_view gate_hold(const NodeRecord& s);
 
 // With gate.repaired, the node the ladder just brought back (its `rechecking` stage) is held.
-void hold_repaired(NodeRecord& s, const GateConfig& g, int64_t now);
+// Returns what to add to the step's note: "; held until the qualify suite passes (qualify
+// gate)", or "" when the node is not held.
+std::string hold_repaired(NodeRecord& s, const GateConfig& g, int64_t now);
 
 // The gate lets the node go (resumed, Vigil's drain lifted by someone, a hold Slurm refused).
 void release_gate(NodeRecord& s);
