@@ -226,6 +226,8 @@ int cmd_list(const std::string& thresholds) {
   // The site's checks (docs/site-checks.md), from the directory `run` and the hooks read: where
   // each runs instead of a suite, since a site check joins every suite it runs in.
   const std::string dir = thresholds.empty() ? default_thresholds_dir() : thresholds;
+  std::error_code ec;
+  if (thresholds.empty() && !std::filesystem::is_directory(dir, ec)) return 0;  // none installed
   auto skus = vigil::load_sku_dir(dir, vigil::known_check_names());
   if (!skus) {
     print_config_errors(skus.errors);

@@ -112,6 +112,10 @@ std::vector<std::unique_ptr<Check>> passive_checks(PassiveSelection selection, c
   // (Xid 119/120) can make every NVML call block until the hook's time box ends.
   auto out = from_catalog([&](const CheckSpec& s) {
     if (s.name == "gpu_leftovers") return selection.after_job;
+    // The epilog runs before Slurm tears the job's namespace down (job_container/tmpfs deletes
+    // its /dev/shm after the epilog): the job's own memory would count as left behind. The
+    // prolog of the next job and HealthCheckProgram judge the idle node.
+    if (s.name == "host_idle_memory") return !selection.after_job;
     if (s.name == "gpu_sanity") return selection.cuda_sanity;
     return s.runs_in(CheckSuite::kPassive);
   });

@@ -3,9 +3,10 @@
 // behind; the next job's allocation then fails or swaps, far from the cause. Peers: Soperator's
 // idle_mem_used (PR #2773), LBNL NHC's check_hw_mem_free.
 //   - Only on an idle node: no Slurm job cgroup but the one this check runs for (SLURM_JOB_ID:
-//     the epilog's job, or `vigil-check run`'s own). Another job's memory is not a fault, so a
-//     busy node is skipped; so is a node without Slurm job cgroups, where idleness cannot be
-//     told.
+//     the prolog's job, or `vigil-check run`'s own). Not in the epilog, which runs before Slurm
+//     deletes the job's namespace (job_container/tmpfs's /dev/shm) (registry.cpp). Another job's
+//     memory is not a fault, so a busy node is skipped; so is a node without Slurm job cgroups,
+//     where idleness cannot be told.
 //   - idle_memory_used_percent: MemTotal - MemAvailable - Hugetlb over MemTotal - Hugetlb. The
 //     bound is the SKU file's, else kWarnPercent / kFailPercent (below, with their source). Not
 //     fatal: drain_after applies, since memory a job freed late is gone by the next report.
@@ -179,7 +180,7 @@ class HostIdleMemoryCheck final : public Check {
     finalize(r, "VIGIL");  // VIGIL-IDLE-MEMORY-USED-PERCENT
     if (r.status == Status::kFail || r.status == Status::kWarn)
       r.message = "idle node holds " + amount + " neither free nor reclaimable: shmem " +
-                  gib(mem->shmem_kib) + " (/dev/shm files left?), unreclaimable slab " +
+                  gib(mem->shmem_kib) + " (tmpfs, /dev/shm), unreclaimable slab " +
                   gib(mem->sunreclaim_kib);
     else
       r.message = "idle node holds " + amount;

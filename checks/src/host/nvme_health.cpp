@@ -4,13 +4,16 @@
 // controller the kernel declared dead is gone. Peers: Meta GCM (blockdev SMART), LBNL NHC's
 // NVMe count (aznhc), Soperator's nvme_raid_health (PR #2317: an I/O probe and the md array's
 // state, no SMART).
+//   - Local drives only (sysfs `transport` pcie): an NVMe-over-fabrics controller is a storage
+//     target's drive seen over the network, whose failover would fail every client at once.
 //   - The kernel's state of each controller (sysfs): "dead" fails; resetting, connecting or
-//     deleting warns (the next run sees where it went).
+//     deleting warns (the next run sees where it went); unreadable: error.
 //   - The drive's critical warning byte (SMART log, `nvme smart-log -o json`): spare below
 //     threshold, reliability degraded, media read-only, volatile memory backup or persistent
 //     memory region failed fail; a temperature threshold crossed (not latched: the drive
 //     throttles) and an indeterminate personality state warn. Percent used at or past 100 (the
-//     rated endurance spent; the spec lets it exceed 100) warns.
+//     rated endurance spent; the spec lets it exceed 100) warns, and so does "reliability
+//     degraded" alone on such a drive (worn drives set it: smartmontools#537).
 //   - nvme-cli not installed: the SMART log is not read (skipped when the states say nothing);
 //     EACCES (not root), a timeout, a failure or output that does not parse: error, never fail.
 // Not fatal: drain_after applies (a critical warning is a state: the next report confirms it).
@@ -35,6 +38,10 @@ namespace nvme {
 namespace fs = std::filesystem;
 
 std::vector<Controller> controllers(const std::string& sysfs_root) {
+  // NVMe-over-fabrics controllers (transport rdma, tcp, fc, loop) are a storage target's drives
+  // seen over the network: its failover or its own drive's warning is not this node's fault,
+  // and would fail every client at once. Only local drives (pcie; no attribute: older kernels
+  // had PCIe only) are kept.
   std::vector<Controller> out;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(fs::path(sysfs_root) / "sys/class/nvme", ec)) {
@@ -45,7 +52,9 @@ std::vector<Controller> controllers(const std::string& sysfs_root) {
     auto attr = [&](const char* a) {
       return std::string(trim(read_whole_file((e.path() / a).string()).value_or("")));
     };
-    out.push_back({name, attr("state"), attr("model"), attr("address")});
+    const std::string transport = attr("transport");
+    if (!transport.empty() && transport != "pcie") continue;
+    out.push_back({name, attr("state"), attr("model"), attr("address"), transport});
   }
   std::ranges::sort(out, [](const Controller& a, const Controller& b) {
     return a.name.size() != b.name.size() ? a.name.size() < b.name.size() : a.name < b.name;
@@ -163,10 +172,8 @@ class HostNvmeCheck final : public Check {
       } else if (c.state == "dead") {
         found.add(Status::kFail, drive(c) + " dead: the kernel gave up on the controller",
                   "VIGIL-NVME-DEAD");
-      } else {
-        found.add(Status::kWarn,
-                  drive(c) + " " + (c.state.empty() ? "in an unreadable state" : c.state),
-                  "VIGIL-NVME-STATE");
+      } else if (!c.state.empty()) {
+        found.add(Status::kWarn, drive(c) + " " + c.state, "VIGIL-NVME-STATE");
       }
     }
     std::vector<std::string> errors;
@@ -175,6 +182,9 @@ class HostNvmeCheck final : public Check {
       if (errors.empty()) error_fault = fault;
       errors.push_back(std::move(why));
     };
+    for (const auto& c : all)
+      if (c.state.empty())
+        add_error(drive(c) + ": its state cannot be read in /sys/class/nvme", "VIGIL-NVME-QUERY");
     const bool have_cli = ::access(ctx.host.nvme.c_str(), X_OK) == 0;
     if (have_cli) {
       std::vector<std::vector<std::string>> argvs;
@@ -191,7 +201,7 @@ class HostNvmeCheck final : public Check {
       r.message = std::to_string(all.size()) + " NVMe drive" + (all.size() == 1 ? "" : "s") +
                   (have_cli ? " healthy" : " live");
     if (!have_cli) {
-      if (judged)
+      if (judged && errors.empty())
         return skipped(kName, "nvme-cli is not installed (" + ctx.host.nvme +
                                   "): the drives' SMART logs were not read; " + r.message);
       r.message += "; SMART logs not read (" + ctx.host.nvme + " not installed)";
@@ -232,7 +242,12 @@ class HostNvmeCheck final : public Check {
     add_measurement(r, ctx, "nvme_percent_used", log->percent_used, "percent", {}, c.name);
     if (log->media_errors)
       add_measurement(r, ctx, "nvme_media_errors", *log->media_errors, "count", {}, c.name);
+    // Some worn drives set bit 2 alone once percent_used reaches 100 (smartmontools#537, quoting
+    // Hetzner, on Samsung client drives): wear the drive reports, already warned below, not
+    // proof of a failure.
+    const bool worn_only = log->critical_warning == 0x4 && log->percent_used >= 100;
     for (const auto& b : nvme::warning_bits(log->critical_warning)) {
+      if (worn_only) continue;
       std::string what = drive(c) + " " + b.what;
       if (b.bit == 0)
         what += " (" + std::to_string(log->avail_spare) + "% < " +
@@ -242,10 +257,11 @@ class HostNvmeCheck final : public Check {
                 b.fails ? "VIGIL-NVME-CRITICAL-WARNING" : "VIGIL-NVME-WARNING");
     }
     if (log->percent_used >= 100)
-      found.add(
-          Status::kWarn,
-          drive(c) + " " + std::to_string(log->percent_used) + "% of its rated endurance used",
-          "VIGIL-NVME-WORN");
+      found.add(Status::kWarn,
+                drive(c) + " " + std::to_string(log->percent_used) +
+                    "% of its rated endurance used" +
+                    (worn_only ? " (critical warning: reliability degraded)" : ""),
+                "VIGIL-NVME-WORN");
   }
 };
 

@@ -30,13 +30,15 @@
 namespace vigil::nvme {
 
 struct Controller {
-  std::string name;     // "nvme0"
-  std::string state;    // "live", "dead", ...; "" when unreadable
-  std::string model;    // "CT4000P3PSSD8"
-  std::string address;  // "0000:01:00.0"
+  std::string name;       // "nvme0"
+  std::string state;      // "live", "dead", ...; "" when unreadable
+  std::string model;      // "CT4000P3PSSD8"
+  std::string address;    // "0000:01:00.0"
+  std::string transport;  // "pcie" for a local drive; "rdma", "tcp", "fc", "loop": NVMe-oF
 };
 
-// Every /sys/class/nvme/nvme<N> under sysfs_root, by name.
+// Every /sys/class/nvme/nvme<N> under sysfs_root, by name. `transport` (Linux 4.x+: "pcie",
+// "rdma", "tcp", "fc", "loop") tells a local drive from an NVMe-over-fabrics controller.
 std::vector<Controller> controllers(const std::string& sysfs_root);
 
 struct SmartLog {

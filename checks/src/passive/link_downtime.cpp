@@ -1,23 +1,31 @@
-// ib_link_downtime (the hooks): how long each RDMA port was down since the last run, from the
-// kernel's own link lines (link_downtime.h), judged by the time down rather than by a count of
-// flaps. Why: Databricks' gpu-monitor (blog, 2026-07-01) moved from flap counts to cumulative
-// down time after one port that went down once, for longer than NCCL's IB timeout, ended a run
-// 7 hours in; a poll of the port state between runs (ib_port) cannot see such an outage, and a
-// link_downed counter (ib_counters) counts it without its length.
-//   - link_down_seconds per port: the time down since the last run, the part of an outage that
-//     lasts across runs counted in each. The bound is NCCL's: a queue pair errors after
-//     NCCL_IB_RETRY_CNT retries of 4.096 us * 2^NCCL_IB_TIMEOUT each (NCCL's environment
-//     documentation); with the defaults since NCCL 2.23 (timeout 20, retry count 7) that is
-//     about 30 s ("approximately 30 seconds of waiting ... before a network error is raised"),
-//     with 2.14-2.22's (18) about 7.5 s. Down 30 s or more fails, 7.5 s warns; a SKU file can set
-//     its own (NVIDIA Health Validation's rdma_linkflap_fatal fails one outage of 30 s).
+// ib_link_downtime (the hooks): how long each fabric port was down, from the kernel's own link
+// lines (link_downtime.h), judged by the length of its outages rather than by a count of flaps.
+// Why: Databricks' gpu-monitor (blog, 2026-07-01) moved from flap counts to down time after one
+// port that went down once, for longer than NCCL's IB timeout, ended a run 7 hours in; a poll of
+// the port state between runs (ib_port) cannot see such an outage, and a link_downed counter
+// (ib_counters) counts it without its length.
+//   - link_down_seconds per fabric port: the whole length of the outages that ended since the
+//     last run (one that began before it included), each measured between its own down and up
+//     lines. The bound is NCCL's: a queue pair errors after NCCL_IB_RETRY_CNT retries of
+//     4.096 us * 2^NCCL_IB_TIMEOUT each (NCCL's environment documentation); with the defaults
+//     since NCCL 2.23 (timeout 20, retry count 7) that is about 30 s ("approximately 30 seconds
+//     of waiting ... before a network error is raised"), with 2.14-2.22's (18) about 7.5 s. 30 s
+//     or more fails, 7.5 s warns; a SKU file can set its own (NVIDIA Health Validation's
+//     rdma_linkflap_fatal fails one outage of 30 s).
+//   - Only the fabric ports ib_port judges (the SKU's link layer and infiniband.devices):
+//     storage, front-end and unused ports are not Vigil's to drain for. A port down now is
+//     ib_port's to judge; its outage is measured here once it ends.
+//   - An outage whose end cannot be measured is dropped, never guessed: the port is ACTIVE again
+//     with no up line (a driver reload re-registers the device silently), or records were lost
+//     to the ring buffer between runs.
 //   - The first run of a boot is the baseline: outages before it were before any job (the prolog
-//     of the first job is a run), and link training at boot is not an outage anyway.
+//     of the first job is a run).
 //   - Not fatal: drain_after applies. A switch reboot takes every port behind it down at once;
-//     one run sees it, the next sees a healthy port, and the breaker bounds the rest.
-//   - No state directory: skipped (outages are counted between runs). An unreadable log or state:
-//     error. Lines older kernels do not print (an InfiniBand port before 2025): nothing seen, so
-//     nothing judged; ib_port and ib_counters still see the port.
+//     the run after it sees the outage once, and the breaker bounds the rest.
+//   - No state directory: skipped (outages are counted between runs). An unreadable log or
+//     boot id, or a state file that cannot be locked or written: error. A malformed state file
+//     starts a new baseline. Lines older kernels do not print (an InfiniBand port before 2025):
+//     nothing seen, nothing judged; ib_port and ib_counters still see the port.
 #include "passive/link_downtime.h"
 
 #include <algorithm>
@@ -25,6 +33,7 @@
 #include <nlohmann/json.hpp>
 
 #include "check_factories.h"
+#include "ib/ib_sysfs.h"
 #include "passive/kmsg_reader.h"
 #include "vigil/base/files.h"
 #include "vigil/base/strings.h"
@@ -62,7 +71,7 @@ std::optional<LinkEvent> parse_link_event(std::string_view m) {
       !std::all_of(rest.begin(), rest.begin() + sp, [](char c) { return c >= '0' && c <= '9'; }))
     return std::nullopt;
   const std::string_view state = rest.substr(sp);
-  e.port = std::string(bdf) + "/" + std::string(rest.substr(0, sp));
+  e.port = std::string(name) + "/" + std::string(rest.substr(0, sp));
   if (state == " Link DOWN") {
     e.kind = LinkEvent::kDown;
   } else if (state == " Link INIT" || state == " Link ARMED") {
@@ -80,27 +89,14 @@ void Tracker::take(const LinkEvent& e, std::uint64_t usec) {
   if (known.find(e.name) == std::string::npos) known += (known.empty() ? "" : ", ") + e.name;
   const auto down = down_since.find(e.port);
   if (e.kind == LinkEvent::kDown) {
-    if (down == down_since.end()) {
-      down_since[e.port] = usec;
-      ++outages_[e.port].count;
-    }
+    if (down == down_since.end()) down_since[e.port] = usec;
   } else if (e.kind == LinkEvent::kUp && down != down_since.end()) {
     const double s = usec > down->second ? double(usec - down->second) / 1e6 : 0;
-    Outages& o = outages_[e.port];
+    Outages& o = ended_[e.port];
     o.down_s += s;
+    ++o.count;
     o.longest_s = std::max(o.longest_s, s);
     down_since.erase(down);
-  }
-}
-
-void Tracker::close(std::uint64_t now_usec) {
-  for (auto& [port, since] : down_since) {
-    if (now_usec <= since) continue;
-    const double s = double(now_usec - since) / 1e6;
-    Outages& o = outages_[port];
-    o.down_s += s;
-    o.longest_s = std::max(o.longest_s, s);
-    since = now_usec;
   }
 }
 
@@ -124,9 +120,11 @@ struct State {
   std::map<std::string, std::string> names;
 };
 
-Result<State> load(const std::string& path) {
+// The saved state; a missing file is a first run. A malformed one is reported in `why` and
+// treated as missing: the run becomes a new baseline rather than an error every run after.
+State load(const std::string& path, std::string& why) {
   const auto text = read_whole_file(path);
-  if (!text) return State{};  // first run
+  if (!text) return State{};
   try {
     const nlohmann::json j = nlohmann::json::parse(*text);
     State s;
@@ -136,7 +134,8 @@ Result<State> load(const std::string& path) {
     s.names = j.value("names", std::map<std::string, std::string>{});
     return s;
   } catch (const nlohmann::json::exception& e) {
-    return Error{std::string("malformed state: ") + e.what(), path};
+    why = "malformed state " + path + " (" + e.what() + "): a new baseline";
+    return State{};
   }
 }
 
@@ -147,6 +146,30 @@ VoidResult save(const std::string& path, const State& s) {
 }
 
 std::string seconds(double s) { return significant(s) + " s"; }
+
+// A fabric port as ib_port judges it, and the keys the kernel's lines give it.
+struct FabricPort {
+  std::string id;  // "mlx5_3/1"
+  bool active = false;
+};
+// key ("mlx5_3/1", "0000:53:00.0/1") -> the fabric port.
+std::map<std::string, FabricPort> fabric_ports(const CheckContext& ctx) {
+  std::map<std::string, FabricPort> out;
+  const std::string layer = ctx.sku ? ctx.sku->infiniband.link_layer : "InfiniBand";
+  auto scan = ib::scan_ports(ctx.sysfs_root, layer,
+                             ctx.sku ? ctx.sku->infiniband.devices : std::vector<std::string>{});
+  if (!scan) return out;
+  for (const auto& p : scan->ports) {
+    const auto st = ib::read_port_status(p);
+    const FabricPort f{p.id(), st && st->state.code == ib::kStateActive};
+    out[p.id()] = f;
+    // The HCA's PCI function, which the netdev's lines name: <hca>/device links to it.
+    std::error_code ec;
+    const auto dev = std::filesystem::read_symlink(scan->class_dir / p.hca / "device", ec);
+    if (!ec) out[dev.filename().string() + "/" + p.port] = f;
+  }
+  return out;
+}
 
 class IbLinkDowntimeCheck final : public Check {
  public:
@@ -164,10 +187,14 @@ class IbLinkDowntimeCheck final : public Check {
     if (!lock)
       return error(kName, "cannot lock " + path + ": " + lock.error().to_string(),
                    "VIGIL-LINK-STATE");
-    auto loaded = load(path);
-    if (!loaded) return error(kName, loaded.error().to_string(), "VIGIL-LINK-STATE");
-    State state = std::move(*loaded);
+    std::vector<std::string> notes;
+    std::string why;
+    State state = load(path, why);
+    if (!why.empty()) notes.push_back(why);
     const std::string boot = boot_id(ctx);
+    if (boot.empty())
+      return error(kName, "cannot read " + ctx.proc_root + "/sys/kernel/random/boot_id",
+                   "VIGIL-LINK-STATE");
     const bool baseline = state.boot_id != boot || !state.last_seq;
     if (state.boot_id != boot) state = State{boot, std::nullopt, {}, {}};
 
@@ -175,73 +202,87 @@ class IbLinkDowntimeCheck final : public Check {
     if (!scan)
       return error(kName, "cannot read the kernel log: " + scan.error().to_string(),
                    "VIGIL-KMSG-READ");
-    if (state.last_seq && scan->last_seq != 0 && scan->last_seq < *state.last_seq)
+    bool gap = scan->overwritten > 0;
+    if (state.last_seq && scan->last_seq != 0 && scan->last_seq < *state.last_seq) {
       scan = kmsg::read_records(ctx.kmsg_path, 0);  // the log restarted within the boot
-    if (!scan) return error(kName, scan.error().to_string(), "VIGIL-KMSG-READ");
+      if (!scan) return error(kName, scan.error().to_string(), "VIGIL-KMSG-READ");
+      gap = true;
+    } else if (state.last_seq && scan->first_seq > *state.last_seq + 1) {
+      gap = true;  // records overwritten between two runs
+    }
 
     link_down::Tracker t;
-    t.down_since = std::move(state.down_since);
+    if (!gap) t.down_since = std::move(state.down_since);  // an outage's start may be lost
+    if (gap && !state.down_since.empty())
+      notes.push_back("kernel log records lost: outages under way were dropped");
     t.names = std::move(state.names);
-    std::uint64_t last_usec = 0;
     for (const auto& rec : scan->records) {
       if (!rec.from_kernel()) continue;  // a line user space wrote cannot pose as the driver's
-      last_usec = std::max(last_usec, rec.usec);
       if (auto e = link_down::parse_link_event(rec.message)) t.take(*e, rec.usec);
     }
-    const auto up = uptime_s(ctx);
-    const std::uint64_t now =
-        std::max(last_usec, up ? static_cast<std::uint64_t>(*up * 1e6) : std::uint64_t{0});
-    t.close(now);
-
+    const std::map<std::string, FabricPort> fabric = fabric_ports(ctx);
+    // Down by the log, ACTIVE by sysfs, no up line: its end is unknown (a driver reload, a lost
+    // record). Dropped, never guessed; so is one on a device sysfs no longer has.
+    for (auto it = t.down_since.begin(); it != t.down_since.end();) {
+      const auto f = fabric.find(it->first);
+      if (f == fabric.end() || f->second.active)
+        it = t.down_since.erase(it);
+      else
+        ++it;
+    }
     state.down_since = t.down_since;
     state.names = t.names;
-    if (scan->last_seq != 0) state.last_seq = std::max(state.last_seq.value_or(0), scan->last_seq);
-    if (!state.last_seq) state.last_seq = 0;  // an empty log: the baseline is taken all the same
+    state.last_seq = std::max(state.last_seq.value_or(0), scan->last_seq);
     if (auto saved = save(path, state); !saved)
       return error(kName, "cannot save " + path + ": " + saved.error().to_string(),
                    "VIGIL-LINK-STATE");
 
-    CheckResult r;
-    r.check = std::string(kName);
     if (baseline) {
+      CheckResult r;
+      r.check = std::string(kName);
       r.message = "first reading of this boot: outages before it are not judged";
-      if (!t.down_since.empty())
-        r.message += "; down now: " + short_list(port_names(t, t.down_since), 3, ", ", " ");
-      return r;
+      return with_notes(r, notes);
     }
-    std::vector<std::string> lines;
-    for (const auto& [port, o] : t.outages()) {
-      if (o.down_s <= 0 && o.count == 0) continue;
-      Measurement& m = add_measurement(r, ctx, "link_down_seconds", o.down_s, "s", {}, port);
-      default_threshold(m, Op::kLe, kFailSeconds, kWarnSeconds, kBoundSource);
-      std::string line = label(t, port) + " down " + seconds(o.down_s);
-      line += o.count > 0
-                  ? " in " + std::to_string(o.count) + " outage" + (o.count == 1 ? "" : "s") +
-                        " (longest " + seconds(o.longest_s) + ")"
-                  : " of an outage that began before the last run";
-      if (t.down_since.contains(port)) line += ", still down";
-      lines.push_back(std::move(line));
-    }
-    finalize(r, "VIGIL");  // VIGIL-LINK-DOWN-SECONDS
-    if (lines.empty()) {
-      r.message = std::to_string(scan->records.size()) +
-                  " new kernel log records, no RDMA link outage since the last run";
-    } else {
-      r.message = "since the last run: " + short_list(lines, 3, "; ", " ");
-    }
-    return r;
+    CheckResult r = judge(ctx, t, fabric, scan->records.size());
+    return with_notes(r, notes);
   }
 
  private:
-  static std::string label(const link_down::Tracker& t, const std::string& port) {
-    const auto n = t.names.find(port);
-    return port + (n == t.names.end() || n->second.empty() ? "" : " (" + n->second + ")");
+  // The outages that ended in this window on the fabric ports, one figure per port.
+  static CheckResult judge(const CheckContext& ctx, const link_down::Tracker& t,
+                           const std::map<std::string, FabricPort>& fabric, std::size_t records) {
+    CheckResult r;
+    r.check = std::string(kName);
+    // One outage per fabric port: a RoCE flap's netdev and ib_core lines both end one.
+    std::map<std::string, std::pair<link_down::Outages, std::string>> by_port;
+    for (const auto& [key, o] : t.ended()) {
+      const auto f = fabric.find(key);
+      if (f == fabric.end()) continue;  // not a fabric port: not Vigil's to drain for
+      auto& [best, names] = by_port[f->second.id];
+      if (o.down_s > best.down_s) best = o;
+      const auto n = t.names.find(key);
+      if (n != t.names.end() && names.find(n->second) == std::string::npos)
+        names += (names.empty() ? "" : ", ") + n->second;
+    }
+    std::vector<std::string> lines;
+    for (const auto& [port, entry] : by_port) {
+      const auto& [o, names] = entry;
+      Measurement& m = add_measurement(r, ctx, "link_down_seconds", o.down_s, "s", {}, port);
+      default_threshold(m, Op::kLe, kFailSeconds, kWarnSeconds, kBoundSource);
+      lines.push_back(port + (names.empty() ? "" : " (" + names + ")") + " down " +
+                      seconds(o.down_s) + " in " + std::to_string(o.count) + " outage" +
+                      (o.count == 1 ? "" : "s") + " (longest " + seconds(o.longest_s) + ")");
+    }
+    finalize(r, "VIGIL");  // VIGIL-LINK-DOWN-SECONDS
+    r.message = lines.empty() ? std::to_string(records) +
+                                    " new kernel log records, no fabric port outage ended since "
+                                    "the last run"
+                              : "since the last run: " + short_list(lines, 3, "; ", " ");
+    return r;
   }
-  static std::vector<std::string> port_names(const link_down::Tracker& t,
-                                             const std::map<std::string, std::uint64_t>& ports) {
-    std::vector<std::string> out;
-    for (const auto& [port, since] : ports) out.push_back(label(t, port));
-    return out;
+  static CheckResult with_notes(CheckResult r, const std::vector<std::string>& notes) {
+    if (!notes.empty()) r.message += " [" + short_list(notes, 2, "; ", " ") + "]";
+    return r;
   }
 };
 

@@ -14,12 +14,13 @@
 //     printed when the cached state changes); mlx4 prints the same through its own device
 //     ("mlx4_core 0000:c3:00.0 ibp195s0: Port: 1 Link INIT"). Before that patch an InfiniBand port
 //     leaves no line at the default log level (IPoIB's ipoib_event() logs at debug only).
-// A RoCE flap gives both lines, a few ms apart: both are one port, keyed by the PCI function and
-// the port number (a ConnectX function has one port, so the netdev's is port 1).
+// Each line names its port its own way: the netdev by the PCI function ("0000:53:00.0/1": a
+// ConnectX function has one port), ib_core by the RDMA device ("mlx5_3/1"). The check resolves
+// both to the fabric port ib_port judges (its HCA's `device` link in sysfs gives the function);
+// a RoCE flap prints both lines a few ms apart, and they are one outage, not two.
 // An outage starts at an explicit down ("Link down", "Link DOWN"); INIT and ARMED while it lasts
-// keep it going, and the first up ("Link up", "Link ACTIVE") ends it. A port that trains at boot
-// goes INIT -> ACTIVE with no DOWN line (the first state change from NOP is not printed), so
-// link training is never an outage.
+// keep it going, and the first up ("Link up", "Link ACTIVE") ends it. Its length is measured
+// between the two lines' own timestamps, never against another clock.
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -29,7 +30,7 @@
 namespace vigil::link_down {
 
 struct LinkEvent {
-  std::string port;  // "0000:53:00.0/1": the PCI function and the port number
+  std::string port;  // "0000:53:00.0/1" (a netdev line) or "mlx5_3/1" (an ib_core line)
   std::string name;  // "enp83s0f0np0" or "mlx5_3": how the line names it
   enum Kind { kDown, kTraining, kUp } kind = kDown;
 };
@@ -38,27 +39,24 @@ struct LinkEvent {
 std::optional<LinkEvent> parse_link_event(std::string_view message);
 
 struct Outages {
-  double down_s = 0;     // time down within the window
-  int count = 0;         // outages that started within it
-  double longest_s = 0;  // the longest single stretch seen within it
+  double down_s = 0;     // the whole length of the outages that ended in the window
+  int count = 0;         // how many
+  double longest_s = 0;  // the longest of them
 };
 
-// Outages per port over a window of the kernel log; `down_since` carries an outage that lasts
-// from one window into the next.
+// Outages per port key over a window of the kernel log. `down_since` carries an outage that has
+// not ended (usec since boot, by the log's clock) from one window into the next.
 class Tracker {
  public:
-  // Ports down when the window starts (usec since boot; the last window's end for one that was
-  // counted up to it) and their names.
   std::map<std::string, std::uint64_t> down_since;
-  std::map<std::string, std::string> names;  // port -> "mlx5_3, enp83s0f0np0"
+  std::map<std::string, std::string> names;  // port key -> "enp83s0f0np0, mlx5_3"
 
   void take(const LinkEvent& e, std::uint64_t usec);
-  // Ends the window at now_usec: a port still down is counted up to it and carried on from it.
-  void close(std::uint64_t now_usec);
-  const std::map<std::string, Outages>& outages() const { return outages_; }
+  // Outages that ended in this window, by port key.
+  const std::map<std::string, Outages>& ended() const { return ended_; }
 
  private:
-  std::map<std::string, Outages> outages_;
+  std::map<std::string, Outages> ended_;
 };
 
 }  // namespace vigil::link_down

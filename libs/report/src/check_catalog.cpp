@@ -87,9 +87,9 @@ constexpr CheckSpec kCatalog[] = {
     {"ib_counters", "ib-err", kNode, seconds(30), kDefault, {}},
     // A kernel path for GPUDirect RDMA where the SKU requires it; warns at most.
     {"ib_gpudirect", "gdr", kNode, seconds(10), kDefault, {}},
-    // Hooks only: how long each RDMA port was down since the last run, from the kernel's link
-    // lines (kernel log after a saved cursor); 30 s fails, NCCL's IB timeout with its retries.
-    // drain_after applies: a switch reboot takes every port behind it down at once.
+    // Hooks only: the length of each fabric port's outages that ended since the last run, from
+    // the kernel's link lines (kernel log after a saved cursor); 30 s fails, NCCL's IB timeout
+    // with its retries. drain_after applies: a switch reboot takes every port down at once.
     {"ib_link_downtime", "ib-down", kHooks, seconds(20), kDefault, {}},
     // --- Host (docs/checks-host.md) ---
     // Fatal: an uncorrectable fatal PCIe error on a GPU or NVSwitch this boot: the link was

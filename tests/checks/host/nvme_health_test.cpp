@@ -137,6 +137,35 @@ TEST_F(HostNvme, a_dead_controller_fails_and_one_resetting_warns) {
   EXPECT_NE(w.message.find("nvme1 CT4000P3PSSD8 (0000:01:00.0) resetting"), std::string::npos);
 }
 
+// An NVMe-over-fabrics controller is a storage target's drive: not this node's. A worn drive
+// that sets "reliability degraded" alone at 100% used warns; a state that cannot be read is an
+// error.
+TEST_F(HostNvme, fabrics_controllers_worn_drives_and_unreadable_states_never_fail) {
+  controller("nvme0", "live", capture("derived-crucial-p3-failed-as-nvmecli1-json.json"));
+  std::ofstream(dir_.path() + "/sys/class/nvme/nvme0/transport") << "tcp\n";
+  nvme_says();
+  EXPECT_FALSE(make_host_nvme_check()->applies(ctx_).yes);
+
+  controller("nvme1", "live", "");
+  std::ofstream(dir_.path() + "/sys/class/nvme/nvme1/transport") << "pcie\n";
+  std::string worn = capture("nvmecli1-healthy-dell-disk-exporter.json");
+  worn.replace(worn.find("\"critical_warning\" : 0"), 22, "\"critical_warning\" : 4");
+  worn.replace(worn.find("\"percent_used\" : 15"), 19, "\"percent_used\" : 100");
+  std::ofstream(dir_.path() + "/out-nvme1") << worn;
+  const CheckResult w = run();
+  EXPECT_EQ(w.status, Status::kWarn) << w.message;
+  EXPECT_EQ(w.fault_code, "VIGIL-NVME-WORN");
+  EXPECT_NE(w.message.find("100% of its rated endurance used (critical warning: reliability "
+                           "degraded)"),
+            std::string::npos)
+      << w.message;
+
+  fs::remove(dir_.path() + "/sys/class/nvme/nvme1/state");
+  const CheckResult e = run();
+  EXPECT_EQ(e.status, Status::kError) << e.message;
+  EXPECT_EQ(e.fault_code, "VIGIL-NVME-QUERY");
+}
+
 TEST_F(HostNvme, no_nvme_cli_no_root_a_hang_or_junk_is_never_a_fail) {
   controller("nvme0", "live", capture("derived-crucial-p3-failed-as-nvmecli1-json.json"));
   ctx_.host.nvme = dir_.path() + "/not-installed";

@@ -30,7 +30,9 @@ class PassiveSuite : public ::testing::Test {
     ctx_.nvml_library = VIGIL_FAKE_NVML_LIBRARY;
     ctx_.sysfs_root = kNodes + "/gpu-0/sysfs";
     ctx_.kmsg_path = dir_.write("kmsg", "6,1,100,-;quiet\n");
-    ctx_.proc_root = dir_.str();  // no boot_id: one boot
+    ctx_.proc_root = dir_.str();
+    std::filesystem::create_directories(dir_.file("sys/kernel/random"));
+    dir_.write("sys/kernel/random/boot_id", "0b5a1c9e-4f6e-4c41-9d1e-2f0a7b3c8d11\n");
     ctx_.state_dir = dir_.file("state");
   }
   // The gpu-0 fixture with `patch` merged over it.
