@@ -158,7 +158,7 @@ TEST(SiteCheck, a_hang_a_crash_an_unnamed_exit_or_a_missing_program_is_an_error)
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
   EXPECT_EQ(r.status, Status::kError) << r.message;
   EXPECT_EQ(r.fault_code, "VIGIL-SITE-TIMEOUT");
-  r = run_site("name: site_crash\ncommand: [/bin/sh, -c, 'kill -SEGV $$']\n");
+  r = run_site("name: site_crash\ncommand: [/bin/sh, -c, 'ulimit -c 0; kill -SEGV $$']\n");
   EXPECT_EQ(r.status, Status::kError) << r.message;
   EXPECT_EQ(r.fault_code, "VIGIL-SITE-CRASH");
   r = run_site("name: site_x\ncommand: [/bin/sh, -c, 'exit 3']\n");
