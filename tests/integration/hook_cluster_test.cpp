@@ -376,7 +376,8 @@ TEST_F(HookOnCluster, a_site_check_from_a_file_drains_and_one_that_hangs_or_cras
       "name: site_hang\ncommand: [/bin/sleep, \"300\"]\ntimeout_s: 2\nexit_codes: {fail: [1]}\n"
       "runs_in: [hooks]\n");
   put(dir + "/site-checks/crash.yaml",
-      "name: site_crash\ncommand: [/bin/sh, -c, 'ulimit -c 0; kill -SEGV $$']\nexit_codes: {fail: [1]}\n"
+      "name: site_crash\ncommand: [/bin/sh, -c, 'ulimit -c 0; kill -SEGV $$']\nexit_codes: {fail: "
+      "[1]}\n"
       "runs_in: [hooks]\n");
   write_env(url_, 30, "THRESHOLDS=" + dir + "\n");
   put(w() + "/healthcheck.on", "");
