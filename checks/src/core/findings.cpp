@@ -40,4 +40,17 @@ bool Findings::conclude(CheckResult& r, std::string_view fault_prefix, size_t sh
   return r.status == Status::kPass;
 }
 
+void add_unjudged(CheckResult& r, const std::vector<std::string>& unjudged,
+                  std::string_view fault_code, size_t shown) {
+  if (unjudged.empty()) return;
+  const std::string what = short_list(unjudged, shown, "; ", " ");
+  if (r.status == Status::kFail) {
+    r.message += "; also " + what;
+  } else {
+    r.status = Status::kError;
+    r.message = what;
+    r.fault_code = std::string(fault_code);
+  }
+}
+
 }  // namespace vigil

@@ -172,16 +172,7 @@ class HostMountsCheck final : public Check {
     if (found.conclude(r, "VIGIL"))  // mount_free_percent: VIGIL-MOUNT-FREE-PERCENT
       r.message = std::to_string(ctx.sku->mounts.size()) + " mount" +
                   (ctx.sku->mounts.size() == 1 ? "" : "s") + " in place";
-    if (!errors.empty()) {
-      const std::string what = short_list(errors, 1, "; ", " ");
-      if (r.status == Status::kFail) {
-        r.message += "; also " + what;
-      } else {
-        r.status = Status::kError;
-        r.message = what;
-        r.fault_code = error_fault;
-      }
-    }
+    add_unjudged(r, errors, error_fault);
     return r;
   }
 };

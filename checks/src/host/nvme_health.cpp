@@ -206,16 +206,7 @@ class HostNvmeCheck final : public Check {
                                   "): the drives' SMART logs were not read; " + r.message);
       r.message += "; SMART logs not read (" + ctx.host.nvme + " not installed)";
     }
-    if (!errors.empty()) {
-      const std::string what = short_list(errors, 2, "; ", " ");
-      if (r.status == Status::kFail) {
-        r.message += "; also " + what;
-      } else {
-        r.status = Status::kError;
-        r.message = what;
-        r.fault_code = error_fault;
-      }
-    }
+    add_unjudged(r, errors, error_fault, 2);
     return r;
   }
 

@@ -245,16 +245,7 @@ class PcieAerCheck final : public Check {
                                           : n + ": no new uncorrectable PCIe errors";
     }
     if (r.status == Status::kFail && r.fault_code == kFaultFatal) r.remedy = Remedy::kReboot;
-    if (!unreadable.empty()) {
-      const std::string what = short_list(unreadable, 1, "; ", " +");
-      if (r.status == Status::kFail) {
-        r.message += "; also " + what;
-      } else {
-        r.status = Status::kError;
-        r.message = what;
-        r.fault_code = kFaultUnreadable;
-      }
-    }
+    add_unjudged(r, unreadable, kFaultUnreadable);
     return r;
   }
 };
