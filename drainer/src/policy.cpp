@@ -344,6 +344,7 @@ PolicyEngine::Step PolicyEngine::drain_or_block(Decision& d, NodeRecord& s,
       d.reason = s.reason;
       return {Action::kReplace, NodeState::kDrained, "replace: " + reason + " after " + after};
     }
+    if (is_gate_reason(s.reason)) return fault_takes_the_hold(d, s, cands, now);
     return {Action::kNone, NodeState::kDrained, "already drained by vigil"};
   }
   if (unknown_to_slurm)
@@ -374,6 +375,12 @@ PolicyEngine::Step PolicyEngine::drain_or_block(Decision& d, NodeRecord& s,
             "circuit breaker opened: " + d.breaker.why};
   s.drained_by_vigil = true;
   s.drained_unix = now;
+  return begin_drain(d, s, cands, now);
+}
+
+PolicyEngine::Step PolicyEngine::begin_drain(Decision& d, NodeRecord& s,
+                                             const std::vector<const CheckResult*>& cands,
+                                             int64_t now) const {
   s.last_drain_unix = now;
   // Part history: this drain counts against the part of each GPU whose figures fail (parts.h);
   // with the ladder on, a repeat offender's drain is relabelled `replace` by the ladder's next
@@ -383,9 +390,25 @@ PolicyEngine::Step PolicyEngine::drain_or_block(Decision& d, NodeRecord& s,
   if (counted.offender && repair_) {
     s.repair.offender = offender_text(*counted.offender, parts_);
     return {Action::kDrain, NodeState::kDrained,
-            "drain: " + reason + "; repeat offender: " + s.repair.offender};
+            "drain: " + d.reason + "; repeat offender: " + s.repair.offender};
   }
-  return {Action::kDrain, NodeState::kDrained, "drain: " + reason};
+  return {Action::kDrain, NodeState::kDrained, "drain: " + d.reason};
+}
+
+// The hold's reason says only "held until the qualify suite passes": sinfo -R, the annotation and
+// the event must name the fault a run found on the held node (a bit flip on GPU 0, its element),
+// and its GPUs are charged as for any drain. The breaker counted the hold when it began, and the
+// drain is already in Slurm (the sink relabels it): neither is done again. The gate still holds
+// the node until its suite passes; the fault's checks then decide as for any drain.
+PolicyEngine::Step PolicyEngine::fault_takes_the_hold(Decision& d, NodeRecord& s,
+                                                      const std::vector<const CheckResult*>& cands,
+                                                      int64_t now) const {
+  s.reason = d.reason;
+  s.driving_checks = d.driving_checks;
+  s.repair.remedy = remedy_of(cands);
+  Step step = begin_drain(d, s, cands, now);
+  step.why += " (found while held by the qualify gate)";
+  return step;
 }
 
 std::optional<PolicyEngine::Step> PolicyEngine::gate_verdict(

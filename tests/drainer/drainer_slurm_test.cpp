@@ -14,9 +14,12 @@
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <regex>
 #include <sstream>
+#include <stdexcept>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -114,6 +117,25 @@ vigil::NodeReport report(const std::string& node, const std::string& run_id,
   r.start_time = vigil::rfc3339_utc(now - 30);
   r.end_time = vigil::rfc3339_utc(now);
   r.checks = std::move(checks);
+  return r;
+}
+
+// A report a real GPU machine wrote (tests/fixtures/gpu-validation/SOURCES.md), as node `node`
+// sent it now: only the node, the run id and the times change (and the suite, when given: the
+// captures ran with --only, which leaves it out).
+vigil::NodeReport genuine(const std::string& capture, const std::string& node,
+                          const std::string& run_id, std::optional<std::string> suite = {}) {
+  const std::string path =
+      std::string(VIGIL_SOURCE_DIR) + "/tests/fixtures/gpu-validation/" + capture;
+  auto parsed = vigil::parse_node_report(std::string_view(read_file(path)));
+  if (!parsed) throw std::runtime_error(path + ": " + parsed.error);
+  vigil::NodeReport r = std::move(*parsed.value);
+  r.node = node;
+  r.run_id = run_id;
+  const auto now = static_cast<int64_t>(std::time(nullptr));
+  r.start_time = vigil::rfc3339_utc(now - 30);
+  r.end_time = vigil::rfc3339_utc(now);
+  if (suite) r.suite = suite;
   return r;
 }
 
@@ -251,6 +273,34 @@ class DrainerSlurm : public ::testing::Test {
     return path;
   }
 
+  // The drainer.yaml the package installs (packaging/drainer/drainer.yaml: its policy, breaker
+  // and gate), with this test's address, token, state, Slurm and dry_run: false; `gate`, when
+  // given, replaces its gate line.
+  std::string write_shipped_config(const std::string& gate = "") {
+    const std::string path = dir_ + "/drainer.yaml";
+    std::istringstream shipped(
+        read_file(std::string(VIGIL_SOURCE_DIR) + "/packaging/drainer/drainer.yaml"));
+    std::ofstream out(path);
+    for (std::string line; std::getline(shipped, line);) {
+      if (line.rfind("listen:", 0) == 0) {
+        out << "listen: {address: 127.0.0.1, port: 0}\n";
+      } else if (line.rfind("auth:", 0) == 0) {
+        out << "auth: {token_file: " << dir_ << "/token}\n";
+      } else if (line.rfind("state_dir:", 0) == 0) {
+        out << "state_dir: " << dir_ << "/state\n";
+      } else if (line.rfind("dry_run:", 0) == 0) {
+        out << "dry_run: false\n";
+      } else if (line.rfind("slurm:", 0) == 0) {
+        out << "slurm: {enabled: true, backend: libslurm, conf: " << cluster_->conf() << "}\n";
+      } else if (line.rfind("gate:", 0) == 0 && !gate.empty()) {
+        out << "gate: " << gate << "\n";
+      } else {
+        out << line << "\n";
+      }
+    }
+    return path;
+  }
+
   // "State=... Reason=..." of `scontrol show node`.
   std::string node_field(const std::string& node, const std::string& field) {
     std::string out = cluster_->run("scontrol -o show node " + node);
@@ -306,6 +356,86 @@ TEST_F(DrainerSlurm, a_gpu_12_percent_below_its_peers_drains_with_the_peers_in_s
   std::this_thread::sleep_for(std::chrono::seconds(1));
   EXPECT_FALSE(drained_with("gpu-1", "vigil:")) << "an unconfirmed slow GPU drained at once";
   EXPECT_EQ(drainer_->node("gpu-1").value("state", ""), "warn") << drainer_->node("gpu-1").dump();
+}
+
+// The qualify suite's figures as a real H200 gave them (run 10, docs/gpu-validation.md), judged by
+// the shipped drainer.yaml on the real Slurm: the bit flip drains at once with the GPU and the
+// element in sinfo -R; the healthy GPU's soak and gpu_sdc drain nothing.
+TEST_F(DrainerSlurm, a_genuine_h200_bit_flip_drains_the_node_naming_the_gpu_and_the_element) {
+  ASSERT_TRUE(drainer_->start(write_shipped_config()));
+  ASSERT_EQ(drainer_->post({genuine("2026-12-04-h200-run10/inject.json", "gpu-2", "run-1"),
+                            genuine("2026-12-04-h200-run10/qualify.json", "gpu-1", "run-1")}),
+            202);
+  ASSERT_TRUE(eventually([&] { return drained_with("gpu-2", "vigil: sdc gpu 0 bf16"); }))
+      << cluster_->run("scontrol show node gpu-2");
+  const std::string reason = node_field("gpu-2", "Reason");
+  EXPECT_NE(reason.find("(row 17, col 4000)"), std::string::npos) << reason;
+  EXPECT_NE(cluster_->run("sinfo -R").find("vigil: sdc gpu 0"), std::string::npos);
+  ASSERT_TRUE(eventually([&] { return decided("gpu-1", "run-1"); }));
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  EXPECT_EQ(node_field("gpu-1", "State"), "IDLE") << cluster_->run("sinfo -R");
+  EXPECT_EQ(drainer_->node("gpu-1").value("state", ""), "healthy")
+      << drainer_->node("gpu-1").dump();
+}
+
+// A slow-clocking GPU among its peers in a soak. DERIVED from run 10's genuine one-GPU soak
+// (every figure as the H200 gave it), copied to 8 GPUs: no 8-GPU soak has run yet. GPU 3 clocks
+// 11% below the other seven, with the throughput that follows. A soak has no repeats, so the
+// verdict is unconfirmed (VIGIL-SLOW): the shipped policy drains on the second such qualify run.
+TEST_F(DrainerSlurm, a_gpu_clocking_low_among_its_peers_in_a_soak_drains_naming_it) {
+  ASSERT_TRUE(drainer_->start(write_shipped_config()));
+  auto eight = [&](const std::string& run_id) {
+    vigil::NodeReport r =
+        genuine("2026-12-04-h200-run10/qualify.json", "gpu-0", run_id, std::string("qualify"));
+    for (vigil::CheckResult& c : r.checks) {
+      if (c.check != "gpu_soak") continue;
+      const std::vector<vigil::Measurement> one = c.measurements;
+      c.measurements.clear();
+      for (int g = 0; g < 8; ++g) {
+        for (vigil::Measurement m : one) {
+          m.gpu = g;
+          if (g == 3 && (m.name == "soak_sm_clock" || m.name == "soak_tflops")) m.value *= 0.89;
+          c.measurements.push_back(m);
+        }
+      }
+    }
+    return r;
+  };
+  ASSERT_EQ(drainer_->post({eight("run-1")}), 202);
+  ASSERT_TRUE(eventually([&] { return decided("gpu-0", "run-1"); }));
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  EXPECT_EQ(node_field("gpu-0", "State"), "IDLE") << "one unconfirmed soak drained at once";
+  ASSERT_EQ(drainer_->post({eight("run-2")}), 202);
+  ASSERT_TRUE(eventually([&] { return drained_with("gpu-0", "vigil: soak gpu3"); }))
+      << cluster_->run("scontrol show node gpu-0") << drainer_->node("gpu-0").dump(2);
+  const std::string reason = node_field("gpu-0", "Reason");
+  EXPECT_NE(reason.find("below its 7 peers"), std::string::npos) << reason;
+}
+
+// The gate on the real Slurm with genuine H200 reports: a new node is held; its qualify run that
+// finds the bit flip keeps it drained, now for the flip, with the GPU named; two clean qualify
+// runs (run 10's, with the suite it would carry without --only) resume it.
+TEST_F(DrainerSlurm, a_held_node_whose_qualify_run_finds_a_flip_stays_drained_until_clean_runs) {
+  ASSERT_TRUE(drainer_->start(
+      write_shipped_config("{new_nodes: true, repaired: true, suite: qualify, learn_s: 0}")));
+  ASSERT_EQ(drainer_->post({genuine("2026-12-04-h200-run10/qualify.json", "gpu-3", "run-1")}), 202);
+  ASSERT_TRUE(eventually([&] { return drained_with("gpu-3", "vigil: qualify new node"); }))
+      << cluster_->run("scontrol show node gpu-3");
+  ASSERT_EQ(drainer_->post({genuine("2026-12-04-h200-run10/inject.json", "gpu-3", "run-2",
+                                    std::string("qualify"))}),
+            202);
+  ASSERT_TRUE(eventually([&] { return drained_with("gpu-3", "vigil: sdc gpu 0 bf16"); }))
+      << cluster_->run("scontrol show node gpu-3") << drainer_->node("gpu-3").dump(2);
+  const Json held = drainer_->node("gpu-3");
+  EXPECT_EQ(held.value("gate_cause", ""), "new") << held.dump(2);
+  EXPECT_EQ(held.at("driving_checks"), Json::array({"gpu_sdc"})) << held.dump(2);
+  for (const char* run : {"run-3", "run-4"}) {
+    ASSERT_EQ(drainer_->post({genuine("2026-12-04-h200-run10/qualify.json", "gpu-3", run,
+                                      std::string("qualify"))}),
+              202);
+  }
+  EXPECT_TRUE(eventually([&] { return node_field("gpu-3", "State") == "IDLE"; }))
+      << cluster_->run("scontrol show node gpu-3") << drainer_->node("gpu-3").dump(2);
 }
 
 TEST_F(DrainerSlurm, resume_after_passing_reports_resume_the_node) {

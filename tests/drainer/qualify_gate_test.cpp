@@ -203,6 +203,40 @@ TEST(QualifyGate, a_persons_resume_ends_the_hold_and_a_failing_new_node_still_ha
   EXPECT_FALSE(n.slurm->get("gpu-2").drain);
 }
 
+// A fault found on a held node takes the drain over: sinfo -R names it, not the hold (found on the
+// real Slurm with the H200's bit flip, drainer_slurm_test); the breaker is not asked again; the
+// gate still waits for its suite, then the fault's checks decide.
+TEST(QualifyGate, a_fault_found_on_a_held_node_takes_the_drains_reason) {
+  NewNodes n;
+  Drainer dr(n.cfg, n.slurm, n.kube, n.clock);
+  ASSERT_TRUE(dr.open().ok());
+  n.decide(dr, {good("gpu-1", "a")});
+  ASSERT_EQ(n.slurm->get("gpu-1").reason,
+            "vigil: qualify new node, held until the qualify suite passes");
+  auto drains = [&] {
+    int k = 0;
+    for (const auto& c : n.slurm->calls_copy()) k += c.op == "drain";
+    return k;
+  };
+  const int before = drains();
+  n.decide(dr, {of_suite(bad("gpu-1", "q-1"), "qualify")});
+  EXPECT_TRUE(n.slurm->get("gpu-1").drain);
+  EXPECT_EQ(n.slurm->get("gpu-1").reason, "vigil: nvml_ecc nvml_ecc failed");
+  EXPECT_EQ(drains(), before + 1);  // the relabel
+  EXPECT_EQ(dr.node("gpu-1")->gate_cause, "new");
+  EXPECT_EQ(dr.node("gpu-1")->driving_checks, std::vector<std::string>{"nvml_ecc"});
+  EXPECT_NE(dr.node("gpu-1")->note.find("found while held by the qualify gate"), std::string::npos)
+      << dr.node("gpu-1")->note;
+  std::size_t counted = 0;  // the hold only
+  for (const auto& [group, times] : dr.breaker().recent_drains) counted += times.size();
+  EXPECT_EQ(counted, 1u);
+  n.decide(dr, {good("gpu-1", "b"), good("gpu-1", "c")});  // ordinary passes: the gate holds
+  EXPECT_TRUE(n.slurm->get("gpu-1").drain);
+  n.decide(dr, {of_suite(good("gpu-1", "q-2"), "qualify")});
+  EXPECT_FALSE(n.slurm->get("gpu-1").drain);
+  EXPECT_EQ(dr.node("gpu-1")->gate_cause, "");
+}
+
 TEST(QualifyGate, dry_run_holds_nothing_and_the_node_is_held_later) {
   NewNodes n;
   n.cfg.dry_run = true;

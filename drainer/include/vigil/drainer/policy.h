@@ -163,6 +163,12 @@ class PolicyEngine {
   Step drain_or_block(Decision& d, NodeRecord& s, const std::vector<const CheckResult*>& cands,
                       const slurm::SlurmNodeInfo* slurm, int group_size, bool unknown_to_slurm,
                       int64_t now) const;
+  // The drain begins (counted by the breaker, or blocked by it): reason, part history.
+  Step begin_drain(Decision& d, NodeRecord& s, const std::vector<const CheckResult*>& cands,
+                   int64_t now) const;
+  // A fault found on a node the gate holds as new: the fault takes the drain over.
+  Step fault_takes_the_hold(Decision& d, NodeRecord& s,
+                            const std::vector<const CheckResult*>& cands, int64_t now) const;
   Step maybe_resume(NodeRecord& s, const NodeReport& r, bool report_fail,
                     const slurm::SlurmNodeInfo* slurm) const;
   // A node held by the qualify gate as new and not drained yet: its hold (qualify_gate.h).
