@@ -21,7 +21,8 @@
 # (per-check wall time in the reports), the hook (epilog and healthcheck, --no-post, with and
 # without --cuda-sanity, 3 runs each), PyTorch's figures for GEMM, HBM copy and pinned H2D/D2H,
 # vigil-allreduce (NCCL, one process) next to all_reduce_perf, the busy-GPU guard with a
-# PyTorch process holding the GPU, gpu_sdc with one injected bit flip.
+# PyTorch process holding the GPU, gpu_sdc with one injected bit flip, the hook under load, and
+# last the qualify suite with a 60 s soak (about 90 s on one H200: docs/qualify.md).
 set -uo pipefail
 
 readonly PROG=gpu-validate.sh
@@ -271,16 +272,23 @@ if [[ $mode == gpu ]]; then
   done
   kill "$holder" 2>/dev/null
   wait "$holder" 2>/dev/null
+
+  # Last, being the longest: a run stopped by the device tool's limit still has every item above.
+  echo "== the qualify suite, 60 s soak: a healthy GPU passes, no mismatch over 1,000 repeats"
+  timed suite-qualify 300 "${v[@]}" "$vc" run --suite qualify --soak-s 60 --thresholds "$slice_th" \
+    --format json --state-dir "$raw/state" --allreduce-binary "$va" -o "$raw/suite-qualify.json"
   kill "$dmon" 2>/dev/null
   wait "$dmon" 2>/dev/null
 else
-  echo "== rehearsal: the quick suite and the hook without a GPU"
+  echo "== rehearsal: the quick and qualify suites and the hook without a GPU"
   timed suite-quick 180 "${v[@]}" "$vc" run --suite quick --thresholds "$slice_th" --format json \
     --state-dir "$raw/state" --allreduce-binary "$va" -o "$raw/suite-quick.json"
   timed hook-epilog-1 60 "${v[@]}" "$vc" hook epilog --no-post --format json --thresholds "$slice_th" \
     --state-dir "$raw/hook-state" -o "$raw/hook-epilog-1.json"
   timed hook-sanity-1 60 "${v[@]}" "$vc" hook epilog --no-post --cuda-sanity --format json \
     --thresholds "$slice_th" --state-dir "$raw/hook-state" -o "$raw/hook-sanity-1.json"
+  timed suite-qualify 180 "${v[@]}" "$vc" run --suite qualify --soak-s 60 --thresholds "$slice_th" \
+    --format json --state-dir "$raw/state" --allreduce-binary "$va" -o "$raw/suite-qualify.json"
   # The MPI runtime of the bundle: one process, host backend (no GPU needed); the NCCL backend
   # must refuse with a clear message.
   timed allreduce-host 60 "${v[@]}" "$va" --backend host -b 1M -e 4M -f 2 -w 1 -n 2 --json "$raw/allreduce-host.json"

@@ -12,14 +12,18 @@ to OUT/summary.md (and appended to --append FILE). Reads only the run's raw dire
   allreduce-vigil.json, allreduce-nccl-tests.out          one-process all_reduce, both tools
   busy.json                                               the probes while PyTorch holds the GPU
   sdc-inject.json                                         gpu_sdc with VIGIL_SDC_INJECT=0
-  (no-GPU rehearsal: suite-quick, hook-*-1, allreduce-host.json, allreduce-vigil.*)
+  suite-qualify.json + .time                              the qualify suite, 60 s soak (bundles
+                                                          from 2026-12-05; older runs have none)
+  (no-GPU rehearsal: suite-quick, suite-qualify, hook-*-1, allreduce-host.json, allreduce-vigil.*)
 
 Goals (issue 24): no `fail` and no `error` on a healthy GPU (every suite, every hook run, exit
 status 0 from every hook); GEMM and HBM within 5% of PyTorch's figure on the same GPU, same
 shape and plan; the quick suite extrapolated to 8 GPUs under 60 s; the hook under 2 s and
 gpu_sanity <= 0.1 s per GPU; NVML figures equal to nvidia-smi's; every probe `error`
 VIGIL-GPU-BUSY while another process holds the GPU; vigil-allreduce within 5% of
-all_reduce_perf's time at >= 64 MiB with no wrong element. A missing input fails its item.
+all_reduce_perf's time at >= 64 MiB with no wrong element; the qualify suite passes on a
+healthy GPU (its report names the suite, gpu_soak ran every GPU, gpu_sdc found no mismatch over
+its repeats). A missing input fails its item.
 Exit 0 when no item failed, 1 otherwise, 2 on usage errors.
 """
 import argparse
@@ -317,6 +321,47 @@ def sdc(s, reports):
            f"{injected.get('status')} {injected.get('fault_code')}: {message[:300]}")
 
 
+def qualify(s):
+    """The qualify suite with a short soak on a healthy GPU (issue 45 item 5, docs/qualify.md)."""
+    path, timing = s.path("suite-qualify.json"), read_time(s.path("suite-qualify.time"))
+    if timing is None and not os.path.exists(path):
+        return  # a bundle from before the step
+    report = read_json(path)
+    no_false_findings(s, "no fail, no error: suite qualify", report)
+    if report is None:
+        return
+    s.goal(report.get("suite") == "qualify", "the qualify report names its suite",
+           f"suite {report.get('suite')!r} (the drainer's gate counts only a report of its suite)")
+    by = {c.get("check"): c for c in checks_of(report)}
+    soak = by.get("gpu_soak")
+    if soak is None:
+        s.add("fail", "gpu_soak under load", "no gpu_soak in the qualify report")
+    else:
+        figures = {}
+        for m in soak.get("measurements", []):
+            figures.setdefault(m.get("gpu"), {})[m.get("name")] = m.get("value")
+        loaded = [g for g, f in figures.items() if (f.get("soak_tflops") or 0) > 0
+                  and (f.get("soak_sm_clock") or 0) > 0]
+        s.goal(soak.get("status") in ("pass", "warn") and figures and len(loaded) == len(figures),
+               "gpu_soak under load",
+               f"{soak.get('status')} in {soak.get('duration_s') or 0:.1f} s: " + "; ".join(
+                   f"gpu{g} {f.get('soak_tflops') or 0:.1f} TFLOP/s, {f.get('soak_sm_clock') or 0:.0f} MHz, "
+                   f"{f.get('soak_power') or 0:.1f} W, {f.get('soak_temperature') or 0:.0f} C, "
+                   f"slowdown {f.get('soak_slowdown') or 0:.0f}%" for g, f in sorted(figures.items(), key=str)))
+    sdc_check = by.get("gpu_sdc")
+    if sdc_check is None:
+        s.add("fail", "gpu_sdc: no mismatch over the qualify repeats", "no gpu_sdc in the qualify report")
+    else:
+        counts = [m.get("value") for m in sdc_check.get("measurements", [])
+                  if m.get("name") == "sdc_mismatches"]
+        s.goal(sdc_check.get("status") == "pass" and counts and not any(counts),
+               "gpu_sdc: no mismatch over the qualify repeats",
+               f"{sdc_check.get('status')}, sdc_mismatches {counts}, {sdc_check.get('duration_s') or 0:.1f} s: "
+               + (sdc_check.get("message") or "")[:200])
+    if timing:
+        s.add("info", "qualify suite wall time", f"{timing[1]:.1f} s, exit {timing[0]}")
+
+
 def allreduce(s, gpus):
     vigil = read_json(s.path("allreduce-vigil.json"))
     mine = {}
@@ -478,6 +523,9 @@ def no_gpu(s):
     """The rehearsal: everything starts, no GPU check fails, the MPI runtime runs one process."""
     quick = read_json(s.path("suite-quick.json"))
     no_false_findings(s, "no GPU check fails without a GPU (quick)", quick, ("fail",))
+    if read_time(s.path("suite-qualify.time")) is not None:  # bundles from 2026-12-05 on
+        no_false_findings(s, "no GPU check fails without a GPU (qualify)",
+                          read_json(s.path("suite-qualify.json")), ("fail",))
     gpu_checks = [c for c in checks_of(quick) if c.get("check", "").startswith(("gpu_", "nvml_", "nccl_"))]
     unclear = [c.get("check") for c in gpu_checks if c.get("status") in ("error", "skipped")
                and not c.get("message")]
@@ -517,6 +565,7 @@ def main():
         reference_ratios(s, reports, read_json(s.path("reference.out")))
         memtest(s, reports)
         sdc(s, reports)
+        qualify(s)
         allreduce(s, len(names))
         busy(s, reports)
         what = f"{len(names)} x {', '.join(sorted(set(names)))}, driver {machine.get('driver', '?')}"

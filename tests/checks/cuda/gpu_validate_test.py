@@ -216,6 +216,73 @@ class H200Run8(unittest.TestCase):
             r.close()
 
 
+class QualifyStep(unittest.TestCase):
+    """The bundle's qualify step (2026-12-05 on). No bundle with it has run on a GPU yet, so its
+    input is DERIVED: run 8's raw directory with run 10's genuine qualify.json (gpu_soak and
+    gpu_sdc of `--suite qualify --soak-s 60 --only gpu_soak,gpu_sdc` on an H200) as
+    suite-qualify.json, given the suite a run without --only carries, and its wall time from the
+    report's own start and end (67 s)."""
+
+    def setUp(self):
+        self.run = Run("2026-12-04-h200-run8.tar.gz")
+        with open(os.path.join(FIXTURES, "2026-12-04-h200-run10", "qualify.json")) as f:
+            report = json.load(f)
+        report["suite"] = "qualify"
+        self.run.put_json("suite-qualify.json", report)
+        with open(os.path.join(self.run.raw, "suite-qualify.time"), "w") as f:
+            f.write("rc=0 wall_s=67.000\n")
+
+    def tearDown(self):
+        self.run.close()
+
+    def change(self, check, how):
+        report = self.run.json("suite-qualify.json")
+        for c in report["checks"]:
+            if c["check"] == check:
+                how(c)
+        self.run.put_json("suite-qualify.json", report)
+
+    def test_runs_without_the_step_have_no_qualify_rows(self):
+        rc, text = summary_of("2026-12-04-h200-run8.tar.gz")
+        self.assertEqual(rc, 0, text)
+        self.assertNotIn("qualify", text)
+
+    def test_run_10s_healthy_h200_passes_every_qualify_item(self):
+        rc, text = self.run.summary()
+        self.assertEqual(rc, 0, text)
+        self.assertEqual(line(text, "no fail, no error: suite qualify"), ("pass", "pass 2"))
+        self.assertEqual(line(text, "the qualify report names its suite")[0], "pass")
+        self.assertEqual(line(text, "gpu_soak under load"),
+                         ("pass", "pass in 60.7 s: gpu0 658.3 TFLOP/s, 1455 MHz, 691.7 W, 62 C, "
+                                  "slowdown 0%"))
+        status, detail = line(text, "gpu_sdc: no mismatch over the qualify repeats")
+        self.assertEqual(status, "pass")
+        self.assertIn("sdc_mismatches [0.0], 6.0 s", detail)
+        self.assertEqual(line(text, "qualify suite wall time"), ("info", "67.0 s, exit 0"))
+
+    def test_a_mismatch_a_missing_soak_or_suite_and_a_missing_report_each_fail(self):
+        def mismatch(c):
+            c["measurements"][0]["value"] = 1.0
+        self.change("gpu_sdc", mismatch)
+        rc, text = self.run.summary()
+        self.assertEqual(rc, 1)
+        self.assertEqual(line(text, "gpu_sdc: no mismatch over the qualify repeats")[0], "fail")
+
+        report = self.run.json("suite-qualify.json")
+        report["checks"] = [c for c in report["checks"] if c["check"] != "gpu_soak"]
+        del report["suite"]
+        self.run.put_json("suite-qualify.json", report)
+        rc, text = self.run.summary()
+        self.assertEqual(line(text, "gpu_soak under load"),
+                         ("fail", "no gpu_soak in the qualify report"))
+        self.assertEqual(line(text, "the qualify report names its suite")[0], "fail")
+
+        os.remove(os.path.join(self.run.raw, "suite-qualify.json"))
+        rc, text = self.run.summary()
+        self.assertEqual(rc, 1)
+        self.assertEqual(line(text, "no fail, no error: suite qualify"), ("fail", "no report"))
+
+
 class FirstH100Run(unittest.TestCase):
     def test_the_h100_run_passes_with_its_one_pcie_warn_and_detects_the_h100(self):
         rc, text = summary_of("2026-11-26-h100-run6.tar.gz")
