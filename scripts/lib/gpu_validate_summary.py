@@ -348,6 +348,17 @@ def qualify(s):
                    f"gpu{g} {f.get('soak_tflops') or 0:.1f} TFLOP/s, {f.get('soak_sm_clock') or 0:.0f} MHz, "
                    f"{f.get('soak_power') or 0:.1f} W, {f.get('soak_temperature') or 0:.0f} C, "
                    f"slowdown {f.get('soak_slowdown') or 0:.0f}%" for g, f in sorted(figures.items(), key=str)))
+    pcie = by.get("gpu_pcie_bw")
+    if pcie is not None:  # run 10's --only report has none
+        per = {}
+        for m in pcie.get("measurements", []):
+            per.setdefault(m.get("gpu"), {})[m.get("name")] = m.get("value")
+        rows = [f"gpu{g} {f['bidir_bandwidth'] or 0:.1f} GB/s both ways (one way "
+                f"{f.get('h2d_bandwidth') or 0:.1f} / {f.get('d2h_bandwidth') or 0:.1f})"
+                for g, f in sorted(per.items(), key=str) if "bidir_bandwidth" in f]
+        s.add("info" if rows and len(rows) == len(per) else "fail",
+              "PCIe both directions at once (qualify)",
+              "; ".join(rows) or "no bidir_bandwidth in the qualify run's gpu_pcie_bw")
     sdc_check = by.get("gpu_sdc")
     if sdc_check is None:
         s.add("fail", "gpu_sdc: no mismatch over the qualify repeats", "no gpu_sdc in the qualify report")

@@ -1,6 +1,9 @@
 // gpu_pcie_bw: host<->device copy bandwidth per GPU from pinned host memory (cudaMemcpyAsync),
 // each direction timed on its own: h2d_bandwidth and d2h_bandwidth in GB/s (bytes copied / s).
-// The host buffer is allocated by a thread bound to the GPU's NUMA-local CPUs (sysfs
+// The qualify suite adds bidir_bandwidth: both directions at once, the bytes of both copies over
+// their common time (PCIe is full duplex; DCGM's pcie plugin and nvbandwidth's
+// host_to_device_bidirectional_memcpy_ce load both directions the same way).
+// The host buffers are allocated by a thread bound to the GPU's NUMA-local CPUs (sysfs
 // local_cpulist) so a cross-socket buffer does not pass for a slow link.
 #include <sched.h>
 
@@ -86,6 +89,31 @@ class NumaBinding {
   bool bound_ = false;
 };
 
+// Both directions at once: H2D on `stream` and D2H on a second stream with buffers of its own,
+// each iteration forked from `stream` and joined back into it, so the events time_batches
+// records on `stream` span both copies. GB/s of both copies together.
+Result<double> both_ways_gbps(const CopyPlan& plan, cudaStream_t stream, const void* host,
+                              void* device) {
+  VIGIL_TRY(StreamPtr other, make_stream());
+  VIGIL_TRY(PinnedPtr host_in, pinned_alloc(plan.bytes));
+  std::memset(host_in.get(), 0xA5, plan.bytes);  // on the bound node, as `host`
+  VIGIL_TRY(DevicePtr device_out, device_alloc(plan.bytes));
+  VIGIL_TRY(EventPtr fork, make_event());
+  VIGIL_TRY(EventPtr join, make_event());
+  auto both = [&]() -> VoidResult {
+    VIGIL_CUDA_CHECK(cudaEventRecord(fork.get(), stream));
+    VIGIL_CUDA_CHECK(cudaStreamWaitEvent(other.get(), fork.get(), 0));
+    VIGIL_CUDA_CHECK(cudaMemcpyAsync(device, host, plan.bytes, cudaMemcpyHostToDevice, stream));
+    VIGIL_CUDA_CHECK(cudaMemcpyAsync(host_in.get(), device_out.get(), plan.bytes,
+                                     cudaMemcpyDeviceToHost, other.get()));
+    VIGIL_CUDA_CHECK(cudaEventRecord(join.get(), other.get()));
+    VIGIL_CUDA_CHECK(cudaStreamWaitEvent(stream, join.get(), 0));
+    return ok_result();
+  };
+  VIGIL_TRY(std::vector<double> per_iter, time_batches(stream, plan.timing, both));
+  return gigabytes_per_second(2.0 * static_cast<double>(plan.bytes), median(std::move(per_iter)));
+}
+
 VoidResult measure_pcie(const CheckContext& ctx, int gpu, CheckResult& r,
                         std::vector<std::string>& notes) {
   const CopyPlan plan = pcie_plan(long_plans(ctx.suite));
@@ -116,6 +144,10 @@ VoidResult measure_pcie(const CheckContext& ctx, int gpu, CheckResult& r,
                   "GB/s", gpu);
   add_measurement(r, ctx, "d2h_bandwidth", gigabytes_per_second(bytes, median(std::move(d2h))),
                   "GB/s", gpu);
+  if (ctx.suite == Suite::kQualify) {
+    VIGIL_TRY(const double both, both_ways_gbps(plan, stream.get(), host.get(), device.get()));
+    add_measurement(r, ctx, "bidir_bandwidth", both, "GB/s", gpu);
+  }
   return ok_result();
 }
 

@@ -33,9 +33,10 @@ constexpr std::array<PerfMetric, 1> kGemmMetrics{{
     {"*", "TFLOP/s", "gemm"},  // gemm_bf16_tflops and later precisions
 }};
 constexpr std::array<PerfMetric, 1> kHbmMetrics{{{"hbm_bandwidth", "GB/s", "hbm"}}};
-constexpr std::array<PerfMetric, 2> kPcieMetrics{{
+constexpr std::array<PerfMetric, 3> kPcieMetrics{{
     {"h2d_bandwidth", "GB/s", "pcie"},
     {"d2h_bandwidth", "GB/s", "pcie"},
+    {"bidir_bandwidth", "GB/s", "pcie"},  // both directions at once, the qualify suite only
 }};
 constexpr std::array<PerfMetric, 1> kBusbwMetrics{{{"busbw", "GB/s", "allreduce"}}};
 // A soak's throughput and SM clock: GEMM throughput follows the SM clock, so both take the gemm

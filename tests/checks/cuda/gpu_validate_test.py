@@ -260,6 +260,29 @@ class QualifyStep(unittest.TestCase):
         self.assertIn("sdc_mismatches [0.0], 6.0 s", detail)
         self.assertEqual(line(text, "qualify suite wall time"), ("info", "67.0 s, exit 0"))
 
+    def test_pcie_both_ways_is_recorded_and_its_absence_fails(self):
+        # run 8's genuine full-suite gpu_pcie_bw (one way only, as every run so far) in the
+        # qualify report: the qualify suite must add bidir_bandwidth.
+        pcie = next(c for c in self.run.json("suite-full.json")["checks"]
+                    if c["check"] == "gpu_pcie_bw")
+        report = self.run.json("suite-qualify.json")
+        report["checks"].append(pcie)
+        self.run.put_json("suite-qualify.json", report)
+        rc, text = self.run.summary()
+        self.assertEqual(rc, 1)
+        self.assertEqual(line(text, "PCIe both directions at once (qualify)"),
+                         ("fail", "no bidir_bandwidth in the qualify run's gpu_pcie_bw"))
+        # A made-up figure, only for the row's format: no GPU has measured it yet.
+        pcie = dict(pcie, measurements=pcie["measurements"] + [
+            {"gpu": 0, "name": "bidir_bandwidth", "unit": "GB/s", "value": 97.0}])
+        report["checks"][-1] = pcie
+        self.run.put_json("suite-qualify.json", report)
+        rc, text = self.run.summary()
+        self.assertEqual(rc, 0, text)
+        status, detail = line(text, "PCIe both directions at once (qualify)")
+        self.assertEqual(status, "info")
+        self.assertRegex(detail, r"^gpu0 97\.0 GB/s both ways \(one way 5\d\.\d / 5\d\.\d\)$")
+
     def test_a_mismatch_a_missing_soak_or_suite_and_a_missing_report_each_fail(self):
         def mismatch(c):
             c["measurements"][0]["value"] = 1.0
