@@ -394,4 +394,22 @@ TEST(EnginePeers, a_gpu_that_clocks_low_among_its_peers_in_a_soak_fails_and_the_
   EXPECT_EQ(failed, 2);  // its clock and its throughput
 }
 
+// The qualify suite's PCIe figure with both directions at once (gpu_pcie_bw, compiled, not run on
+// a GPU): a pcie metric of the catalogue, judged against the node's other GPUs like h2d. The
+// figures are the model's, not measured: 100 GB/s for seven GPUs, one GPU 15% lower.
+TEST(EnginePeers, a_gpu_slow_with_pcie_loaded_both_ways_fails_among_its_peers) {
+  Engine e(DetectConfig::defaults());
+  std::vector<double> both = eight(100);
+  both[2] = 85;
+  auto rv =
+      judge_ok(e, ReportBuilder("n1").gpus("gpu_pcie_bw", "bidir_bandwidth", "GB/s", both), kT0);
+  int failed = 0;
+  for (const Verdict& v : rv.verdicts) {
+    if (v.check != "gpu_pcie_bw") continue;
+    EXPECT_EQ(v.status, v.unit_id == "gpu2" ? Status::kFail : Status::kPass) << v.message;
+    failed += v.status == Status::kFail;
+  }
+  EXPECT_EQ(failed, 1);
+}
+
 }  // namespace vigil::detect
