@@ -205,14 +205,16 @@ int cmd_list(const std::string& thresholds) {
                   std::chrono::seconds timeout) {
     std::cout << name << "\t" << short_name << "\t" << suite << "\t" << timeout.count() << "s\n";
   };
+  // The smallest suite a check runs in (the larger ones hold it too), and ",hooks" when the Slurm
+  // hooks run it as well (which hook: docs/hooks.md).
   for (const auto& c : vigil::all_checks()) {
     const vigil::CheckSpec* spec = vigil::find_check_spec(c->name());
-    print(c->name(), c->short_name(),
-          !spec                  ? "quick"
-          : spec->qualify_only() ? "qualify"
-          : spec->full_only()    ? "full"
-                                 : "quick",
-          c->timeout());
+    const std::string suite = !spec                  ? "quick"
+                              : spec->qualify_only() ? "qualify"
+                              : spec->full_only()    ? "full"
+                                                     : "quick";
+    const bool hooks = spec && spec->runs_in(vigil::CheckSuite::kPassive);
+    print(c->name(), c->short_name(), (suite + (hooks ? ",hooks" : "")).c_str(), c->timeout());
   }
   // The hooks' own (kmsg_xid, ib_link_downtime, the epilog's gpu_leftovers, --cuda-sanity's).
   for (const auto& c : vigil::passive_checks({.after_job = true, .cuda_sanity = true}))

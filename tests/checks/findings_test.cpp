@@ -75,5 +75,30 @@ TEST(Findings, an_error_or_skipped_result_stays_as_it_is) {
   EXPECT_EQ(r.message, "sysfs unreadable");
 }
 
+// What could not be judged: a fail or a warn found on the rest stands with it named; a pass
+// becomes an error (Vigil could not look everywhere); nothing changes when all was judged.
+TEST(Findings, what_could_not_be_judged_joins_a_fail_or_a_warn_and_replaces_a_pass) {
+  for (Status found : {Status::kFail, Status::kWarn}) {
+    CheckResult r;
+    r.status = found;
+    r.message = "nvme1 resetting";
+    r.fault_code = "VIGIL-NVME-RESETTING";
+    add_unjudged(r, {"nvme0: smart-log hung", "nvme2: no state"}, "VIGIL-NVME-QUERY");
+    EXPECT_EQ(r.status, found);
+    EXPECT_EQ(r.message, "nvme1 resetting; also nvme0: smart-log hung +1 more");
+    EXPECT_EQ(r.fault_code, "VIGIL-NVME-RESETTING");
+  }
+  CheckResult p;
+  p.status = Status::kPass;
+  p.message = "2 NVMe drives healthy";
+  add_unjudged(p, {"nvme0: smart-log hung"}, "VIGIL-NVME-QUERY");
+  EXPECT_EQ(p.status, Status::kError);
+  EXPECT_EQ(p.message, "nvme0: smart-log hung");
+  EXPECT_EQ(p.fault_code, "VIGIL-NVME-QUERY");
+  CheckResult same = p;
+  add_unjudged(same, {}, "VIGIL-X");
+  EXPECT_EQ(same.message, p.message);
+}
+
 }  // namespace
 }  // namespace vigil

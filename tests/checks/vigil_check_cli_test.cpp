@@ -462,7 +462,9 @@ TEST_F(VigilCheckCli, list_names_the_site_checks_and_refuses_a_bad_directory) {
         "exit_codes: {fail: [1]}\n");
   auto listed = run_command({kBinary, "list", "--thresholds", good});
   ASSERT_EQ(listed.exit_code, 0) << listed.describe();
-  EXPECT_NE(listed.out.find("gpu_count\t"), std::string::npos) << listed.out;
+  EXPECT_NE(listed.out.find("gpu_count\tgpu-count\tquick,hooks\t60s\n"), std::string::npos)
+      << listed.out;
+  EXPECT_NE(listed.out.find("gpu_gemm\tgemm\tquick\t120s\n"), std::string::npos) << listed.out;
   EXPECT_NE(listed.out.find("ib_link_downtime\tib-down\thooks\t20s\n"), std::string::npos)
       << listed.out;
   EXPECT_NE(listed.out.find("site_scratch\tscratch\tsite:hooks\t20s\n"), std::string::npos)

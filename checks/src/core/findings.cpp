@@ -44,7 +44,7 @@ void add_unjudged(CheckResult& r, const std::vector<std::string>& unjudged,
                   std::string_view fault_code, size_t shown) {
   if (unjudged.empty()) return;
   const std::string what = short_list(unjudged, shown, "; ", " ");
-  if (r.status == Status::kFail) {
+  if (r.status == Status::kFail || r.status == Status::kWarn) {
     r.message += "; also " + what;
   } else {
     r.status = Status::kError;
