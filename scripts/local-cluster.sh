@@ -2,7 +2,7 @@
 # Embedded local Slurm cluster for Vigil's tests and demo (see docs/local-cluster.md).
 #
 #   local-cluster.sh start  DIR [--nodes N] [--timeout SECONDS] [--rest] [--extra-conf FILE]
-#                               [--node-addrs] [--profile production|bare] [--gpus G]
+#                               [--node-addrs] [--profile production|bare] [--gpus G] [--owner PID]
 #   local-cluster.sh stop   DIR [--clean]
 #   local-cluster.sh status DIR
 #   local-cluster.sh env    DIR
@@ -32,6 +32,10 @@
 # `stop` kills exactly the processes this script started (and the slurmstepd/slurmscriptd they
 # spawned), TERM first and KILL after a grace period; it is idempotent and removes DIR only
 # with --clean.
+# --owner PID ties the cluster to that process (the test fixture passes its own): a watcher in a
+# session of its own polls it once a second and, once it is gone, runs `stop DIR --clean`. A
+# test killed with SIGKILL or by ctest's timeout runs no destructor, and the daemons, each in a
+# session of its own, would otherwise outlive it. `stop` ends the watcher.
 #
 # Scripts that start a cluster should always stop it, also on Ctrl-C (stop on EXIT; INT/TERM
 # only exit, which runs the EXIT trap, so the script does not carry on after Ctrl-C):
@@ -52,6 +56,8 @@ readonly LOCK_FILE=${VIGIL_CLUSTER_LOCK_FILE:-/tmp/vigil-local-cluster.lock}
 readonly MARKER="# vigil local cluster"
 NODE_CGROUP="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lib/node-cgroup.sh"
 readonly NODE_CGROUP
+SELF="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/$(basename "${BASH_SOURCE[0]}")"
+readonly SELF
 
 # shellcheck source-path=SCRIPTDIR source=lib/daemons.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/daemons.sh"
@@ -91,13 +97,15 @@ helper_pids() {
   done
 }
 
-# slurmd processes started with this cluster's slurm.conf, recorded or not: a slurmd the local
-# reboot (scripts/lib/local-reboot.sh) started is recorded only once its pid file appears, and a
-# stop in between used to leave it running (found after a CI run, 2026-11-27).
-conf_slurmds() {
-  local conf=$1/etc/slurm.conf p cmd
+# Daemons (COMM: slurmd, slurmctld) started with this cluster's slurm.conf, recorded or not: a
+# slurmd the local reboot (scripts/lib/local-reboot.sh) started is recorded only once its pid
+# file appears, and a stop in between used to leave it running (found after a CI run,
+# 2026-11-27); a slurmctld a test restarted (SlurmTestCluster::start_controller) is never
+# recorded. Usage: conf_daemons DIR COMM
+conf_daemons() {
+  local conf=$1/etc/slurm.conf comm=$2 p cmd
   for p in /proc/[0-9]*; do
-    [[ $(cat "$p/comm" 2>/dev/null) == slurmd ]] || continue
+    [[ $(cat "$p/comm" 2>/dev/null) == "$comm" ]] || continue
     cmd=$(tr '\0' ' ' 2>/dev/null <"$p/cmdline") || continue
     [[ " $cmd " == *" -f $conf "* ]] && echo "${p#/proc/}"
   done
@@ -314,6 +322,29 @@ check_alive() {
   done <"$dir/run/pids"
 }
 
+# The --owner watcher (see the header): exits by itself once the cluster is stopped or DIR gone.
+watch_owner() { # DIR PID
+  local dir=$1 owner=$2
+  # shellcheck disable=SC2016 # expanded by the watcher's own bash
+  setsid bash -c 'while kill -0 "$1" 2>/dev/null; do
+      [[ -d $2 && ! -f $2/run/pids.stopped ]] || exit 0
+      sleep 1
+    done
+    echo "owner $1 is gone: stopping the cluster"
+    exec bash "$3" stop "$2" --clean' vigil-owner-watch "$owner" "$dir" "$SELF" \
+    </dev/null >>"$dir/log/owner-watch.log" 2>&1 &
+  echo "$!" >"$dir/run/watcher.pid"
+}
+
+# Ends the watcher of DIR unless it is the one stopping the cluster (it execs stop: same pid).
+end_owner_watch() { # DIR
+  local pid
+  pid=$(cat "$1/run/watcher.pid" 2>/dev/null) || return 0
+  rm -f "$1/run/watcher.pid"
+  [[ $pid =~ ^[0-9]+$ && $pid != "$$" ]] || return 0
+  kill -- "-$pid" 2>/dev/null || true  # its session's group: the loop and its sleep
+}
+
 fail_start() {
   local dir=$1
   shift
@@ -326,9 +357,11 @@ fail_start() {
 
 cmd_start() {
   local dir="" nodes=$DEFAULT_NODES timeout=$DEFAULT_TIMEOUT rest=0 extra="" addrs=0
-  local profile=${VIGIL_CLUSTER_PROFILE:-production} gpus=8
+  local profile=${VIGIL_CLUSTER_PROFILE:-production} gpus=8 owner=""
   while [[ $# -gt 0 ]]; do
     case $1 in
+      --owner) owner=${2:?--owner needs a pid}; shift 2 ;;
+      --owner=*) owner=${1#*=}; shift ;;
       --profile) profile=${2:?--profile needs production or bare}; shift 2 ;;
       --profile=*) profile=${1#*=}; shift ;;
       --gpus) gpus=${2:?--gpus needs a value}; shift 2 ;;
@@ -353,6 +386,8 @@ cmd_start() {
   # NVIDIA's GPU minors are 0..254 (255 is nvidiactl).
   ((nodes * gpus <= 255)) || die "--nodes x --gpus must be at most 255 (one device minor each)"
   [[ -z $extra || -r $extra ]] || die "--extra-conf: cannot read '$extra'"
+  [[ -z $owner ]] || { [[ $owner =~ ^[0-9]+$ ]] && kill -0 "$owner" 2>/dev/null; } ||
+    die "--owner: no process $owner"
   dir=$(abs_dir "$dir")
   [[ ${#dir} -le $MAX_DIR_LEN ]] ||
     die "DIR '$dir' is ${#dir} characters; use at most $MAX_DIR_LEN (unix socket paths under it must fit in 108 bytes), e.g. mktemp -d /tmp/vigil-cluster.XXXXXX"
@@ -377,6 +412,8 @@ cmd_start() {
   # munged insists that everyone may traverse the directories above its socket.
   chmod 0711 "$dir" "$dir/munge"
   rm -f "$dir/run/pids" "$dir/run/pids.stopped" "$dir/run/stopping"
+  end_owner_watch "$dir"
+  [[ -z $owner ]] || watch_owner "$dir" "$owner"
   for ((i = 0; i < nodes; i++)); do mkdir -p "$dir/spool/gpu-$i"; done
   [[ -f $dir/munge/munge.key ]] || mungekey --create --keyfile "$dir/munge/munge.key" >/dev/null
   chmod 0600 "$dir/munge/munge.key"
@@ -481,12 +518,13 @@ cmd_stop() {
   done
   [[ -n $dir ]] || usage
   dir=$(abs_dir "$dir")
+  end_owner_watch "$dir"
 
   if [[ -f $dir/run/pids ]]; then
     local ctld slurmds helpers munged
     # A local reboot in flight (scripts/lib/local-reboot.sh) starts no slurmd from now on.
     touch "$dir/run/stopping"
-    ctld=$(recorded_pids "$dir" slurmctld)
+    ctld=$({ recorded_pids "$dir" slurmctld; conf_daemons "$dir" slurmctld; } | sort -u)
     # Cancel jobs first so slurmstepd tears down the job processes it tracks.
     if [[ -n $ctld ]]; then
       local jobs waited=0
@@ -503,7 +541,7 @@ cmd_stop() {
     # slurmrestd first: it only talks to slurmctld.
     # shellcheck disable=SC2046
     terminate 5 $(recorded_pids "$dir" slurmrestd)
-    slurmds=$({ recorded_pids "$dir" slurmd; conf_slurmds "$dir"; } | sort -u)
+    slurmds=$({ recorded_pids "$dir" slurmd; conf_daemons "$dir" slurmd; } | sort -u)
     # shellcheck disable=SC2086
     terminate 10 $slurmds
     # shellcheck disable=SC2086
@@ -518,7 +556,7 @@ cmd_stop() {
     mv -f "$dir/run/pids" "$dir/run/pids.stopped"
     # One the reboot started just before the marker above, after the first look.
     # shellcheck disable=SC2046
-    terminate 10 $(conf_slurmds "$dir")
+    terminate 10 $(conf_daemons "$dir" slurmd)
     # The production profile's per-node cgroup trees, and any task still in them.
     bash "$NODE_CGROUP" clean "$dir"
     log "stopped cluster in $dir"

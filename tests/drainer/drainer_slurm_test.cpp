@@ -6,6 +6,7 @@
 #include <httplib.h>
 #include <signal.h>
 #include <slurm/slurm_version.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -148,10 +149,15 @@ class DrainerProcess {
   bool start(const std::string& config) {
     const std::string log = dir_ + "/drainer.log";
     log_offset_ = std::filesystem::exists(log) ? std::filesystem::file_size(log) : 0;
+    const pid_t parent = getpid();
     pid_ = fork();
     if (pid_ < 0) return false;
     if (pid_ == 0) {
       setpgid(0, 0);
+      // A test killed by ctest's timeout or SIGKILL runs no destructor: the drainer goes with it
+      // (as BackgroundProcess's children do).
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid() != parent) _exit(127);
       int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
       if (fd >= 0) {
         dup2(fd, 1);

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -239,6 +240,53 @@ TEST(LocalCluster, stop_ends_running_jobs_and_their_processes) {
   EXPECT_TRUE(processes_mentioning(marker).empty()) << "job processes survived stop";
   EXPECT_EQ(cluster_processes(cluster.dir()), std::vector<int>{}) << "daemons survived stop";
   for (int pid : daemons) EXPECT_FALSE(pid_alive(pid)) << pid;
+}
+
+// A test killed with SIGKILL (or by ctest's timeout) runs no destructor: with --owner, the
+// cluster stops and its directory goes once that process is gone. The owner here is a child that
+// only waits, killed as such a test would be.
+TEST(LocalCluster, a_cluster_whose_owner_is_killed_stops_and_removes_its_directory) {
+  const pid_t owner = fork();
+  ASSERT_GE(owner, 0);
+  if (owner == 0) {
+    pause();
+    _exit(0);
+  }
+  char tmpl[] = "/tmp/vigil-owner.XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  CommandOptions options;
+  options.timeout = std::chrono::seconds(180);
+  const auto start = run_command({kScript, "start", dir, "--nodes", "1", "--profile", "bare",
+                                  "--owner", std::to_string(owner)},
+                                 options);
+  ASSERT_EQ(start.exit_code, 0) << start.describe();
+  std::vector<int> daemons;
+  {
+    std::ifstream in(dir + "/run/pids");
+    std::string role, name;
+    int pid = 0;
+    while (in >> role >> pid >> name) daemons.push_back(pid);
+  }
+  ASSERT_GE(daemons.size(), 3u);  // munged, slurmctld, slurmd
+  for (int pid : daemons) ASSERT_TRUE(pid_alive(pid)) << pid;
+  ASSERT_EQ(kill(owner, SIGKILL), 0);
+  ASSERT_EQ(waitpid(owner, nullptr, 0), owner);  // as ctest reaps a test it killed
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  auto gone = [&] {
+    for (int pid : daemons)
+      if (pid_alive(pid)) return false;
+    return !std::filesystem::exists(dir) && processes_mentioning(dir).empty();
+  };
+  while (!gone() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_TRUE(gone()) << "daemons or " << dir << " outlived the owner";
+  if (std::filesystem::exists(dir)) run_command({kScript, "stop", dir, "--clean"});
+
+  // An owner that does not exist is refused before anything starts.
+  const auto refused = run_command({kScript, "start", dir, "--owner", "999999999"});
+  EXPECT_EQ(refused.exit_code, 1) << refused.describe();
+  EXPECT_NE(refused.err.find("--owner: no process 999999999"), std::string::npos) << refused.err;
 }
 
 TEST(LocalCluster, stop_cleans_up_after_slurmctld_was_killed_hard) {

@@ -1,6 +1,7 @@
 #include "local_slurm_cluster.h"
 
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <charconv>
 #include <cstdio>
@@ -66,13 +67,12 @@ LocalSlurmCluster::LocalSlurmCluster(Options options) : options_(options) {
   dir_ = tmpl;
   CommandOptions start_options;
   start_options.timeout = options_.start_timeout + std::chrono::seconds(60);
-  std::vector<std::string> argv = {script_path(),
-                                   "start",
-                                   dir_,
-                                   "--nodes",
-                                   std::to_string(options_.nodes),
-                                   "--timeout",
-                                   std::to_string(options_.start_timeout.count())};
+  std::vector<std::string> argv = {script_path(), "start", dir_, "--nodes",
+                                   std::to_string(options_.nodes), "--timeout",
+                                   std::to_string(options_.start_timeout.count()),
+                                   // A test killed by SIGKILL or ctest's timeout runs no
+                                   // destructor: the cluster goes with this process.
+                                   "--owner", std::to_string(getpid())};
   if (options_.rest) argv.push_back("--rest");
   if (!options_.etc_files.empty()) {
     std::filesystem::create_directories(dir_ + "/etc");

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -141,10 +142,15 @@ bool SlurmTestCluster::stop_controller() {
 bool SlurmTestCluster::start_controller() {
   const std::string conf_path = conf();
   const std::string log = dir() + "/log/slurmctld-restart.out";
+  const pid_t parent = getpid();
   pid_t pid = fork();
   if (pid < 0) return false;
   if (pid == 0) {
     setsid();
+    // Not in the cluster's run/pids: if the test dies without its destructor, slurmctld goes
+    // with it (and `local-cluster.sh stop` finds it by its slurm.conf).
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent) _exit(127);
     int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     if (fd >= 0) {
       dup2(fd, 1);
