@@ -91,6 +91,9 @@ fi
 mode=gpu
 [[ $no_gpu == 1 ]] && mode=no-gpu
 echo "mode=$mode" >"$raw/mode.txt"
+# Steps the summary must find, so that a run stopped before one (the device tool's limit) fails
+# its item instead of reading like an older bundle without it.
+echo "suite-qualify" >"$raw/planned.txt"
 
 # timed NAME LIMIT CMD...: runs CMD under `timeout LIMIT`, stdout to raw/NAME.out, stderr to
 # raw/NAME.err, "rc=N wall_s=S" to raw/NAME.time. Never stops the run.

@@ -326,7 +326,9 @@ check_alive() {
 watch_owner() { # DIR PID
   local dir=$1 owner=$2
   # shellcheck disable=SC2016 # expanded by the watcher's own bash
-  setsid bash -c 'while kill -0 "$1" 2>/dev/null; do
+  # The owner is gone once /proc has no such process or it is a zombie (a parent that has not
+  # reaped it yet; kill -0 would still succeed).
+  setsid bash -c 'while stat=$(cat "/proc/$1/stat" 2>/dev/null) && [[ ${stat##*) } != Z* ]]; do
       [[ -d $2 && ! -f $2/run/pids.stopped ]] || exit 0
       sleep 1
     done
@@ -337,11 +339,15 @@ watch_owner() { # DIR PID
 }
 
 # Ends the watcher of DIR unless it is the one stopping the cluster (it execs stop: same pid).
+# Only a process that is still DIR's watcher (its command line says so) is signalled: a pid left
+# in the file may have been reused.
 end_owner_watch() { # DIR
-  local pid
+  local pid cmd
   pid=$(cat "$1/run/watcher.pid" 2>/dev/null) || return 0
   rm -f "$1/run/watcher.pid"
   [[ $pid =~ ^[0-9]+$ && $pid != "$$" ]] || return 0
+  cmd=$(tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline") || return 0
+  [[ $cmd == *" vigil-owner-watch "*" $1 "* ]] || return 0
   kill -- "-$pid" 2>/dev/null || true  # its session's group: the loop and its sleep
 }
 

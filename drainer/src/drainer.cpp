@@ -17,6 +17,7 @@
 #include "vigil/base/files.h"
 #include "vigil/base/time.h"
 #include "vigil/drainer/qualify_gate.h"
+#include "vigil/report/check_catalog.h"
 
 namespace vigil::drainer {
 
@@ -170,7 +171,8 @@ std::vector<RecheckDue> Drainer::rechecks_due() {
     auto why = requalify_due(s, cfg_.policy, now, last);
     if (!why) continue;
     requalify_listed_[name] = now;  // a try: backs off like a re-check that failed
-    out.push_back({name, std::move(*why), ""});
+    // A drain by gpu_soak (qualify suite only) is re-checked by a run that has it.
+    out.push_back({name, std::move(*why), std::string(suite_to_run(s.driving_checks))});
   }
   return out;
 }

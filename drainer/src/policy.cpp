@@ -344,7 +344,10 @@ PolicyEngine::Step PolicyEngine::drain_or_block(Decision& d, NodeRecord& s,
       d.reason = s.reason;
       return {Action::kReplace, NodeState::kDrained, "replace: " + reason + " after " + after};
     }
-    if (is_gate_reason(s.reason)) return fault_takes_the_hold(d, s, cands, now);
+    // Not while the node is DOWN/FAIL/MAINT (Slurm refuses the relabel, and the sink would take
+    // the refusal for an undone drain): the next report after it is back takes the hold over.
+    if (is_gate_reason(s.reason) && !(slurm && slurm::untouchable(*slurm)))
+      return fault_takes_the_hold(d, s, cands, now);
     return {Action::kNone, NodeState::kDrained, "already drained by vigil"};
   }
   if (unknown_to_slurm)
@@ -403,6 +406,9 @@ PolicyEngine::Step PolicyEngine::begin_drain(Decision& d, NodeRecord& s,
 PolicyEngine::Step PolicyEngine::fault_takes_the_hold(Decision& d, NodeRecord& s,
                                                       const std::vector<const CheckResult*>& cands,
                                                       int64_t now) const {
+  if (dry_run_)  // a hold adopted from Slurm, or kept from before dry-run: nothing changes
+    return {Action::kWouldDrain, NodeState::kDrained,
+            "dry-run: would name the fault in the hold's place: " + d.reason};
   s.reason = d.reason;
   s.driving_checks = d.driving_checks;
   s.repair.remedy = remedy_of(cands);

@@ -321,10 +321,17 @@ def sdc(s, reports):
            f"{injected.get('status')} {injected.get('fault_code')}: {message[:300]}")
 
 
-def qualify(s):
+def planned(s, step):
+    """Whether the run's script planned `step` (planned.txt, bundles from 2026-12-05 on)."""
+    return step in (read_text(s.path("planned.txt")) or "").split()
+
+
+def qualify(s, gpus):
     """The qualify suite with a short soak on a healthy GPU (issue 45 item 5, docs/qualify.md)."""
     path, timing = s.path("suite-qualify.json"), read_time(s.path("suite-qualify.time"))
     if timing is None and not os.path.exists(path):
+        if planned(s, "suite-qualify"):
+            s.add("fail", "no fail, no error: suite qualify", "the step did not run (the run stopped before it?)")
         return  # a bundle from before the step
     report = read_json(path)
     no_false_findings(s, "no fail, no error: suite qualify", report)
@@ -342,14 +349,16 @@ def qualify(s):
             figures.setdefault(m.get("gpu"), {})[m.get("name")] = m.get("value")
         loaded = [g for g, f in figures.items() if (f.get("soak_tflops") or 0) > 0
                   and (f.get("soak_sm_clock") or 0) > 0]
-        s.goal(soak.get("status") in ("pass", "warn") and figures and len(loaded) == len(figures),
+        s.goal(soak.get("status") in ("pass", "warn") and len(figures) == gpus and len(loaded) == gpus,
                "gpu_soak under load",
                f"{soak.get('status')} in {soak.get('duration_s') or 0:.1f} s: " + "; ".join(
                    f"gpu{g} {f.get('soak_tflops') or 0:.1f} TFLOP/s, {f.get('soak_sm_clock') or 0:.0f} MHz, "
                    f"{f.get('soak_power') or 0:.1f} W, {f.get('soak_temperature') or 0:.0f} C, "
                    f"slowdown {f.get('soak_slowdown') or 0:.0f}%" for g, f in sorted(figures.items(), key=str)))
     pcie = by.get("gpu_pcie_bw")
-    if pcie is not None:  # run 10's --only report has none
+    if pcie is None:
+        s.add("fail", "PCIe both directions at once (qualify)", "no gpu_pcie_bw in the qualify report")
+    else:
         per = {}
         for m in pcie.get("measurements", []):
             per.setdefault(m.get("gpu"), {})[m.get("name")] = m.get("value")
@@ -576,7 +585,7 @@ def main():
         reference_ratios(s, reports, read_json(s.path("reference.out")))
         memtest(s, reports)
         sdc(s, reports)
-        qualify(s)
+        qualify(s, len(names))
         allreduce(s, len(names))
         busy(s, reports)
         what = f"{len(names)} x {', '.join(sorted(set(names)))}, driver {machine.get('driver', '?')}"

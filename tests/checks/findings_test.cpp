@@ -75,19 +75,26 @@ TEST(Findings, an_error_or_skipped_result_stays_as_it_is) {
   EXPECT_EQ(r.message, "sysfs unreadable");
 }
 
-// What could not be judged: a fail or a warn found on the rest stands with it named; a pass
-// becomes an error (Vigil could not look everywhere); nothing changes when all was judged.
-TEST(Findings, what_could_not_be_judged_joins_a_fail_or_a_warn_and_replaces_a_pass) {
-  for (Status found : {Status::kFail, Status::kWarn}) {
-    CheckResult r;
-    r.status = found;
-    r.message = "nvme1 resetting";
-    r.fault_code = "VIGIL-NVME-RESETTING";
-    add_unjudged(r, {"nvme0: smart-log hung", "nvme2: no state"}, "VIGIL-NVME-QUERY");
-    EXPECT_EQ(r.status, found);
-    EXPECT_EQ(r.message, "nvme1 resetting; also nvme0: smart-log hung +1 more");
-    EXPECT_EQ(r.fault_code, "VIGIL-NVME-RESETTING");
-  }
+// What could not be judged: a fail found on the rest stands with it named; anything else becomes
+// an error (Vigil could not look everywhere: not a pass), a warn's words kept in the message;
+// nothing changes when all was judged.
+TEST(Findings, what_could_not_be_judged_joins_a_fail_and_keeps_a_warns_words) {
+  CheckResult r;
+  r.status = Status::kFail;
+  r.message = "nvme1 dead";
+  r.fault_code = "VIGIL-NVME-DEAD";
+  add_unjudged(r, {"nvme0: smart-log hung", "nvme2: no state"}, "VIGIL-NVME-QUERY");
+  EXPECT_EQ(r.status, Status::kFail);
+  EXPECT_EQ(r.message, "nvme1 dead; also nvme0: smart-log hung +1 more");
+  EXPECT_EQ(r.fault_code, "VIGIL-NVME-DEAD");
+  CheckResult w;
+  w.status = Status::kWarn;
+  w.message = "nvme1 resetting";
+  w.fault_code = "VIGIL-NVME-RESETTING";
+  add_unjudged(w, {"nvme0: smart-log hung"}, "VIGIL-NVME-QUERY");
+  EXPECT_EQ(w.status, Status::kError);
+  EXPECT_EQ(w.message, "nvme0: smart-log hung; warn: nvme1 resetting");
+  EXPECT_EQ(w.fault_code, "VIGIL-NVME-QUERY");
   CheckResult p;
   p.status = Status::kPass;
   p.message = "2 NVMe drives healthy";

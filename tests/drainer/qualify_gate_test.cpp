@@ -237,6 +237,43 @@ TEST(QualifyGate, a_fault_found_on_a_held_node_takes_the_drains_reason) {
   EXPECT_EQ(dr.node("gpu-1")->gate_cause, "");
 }
 
+// Not taken over while the node is DOWN (Slurm would refuse the relabel; the sink would read the
+// refusal as an undone drain), nor in dry-run (a hold kept from before it): the hold stays as it
+// is; the next failing report once the node is back, with dry-run off, names the fault.
+TEST(QualifyGate, a_down_node_or_dry_run_keeps_the_holds_reason) {
+  NewNodes n;
+  const std::string hold = "vigil: qualify new node, held until the qualify suite passes";
+  {
+    Drainer dr(n.cfg, n.slurm, nullptr, n.clock);
+    ASSERT_TRUE(dr.open().ok());
+    n.decide(dr, {good("gpu-1", "a")});
+    ASSERT_EQ(n.slurm->get("gpu-1").reason, hold);
+    n.slurm->set("gpu-1", [](slurm::SlurmNodeInfo& i) {
+      i.state = "DOWN";
+      i.down = true;
+    });
+    n.decide(dr, {of_suite(bad("gpu-1", "q-1"), "qualify")});
+    EXPECT_EQ(n.slurm->get("gpu-1").reason, hold);
+    EXPECT_TRUE(dr.node("gpu-1")->drained_by_vigil);
+    EXPECT_EQ(dr.node("gpu-1")->gate_cause, "new");
+    n.slurm->finish_reboot("gpu-1", n.clock.now_unix());  // back, still drained
+  }
+  n.cfg.dry_run = true;
+  {
+    Drainer dr(n.cfg, n.slurm, nullptr, n.clock);
+    ASSERT_TRUE(dr.open().ok());
+    n.decide(dr, {of_suite(bad("gpu-1", "q-2"), "qualify")});
+    EXPECT_EQ(n.slurm->get("gpu-1").reason, hold);
+    EXPECT_NE(dr.node("gpu-1")->note.find("dry-run: would name the fault"), std::string::npos)
+        << dr.node("gpu-1")->note;
+  }
+  n.cfg.dry_run = false;
+  Drainer dr(n.cfg, n.slurm, nullptr, n.clock);
+  ASSERT_TRUE(dr.open().ok());
+  n.decide(dr, {of_suite(bad("gpu-1", "q-3"), "qualify")});
+  EXPECT_EQ(n.slurm->get("gpu-1").reason, "vigil: nvml_ecc nvml_ecc failed");
+}
+
 TEST(QualifyGate, dry_run_holds_nothing_and_the_node_is_held_later) {
   NewNodes n;
   n.cfg.dry_run = true;

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "drainer_fixtures.h"
 #include "vigil/drainer/drainer.h"
 
@@ -170,6 +172,25 @@ TEST(Requalify, the_drainer_lists_a_performance_drain_and_two_passes_resume_it) 
   EXPECT_TRUE(due_nodes(dr).empty());
   EXPECT_EQ(dr.node("gpu-1")->checks.at("gpu_gemm").last_run_unix, clock.now_unix() - 900);
   EXPECT_EQ(dr.node("gpu-1")->drained_unix, 0);
+}
+
+// A drain by the soak is listed with the qualify suite, the only one that runs gpu_soak: the
+// CronJob's quick re-checks would never pass it. A GEMM drain keeps the CronJob's own suite.
+TEST(Requalify, a_soaks_drain_is_listed_with_the_suite_that_runs_the_soak) {
+  GemmDrains g;
+  g.cfg.policy.checks["gpu_soak"].drain_after = 1;
+  Drainer dr(g.cfg, g.slurm, nullptr, g.clock);
+  ASSERT_TRUE(dr.open().ok());
+  GemmDrains::decide(
+      dr, {testing::make_report("gpu-1", "a",
+                                {testing::make_check("gpu_soak", Status::kFail, 580, 640, "TFLOP/s",
+                                                     "VIGIL-SLOW-CONFIRMED")}),
+           gemm_fail("gpu-2", "a")});
+  ASSERT_TRUE(g.slurm->get("gpu-1").drain);
+  g.clock.advance(60);
+  std::map<std::string, std::string> suites;
+  for (const auto& r : dr.rechecks_due()) suites[r.node] = r.suite;
+  EXPECT_EQ(suites, (std::map<std::string, std::string>{{"gpu-1", "qualify"}, {"gpu-2", ""}}));
 }
 
 // A listing that brings no report (the hold refused, the step killed, the report spooled) is a

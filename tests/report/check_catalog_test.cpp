@@ -72,6 +72,20 @@ TEST(CheckCatalog, names_by_severity_follow_the_catalog_order) {
   }
 }
 
+// The suite a re-check needs to run a drain's checks, by name or by a reason's short name.
+TEST(CheckCatalog, a_re_check_of_gpu_sdc_needs_full_and_of_gpu_soak_qualify) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(suite_to_run(V{"gpu_sdc"}), "full");
+  EXPECT_EQ(suite_to_run(V{"sdc"}), "full");
+  EXPECT_EQ(suite_to_run(V{"nvml_ecc", "gpu_soak"}), "qualify");
+  EXPECT_EQ(suite_to_run(V{"gpu_sdc", "soak"}), "qualify");
+  EXPECT_EQ(suite_to_run(V{"nvml_ecc", "gpu_gemm"}), "");
+  EXPECT_EQ(suite_to_run(V{"kmsg_xid"}), "");              // the hooks' own
+  EXPECT_EQ(suite_to_run(V{"fabric_allreduce_ib"}), "");   // a fabric job's
+  EXPECT_EQ(suite_to_run(V{"qualify", "reset-gpu"}), "");  // reason words, not checks
+  EXPECT_EQ(suite_to_run(V{}), "");
+}
+
 TEST(CheckCatalog, the_default_fatal_list_is_the_catalogs_fatal_entries) {
   EXPECT_FALSE(names_of(CheckSeverity::kFatal).empty());
   EXPECT_EQ(default_fatal_checks(), names_of(CheckSeverity::kFatal));

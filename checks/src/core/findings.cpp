@@ -44,13 +44,16 @@ void add_unjudged(CheckResult& r, const std::vector<std::string>& unjudged,
                   std::string_view fault_code, size_t shown) {
   if (unjudged.empty()) return;
   const std::string what = short_list(unjudged, shown, "; ", " ");
-  if (r.status == Status::kFail || r.status == Status::kWarn) {
+  if (r.status == Status::kFail) {
     r.message += "; also " + what;
-  } else {
-    r.status = Status::kError;
-    r.message = what;
-    r.fault_code = std::string(fault_code);
+    return;
   }
+  // A warn keeps its words: "error" (nothing unjudged counts as a pass for resume_after or the
+  // qualify gate) would otherwise hide it.
+  const std::string warned = r.status == Status::kWarn ? "; warn: " + r.message : "";
+  r.status = Status::kError;
+  r.message = what + warned;
+  r.fault_code = std::string(fault_code);
 }
 
 }  // namespace vigil

@@ -6,8 +6,12 @@
 #include <map>
 #include <random>
 #include <set>
+#include <span>
+#include <string_view>
 #include <tuple>
 #include <unordered_map>
+
+#include "vigil/report/check_catalog.h"
 
 namespace vigil::submit {
 
@@ -148,26 +152,40 @@ std::vector<std::string> held_step(const std::string& on, const std::string& mod
   return argv;
 }
 
+// The suite a held re-check runs when the drainer named none: "full" when the reason's check runs
+// in no quick run ("vigil: sdc gpu 0 ..." names gpu_sdc: its quick re-checks would never pass it,
+// and the drain would last until a person ends it), else the job's own. Not "qualify": its soak
+// outlasts the hourly re-check's time limit; the drainer names that suite itself for a soak's
+// drain (GET /v1/rechecks), which the requalify CronJob runs.
+std::string suite_for_reason(std::string_view reason) {
+  const std::string prefix = std::string(slurm::kReasonPrefix) + " ";
+  if (!reason.starts_with(prefix)) return "";
+  reason.remove_prefix(prefix.size());
+  const std::string check(reason.substr(0, reason.find(' ')));
+  return suite_to_run(std::span<const std::string>(&check, 1)) == "full" ? "full" : "";
+}
+
 // A held re-check of a node Vigil drained, and in `why` what the plan says of it. A reason
 // "vigil: reset-gpu ..." (the drainer asked for a GPU reset first): the job script's mode `reset`
 // runs `vigil-check repair reset-gpu`, then the re-check if it passed. A suite the drainer named
-// (o.recheck_suite) is exported as VIGIL_SUITE.
+// (o.recheck_suite), or else the one the reason's check needs, is exported as VIGIL_SUITE.
 PlannedCommand recheck_cmd(const SlurmNodeInfo& node, const SubmitOptions& o, std::string& why) {
   const bool reset = slurm::is_reset_gpu_reason(node.reason);
   const std::string partition = !o.partition.empty()      ? o.partition
                                 : node.partitions.empty() ? ""
                                                           : node.partitions.front();
-  const auto suite = o.recheck_suite.find(node.name);
-  const bool named = suite != o.recheck_suite.end();
-  const std::string env =
-      expected_gpus_export(node) + (named ? ",VIGIL_SUITE=" + suite->second : "");
+  const auto listed = o.recheck_suite.find(node.name);
+  const std::string suite =
+      listed != o.recheck_suite.end() ? listed->second : suite_for_reason(node.reason);
+  const bool named = !suite.empty();
+  const std::string env = expected_gpus_export(node) + (named ? ",VIGIL_SUITE=" + suite : "");
   PlannedCommand c{
       "recheck", {node.name}, held_step(node.name, reset ? "reset" : "recheck", env, o)};
   c.hold = make_hold(node, {}, partition, o);
   why = std::string(reset ? "drained by vigil for a GPU reset: held, reset-gpu, then the re-check "
                             "(reservation "
                           : "drained by vigil: held re-check (reservation ") +
-        hold_reservation(node.name) + ")" + (named ? ", suite " + suite->second : "");
+        hold_reservation(node.name) + ")" + (named ? ", suite " + suite : "");
   return c;
 }
 

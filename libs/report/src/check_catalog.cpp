@@ -170,4 +170,16 @@ std::vector<std::string> catalog_check_names(CheckSeverity severity) {
   return out;
 }
 
+std::string_view suite_to_run(std::span<const std::string> checks) {
+  bool full = false;
+  for (const std::string& c : checks) {
+    for (const CheckSpec& s : kCatalog) {
+      if (s.name != c && s.short_name != c) continue;
+      if (s.qualify_only()) return "qualify";
+      full = full || s.full_only();
+    }
+  }
+  return full ? "full" : "";
+}
+
 }  // namespace vigil

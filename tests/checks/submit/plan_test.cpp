@@ -360,6 +360,26 @@ TEST(SubmitPlan, nodes_drained_by_vigil_get_a_held_recheck_with_every_gpu_not_an
       << vigil::submit::shell_join(p.rechecks[0].argv);
   EXPECT_NE(verdict(p, "gpu-2").why.find(", suite qualify"), std::string::npos);
   o.recheck_suite.clear();
+  // Drained by gpu_sdc, which no quick run has: its held re-check runs the full suite, or it
+  // could never pass; a suite the drainer names still wins.
+  const std::string remap_reason = ours.reason;
+  ours.reason = "vigil: sdc gpu 0 bf16: 1 element of 67108864 wrong in the exact integer GEMM";
+  p = plan_submissions({ours}, {}, o);
+  ASSERT_EQ(p.rechecks.size(), 1u);
+  EXPECT_TRUE(has_arg(p.rechecks[0].argv,
+                      "--export=ALL,VIGIL_MODE=recheck,VIGIL_RUN_ID=r1,VIGIL_EXPECTED_GPUS=8,"
+                      "VIGIL_SUITE=full"))
+      << vigil::submit::shell_join(p.rechecks[0].argv);
+  EXPECT_NE(verdict(p, "gpu-2").why.find(", suite full"), std::string::npos);
+  o.recheck_suite["gpu-2"] = "qualify";
+  p = plan_submissions({ours}, {}, o);
+  EXPECT_NE(verdict(p, "gpu-2").why.find(", suite qualify"), std::string::npos);
+  o.recheck_suite.clear();
+  ours.reason = "vigil: soak gpu3 582<640TFLOP/s";  // qualify's soak: the drainer names it
+  p = plan_submissions({ours}, {}, o);
+  ASSERT_EQ(p.rechecks.size(), 1u);
+  EXPECT_EQ(verdict(p, "gpu-2").why.find(", suite"), std::string::npos) << verdict(p, "gpu-2").why;
+  ours.reason = remap_reason;
   // In a reservation (the site's, or another run's hold): not held, said so (review of the hold:
   // ours could overlap it, and its jobs could start on the undrained node).
   ours.reserved = true;

@@ -35,10 +35,11 @@ class Findings {
 };
 
 // What a check could not judge (a file it could not read, a query that hung), after conclude():
-// a fail or a warn still stands, with the first `shown` of them added to its message ("; also
-// ..."): what was found on the parts it could read is not hidden behind Vigil's own trouble with
-// the others. Any other result becomes an error with `fault_code` and them as its message.
-// Nothing when empty.
+// a fail still stands, with the first `shown` of them added to its message ("; also ...");
+// any other result becomes an error with `fault_code` and them as its message, a warn's words
+// kept after them ("; warn: ...") so that Vigil's own trouble with some parts does not hide
+// what it found on the others. An error, not a warn: a result with parts unjudged must not count
+// as a pass (resume_after, the qualify gate). Nothing when empty.
 void add_unjudged(CheckResult& r, const std::vector<std::string>& unjudged,
                   std::string_view fault_code, size_t shown = 1);
 

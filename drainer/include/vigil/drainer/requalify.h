@@ -38,7 +38,8 @@ struct RecheckDue {
   std::string node;
   std::string why;
   // The suite the re-check must run: the qualify gate's for a node it holds (qualify_gate.h),
-  // else "" (the re-checking CronJob's own).
+  // else the one its driving checks need (suite_to_run: "qualify" for gpu_soak), else "" (the
+  // re-checking CronJob's own).
   std::string suite;
 };
 

@@ -85,4 +85,12 @@ const CheckSpec* find_check_spec(std::string_view name);
 // Names of the checks of one severity, in catalog order.
 std::vector<std::string> catalog_check_names(CheckSeverity severity);
 
+// The `vigil-check run` suite a re-check must run to run the checks a drain names (check names,
+// or the short names of Slurm reasons, "sdc"): "qualify" when one runs in the qualify suite
+// alone (gpu_soak), "full" when one runs in the full suite and not the quick one (gpu_sdc),
+// else "" (the re-checking job's own suite has them, or no suite does: the hooks' and the fabric
+// jobs' checks). A drain by gpu_sdc or gpu_soak otherwise waits for passes its quick re-checks
+// never give, and lasts until a person ends it.
+std::string_view suite_to_run(std::span<const std::string> checks);
+
 }  // namespace vigil
