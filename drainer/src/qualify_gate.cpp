@@ -125,8 +125,7 @@ PolicyEngine::Step PolicyEngine::fault_takes_the_hold(Decision& d, NodeRecord& s
   if (dry_run_)  // a hold adopted from Slurm, or kept from before dry-run: nothing changes
     return {Action::kWouldDrain, NodeState::kDrained,
             "dry-run: would name the fault in the hold's place: " + d.reason};
-  s.reason = d.reason;
-  s.driving_checks = d.driving_checks;
+  s.reason = d.reason;  // its driving checks are in s already (drain_or_block)
   Step step = begin_drain(d, s, cands, now);
   step.why += " (found while held by the qualify gate)";
   return step;

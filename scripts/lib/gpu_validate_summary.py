@@ -75,6 +75,14 @@ def checks_of(report):
     return (report or {}).get("checks", [])
 
 
+def by_gpu(check):
+    """{gpu: {measurement: value}} of one check's result."""
+    out = {}
+    for m in (check or {}).get("measurements", []):
+        out.setdefault(m.get("gpu"), {})[m.get("name")] = m.get("value")
+    return out
+
+
 def measurement(report, check, name):
     """{gpu: value} of one measurement of one check."""
     out = {}
@@ -344,9 +352,7 @@ def qualify(s, gpus):
     if soak is None:
         s.add("fail", "gpu_soak under load", "no gpu_soak in the qualify report")
     else:
-        figures = {}
-        for m in soak.get("measurements", []):
-            figures.setdefault(m.get("gpu"), {})[m.get("name")] = m.get("value")
+        figures = by_gpu(soak)
         loaded = [g for g, f in figures.items() if (f.get("soak_tflops") or 0) > 0
                   and (f.get("soak_sm_clock") or 0) > 0]
         s.goal(soak.get("status") in ("pass", "warn") and len(figures) == gpus and len(loaded) == gpus,
@@ -359,9 +365,7 @@ def qualify(s, gpus):
     if pcie is None:
         s.add("fail", "PCIe both directions at once (qualify)", "no gpu_pcie_bw in the qualify report")
     else:
-        per = {}
-        for m in pcie.get("measurements", []):
-            per.setdefault(m.get("gpu"), {})[m.get("name")] = m.get("value")
+        per = by_gpu(pcie)
         rows = [f"gpu{g} {f['bidir_bandwidth'] or 0:.1f} GB/s both ways (one way "
                 f"{f.get('h2d_bandwidth') or 0:.1f} / {f.get('d2h_bandwidth') or 0:.1f})"
                 for g, f in sorted(per.items(), key=str) if "bidir_bandwidth" in f]
@@ -372,8 +376,7 @@ def qualify(s, gpus):
     if sdc_check is None:
         s.add("fail", "gpu_sdc: no mismatch over the qualify repeats", "no gpu_sdc in the qualify report")
     else:
-        counts = [m.get("value") for m in sdc_check.get("measurements", [])
-                  if m.get("name") == "sdc_mismatches"]
+        counts = list(measurement(report, "gpu_sdc", "sdc_mismatches").values())
         s.goal(sdc_check.get("status") == "pass" and counts and not any(counts),
                "gpu_sdc: no mismatch over the qualify repeats",
                f"{sdc_check.get('status')}, sdc_mismatches {counts}, {sdc_check.get('duration_s') or 0:.1f} s: "

@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <utility>
+
 #include "vigil/checks/check.h"
 
 namespace vigil {
@@ -79,25 +82,24 @@ TEST(Findings, an_error_or_skipped_result_stays_as_it_is) {
 // an error (Vigil could not look everywhere: not a pass), a warn's words kept in the message;
 // nothing changes when all was judged.
 TEST(Findings, what_could_not_be_judged_joins_a_fail_and_keeps_a_warns_words) {
-  CheckResult r;
-  r.status = Status::kFail;
-  r.message = "nvme1 dead";
-  r.fault_code = "VIGIL-NVME-DEAD";
+  auto concluded = [](Status status, std::string message, std::string fault_code) {
+    CheckResult c;
+    c.status = status;
+    c.message = std::move(message);
+    c.fault_code = std::move(fault_code);
+    return c;
+  };
+  CheckResult r = concluded(Status::kFail, "nvme1 dead", "VIGIL-NVME-DEAD");
   add_unjudged(r, {"nvme0: smart-log hung", "nvme2: no state"}, "VIGIL-NVME-QUERY");
   EXPECT_EQ(r.status, Status::kFail);
   EXPECT_EQ(r.message, "nvme1 dead; also nvme0: smart-log hung +1 more");
   EXPECT_EQ(r.fault_code, "VIGIL-NVME-DEAD");
-  CheckResult w;
-  w.status = Status::kWarn;
-  w.message = "nvme1 resetting";
-  w.fault_code = "VIGIL-NVME-RESETTING";
+  CheckResult w = concluded(Status::kWarn, "nvme1 resetting", "VIGIL-NVME-RESETTING");
   add_unjudged(w, {"nvme0: smart-log hung"}, "VIGIL-NVME-QUERY");
   EXPECT_EQ(w.status, Status::kError);
   EXPECT_EQ(w.message, "nvme0: smart-log hung; warn: nvme1 resetting");
   EXPECT_EQ(w.fault_code, "VIGIL-NVME-QUERY");
-  CheckResult p;
-  p.status = Status::kPass;
-  p.message = "2 NVMe drives healthy";
+  CheckResult p = concluded(Status::kPass, "2 NVMe drives healthy", "");
   add_unjudged(p, {"nvme0: smart-log hung"}, "VIGIL-NVME-QUERY");
   EXPECT_EQ(p.status, Status::kError);
   EXPECT_EQ(p.message, "nvme0: smart-log hung");

@@ -39,9 +39,9 @@ Result<StreamPtr> make_stream() {
   return StreamPtr(s);
 }
 
-Result<EventPtr> make_event() {
+Result<EventPtr> make_event(unsigned flags) {
   cudaEvent_t e = nullptr;
-  VIGIL_CUDA_CHECK(cudaEventCreate(&e));
+  VIGIL_CUDA_CHECK(cudaEventCreateWithFlags(&e, flags));
   return EventPtr(e);
 }
 

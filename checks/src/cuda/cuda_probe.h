@@ -57,7 +57,8 @@ using EventPtr = std::unique_ptr<std::remove_pointer_t<cudaEvent_t>, EventDestro
 Result<DevicePtr> device_alloc(std::size_t bytes);
 Result<PinnedPtr> pinned_alloc(std::size_t bytes);
 Result<StreamPtr> make_stream();
-Result<EventPtr> make_event();
+// flags: cudaEventDefault (timed), or cudaEventDisableTiming for events that only order streams.
+Result<EventPtr> make_event(unsigned flags = cudaEventDefault);
 
 // Runs plan.warmup untimed iterations of `launch` (which enqueues one iteration on `stream` and
 // returns VoidResult), more until warm-up lasted plan.min_warmup_s (host clock after a stream

@@ -98,13 +98,9 @@ Result<double> both_ways_gbps(const CopyPlan& plan, cudaStream_t stream, const v
   VIGIL_TRY(PinnedPtr host_in, pinned_alloc(plan.bytes));
   std::memset(host_in.get(), 0xA5, plan.bytes);  // on the bound node, as `host`
   VIGIL_TRY(DevicePtr device_out, device_alloc(plan.bytes));
-  // Ordering only, never timed: events without timing are the cheaper kind (CUDA runtime API,
-  // cudaEventDisableTiming).
-  cudaEvent_t fork_raw = nullptr, join_raw = nullptr;
-  VIGIL_CUDA_CHECK(cudaEventCreateWithFlags(&fork_raw, cudaEventDisableTiming));
-  const EventPtr fork(fork_raw);
-  VIGIL_CUDA_CHECK(cudaEventCreateWithFlags(&join_raw, cudaEventDisableTiming));
-  const EventPtr join(join_raw);
+  // Ordering only, never timed: the cheaper kind of event (cudaEventDisableTiming).
+  VIGIL_TRY(EventPtr fork, make_event(cudaEventDisableTiming));
+  VIGIL_TRY(EventPtr join, make_event(cudaEventDisableTiming));
   auto both = [&]() -> VoidResult {
     VIGIL_CUDA_CHECK(cudaEventRecord(fork.get(), stream));
     VIGIL_CUDA_CHECK(cudaStreamWaitEvent(other.get(), fork.get(), 0));
